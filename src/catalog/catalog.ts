@@ -1,0 +1,177 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import type { Application, ResolvedApplication, Tool } from '../model/application.ts';
+import { type Issue, ValidationError } from '../model/errors.ts';
+import { normaliseDocument } from './yaml-v1.ts';
+
+/** A loaded catalogue: applications with their tools resolved, by name and version. */
+export interface Catalog {
+  list(): ResolvedApplication[];
+  find(name: string, version: string): ResolvedApplication | undefined;
+  versions(name: string): string[];
+}
+
+export interface SourceFile {
+  path: string;
+  text: string;
+}
+
+/** Where a catalogue problem is: file, 1-based document number and line, then the field. */
+export interface CatalogIssue extends Issue {
+  file: string;
+  document: number;
+  line?: number;
+}
+
+export function formatCatalogIssue(issue: CatalogIssue): string {
+  const where = `${issue.file}${issue.line !== undefined ? `:${issue.line}` : ''} (document ${issue.document})`;
+  return `${where} ${issue.path || '(document)'}: ${issue.message}`;
+}
+
+const key = (name: string, version: string) => `${name}@${version}`;
+
+/** Parses and checks every document of every file; returns the catalogue and every problem found. */
+export function buildCatalog(files: readonly SourceFile[]): { catalog: Catalog; issues: CatalogIssue[] } {
+  const issues: CatalogIssue[] = [];
+  const apps: { application: Application; file: string; document: number; line?: number }[] = [];
+  const tools = new Map<string, Tool>();
+
+  for (const file of files) {
+    const lineCounter = new LineCounter();
+    const docs = parseAllDocuments(file.text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+    const list = Array.isArray(docs) ? docs : [];
+    if (!Array.isArray(docs)) {
+      issues.push({ file: file.path, document: 1, path: '', message: 'is not a YAML stream' });
+    }
+    list.forEach((doc, index) => {
+      const document = index + 1;
+      const lineOf = (path: (string | number)[]): number | undefined => {
+        for (let n = path.length; n >= 0; n--) {
+          const node = doc.getIn(path.slice(0, n), true) as { range?: [number, number, number] } | undefined;
+          if (node?.range) return lineCounter.linePos(node.range[0]).line;
+        }
+        return undefined;
+      };
+      if (doc.errors.length > 0) {
+        for (const e of doc.errors) {
+          issues.push({
+            file: file.path,
+            document,
+            line: lineCounter.linePos(e.pos[0]).line,
+            path: '',
+            message: e.message.split('\n')[0] ?? 'is not valid YAML',
+          });
+        }
+        return;
+      }
+      const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+      if (value === null || value === undefined) return; // an empty document, e.g. after a trailing `---`
+      const result = normaliseDocument(value);
+      for (const issue of result.issues) {
+        const line = lineOf(splitPath(issue.path));
+        issues.push({ file: file.path, document, ...(line !== undefined ? { line } : {}), ...issue });
+      }
+      if (result.document?.kind === 'tool') {
+        const t = result.document.tool;
+        if (tools.has(key(t.name, t.version))) {
+          issues.push({
+            file: file.path,
+            document,
+            path: 'name',
+            message: `tool ${key(t.name, t.version)} is defined twice`,
+          });
+        }
+        tools.set(key(t.name, t.version), t);
+      } else if (result.document?.kind === 'application') {
+        const line = lineOf(['tool']);
+        apps.push({
+          application: result.document.application,
+          file: file.path,
+          document,
+          ...(line ? { line } : {}),
+        });
+      }
+    });
+  }
+
+  const resolved = new Map<string, ResolvedApplication>();
+  const versions = new Map<string, string[]>();
+  for (const { application, file, document, line } of apps) {
+    const { name, version } = application.metadata;
+    const ref = application.invocation.tool;
+    const tool = tools.get(key(ref.name, ref.version));
+    const at = { file, document, ...(line !== undefined ? { line } : {}) };
+    if (!tool) {
+      issues.push({
+        ...at,
+        path: 'tool',
+        message: `names no tool in the catalogue (${key(ref.name, ref.version)})`,
+      });
+      continue;
+    }
+    if (resolved.has(key(name, version))) {
+      issues.push({ ...at, path: 'version', message: `application ${key(name, version)} is defined twice` });
+      continue;
+    }
+    resolved.set(key(name, version), { application, tool });
+    versions.set(name, [...(versions.get(name) ?? []), version]);
+  }
+
+  const all = [...resolved.values()].sort((a, b) =>
+    a.application.metadata.name === b.application.metadata.name
+      ? compareVersions(a.application.metadata.version, b.application.metadata.version)
+      : a.application.metadata.name.localeCompare(b.application.metadata.name),
+  );
+  const catalog: Catalog = {
+    list: () => all,
+    find: (name, version) => resolved.get(key(name, version)),
+    versions: (name) => [...(versions.get(name) ?? [])].sort(compareVersions),
+  };
+  return { catalog, issues };
+}
+
+/** Loads every `.yml`/`.yaml` file under `dir`; any problem makes it throw them all. */
+export async function loadCatalog(dir: string): Promise<Catalog> {
+  const { catalog, issues } = buildCatalog(await readCatalogFiles(dir));
+  if (issues.length > 0) {
+    throw new ValidationError(issues.map((i) => ({ path: '', message: formatCatalogIssue(i) })));
+  }
+  return catalog;
+}
+
+export async function readCatalogFiles(dir: string): Promise<SourceFile[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const paths = entries
+    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name))
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
+  return Promise.all(
+    paths.map(async (path) => ({ path: relative(process.cwd(), path), text: await readFile(path, 'utf8') })),
+  );
+}
+
+function splitPath(path: string): (string | number)[] {
+  const out: (string | number)[] = [];
+  for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) {
+    if (m[2] !== undefined) out.push(Number(m[2]));
+    else if (m[1] !== undefined) out.push(m[1]);
+  }
+  return out;
+}
+
+/** Orders versions like "1.2.10" after "1.2.9"; non-numeric parts compare as text. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.-]/);
+  const pb = b.split(/[.-]/);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i] ?? '';
+    const y = pb[i] ?? '';
+    const nx = Number(x);
+    const ny = Number(y);
+    const c =
+      x !== '' && y !== '' && Number.isFinite(nx) && Number.isFinite(ny) ? nx - ny : x.localeCompare(y);
+    if (c !== 0) return c;
+  }
+  return 0;
+}

@@ -1,0 +1,123 @@
+import type { Application, ApplicationParameter, InvocationParameter } from '../model/application.ts';
+import type { AppParameterValue } from '../model/parameter-value.ts';
+import { baseName } from '../model/paths.ts';
+
+/**
+ * Renders an application's invocation into an argv list (no shell is involved) and its
+ * `environment` map into environment variables, following UCloud's InvocationParameter rules.
+ */
+
+export interface RenderOptions {
+  /** How a license server id becomes `address:port[/license]`. */
+  licenseAddress?: (id: string) => string | undefined;
+}
+
+/** One parameter value as text, or undefined when it contributes nothing. */
+function renderValue(
+  parameter: ApplicationParameter | undefined,
+  value: AppParameterValue,
+  options: RenderOptions,
+): string | undefined {
+  switch (value.type) {
+    case 'file':
+      return `/work/${baseName(value.path)}`;
+    case 'boolean': {
+      if (parameter?.type !== 'boolean') return String(value.value);
+      const text = value.value ? parameter.trueValue : parameter.falseValue;
+      return text === '' ? undefined : text;
+    }
+    case 'text':
+      if (parameter?.type === 'enumeration') {
+        return (parameter.options.find((o) => o.value === value.value) ?? { value: value.value }).value;
+      }
+      return value.value;
+    case 'textarea':
+      return value.value;
+    case 'integer':
+    case 'floating_point':
+      return String(value.value);
+    case 'peer':
+      return value.hostname;
+    case 'license_server':
+      return options.licenseAddress?.(value.id) ?? value.id;
+    case 'network':
+    case 'ingress':
+      return value.id;
+  }
+}
+
+/** Renders one invocation item to zero or more pieces. */
+function renderItem(
+  item: InvocationParameter,
+  parameters: ReadonlyMap<string, ApplicationParameter>,
+  values: Readonly<Record<string, AppParameterValue>>,
+  options: RenderOptions,
+): string[] {
+  const renderedValue = (name: string): string | undefined => {
+    const value = values[name];
+    return value === undefined ? undefined : renderValue(parameters.get(name), value, options);
+  };
+  switch (item.type) {
+    case 'word':
+      return [item.word];
+    case 'env':
+      // Kubernetes expands $(NAME) from the container's environment, in command and in env values.
+      return [`$(${item.variable})`];
+    case 'bool_flag': {
+      const value = values[item.variableName];
+      return value?.type === 'boolean' && value.value && item.flag !== '' ? [item.flag] : [];
+    }
+    case 'var': {
+      const rendered = item.variableNames.map(renderedValue).filter((v): v is string => v !== undefined);
+      if (rendered.length === 0) return [];
+      const out: string[] = [];
+      if (item.prefixGlobal !== '') out.push(item.prefixGlobal);
+      for (const v of rendered) {
+        let arg = v;
+        if (item.prefixVariable !== '') {
+          if (item.isPrefixVariablePartOfArg) arg = item.prefixVariable + arg;
+          else out.push(item.prefixVariable);
+        }
+        if (item.suffixVariable !== '' && item.isSuffixVariablePartOfArg) arg += item.suffixVariable;
+        out.push(arg);
+        if (item.suffixVariable !== '' && !item.isSuffixVariablePartOfArg) out.push(item.suffixVariable);
+      }
+      if (item.suffixGlobal !== '') out.push(item.suffixGlobal);
+      return out;
+    }
+  }
+}
+
+export function renderCommand(
+  app: Application,
+  values: Readonly<Record<string, AppParameterValue>>,
+  options: RenderOptions = {},
+): string[] {
+  const parameters = parameterMap(app);
+  return app.invocation.invocation.flatMap((item) => renderItem(item, parameters, values, options));
+}
+
+/** Environment values are the rendered pieces joined by spaces; an empty result sets nothing. */
+export function renderEnvironment(
+  app: Application,
+  values: Readonly<Record<string, AppParameterValue>>,
+  options: RenderOptions = {},
+): Record<string, string> {
+  const parameters = parameterMap(app);
+  const env: Record<string, string> = {};
+  for (const [name, item] of Object.entries(app.invocation.environment)) {
+    const text = renderItem(item, parameters, values, options).join(' ');
+    if (text !== '') env[name] = text;
+  }
+  return env;
+}
+
+const parameterMaps = new WeakMap<Application, Map<string, ApplicationParameter>>();
+function parameterMap(app: Application): Map<string, ApplicationParameter> {
+  let map = parameterMaps.get(app);
+  if (!map) {
+    map = new Map(app.invocation.parameters.map((p) => [p.name, p]));
+    parameterMaps.set(app, map);
+  }
+  return map;
+}

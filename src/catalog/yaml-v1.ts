@@ -1,0 +1,491 @@
+import { type Static, Type } from '@sinclair/typebox';
+import type { Application, ApplicationParameter, InvocationParameter, Tool } from '../model/application.ts';
+import { SimpleDuration } from '../model/application.ts';
+import { type Issue, joinPath } from '../model/errors.ts';
+import type { AppParameterValue } from '../model/parameter-value.ts';
+import { closed, StringEnum, TaggedUnion } from '../model/schema.ts';
+import { parser } from '../model/validate.ts';
+
+/**
+ * UCloud's YAML v1 documents (`application: v1`, `tool: v1`) as they are written, and their
+ * translation into the normalised model. Field names follow UCloud's app-store docs.
+ */
+
+const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
+const Text = Type.String();
+const NameText = Type.Union([Type.String({ minLength: 1 }), Type.Number()]);
+const VARIABLE_NAME = '^[A-Za-z_][A-Za-z0-9_-]*$';
+const VariableName = Type.String({
+  pattern: VARIABLE_NAME,
+  description: 'a name of letters, digits, _ and -',
+});
+
+const RawVar = Type.Object(
+  {
+    type: Type.Literal('var'),
+    vars: Type.Union([VariableName, Type.Array(VariableName, { minItems: 1 })]),
+    prefixGlobal: Type.Optional(Scalar),
+    suffixGlobal: Type.Optional(Scalar),
+    prefixVariable: Type.Optional(Scalar),
+    suffixVariable: Type.Optional(Scalar),
+    isPrefixVariablePartOfArg: Type.Optional(Type.Boolean()),
+    isSuffixVariablePartOfArg: Type.Optional(Type.Boolean()),
+  },
+  closed,
+);
+const RawFlag = Type.Object({ type: Type.Literal('flag'), var: VariableName, flag: Scalar }, closed);
+const RawEnv = Type.Object({ type: Type.Literal('env'), var: Type.String({ minLength: 1 }) }, closed);
+const RawWord = Type.Object({ type: Type.Literal('word'), word: Scalar }, closed);
+const RawInvocationObject = TaggedUnion('type', [RawVar, RawFlag, RawEnv, RawWord]);
+const RawInvocationItem = Type.Union([Scalar, RawInvocationObject]);
+type RawInvocationItem = Static<typeof RawInvocationItem>;
+
+const paramCommon = {
+  optional: Type.Optional(Type.Boolean()),
+  title: Type.Optional(Text),
+  description: Type.Optional(Text),
+  defaultValue: Type.Optional(Type.Unknown()),
+};
+const numeric = {
+  min: Type.Optional(Type.Number()),
+  max: Type.Optional(Type.Number()),
+  step: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  unitName: Type.Optional(Text),
+};
+const RawParameter = TaggedUnion('type', [
+  Type.Object({ type: Type.Literal('input_file'), ...paramCommon }, closed),
+  Type.Object({ type: Type.Literal('input_directory'), ...paramCommon }, closed),
+  Type.Object({ type: Type.Literal('text'), ...paramCommon }, closed),
+  Type.Object({ type: Type.Literal('textarea'), ...paramCommon }, closed),
+  Type.Object({ type: Type.Literal('integer'), ...paramCommon, ...numeric }, closed),
+  Type.Object({ type: Type.Literal('floating_point'), ...paramCommon, ...numeric }, closed),
+  Type.Object(
+    {
+      type: Type.Literal('boolean'),
+      ...paramCommon,
+      trueValue: Type.Optional(Scalar),
+      falseValue: Type.Optional(Scalar),
+    },
+    closed,
+  ),
+  Type.Object(
+    {
+      type: Type.Literal('enumeration'),
+      ...paramCommon,
+      options: Type.Array(Type.Object({ name: Scalar, value: Scalar }, closed), { minItems: 1 }),
+    },
+    closed,
+  ),
+  Type.Object(
+    { type: Type.Literal('peer'), ...paramCommon, suggestedApplication: Type.Optional(Text) },
+    closed,
+  ),
+  Type.Object(
+    { type: Type.Literal('license_server'), ...paramCommon, tagged: Type.Optional(Type.Array(Text)) },
+    closed,
+  ),
+  Type.Object({ type: Type.Literal('ingress'), ...paramCommon }, closed),
+  Type.Object({ type: Type.Literal('network_ip'), ...paramCommon }, closed),
+]);
+type RawParameter = Static<typeof RawParameter>;
+
+const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+
+const RawApplication = Type.Object(
+  {
+    application: Type.Literal('v1'),
+    name: NameText,
+    version: NameText,
+    title: Type.String({ minLength: 1 }),
+    authors: Type.Array(Text, { minItems: 1 }),
+    description: Text,
+    tags: Type.Optional(Type.Array(Text)),
+    website: Type.Optional(Text),
+    tool: Type.Object({ name: NameText, version: NameText }, closed),
+    applicationType: Type.Optional(StringEnum(['BATCH', 'VNC', 'WEB'])),
+    invocation: Type.Array(RawInvocationItem, { minItems: 1 }),
+    parameters: Type.Optional(Type.Union([Type.Record(Type.String(), RawParameter), Type.Null()])),
+    environment: Type.Optional(Type.Union([Type.Record(Type.String(), RawInvocationItem), Type.Null()])),
+    container: Type.Optional(
+      Type.Object(
+        {
+          changeWorkingDirectory: Type.Optional(Type.Boolean()),
+          runAsRoot: Type.Optional(Type.Boolean()),
+          runAsRealUser: Type.Optional(Type.Boolean()),
+        },
+        closed,
+      ),
+    ),
+    vnc: Type.Optional(Type.Object({ password: Type.Optional(Text), port: Type.Optional(Port) }, closed)),
+    web: Type.Optional(Type.Object({ port: Type.Optional(Port) }, closed)),
+    ssh: Type.Optional(Type.Object({ mode: StringEnum(['DISABLED', 'OPTIONAL', 'MANDATORY']) }, closed)),
+    allowAdditionalMounts: Type.Optional(Type.Boolean()),
+    allowAdditionalPeers: Type.Optional(Type.Boolean()),
+    allowMultiNode: Type.Optional(Type.Boolean()),
+    allowPublicIp: Type.Optional(Type.Boolean()),
+    allowPublicLink: Type.Optional(Type.Boolean()),
+    fileExtensions: Type.Optional(Type.Array(Text)),
+    outputFileGlobs: Type.Optional(Type.Array(Text)),
+    licenseServers: Type.Optional(Type.Array(Text)),
+  },
+  closed,
+);
+type RawApplication = Static<typeof RawApplication>;
+
+const RawTool = Type.Object(
+  {
+    tool: Type.Literal('v1'),
+    name: NameText,
+    version: NameText,
+    title: Type.String({ minLength: 1 }),
+    authors: Type.Array(Text, { minItems: 1 }),
+    description: Text,
+    container: Type.Optional(Type.String({ minLength: 1 })),
+    image: Type.Optional(Type.String({ minLength: 1 })),
+    backend: StringEnum(['DOCKER', 'UDOCKER', 'SINGULARITY', 'VIRTUAL_MACHINE', 'NATIVE']),
+    defaultMaxTime: Type.Optional(SimpleDuration),
+    defaultTimeAllocation: Type.Optional(SimpleDuration),
+    defaultNumberOfNodes: Type.Optional(Type.Integer({ minimum: 1 })),
+    requiredModules: Type.Optional(Type.Array(Text)),
+    supportedProviders: Type.Optional(Type.Array(Text)),
+    license: Type.Optional(Text),
+  },
+  closed,
+);
+
+const rawApplication = parser(RawApplication);
+const rawTool = parser(RawTool);
+
+export type V1Document = { kind: 'application'; application: Application } | { kind: 'tool'; tool: Tool };
+
+/** Checks and normalises one YAML document. Problems are returned, never thrown. */
+export function normaliseDocument(doc: unknown): { document?: V1Document; issues: Issue[] } {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    return { issues: [{ path: '', message: 'must be a mapping with `application: v1` or `tool: v1`' }] };
+  }
+  const d = doc as Record<string, unknown>;
+  if ('application' in d) {
+    if (!rawApplication.check(d)) return { issues: rawApplication.issues(d) };
+    return normaliseApplication(d);
+  }
+  if ('tool' in d) {
+    if (!rawTool.check(d)) return { issues: rawTool.issues(d) };
+    return normaliseTool(d);
+  }
+  return { issues: [{ path: '', message: 'must have `application: v1` or `tool: v1`' }] };
+}
+
+function normaliseTool(raw: Static<typeof RawTool>): { document?: V1Document; issues: Issue[] } {
+  const issues: Issue[] = [];
+  const image = raw.image ?? raw.container;
+  if (image === undefined) issues.push({ path: 'container', message: 'is required (the container image)' });
+  if (raw.backend !== 'DOCKER' && raw.backend !== 'UDOCKER') {
+    issues.push({ path: 'backend', message: `ucompute runs containers: must be DOCKER, not ${raw.backend}` });
+  }
+  if (raw.defaultMaxTime !== undefined && raw.defaultTimeAllocation !== undefined) {
+    issues.push({
+      path: 'defaultTimeAllocation',
+      message: 'give either defaultMaxTime or defaultTimeAllocation',
+    });
+  }
+  if (issues.length > 0 || image === undefined) return { issues };
+  const defaultTimeAllocation = raw.defaultTimeAllocation ?? raw.defaultMaxTime;
+  const tool: Tool = {
+    name: String(raw.name),
+    version: String(raw.version),
+    title: raw.title,
+    description: raw.description,
+    authors: raw.authors,
+    image,
+    backend: raw.backend === 'UDOCKER' ? 'DOCKER' : raw.backend,
+    defaultNumberOfNodes: raw.defaultNumberOfNodes ?? 1,
+    ...(defaultTimeAllocation ? { defaultTimeAllocation } : {}),
+    ...(raw.license !== undefined ? { license: raw.license } : {}),
+  };
+  return { document: { kind: 'tool', tool }, issues };
+}
+
+function normaliseApplication(raw: RawApplication): { document?: V1Document; issues: Issue[] } {
+  const issues: Issue[] = [];
+  const applicationType = raw.applicationType ?? 'BATCH';
+  const interactive = applicationType !== 'BATCH';
+
+  const parameters: ApplicationParameter[] = [];
+  for (const [name, p] of Object.entries(raw.parameters ?? {})) {
+    const path = joinPath('parameters', name);
+    if (!new RegExp(VARIABLE_NAME).test(name))
+      issues.push({ path, message: 'must be a name of letters, digits, _ and -' });
+    const parameter = normaliseParameter(name, p, path, issues);
+    if (parameter) parameters.push(parameter);
+  }
+  const byName = new Map(parameters.map((p) => [p.name, p]));
+
+  const invocation = raw.invocation.map((item, i) =>
+    normaliseInvocation(item, joinPath('invocation', i), byName, issues),
+  );
+  const environment: Record<string, InvocationParameter> = {};
+  for (const [name, item] of Object.entries(raw.environment ?? {})) {
+    const path = joinPath('environment', name);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      issues.push({ path, message: 'must be an environment variable name (letters, digits, _)' });
+    }
+    environment[name] = normaliseInvocation(item, path, byName, issues);
+  }
+
+  const container = {
+    changeWorkingDirectory: raw.container?.changeWorkingDirectory ?? true,
+    runAsRoot: raw.container?.runAsRoot ?? false,
+    runAsRealUser: raw.container?.runAsRealUser ?? false,
+  };
+  if (container.runAsRoot && container.runAsRealUser) {
+    issues.push({ path: 'container.runAsRealUser', message: 'cannot be combined with runAsRoot' });
+  }
+  if (applicationType !== 'WEB' && raw.web !== undefined) {
+    issues.push({ path: 'web', message: 'is only for applicationType WEB' });
+  }
+  if (applicationType !== 'VNC' && raw.vnc !== undefined) {
+    issues.push({ path: 'vnc', message: 'is only for applicationType VNC' });
+  }
+  if (issues.length > 0) return { issues };
+
+  const application: Application = {
+    metadata: {
+      name: String(raw.name),
+      version: String(raw.version),
+      title: raw.title,
+      authors: raw.authors,
+      description: raw.description,
+      tags: raw.tags ?? [],
+      ...(raw.website !== undefined ? { website: raw.website } : {}),
+    },
+    invocation: {
+      tool: { name: String(raw.tool.name), version: String(raw.tool.version) },
+      invocation,
+      parameters,
+      environment,
+      applicationType,
+      ...(applicationType === 'WEB' ? { web: { port: raw.web?.port ?? 80 } } : {}),
+      ...(applicationType === 'VNC'
+        ? {
+            vnc: {
+              port: raw.vnc?.port ?? 5900,
+              ...(raw.vnc?.password !== undefined ? { password: raw.vnc.password } : {}),
+            },
+          }
+        : {}),
+      ssh: { mode: raw.ssh?.mode ?? 'DISABLED' },
+      container,
+      allowAdditionalMounts: raw.allowAdditionalMounts ?? interactive,
+      allowAdditionalPeers: raw.allowAdditionalPeers ?? true,
+      allowMultiNode: raw.allowMultiNode ?? false,
+      fileExtensions: raw.fileExtensions ?? [],
+      outputFileGlobs: raw.outputFileGlobs ?? [],
+    },
+  };
+  return { document: { kind: 'application', application }, issues };
+}
+
+const NEVER_OPTIONAL = new Set(['peer', 'ingress', 'network_ip']);
+const NO_DEFAULT = new Set([
+  'input_file',
+  'input_directory',
+  'peer',
+  'ingress',
+  'network_ip',
+  'license_server',
+]);
+
+function normaliseParameter(
+  name: string,
+  p: RawParameter,
+  path: string,
+  issues: Issue[],
+): ApplicationParameter | undefined {
+  const before = issues.length;
+  const common = {
+    name,
+    optional: p.optional ?? false,
+    title: p.title ?? name,
+    description: p.description ?? '',
+  };
+  if (NEVER_OPTIONAL.has(p.type) && common.optional) {
+    issues.push({ path: joinPath(path, 'optional'), message: `a ${p.type} parameter cannot be optional` });
+  }
+  let parameter: ApplicationParameter;
+  switch (p.type) {
+    case 'integer':
+    case 'floating_point': {
+      for (const key of ['min', 'max', 'step'] as const) {
+        const v = p[key];
+        if (p.type === 'integer' && v !== undefined && !Number.isInteger(v)) {
+          issues.push({ path: joinPath(path, key), message: 'must be an integer' });
+        }
+      }
+      if (p.min !== undefined && p.max !== undefined && p.min > p.max) {
+        issues.push({ path: joinPath(path, 'max'), message: `must be >= min (${p.min})` });
+      }
+      parameter = {
+        ...common,
+        type: p.type,
+        ...(p.min !== undefined ? { min: p.min } : {}),
+        ...(p.max !== undefined ? { max: p.max } : {}),
+        ...(p.step !== undefined ? { step: p.step } : {}),
+        ...(p.unitName !== undefined ? { unitName: p.unitName } : {}),
+      };
+      break;
+    }
+    case 'boolean':
+      parameter = {
+        ...common,
+        type: 'boolean',
+        trueValue: String(p.trueValue ?? 'true').trim(),
+        falseValue: String(p.falseValue ?? 'false').trim(),
+      };
+      break;
+    case 'enumeration': {
+      const options = p.options.map((o) => ({ name: String(o.name), value: String(o.value) }));
+      const seen = new Set<string>();
+      options.forEach((o, i) => {
+        if (seen.has(o.value))
+          issues.push({ path: joinPath(joinPath(path, 'options'), i), message: 'repeats a value' });
+        seen.add(o.value);
+      });
+      parameter = { ...common, type: 'enumeration', options };
+      break;
+    }
+    case 'peer':
+      parameter = {
+        ...common,
+        type: 'peer',
+        ...(p.suggestedApplication !== undefined ? { suggestedApplication: p.suggestedApplication } : {}),
+      };
+      break;
+    case 'license_server':
+      parameter = { ...common, type: 'license_server', tagged: p.tagged ?? [] };
+      break;
+    default:
+      parameter = { ...common, type: p.type };
+  }
+  if (p.defaultValue !== undefined && p.defaultValue !== null) {
+    const dpath = joinPath(path, 'defaultValue');
+    if (NO_DEFAULT.has(p.type)) {
+      issues.push({ path: dpath, message: `a ${p.type} parameter cannot have a default` });
+    } else {
+      const value = defaultToValue(parameter, p.defaultValue, dpath, issues);
+      if (value) parameter.defaultValue = value;
+    }
+  }
+  return issues.length === before ? parameter : undefined;
+}
+
+/** Defaults come bare (`defaultValue: 42`) or in value form (`defaultValue: {type: integer, value: 42}`). */
+function defaultToValue(
+  parameter: ApplicationParameter,
+  raw: unknown,
+  path: string,
+  issues: Issue[],
+): AppParameterValue | undefined {
+  let bare = raw;
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'value' in raw) {
+    bare = (raw as { value: unknown }).value;
+  }
+  const bad = (expected: string) => {
+    issues.push({ path, message: `must be ${expected} for a ${parameter.type} parameter` });
+    return undefined;
+  };
+  switch (parameter.type) {
+    case 'text':
+    case 'textarea':
+      if (typeof bare === 'string' || typeof bare === 'number' || typeof bare === 'boolean') {
+        return { type: parameter.type, value: String(bare) };
+      }
+      return bad('a string');
+    case 'integer': {
+      if (typeof bare !== 'number' || !Number.isSafeInteger(bare)) return bad('an integer');
+      if (!inRange(parameter, bare, path, issues)) return undefined;
+      return { type: 'integer', value: bare };
+    }
+    case 'floating_point':
+      if (typeof bare !== 'number' || !Number.isFinite(bare)) return bad('a number');
+      if (!inRange(parameter, bare, path, issues)) return undefined;
+      return { type: 'floating_point', value: bare };
+    case 'boolean':
+      if (typeof bare !== 'boolean') return bad('true or false');
+      return { type: 'boolean', value: bare };
+    case 'enumeration': {
+      const text = typeof bare === 'string' || typeof bare === 'number' ? String(bare) : undefined;
+      const option =
+        text === undefined ? undefined : parameter.options.find((o) => o.value === text || o.name === text);
+      if (!option) return bad(`one of the options (${parameter.options.map((o) => o.value).join(', ')})`);
+      return { type: 'text', value: option.value };
+    }
+    default:
+      return bad('absent');
+  }
+}
+
+export function inRange(
+  parameter: { min?: number; max?: number },
+  value: number,
+  path: string,
+  issues: Issue[],
+): boolean {
+  if (parameter.min !== undefined && value < parameter.min) {
+    issues.push({ path, message: `must be >= ${parameter.min}` });
+    return false;
+  }
+  if (parameter.max !== undefined && value > parameter.max) {
+    issues.push({ path, message: `must be <= ${parameter.max}` });
+    return false;
+  }
+  return true;
+}
+
+function affix(v: string | number | boolean | undefined): string {
+  return v === undefined ? '' : String(v).trim();
+}
+
+function normaliseInvocation(
+  item: RawInvocationItem,
+  path: string,
+  parameters: Map<string, ApplicationParameter>,
+  issues: Issue[],
+): InvocationParameter {
+  if (typeof item !== 'object') return { type: 'word', word: String(item) };
+  switch (item.type) {
+    case 'word':
+      return { type: 'word', word: String(item.word) };
+    case 'env':
+      return { type: 'env', variable: item.var };
+    case 'flag': {
+      const p = parameters.get(item.var);
+      if (!p) issues.push({ path: joinPath(path, 'var'), message: `names no parameter (${item.var})` });
+      else if (p.type !== 'boolean') {
+        issues.push({
+          path: joinPath(path, 'var'),
+          message: `must name a boolean parameter, ${item.var} is ${p.type}`,
+        });
+      }
+      return { type: 'bool_flag', variableName: item.var, flag: affix(item.flag) };
+    }
+    case 'var': {
+      const names = Array.isArray(item.vars) ? item.vars : [item.vars];
+      names.forEach((name, i) => {
+        if (!parameters.has(name)) {
+          const at = Array.isArray(item.vars) ? joinPath(joinPath(path, 'vars'), i) : joinPath(path, 'vars');
+          issues.push({ path: at, message: `names no parameter (${name})` });
+        }
+      });
+      return {
+        type: 'var',
+        variableNames: names,
+        prefixGlobal: affix(item.prefixGlobal),
+        suffixGlobal: affix(item.suffixGlobal),
+        prefixVariable: affix(item.prefixVariable),
+        suffixVariable: affix(item.suffixVariable),
+        isPrefixVariablePartOfArg: item.isPrefixVariablePartOfArg ?? false,
+        isSuffixVariablePartOfArg: item.isSuffixVariablePartOfArg ?? false,
+      };
+    }
+  }
+}

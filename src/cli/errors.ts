@@ -1,0 +1,39 @@
+import { formatIssue, ValidationError } from '../model/errors.ts';
+
+/** An error the user can act on; `exitCode` 2 means bad input (usage, validation). */
+export class CliError extends Error {
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode = 2) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Prints an error for a person and returns the exit code: 2 for bad input, 1 otherwise. */
+export function reportError(error: unknown): number {
+  if (error instanceof ValidationError) {
+    for (const issue of error.issues) process.stderr.write(`error: ${formatIssue(issue)}\n`);
+    return 2;
+  }
+  if (error instanceof CliError) {
+    process.stderr.write(`error: ${error.message}\n`);
+    return error.exitCode;
+  }
+  if (isUsageError(error)) {
+    process.stderr.write(`error: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const e = error as NodeJS.ErrnoException;
+  if (e?.code === 'ENOENT' && e.path) {
+    process.stderr.write(`error: no such file: ${e.path}\n`);
+    return 2;
+  }
+  process.stderr.write(`error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  return 1;
+}
+
+function isUsageError(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS');
+}

@@ -1,0 +1,103 @@
+import type { Catalog } from '../catalog/catalog.ts';
+import { checkParameters } from '../catalog/parameters.ts';
+import { durationMillis } from '../model/application.ts';
+import type { ResolvedPipelineConfig } from '../model/config.ts';
+import { IssueList, ValidationError } from '../model/errors.ts';
+import { JobSpecification } from '../model/job.ts';
+import { type Owner, ownerDrive } from '../model/owner.ts';
+import type { Product } from '../model/product.ts';
+import { parser } from '../model/validate.ts';
+import type { PreparedJob } from '../plugins/plugin.ts';
+
+const jobSpecification = parser(JobSpecification);
+
+/** What a job is checked against: the catalogue, the products and the configuration. */
+export interface JobEnvironment {
+  catalog: Catalog;
+  products: readonly Product[];
+  config: ResolvedPipelineConfig;
+}
+
+export interface JobIdentity {
+  id: string;
+  owner: Owner;
+  createdAt: number;
+}
+
+export function findProduct(products: readonly Product[], id: string, category: string): Product | undefined {
+  return products.find((p) => p.id === id && p.category === category);
+}
+
+/**
+ * Validates a job specification for an owner: its shape, application, product, replicas, ssh,
+ * time allocation and every parameter. Throws one ValidationError naming every bad field.
+ */
+export function prepareJob(specification: unknown, identity: JobIdentity, env: JobEnvironment): PreparedJob {
+  const spec = jobSpecification.parse(specification, 'specification');
+  const issues = new IssueList();
+
+  const resolved = env.catalog.find(spec.application.name, spec.application.version);
+  if (!resolved) {
+    const versions = env.catalog.versions(spec.application.name);
+    issues.add(
+      'specification.application',
+      versions.length > 0
+        ? `${spec.application.name} has no version ${spec.application.version} (there is ${versions.join(', ')})`
+        : `names no application in the catalogue (${spec.application.name})`,
+    );
+  }
+  const product = findProduct(env.products, spec.product.id, spec.product.category);
+  if (!product) {
+    issues.add('specification.product', `names no product (${spec.product.id} in ${spec.product.category})`);
+  }
+  if (spec.product.provider !== undefined && spec.product.provider !== env.config.provider) {
+    issues.add('specification.product.provider', `must be ${env.config.provider}`);
+  }
+  issues.throwIfAny();
+  const { application, tool } = resolved!;
+  const invocation = application.invocation;
+
+  const replicas = spec.replicas ?? 1;
+  if (replicas > 1 && !invocation.allowMultiNode) {
+    issues.add(
+      'specification.replicas',
+      `must be 1: ${application.metadata.name} does not run on several nodes`,
+    );
+  }
+  if (spec.sshEnabled === true && invocation.ssh.mode === 'DISABLED') {
+    issues.add('specification.sshEnabled', `${application.metadata.name} does not offer ssh`);
+  }
+
+  let timeAllocationMillis: number | null = null;
+  if (spec.timeAllocation !== null) {
+    const allocation = spec.timeAllocation ?? tool.defaultTimeAllocation;
+    if (allocation !== undefined) {
+      timeAllocationMillis = durationMillis(allocation);
+      if (timeAllocationMillis <= 0) issues.add('specification.timeAllocation', 'must be longer than zero');
+    }
+  }
+
+  let parameters: PreparedJob['parameters'] | undefined;
+  try {
+    parameters = checkParameters(application, spec, {
+      drives: [ownerDrive(identity.owner)],
+      licenseServers: new Set(env.config.licenseServers.map((s) => s.id)),
+    });
+  } catch (e) {
+    if (!(e instanceof ValidationError)) throw e;
+    issues.addAll(e.issues);
+  }
+  issues.throwIfAny();
+
+  return {
+    ...identity,
+    specification: spec,
+    application,
+    tool,
+    product: product!,
+    replicas,
+    parameters: parameters!,
+    timeAllocationMillis,
+    sshEnabled: invocation.ssh.mode === 'MANDATORY' || spec.sshEnabled === true,
+  };
+}

@@ -1,0 +1,157 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { DEFAULT_PROVIDER } from './product.ts';
+import { closed } from './schema.ts';
+
+const DnsLabel = Type.String({
+  pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+  description: 'a DNS label (lower-case letters, digits and -)',
+});
+
+const LicenseServer = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    address: Type.String({ minLength: 1 }),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+    license: Type.Optional(Type.String()),
+    tags: Type.Optional(Type.Array(Type.String())),
+  },
+  closed,
+);
+export type LicenseServer = Static<typeof LicenseServer>;
+
+/**
+ * The parts of the configuration that shape the objects a job becomes. Every field has a default,
+ * so `{}` is a complete configuration (the embedded defaults).
+ */
+export const PipelineConfig = Type.Object(
+  {
+    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    /** Prefix of owner namespaces and queues: `<prefix>-u-<user>`, `<prefix>-p-<project>`. */
+    prefix: Type.Optional(DnsLabel),
+    /** Uid (and gid) of jobs that do not run as root: the uid that owns files in storage. */
+    jobUid: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647 })),
+    kubernetes: Type.Optional(
+      Type.Object(
+        {
+          /** `per-owner`: one namespace (and queue) per owner, for fair share; `single`: everything in `namespace`. */
+          namespaceStrategy: Type.Optional(Type.Union([Type.Literal('per-owner'), Type.Literal('single')])),
+          namespace: Type.Optional(DnsLabel),
+          /** The Volcano queue for `single`, and the parent of owner queues for `per-owner`. */
+          queue: Type.Optional(DnsLabel),
+          storageClaim: Type.Optional(DnsLabel),
+          storageSubPath: Type.Optional(Type.String({ pattern: '^[^/].*[^/]$|^$' })),
+          imagePullSecrets: Type.Optional(Type.Array(DnsLabel)),
+          /** Image of the init container that writes /etc/ucloud. */
+          helperImage: Type.Optional(Type.String({ minLength: 1 })),
+          /** Where ucompute itself runs, so job network policies let its session proxy in. */
+          serviceNamespace: Type.Optional(DnsLabel),
+          minikube: Type.Optional(Type.Boolean()),
+          allowInternet: Type.Optional(Type.Boolean()),
+          tolerations: Type.Optional(
+            Type.Record(
+              Type.String(),
+              Type.Array(
+                Type.Object(
+                  {
+                    key: Type.String(),
+                    operator: Type.Optional(Type.Union([Type.Literal('Equal'), Type.Literal('Exists')])),
+                    value: Type.Optional(Type.String()),
+                    effect: Type.Optional(
+                      Type.Union([
+                        Type.Literal('NoSchedule'),
+                        Type.Literal('PreferNoSchedule'),
+                        Type.Literal('NoExecute'),
+                      ]),
+                    ),
+                  },
+                  closed,
+                ),
+              ),
+              { description: 'tolerations per product category' },
+            ),
+          ),
+        },
+        closed,
+      ),
+    ),
+    fairShare: Type.Optional(
+      Type.Object(
+        {
+          /** Weight per owner, keyed `user:<name>` or `project:<id>`; others weigh `defaultWeight`. */
+          weights: Type.Optional(Type.Record(Type.String(), Type.Integer({ minimum: 1, maximum: 65535 }))),
+          defaultWeight: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+        },
+        closed,
+      ),
+    ),
+    sessions: Type.Optional(
+      Type.Object(
+        {
+          domain: Type.Optional(Type.String({ minLength: 1 })),
+          hostPrefix: Type.Optional(Type.String({ pattern: '^[a-z0-9-]*$' })),
+        },
+        closed,
+      ),
+    ),
+    licenseServers: Type.Optional(Type.Array(LicenseServer)),
+  },
+  closed,
+);
+export type PipelineConfig = Static<typeof PipelineConfig>;
+
+/** The configuration with every default filled in: what the pipeline reads. */
+export interface ResolvedPipelineConfig {
+  provider: string;
+  prefix: string;
+  jobUid: number;
+  kubernetes: {
+    namespaceStrategy: 'per-owner' | 'single';
+    namespace: string;
+    queue: string;
+    storageClaim: string;
+    storageSubPath: string;
+    imagePullSecrets: string[];
+    helperImage: string;
+    serviceNamespace: string;
+    minikube: boolean;
+    allowInternet: boolean;
+    tolerations: Record<
+      string,
+      { key: string; operator?: 'Equal' | 'Exists'; value?: string; effect?: string }[]
+    >;
+  };
+  fairShare: { weights: Record<string, number>; defaultWeight: number };
+  sessions: { domain: string; hostPrefix: string };
+  licenseServers: LicenseServer[];
+}
+
+export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipelineConfig {
+  const k = config.kubernetes ?? {};
+  return {
+    provider: config.provider ?? DEFAULT_PROVIDER,
+    prefix: config.prefix ?? 'ucompute',
+    jobUid: config.jobUid ?? 11042,
+    kubernetes: {
+      namespaceStrategy: k.namespaceStrategy ?? 'per-owner',
+      namespace: k.namespace ?? 'ucompute-jobs',
+      queue: k.queue ?? 'default',
+      storageClaim: k.storageClaim ?? 'ucompute-storage',
+      storageSubPath: k.storageSubPath ?? '',
+      imagePullSecrets: k.imagePullSecrets ?? [],
+      helperImage: k.helperImage ?? 'busybox:1.36',
+      serviceNamespace: k.serviceNamespace ?? 'ucompute',
+      minikube: k.minikube ?? false,
+      allowInternet: k.allowInternet ?? true,
+      tolerations: k.tolerations ?? {},
+    },
+    fairShare: {
+      weights: config.fairShare?.weights ?? {},
+      defaultWeight: config.fairShare?.defaultWeight ?? 1,
+    },
+    sessions: {
+      domain: config.sessions?.domain ?? 'localhost',
+      hostPrefix: config.sessions?.hostPrefix ?? 'app-',
+    },
+    licenseServers: config.licenseServers ?? [],
+  };
+}

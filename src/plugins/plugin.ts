@@ -1,0 +1,75 @@
+import type { CheckedParameters } from '../catalog/parameters.ts';
+import type { Application, Tool } from '../model/application.ts';
+import type { ResolvedPipelineConfig } from '../model/config.ts';
+import type { JobSpecification } from '../model/job.ts';
+import type { Owner } from '../model/owner.ts';
+import type { Product } from '../model/product.ts';
+import type { Companion, VolcanoJob } from '../volcano/types.ts';
+
+/** A job that passed validation: everything a plugin needs to know about it, resolved. */
+export interface PreparedJob {
+  id: string;
+  owner: Owner;
+  createdAt: number;
+  specification: JobSpecification;
+  application: Application;
+  tool: Tool;
+  product: Product;
+  replicas: number;
+  parameters: CheckedParameters;
+  /** Null when the job runs without a time limit. */
+  timeAllocationMillis: number | null;
+  sshEnabled: boolean;
+}
+
+/** What `onCreate` builds: the Volcano Job, its companion objects, and what to report back. */
+export interface JobBuild {
+  volcanoJob: VolcanoJob;
+  /** Objects submitted before the Volcano Job, in order (namespaces first). */
+  companions: Companion[];
+  /** The job folder, reported to the job as `outputFolder`. */
+  outputFolder?: string;
+}
+
+/** Where a peer job's rank 0 can be reached; the address is known once the peer runs. */
+export interface PeerLocation {
+  namespace: string;
+  address?: string;
+}
+
+/** Side effects on storage at creation; absent when only planning. */
+export interface JobStorage {
+  ensureFolder(path: string): Promise<void>;
+  writeFile(path: string, content: string): Promise<void>;
+}
+
+export interface CreateContext {
+  config: ResolvedPipelineConfig;
+  peers: ReadonlyMap<string, PeerLocation>;
+  storage?: JobStorage;
+}
+
+/** A job the backend runs, as the plugins see it after submission (do not mutate). */
+export interface ActiveJob {
+  id: string;
+  volcanoJob: VolcanoJob;
+}
+
+export interface LifecycleContext {
+  config: ResolvedPipelineConfig;
+  now(): number;
+}
+
+/**
+ * A job plugin (UCloud's JobManagementPlugin): a name and up to five hooks, no state of its own.
+ * JobManagement calls every hook in the order of the one plugin list.
+ */
+export interface JobPlugin {
+  readonly name: string;
+  onCreate?(ctx: CreateContext, job: PreparedJob, build: JobBuild): void | Promise<void>;
+  onJobStart?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
+  onJobComplete?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
+  /** Must tolerate a cleanup that already partly happened. */
+  onCleanup?(ctx: LifecycleContext, jobId: string): void | Promise<void>;
+  onJobMonitoring?(ctx: LifecycleContext, batch: readonly ActiveJob[]): void | Promise<void>;
+}

@@ -1,0 +1,22 @@
+/** Labels and annotations by which ucompute finds its objects again on a cluster. */
+export const JOB_ID_LABEL = 'ucompute.dev/job-id';
+export const OWNER_LABEL = 'ucompute.dev/owner';
+export const RANK_LABEL = 'ucompute.dev/rank';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'ucompute';
+
+export const CREATED_BY_ANNOTATION = 'ucompute.dev/created-by';
+export const PROJECT_ANNOTATION = 'ucompute.dev/project';
+export const MAX_TIME_ANNOTATION = 'ucompute.dev/max-time-ms';
+export const CHARGE_UNITS_ANNOTATION = 'ucompute.dev/charge-units';
+export const PRICE_PER_UNIT_ANNOTATION = 'ucompute.dev/price-per-unit';
+export const UNIT_OF_PRICE_ANNOTATION = 'ucompute.dev/unit-of-price';
+export const PRODUCT_ANNOTATION = 'ucompute.dev/product';
+export const OUTPUT_FOLDER_ANNOTATION = 'ucompute.dev/output-folder';
+export const FAIR_SHARE_WEIGHT_ANNOTATION = 'ucompute.dev/fair-share-weight';
+export const WEB_PORT_ANNOTATION = 'ucompute.dev/web-port';
+export const VNC_PORT_ANNOTATION = 'ucompute.dev/vnc-port';
+export const PEERS_ANNOTATION = 'ucompute.dev/peers';
+
+export const INGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/ingress-bandwidth';
+export const EGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/egress-bandwidth';

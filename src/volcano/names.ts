@@ -1,0 +1,32 @@
+import { createHash } from 'node:crypto';
+
+/** The Volcano Job of a ucompute job; the prefix keeps ids that start with a digit valid names. */
+export function volcanoJobName(jobId: string): string {
+  return `j-${jobId}`;
+}
+
+/** The single task every catalogue job has; its pods are `j-<id>-job-<rank>`. */
+export const JOB_TASK_NAME = 'job';
+export const USER_CONTAINER_NAME = 'user-job';
+
+/**
+ * A DNS label (≤ 63 chars of [a-z0-9-]) made from free text. When the text had to change, a
+ * short hash of the original is appended, so that distinct names never collide.
+ */
+export function dnsLabel(prefix: string, text: string): string {
+  const cleaned = text
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  const exact = cleaned === text;
+  const hash = createHash('sha256').update(text).digest('hex').slice(0, 8);
+  const room = 63 - prefix.length - (exact ? 0 : 9);
+  const body = cleaned.slice(0, Math.max(room, 0)).replace(/-+$/g, '');
+  return exact && cleaned.length <= room ? `${prefix}${body}` : `${prefix}${body}${body ? '-' : ''}${hash}`;
+}
+
+/** A label value (≤ 63 chars of [A-Za-z0-9_.-], alphanumeric at both ends) for free text. */
+export function labelValue(text: string): string {
+  if (/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(text) && text.length <= 63) return text;
+  return dnsLabel('', text);
+}
