@@ -218,7 +218,8 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
     const parameter = normaliseParameter(name, p, path, issues);
     if (parameter) parameters.push(parameter);
   }
-  const byName = new Map(parameters.map((p) => [p.name, p]));
+  // Invocations are checked against every declared parameter, so one bad parameter is one problem.
+  const byName = new Map(Object.entries(raw.parameters ?? {}).map(([name, p]) => [name, p.type]));
 
   const invocation = raw.invocation.map((item, i) =>
     normaliseInvocation(item, joinPath('invocation', i), byName, issues),
@@ -448,7 +449,7 @@ function affix(v: string | number | boolean | undefined): string {
 function normaliseInvocation(
   item: RawInvocationItem,
   path: string,
-  parameters: Map<string, ApplicationParameter>,
+  parameters: Map<string, ApplicationParameter['type']>,
   issues: Issue[],
 ): InvocationParameter {
   if (typeof item !== 'object') return { type: 'word', word: String(item) };
@@ -458,12 +459,12 @@ function normaliseInvocation(
     case 'env':
       return { type: 'env', variable: item.var };
     case 'flag': {
-      const p = parameters.get(item.var);
-      if (!p) issues.push({ path: joinPath(path, 'var'), message: `names no parameter (${item.var})` });
-      else if (p.type !== 'boolean') {
+      const type = parameters.get(item.var);
+      if (!type) issues.push({ path: joinPath(path, 'var'), message: `names no parameter (${item.var})` });
+      else if (type !== 'boolean') {
         issues.push({
           path: joinPath(path, 'var'),
-          message: `must name a boolean parameter, ${item.var} is ${p.type}`,
+          message: `must name a boolean parameter, ${item.var} is ${type}`,
         });
       }
       return { type: 'bool_flag', variableName: item.var, flag: affix(item.flag) };

@@ -63,7 +63,21 @@ function explainError(error: ValueError, base: string): Issue[] {
     }
     return explain(chosen, value, path);
   }
+  // A union of differently shaped things (a word or an item object): explain by the one variant
+  // that has the value's shape, when exactly one does.
+  if (Array.isArray(error.schema.anyOf)) {
+    const shaped = (error.schema.anyOf as TSchema[]).filter((v) => sameShape(v, error.value));
+    if (shaped.length === 1 && shaped[0] !== undefined) return explain(shaped[0], error.value, path);
+  }
   return [{ path, message: describe(error) }];
+}
+
+function sameShape(schema: TSchema, value: unknown): boolean {
+  if (Array.isArray(schema.anyOf) && schema.discriminator === undefined) {
+    return (schema.anyOf as TSchema[]).some((v) => sameShape(v, value));
+  }
+  if (schema.discriminator !== undefined) return hasType('object', value);
+  return typeof schema.type === 'string' && hasType(schema.type, value);
 }
 
 function describe(error: ValueError): string {

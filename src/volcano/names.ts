@@ -18,11 +18,10 @@ export function dnsLabel(prefix: string, text: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, '-')
     .replace(/^-+|-+$/g, '');
-  const exact = cleaned === text;
+  if (cleaned === text && prefix.length + cleaned.length <= 63) return `${prefix}${cleaned}`;
   const hash = createHash('sha256').update(text).digest('hex').slice(0, 8);
-  const room = 63 - prefix.length - (exact ? 0 : 9);
-  const body = cleaned.slice(0, Math.max(room, 0)).replace(/-+$/g, '');
-  return exact && cleaned.length <= room ? `${prefix}${body}` : `${prefix}${body}${body ? '-' : ''}${hash}`;
+  const body = cleaned.slice(0, Math.max(63 - prefix.length - 9, 0)).replace(/-+$/g, '');
+  return `${prefix}${body}${body ? '-' : ''}${hash}`;
 }
 
 /** A label value (≤ 63 chars of [A-Za-z0-9_.-], alphanumeric at both ends) for free text. */

@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { buildCatalog, type CatalogIssue, compareVersions, loadCatalog } from '../src/catalog/catalog.ts';
+import { parseProducts } from '../src/catalog/products.ts';
+import { ValidationError } from '../src/model/errors.ts';
+
+const tool = (name = 't', version = '1', extra = '') => `tool: v1
+name: ${name}
+version: "${version}"
+title: T
+authors: [me]
+description: d
+container: debian:12
+backend: DOCKER
+${extra}`;
+
+const app = (extra: string, name = 'app', version = '1') => `application: v1
+name: ${name}
+version: "${version}"
+title: App
+authors: [me]
+description: d
+tool: { name: t, version: "1" }
+invocation: [run]
+${extra}
+`;
+
+function issuesOf(...texts: string[]): CatalogIssue[] {
+  return buildCatalog(texts.map((text, i) => ({ path: `f${i}.yml`, text }))).issues;
+}
+
+describe('loading', () => {
+  test('several documents per file; defaults filled in; numeric names become text', () => {
+    const { catalog, issues } = buildCatalog([
+      { path: 'a.yml', text: `${tool()}---\n${app('applicationType: WEB')}---\n${app('', 'app', '2')}` },
+      { path: 'b.yml', text: tool('other', '1.0').replace('version: "1.0"', 'version: 1.5') },
+    ]);
+    assert.deepEqual(issues, []);
+    assert.deepEqual(catalog.versions('app'), ['1', '2']);
+    const web = catalog.find('app', '1')!.application.invocation;
+    assert.equal(web.applicationType, 'WEB');
+    assert.deepEqual(web.web, { port: 80 });
+    assert.equal(web.allowAdditionalMounts, true, 'interactive apps allow extra folders by default');
+    const batch = catalog.find('app', '2')!.application.invocation;
+    assert.equal(batch.applicationType, 'BATCH');
+    assert.equal(batch.allowAdditionalMounts, false);
+    assert.deepEqual(batch.container, {
+      changeWorkingDirectory: true,
+      runAsRoot: false,
+      runAsRealUser: false,
+    });
+    assert.equal(catalog.find('app', '1')!.tool.image, 'debian:12');
+  });
+
+  test('the example catalogue loads', async () => {
+    const catalog = await loadCatalog('examples/apps');
+    assert.deepEqual(
+      catalog.list().map((a) => a.application.metadata.name),
+      ['desktop', 'file-server', 'http-check', 'mpi-hello', 'terminal', 'word-count'],
+    );
+  });
+
+  test('a tool may name its image `image` and UDOCKER means DOCKER; other backends are refused', () => {
+    const { catalog, issues } = buildCatalog([
+      {
+        path: 'a.yml',
+        text: `${tool().replace('container:', 'image:').replace('DOCKER', 'UDOCKER')}---\n${app('')}`,
+      },
+    ]);
+    assert.deepEqual(issues, []);
+    assert.equal(catalog.find('app', '1')!.tool.backend, 'DOCKER');
+    const [issue] = issuesOf(tool().replace('backend: DOCKER', 'backend: SINGULARITY'));
+    assert.equal(issue?.path, 'backend');
+    assert.match(issue!.message, /must be DOCKER/);
+  });
+
+  test('versions order numerically', () => {
+    assert.ok(compareVersions('1.2.10', '1.2.9') > 0);
+    assert.ok(compareVersions('1.0', '1.0.1') < 0);
+    assert.equal(compareVersions('2.0', '2.0'), 0);
+  });
+});
+
+describe('problems name file, line, document and field', () => {
+  test('every problem of every document is reported', () => {
+    const issues = issuesOf(
+      `${tool()}---\n${app(`parameters:
+  n: { type: integer, min: 5, max: 1 }
+  p: { type: peer, optional: true }
+  b: { type: text }
+  d: { type: integer, optional: true, defaultValue: "ten" }
+  f: { type: input_file, defaultValue: /x }
+`).replace(
+        'invocation: [run]',
+        `invocation:
+  - run
+  - type: flag
+    var: b
+    flag: --b
+  - type: var
+    vars: [n, missing]`,
+      )}`,
+    );
+    const found = issues.map((i) => `${i.file}:${i.line} #${i.document} ${i.path}: ${i.message}`);
+    const expect = [
+      /^f0\.yml:\d+ #2 parameters\.n\.max: must be >= min \(5\)$/,
+      /^f0\.yml:\d+ #2 parameters\.p\.optional: a peer parameter cannot be optional$/,
+      /^f0\.yml:\d+ #2 parameters\.d\.defaultValue: must be an integer for a integer parameter$/,
+      /^f0\.yml:\d+ #2 parameters\.f\.defaultValue: a input_file parameter cannot have a default$/,
+      /^f0\.yml:\d+ #2 invocation\[1\]\.var: must name a boolean parameter, b is text$/,
+      /^f0\.yml:\d+ #2 invocation\[2\]\.vars\[1\]: names no parameter \(missing\)$/,
+    ];
+    for (const pattern of expect)
+      assert.ok(
+        found.some((f) => pattern.test(f)),
+        `${pattern} in\n${found.join('\n')}`,
+      );
+    assert.equal(found.length, expect.length, found.join('\n'));
+  });
+
+  test('lines point at the offending field', () => {
+    const text = `${tool()}---\n${app('parameters:\n  n: { type: integer, min: 5, max: 1 }\n')}`;
+    const [issue] = issuesOf(text);
+    const line = text.split('\n').findIndex((l) => l.includes('max: 1')) + 1;
+    assert.equal(issue?.line, line);
+  });
+
+  test('unknown fields, wrong types and bad enum values are caught by the schema', () => {
+    const issues = issuesOf(
+      `${tool()}---\n${app('colour: blue\napplicationType: GAME\nallowMultiNode: "yes"\n')}`,
+    );
+    const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
+    assert.equal(byPath.colour, 'is not a known field');
+    assert.match(byPath.applicationType ?? '', /must be one of "BATCH", "VNC", "WEB"/);
+    assert.equal(byPath.allowMultiNode, 'must be true or false');
+  });
+
+  test('an unknown parameter type and an unknown invocation type are named', () => {
+    const issues = issuesOf(
+      `${tool()}---\n${app('parameters:\n  x: { type: colour }\n').replace('invocation: [run]', 'invocation:\n  - { type: shell, cmd: ls }')}`,
+    );
+    const paths = issues.map((i) => `${i.path}: ${i.message}`);
+    assert.ok(
+      paths.some((p) => p.startsWith('parameters.x.type: must be one of')),
+      paths.join('\n'),
+    );
+  });
+
+  test('an application whose tool is missing, and a duplicate, are errors', () => {
+    const orphan = app('', 'orphan').replace('name: t, version: "1"', 'name: gone, version: "1"');
+    const issues = issuesOf(orphan, `${tool()}---\n${app('', 'dup')}---\n${app('', 'dup')}`);
+    assert.deepEqual(
+      issues.map((i) => [i.file, i.document, i.path]),
+      [
+        ['f0.yml', 1, 'tool'],
+        ['f1.yml', 3, 'version'],
+      ],
+    );
+  });
+
+  test('YAML syntax errors and documents of no known kind are reported, not thrown', () => {
+    const [syntax] = issuesOf('application: v1\n  bad: [indent');
+    assert.equal(syntax?.document, 1);
+    assert.ok(syntax?.line !== undefined);
+    const [unknown] = issuesOf('kind: Pod\n');
+    assert.match(unknown!.message, /application: v1. or .tool: v1/);
+  });
+
+  test('loadCatalog throws one ValidationError with every problem', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ucompute-catalog-'));
+    await mkdir(join(dir, 'nested'));
+    await writeFile(
+      join(dir, 'nested', 'broken.yaml'),
+      `${tool()}---\n${app('colour: blue\nallowMultiNode: 3')}`,
+    );
+    await writeFile(join(dir, 'ignored.txt'), 'not yaml: [');
+    await assert.rejects(loadCatalog(dir), (e: unknown) => {
+      assert.ok(e instanceof ValidationError);
+      assert.equal(e.issues.length, 2);
+      assert.match(e.message, /broken\.yaml:\d+ \(document 2\) colour: is not a known field/);
+      return true;
+    });
+  });
+});
+
+describe('products', () => {
+  test('a products document is checked field by field', () => {
+    assert.throws(
+      () =>
+        parseProducts('products:\n  - { id: a, category: c, cpu: 0, memoryInGigs: 1, pricePerUnit: 1 }\n'),
+      (e: ValidationError) =>
+        e.issues.some((i) => i.path === 'products[0].cpu' && i.message === 'must be >= 1'),
+    );
+    assert.throws(
+      () =>
+        parseProducts(
+          'products:\n  - { id: a, category: c, cpu: 1, memoryInGigs: 1, pricePerUnit: 1 }\n  - { id: a, category: c, cpu: 2, memoryInGigs: 1, pricePerUnit: 1 }\n',
+        ),
+      /products\[1\]\.id: repeats product a\/c/,
+    );
+    assert.equal(
+      parseProducts('products:\n  - { id: a, category: c, cpu: 1, memoryInGigs: 1, pricePerUnit: 1 }\n')
+        .length,
+      1,
+    );
+  });
+});
