@@ -20,7 +20,8 @@ fi
 # Dependencies, reinstalled only when the lockfile changed.
 stamp=node_modules/.ucompute-lock
 if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
-  npm ci --no-audit --no-fund --loglevel=error >&2
+  # Not `npm ci`: this npm leaves other platforms' optional packages out of the lockfile, which ci refuses.
+  npm install --no-save --no-audit --no-fund --loglevel=error >&2
   cp package-lock.json "$stamp"
 fi
 
