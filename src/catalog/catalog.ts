@@ -65,7 +65,14 @@ export function buildCatalog(files: readonly SourceFile[]): { catalog: Catalog; 
         }
         return;
       }
-      const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+      let value: unknown;
+      try {
+        value = doc.toJS({ maxAliasCount: 100 });
+      } catch (e) {
+        // toJS throws on aliases it cannot resolve and on expansions past maxAliasCount ("billion laughs").
+        issues.push({ file: file.path, document, path: '', message: (e as Error).message.split('\n')[0]! });
+        return;
+      }
       if (value === null || value === undefined) return; // an empty document, e.g. after a trailing `---`
       const result = normaliseDocument(value);
       for (const issue of result.issues) {

@@ -123,7 +123,8 @@ export function checkParameters(
   let openedFile: string | undefined;
   if (input.openedFile !== undefined) {
     const path = normalisePath(input.openedFile);
-    if (path === undefined || !rules.drives.some((d) => isInside(path, d)) || parentPath(path) === '/') {
+    // The parent folder is what gets mounted, so it must lie in a drive too (a drive root's parent is everyone's).
+    if (path === undefined || !rules.drives.some((d) => isInside(parentPath(path), d))) {
       issues.add('specification.openedFile', `must be a file inside ${rules.drives.join(' or ')}`);
     } else {
       const folder = mountOf({ type: 'file', path: parentPath(path), readOnly: false });

@@ -213,8 +213,12 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
   const parameters: ApplicationParameter[] = [];
   for (const [name, p] of Object.entries(raw.parameters ?? {})) {
     const path = joinPath('parameters', name);
-    if (!new RegExp(VARIABLE_NAME).test(name))
+    // Skip the value too: TypeBox's Record key pattern `^(.*)$` misses names with line breaks, so
+    // the value under such a name was never checked.
+    if (!new RegExp(VARIABLE_NAME).test(name)) {
       issues.push({ path, message: 'must be a name of letters, digits, _ and -' });
+      continue;
+    }
     const parameter = normaliseParameter(name, p, path, issues);
     if (parameter) parameters.push(parameter);
   }
@@ -229,6 +233,7 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
     const path = joinPath('environment', name);
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       issues.push({ path, message: 'must be an environment variable name (letters, digits, _)' });
+      continue; // unchecked, as for parameters
     }
     environment[name] = normaliseInvocation(item, path, byName, issues);
   }

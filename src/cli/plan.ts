@@ -5,7 +5,7 @@ import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
 import { planJob } from '../jobs/plan.ts';
 import { ValidationError } from '../model/errors.ts';
-import { isJobId, newJobId } from '../model/job.ts';
+import { isJobId, newJobId } from '../model/ids.ts';
 import { PROJECT_ID_PATTERN, USERNAME_PATTERN } from '../model/owner.ts';
 import { loadPipelineConfig } from './config-file.ts';
 import { EXAMPLE_APPS, EXAMPLE_PRODUCTS } from './defaults.ts';

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { JOB_ID_PATTERN } from './ids.ts';
 import { closed, TaggedUnion } from './schema.ts';
 
 /** The values a job gives its parameters and resources (UCloud's AppParameterValue, tagged by `type`). */
@@ -25,7 +26,11 @@ export const AppParameterValue = TaggedUnion('type', [
         pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
         description: 'a host name (lower-case letters, digits and -)',
       }),
-      jobId: Type.String({ minLength: 1 }),
+      // The id ends up in label values of network policies.
+      jobId: Type.String({
+        pattern: JOB_ID_PATTERN,
+        description: 'a job id (1 to 40 lower-case letters and digits)',
+      }),
     },
     closed,
   ),

@@ -48,7 +48,8 @@ export const Product = Type.Object(
     pricedPer: Type.Optional(PricedPer),
     description: Type.Optional(Type.String({ maxLength: 1000 })),
     runtimeClass: Type.Optional(Type.String({ pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' })),
-    nodeSelector: Type.Optional(Type.Record(LabelKey, LabelValue)),
+    // Closed: a Record with a key pattern otherwise lets non-matching keys (and their values) through.
+    nodeSelector: Type.Optional(Type.Record(LabelKey, LabelValue, closed)),
     networkBandwidth: Type.Optional(
       Type.Object({ ingress: Type.Optional(Bandwidth), egress: Type.Optional(Bandwidth) }, closed),
     ),

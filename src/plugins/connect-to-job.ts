@@ -81,7 +81,13 @@ export const connectToJobPlugin: JobPlugin = {
       PEERS_ANNOTATION,
       JSON.stringify(peers.map(({ hostname, jobId }) => ({ hostname, jobId }))),
     );
-    const aliases = peers.flatMap((p) => (p.address ? [{ ip: p.address, hostnames: [p.hostname] }] : []));
-    if (aliases.length > 0) podSpec(build).hostAliases = aliases;
+    // hostAliases is a list-map keyed by ip: one peer job named by two host names is one entry.
+    const aliases = new Map<string, string[]>();
+    for (const p of peers) {
+      if (p.address) aliases.set(p.address, [...(aliases.get(p.address) ?? []), p.hostname]);
+    }
+    if (aliases.size > 0) {
+      podSpec(build).hostAliases = [...aliases].map(([ip, hostnames]) => ({ ip, hostnames }));
+    }
   },
 };
