@@ -339,12 +339,12 @@ describe('plan', () => {
       [
         'invalid config field',
         () => ['plan', MPI_HELLO, '--config', temp('c.yml', 'kubernetes:\n  namespaceStrategy: sometimes\n')],
-        /^error: kubernetes\.namespaceStrategy: must be one of "per-owner", "single"$/m,
+        /^error: \S+c\.yml: kubernetes\.namespaceStrategy: must be one of "per-owner", "single"$/m,
       ],
       [
         'unknown config field',
         () => ['plan', MPI_HELLO, '--config', temp('c.yml', 'kubernetes:\n  namespaces: x\n')],
-        /^error: kubernetes\.namespaces: is not a known field$/m,
+        /^error: \S+c\.yml: kubernetes\.namespaces: is not a known field$/m,
       ],
       [
         'invalid products file',
@@ -354,7 +354,7 @@ describe('plan', () => {
           '--products',
           temp('p.yml', 'products:\n  - { id: x, category: y, cpu: 0 }\n'),
         ],
-        /^error: products\[0\]\.cpu: must be >= 1$/m,
+        /^error: \S+p\.yml: products\[0\]\.cpu: must be >= 1$/m,
       ],
       ['unknown option', () => ['plan', MPI_HELLO, '--frobnicate'], /^error: .*--frobnicate/m],
       ['no specification', () => ['plan'], /^error: plan takes one SPEC\.json/m],

@@ -215,6 +215,29 @@ describe('invocation: values', () => {
   });
 });
 
+describe('Kubernetes expansion', () => {
+  test('every $ of words, values, affixes and flags is doubled, so the process sees it as written', () => {
+    const items = `  - sh
+  - -c
+  - echo "$1 $(date)"
+  - type: var
+    prefixVariable: $p
+    vars: var1
+  - type: flag
+    var: f
+    flag: $f`;
+    const parameters = `${twoTextParameters}  f: { type: boolean }\n`;
+    assert.deepEqual(
+      render(items, { var1: text('$(HOME) costs $5'), f: { type: 'boolean', value: true } }, parameters),
+      ['sh', '-c', 'echo "$$1 $$(date)"', '$$p', '$$(HOME) costs $$5', '$$f'],
+    );
+  });
+
+  test('only type: env items stay references', () => {
+    assert.deepEqual(render('  - type: env\n    var: HOME\n  - $(HOME)', {}), ['$(HOME)', '$$(HOME)']);
+  });
+});
+
 describe('environment', () => {
   const app = appFromYaml(`invocation: [run]
 parameters:

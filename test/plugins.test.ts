@@ -75,10 +75,11 @@ function networkPolicy(b: JobBuild): NetworkPolicy {
   assert.equal(policies.length, 1);
   return policies[0]!;
 }
+/** A word of an example app's invocation, as it appears in a container command (Kubernetes-escaped). */
 function invocationWord(name: string, index: number): string {
   const item = catalog.find(name, '1.0')?.application.invocation.invocation[index];
   assert.equal(item?.type, 'word');
-  return item.word;
+  return item.word.replaceAll('$', '$$$$');
 }
 
 describe('plugin order', () => {
@@ -772,7 +773,7 @@ describe('Minikube', () => {
     metadata: {
       name: `${JOB_NAME}-mk`,
       namespace: 'ucompute-u-alice',
-      labels: { 'ucompute.dev/job-id': JOB_ID },
+      labels: { 'ucompute.dev/job-id': JOB_ID, 'app.kubernetes.io/managed-by': 'ucompute' },
     },
     spec: {
       type: 'LoadBalancer',

@@ -5,7 +5,16 @@ import { baseName } from '../model/paths.ts';
 /**
  * Renders an application's invocation into an argv list (no shell is involved) and its
  * `environment` map into environment variables, following UCloud's InvocationParameter rules.
+ *
+ * The output is in Kubernetes' expansion syntax, as container command and env values are:
+ * `$(NAME)` is a reference to the container's environment (our `type: env` items) and `$$` is a
+ * literal `$`. Everything else is escaped, so that words and user values arrive as written.
  */
+
+/** Text that Kubernetes passes through unchanged: every `$` doubled. */
+export function literal(text: string): string {
+  return text.includes('$') ? text.replace(/\$/g, () => '$$') : text;
+}
 
 export interface RenderOptions {
   /** How a license server id becomes `address:port[/license]`. */
@@ -55,34 +64,39 @@ function renderItem(
 ): string[] {
   const renderedValue = (name: string): string | undefined => {
     const value = values[name];
-    return value === undefined ? undefined : renderValue(parameters.get(name), value, options);
+    const text = value === undefined ? undefined : renderValue(parameters.get(name), value, options);
+    return text === undefined ? undefined : literal(text);
   };
   switch (item.type) {
     case 'word':
-      return [item.word];
+      return [literal(item.word)];
     case 'env':
       // Kubernetes expands $(NAME) from the container's environment, in command and in env values.
       return [`$(${item.variable})`];
     case 'bool_flag': {
       const value = values[item.variableName];
-      return value?.type === 'boolean' && value.value && item.flag !== '' ? [item.flag] : [];
+      return value?.type === 'boolean' && value.value && item.flag !== '' ? [literal(item.flag)] : [];
     }
     case 'var': {
       const rendered = item.variableNames.map(renderedValue).filter((v): v is string => v !== undefined);
       if (rendered.length === 0) return [];
       const out: string[] = [];
-      if (item.prefixGlobal !== '') out.push(item.prefixGlobal);
+      const prefixGlobal = literal(item.prefixGlobal);
+      const suffixGlobal = literal(item.suffixGlobal);
+      const prefixVariable = literal(item.prefixVariable);
+      const suffixVariable = literal(item.suffixVariable);
+      if (prefixGlobal !== '') out.push(prefixGlobal);
       for (const v of rendered) {
         let arg = v;
-        if (item.prefixVariable !== '') {
-          if (item.isPrefixVariablePartOfArg) arg = item.prefixVariable + arg;
-          else out.push(item.prefixVariable);
+        if (prefixVariable !== '') {
+          if (item.isPrefixVariablePartOfArg) arg = prefixVariable + arg;
+          else out.push(prefixVariable);
         }
-        if (item.suffixVariable !== '' && item.isSuffixVariablePartOfArg) arg += item.suffixVariable;
+        if (suffixVariable !== '' && item.isSuffixVariablePartOfArg) arg += suffixVariable;
         out.push(arg);
-        if (item.suffixVariable !== '' && !item.isSuffixVariablePartOfArg) out.push(item.suffixVariable);
+        if (suffixVariable !== '' && !item.isSuffixVariablePartOfArg) out.push(suffixVariable);
       }
-      if (item.suffixGlobal !== '') out.push(item.suffixGlobal);
+      if (suffixGlobal !== '') out.push(suffixGlobal);
       return out;
     }
   }

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
-import { ValidationError } from '../model/errors.ts';
+import { inFile, ValidationError } from '../model/errors.ts';
 import { type Product, ProductsDocument } from '../model/product.ts';
 import { parser } from '../model/validate.ts';
 
@@ -28,5 +28,12 @@ export function parseProducts(text: string, source = 'products'): Product[] {
 }
 
 export async function loadProducts(path: string): Promise<Product[]> {
-  return parseProducts(await readFile(path, 'utf8'), path);
+  const text = await readFile(path, 'utf8');
+  try {
+    return parseProducts(text, path);
+  } catch (e) {
+    throw e instanceof ValidationError && !e.issues.every((i) => i.path.startsWith(path))
+      ? inFile(e, path)
+      : e;
+  }
 }

@@ -219,6 +219,10 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
       issues.push({ path, message: 'must be a name of letters, digits, _ and -' });
       continue;
     }
+    if (RESERVED_NAMES.has(name)) {
+      issues.push({ path, message: `${name} is reserved` });
+      continue;
+    }
     const parameter = normaliseParameter(name, p, path, issues);
     if (parameter) parameters.push(parameter);
   }
@@ -291,6 +295,8 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
   return { document: { kind: 'application', application }, issues };
 }
 
+/** Names that would reach an object's prototype when used as keys of plain objects. */
+const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 const NEVER_OPTIONAL = new Set(['peer', 'ingress', 'network_ip']);
 const NO_DEFAULT = new Set([
   'input_file',

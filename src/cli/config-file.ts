@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { PipelineConfig, type ResolvedPipelineConfig, resolvePipelineConfig } from '../model/config.ts';
-import { ValidationError } from '../model/errors.ts';
+import { inFile, ValidationError } from '../model/errors.ts';
 import { parser } from '../model/validate.ts';
 
 const pipelineConfig = parser(PipelineConfig);
@@ -18,5 +18,6 @@ export async function loadPipelineConfig(path: string | undefined): Promise<Reso
       { path, message: `is not valid YAML: ${(e as Error).message.split('\n')[0]}` },
     ]);
   }
-  return resolvePipelineConfig(pipelineConfig.parse(raw, ''));
+  if (!pipelineConfig.check(raw)) throw inFile(new ValidationError(pipelineConfig.issues(raw)), path);
+  return resolvePipelineConfig(raw);
 }

@@ -36,7 +36,7 @@ export const PipelineConfig = Type.Object(
           /** `per-owner`: one namespace (and queue) per owner, for fair share; `single`: everything in `namespace`. */
           namespaceStrategy: Type.Optional(Type.Union([Type.Literal('per-owner'), Type.Literal('single')])),
           namespace: Type.Optional(DnsLabel),
-          /** The Volcano queue for `single`, and the parent of owner queues for `per-owner`. */
+          /** The Volcano queue of every job with the `single` strategy; `per-owner` gives each owner its own. */
           queue: Type.Optional(DnsLabel),
           storageClaim: Type.Optional(DnsLabel),
           storageSubPath: Type.Optional(Type.String({ pattern: '^[^/].*[^/]$|^$' })),

@@ -40,3 +40,8 @@ export class IssueList {
     if (this.issues.length > 0) throw new ValidationError(this.issues);
   }
 }
+
+/** The same error, its paths prefixed by the file they came from. */
+export function inFile(error: ValidationError, file: string): ValidationError {
+  return new ValidationError(error.issues.map((i) => ({ ...i, path: i.path ? `${file}: ${i.path}` : file })));
+}

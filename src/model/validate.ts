@@ -44,7 +44,10 @@ function explain(schema: TSchema, value: unknown, path: string): Issue[] {
       }
     }
   }
-  return out.length > 0 ? out : [{ path, message: 'is not valid' }];
+  // A missing field also fails its type check; "is required" says all there is to say.
+  const required = new Set(out.filter((i) => i.message === 'is required').map((i) => i.path));
+  const kept = out.filter((i) => i.message === 'is required' || !required.has(i.path));
+  return kept.length > 0 ? kept : [{ path, message: 'is not valid' }];
 }
 
 function explainError(error: ValueError, base: string): Issue[] {
@@ -90,6 +93,9 @@ function describe(error: ValueError): string {
     return `must be one of ${s.anyOf.map((x: { const?: unknown }) => JSON.stringify(x.const)).join(', ')}`;
   }
   if (typeof s.type === 'string' && !hasType(s.type, v)) return `must be ${TYPE_NAMES[s.type] ?? s.type}`;
+  if (Array.isArray(s.anyOf) && s.anyOf.every((x: { type?: unknown }) => typeof x.type === 'string')) {
+    return `must be ${s.anyOf.map((x: { type: string }) => TYPE_NAMES[x.type] ?? x.type).join(' or ')}`;
+  }
   if (typeof v === 'number') {
     if (typeof s.minimum === 'number' && v < s.minimum) return `must be >= ${s.minimum}`;
     if (typeof s.maximum === 'number' && v > s.maximum) return `must be <= ${s.maximum}`;

@@ -6,7 +6,9 @@ const STORAGE_VOLUME = 'storage';
 
 /** `<owner drive>/Jobs/<app title>/<job id>`: where the job works and its output stays. */
 export function jobFolder(job: PreparedJob): string {
-  const title = job.application.metadata.title.replace(/[/\\]/g, '-').trim() || job.application.metadata.name;
+  const cleaned = job.application.metadata.title.replace(/[/\\]/g, '-').trim();
+  // A title of "." or ".." would lead out of the Jobs folder; the name is always a plain segment.
+  const title = cleaned === '' || /^\.+$/.test(cleaned) ? job.application.metadata.name : cleaned;
   return `${ownerDrive(job.owner)}/Jobs/${title}/${job.id}`;
 }
 

@@ -1,5 +1,5 @@
 import { VOLCANO_JOB_NAME_LABEL } from '../volcano/conventions.ts';
-import { JOB_ID_LABEL } from '../volcano/labels.ts';
+import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from '../volcano/labels.ts';
 import type { JobPlugin } from './plugin.ts';
 
 /**
@@ -19,7 +19,7 @@ export const minikubePlugin: JobPlugin = {
       metadata: {
         name: `${jobName}-mk`,
         namespace: build.volcanoJob.metadata.namespace ?? ctx.config.kubernetes.namespace,
-        labels: { [JOB_ID_LABEL]: job.id },
+        labels: { [JOB_ID_LABEL]: job.id, [MANAGED_BY_LABEL]: MANAGED_BY },
       },
       spec: {
         type: 'LoadBalancer',

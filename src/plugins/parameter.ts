@@ -1,4 +1,4 @@
-import { renderCommand, renderEnvironment } from '../catalog/invocation.ts';
+import { literal, renderCommand, renderEnvironment } from '../catalog/invocation.ts';
 import { setEnv, userContainer } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
 
@@ -23,6 +23,6 @@ export const parameterPlugin: JobPlugin = {
       setEnv(container, name, value);
     }
     if (job.parameters.openedFile !== undefined)
-      setEnv(container, 'UCLOUD_OPEN_WITH_FILE', job.parameters.openedFile);
+      setEnv(container, 'UCLOUD_OPEN_WITH_FILE', literal(job.parameters.openedFile));
   },
 };
