@@ -91,14 +91,19 @@ type RawParameter = Static<typeof RawParameter>;
 
 const Port = Type.Integer({ minimum: 1, maximum: 65535 });
 
+/** What application and tool documents both start with. */
+const documentHeader = {
+  name: NameText,
+  version: NameText,
+  title: Type.String({ minLength: 1 }),
+  authors: Type.Array(Text, { minItems: 1 }),
+  description: Text,
+};
+
 const RawApplication = Type.Object(
   {
     application: Type.Literal('v1'),
-    name: NameText,
-    version: NameText,
-    title: Type.String({ minLength: 1 }),
-    authors: Type.Array(Text, { minItems: 1 }),
-    description: Text,
+    ...documentHeader,
     tags: Type.Optional(Type.Array(Text)),
     website: Type.Optional(Text),
     tool: Type.Object({ name: NameText, version: NameText }, closed),
@@ -135,11 +140,7 @@ type RawApplication = Static<typeof RawApplication>;
 const RawTool = Type.Object(
   {
     tool: Type.Literal('v1'),
-    name: NameText,
-    version: NameText,
-    title: Type.String({ minLength: 1 }),
-    authors: Type.Array(Text, { minItems: 1 }),
-    description: Text,
+    ...documentHeader,
     container: Type.Optional(Type.String({ minLength: 1 })),
     image: Type.Optional(Type.String({ minLength: 1 })),
     backend: StringEnum(['DOCKER', 'UDOCKER', 'SINGULARITY', 'VIRTUAL_MACHINE', 'NATIVE']),
