@@ -1,4 +1,5 @@
-import { chargeUnits } from '../model/product.ts';
+import { accountOf, periodsDue } from '../accounting/charges.ts';
+import { chargeUnits, type UnitOfPrice } from '../model/product.ts';
 import {
   CHARGE_UNITS_ANNOTATION,
   PRICE_PER_UNIT_ANNOTATION,
@@ -6,12 +7,38 @@ import {
   UNIT_OF_PRICE_ANNOTATION,
 } from '../volcano/labels.ts';
 import { annotateJob } from './builder.ts';
-import type { JobPlugin } from './plugin.ts';
+import type { ActiveJob, JobPlugin, LifecycleContext } from './plugin.ts';
+
+export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
+
+/** Charges the periods a job owes up to now; stops the owner's jobs when its credits ran out. */
+async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
+  const annotations = job.volcanoJob.metadata.annotations ?? {};
+  const unitOfPrice = (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice;
+  const periods = periodsDue(job.startedAt, ctx.now(), unitOfPrice, job.chargedPeriods, final);
+  if (periods === 0) return;
+  const units = Number(annotations[CHARGE_UNITS_ANNOTATION] ?? 0);
+  const price = Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0);
+  const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
+  const { creditsLeft } = ctx.charge({
+    job,
+    firstPeriod: job.chargedPeriods,
+    periods,
+    units,
+    credits: units * price * periods,
+    category,
+  });
+  if (creditsLeft <= 0 && price > 0) {
+    await ctx.stopJobsOf(accountOf(job.owner), NO_CREDITS_STATUS);
+  }
+}
 
 /**
  * Accounting: the charging basis travels with the job, so that periodic and final charges need
  * no catalogue lookup: units (replicas × vCPU, or × GPU for GPU-priced products), the price of a
- * unit per period, and the period.
+ * unit per period, and the period. While the job runs, every whole period is charged; at the end
+ * the started period too. Each charge covers named periods, so a retry never charges twice. An
+ * owner whose credits run out has its running jobs stopped.
  */
 export const accountingPlugin: JobPlugin = {
   name: 'Accounting',
@@ -20,5 +47,11 @@ export const accountingPlugin: JobPlugin = {
     annotateJob(build, CHARGE_UNITS_ANNOTATION, String(chargeUnits(job.product, job.replicas)));
     annotateJob(build, PRICE_PER_UNIT_ANNOTATION, String(job.product.pricePerUnit));
     annotateJob(build, UNIT_OF_PRICE_ANNOTATION, job.product.unitOfPrice ?? 'CREDITS_PER_MINUTE');
+  },
+  async onJobMonitoring(ctx, batch) {
+    for (const job of batch) if (job.state === 'RUNNING') await chargeJob(ctx, job, false);
+  },
+  async onJobComplete(ctx, job) {
+    await chargeJob(ctx, job, true);
   },
 };

@@ -1,7 +1,7 @@
 import type { CheckedParameters } from '../catalog/parameters.ts';
 import type { Application, Tool } from '../model/application.ts';
 import type { ResolvedPipelineConfig } from '../model/config.ts';
-import type { JobSpecification } from '../model/job.ts';
+import type { JobSpecification, JobState } from '../model/job.ts';
 import type { Owner } from '../model/owner.ts';
 import type { Product } from '../model/product.ts';
 import type { Companion, VolcanoJob } from '../volcano/types.ts';
@@ -49,15 +49,39 @@ export interface CreateContext {
   storage?: JobStorage;
 }
 
-/** A job the backend runs, as the plugins see it after submission (do not mutate). */
+/** A submitted job as the plugins see it after creation (do not mutate). */
 export interface ActiveJob {
   id: string;
+  owner: Owner;
+  state: JobState;
+  startedAt: number | null;
+  expiresAt: number | null;
+  /** Periods already charged to the owner's allocation. */
+  chargedPeriods: number;
+  /** The Volcano Job as built by onCreate: the plugins' annotations travel on it. */
   volcanoJob: VolcanoJob;
 }
 
+export interface Charge {
+  job: ActiveJob;
+  /** Which periods this charge covers, `<first>-<last>`: with the job id, its idempotency key. */
+  firstPeriod: number;
+  periods: number;
+  units: number;
+  credits: number;
+  category: string;
+}
+
+/** What the lifecycle hooks may do; JobManagement provides it. */
 export interface LifecycleContext {
   config: ResolvedPipelineConfig;
   now(): number;
+  /** Ends a running job as EXPIRED. */
+  expire(jobId: string): Promise<void>;
+  /** Records a charge once (a retry of the same periods records nothing); answers the credits left. */
+  charge(charge: Charge): { creditsLeft: number };
+  /** Stops every running job of an account (`user:<name>`, `project:<id>`) with this status. */
+  stopJobsOf(account: string, status: string): Promise<void>;
 }
 
 /**

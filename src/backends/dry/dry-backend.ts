@@ -1,0 +1,112 @@
+import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
+import type { JobBuild } from '../../plugins/plugin.ts';
+
+export interface DryOptions {
+  /** How long a job "runs" before it succeeds; null keeps it running until cancelled. */
+  runForMs?: number | null;
+  now?: () => number;
+}
+
+interface DryJob {
+  build: JobBuild;
+  log: LogChunk[];
+  ended: boolean;
+  timer?: NodeJS.Timeout;
+  waiters: Set<() => void>;
+}
+
+/**
+ * Runs nothing: a job starts at once and succeeds with exit code 0 on every rank, after
+ * `runForMs`. Each rank's log says what would have run. For tests, benchmarks and trying the API.
+ * It keeps its jobs in memory only, so after a restart it knows none of them.
+ */
+export function dryBackend(options: DryOptions = {}): Backend {
+  const now = options.now ?? Date.now;
+  const jobs = new Map<string, DryJob>();
+  const listeners: ((e: BackendEvent) => void)[] = [];
+  const emit = (e: BackendEvent) => {
+    for (const l of listeners) l(e);
+  };
+  const wake = (job: DryJob) => {
+    for (const w of job.waiters) w();
+    job.waiters.clear();
+  };
+
+  const finish = (jobId: string, job: DryJob) => {
+    if (job.ended) return;
+    job.ended = true;
+    const replicas = job.build.volcanoJob.spec.tasks[0]?.replicas ?? 1;
+    const exitCodes = Object.fromEntries(Array.from({ length: replicas }, (_, rank) => [String(rank), 0]));
+    emit({
+      jobId,
+      state: 'SUCCESS',
+      status: 'The job finished (exit code 0 on every rank)',
+      exitCodes,
+      at: now(),
+    });
+    wake(job);
+  };
+
+  return {
+    name: 'dry',
+    async submit(jobId, build) {
+      if (jobs.has(jobId)) return;
+      const task = build.volcanoJob.spec.tasks[0];
+      const replicas = task?.replicas ?? 1;
+      const command = task?.template.spec.containers[0]?.command ?? [];
+      const log = Array.from({ length: replicas }, (_, rank) => ({
+        rank,
+        stdout: `dry run, nothing executed: ${JSON.stringify(command)}\n`,
+      }));
+      const job: DryJob = { build, log, ended: false, waiters: new Set() };
+      jobs.set(jobId, job);
+      setImmediate(() => {
+        emit({ jobId, state: 'RUNNING', status: 'The job is running', at: now() });
+        const runFor = options.runForMs === undefined ? 0 : options.runForMs;
+        if (runFor === null) return;
+        if (runFor === 0) setImmediate(() => finish(jobId, job));
+        else job.timer = setTimeout(() => finish(jobId, job), runFor);
+      });
+    },
+    async cancel(jobId) {
+      const job = jobs.get(jobId);
+      if (!job) return;
+      clearTimeout(job.timer);
+      job.ended = true;
+      wake(job);
+    },
+    async extend() {
+      // ucompute's own monitor enforces deadlines; nothing runs here to be told.
+    },
+    async knownJobs() {
+      return new Set([...jobs].filter(([, j]) => !j.ended).map(([id]) => id));
+    },
+    onEvent(listener) {
+      listeners.push(listener);
+    },
+    async *logs(jobId, { follow, signal }) {
+      const job = jobs.get(jobId);
+      if (!job) return;
+      yield* job.log;
+      while (follow && !job.ended && !signal?.aborted) {
+        await new Promise<void>((resolve) => {
+          job.waiters.add(resolve);
+          signal?.addEventListener('abort', () => resolve(), { once: true });
+        });
+      }
+    },
+    async shell() {
+      throw new Error('the dry backend runs no processes: there is no shell to open');
+    },
+    async connect() {
+      throw new Error('the dry backend runs no processes: there is no port to connect to');
+    },
+    async close() {
+      for (const job of jobs.values()) {
+        clearTimeout(job.timer);
+        job.ended = true;
+        wake(job);
+      }
+    },
+  };
+}

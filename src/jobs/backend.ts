@@ -1,0 +1,49 @@
+import type { Duplex } from 'node:stream';
+import type { JobBuild } from '../plugins/plugin.ts';
+
+/** What a backend reports about a job: it runs, or it ended (with exit codes per rank). */
+export interface BackendEvent {
+  jobId: string;
+  state: 'RUNNING' | 'SUCCESS' | 'FAILURE';
+  status: string;
+  exitCodes?: Record<string, number>;
+  at: number;
+}
+
+export interface LogChunk {
+  rank: number;
+  stdout?: string;
+  stderr?: string;
+}
+
+export interface ShellOptions {
+  cols: number;
+  rows: number;
+}
+
+/**
+ * Where jobs run. JobManagement hands it the built objects; it reports back through events.
+ * Every operation is idempotent: a repeated submit or cancel after a crash does no harm.
+ */
+export interface Backend {
+  readonly name: string;
+  submit(jobId: string, build: JobBuild): Promise<void>;
+  /** Stops every replica of the job; a job that is already gone is fine. */
+  cancel(jobId: string): Promise<void>;
+  /** The deadline moved; backends that enforce time themselves are told. */
+  extend(jobId: string, expiresAt: number): Promise<void>;
+  /** Ids of the jobs this backend still has, for reconciliation after a restart. */
+  knownJobs(): Promise<Set<string>>;
+  onEvent(listener: (event: BackendEvent) => void): void;
+  /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
+  logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
+  /** An interactive shell in one replica. */
+  shell(
+    jobId: string,
+    rank: number,
+    options: ShellOptions,
+  ): Promise<Duplex & { resize(o: ShellOptions): void }>;
+  /** A byte stream to a port of one replica, for the session proxy. */
+  connect(jobId: string, rank: number, port: number): Promise<Duplex>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,653 @@
+import { createHash } from 'node:crypto';
+import { accountOf } from '../accounting/charges.ts';
+import type { SimpleDuration } from '../model/application.ts';
+import { durationMillis } from '../model/application.ts';
+import { IssueList, ValidationError } from '../model/errors.ts';
+import { newJobId } from '../model/ids.ts';
+import { isFinal, type Job, type JobState, type JobUpdate } from '../model/job.ts';
+import type { Owner } from '../model/owner.ts';
+import { ownerNamespace } from '../plugins/fair-share.ts';
+import { PLUGINS } from '../plugins/index.ts';
+import type {
+  ActiveJob,
+  Charge,
+  JobBuild,
+  JobPlugin,
+  JobStorage,
+  LifecycleContext,
+  PeerLocation,
+  PreparedJob,
+} from '../plugins/plugin.ts';
+import type { JobChanges, JobRecord, JobVisibility, Store } from '../store/store.ts';
+import type { Backend, BackendEvent, LogChunk } from './backend.ts';
+import { badRequest, conflict, forbidden, notFound, paymentRequired } from './errors.ts';
+import { buildJob } from './job-management.ts';
+import { decideUpdate } from './lifecycle.ts';
+import { type JobEnvironment, prepareJob } from './prepare.ts';
+
+export interface Caller {
+  username: string;
+  admin: boolean;
+}
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ServiceOptions {
+  store: Store;
+  env: JobEnvironment;
+  backend: Backend;
+  plugins?: readonly JobPlugin[];
+  storage?: JobStorage;
+  now?: () => number;
+  log?: Logger;
+  /** How often running jobs are monitored (expiry, charges). */
+  monitorIntervalMs?: number;
+  /** Refuse jobs of owners without credits (402). */
+  requireCredits?: boolean;
+}
+
+export interface CreateOptions {
+  project?: string;
+  idempotencyKey?: string;
+}
+
+export interface BrowseOptions {
+  itemsPerPage?: number;
+  next?: string;
+  filterState?: JobState;
+  filterApplication?: string;
+}
+
+export interface Wallet {
+  owner: string;
+  category: string;
+  allocated: number;
+  used: number;
+  balance: number;
+}
+
+export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
+
+const MAX_ITEMS = 1000;
+const MONITOR_BATCH = 256;
+const SUBMIT_CONCURRENCY = 16;
+
+/**
+ * JobManagement: accepts jobs, keeps them durable, drives them through their lifecycle with the
+ * backend, runs every plugin hook in the list's order, and answers what callers may see.
+ */
+export function createJobService(options: ServiceOptions) {
+  const { store, env, backend } = options;
+  const plugins = options.plugins ?? PLUGINS;
+  const now = options.now ?? Date.now;
+  const log = options.log;
+  const requireCredits = options.requireCredits ?? true;
+  const listeners = new Map<string, Set<UpdateListener>>();
+  const createdListeners = new Set<(ids: string[]) => void>();
+
+  // ---- who sees what -------------------------------------------------------------------------
+
+  function visibility(caller: Caller): JobVisibility {
+    const memberships = store.memberships(caller.username);
+    return {
+      username: caller.username,
+      allOf: memberships.filter((m) => m.role !== 'USER').map((m) => m.projectId),
+      ownOf: memberships.filter((m) => m.role === 'USER').map((m) => m.projectId),
+    };
+  }
+
+  function canSee(caller: Caller, job: JobRecord): boolean {
+    if (caller.admin) return true;
+    if (job.project === null) return job.createdBy === caller.username;
+    const role = store.memberships(caller.username).find((m) => m.projectId === job.project)?.role;
+    return role === 'PI' || role === 'ADMIN' || (role === 'USER' && job.createdBy === caller.username);
+  }
+
+  /** The job if the caller may see it; otherwise 404, so that others' ids reveal nothing. */
+  function visibleJob(caller: Caller, id: string): JobRecord {
+    const job = typeof id === 'string' ? store.getJob(id) : undefined;
+    if (!job || !canSee(caller, job)) throw notFound(`job ${id}`);
+    return job;
+  }
+
+  function toJob(record: JobRecord): Job {
+    const updates = store.updatesOf(record.id);
+    return {
+      id: record.id,
+      owner: ownerOf(record),
+      specification: record.specification,
+      status: {
+        state: record.state,
+        ...(record.startedAt !== null ? { startedAt: record.startedAt } : {}),
+        ...(record.expiresAt !== null ? { expiresAt: record.expiresAt } : {}),
+        ...(record.exitCodes !== null ? { exitCode: record.exitCodes } : {}),
+      },
+      updates,
+      createdAt: record.createdAt,
+      output: record.outputFolder !== null ? { outputFolder: record.outputFolder } : {},
+      billing: { creditsCharged: record.creditsCharged, pricePerUnit: record.pricePerUnit },
+    };
+  }
+
+  // ---- accounting ---------------------------------------------------------------------------
+
+  function wallet(account: string, category: string, at = now()): Wallet {
+    const active = store
+      .allocations(account)
+      .filter((a) => a.category === category && a.startAt <= at && at < a.endAt);
+    const allocated = active.reduce((sum, a) => sum + a.credits, 0);
+    const since = active.length > 0 ? Math.min(...active.map((a) => a.startAt)) : at;
+    const used = active.length > 0 ? store.chargedSince(account, category, since) : 0;
+    return { owner: account, category, allocated, used, balance: allocated - used };
+  }
+
+  // ---- creating jobs ------------------------------------------------------------------------
+
+  interface Pending {
+    records: { prepared: PreparedJob; price: number }[];
+    username: string;
+    idempotency?: { key: string; hash: string };
+    resolve: (ids: string[]) => void;
+    reject: (e: unknown) => void;
+  }
+  let batch: Pending[] = [];
+
+  /** Commits every pending request in one transaction: one disk sync for many submissions. */
+  function flush(): void {
+    const pending = batch;
+    batch = [];
+    const commit = (group: Pending[]) =>
+      store.transaction(() => {
+        for (const p of group) {
+          if (p.idempotency) {
+            const seen = store.idempotent(p.username, p.idempotency.key);
+            if (seen) continue; // a concurrent duplicate committed first; resolved below
+          }
+          for (const { prepared, price } of p.records) {
+            store.insertJob({
+              id: prepared.id,
+              createdBy: prepared.owner.createdBy,
+              project: prepared.owner.project ?? null,
+              application: prepared.application.metadata.name,
+              createdAt: prepared.createdAt,
+              specification: prepared.specification,
+              timeAllocationMs: prepared.timeAllocationMillis,
+              pricePerUnit: price,
+              firstUpdate: {
+                timestamp: prepared.createdAt,
+                state: 'IN_QUEUE',
+                status: 'The job is in the queue',
+              },
+            });
+          }
+          if (p.idempotency) {
+            store.rememberIdempotent(
+              p.username,
+              p.idempotency.key,
+              p.idempotency.hash,
+              p.records.map((r) => r.prepared.id),
+            );
+          }
+        }
+      });
+    const settle = (p: Pending) => {
+      const seen = p.idempotency && store.idempotent(p.username, p.idempotency.key);
+      const ids = seen ? seen.jobIds : p.records.map((r) => r.prepared.id);
+      p.resolve(ids);
+      return ids;
+    };
+    try {
+      commit(pending);
+      const all = pending.flatMap(settle);
+      afterCreate(all);
+    } catch {
+      // One bad request must not fail the others: commit them one by one.
+      for (const p of pending) {
+        try {
+          commit([p]);
+          afterCreate(settle(p));
+        } catch (e) {
+          p.reject(e);
+        }
+      }
+    }
+  }
+
+  function afterCreate(ids: string[]): void {
+    for (const l of createdListeners) l(ids);
+    for (const id of ids) queueSubmission(id);
+  }
+
+  async function create(caller: Caller, items: unknown, opts: CreateOptions = {}): Promise<string[]> {
+    if (!Array.isArray(items) || items.length === 0 || items.length > MAX_ITEMS) {
+      throw new ValidationError([
+        { path: 'items', message: `must be a list of 1 to ${MAX_ITEMS} job specifications` },
+      ]);
+    }
+    if (opts.project !== undefined) {
+      const member = store.memberships(caller.username).some((m) => m.projectId === opts.project);
+      if (!member && !(caller.admin && store.projectExists(opts.project))) {
+        throw forbidden(`you are not a member of project ${opts.project}`);
+      }
+    }
+    const owner: Owner = {
+      createdBy: caller.username,
+      ...(opts.project !== undefined ? { project: opts.project } : {}),
+    };
+
+    let idempotency: Pending['idempotency'];
+    if (opts.idempotencyKey !== undefined) {
+      const hash = createHash('sha256')
+        .update(JSON.stringify([opts.project ?? null, items]))
+        .digest('hex');
+      const seen = store.idempotent(caller.username, opts.idempotencyKey);
+      if (seen) {
+        if (seen.requestHash !== hash)
+          throw conflict('this Idempotency-Key was used for a different request');
+        return seen.jobIds;
+      }
+      idempotency = { key: opts.idempotencyKey, hash };
+    }
+
+    const createdAt = now();
+    const issues = new IssueList();
+    const records: Pending['records'] = [];
+    items.forEach((item, i) => {
+      try {
+        const prepared = prepareJob(item, { id: newJobId(createdAt), owner, createdAt }, env);
+        records.push({ prepared, price: prepared.product.pricePerUnit });
+      } catch (e) {
+        if (!(e instanceof ValidationError)) throw e;
+        issues.addAll(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
+      }
+    });
+    issues.throwIfAny();
+
+    if (requireCredits) {
+      const account = accountOf(owner);
+      for (const [i, { prepared }] of records.entries()) {
+        if (prepared.product.pricePerUnit === 0) continue;
+        const w = wallet(account, prepared.product.category);
+        if (w.balance <= 0) {
+          throw paymentRequired(
+            `items[${i}]: ${account} has no credits left for ${prepared.product.category} (allocated ${w.allocated}, used ${w.used})`,
+          );
+        }
+      }
+    }
+
+    return new Promise<string[]>((resolve, reject) => {
+      if (batch.length === 0) setImmediate(flush);
+      batch.push({
+        records,
+        username: caller.username,
+        ...(idempotency ? { idempotency } : {}),
+        resolve,
+        reject,
+      });
+    });
+  }
+
+  // ---- submission ---------------------------------------------------------------------------
+
+  const submitQueue: string[] = [];
+  let submitting = 0;
+
+  function queueSubmission(id: string): void {
+    submitQueue.push(id);
+    pump();
+  }
+
+  function pump(): void {
+    while (submitting < SUBMIT_CONCURRENCY && submitQueue.length > 0) {
+      const id = submitQueue.shift()!;
+      submitting++;
+      submit(id)
+        .catch((e: unknown) => log?.error({ err: e, jobId: id }, 'submission failed'))
+        .finally(() => {
+          submitting--;
+          pump();
+        });
+    }
+  }
+
+  function ownerOf(record: JobRecord): Owner {
+    return { createdBy: record.createdBy, ...(record.project !== null ? { project: record.project } : {}) };
+  }
+
+  function peerLocations(prepared: PreparedJob): Map<string, PeerLocation> {
+    const peers = new Map<string, PeerLocation>();
+    for (const peer of prepared.parameters.peers) {
+      const record = store.getJob(peer.jobId);
+      if (record) peers.set(peer.jobId, { namespace: ownerNamespace(env.config, ownerOf(record)) });
+    }
+    return peers;
+  }
+
+  /** Builds (once) and submits a stored job; the backend makes a repeated submit harmless. */
+  async function submit(id: string): Promise<void> {
+    const record = store.getJob(id);
+    if (!record || isFinal(record.state) || record.submitted) return;
+    if (record.build === null) {
+      let prepared: PreparedJob;
+      try {
+        prepared = prepareJob(
+          record.specification,
+          { id, owner: ownerOf(record), createdAt: record.createdAt },
+          env,
+        );
+      } catch (e) {
+        await update(id, {
+          state: 'FAILURE',
+          status: `The job can no longer be started: ${(e as Error).message}`,
+        });
+        return;
+      }
+      const build = await buildJob(prepared, {
+        config: env.config,
+        peers: peerLocations(prepared),
+        ...(options.storage ? { storage: options.storage } : {}),
+      });
+      store.saveBuild(id, JSON.stringify(build));
+      if (build.outputFolder !== undefined) {
+        await update(id, { outputFolder: build.outputFolder, expectedState: 'IN_QUEUE' });
+      }
+    }
+    const build = JSON.parse(store.getJob(id)!.build!) as JobBuild;
+    try {
+      await backend.submit(id, build);
+      store.markSubmitted(id);
+    } catch (e) {
+      await update(id, { state: 'FAILURE', status: `The backend refused the job: ${(e as Error).message}` });
+    }
+  }
+
+  // ---- updates ------------------------------------------------------------------------------
+
+  /**
+   * Applies one update through the state machine, atomically; then tells followers and runs the
+   * plugins' onJobStart, or onJobComplete and onCleanup. Returns false when it was dropped.
+   */
+  async function update(
+    id: string,
+    partial: Omit<JobUpdate, 'timestamp'> & { timestamp?: number },
+    extra: JobChanges = {},
+  ): Promise<boolean> {
+    const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
+    let before: JobRecord | undefined;
+    const decided = store.transaction(() => {
+      before = store.getJob(id);
+      if (!before) return undefined;
+      const decision = decideUpdate(before, u);
+      if (decision.kind !== 'apply') return decision;
+      store.appendUpdate(before, u, { ...decision.changes, ...extra });
+      return decision;
+    });
+    if (!before || !decided || decided.kind !== 'apply') return false;
+    notify(id, u);
+    const after = store.getJob(id)!;
+    if (after.state !== before.state) await runStateHooks(before.state, after);
+    return true;
+  }
+
+  function notify(id: string, u?: JobUpdate): void {
+    const set = listeners.get(id);
+    if (!set || !u) return;
+    const job = store.getJob(id)!;
+    for (const l of set) l(u, job);
+  }
+
+  function activeJob(record: JobRecord): ActiveJob | undefined {
+    if (record.build === null) return undefined;
+    const { volcanoJob } = JSON.parse(record.build) as JobBuild;
+    return {
+      id: record.id,
+      owner: ownerOf(record),
+      state: record.state,
+      startedAt: record.startedAt,
+      expiresAt: record.expiresAt,
+      chargedPeriods: record.chargedPeriods,
+      volcanoJob,
+    };
+  }
+
+  async function runStateHooks(previous: JobState, record: JobRecord): Promise<void> {
+    const job = activeJob(record);
+    if (!job) return;
+    const ctx = lifecycleContext();
+    if (record.state === 'RUNNING' && previous !== 'RUNNING') {
+      for (const p of plugins) await p.onJobStart?.(ctx, job);
+    }
+    if (isFinal(record.state)) {
+      for (const p of plugins) await guarded(p, 'onJobComplete', () => p.onJobComplete?.(ctx, job));
+      for (const p of plugins) await guarded(p, 'onCleanup', () => p.onCleanup?.(ctx, record.id));
+    }
+  }
+
+  async function guarded(plugin: JobPlugin, hook: string, run: () => unknown): Promise<void> {
+    try {
+      await run();
+    } catch (e) {
+      log?.error({ err: e, plugin: plugin.name, hook }, 'plugin hook failed');
+    }
+  }
+
+  function lifecycleContext(): LifecycleContext {
+    return {
+      config: env.config,
+      now,
+      expire: async (jobId) => {
+        await backend.cancel(jobId);
+        await update(jobId, {
+          state: 'EXPIRED',
+          status: 'The job ran out of time',
+          expectedState: 'RUNNING',
+        });
+      },
+      charge: (c: Charge) => {
+        const account = accountOf(c.job.owner);
+        const last = c.firstPeriod + c.periods - 1;
+        store.charge({
+          chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
+          jobId: c.job.id,
+          owner: account,
+          category: c.category,
+          units: c.units,
+          periods: c.periods,
+          credits: c.credits,
+          chargedAt: now(),
+        });
+        return {
+          creditsLeft: requireCredits ? wallet(account, c.category).balance : Number.POSITIVE_INFINITY,
+        };
+      },
+      stopJobsOf: async (account, status) => {
+        for (const record of store.activeJobs()) {
+          if (accountOf(ownerOf(record)) !== account) continue;
+          await stop(record.id, status);
+        }
+      },
+    };
+  }
+
+  async function stop(id: string, status: string): Promise<void> {
+    await backend.cancel(id);
+    await update(id, { state: 'SUCCESS', status, expectedDifferentState: true });
+  }
+
+  function onBackendEvent(e: BackendEvent): void {
+    const extra: JobChanges = e.exitCodes ? { exitCodes: e.exitCodes } : {};
+    update(
+      e.jobId,
+      { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true },
+      extra,
+    ).catch((err: unknown) => log?.error({ err, jobId: e.jobId }, 'could not apply a backend event'));
+  }
+
+  // ---- monitoring ---------------------------------------------------------------------------
+
+  let monitorTimer: NodeJS.Timeout | undefined;
+  let monitoring: Promise<void> | undefined;
+
+  /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
+  async function monitor(): Promise<void> {
+    const running = store.activeJobs().filter((r) => r.state === 'RUNNING');
+    const ctx = lifecycleContext();
+    for (let i = 0; i < running.length; i += MONITOR_BATCH) {
+      const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);
+      for (const p of plugins) await guarded(p, 'onJobMonitoring', () => p.onJobMonitoring?.(ctx, jobs));
+    }
+  }
+
+  // ---- recovery -----------------------------------------------------------------------------
+
+  /** Reconciles the store with the backend: resubmits what was never submitted, fails what is lost. */
+  async function recover(): Promise<void> {
+    const known = await backend.knownJobs();
+    for (const record of store.activeJobs()) {
+      if (!record.submitted) queueSubmission(record.id);
+      else if (!known.has(record.id)) {
+        await update(record.id, { state: 'FAILURE', status: 'ucompute lost track of this job' });
+      }
+    }
+  }
+
+  backend.onEvent(onBackendEvent);
+
+  return {
+    store,
+    create,
+    update,
+    monitor,
+    wallet,
+
+    async start(): Promise<void> {
+      await recover();
+      const interval = options.monitorIntervalMs ?? 1000;
+      const tick = () => {
+        monitoring = monitor()
+          .catch((e: unknown) => log?.error({ err: e }, 'monitoring failed'))
+          .finally(() => {
+            monitorTimer = setTimeout(tick, interval);
+            monitorTimer.unref();
+          });
+      };
+      monitorTimer = setTimeout(tick, interval);
+      monitorTimer.unref();
+    },
+
+    async stop(): Promise<void> {
+      clearTimeout(monitorTimer);
+      await monitoring;
+    },
+
+    browse(caller: Caller, o: BrowseOptions = {}): { items: Job[]; next: string | null } {
+      const limit = Math.min(Math.max(o.itemsPerPage ?? 50, 1), 250);
+      const records = store.browseJobs({
+        visibility: caller.admin ? 'all' : visibility(caller),
+        ...(o.filterState !== undefined ? { state: o.filterState } : {}),
+        ...(o.filterApplication !== undefined ? { application: o.filterApplication } : {}),
+        ...(o.next !== undefined ? { before: o.next } : {}),
+        limit: limit + 1,
+      });
+      const page = records.slice(0, limit);
+      return { items: page.map(toJob), next: records.length > limit ? (page.at(-1)?.id ?? null) : null };
+    },
+
+    retrieve(caller: Caller, id: string): Job {
+      return toJob(visibleJob(caller, id));
+    },
+
+    async terminate(caller: Caller, ids: readonly string[]): Promise<void> {
+      const jobs = ids.map((id) => visibleJob(caller, id));
+      for (const job of jobs)
+        if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
+      for (const job of jobs) await stop(job.id, 'The job was cancelled');
+    },
+
+    async extend(
+      caller: Caller,
+      items: readonly { jobId: string; requestedTime: SimpleDuration }[],
+    ): Promise<void> {
+      const jobs = items.map((item) => visibleJob(caller, item.jobId));
+      items.forEach((item, i) => {
+        const job = jobs[i]!;
+        if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
+        if (job.timeAllocationMs === null)
+          throw badRequest(`items[${i}].jobId: job ${job.id} has no time limit to extend`);
+        if (durationMillis(item.requestedTime) <= 0)
+          throw badRequest(`items[${i}].requestedTime: must be longer than zero`);
+      });
+      for (const [i, item] of items.entries()) {
+        const added = durationMillis(item.requestedTime);
+        // Read and write in one transaction, so that concurrent extends all count.
+        let expiresAt: number | null = null;
+        let ended = false;
+        store.transaction(() => {
+          const job = store.getJob(item.jobId)!;
+          if (isFinal(job.state)) {
+            ended = true;
+            return;
+          }
+          const u: JobUpdate = { timestamp: now(), newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
+          const decision = decideUpdate(job, u);
+          if (decision.kind !== 'apply') return;
+          store.appendUpdate(job, u, decision.changes);
+          expiresAt = decision.changes.expiresAt ?? null;
+        });
+        if (ended) throw conflict(`job ${jobs[i]!.id} has already ended`);
+        notify(item.jobId, store.updatesOf(item.jobId).at(-1));
+        if (expiresAt !== null) await backend.extend(item.jobId, expiresAt);
+      }
+    },
+
+    /** Follows a job's updates; returns the unsubscribe function. */
+    follow(caller: Caller, id: string, listener: UpdateListener): { job: Job; unsubscribe: () => void } {
+      const record = visibleJob(caller, id);
+      let set = listeners.get(id);
+      if (!set) {
+        set = new Set();
+        listeners.set(id, set);
+      }
+      set.add(listener);
+      return {
+        job: toJob(record),
+        unsubscribe: () => {
+          set.delete(listener);
+          if (set.size === 0) listeners.delete(id);
+        },
+      };
+    },
+
+    logs(caller: Caller, id: string, o: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk> {
+      visibleJob(caller, id);
+      return backend.logs(id, o);
+    },
+
+    onCreated(listener: (ids: string[]) => void): () => void {
+      createdListeners.add(listener);
+      return () => createdListeners.delete(listener);
+    },
+
+    wallets(caller: Caller): Wallet[] {
+      const accounts = [
+        `user:${caller.username}`,
+        ...store
+          .memberships(caller.username)
+          .filter((m) => m.role !== 'USER')
+          .map((m) => `project:${m.projectId}`),
+      ];
+      const at = now();
+      return accounts.flatMap((account) => {
+        const categories = new Set(store.allocations(account).map((a) => a.category));
+        return [...categories].map((category) => wallet(account, category, at));
+      });
+    },
+  };
+}
+
+export type JobService = ReturnType<typeof createJobService>;

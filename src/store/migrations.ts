@@ -1,0 +1,91 @@
+/**
+ * Schema migrations, applied in order and recorded in `schema_version`. Append only: a released
+ * migration is never edited.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  create table users (
+    name text primary key,
+    admin integer not null default 0,
+    created_at integer not null
+  );
+  create table projects (
+    id text primary key,
+    title text not null,
+    created_at integer not null
+  );
+  create table memberships (
+    project_id text not null references projects(id),
+    username text not null references users(name),
+    role text not null check (role in ('PI', 'ADMIN', 'USER')),
+    primary key (project_id, username)
+  );
+  create index memberships_by_user on memberships(username);
+  create table tokens (
+    hash text primary key,
+    username text not null references users(name),
+    description text not null,
+    created_at integer not null
+  );
+  create table jobs (
+    id text primary key,
+    created_by text not null,
+    project text,
+    state text not null,
+    application text not null,
+    created_at integer not null,
+    specification text not null,
+    time_allocation_ms integer,
+    started_at integer,
+    expires_at integer,
+    output_folder text,
+    exit_codes text,
+    submitted integer not null default 0,
+    price_per_unit real not null,
+    credits_charged real not null default 0,
+    charged_periods integer not null default 0,
+    build text,
+    update_count integer not null default 0
+  );
+  create index jobs_by_owner on jobs(created_by, project, id);
+  create index jobs_by_project on jobs(project, id);
+  create index jobs_active on jobs(state) where state not in ('SUCCESS', 'FAILURE', 'EXPIRED');
+  create index jobs_expiring on jobs(expires_at) where expires_at is not null and state = 'RUNNING';
+  create table job_updates (
+    job_id text not null,
+    seq integer not null,
+    body text not null,
+    primary key (job_id, seq)
+  ) without rowid;
+  create table idempotency (
+    username text not null,
+    key text not null,
+    request_hash text not null,
+    job_ids text not null,
+    created_at integer not null,
+    primary key (username, key)
+  );
+  create table allocations (
+    id integer primary key,
+    owner text not null,
+    category text not null,
+    credits real not null check (credits >= 0),
+    start_at integer not null,
+    end_at integer not null,
+    created_at integer not null
+  );
+  create index allocations_by_owner on allocations(owner, category);
+  create table charges (
+    charge_id text primary key,
+    job_id text not null,
+    owner text not null,
+    category text not null,
+    units integer not null,
+    periods integer not null,
+    credits real not null,
+    charged_at integer not null
+  );
+  create index charges_by_owner on charges(owner, category, charged_at);
+  create index charges_by_job on charges(job_id);
+  `,
+];

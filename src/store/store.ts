@@ -1,0 +1,449 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type { JobSpecification, JobState, JobUpdate } from '../model/job.ts';
+import { MIGRATIONS } from './migrations.ts';
+
+export type Role = 'PI' | 'ADMIN' | 'USER';
+
+export interface UserRecord {
+  name: string;
+  admin: boolean;
+  createdAt: number;
+}
+
+export interface JobRecord {
+  id: string;
+  createdBy: string;
+  project: string | null;
+  state: JobState;
+  application: string;
+  createdAt: number;
+  specification: JobSpecification;
+  timeAllocationMs: number | null;
+  startedAt: number | null;
+  expiresAt: number | null;
+  outputFolder: string | null;
+  exitCodes: Record<string, number> | null;
+  submitted: boolean;
+  pricePerUnit: number;
+  creditsCharged: number;
+  chargedPeriods: number;
+  /** The JobBuild as submitted (JSON), kept so that plugins and recovery read the same objects. */
+  build: string | null;
+  updateCount: number;
+}
+
+/** Column changes that go with an update, applied in the same transaction. */
+export interface JobChanges {
+  state?: JobState;
+  startedAt?: number | null;
+  expiresAt?: number | null;
+  timeAllocationMs?: number | null;
+  outputFolder?: string;
+  exitCodes?: Record<string, number>;
+  submitted?: boolean;
+}
+
+export interface NewJob {
+  id: string;
+  createdBy: string;
+  project: string | null;
+  application: string;
+  createdAt: number;
+  specification: JobSpecification;
+  timeAllocationMs: number | null;
+  pricePerUnit: number;
+  firstUpdate: JobUpdate;
+}
+
+export interface JobVisibility {
+  username: string;
+  /** Projects whose every job the user sees (PI, ADMIN). */
+  allOf: readonly string[];
+  /** Projects where the user sees only their own jobs (USER). */
+  ownOf: readonly string[];
+}
+
+export interface BrowseQuery {
+  visibility: JobVisibility | 'all';
+  state?: JobState;
+  application?: string;
+  /** Ids sort by creation time; the page starts after this id, newest first. */
+  before?: string;
+  limit: number;
+}
+
+export interface ChargeRecord {
+  chargeId: string;
+  jobId: string;
+  owner: string;
+  category: string;
+  units: number;
+  periods: number;
+  credits: number;
+  chargedAt: number;
+}
+
+export interface AllocationRecord {
+  id: number;
+  owner: string;
+  category: string;
+  credits: number;
+  startAt: number;
+  endAt: number;
+}
+
+type Row = Record<string, SQLInputValue>;
+
+export type Store = ReturnType<typeof openStore>;
+
+/**
+ * The durable store: SQLite (Node's built-in driver) in WAL mode. Every write is a transaction;
+ * `synchronous = FULL` makes a commit survive power loss, not only a crash of ucompute.
+ */
+export function openStore(path: string) {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new DatabaseSync(path);
+  db.exec(
+    'pragma journal_mode = wal; pragma synchronous = full; pragma foreign_keys = on; pragma busy_timeout = 5000',
+  );
+  migrate(db);
+
+  const statements = new Map<string, StatementSync>();
+  const sql = (text: string): StatementSync => {
+    let s = statements.get(text);
+    if (!s) {
+      s = db.prepare(text);
+      statements.set(text, s);
+    }
+    return s;
+  };
+
+  let depth = 0;
+  function transaction<T>(fn: () => T): T {
+    if (depth > 0) return fn();
+    db.exec('begin immediate');
+    depth++;
+    try {
+      const result = fn();
+      db.exec('commit');
+      return result;
+    } catch (e) {
+      db.exec('rollback');
+      throw e;
+    } finally {
+      depth--;
+    }
+  }
+
+  const toJob = (r: Row): JobRecord => ({
+    id: r.id as string,
+    createdBy: r.created_by as string,
+    project: (r.project as string | null) ?? null,
+    state: r.state as JobState,
+    application: r.application as string,
+    createdAt: Number(r.created_at),
+    specification: JSON.parse(r.specification as string) as JobSpecification,
+    timeAllocationMs: r.time_allocation_ms === null ? null : Number(r.time_allocation_ms),
+    startedAt: r.started_at === null ? null : Number(r.started_at),
+    expiresAt: r.expires_at === null ? null : Number(r.expires_at),
+    outputFolder: (r.output_folder as string | null) ?? null,
+    exitCodes: r.exit_codes === null ? null : (JSON.parse(r.exit_codes as string) as Record<string, number>),
+    submitted: r.submitted === 1,
+    pricePerUnit: Number(r.price_per_unit),
+    creditsCharged: Number(r.credits_charged),
+    chargedPeriods: Number(r.charged_periods),
+    build: (r.build as string | null) ?? null,
+    updateCount: Number(r.update_count),
+  });
+
+  return {
+    db,
+    transaction,
+    close: () => db.close(),
+
+    // Users, projects, memberships and tokens.
+    createUser(name: string, admin: boolean, now = Date.now()): boolean {
+      return (
+        sql('insert or ignore into users (name, admin, created_at) values (?, ?, ?)').run(
+          name,
+          admin ? 1 : 0,
+          now,
+        ).changes === 1
+      );
+    },
+    getUser(name: string): UserRecord | undefined {
+      const r = sql('select * from users where name = ?').get(name) as Row | undefined;
+      return r && { name: r.name as string, admin: r.admin === 1, createdAt: Number(r.created_at) };
+    },
+    createProject(id: string, title: string, now = Date.now()): boolean {
+      return (
+        sql('insert or ignore into projects (id, title, created_at) values (?, ?, ?)').run(id, title, now)
+          .changes === 1
+      );
+    },
+    projectExists(id: string): boolean {
+      return sql('select 1 from projects where id = ?').get(id) !== undefined;
+    },
+    setMember(projectId: string, username: string, role: Role): void {
+      sql(
+        'insert into memberships (project_id, username, role) values (?, ?, ?) on conflict (project_id, username) do update set role = excluded.role',
+      ).run(projectId, username, role);
+    },
+    memberships(username: string): { projectId: string; role: Role }[] {
+      return (sql('select project_id, role from memberships where username = ?').all(username) as Row[]).map(
+        (r) => ({
+          projectId: r.project_id as string,
+          role: r.role as Role,
+        }),
+      );
+    },
+    /** Makes a new API token for a user; only its hash is kept. */
+    createToken(username: string, description: string, now = Date.now()): string {
+      const token = `uc_${randomBytes(24).toString('base64url')}`;
+      sql('insert into tokens (hash, username, description, created_at) values (?, ?, ?, ?)').run(
+        hashToken(token),
+        username,
+        description,
+        now,
+      );
+      return token;
+    },
+    userForToken(token: string): UserRecord | undefined {
+      const r = sql(
+        'select users.* from tokens join users on users.name = tokens.username where tokens.hash = ?',
+      ).get(hashToken(token)) as Row | undefined;
+      return r && { name: r.name as string, admin: r.admin === 1, createdAt: Number(r.created_at) };
+    },
+
+    // Jobs and their updates.
+    insertJob(job: NewJob): void {
+      sql(
+        `insert into jobs (id, created_by, project, state, application, created_at, specification,
+           time_allocation_ms, price_per_unit, update_count)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+      ).run(
+        job.id,
+        job.createdBy,
+        job.project,
+        job.firstUpdate.state ?? 'IN_QUEUE',
+        job.application,
+        job.createdAt,
+        JSON.stringify(job.specification),
+        job.timeAllocationMs,
+        job.pricePerUnit,
+      );
+      sql('insert into job_updates (job_id, seq, body) values (?, 0, ?)').run(
+        job.id,
+        JSON.stringify(job.firstUpdate),
+      );
+    },
+    getJob(id: string): JobRecord | undefined {
+      const r = sql('select * from jobs where id = ?').get(id) as Row | undefined;
+      return r && toJob(r);
+    },
+    updatesOf(id: string): JobUpdate[] {
+      return (sql('select body from job_updates where job_id = ? order by seq').all(id) as Row[]).map(
+        (r) => JSON.parse(r.body as string) as JobUpdate,
+      );
+    },
+    /** Appends an update and applies its column changes; call inside a transaction with the check. */
+    appendUpdate(job: JobRecord, update: JobUpdate, changes: JobChanges): void {
+      const sets: string[] = ['update_count = update_count + 1'];
+      const values: SQLInputValue[] = [];
+      const set = (column: string, value: SQLInputValue) => {
+        sets.push(`${column} = ?`);
+        values.push(value);
+      };
+      if (changes.state !== undefined) set('state', changes.state);
+      if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
+      if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
+      if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
+      if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
+      if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
+      if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
+      sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
+      sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
+        job.id,
+        job.updateCount,
+        JSON.stringify(update),
+      );
+    },
+    /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */
+    saveBuild(id: string, build: string): void {
+      sql('update jobs set build = ? where id = ?').run(build, id);
+    },
+    markSubmitted(id: string): void {
+      sql('update jobs set submitted = 1 where id = ?').run(id);
+    },
+    browseJobs(q: BrowseQuery): JobRecord[] {
+      const where: string[] = [];
+      const values: SQLInputValue[] = [];
+      if (q.visibility !== 'all') {
+        const v = q.visibility;
+        const parts = ['(project is null and created_by = ?)'];
+        values.push(v.username);
+        if (v.allOf.length > 0) {
+          parts.push(`project in (${v.allOf.map(() => '?').join(', ')})`);
+          values.push(...v.allOf);
+        }
+        if (v.ownOf.length > 0) {
+          parts.push(`(created_by = ? and project in (${v.ownOf.map(() => '?').join(', ')}))`);
+          values.push(v.username, ...v.ownOf);
+        }
+        where.push(`(${parts.join(' or ')})`);
+      }
+      if (q.state !== undefined) {
+        where.push('state = ?');
+        values.push(q.state);
+      }
+      if (q.application !== undefined) {
+        where.push('application = ?');
+        values.push(q.application);
+      }
+      if (q.before !== undefined) {
+        where.push('id < ?');
+        values.push(q.before);
+      }
+      const clause = where.length > 0 ? `where ${where.join(' and ')}` : '';
+      return (
+        sql(`select * from jobs ${clause} order by id desc limit ?`).all(...values, q.limit) as Row[]
+      ).map(toJob);
+    },
+    activeJobs(): JobRecord[] {
+      return (
+        sql(
+          "select * from jobs where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') order by id",
+        ).all() as Row[]
+      ).map(toJob);
+    },
+    expiredJobIds(now: number): string[] {
+      return (
+        sql("select id from jobs where state = 'RUNNING' and expires_at is not null and expires_at <= ?").all(
+          now,
+        ) as Row[]
+      ).map((r) => r.id as string);
+    },
+    countByState(): Record<string, number> {
+      const out: Record<string, number> = {};
+      for (const r of sql('select state, count(*) as n from jobs group by state').all() as Row[]) {
+        out[r.state as string] = Number(r.n);
+      }
+      return out;
+    },
+
+    // Idempotent submissions.
+    idempotent(username: string, key: string): { requestHash: string; jobIds: string[] } | undefined {
+      const r = sql('select request_hash, job_ids from idempotency where username = ? and key = ?').get(
+        username,
+        key,
+      ) as Row | undefined;
+      return (
+        r && { requestHash: r.request_hash as string, jobIds: JSON.parse(r.job_ids as string) as string[] }
+      );
+    },
+    rememberIdempotent(
+      username: string,
+      key: string,
+      requestHash: string,
+      jobIds: string[],
+      now = Date.now(),
+    ): void {
+      sql(
+        'insert into idempotency (username, key, request_hash, job_ids, created_at) values (?, ?, ?, ?, ?)',
+      ).run(username, key, requestHash, JSON.stringify(jobIds), now);
+    },
+
+    // Allocations and charges.
+    grant(
+      owner: string,
+      category: string,
+      credits: number,
+      startAt: number,
+      endAt: number,
+      now = Date.now(),
+    ): number {
+      return Number(
+        sql(
+          'insert into allocations (owner, category, credits, start_at, end_at, created_at) values (?, ?, ?, ?, ?, ?)',
+        ).run(owner, category, credits, startAt, endAt, now).lastInsertRowid,
+      );
+    },
+    allocations(owner?: string): AllocationRecord[] {
+      const rows = (
+        owner === undefined
+          ? sql('select * from allocations order by id').all()
+          : sql('select * from allocations where owner = ? order by id').all(owner)
+      ) as Row[];
+      return rows.map((r) => ({
+        id: Number(r.id),
+        owner: r.owner as string,
+        category: r.category as string,
+        credits: Number(r.credits),
+        startAt: Number(r.start_at),
+        endAt: Number(r.end_at),
+      }));
+    },
+    /** Records a charge once: false when this charge id was already recorded (a retry). */
+    charge(c: ChargeRecord): boolean {
+      const inserted =
+        sql(
+          `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at)
+           values (?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt)
+          .changes === 1;
+      if (inserted) {
+        sql(
+          'update jobs set credits_charged = credits_charged + ?, charged_periods = charged_periods + ? where id = ?',
+        ).run(c.credits, c.periods, c.jobId);
+      }
+      return inserted;
+    },
+    /** Credits charged to an owner in a category since `from`. */
+    chargedSince(owner: string, category: string, from: number): number {
+      const r = sql(
+        'select coalesce(sum(credits), 0) as c from charges where owner = ? and category = ? and charged_at >= ?',
+      ).get(owner, category, from) as Row;
+      return Number(r.c);
+    },
+    charges(owner: string, from: number, to: number): ChargeRecord[] {
+      return (
+        sql(
+          'select * from charges where owner = ? and charged_at >= ? and charged_at < ? order by charged_at',
+        ).all(owner, from, to) as Row[]
+      ).map((r) => ({
+        chargeId: r.charge_id as string,
+        jobId: r.job_id as string,
+        owner: r.owner as string,
+        category: r.category as string,
+        units: Number(r.units),
+        periods: Number(r.periods),
+        credits: Number(r.credits),
+        chargedAt: Number(r.charged_at),
+      }));
+    },
+  };
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+function migrate(db: DatabaseSync): void {
+  db.exec('create table if not exists schema_version (version integer not null)');
+  const row = db.prepare('select max(version) as v from schema_version').get() as { v: number | null };
+  const current = row.v ?? 0;
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.exec('begin immediate');
+    try {
+      db.exec(MIGRATIONS[v]!);
+      db.prepare('insert into schema_version (version) values (?)').run(v + 1);
+      db.exec('commit');
+    } catch (e) {
+      db.exec('rollback');
+      throw e;
+    }
+  }
+}
