@@ -5,6 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+# npm's own cafile (a TLS-intercepting mirror) must be trusted by Node too, or some fetches fail.
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ]; then
+  cafile=$(npm config get cafile 2>/dev/null || true)
+  if [ -n "$cafile" ] && [ -f "$cafile" ]; then export NODE_EXTRA_CA_CERTS="$cafile"; fi
+fi
+
 # Node >= 22.18 runs our TypeScript directly. An older machine Node gets Node 24 from the npm
 # registry, kept in .tools/ (the only place that is reachable here besides Debian's packages).
 . scripts/node-env.sh
