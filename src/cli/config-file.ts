@@ -1,14 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
-import { PipelineConfig, type ResolvedPipelineConfig, resolvePipelineConfig } from '../model/config.ts';
+import { Config, type ResolvedPipelineConfig, resolvePipelineConfig } from '../model/config.ts';
 import { inFile, ValidationError } from '../model/errors.ts';
 import { parser } from '../model/validate.ts';
 
-const pipelineConfig = parser(PipelineConfig);
+const config = parser(Config);
 
 /** Reads the YAML configuration file; no file means the embedded defaults. */
-export async function loadPipelineConfig(path: string | undefined): Promise<ResolvedPipelineConfig> {
-  if (path === undefined) return resolvePipelineConfig();
+export async function loadConfig(path: string | undefined): Promise<Config> {
+  if (path === undefined) return {};
   const text = await readFile(path, 'utf8');
   let raw: unknown;
   try {
@@ -18,6 +18,10 @@ export async function loadPipelineConfig(path: string | undefined): Promise<Reso
       { path, message: `is not valid YAML: ${(e as Error).message.split('\n')[0]}` },
     ]);
   }
-  if (!pipelineConfig.check(raw)) throw inFile(new ValidationError(pipelineConfig.issues(raw)), path);
-  return resolvePipelineConfig(raw);
+  if (!config.check(raw)) throw inFile(new ValidationError(config.issues(raw)), path);
+  return raw;
+}
+
+export async function loadPipelineConfig(path: string | undefined): Promise<ResolvedPipelineConfig> {
+  return resolvePipelineConfig(await loadConfig(path));
 }

@@ -1,5 +1,18 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The example catalogue and products shipped with ucompute: the embedded defaults. */
 export const EXAMPLE_APPS = fileURLToPath(new URL('../../examples/apps', import.meta.url));
 export const EXAMPLE_PRODUCTS = fileURLToPath(new URL('../../examples/products.yml', import.meta.url));
+
+export const DEFAULT_PORT = 7080;
+export const ADMIN_USER = 'local';
+export const ADMIN_TOKEN_FILE = 'admin.token';
+
+/** `$UCOMPUTE_DATA_DIR`, else `$XDG_DATA_HOME/ucompute`, else `~/.local/share/ucompute`. */
+export function defaultDataDir(): string {
+  if (process.env.UCOMPUTE_DATA_DIR) return process.env.UCOMPUTE_DATA_DIR;
+  const xdg = process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
+  return join(xdg, 'ucompute');
+}

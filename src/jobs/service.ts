@@ -160,13 +160,13 @@ export function createJobService(options: ServiceOptions) {
   function flush(): void {
     const pending = batch;
     batch = [];
+    // Answers the requests whose jobs it inserted; the others repeat a key committed first.
     const commit = (group: Pending[]) =>
       store.transaction(() => {
+        const fresh = new Set<Pending>();
         for (const p of group) {
-          if (p.idempotency) {
-            const seen = store.idempotent(p.username, p.idempotency.key);
-            if (seen) continue; // a concurrent duplicate committed first; resolved below
-          }
+          if (p.idempotency && store.idempotent(p.username, p.idempotency.key)) continue;
+          fresh.add(p);
           for (const { prepared, price } of p.records) {
             store.insertJob({
               id: prepared.id,
@@ -193,23 +193,29 @@ export function createJobService(options: ServiceOptions) {
             );
           }
         }
+        return fresh;
       });
-    const settle = (p: Pending) => {
-      const seen = p.idempotency && store.idempotent(p.username, p.idempotency.key);
-      const ids = seen ? seen.jobIds : p.records.map((r) => r.prepared.id);
-      p.resolve(ids);
-      return ids;
+    // Answers the ids to submit: a repeat gets the first request's ids (409 for another body) and
+    // submits nothing, or the job would be submitted twice.
+    const settle = (p: Pending, fresh: ReadonlySet<Pending>): string[] => {
+      const seen = !fresh.has(p) && p.idempotency && store.idempotent(p.username, p.idempotency.key);
+      if (!seen) {
+        const ids = p.records.map((r) => r.prepared.id);
+        p.resolve(ids);
+        return ids;
+      }
+      if (seen.requestHash === p.idempotency?.hash) p.resolve(seen.jobIds);
+      else p.reject(conflict('this Idempotency-Key was used for a different request'));
+      return [];
     };
     try {
-      commit(pending);
-      const all = pending.flatMap(settle);
-      afterCreate(all);
+      const fresh = commit(pending);
+      afterCreate(pending.flatMap((p) => settle(p, fresh)));
     } catch {
       // One bad request must not fail the others: commit them one by one.
       for (const p of pending) {
         try {
-          commit([p]);
-          afterCreate(settle(p));
+          afterCreate(settle(p, commit([p])));
         } catch (e) {
           p.reject(e);
         }
@@ -361,6 +367,8 @@ export function createJobService(options: ServiceOptions) {
     try {
       await backend.submit(id, build);
       store.markSubmitted(id);
+      // Cancelled while the submission was under way: the backend must not keep it.
+      if (isFinal(store.getJob(id)!.state)) await backend.cancel(id);
     } catch (e) {
       await update(id, { state: 'FAILURE', status: `The backend refused the job: ${(e as Error).message}` });
     }
@@ -441,6 +449,9 @@ export function createJobService(options: ServiceOptions) {
       config: env.config,
       now,
       expire: async (jobId) => {
+        // Decided on the stored deadline: the caller's copy of the job may predate an extend.
+        const job = store.getJob(jobId);
+        if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
         await backend.cancel(jobId);
         await update(jobId, {
           state: 'EXPIRED',
@@ -451,15 +462,21 @@ export function createJobService(options: ServiceOptions) {
       charge: (c: Charge) => {
         const account = accountOf(c.job.owner);
         const last = c.firstPeriod + c.periods - 1;
-        store.charge({
-          chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
-          jobId: c.job.id,
-          owner: account,
-          category: c.category,
-          units: c.units,
-          periods: c.periods,
-          credits: c.credits,
-          chargedAt: now(),
+        store.transaction(() => {
+          // A charge must start where the recorded ones end: one computed from a stale copy of the
+          // job (its final charge happened meanwhile) names other periods, so its id alone would
+          // not stop it from charging them twice.
+          if (store.getJob(c.job.id)?.chargedPeriods !== c.firstPeriod) return;
+          store.charge({
+            chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
+            jobId: c.job.id,
+            owner: account,
+            category: c.category,
+            units: c.units,
+            periods: c.periods,
+            credits: c.credits,
+            chargedAt: now(),
+          });
         });
         return {
           creditsLeft: requireCredits ? wallet(account, c.category).balance : Number.POSITIVE_INFINITY,
@@ -582,15 +599,21 @@ export function createJobService(options: ServiceOptions) {
         if (durationMillis(item.requestedTime) <= 0)
           throw badRequest(`items[${i}].requestedTime: must be longer than zero`);
       });
-      for (const [i, item] of items.entries()) {
+      for (const item of items) {
         const added = durationMillis(item.requestedTime);
         // Read and write in one transaction, so that concurrent extends all count.
         let expiresAt: number | null = null;
-        let ended = false;
+        let ended: string | undefined;
         store.transaction(() => {
           const job = store.getJob(item.jobId)!;
           if (isFinal(job.state)) {
-            ended = true;
+            ended = `job ${job.id} has already ended`;
+            return;
+          }
+          // Past its deadline the job is being expired (the monitor may be cancelling it right
+          // now): an extend accepted here would be lost, so it is refused.
+          if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now()) {
+            ended = `job ${job.id} ran out of time`;
             return;
           }
           const u: JobUpdate = { timestamp: now(), newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
@@ -599,7 +622,7 @@ export function createJobService(options: ServiceOptions) {
           store.appendUpdate(job, u, decision.changes);
           expiresAt = decision.changes.expiresAt ?? null;
         });
-        if (ended) throw conflict(`job ${jobs[i]!.id} has already ended`);
+        if (ended !== undefined) throw conflict(ended);
         notify(item.jobId, store.updatesOf(item.jobId).at(-1));
         if (expiresAt !== null) await backend.extend(item.jobId, expiresAt);
       }

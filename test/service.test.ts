@@ -1,0 +1,475 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import type { Backend } from '../src/jobs/backend.ts';
+import { ServiceError } from '../src/jobs/errors.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import { ValidationError } from '../src/model/errors.ts';
+import type { JobBuild, JobStorage } from '../src/plugins/plugin.ts';
+import { openStore, type Store } from '../src/store/store.ts';
+import { env } from './support/fixtures.ts';
+
+const T0 = Date.UTC(2025, 0, 1);
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const alice = { username: 'alice', admin: false };
+const bob = { username: 'bob', admin: false };
+const STANDARD_2 = { id: 'u1-standard-2', category: 'u1-standard' };
+
+/** mpi-hello needs no parameters; its tool's default time allocation is two hours. */
+const mpi = (extra: Record<string, unknown> = {}) => ({
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: STANDARD_2,
+  ...extra,
+});
+const hours = (h: number) => ({ hours: h, minutes: 0, seconds: 0 });
+const minutes = (m: number) => ({ hours: 0, minutes: m, seconds: 0 });
+
+type Operation = 'submit' | 'cancel';
+
+/**
+ * A backend that logs every call (`submit:<id>` when asked, `submitted:<id>` when the inner
+ * backend took it, `cancel:<id>`) and can hold submissions or cancellations until released.
+ */
+function recording(inner: Backend) {
+  const log: string[] = [];
+  const gates: Partial<Record<Operation, Promise<void>>> = {};
+  return {
+    ...inner,
+    log,
+    async submit(id: string, build: JobBuild) {
+      log.push(`submit:${id}`);
+      await gates.submit;
+      await inner.submit(id, build);
+      log.push(`submitted:${id}`);
+    },
+    async cancel(id: string) {
+      log.push(`cancel:${id}`);
+      await gates.cancel;
+      await inner.cancel(id);
+    },
+    /** Holds every later call of `op` until the returned function is called. */
+    hold(op: Operation): () => void {
+      let release!: () => void;
+      gates[op] = new Promise((resolve) => {
+        release = resolve;
+      });
+      return () => {
+        delete gates[op];
+        release();
+      };
+    },
+    calls(op: string, id: string): number {
+      return log.filter((entry) => entry === `${op}:${id}`).length;
+    },
+  };
+}
+
+/** Lets pending I/O callbacks and timers-of-zero run, a bounded number of times, until `check` holds. */
+async function until(what: string, check: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.fail(`never happened: ${what}`);
+}
+
+interface HarnessOptions {
+  store?: Store;
+  backend?: Backend;
+  storage?: JobStorage;
+  runForMs?: number | null;
+}
+
+function harness(o: HarnessOptions = {}) {
+  const clock = { now: T0 };
+  const now = () => clock.now;
+  const backend = recording(o.backend ?? dryBackend({ runForMs: o.runForMs ?? null, now }));
+  const store = o.store ?? openStore(':memory:');
+  const service = createJobService({
+    store,
+    env: env(),
+    backend,
+    now,
+    requireCredits: false,
+    ...(o.storage ? { storage: o.storage } : {}),
+  });
+  const job = (id: string) => service.retrieve(alice, id);
+  const state = (id: string) => job(id).status.state;
+  const rows = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
+  const lastStatus = (id: string) => job(id).updates.at(-1)?.status;
+  /** Creates one job and waits for the backend to report it running. */
+  const running = async (spec: unknown = mpi()): Promise<string> => {
+    const [id] = await service.create(alice, [spec]);
+    await until(`${id} runs`, () => state(id!) === 'RUNNING');
+    return id!;
+  };
+  return { clock, backend, store, service, job, state, rows, lastStatus, running };
+}
+
+async function rejectsWith(promise: Promise<unknown>, status: number, message?: RegExp): Promise<void> {
+  await assert.rejects(promise, (e: unknown) => {
+    assert.ok(e instanceof ServiceError, String(e));
+    assert.equal(e.status, status, e.message);
+    if (message) assert.match(e.message, message);
+    return true;
+  });
+}
+
+describe('create', () => {
+  test('validates every item before writing anything', async () => {
+    const h = harness();
+    const bad = mpi({ parameters: { slots: { type: 'integer', value: 0 } } });
+    await assert.rejects(h.service.create(alice, [mpi(), bad, mpi()]), (e: unknown) => {
+      assert.ok(e instanceof ValidationError);
+      assert.ok(e.issues.length > 0);
+      for (const issue of e.issues) assert.match(issue.path, /^items\[1\]\.specification\.parameters\.slots/);
+      return true;
+    });
+    await assert.rejects(h.service.create(alice, []), ValidationError);
+    await assert.rejects(h.service.create(alice, { application: 'x' }), ValidationError);
+    // Give a wrongly scheduled write every chance to happen.
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(h.rows(), 0);
+    assert.deepEqual(h.backend.log, []);
+  });
+
+  test('an Idempotency-Key repeats the same ids and creates nothing new', async () => {
+    const h = harness();
+    const items = [mpi(), mpi({ name: 'second' })];
+    const first = await h.service.create(alice, items, { idempotencyKey: 'k1' });
+    assert.equal(first.length, 2);
+    const again = await h.service.create(alice, structuredClone(items), { idempotencyKey: 'k1' });
+    assert.deepEqual(again, first);
+    assert.equal(h.rows(), 2);
+
+    await rejectsWith(h.service.create(alice, [mpi()], { idempotencyKey: 'k1' }), 409, /Idempotency-Key/);
+    assert.equal(h.rows(), 2);
+
+    // Keys belong to their user.
+    const bobs = await h.service.create(bob, items, { idempotencyKey: 'k1' });
+    assert.notDeepEqual(bobs, first);
+    assert.equal(h.rows(), 4);
+    await until('all submitted', () => h.store.activeJobs().every((r) => r.submitted));
+    for (const id of [...first, ...bobs]) assert.equal(h.backend.calls('submit', id), 1, id);
+  });
+
+  test('concurrent requests with one Idempotency-Key create once and submit once', async () => {
+    const h = harness();
+    const [a, b] = await Promise.all([
+      h.service.create(alice, [mpi()], { idempotencyKey: 'same' }),
+      h.service.create(alice, [mpi()], { idempotencyKey: 'same' }),
+    ]);
+    assert.deepEqual(a, b);
+    assert.equal(h.rows(), 1);
+    await until('running', () => h.state(a![0]!) === 'RUNNING');
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(h.backend.calls('submit', a![0]!), 1);
+  });
+
+  test('concurrent requests with one Idempotency-Key and different bodies: the second gets 409', async () => {
+    const h = harness();
+    const [first, second] = await Promise.allSettled([
+      h.service.create(alice, [mpi()], { idempotencyKey: 'same' }),
+      h.service.create(alice, [mpi({ name: 'other' })], { idempotencyKey: 'same' }),
+    ]);
+    assert.equal(first.status, 'fulfilled');
+    assert.equal(second.status, 'rejected');
+    await rejectsWith(Promise.reject(second.status === 'rejected' ? second.reason : undefined), 409);
+    assert.equal(h.rows(), 1);
+  });
+
+  test('50 concurrent single-item creates all land, with distinct ids, in one commit', async () => {
+    const h = harness();
+    // Count the transactions that insert jobs: a group commit uses one for all of them.
+    const transaction = h.store.transaction;
+    const insertJob = h.store.insertJob;
+    let current = 0;
+    let next = 0;
+    const inserts = new Set<number>();
+    h.store.transaction = <T>(fn: () => T): T => {
+      const outer = current;
+      current = ++next;
+      try {
+        return transaction(fn);
+      } finally {
+        current = outer;
+      }
+    };
+    h.store.insertJob = (job) => {
+      inserts.add(current);
+      insertJob(job);
+    };
+
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => h.service.create(alice, [mpi({ name: `job ${i}` })])),
+    );
+    const ids = results.flat();
+    assert.equal(ids.length, 50);
+    assert.equal(new Set(ids).size, 50);
+    assert.equal(h.rows(), 50);
+    assert.deepEqual([...inserts].length, 1);
+    for (const [i, id] of ids.entries()) assert.equal(h.job(id).specification.name, `job ${i}`);
+    await until('all submitted', () => h.store.activeJobs().every((r) => r.submitted));
+    for (const id of ids) assert.equal(h.backend.calls('submit', id), 1);
+  });
+});
+
+describe('a job on the dry backend', () => {
+  test('goes IN_QUEUE → RUNNING → SUCCESS with exit codes, output folder and JobParameters.json', async () => {
+    const files = new Map<string, string>();
+    const folders: string[] = [];
+    const storage: JobStorage = {
+      async ensureFolder(path) {
+        folders.push(path);
+      },
+      async writeFile(path, content) {
+        files.set(path, content);
+      },
+    };
+    const h = harness({ storage, runForMs: 0 });
+    const [id] = await h.service.create(alice, [mpi({ replicas: 2 })]);
+    await until('success', () => h.state(id!) === 'SUCCESS');
+
+    const job = h.job(id!);
+    const folder = `/home/alice/Jobs/MPI hello/${id}`;
+    assert.deepEqual(
+      job.updates.map((u) => u.state ?? (u.outputFolder !== undefined ? 'outputFolder' : 'status')),
+      ['IN_QUEUE', 'outputFolder', 'RUNNING', 'SUCCESS'],
+    );
+    assert.equal(job.updates.at(-1)!.status, 'The job finished (exit code 0 on every rank)');
+    assert.deepEqual(job.status.exitCode, { '0': 0, '1': 0 });
+    assert.equal(job.status.startedAt, T0);
+    assert.deepEqual(job.output, { outputFolder: folder });
+    assert.deepEqual(folders, [folder]);
+    const parameters = JSON.parse(files.get(`${folder}/JobParameters.json`) ?? '{}') as Record<
+      string,
+      unknown
+    >;
+    assert.equal(parameters.jobId, id);
+    assert.equal(parameters.replicas, 2);
+    assert.deepEqual(parameters.application, { name: 'mpi-hello', version: '1.0' });
+    assert.equal(h.backend.calls('submit', id!), 1);
+  });
+
+  test('terminate ends it as SUCCESS "The job was cancelled"; a second terminate is 409', async () => {
+    const h = harness();
+    const id = await h.running();
+    await h.service.terminate(alice, [id]);
+    assert.equal(h.state(id), 'SUCCESS');
+    assert.equal(h.lastStatus(id), 'The job was cancelled');
+    assert.equal((await h.backend.knownJobs()).has(id), false);
+    await rejectsWith(h.service.terminate(alice, [id]), 409, /already ended/);
+    await rejectsWith(h.service.terminate(bob, [id]), 404);
+    assert.equal(h.job(id).updates.length, 4);
+  });
+
+  test('a job cancelled while the backend takes it does not run on', async () => {
+    const h = harness();
+    const release = h.backend.hold('submit');
+    const [id] = await h.service.create(alice, [mpi()]);
+    await until('submit called', () => h.backend.calls('submit', id!) === 1);
+    await h.service.terminate(alice, [id!]);
+    release();
+    await until('submitted', () => h.backend.calls('submitted', id!) === 1);
+    await until('cancelled after submission', () => h.backend.log.at(-1) === `cancel:${id}`);
+    assert.equal((await h.backend.knownJobs()).has(id!), false);
+    assert.equal(h.state(id!), 'SUCCESS');
+  });
+});
+
+describe('time limits', () => {
+  test('the clock starts at RUNNING: a job queued for an hour still gets its full allocation', async () => {
+    const h = harness();
+    const release = h.backend.hold('submit');
+    const [id] = await h.service.create(alice, [mpi({ timeAllocation: hours(1) })]);
+    await until('submit called', () => h.backend.calls('submit', id!) === 1);
+    h.clock.now = T0 + HOUR;
+    await h.service.monitor();
+    assert.equal(h.state(id!), 'IN_QUEUE');
+    release();
+    await until('running', () => h.state(id!) === 'RUNNING');
+    const started = T0 + HOUR;
+    assert.equal(h.job(id!).status.startedAt, started);
+    assert.equal(h.job(id!).status.expiresAt, started + HOUR);
+
+    h.clock.now = started + HOUR - 1;
+    await h.service.monitor();
+    assert.equal(h.state(id!), 'RUNNING');
+    h.clock.now = started + HOUR;
+    await h.service.monitor();
+    assert.equal(h.state(id!), 'EXPIRED');
+    assert.equal(h.lastStatus(id!), 'The job ran out of time');
+    assert.equal((await h.backend.knownJobs()).has(id!), false);
+    await rejectsWith(h.service.extend(alice, [{ jobId: id!, requestedTime: hours(1) }]), 409);
+  });
+
+  test('the tool default allocation applies when none is asked for', async () => {
+    const h = harness();
+    const id = await h.running();
+    assert.equal(h.job(id).status.expiresAt, T0 + 2 * HOUR);
+  });
+
+  test('a job without a limit never expires and cannot be extended', async () => {
+    const h = harness();
+    const id = await h.running(mpi({ timeAllocation: null }));
+    assert.equal(h.job(id).status.expiresAt, undefined);
+    h.clock.now = T0 + 1000 * 24 * HOUR;
+    await h.service.monitor();
+    assert.equal(h.state(id), 'RUNNING');
+    await rejectsWith(
+      h.service.extend(alice, [{ jobId: id, requestedTime: hours(1) }]),
+      400,
+      /items\[0\]\.jobId.*no time limit/,
+    );
+    assert.equal(h.job(id).updates.length, 3);
+  });
+
+  test('two extends in the same millisecond both count, right after the start', async () => {
+    const h = harness();
+    const id = await h.running(mpi({ timeAllocation: hours(1) }));
+    assert.equal(h.clock.now, T0);
+    await Promise.all([
+      h.service.extend(alice, [{ jobId: id, requestedTime: minutes(30) }]),
+      h.service.extend(alice, [{ jobId: id, requestedTime: minutes(30) }]),
+    ]);
+    const job = h.job(id);
+    assert.equal(job.status.expiresAt, T0 + 2 * HOUR);
+    assert.deepEqual(
+      job.updates.flatMap((u) => u.newTimeAllocation ?? []),
+      [90 * MINUTE, 2 * HOUR],
+    );
+  });
+
+  test('an extend while queued counts once the job runs', async () => {
+    const h = harness();
+    const release = h.backend.hold('submit');
+    const [id] = await h.service.create(alice, [mpi({ timeAllocation: hours(1) })]);
+    await h.service.extend(alice, [{ jobId: id!, requestedTime: minutes(15) }]);
+    h.clock.now = T0 + 5 * MINUTE;
+    release();
+    await until('running', () => h.state(id!) === 'RUNNING');
+    assert.equal(h.job(id!).status.expiresAt, T0 + 5 * MINUTE + 75 * MINUTE);
+  });
+
+  test('an extend just before the deadline keeps the job running', async () => {
+    const h = harness();
+    const id = await h.running(mpi({ timeAllocation: hours(1) }));
+    h.clock.now = T0 + HOUR - 1;
+    await h.service.extend(alice, [{ jobId: id, requestedTime: minutes(10) }]);
+    h.clock.now = T0 + HOUR + 1;
+    await h.service.monitor();
+    assert.equal(h.state(id), 'RUNNING');
+    assert.equal(h.job(id).status.expiresAt, T0 + 70 * MINUTE);
+    h.clock.now = T0 + 70 * MINUTE;
+    await h.service.monitor();
+    assert.equal(h.state(id), 'EXPIRED');
+  });
+
+  test('an extend accepted while a monitoring pass runs is not lost to it', async () => {
+    const h = harness();
+    const id = await h.running(mpi({ timeAllocation: hours(1) }));
+    h.clock.now = T0 + HOUR - 1;
+    // The pass reads its batch now, with the old deadline; the extend lands before it decides.
+    const pass = h.service.monitor();
+    const extended = h.service.extend(alice, [{ jobId: id, requestedTime: minutes(10) }]);
+    h.clock.now = T0 + HOUR;
+    await Promise.all([pass, extended]);
+    assert.equal(h.state(id), 'RUNNING');
+    assert.equal(h.job(id).status.expiresAt, T0 + 70 * MINUTE);
+  });
+
+  test('once the deadline has passed an extend is refused, even before the job is marked EXPIRED', async () => {
+    const h = harness();
+    const id = await h.running(mpi({ timeAllocation: hours(1) }));
+    h.clock.now = T0 + HOUR;
+    const release = h.backend.hold('cancel');
+    const pass = h.service.monitor();
+    await until('expiry cancels the job', () => h.backend.calls('cancel', id) === 1);
+    await rejectsWith(h.service.extend(alice, [{ jobId: id, requestedTime: hours(1) }]), 409);
+    release();
+    await pass;
+    assert.equal(h.state(id), 'EXPIRED');
+    assert.equal(h.job(id).updates.filter((u) => u.newTimeAllocation !== undefined).length, 0);
+    await rejectsWith(h.service.extend(alice, [{ jobId: id, requestedTime: hours(1) }]), 409);
+  });
+
+  test('extend checks its input', async () => {
+    const h = harness();
+    const id = await h.running(mpi({ timeAllocation: hours(1) }));
+    await rejectsWith(
+      h.service.extend(alice, [{ jobId: id, requestedTime: minutes(0) }]),
+      400,
+      /requestedTime/,
+    );
+    await rejectsWith(h.service.extend(bob, [{ jobId: id, requestedTime: minutes(5) }]), 404);
+    assert.equal(h.job(id).status.expiresAt, T0 + HOUR);
+  });
+});
+
+describe('recovery', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ucompute-service-test-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('a restart fails lost jobs, submits never-submitted ones once, and leaves ended ones alone', async () => {
+    const path = join(dir, 'recovery.db');
+
+    // Before the "crash": one job runs, one ended, one is stuck in submission, one only stored.
+    const a = harness({ store: openStore(path) });
+    const lost = await a.running();
+    const ended = await a.running();
+    await a.service.terminate(alice, [ended]);
+    a.backend.hold('submit'); // never released: ucompute dies while the backend takes the job
+    const [stuck] = await a.service.create(alice, [mpi()]);
+    await until('submit called', () => a.backend.calls('submit', stuck!) === 1);
+    await until('build saved', () => a.store.getJob(stuck!)!.build !== null);
+    a.store.insertJob({
+      id: 'storedonly1',
+      createdBy: 'alice',
+      project: null,
+      application: 'mpi-hello',
+      createdAt: T0,
+      specification: mpi(),
+      timeAllocationMs: 2 * HOUR,
+      pricePerUnit: 1,
+      firstUpdate: { timestamp: T0, state: 'IN_QUEUE', status: 'The job is in the queue' },
+    });
+    a.store.close();
+
+    // After it: the same store file, a backend that knows none of these jobs.
+    const survivingBackend = dryBackend({ runForMs: null });
+    const b = harness({ store: openStore(path), backend: survivingBackend });
+    await b.service.start();
+    assert.equal(b.state(lost), 'FAILURE');
+    assert.equal(b.lastStatus(lost), 'ucompute lost track of this job');
+    assert.equal(b.state(ended), 'SUCCESS');
+    assert.equal(b.lastStatus(ended), 'The job was cancelled');
+    await until(
+      'resubmitted jobs run',
+      () => b.state(stuck!) === 'RUNNING' && b.state('storedonly1') === 'RUNNING',
+    );
+    assert.equal(b.job('storedonly1').output.outputFolder, '/home/alice/Jobs/MPI hello/storedonly1');
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(b.backend.calls('submit', stuck!), 1);
+    assert.equal(b.backend.calls('submit', 'storedonly1'), 1);
+    assert.equal(b.backend.calls('submit', lost), 0);
+    assert.equal(b.backend.calls('submit', ended), 0);
+    await b.service.stop();
+    b.store.close();
+
+    // Another restart, and the backend still runs both: they are found again, nothing is resubmitted.
+    const c = harness({ store: openStore(path), backend: survivingBackend });
+    await c.service.start();
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(c.state(stuck!), 'RUNNING');
+    assert.equal(c.state('storedonly1'), 'RUNNING');
+    assert.deepEqual(c.backend.log, []);
+    await c.service.terminate(alice, [stuck!]);
+    assert.equal(c.state(stuck!), 'SUCCESS');
+    await c.service.stop();
+    c.store.close();
+  });
+});
