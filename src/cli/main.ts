@@ -1,24 +1,42 @@
-import { APPS_VALIDATE_USAGE, appsValidateCommand } from './apps.ts';
 import { reportError } from './errors.ts';
-import { planCommand } from './plan.ts';
 
 const USAGE = `ucompute: a compute service for research platforms
 
 Usage: ucompute COMMAND [options]
 
 Commands:
+  serve                 start the service (embedded defaults without a configuration)
   plan SPEC.json        print the Kubernetes objects a job would become, without running it
   apps validate DIR     check a catalogue folder of UCloud YAML v1 documents
 
+Client commands (they talk to \`ucompute serve\`; see --url, --token, $UCOMPUTE_URL, $UCOMPUTE_TOKEN):
+  apps                  list the applications
+  products              list the machine types and their prices
+  run APP[@VERSION]     submit a job (--param NAME=VALUE, --file, --product, --time, --wait, --follow)
+  jobs                  list jobs (--state, --app, --limit)
+  show ID               one job: state, times, expiry, output, exit codes, credits, updates
+  logs ID [-f]          a job's output; -f follows it until the job ends
+  cancel ID...          stop jobs
+  extend ID DURATION    add time to a job's time limit (45s, 90m, 2h, 1h30m)
+
 Run "ucompute COMMAND --help" for a command's options.`;
 
+// Commands load their modules on demand, so that `plan` does not start the server's libraries.
 const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
-  plan: planCommand,
+  serve: async (argv) => (await import('./serve.ts')).serveCommand(argv),
+  plan: async (argv) => (await import('./plan.ts')).planCommand(argv),
   apps: async (argv) => {
-    if (argv[0] === 'validate') return appsValidateCommand(argv.slice(1));
-    process.stderr.write(`${APPS_VALIDATE_USAGE}\n`);
-    return 2;
+    // `apps validate` is local; plain `apps` asks the service.
+    if (argv[0] === 'validate') return (await import('./apps.ts')).appsValidateCommand(argv.slice(1));
+    return (await import('./jobs.ts')).appsListCommand(argv);
   },
+  products: async (argv) => (await import('./jobs.ts')).productsCommand(argv),
+  run: async (argv) => (await import('./run.ts')).runCommand(argv),
+  jobs: async (argv) => (await import('./jobs.ts')).jobsCommand(argv),
+  show: async (argv) => (await import('./jobs.ts')).showCommand(argv),
+  logs: async (argv) => (await import('./jobs.ts')).logsCommand(argv),
+  cancel: async (argv) => (await import('./jobs.ts')).cancelCommand(argv),
+  extend: async (argv) => (await import('./jobs.ts')).extendCommand(argv),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -135,13 +135,11 @@ export function createJobService(options: ServiceOptions) {
 
   // ---- accounting ---------------------------------------------------------------------------
 
+  /** What an owner has left in a category: its valid allocations less what was drawn from them. */
   function wallet(account: string, category: string, at = now()): Wallet {
-    const active = store
-      .allocations(account)
-      .filter((a) => a.category === category && a.startAt <= at && at < a.endAt);
+    const active = store.activeAllocations(account, category, at);
     const allocated = active.reduce((sum, a) => sum + a.credits, 0);
-    const since = active.length > 0 ? Math.min(...active.map((a) => a.startAt)) : at;
-    const used = active.length > 0 ? store.chargedSince(account, category, since) : 0;
+    const used = active.reduce((sum, a) => sum + a.used, 0);
     return { owner: account, category, allocated, used, balance: allocated - used };
   }
 
@@ -162,44 +160,49 @@ export function createJobService(options: ServiceOptions) {
     batch = [];
     // Answers the requests whose jobs it inserted; the others repeat a key committed first.
     const commit = (group: Pending[]) =>
-      store.transaction(() => {
-        const fresh = new Set<Pending>();
-        for (const p of group) {
-          if (p.idempotency && store.idempotent(p.username, p.idempotency.key)) continue;
-          fresh.add(p);
-          for (const { prepared, price } of p.records) {
-            store.insertJob({
-              id: prepared.id,
-              createdBy: prepared.owner.createdBy,
-              project: prepared.owner.project ?? null,
-              application: prepared.application.metadata.name,
-              createdAt: prepared.createdAt,
-              specification: prepared.specification,
-              timeAllocationMs: prepared.timeAllocationMillis,
-              pricePerUnit: price,
-              firstUpdate: {
-                timestamp: prepared.createdAt,
-                state: 'IN_QUEUE',
-                status: 'The job is in the queue',
-              },
-            });
+      store.transaction(
+        () => {
+          const fresh = new Set<Pending>();
+          for (const p of group) {
+            if (p.idempotency && store.idempotent(p.username, p.idempotency.key)) continue;
+            fresh.add(p);
+            for (const { prepared, price } of p.records) {
+              store.insertJob({
+                id: prepared.id,
+                createdBy: prepared.owner.createdBy,
+                project: prepared.owner.project ?? null,
+                application: prepared.application.metadata.name,
+                createdAt: prepared.createdAt,
+                specification: prepared.specification,
+                timeAllocationMs: prepared.timeAllocationMillis,
+                pricePerUnit: price,
+                firstUpdate: {
+                  timestamp: prepared.createdAt,
+                  state: 'IN_QUEUE',
+                  status: 'The job is in the queue',
+                },
+              });
+            }
+            if (p.idempotency) {
+              store.rememberIdempotent(
+                p.username,
+                p.idempotency.key,
+                p.idempotency.hash,
+                p.records.map((r) => r.prepared.id),
+              );
+            }
           }
-          if (p.idempotency) {
-            store.rememberIdempotent(
-              p.username,
-              p.idempotency.key,
-              p.idempotency.hash,
-              p.records.map((r) => r.prepared.id),
-            );
-          }
-        }
-        return fresh;
-      });
+          return fresh;
+        },
+        { durable: true },
+      );
     // Answers the ids to submit: a repeat gets the first request's ids (409 for another body) and
     // submits nothing, or the job would be submitted twice.
     const settle = (p: Pending, fresh: ReadonlySet<Pending>): string[] => {
       const seen = !fresh.has(p) && p.idempotency && store.idempotent(p.username, p.idempotency.key);
       if (!seen) {
+        for (const r of p.records)
+          if (prepared.size < PREPARED_LIMIT) prepared.set(r.prepared.id, r.prepared);
         const ids = p.records.map((r) => r.prepared.id);
         p.resolve(ids);
         return ids;
@@ -300,7 +303,15 @@ export function createJobService(options: ServiceOptions) {
 
   // ---- submission ---------------------------------------------------------------------------
 
-  const submitQueue: string[] = [];
+  // A FIFO with a moving head: shift() on a long backlog would copy it every time.
+  let submitQueue: string[] = [];
+  let submitHead = 0;
+  /**
+   * Jobs validated at creation and not yet built, so submission need not validate them again;
+   * bounded, so that a backlog of accepted jobs does not live in memory (they are in the store).
+   */
+  const prepared = new Map<string, PreparedJob>();
+  const PREPARED_LIMIT = 1000;
   let submitting = 0;
 
   function queueSubmission(id: string): void {
@@ -309,8 +320,12 @@ export function createJobService(options: ServiceOptions) {
   }
 
   function pump(): void {
-    while (submitting < SUBMIT_CONCURRENCY && submitQueue.length > 0) {
-      const id = submitQueue.shift()!;
+    while (submitting < SUBMIT_CONCURRENCY && submitHead < submitQueue.length) {
+      const id = submitQueue[submitHead++]!;
+      if (submitHead === submitQueue.length) {
+        submitQueue = [];
+        submitHead = 0;
+      }
       submitting++;
       submit(id)
         .catch((e: unknown) => log?.error({ err: e, jobId: id }, 'submission failed'))
@@ -338,10 +353,12 @@ export function createJobService(options: ServiceOptions) {
   async function submit(id: string): Promise<void> {
     const record = store.getJob(id);
     if (!record || isFinal(record.state) || record.submitted) return;
+    let build: JobBuild;
     if (record.build === null) {
-      let prepared: PreparedJob;
+      let job = prepared.get(id);
+      prepared.delete(id);
       try {
-        prepared = prepareJob(
+        job ??= prepareJob(
           record.specification,
           { id, owner: ownerOf(record), createdAt: record.createdAt },
           env,
@@ -353,17 +370,27 @@ export function createJobService(options: ServiceOptions) {
         });
         return;
       }
-      const build = await buildJob(prepared, {
+      build = await buildJob(job, {
         config: env.config,
-        peers: peerLocations(prepared),
+        peers: peerLocations(job),
         ...(options.storage ? { storage: options.storage } : {}),
       });
-      store.saveBuild(id, JSON.stringify(build));
-      if (build.outputFolder !== undefined) {
-        await update(id, { outputFolder: build.outputFolder, expectedState: 'IN_QUEUE' });
-      }
+      // The build and the output folder it reports are written together, or not at all when the
+      // job ended meanwhile.
+      const json = JSON.stringify(build);
+      const saved = await update(
+        id,
+        {
+          ...(build.outputFolder !== undefined ? { outputFolder: build.outputFolder } : {}),
+          expectedState: 'IN_QUEUE',
+        },
+        {},
+        () => store.saveBuild(id, json),
+      );
+      if (!saved) return;
+    } else {
+      build = JSON.parse(record.build) as JobBuild;
     }
-    const build = JSON.parse(store.getJob(id)!.build!) as JobBuild;
     try {
       await backend.submit(id, build);
       store.markSubmitted(id);
@@ -380,26 +407,44 @@ export function createJobService(options: ServiceOptions) {
    * Applies one update through the state machine, atomically; then tells followers and runs the
    * plugins' onJobStart, or onJobComplete and onCleanup. Returns false when it was dropped.
    */
+  interface Applied {
+    id: string;
+    update: JobUpdate;
+    previous: JobState;
+    next: JobState;
+  }
+
+  /** Decides and writes one update; call inside a transaction. Undefined when it did not apply. */
+  function write(id: string, u: JobUpdate, extra: JobChanges, alongside?: () => void): Applied | undefined {
+    const before = store.getJob(id);
+    if (!before) return undefined;
+    const decision = decideUpdate(before, u);
+    if (decision.kind !== 'apply') return undefined;
+    alongside?.();
+    store.appendUpdate(before, u, { ...decision.changes, ...extra });
+    return { id, update: u, previous: before.state, next: decision.changes.state ?? before.state };
+  }
+
+  /** Tells followers, then runs the plugins' hooks for a change of state. */
+  async function applied(a: Applied): Promise<void> {
+    notify(a.id, a.update);
+    if (a.next !== a.previous) await runStateHooks(a.previous, store.getJob(a.id)!);
+  }
+
+  /**
+   * Applies one update through the state machine, atomically; then tells followers and runs the
+   * plugins' onJobStart, or onJobComplete and onCleanup. Returns false when it was dropped.
+   */
   async function update(
     id: string,
     partial: Omit<JobUpdate, 'timestamp'> & { timestamp?: number },
     extra: JobChanges = {},
+    alongside?: () => void,
   ): Promise<boolean> {
     const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
-    let before: JobRecord | undefined;
-    const decided = store.transaction(() => {
-      before = store.getJob(id);
-      if (!before) return undefined;
-      const decision = decideUpdate(before, u);
-      if (decision.kind !== 'apply') return decision;
-      store.appendUpdate(before, u, { ...decision.changes, ...extra });
-      return decision;
-    });
-    if (!before || !decided || decided.kind !== 'apply') return false;
-    notify(id, u);
-    const after = store.getJob(id)!;
-    if (after.state !== before.state) await runStateHooks(before.state, after);
-    return true;
+    const result = store.transaction(() => write(id, u, extra, alongside));
+    if (result) await applied(result);
+    return result !== undefined;
   }
 
   function notify(id: string, u?: JobUpdate): void {
@@ -482,9 +527,10 @@ export function createJobService(options: ServiceOptions) {
           creditsLeft: requireCredits ? wallet(account, c.category).balance : Number.POSITIVE_INFINITY,
         };
       },
-      stopJobsOf: async (account, status) => {
+      stopJobsOf: async (account, category, status) => {
         for (const record of store.activeJobs()) {
           if (accountOf(ownerOf(record)) !== account) continue;
+          if (record.specification.product.category !== category) continue;
           await stop(record.id, status);
         }
       },
@@ -496,13 +542,36 @@ export function createJobService(options: ServiceOptions) {
     await update(id, { state: 'SUCCESS', status, expectedDifferentState: true });
   }
 
+  // Backend events that arrive together are written in one transaction: a backend reports many
+  // jobs at once, and each transaction is a write to the log.
+  let events: BackendEvent[] = [];
+
+  let stopped = false;
+
   function onBackendEvent(e: BackendEvent): void {
-    const extra: JobChanges = e.exitCodes ? { exitCodes: e.exitCodes } : {};
-    update(
-      e.jobId,
-      { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true },
-      extra,
-    ).catch((err: unknown) => log?.error({ err, jobId: e.jobId }, 'could not apply a backend event'));
+    if (stopped) return;
+    if (events.length === 0) setImmediate(applyEvents);
+    events.push(e);
+  }
+
+  function applyEvents(): void {
+    if (events.length === 0) return;
+    const batch = events;
+    events = [];
+    const results = store.transaction(() =>
+      batch.flatMap((e) => {
+        const u: JobUpdate = {
+          state: e.state,
+          status: e.status,
+          timestamp: e.at,
+          expectedDifferentState: true,
+        };
+        return write(e.jobId, u, e.exitCodes ? { exitCodes: e.exitCodes } : {}) ?? [];
+      }),
+    );
+    (async () => {
+      for (const r of results) await applied(r);
+    })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
   }
 
   // ---- monitoring ---------------------------------------------------------------------------
@@ -557,9 +626,12 @@ export function createJobService(options: ServiceOptions) {
       monitorTimer.unref();
     },
 
+    /** Stops monitoring and writes the backend events already received; later ones are ignored. */
     async stop(): Promise<void> {
+      stopped = true;
       clearTimeout(monitorTimer);
       await monitoring;
+      applyEvents();
     },
 
     browse(caller: Caller, o: BrowseOptions = {}): { items: Job[]; next: string | null } {

@@ -29,7 +29,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     category,
   });
   if (creditsLeft <= 0 && price > 0) {
-    await ctx.stopJobsOf(accountOf(job.owner), NO_CREDITS_STATUS);
+    await ctx.stopJobsOf(accountOf(job.owner), category, NO_CREDITS_STATUS);
   }
 }
 

@@ -80,8 +80,8 @@ export interface LifecycleContext {
   expire(jobId: string): Promise<void>;
   /** Records a charge once (a retry of the same periods records nothing); answers the credits left. */
   charge(charge: Charge): { creditsLeft: number };
-  /** Stops every running job of an account (`user:<name>`, `project:<id>`) with this status. */
-  stopJobsOf(account: string, status: string): Promise<void>;
+  /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
+  stopJobsOf(account: string, category: string, status: string): Promise<void>;
 }
 
 /**

@@ -88,4 +88,8 @@ export const MIGRATIONS: readonly string[] = [
   create index charges_by_owner on charges(owner, category, charged_at);
   create index charges_by_job on charges(job_id);
   `,
+  // Charges draw on allocations: each keeps what was used of it, so a balance needs no history.
+  `
+  alter table allocations add column used real not null default 0;
+  `,
 ];

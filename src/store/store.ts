@@ -91,6 +91,7 @@ export interface AllocationRecord {
   owner: string;
   category: string;
   credits: number;
+  used: number;
   startAt: number;
   endAt: number;
 }
@@ -100,8 +101,10 @@ type Row = Record<string, SQLInputValue>;
 export type Store = ReturnType<typeof openStore>;
 
 /**
- * The durable store: SQLite (Node's built-in driver) in WAL mode. Every write is a transaction;
- * `synchronous = FULL` makes a commit survive power loss, not only a crash of ucompute.
+ * The durable store: SQLite (Node's built-in driver) in WAL mode. Every write is a transaction.
+ * Transactions marked durable (accepting jobs) are synced to disk before they return, and so
+ * survive power loss; the others survive a crash of ucompute and are synced by the next durable
+ * one. Lifecycle updates can be had again from the backend; accepted jobs cannot.
  */
 export function openStore(path: string) {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -122,8 +125,9 @@ export function openStore(path: string) {
   };
 
   let depth = 0;
-  function transaction<T>(fn: () => T): T {
+  function transaction<T>(fn: () => T, options: { durable?: boolean } = {}): T {
     if (depth > 0) return fn();
+    if (options.durable) db.exec('pragma synchronous = full');
     db.exec('begin immediate');
     depth++;
     try {
@@ -135,6 +139,7 @@ export function openStore(path: string) {
       throw e;
     } finally {
       depth--;
+      if (options.durable) db.exec('pragma synchronous = normal');
     }
   }
 
@@ -158,6 +163,14 @@ export function openStore(path: string) {
     build: (r.build as string | null) ?? null,
     updateCount: Number(r.update_count),
   });
+
+  /** Allocations of an owner in a category that are valid at `at`, the soonest to end first. */
+  const activeAllocations = (owner: string, category: string, at: number): AllocationRecord[] =>
+    (
+      sql(
+        'select * from allocations where owner = ? and category = ? and start_at <= ? and end_at > ? order by end_at, id',
+      ).all(owner, category, at, at) as Row[]
+    ).map(toAllocation);
 
   return {
     db,
@@ -377,36 +390,36 @@ export function openStore(path: string) {
           ? sql('select * from allocations order by id').all()
           : sql('select * from allocations where owner = ? order by id').all(owner)
       ) as Row[];
-      return rows.map((r) => ({
-        id: Number(r.id),
-        owner: r.owner as string,
-        category: r.category as string,
-        credits: Number(r.credits),
-        startAt: Number(r.start_at),
-        endAt: Number(r.end_at),
-      }));
+      return rows.map(toAllocation);
     },
-    /** Records a charge once: false when this charge id was already recorded (a retry). */
+    activeAllocations,
+    /**
+     * Records a charge once (false when this charge id was already recorded: a retry) and draws it
+     * from the owner's valid allocations, the soonest to end first; what none can cover is
+     * drawn from the last one, which then shows a negative balance.
+     */
     charge(c: ChargeRecord): boolean {
-      const inserted =
-        sql(
-          `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at)
-           values (?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt)
-          .changes === 1;
-      if (inserted) {
+      return transaction(() => {
+        const inserted =
+          sql(
+            `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at)
+             values (?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt)
+            .changes === 1;
+        if (!inserted) return false;
         sql(
           'update jobs set credits_charged = credits_charged + ?, charged_periods = charged_periods + ? where id = ?',
         ).run(c.credits, c.periods, c.jobId);
-      }
-      return inserted;
-    },
-    /** Credits charged to an owner in a category since `from`. */
-    chargedSince(owner: string, category: string, from: number): number {
-      const r = sql(
-        'select coalesce(sum(credits), 0) as c from charges where owner = ? and category = ? and charged_at >= ?',
-      ).get(owner, category, from) as Row;
-      return Number(r.c);
+        const allocations = activeAllocations(c.owner, c.category, c.chargedAt);
+        let remaining = c.credits;
+        allocations.forEach((a, i) => {
+          const last = i === allocations.length - 1;
+          const take = last ? remaining : Math.min(remaining, Math.max(0, a.credits - a.used));
+          if (take !== 0) sql('update allocations set used = used + ? where id = ?').run(take, a.id);
+          remaining -= take;
+        });
+        return true;
+      });
     },
     charges(owner: string, from: number, to: number): ChargeRecord[] {
       return (
@@ -424,6 +437,18 @@ export function openStore(path: string) {
         chargedAt: Number(r.charged_at),
       }));
     },
+  };
+}
+
+function toAllocation(r: Row): AllocationRecord {
+  return {
+    id: Number(r.id),
+    owner: r.owner as string,
+    category: r.category as string,
+    credits: Number(r.credits),
+    used: Number(r.used),
+    startAt: Number(r.start_at),
+    endAt: Number(r.end_at),
   };
 }
 

@@ -1,5 +1,4 @@
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
-import type { JobBuild } from '../../plugins/plugin.ts';
 
 export interface DryOptions {
   /** How long a job "runs" before it succeeds; null keeps it running until cancelled. */
@@ -8,17 +7,21 @@ export interface DryOptions {
 }
 
 interface DryJob {
-  build: JobBuild;
+  replicas: number;
   log: LogChunk[];
   ended: boolean;
   timer?: NodeJS.Timeout;
   waiters: Set<() => void>;
 }
 
+/** Ended jobs whose logs are kept; older ones are forgotten, so memory stays bounded. */
+const ENDED_KEPT = 10_000;
+
 /**
  * Runs nothing: a job starts at once and succeeds with exit code 0 on every rank, after
  * `runForMs`. Each rank's log says what would have run. For tests, benchmarks and trying the API.
- * It keeps its jobs in memory only, so after a restart it knows none of them.
+ * It keeps its jobs in memory only, so after a restart it knows none of them, and it keeps the
+ * logs of the last ENDED_KEPT ended jobs.
  */
 export function dryBackend(options: DryOptions = {}): Backend {
   const now = options.now ?? Date.now;
@@ -27,16 +30,24 @@ export function dryBackend(options: DryOptions = {}): Backend {
   const emit = (e: BackendEvent) => {
     for (const l of listeners) l(e);
   };
-  const wake = (job: DryJob) => {
+  const ended = new Set<string>(); // in the order they ended
+  const wake = (jobId: string, job: DryJob) => {
     for (const w of job.waiters) w();
     job.waiters.clear();
+    ended.add(jobId);
+    if (ended.size > ENDED_KEPT) {
+      const oldest = ended.values().next().value!;
+      ended.delete(oldest);
+      jobs.delete(oldest);
+    }
   };
 
   const finish = (jobId: string, job: DryJob) => {
     if (job.ended) return;
     job.ended = true;
-    const replicas = job.build.volcanoJob.spec.tasks[0]?.replicas ?? 1;
-    const exitCodes = Object.fromEntries(Array.from({ length: replicas }, (_, rank) => [String(rank), 0]));
+    const exitCodes = Object.fromEntries(
+      Array.from({ length: job.replicas }, (_, rank) => [String(rank), 0]),
+    );
     emit({
       jobId,
       state: 'SUCCESS',
@@ -44,7 +55,7 @@ export function dryBackend(options: DryOptions = {}): Backend {
       exitCodes,
       at: now(),
     });
-    wake(job);
+    wake(jobId, job);
   };
 
   return {
@@ -58,7 +69,7 @@ export function dryBackend(options: DryOptions = {}): Backend {
         rank,
         stdout: `dry run, nothing executed: ${JSON.stringify(command)}\n`,
       }));
-      const job: DryJob = { build, log, ended: false, waiters: new Set() };
+      const job: DryJob = { replicas, log, ended: false, waiters: new Set() };
       jobs.set(jobId, job);
       setImmediate(() => {
         emit({ jobId, state: 'RUNNING', status: 'The job is running', at: now() });
@@ -72,8 +83,9 @@ export function dryBackend(options: DryOptions = {}): Backend {
       const job = jobs.get(jobId);
       if (!job) return;
       clearTimeout(job.timer);
+      if (job.ended) return;
       job.ended = true;
-      wake(job);
+      wake(jobId, job);
     },
     async extend() {
       // ucompute's own monitor enforces deadlines; nothing runs here to be told.
@@ -105,7 +117,7 @@ export function dryBackend(options: DryOptions = {}): Backend {
       for (const job of jobs.values()) {
         clearTimeout(job.timer);
         job.ended = true;
-        wake(job);
+        for (const w of job.waiters) w();
       }
     },
   };

@@ -1,0 +1,579 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parameterValue, parseDuration } from '../src/cli/run.ts';
+import type { ApplicationParameter } from '../src/model/application.ts';
+import type { Job } from '../src/model/job.ts';
+import { ROOT } from './support/fixtures.ts';
+
+/** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
+
+const BIN = join(ROOT, 'bin', 'ucompute.js');
+const TIMEOUT = { timeout: 60_000 };
+
+// The test runner's variables must not reach the children, nor a developer's own ucompute settings.
+const {
+  NODE_TEST_CONTEXT: _context,
+  UCOMPUTE_URL: _url,
+  UCOMPUTE_TOKEN: _token,
+  UCOMPUTE_DATA_DIR: _dataDir,
+  ...childEnv
+} = process.env;
+
+interface Server {
+  child: ChildProcess;
+  url: string;
+  dataDir: string;
+}
+
+/** Starts `ucompute serve` on a free port and reads its address from stdout (bounded wait). */
+function startServer(dataDir: string, config?: string): Promise<Server> {
+  const args = [BIN, 'serve', '--port', '0', '--data-dir', dataDir];
+  if (config !== undefined) {
+    const path = join(dataDir, 'config.yml');
+    writeFileSync(path, config);
+    args.push('--config', path);
+  }
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...childEnv, UCOMPUTE_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`ucompute serve did not start in time\nstdout: ${out}\nstderr: ${err}`));
+    }, 20_000);
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      err += chunk;
+    });
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const m = /serving on (http:\/\/[0-9.]+:\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]!, dataDir });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`ucompute serve exited with ${code}\nstdout: ${out}\nstderr: ${err}`));
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within a few seconds. */
+async function stopServer(server: Server | undefined): Promise<void> {
+  const child = server?.child;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[]): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: ROOT,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function assertExit(result: Result, code: number): void {
+  assert.equal(result.code, code, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'ucompute-client-'));
+let dry: Server | undefined; // jobs succeed at once
+let held: Server | undefined; // jobs run until cancelled
+
+before(async () => {
+  [dry, held] = await Promise.all([
+    startServer(mkdtempSync(join(tmp, 'dry-'))),
+    startServer(mkdtempSync(join(tmp, 'held-')), 'dry:\n  runForMs: null\n'),
+  ]);
+});
+
+after(async () => {
+  await Promise.all([stopServer(dry), stopServer(held)]);
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+const on = (server: Server | undefined) => ['--url', server!.url, '--data-dir', server!.dataDir];
+const client = (args: string[], server = dry) => cli([...args, ...on(server)]);
+
+async function retrieve(id: string, server = dry): Promise<Job> {
+  const result = await client(['show', id, '--json'], server);
+  assertExit(result, 0);
+  return JSON.parse(result.stdout) as Job;
+}
+
+/** Polls until the job is in `state`: at most 100 tries, a few seconds in all. */
+async function until(id: string, state: string, server = dry): Promise<Job> {
+  let job = await retrieve(id, server);
+  for (let i = 0; i < 100 && job.status.state !== state; i++) {
+    await sleep(50);
+    job = await retrieve(id, server);
+  }
+  assert.equal(job.status.state, state);
+  return job;
+}
+
+describe('parseDuration and parameterValue', () => {
+  test('durations: h, m and s in that order, carried into larger units', () => {
+    const cases: [string, [number, number, number]][] = [
+      ['45s', [0, 0, 45]],
+      ['90m', [1, 30, 0]],
+      ['2h', [2, 0, 0]],
+      ['1h30m', [1, 30, 0]],
+      ['1h30m15s', [1, 30, 15]],
+      ['3600s', [1, 0, 0]],
+      ['0h5m', [0, 5, 0]],
+    ];
+    for (const [text, [hours, minutes, seconds]] of cases) {
+      assert.deepEqual(parseDuration(text), { hours, minutes, seconds }, text);
+    }
+    for (const bad of ['', 'h', '5', '1m30h', '-5m', '1.5h', '0s', '1 h', '2d']) {
+      assert.throws(() => parseDuration(bad, '--time'), { message: /^--time: / }, bad);
+    }
+  });
+
+  const param = (p: Partial<ApplicationParameter> & Pick<ApplicationParameter, 'type'>) =>
+    ({ name: 'x', optional: true, title: 'X', description: '', ...p }) as ApplicationParameter;
+
+  test('values are typed by the parameter', () => {
+    assert.deepEqual(parameterValue(param({ type: 'floating_point' }), '0.5'), {
+      type: 'floating_point',
+      value: 0.5,
+    });
+    assert.deepEqual(parameterValue(param({ type: 'boolean', trueValue: 'y', falseValue: 'n' }), 'YES'), {
+      type: 'boolean',
+      value: true,
+    });
+    assert.deepEqual(parameterValue(param({ type: 'textarea' }), 'a=b'), { type: 'textarea', value: 'a=b' });
+    const options = [
+      { name: 'Fast', value: 'fast-mode' },
+      { name: 'Slow', value: 'slow-mode' },
+    ];
+    assert.deepEqual(parameterValue(param({ type: 'enumeration', options }), 'Slow'), {
+      type: 'text',
+      value: 'slow-mode',
+    });
+    assert.deepEqual(parameterValue(param({ type: 'enumeration', options }), 'fast-mode'), {
+      type: 'text',
+      value: 'fast-mode',
+    });
+    assert.throws(() => parameterValue(param({ type: 'enumeration', options }), 'medium'), {
+      message: /^--param x: "medium" is not one of Fast \(fast-mode\), Slow \(slow-mode\)$/,
+    });
+    assert.deepEqual(parameterValue(param({ type: 'peer' }), 'db=abc123'), {
+      type: 'peer',
+      hostname: 'db',
+      jobId: 'abc123',
+    });
+    assert.throws(() => parameterValue(param({ type: 'peer' }), 'abc123'), { message: /HOST=JOBID/ });
+    assert.deepEqual(parameterValue(param({ type: 'input_directory' }), '/home/a/d'), {
+      type: 'file',
+      path: '/home/a/d',
+    });
+    assert.deepEqual(parameterValue(param({ type: 'license_server', tagged: [] }), 'lic'), {
+      type: 'license_server',
+      id: 'lic',
+    });
+    assert.throws(() => parameterValue(param({ type: 'integer' }), '1.5'), { message: /is not an integer/ });
+    assert.throws(() => parameterValue(param({ type: 'floating_point' }), ''), {
+      message: /is not a number/,
+    });
+  });
+});
+
+describe('help', () => {
+  test('ucompute --help lists every command', async () => {
+    const result = await cli(['--help']);
+    assertExit(result, 0);
+    for (const command of [
+      'serve',
+      'plan',
+      'apps validate',
+      'apps',
+      'products',
+      'run',
+      'jobs',
+      'show',
+      'logs',
+      'cancel',
+      'extend',
+    ]) {
+      assert.match(result.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
+    }
+  });
+
+  test('every client command has --help', async () => {
+    for (const command of ['apps', 'products', 'run', 'jobs', 'show', 'logs', 'cancel', 'extend']) {
+      const result = await cli([command, '--help']);
+      assertExit(result, 0);
+      assert.match(result.stdout, new RegExp(`^Usage: ucompute ${command}`), command);
+      assert.match(result.stdout, /--json/, command);
+    }
+  });
+
+  test('apps validate still checks a folder locally', async () => {
+    const result = await cli(['apps', 'validate', 'examples/apps']);
+    assertExit(result, 0);
+    assert.match(result.stdout, /all valid/);
+  });
+});
+
+describe('catalogue and products', TIMEOUT, () => {
+  test('apps prints a table of name, version, type and title', async () => {
+    const result = await client(['apps']);
+    assertExit(result, 0);
+    assert.match(result.stdout, /^NAME\s+VERSION\s+TYPE\s+TITLE$/m);
+    assert.match(result.stdout, /^word-count\s+1\.0\s+BATCH\s+Word count$/m);
+    const json = JSON.parse((await client(['apps', '--json'])).stdout) as { items: { name: string }[] };
+    assert.ok(json.items.some((a) => a.name === 'mpi-hello'));
+  });
+
+  test('products prints a table with prices per unit', async () => {
+    const result = await client(['products']);
+    assertExit(result, 0);
+    assert.match(result.stdout, /^ID\s+CATEGORY\s+CPU\s+MEMORY\s+GPU\s+PRICE\/UNIT$/m);
+    assert.match(result.stdout, /^u1-standard-1\s+u1-standard\s+1\s+2 GiB\s+0\s+1 per vCPU-minute$/m);
+    assert.match(result.stdout, /^u1-gpu-1\s+u1-gpu\s+8\s+48 GiB\s+1\s+60 per GPU-hour$/m);
+    const json = JSON.parse((await client(['products', '--json'])).stdout) as { items: { id: string }[] };
+    assert.equal(json.items[0]?.id, 'u1-standard-1');
+  });
+});
+
+describe('run, jobs, show, logs', TIMEOUT, () => {
+  test('run turns --param, --file, --time and --name into the job specification', async () => {
+    const result = await client([
+      'run',
+      'word-count',
+      '--param',
+      'top=5',
+      '--param',
+      'ignoreCase=no',
+      '--file',
+      'input=/home/local/books/a.txt:ro',
+      '--time',
+      '1h30m',
+      '--name',
+      'counting words',
+      '--json',
+    ]);
+    assertExit(result, 0);
+    const { responses } = JSON.parse(result.stdout) as { responses: { id: string }[] };
+    assert.equal(responses.length, 1);
+    const job = await retrieve(responses[0]!.id);
+    const spec = job.specification;
+    assert.deepEqual(spec.application, { name: 'word-count', version: '1.0' });
+    assert.deepEqual(spec.product, { id: 'u1-standard-1', category: 'u1-standard' }, 'the first product');
+    assert.equal(spec.name, 'counting words');
+    assert.deepEqual(spec.timeAllocation, { hours: 1, minutes: 30, seconds: 0 });
+    assert.deepEqual(spec.parameters, {
+      top: { type: 'integer', value: 5 },
+      ignoreCase: { type: 'boolean', value: false },
+      input: { type: 'file', path: '/home/local/books/a.txt', readOnly: true },
+    });
+  });
+
+  test('run APP@VERSION with --product and --replicas; logs prefix each rank', async () => {
+    const result = await client([
+      'run',
+      'mpi-hello@1.0',
+      '--product',
+      'u1-standard-2',
+      '--replicas',
+      '2',
+      '--param',
+      'slots=2',
+      '--param',
+      'command=echo hi',
+      '--wait',
+    ]);
+    assertExit(result, 0);
+    const [id, final] = result.stdout.trim().split('\n');
+    assert.match(final!, new RegExp(`^${id}: SUCCESS`));
+    const job = await retrieve(id!);
+    assert.equal(job.specification.replicas, 2);
+    assert.deepEqual(job.specification.product, { id: 'u1-standard-2', category: 'u1-standard' });
+    assert.deepEqual(job.specification.parameters?.command, { type: 'text', value: 'echo hi' });
+
+    const logs = await client(['logs', id!]);
+    assertExit(logs, 0);
+    assert.match(logs.stdout, /^\[0\] dry run, nothing executed/m);
+    assert.match(logs.stdout, /^\[1\] dry run, nothing executed/m);
+  });
+
+  test('--wait reaches SUCCESS; jobs lists the job; show and logs describe it', async () => {
+    const result = await client(['run', 'word-count', '--param', 'input=/home/local/a.txt', '--wait']);
+    assertExit(result, 0);
+    const [id, final] = result.stdout.trim().split('\n');
+    assert.match(id!, /^[a-z0-9]+$/);
+    assert.match(final!, /: SUCCESS \(/);
+
+    const jobs = await client(['jobs']);
+    assertExit(jobs, 0);
+    assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+NAME$/m);
+    assert.match(
+      jobs.stdout,
+      new RegExp(`^${id}\\s+word-count@1\\.0\\s+SUCCESS\\s+\\d{4}-\\d\\d-\\d\\d`, 'm'),
+    );
+    const filtered = await client([
+      'jobs',
+      '--state',
+      'SUCCESS',
+      '--app',
+      'word-count',
+      '--limit',
+      '300',
+      '--json',
+    ]);
+    assertExit(filtered, 0);
+    const page = JSON.parse(filtered.stdout) as { items: Job[] };
+    assert.ok(page.items.some((j) => j.id === id));
+    assert.ok(page.items.every((j) => j.status.state === 'SUCCESS'));
+    const none = JSON.parse((await client(['jobs', '--app', 'terminal', '--json'])).stdout) as {
+      items: Job[];
+    };
+    assert.deepEqual(none.items, []);
+    const limited = JSON.parse((await client(['jobs', '--limit', '1', '--json'])).stdout) as { items: Job[] };
+    assert.equal(limited.items.length, 1);
+
+    const show = await client(['show', id!]);
+    assertExit(show, 0);
+    assert.match(show.stdout, /^state\s+SUCCESS$/m);
+    assert.match(show.stdout, /^exit codes\s+rank 0: 0$/m);
+    assert.match(show.stdout, /^output folder\s+\/home\/local\/Jobs\/Word count\//m);
+    assert.match(show.stdout, /^credits\s+\d+ charged/m);
+    assert.match(show.stdout, /^time limit\s+1h \(the tool's default\)$/m);
+    assert.match(show.stdout, /^expires\s+\d{4}-/m);
+    assert.match(show.stdout, /^updates:\n.*IN_QUEUE: The job is in the queue$/m);
+
+    const logs = await client(['logs', id!]);
+    assertExit(logs, 0);
+    assert.match(logs.stdout, /^dry run, nothing executed: \["sh","-c"/);
+    const followed = await client(['logs', id!, '-f']);
+    assertExit(followed, 0);
+    assert.match(followed.stdout, /^dry run, nothing executed/);
+    assert.match(followed.stderr, /: SUCCESS/);
+  });
+
+  test('run --follow streams the logs and updates until the job ends', async () => {
+    const result = await client(['run', 'word-count', '--param', 'input=/home/local/a.txt', '--follow']);
+    assertExit(result, 0);
+    assert.match(result.stdout, /^[a-z0-9]+\ndry run, nothing executed/);
+    assert.match(result.stderr, /RUNNING: The job is running/);
+    assert.match(result.stderr, /: SUCCESS \(/);
+
+    const json = await client([
+      'run',
+      'word-count',
+      '--param',
+      'input=/home/local/a.txt',
+      '--follow',
+      '--json',
+    ]);
+    assertExit(json, 0);
+    const lines = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(Array.isArray((lines[0] as { responses?: unknown }).responses), 'the submission first');
+    const messages = lines.slice(1) as { updates: { state?: string }[]; log: { stdout?: string }[] }[];
+    assert.ok(messages.some((m) => m.updates.some((u) => u.state === 'SUCCESS')));
+    assert.ok(messages.some((m) => m.log.some((c) => c.stdout?.startsWith('dry run'))));
+  });
+});
+
+describe('extend and cancel', TIMEOUT, () => {
+  test('extend adds time to a running job, cancel stops it, and an ended job refuses both', async () => {
+    const run = await client(
+      ['run', 'word-count', '--param', 'input=/home/local/a.txt', '--time', '1h'],
+      held,
+    );
+    assertExit(run, 0);
+    const id = run.stdout.trim();
+    const running = await until(id, 'RUNNING', held);
+
+    const extend = await client(['extend', id, '30m'], held);
+    assertExit(extend, 0);
+    assert.match(extend.stdout, new RegExp(`^${id}: extended by 30m; time limit now 1h30m, expires `));
+    const extended = await retrieve(id, held);
+    assert.equal(extended.status.expiresAt, running.status.expiresAt! + 30 * 60_000);
+    assert.equal(extended.updates.at(-1)?.newTimeAllocation, 90 * 60_000);
+    assert.match((await client(['show', id], held)).stdout, /^time limit\s+1h30m \(extended\)$/m);
+
+    const cancel = await client(['cancel', id], held);
+    assertExit(cancel, 0);
+    assert.equal(cancel.stdout, `${id}: cancelled\n`);
+    const ended = await retrieve(id, held);
+    assert.equal(ended.status.state, 'SUCCESS');
+    assert.equal(ended.updates.at(-1)?.status, 'The job was cancelled');
+
+    const again = await client(['cancel', id], held);
+    assertExit(again, 1);
+    assert.match(again.stderr, new RegExp(`^error: job ${id} has already ended \\(SUCCESS\\)$`, 'm'));
+    const late = await client(['extend', id, '1h'], held);
+    assertExit(late, 1);
+    assert.match(late.stderr, /has already ended/);
+  });
+
+  test('logs -f follows a running job until it is cancelled', async () => {
+    const run = await client(['run', 'word-count', '--param', 'input=/home/local/a.txt'], held);
+    assertExit(run, 0);
+    const id = run.stdout.trim();
+    await until(id, 'RUNNING', held);
+    const waiting = client(['logs', id, '-f'], held);
+    assertExit(await client(['cancel', id], held), 0);
+    const followed = await waiting;
+    // A cancelled job ends as SUCCESS in UCloud's model ("The job was cancelled").
+    assertExit(followed, 0);
+    assert.match(followed.stderr, /SUCCESS \(The job was cancelled\)/);
+  });
+});
+
+describe('errors a person can act on', TIMEOUT, () => {
+  const wordCount = ['run', 'word-count', '--param', 'input=/home/local/a.txt'];
+  const cases: [string, string[], RegExp][] = [
+    [
+      'a --param that is not an integer',
+      [...wordCount, '--param', 'top=many'],
+      /^error: --param top: "many"/,
+    ],
+    [
+      'a --param the app lacks',
+      [...wordCount, '--param', 'colour=red'],
+      /^error: --param colour: .*no parameter colour/,
+    ],
+    ['a --param without =', [...wordCount, '--param', 'top'], /^error: --param top: must be NAME=VALUE/],
+    [
+      'a bad boolean',
+      [...wordCount, '--param', 'ignoreCase=maybe'],
+      /^error: --param ignoreCase: .*true, false, yes or no/,
+    ],
+    [
+      'a value out of range (the service says)',
+      [...wordCount, '--param', 'top=0'],
+      /^error: items\[0\]\.specification\.parameters\.top\.value: must be >= 1$/m,
+    ],
+    [
+      'a file outside the drives',
+      ['run', 'word-count', '--file', 'input=/etc/passwd'],
+      /^error: items\[0\]\.specification\.parameters\.input\.path: must lie inside/m,
+    ],
+    [
+      'a relative file',
+      ['run', 'word-count', '--file', 'input=a.txt'],
+      /^error: --file input: "a.txt" must be a storage path/,
+    ],
+    [
+      'a bad --time',
+      [...wordCount, '--time', '90 minutes'],
+      /^error: --time: "90 minutes" is not a duration/,
+    ],
+    ['a zero --time', [...wordCount, '--time', '0m'], /^error: --time: "0m" must be longer than zero/],
+    ['an unknown app', ['run', 'no-such-app'], /^error: application: there is no application no-such-app/],
+    [
+      'an unknown version',
+      ['run', 'word-count@9.9'],
+      /^error: application: word-count has no version 9\.9 \(its versions: 1\.0\)/,
+    ],
+    ['an unknown product', [...wordCount, '--product', 'u9'], /^error: --product: there is no product u9/],
+    ['bad --replicas', [...wordCount, '--replicas', 'two'], /^error: --replicas: "two"/],
+    ['a bad extend duration', ['extend', 'abc', 'soon'], /^error: DURATION: "soon" is not a duration/],
+    ['a bad --state', ['jobs', '--state', 'DONE'], /^error: --state: "DONE" is not one of IN_QUEUE/],
+  ];
+  for (const [name, args, message] of cases) {
+    test(`${name}: exit 2 naming the field`, async () => {
+      const result = await client(args);
+      assertExit(result, 2);
+      assert.match(result.stderr, message);
+    });
+  }
+
+  test('an unknown job: exit 1 with the service message', async () => {
+    for (const command of ['show', 'logs']) {
+      const result = await client([command, 'nosuchjob']);
+      assertExit(result, 1);
+      assert.equal(result.stderr, 'error: job nosuchjob was not found\n');
+    }
+  });
+
+  test('no server: exit 1, "cannot reach"', async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const url = `http://127.0.0.1:${port}`;
+    for (const args of [['jobs'], ['run', 'word-count'], ['logs', 'abc']]) {
+      const result = await cli([...args, '--url', url, '--data-dir', tmp]);
+      assertExit(result, 1);
+      assert.equal(
+        result.stderr,
+        `error: cannot reach ucompute at ${url}: is \`ucompute serve\` running?\n`,
+        args.join(' '),
+      );
+    }
+  });
+
+  test('a bad token: exit 1, "the token was refused"', async () => {
+    for (const args of [['jobs'], ['apps'], ['logs', 'abc']]) {
+      const result = await cli([...args, '--url', dry!.url, '--token', 'not-a-token']);
+      assertExit(result, 1);
+      assert.match(
+        result.stderr,
+        /^error: the token was refused \(set UCOMPUTE_TOKEN or --token\)$/m,
+        args.join(' '),
+      );
+    }
+    // The environment variables work too, and a missing token file is named.
+    const result = await new Promise<Result>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, 'jobs'], {
+        cwd: ROOT,
+        env: { ...childEnv, UCOMPUTE_URL: dry!.url, UCOMPUTE_DATA_DIR: join(tmp, 'nowhere') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (c: string) => {
+        stderr += c;
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout: '', stderr }));
+    });
+    assertExit(result, 1);
+    assert.match(
+      result.stderr,
+      /the token was refused .*no token was found in .*nowhere\/admin\.token \(missing\)/,
+    );
+  });
+});
