@@ -290,7 +290,8 @@ export function createJobService(options: ServiceOptions) {
     }
 
     return new Promise<string[]>((resolve, reject) => {
-      if (batch.length === 0) setImmediate(flush);
+      // A millisecond of patience lets concurrent requests share one sync to disk.
+      if (batch.length === 0) setTimeout(flush, 1);
       batch.push({
         records,
         username: caller.username,
@@ -412,23 +413,45 @@ export function createJobService(options: ServiceOptions) {
     update: JobUpdate;
     previous: JobState;
     next: JobState;
+    /** The job as its hooks see it, read in the same transaction, when hooks are due. */
+    job?: ActiveJob;
   }
 
-  /** Decides and writes one update; call inside a transaction. Undefined when it did not apply. */
+  const startHooks = plugins.some((p) => p.onJobStart !== undefined);
+
+  /**
+   * Decides and writes one update; call inside a transaction. Undefined when it did not apply.
+   * A job that ends loses its build in the same write (only active jobs need one); its hooks get
+   * the job as it was read here.
+   */
   function write(id: string, u: JobUpdate, extra: JobChanges, alongside?: () => void): Applied | undefined {
     const before = store.getJob(id);
     if (!before) return undefined;
     const decision = decideUpdate(before, u);
     if (decision.kind !== 'apply') return undefined;
     alongside?.();
-    store.appendUpdate(before, u, { ...decision.changes, ...extra });
-    return { id, update: u, previous: before.state, next: decision.changes.state ?? before.state };
+    const next = decision.changes.state ?? before.state;
+    const ending = next !== before.state && isFinal(next);
+    const starting = next === 'RUNNING' && before.state !== 'RUNNING' && startHooks;
+    const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
+    store.appendUpdate(before, u, changes);
+    const job =
+      ending || starting ? activeJob({ ...before, ...decision.changes, ...extra, state: next }) : undefined;
+    return { id, update: u, previous: before.state, next, ...(job ? { job } : {}) };
   }
 
   /** Tells followers, then runs the plugins' hooks for a change of state. */
   async function applied(a: Applied): Promise<void> {
     notify(a.id, a.update);
-    if (a.next !== a.previous) await runStateHooks(a.previous, store.getJob(a.id)!);
+    if (!a.job) return;
+    const ctx = lifecycleContext();
+    if (a.next === 'RUNNING') {
+      for (const p of plugins) await p.onJobStart?.(ctx, a.job);
+    }
+    if (isFinal(a.next)) {
+      for (const p of plugins) await guarded(p, 'onJobComplete', () => p.onJobComplete?.(ctx, a.job!));
+      for (const p of plugins) await guarded(p, 'onCleanup', () => p.onCleanup?.(ctx, a.id));
+    }
   }
 
   /**
@@ -466,19 +489,6 @@ export function createJobService(options: ServiceOptions) {
       chargedPeriods: record.chargedPeriods,
       volcanoJob,
     };
-  }
-
-  async function runStateHooks(previous: JobState, record: JobRecord): Promise<void> {
-    const job = activeJob(record);
-    if (!job) return;
-    const ctx = lifecycleContext();
-    if (record.state === 'RUNNING' && previous !== 'RUNNING') {
-      for (const p of plugins) await p.onJobStart?.(ctx, job);
-    }
-    if (isFinal(record.state)) {
-      for (const p of plugins) await guarded(p, 'onJobComplete', () => p.onJobComplete?.(ctx, job));
-      for (const p of plugins) await guarded(p, 'onCleanup', () => p.onCleanup?.(ctx, record.id));
-    }
   }
 
   async function guarded(plugin: JobPlugin, hook: string, run: () => unknown): Promise<void> {
@@ -581,7 +591,7 @@ export function createJobService(options: ServiceOptions) {
 
   /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
   async function monitor(): Promise<void> {
-    const running = store.activeJobs().filter((r) => r.state === 'RUNNING');
+    const running = store.runningJobs();
     const ctx = lifecycleContext();
     for (let i = 0; i < running.length; i += MONITOR_BATCH) {
       const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);

@@ -44,6 +44,7 @@ export interface JobChanges {
   outputFolder?: string;
   exitCodes?: Record<string, number>;
   submitted?: boolean;
+  build?: null;
 }
 
 export interface NewJob {
@@ -109,9 +110,13 @@ export type Store = ReturnType<typeof openStore>;
 export function openStore(path: string) {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path);
-  db.exec(
-    'pragma journal_mode = wal; pragma synchronous = full; pragma foreign_keys = on; pragma busy_timeout = 5000',
-  );
+  // ucompute is the database's only user: holding the lock spares lock calls on every
+  // transaction (and lets WAL keep its index in memory). A second ucompute on the folder is refused.
+  db.exec('pragma locking_mode = exclusive; pragma journal_mode = wal; pragma synchronous = normal');
+  db.exec('pragma foreign_keys = on; pragma busy_timeout = 5000; pragma cache_size = -65536');
+  // Checkpoint every 64 MiB of log rather than 4: hot pages (the newest jobs, their indexes) are
+  // rewritten by every transaction, and a longer log copies each back to the database once.
+  db.exec('pragma wal_autocheckpoint = 16384');
   migrate(db);
 
   const statements = new Map<string, StatementSync>();
@@ -277,6 +282,7 @@ export function openStore(path: string) {
       if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
       if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
       if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
+      if (changes.build === null) set('build', null);
       sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
       sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
         job.id,
@@ -332,12 +338,9 @@ export function openStore(path: string) {
         ).all() as Row[]
       ).map(toJob);
     },
-    expiredJobIds(now: number): string[] {
-      return (
-        sql("select id from jobs where state = 'RUNNING' and expires_at is not null and expires_at <= ?").all(
-          now,
-        ) as Row[]
-      ).map((r) => r.id as string);
+    /** Running jobs only, from the partial index of active jobs: a queue backlog costs nothing here. */
+    runningJobs(): JobRecord[] {
+      return (sql("select * from jobs where state = 'RUNNING' order by id").all() as Row[]).map(toJob);
     },
     countByState(): Record<string, number> {
       const out: Record<string, number> = {};
