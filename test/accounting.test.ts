@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../src/jobs/backend.ts';
-import { ServiceError } from '../src/jobs/errors.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import type { Product } from '../src/model/product.ts';
 import { NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
@@ -10,6 +9,7 @@ import { PLUGINS } from '../src/plugins/index.ts';
 import type { Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
 import { openStore } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
+import { rejectsWith, until } from './support/service.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const SECOND = 1000;
@@ -31,23 +31,6 @@ const mpi = (extra: Record<string, unknown> = {}) => ({
   timeAllocation: null,
   ...extra,
 });
-
-async function until(what: string, check: () => boolean): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (check()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  assert.fail(`never happened: ${what}`);
-}
-
-async function rejectsWith(promise: Promise<unknown>, status: number, message?: RegExp): Promise<void> {
-  await assert.rejects(promise, (e: unknown) => {
-    assert.ok(e instanceof ServiceError, String(e));
-    assert.equal(e.status, status, e.message);
-    if (message) assert.match(e.message, message);
-    return true;
-  });
-}
 
 interface HarnessOptions {
   backend?: Backend;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,21 +9,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parameterValue, parseDuration } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job } from '../src/model/job.ts';
-import { ROOT } from './support/fixtures.ts';
+import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
+import { serving, spawnServe } from './support/serve.ts';
 
 /** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
 
-const BIN = join(ROOT, 'bin', 'ucompute.js');
 const TIMEOUT = { timeout: 60_000 };
 
-// The test runner's variables must not reach the children, nor a developer's own ucompute settings.
-const {
-  NODE_TEST_CONTEXT: _context,
-  UCOMPUTE_URL: _url,
-  UCOMPUTE_TOKEN: _token,
-  UCOMPUTE_DATA_DIR: _dataDir,
-  ...childEnv
-} = process.env;
+// A developer's own ucompute settings must not reach the children either (CHILD_ENV drops the runner's).
+const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
 interface Server {
   child: ChildProcess;
@@ -32,41 +26,15 @@ interface Server {
 }
 
 /** Starts `ucompute serve` on a free port and reads its address from stdout (bounded wait). */
-function startServer(dataDir: string, config?: string): Promise<Server> {
-  const args = [BIN, 'serve', '--port', '0', '--data-dir', dataDir];
+async function startServer(dataDir: string, config?: string): Promise<Server> {
+  const args = ['--data-dir', dataDir];
   if (config !== undefined) {
     const path = join(dataDir, 'config.yml');
     writeFileSync(path, config);
     args.push('--config', path);
   }
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: { ...childEnv, UCOMPUTE_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`ucompute serve did not start in time\nstdout: ${out}\nstderr: ${err}`));
-    }, 20_000);
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      err += chunk;
-    });
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk;
-      const m = /serving on (http:\/\/[0-9.]+:\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]!, dataDir });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`ucompute serve exited with ${code}\nstdout: ${out}\nstderr: ${err}`));
-    });
-  });
+  const child = spawnServe(args, childEnv);
+  return { child, url: await serving(child), dataDir };
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within a few seconds. */
@@ -80,35 +48,7 @@ async function stopServer(server: Server | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: childEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function assertExit(result: Result, code: number): void {
-  assert.equal(result.code, code, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-}
+const cli = (args: string[], env = childEnv) => runCli(args, { env });
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-client-'));
 let dry: Server | undefined; // jobs succeed at once
@@ -557,18 +497,10 @@ describe('errors a person can act on', TIMEOUT, () => {
       );
     }
     // The environment variables work too, and a missing token file is named.
-    const result = await new Promise<Result>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'jobs'], {
-        cwd: ROOT,
-        env: { ...childEnv, UCOMPUTE_URL: dry!.url, UCOMPUTE_DATA_DIR: join(tmp, 'nowhere') },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr.setEncoding('utf8').on('data', (c: string) => {
-        stderr += c;
-      });
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout: '', stderr }));
+    const result = await cli(['jobs'], {
+      ...childEnv,
+      UCOMPUTE_URL: dry!.url,
+      UCOMPUTE_DATA_DIR: join(tmp, 'nowhere'),
     });
     assertExit(result, 1);
     assert.match(

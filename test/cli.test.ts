@@ -1,51 +1,20 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import type { KubernetesObject, VolcanoJob, VolcanoQueue } from '../src/volcano/types.ts';
+import { assertExit, type CliResult, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
 
 /** The real `ucompute` command, run as a child process of this Node. */
 
-const BIN = join(ROOT, 'bin', 'ucompute.js');
 const WORD_COUNT = join(ROOT, 'examples', 'jobs', 'word-count.json');
 const MPI_HELLO = join(ROOT, 'examples', 'jobs', 'mpi-hello.json');
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[], cwd = ROOT): Promise<Result> {
-  // The test runner's own variables must not make the child think it is a test file.
-  const { NODE_TEST_CONTEXT: _, ...childEnv } = process.env;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd,
-      env: childEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-function assertExit(result: Result, code: number): void {
-  assert.equal(result.code, code, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-}
+const run = (args: string[], cwd = ROOT) => runCli(args, { cwd });
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-cli-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -61,7 +30,7 @@ function temp(name: string, content: string): string {
 }
 const tempJson = (name: string, value: unknown) => temp(name, JSON.stringify(value));
 
-function parseJsonOutput(result: Result): KubernetesObject[] {
+function parseJsonOutput(result: CliResult): KubernetesObject[] {
   assertExit(result, 0);
   assert.equal(result.stderr, '');
   const objects = JSON.parse(result.stdout) as KubernetesObject[];

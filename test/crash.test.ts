@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT } from './support/fixtures.ts';
+import { serving, spawnServe } from './support/serve.ts';
 
 /**
  * The crash test of the job service: while a client submits jobs, `kill -9` the server, restart it
@@ -13,7 +13,6 @@ import { ROOT } from './support/fixtures.ts';
  * that got a 2xx must exist exactly once, and nothing may be duplicated.
  */
 
-const BIN = join(ROOT, 'bin', 'ucompute.js');
 const CONCURRENCY = 8;
 const MAX_REQUESTS = 2000;
 const SUBMIT_FOR_MS = 20_000;
@@ -21,8 +20,6 @@ const KILL_CYCLES = 2;
 /** Each worker pauses between requests, so that the kills land while requests are in flight. */
 const PACE_MS = 20;
 const MAX_ATTEMPTS = 60;
-
-const { NODE_TEST_CONTEXT: _context, ...childEnv } = process.env;
 
 const children = new Set<ChildProcess>();
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-crash-'));
@@ -39,41 +36,12 @@ interface Server {
   exited: Promise<void>;
 }
 
-function startServer(dataDir: string, config: string): Promise<Server> {
-  const child = spawn(
-    process.execPath,
-    [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--config', config],
-    {
-      cwd: ROOT,
-      env: { ...childEnv, UCOMPUTE_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+async function startServer(dataDir: string, config: string): Promise<Server> {
+  const child = spawnServe(['--data-dir', dataDir, '--config', config]);
+  // Tracked before it is up, so that `after` kills it even if it never says it is serving.
   children.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`ucompute serve did not start in time\nstdout: ${out}\nstderr: ${err}`));
-    }, 20_000);
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      err += chunk;
-    });
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk;
-      const m = /serving on (http:\/\/[0-9.]+:\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1]!, exited });
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`ucompute serve exited (${code ?? signal})\nstdout: ${out}\nstderr: ${err}`));
-    });
-  });
+  return { child, url: await serving(child), exited };
 }
 
 interface Submission {

@@ -232,7 +232,7 @@ function validSpec({ application }: ResolvedApplication): fc.Arbitrary<Record<st
         resources: resources.map(([files, peers]) => [...files, ...peers]),
         timeAllocation: fc.option(duration),
         openedFile: safeName.map((name) => `/home/alice/opened/${name}`),
-        restartOnExit: fc.boolean(),
+        restartOnExit: fc.constant(false),
         sshEnabled: fc.constant(false),
         allowDuplicateJob: fc.boolean(),
       },

@@ -2,15 +2,13 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { InjectOptions } from 'fastify';
 import WebSocket from 'ws';
-import { dryBackend } from '../src/backends/dry/dry-backend.ts';
-import { type Caller, createJobService, type JobService } from '../src/jobs/service.ts';
+import type { Caller } from '../src/jobs/service.ts';
 import type { Job, JobState } from '../src/model/job.ts';
-import { buildServer } from '../src/server/app.ts';
 import type { FollowMessage } from '../src/server/schemas.ts';
-import { openStore, type Store } from '../src/store/store.ts';
-import { env } from './support/fixtures.ts';
+import { openStore } from '../src/store/store.ts';
+import { type TestServer, testServer } from './support/server.ts';
 
 /**
  * The HTTP API end to end through `app.inject()` (and a real loopback port for WebSockets), over
@@ -22,12 +20,8 @@ const ADMIN: Caller = { username: 'root', admin: true };
 
 type Who = 'alice' | 'bob' | 'carol' | 'admin';
 
-interface World {
-  app: FastifyInstance;
-  store: Store;
-  service: JobService;
+interface World extends TestServer {
   tokens: Record<Who, string>;
-  close(): Promise<void>;
 }
 
 /**
@@ -53,21 +47,7 @@ async function world(): Promise<World> {
     carol: store.createToken('carol', 'test'),
     admin: store.createToken('root', 'test'),
   };
-  const backend = dryBackend({ runForMs: null });
-  const service = createJobService({ store, env: env(), backend });
-  const app = await buildServer({ service, store, env: env() });
-  return {
-    app,
-    store,
-    service,
-    tokens,
-    async close() {
-      await app.close();
-      await service.stop();
-      await backend.close();
-      store.close();
-    },
-  };
+  return { ...(await testServer(store)), tokens };
 }
 
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };

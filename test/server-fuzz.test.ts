@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import type { FastifyInstance } from 'fastify';
-import { dryBackend } from '../src/backends/dry/dry-backend.ts';
-import { type Caller, createJobService, type JobService } from '../src/jobs/service.ts';
+import type { Caller } from '../src/jobs/service.ts';
 import type { JobState } from '../src/model/job.ts';
-import { buildServer } from '../src/server/app.ts';
 import { openStore, type Store } from '../src/store/store.ts';
-import { env } from './support/fixtures.ts';
+import { type TestServer, testServer } from './support/server.ts';
 
 /**
  * Fuzzing the job API: arbitrary JSON and mutations of valid requests never get a 5xx, and a
@@ -17,12 +14,8 @@ import { env } from './support/fixtures.ts';
 const YEAR = 365 * 24 * 3600 * 1000;
 const ADMIN: Caller = { username: 'root', admin: true };
 
-interface World {
-  app: FastifyInstance;
-  store: Store;
-  service: JobService;
+interface World extends TestServer {
   tokens: { alice: string; bob: string };
-  close(): Promise<void>;
 }
 
 /** alice has credits and leads project `climate`; bob has none; `secret` has no members. */
@@ -37,21 +30,7 @@ async function world(): Promise<World> {
   store.setMember('climate', 'alice', 'PI');
   store.grant('project:climate', 'u1-standard', 1e12, now - 1000, now + YEAR);
   const tokens = { alice: store.createToken('alice', 'fuzz'), bob: store.createToken('bob', 'fuzz') };
-  const backend = dryBackend({ runForMs: null });
-  const service = createJobService({ store, env: env(), backend });
-  const app = await buildServer({ service, store, env: env() });
-  return {
-    app,
-    store,
-    service,
-    tokens,
-    async close() {
-      await app.close();
-      await service.stop();
-      await backend.close();
-      store.close();
-    },
-  };
+  return { ...(await testServer(store)), tokens };
 }
 
 const count = (store: Store, sql: string) => Number((store.db.prepare(sql).get() as { n: number }).n);

@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../src/jobs/backend.ts';
-import { ServiceError } from '../src/jobs/errors.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import type { JobBuild, JobStorage } from '../src/plugins/plugin.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { rejectsWith, until } from './support/service.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const MINUTE = 60_000;
@@ -68,15 +68,6 @@ function recording(inner: Backend) {
   };
 }
 
-/** Lets pending I/O callbacks and timers-of-zero run, a bounded number of times, until `check` holds. */
-async function until(what: string, check: () => boolean): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (check()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  assert.fail(`never happened: ${what}`);
-}
-
 interface HarnessOptions {
   store?: Store;
   backend?: Backend;
@@ -108,15 +99,6 @@ function harness(o: HarnessOptions = {}) {
     return id!;
   };
   return { clock, backend, store, service, job, state, rows, lastStatus, running };
-}
-
-async function rejectsWith(promise: Promise<unknown>, status: number, message?: RegExp): Promise<void> {
-  await assert.rejects(promise, (e: unknown) => {
-    assert.ok(e instanceof ServiceError, String(e));
-    assert.equal(e.status, status, e.message);
-    if (message) assert.match(e.message, message);
-    return true;
-  });
 }
 
 describe('create', () => {

@@ -198,7 +198,7 @@ function normaliseTool(raw: Static<typeof RawTool>): { document?: V1Document; is
     description: raw.description,
     authors: raw.authors,
     image,
-    backend: raw.backend === 'UDOCKER' ? 'DOCKER' : raw.backend,
+    backend: 'DOCKER', // UDOCKER is UCloud's old name for it; anything else was refused above
     defaultNumberOfNodes: raw.defaultNumberOfNodes ?? 1,
     ...(defaultTimeAllocation ? { defaultTimeAllocation } : {}),
     ...(raw.license !== undefined ? { license: raw.license } : {}),

@@ -33,7 +33,7 @@ export function decideUpdate(job: JobRecord, update: JobUpdate): Decision {
   const changes: JobChanges = {};
   const next = update.state;
   if (next !== undefined && next !== job.state) {
-    if (TRANSITIONS[job.state]?.includes(next) !== true) {
+    if (!TRANSITIONS[job.state].includes(next)) {
       return { kind: 'reject', reason: `a ${job.state} job cannot become ${next}` };
     }
     changes.state = next;

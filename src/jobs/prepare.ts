@@ -64,8 +64,17 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
       `must be 1: ${application.metadata.name} does not run on several nodes`,
     );
   }
-  if (spec.sshEnabled === true && invocation.ssh.mode === 'DISABLED') {
-    issues.add('specification.sshEnabled', `${application.metadata.name} does not offer ssh`);
+  // Accepted fields must do something: these two wait for the features behind them.
+  if (spec.sshEnabled === true) {
+    issues.add(
+      'specification.sshEnabled',
+      invocation.ssh.mode === 'DISABLED'
+        ? `${application.metadata.name} does not offer ssh`
+        : 'ssh access to jobs is not offered by this provider yet',
+    );
+  }
+  if (spec.restartOnExit === true) {
+    issues.add('specification.restartOnExit', 'restarting jobs on exit is not offered by this provider yet');
   }
 
   let timeAllocationMillis: number | null = null;
@@ -98,6 +107,5 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
     replicas,
     parameters: parameters!,
     timeAllocationMillis,
-    sshEnabled: invocation.ssh.mode === 'MANDATORY' || spec.sshEnabled === true,
   };
 }

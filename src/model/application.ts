@@ -139,7 +139,8 @@ export const Tool = Type.Object({
   description: Type.String(),
   authors: Type.Array(Type.String()),
   image: Type.String(),
-  backend: StringEnum(['DOCKER', 'SINGULARITY', 'UDOCKER']),
+  /** Always DOCKER: ucompute runs containers. */
+  backend: Type.Literal('DOCKER'),
   defaultNumberOfNodes: Type.Integer({ minimum: 1 }),
   defaultTimeAllocation: Type.Optional(SimpleDuration),
   license: Type.Optional(Type.String()),

@@ -34,7 +34,7 @@ export const JobSpecification = Type.Object(
 );
 export type JobSpecification = Static<typeof JobSpecification>;
 
-export const JobState = StringEnum([
+export const JOB_STATES = [
   'IN_QUEUE',
   'RUNNING',
   'CANCELING',
@@ -42,7 +42,8 @@ export const JobState = StringEnum([
   'FAILURE',
   'EXPIRED',
   'SUSPENDED',
-]);
+] as const;
+export const JobState = StringEnum(JOB_STATES);
 export type JobState = Static<typeof JobState>;
 
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(['SUCCESS', 'FAILURE', 'EXPIRED']);

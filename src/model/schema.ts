@@ -9,12 +9,18 @@ export function TaggedUnion<V extends TObject[]>(
   return Type.Union(variants, { discriminator: tag, ...(description ? { description } : {}) }) as TUnion<V>;
 }
 
-/** A string enum as a union of literals (JSON Schema `anyOf` of `const`s). */
-export function StringEnum<T extends string[]>(values: [...T], description?: string) {
-  return Type.Union(
-    values.map((v) => Type.Literal(v)) as { [K in keyof T]: TLiteral<T[K]> },
-    description ? { description } : {},
-  );
+type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> } & TLiteral[];
+
+/**
+ * A string enum as a union of literals (JSON Schema `anyOf` of `const`s). `const T` keeps the
+ * names, so the static type is their union rather than `string`.
+ */
+export function StringEnum<const T extends readonly string[]>(
+  values: T,
+  description?: string,
+): TUnion<Literals<T>> {
+  const literals = values.map((v) => Type.Literal(v));
+  return Type.Union(literals, description ? { description } : {}) as unknown as TUnion<Literals<T>>;
 }
 
 /** Objects we accept from outside are closed: an unknown field is an error, not silently dropped. */

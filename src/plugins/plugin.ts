@@ -19,7 +19,6 @@ export interface PreparedJob {
   parameters: CheckedParameters;
   /** Null when the job runs without a time limit. */
   timeAllocationMillis: number | null;
-  sshEnabled: boolean;
 }
 
 /** What `onCreate` builds: the Volcano Job, its companion objects, and what to report back. */

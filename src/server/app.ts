@@ -18,7 +18,7 @@ import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import { formatIssue, type Issue, joinPath, ValidationError } from '../model/errors.ts';
-import { isFinal, Job, type JobState, type JobStatus } from '../model/job.ts';
+import { isFinal, JOB_STATES, Job, type JobStatus } from '../model/job.ts';
 import { parser } from '../model/validate.ts';
 import type { JobRecord, Role, Store } from '../store/store.ts';
 import {
@@ -84,15 +84,6 @@ interface TypeBoxTypeProvider extends FastifyTypeProvider {
   serializer: this['schema'] extends TSchema ? Static<this['schema']> : unknown;
 }
 
-const JOB_STATES: readonly JobState[] = [
-  'IN_QUEUE',
-  'RUNNING',
-  'CANCELING',
-  'SUCCESS',
-  'FAILURE',
-  'EXPIRED',
-  'SUSPENDED',
-];
 const DAY = 86_400_000;
 const YEAR = 365 * DAY;
 const BODY_LIMIT = 8 * 1024 * 1024;

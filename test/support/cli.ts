@@ -1,0 +1,48 @@
+/** The real `ucompute` command run as a child process of this Node, for the end-to-end CLI tests. */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { ROOT } from './fixtures.ts';
+
+export const BIN = join(ROOT, 'bin', 'ucompute.js');
+
+// The test runner's own variables must not make the child think it is a test file.
+const { NODE_TEST_CONTEXT: _context, ...childEnv } = process.env;
+export const CHILD_ENV: NodeJS.ProcessEnv = childEnv;
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Runs `ucompute <args>` to its end and collects its output and exit code. */
+export function runCli(args: string[], { cwd = ROOT, env = CHILD_ENV }: CliOptions = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Asserts the exit code; the message carries the output, which is what explains a wrong one. */
+export function assertExit(result: CliResult, code: number): void {
+  assert.equal(result.code, code, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+}

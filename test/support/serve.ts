@@ -1,0 +1,46 @@
+/** `ucompute serve` as a child process, for the tests that talk to a real server. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { BIN, CHILD_ENV } from './cli.ts';
+import { ROOT } from './fixtures.ts';
+
+/**
+ * Spawns `ucompute serve --port 0 <args>` (a free port, quiet logs). Await `serving` for its
+ * address; it is apart so that a caller can track the child before the server is up.
+ */
+export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): ChildProcess {
+  return spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+    cwd: ROOT,
+    env: { ...env, UCOMPUTE_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/**
+ * The URL from the child's "serving on" line. Rejects with its output if it exits first, and kills
+ * it if that line has not come within 20 s, so that a hung start fails rather than hangs the test.
+ */
+export function serving(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`ucompute serve did not start in time\nstdout: ${out}\nstderr: ${err}`));
+    }, 20_000);
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      err += chunk;
+    });
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const m = /serving on (http:\/\/[0-9.]+:\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`ucompute serve exited (${code ?? signal})\nstdout: ${out}\nstderr: ${err}`));
+    });
+  });
+}

@@ -1,0 +1,36 @@
+/** The HTTP API in process: the job service over the dry backend and the server, on a given store. */
+import type { FastifyInstance } from 'fastify';
+import { dryBackend } from '../../src/backends/dry/dry-backend.ts';
+import { createJobService, type JobService } from '../../src/jobs/service.ts';
+import { buildServer } from '../../src/server/app.ts';
+import type { Store } from '../../src/store/store.ts';
+import { env } from './fixtures.ts';
+
+export interface TestServer {
+  app: FastifyInstance;
+  store: Store;
+  service: JobService;
+  /** Closes the server, the service, the backend and the store, in that order. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the server over `store` (seeded by the caller first, e.g. an in-memory one) and takes it
+ * over: `close` closes it too. Dry jobs run until terminated, so tests can watch every state.
+ */
+export async function testServer(store: Store): Promise<TestServer> {
+  const backend = dryBackend({ runForMs: null });
+  const service = createJobService({ store, env: env(), backend });
+  const app = await buildServer({ service, store, env: env() });
+  return {
+    app,
+    store,
+    service,
+    async close() {
+      await app.close();
+      await service.stop();
+      await backend.close();
+      store.close();
+    },
+  };
+}
