@@ -274,6 +274,18 @@ export function createJobService(options: ServiceOptions) {
         issues.addAll(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
       }
     });
+    // A peer opens a network path both ways: it must be a job the caller may act on, still active.
+    records.forEach(({ prepared }, i) => {
+      for (const peer of prepared.parameters.peers) {
+        const job = store.getJob(peer.jobId);
+        const path = `items[${i}].specification`;
+        if (!job || !canSee(caller, job)) {
+          issues.add(path, `peer ${peer.hostname} names no job of yours (${peer.jobId})`);
+        } else if (isFinal(job.state)) {
+          issues.add(path, `peer ${peer.hostname} names a job that has ended (${peer.jobId})`);
+        }
+      }
+    });
     issues.throwIfAny();
 
     if (requireCredits) {
@@ -404,10 +416,6 @@ export function createJobService(options: ServiceOptions) {
 
   // ---- updates ------------------------------------------------------------------------------
 
-  /**
-   * Applies one update through the state machine, atomically; then tells followers and runs the
-   * plugins' onJobStart, or onJobComplete and onCleanup. Returns false when it was dropped.
-   */
   interface Applied {
     id: string;
     update: JobUpdate;
