@@ -4,7 +4,7 @@ import type { SimpleDuration } from '../model/application.ts';
 import { durationMillis } from '../model/application.ts';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { newJobId } from '../model/ids.ts';
-import { isFinal, type Job, type JobState, type JobUpdate } from '../model/job.ts';
+import { isFinal, type Job, type JobState, type JobStatus, type JobUpdate } from '../model/job.ts';
 import type { Owner } from '../model/owner.ts';
 import { ownerNamespace } from '../plugins/fair-share.ts';
 import { PLUGINS } from '../plugins/index.ts';
@@ -70,6 +70,16 @@ export interface Wallet {
   balance: number;
 }
 
+/** A job's status as the API shows it, from its stored record. */
+export function statusOf(record: JobRecord): JobStatus {
+  return {
+    state: record.state,
+    ...(record.startedAt !== null ? { startedAt: record.startedAt } : {}),
+    ...(record.expiresAt !== null ? { expiresAt: record.expiresAt } : {}),
+    ...(record.exitCodes !== null ? { exitCode: record.exitCodes } : {}),
+  };
+}
+
 export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
 
 const MAX_ITEMS = 1000;
@@ -120,12 +130,7 @@ export function createJobService(options: ServiceOptions) {
       id: record.id,
       owner: ownerOf(record),
       specification: record.specification,
-      status: {
-        state: record.state,
-        ...(record.startedAt !== null ? { startedAt: record.startedAt } : {}),
-        ...(record.expiresAt !== null ? { expiresAt: record.expiresAt } : {}),
-        ...(record.exitCodes !== null ? { exitCode: record.exitCodes } : {}),
-      },
+      status: statusOf(record),
       updates,
       createdAt: record.createdAt,
       output: record.outputFolder !== null ? { outputFolder: record.outputFolder } : {},
@@ -134,6 +139,17 @@ export function createJobService(options: ServiceOptions) {
   }
 
   // ---- accounting ---------------------------------------------------------------------------
+
+  /** The accounts whose credits a caller sees: their own, and the projects they lead. */
+  function accountsOf(caller: Caller): string[] {
+    return [
+      `user:${caller.username}`,
+      ...store
+        .memberships(caller.username)
+        .filter((m) => m.role !== 'USER')
+        .map((m) => `project:${m.projectId}`),
+    ];
+  }
 
   /** What an owner has left in a category: its valid allocations less what was drawn from them. */
   function wallet(account: string, category: string, at = now()): Wallet {
@@ -746,16 +762,11 @@ export function createJobService(options: ServiceOptions) {
       return () => createdListeners.delete(listener);
     },
 
+    accountsOf,
+
     wallets(caller: Caller): Wallet[] {
-      const accounts = [
-        `user:${caller.username}`,
-        ...store
-          .memberships(caller.username)
-          .filter((m) => m.role !== 'USER')
-          .map((m) => `project:${m.projectId}`),
-      ];
       const at = now();
-      return accounts.flatMap((account) => {
+      return accountsOf(caller).flatMap((account) => {
         const categories = new Set(store.allocations(account).map((a) => a.category));
         return [...categories].map((category) => wallet(account, category, at));
       });

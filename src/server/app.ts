@@ -16,11 +16,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import { WebSocket } from 'ws';
 import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
-import type { Caller, JobService } from '../jobs/service.ts';
+import { type Caller, type JobService, statusOf } from '../jobs/service.ts';
 import { formatIssue, type Issue, joinPath, ValidationError } from '../model/errors.ts';
-import { isFinal, JOB_STATES, Job, type JobStatus } from '../model/job.ts';
+import { isFinal, JOB_STATES, Job } from '../model/job.ts';
 import { parser } from '../model/validate.ts';
-import type { JobRecord, Role, Store } from '../store/store.ts';
+import type { Role, Store } from '../store/store.ts';
 import {
   AppRetrieveQuery,
   AppRetrieveResponse,
@@ -414,7 +414,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       if (from >= to) throw new ValidationError([{ path: 'from', message: 'must be before to' }]);
       const size = bucket === 'hour' ? 3_600_000 : DAY;
       const sums = new Map<string, { owner: string; category: string; start: number; credits: number }>();
-      for (const account of accountsOf(store, request.caller)) {
+      for (const account of service.accountsOf(request.caller)) {
         for (const c of store.charges(account, from, to)) {
           const start = Math.floor(c.chargedAt / size) * size;
           const key = `${account}\u0000${c.category}\u0000${start}`;
@@ -679,27 +679,7 @@ function chooseProtocol(protocols: Set<string>): string | false {
   return all.find((p) => !p.startsWith(PROTOCOL_PREFIX)) ?? all[0] ?? false;
 }
 
-/** The accounts whose usage a caller sees: their own, and projects they lead (as wallets do). */
-function accountsOf(store: Store, caller: Caller): string[] {
-  return [
-    `user:${caller.username}`,
-    ...store
-      .memberships(caller.username)
-      .filter((m) => m.role !== 'USER')
-      .map((m) => `project:${m.projectId}`),
-  ];
-}
-
 // ---- following a job -----------------------------------------------------------------------------
-
-function statusOf(record: JobRecord): JobStatus {
-  return {
-    state: record.state,
-    ...(record.startedAt !== null ? { startedAt: record.startedAt } : {}),
-    ...(record.expiresAt !== null ? { expiresAt: record.expiresAt } : {}),
-    ...(record.exitCodes !== null ? { exitCode: record.exitCodes } : {}),
-  };
-}
 
 interface Log {
   error(obj: object, msg?: string): void;
