@@ -48,6 +48,8 @@ export interface ServiceOptions {
   monitorIntervalMs?: number;
   /** Refuse jobs of owners without credits (402). */
   requireCredits?: boolean;
+  /** First wait before submitting again to a backend that refused; it doubles each time. */
+  submitRetryMs?: number;
 }
 
 export interface CreateOptions {
@@ -85,6 +87,7 @@ export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
 const MAX_ITEMS = 1000;
 const MONITOR_BATCH = 256;
 const SUBMIT_CONCURRENCY = 16;
+const SUBMIT_ATTEMPTS = 5;
 
 /**
  * JobManagement: accepts jobs, keeps them durable, drives them through their lifecycle with the
@@ -96,6 +99,8 @@ export function createJobService(options: ServiceOptions) {
   const now = options.now ?? Date.now;
   const log = options.log;
   const requireCredits = options.requireCredits ?? true;
+  const submitRetryMs = options.submitRetryMs ?? 1000;
+  let stopped = false;
   const listeners = new Map<string, Set<UpdateListener>>();
   const createdListeners = new Set<(ids: string[]) => void>();
 
@@ -341,6 +346,7 @@ export function createJobService(options: ServiceOptions) {
    */
   const prepared = new Map<string, PreparedJob>();
   const PREPARED_LIMIT = 1000;
+  const submitFailures = new Map<string, number>();
   let submitting = 0;
 
   function queueSubmission(id: string): void {
@@ -422,10 +428,21 @@ export function createJobService(options: ServiceOptions) {
     }
     try {
       await backend.submit(id, build);
+      submitFailures.delete(id);
       store.markSubmitted(id);
       // Cancelled while the submission was under way: the backend must not keep it.
       if (isFinal(store.getJob(id)!.state)) await backend.cancel(id);
     } catch (e) {
+      // A backend can refuse for a moment (an API server restarting): try again, waiting longer
+      // each time, before the job fails. The job stays queued and durable meanwhile.
+      const failures = (submitFailures.get(id) ?? 0) + 1;
+      if (failures < SUBMIT_ATTEMPTS && !stopped) {
+        submitFailures.set(id, failures);
+        log?.warn({ err: e, jobId: id, attempt: failures }, 'the backend refused a job; trying again');
+        setTimeout(() => queueSubmission(id), submitRetryMs * 2 ** (failures - 1)).unref();
+        return;
+      }
+      submitFailures.delete(id);
       await update(id, { state: 'FAILURE', status: `The backend refused the job: ${(e as Error).message}` });
     }
   }
@@ -579,8 +596,6 @@ export function createJobService(options: ServiceOptions) {
   // Backend events that arrive together are written in one transaction: a backend reports many
   // jobs at once, and each transaction is a write to the log.
   let events: BackendEvent[] = [];
-
-  let stopped = false;
 
   function onBackendEvent(e: BackendEvent): void {
     if (stopped) return;
