@@ -28,8 +28,3 @@ export function periodsDue(
 export function credits(basis: ChargeBasis, periods: number): number {
   return basis.units * basis.pricePerUnit * periods;
 }
-
-/** Owners as accounting knows them: `user:<name>` or `project:<id>`. */
-export function accountOf(owner: { createdBy: string; project?: string | null | undefined }): string {
-  return owner.project ? `project:${owner.project}` : `user:${owner.createdBy}`;
-}

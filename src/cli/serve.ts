@@ -8,6 +8,7 @@ import { loadProducts } from '../catalog/products.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
+import { accountOf } from '../model/owner.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import { openStore, type Store } from '../store/store.ts';
@@ -133,7 +134,7 @@ async function bootstrapAdmin(
   const now = Date.now();
   if (store.createUser(ADMIN_USER, true, now)) {
     for (const category of new Set(categories))
-      store.grant(`user:${ADMIN_USER}`, category, initialCredits, now, now + YEAR);
+      store.grant(accountOf({ createdBy: ADMIN_USER }), category, initialCredits, now, now + YEAR);
   }
   const file = join(dataDir, ADMIN_TOKEN_FILE);
   const existing = await readFile(file, 'utf8').then(

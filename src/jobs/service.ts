@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
-import { accountOf } from '../accounting/charges.ts';
 import type { SimpleDuration } from '../model/application.ts';
 import { durationMillis } from '../model/application.ts';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { newJobId } from '../model/ids.ts';
 import { isFinal, type Job, type JobState, type JobStatus, type JobUpdate } from '../model/job.ts';
-import type { Owner } from '../model/owner.ts';
+import { accountOf, type Owner } from '../model/owner.ts';
 import { ownerNamespace } from '../plugins/fair-share.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type {
@@ -148,11 +147,11 @@ export function createJobService(options: ServiceOptions) {
   /** The accounts whose credits a caller sees: their own, and the projects they lead. */
   function accountsOf(caller: Caller): string[] {
     return [
-      `user:${caller.username}`,
+      accountOf({ createdBy: caller.username }),
       ...store
         .memberships(caller.username)
         .filter((m) => m.role !== 'USER')
-        .map((m) => `project:${m.projectId}`),
+        .map((m) => accountOf({ createdBy: caller.username, project: m.projectId })),
     ];
   }
 

@@ -34,3 +34,9 @@ export function ownerKey(owner: Owner): { kind: 'user' | 'project'; id: string }
     ? { kind: 'project', id: owner.project }
     : { kind: 'user', id: owner.createdBy };
 }
+
+/** The owner as accounts and fair-share weights name it: `user:<name>` or `project:<id>`. */
+export function accountOf(owner: Owner): string {
+  const { kind, id } = ownerKey(owner);
+  return `${kind}:${id}`;
+}

@@ -1,4 +1,5 @@
-import { accountOf, periodsDue } from '../accounting/charges.ts';
+import { type ChargeBasis, credits, periodsDue } from '../accounting/charges.ts';
+import { accountOf } from '../model/owner.ts';
 import { chargeUnits, type UnitOfPrice } from '../model/product.ts';
 import {
   CHARGE_UNITS_ANNOTATION,
@@ -14,21 +15,23 @@ export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
 /** Charges the periods a job owes up to now; stops the owner's jobs when its credits ran out. */
 async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
   const annotations = job.volcanoJob.metadata.annotations ?? {};
-  const unitOfPrice = (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice;
-  const periods = periodsDue(job.startedAt, ctx.now(), unitOfPrice, job.chargedPeriods, final);
+  const basis: ChargeBasis = {
+    units: Number(annotations[CHARGE_UNITS_ANNOTATION] ?? 0),
+    pricePerUnit: Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0),
+    unitOfPrice: (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice,
+  };
+  const periods = periodsDue(job.startedAt, ctx.now(), basis.unitOfPrice, job.chargedPeriods, final);
   if (periods === 0) return;
-  const units = Number(annotations[CHARGE_UNITS_ANNOTATION] ?? 0);
-  const price = Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0);
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
   const { creditsLeft } = ctx.charge({
     job,
     firstPeriod: job.chargedPeriods,
     periods,
-    units,
-    credits: units * price * periods,
+    units: basis.units,
+    credits: credits(basis, periods),
     category,
   });
-  if (creditsLeft <= 0 && price > 0) {
+  if (creditsLeft <= 0 && basis.pricePerUnit > 0) {
     await ctx.stopJobsOf(accountOf(job.owner), category, NO_CREDITS_STATUS);
   }
 }

@@ -1,5 +1,5 @@
 import type { ResolvedPipelineConfig } from '../model/config.ts';
-import { type Owner, ownerKey } from '../model/owner.ts';
+import { accountOf, type Owner, ownerKey } from '../model/owner.ts';
 import { FAIR_SHARE_WEIGHT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL } from '../volcano/labels.ts';
 import { dnsLabel } from '../volcano/names.ts';
 import { annotateJob } from './builder.ts';
@@ -13,8 +13,7 @@ export function ownerNamespace(config: ResolvedPipelineConfig, owner: Owner): st
 }
 
 export function fairShareWeight(config: ResolvedPipelineConfig, owner: Owner): number {
-  const { kind, id } = ownerKey(owner);
-  return config.fairShare.weights[`${kind}:${id}`] ?? config.fairShare.defaultWeight;
+  return config.fairShare.weights[accountOf(owner)] ?? config.fairShare.defaultWeight;
 }
 
 /**
