@@ -484,7 +484,7 @@ export function createJobService(options: ServiceOptions) {
   async function applied(a: Applied): Promise<void> {
     notify(a.id, a.update);
     if (!a.job) return;
-    const ctx = lifecycleContext();
+    const ctx = lifecycle;
     if (a.next === 'RUNNING') {
       for (const p of plugins) await p.onJobStart?.(ctx, a.job);
     }
@@ -539,53 +539,52 @@ export function createJobService(options: ServiceOptions) {
     }
   }
 
-  function lifecycleContext(): LifecycleContext {
-    return {
-      config: env.config,
-      now,
-      expire: async (jobId) => {
-        // Decided on the stored deadline: the caller's copy of the job may predate an extend.
-        const job = store.getJob(jobId);
-        if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
-        await backend.cancel(jobId);
-        await update(jobId, {
-          state: 'EXPIRED',
-          status: 'The job ran out of time',
-          expectedState: 'RUNNING',
+  /** What the lifecycle hooks may do: one object, made once. */
+  const lifecycle: LifecycleContext = {
+    config: env.config,
+    now,
+    expire: async (jobId) => {
+      // Decided on the stored deadline: the caller's copy of the job may predate an extend.
+      const job = store.getJob(jobId);
+      if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
+      await backend.cancel(jobId);
+      await update(jobId, {
+        state: 'EXPIRED',
+        status: 'The job ran out of time',
+        expectedState: 'RUNNING',
+      });
+    },
+    charge: (c: Charge) => {
+      const account = accountOf(c.job.owner);
+      const last = c.firstPeriod + c.periods - 1;
+      store.transaction(() => {
+        // A charge must start where the recorded ones end: one computed from a stale copy of the
+        // job (its final charge happened meanwhile) names other periods, so its id alone would
+        // not stop it from charging them twice.
+        if (store.getJob(c.job.id)?.chargedPeriods !== c.firstPeriod) return;
+        store.charge({
+          chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
+          jobId: c.job.id,
+          owner: account,
+          category: c.category,
+          units: c.units,
+          periods: c.periods,
+          credits: c.credits,
+          chargedAt: now(),
         });
-      },
-      charge: (c: Charge) => {
-        const account = accountOf(c.job.owner);
-        const last = c.firstPeriod + c.periods - 1;
-        store.transaction(() => {
-          // A charge must start where the recorded ones end: one computed from a stale copy of the
-          // job (its final charge happened meanwhile) names other periods, so its id alone would
-          // not stop it from charging them twice.
-          if (store.getJob(c.job.id)?.chargedPeriods !== c.firstPeriod) return;
-          store.charge({
-            chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
-            jobId: c.job.id,
-            owner: account,
-            category: c.category,
-            units: c.units,
-            periods: c.periods,
-            credits: c.credits,
-            chargedAt: now(),
-          });
-        });
-        return {
-          creditsLeft: requireCredits ? wallet(account, c.category).balance : Number.POSITIVE_INFINITY,
-        };
-      },
-      stopJobsOf: async (account, category, status) => {
-        for (const record of store.activeJobs()) {
-          if (accountOf(ownerOf(record)) !== account) continue;
-          if (record.specification.product.category !== category) continue;
-          await stop(record.id, status);
-        }
-      },
-    };
-  }
+      });
+      return {
+        creditsLeft: requireCredits ? wallet(account, c.category).balance : Number.POSITIVE_INFINITY,
+      };
+    },
+    stopJobsOf: async (account, category, status) => {
+      for (const record of store.activeJobs()) {
+        if (accountOf(ownerOf(record)) !== account) continue;
+        if (record.specification.product.category !== category) continue;
+        await stop(record.id, status);
+      }
+    },
+  };
 
   async function stop(id: string, status: string): Promise<void> {
     await backend.cancel(id);
@@ -630,7 +629,7 @@ export function createJobService(options: ServiceOptions) {
   /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
   async function monitor(): Promise<void> {
     const running = store.runningJobs();
-    const ctx = lifecycleContext();
+    const ctx = lifecycle;
     for (let i = 0; i < running.length; i += MONITOR_BATCH) {
       const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);
       for (const p of plugins) await guarded(p, 'onJobMonitoring', () => p.onJobMonitoring?.(ctx, jobs));
