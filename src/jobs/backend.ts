@@ -1,10 +1,14 @@
 import type { Duplex } from 'node:stream';
 import type { JobBuild } from '../plugins/plugin.ts';
 
-/** What a backend reports about a job: it runs, or it ended (with exit codes per rank). */
+/**
+ * What a backend reports about a job: it waits (with the reason, e.g. its queue position), it
+ * runs, or it ended (with exit codes per rank). An event in the job's current state changes only
+ * its status text.
+ */
 export interface BackendEvent {
   jobId: string;
-  state: 'RUNNING' | 'SUCCESS' | 'FAILURE';
+  state: 'IN_QUEUE' | 'RUNNING' | 'SUCCESS' | 'FAILURE';
   status: string;
   exitCodes?: Record<string, number>;
   at: number;

@@ -607,12 +607,12 @@ export function createJobService(options: ServiceOptions) {
     events = [];
     const results = store.transaction(() =>
       batch.flatMap((e) => {
-        const u: JobUpdate = {
-          state: e.state,
-          status: e.status,
-          timestamp: e.at,
-          expectedDifferentState: true,
-        };
+        const current = store.jobState(e.jobId);
+        // The same state again is news about the job (a queue position, ready replicas): status only.
+        const u: JobUpdate =
+          current === e.state
+            ? { status: e.status, timestamp: e.at, expectedState: e.state }
+            : { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true };
         return write(e.jobId, u, e.exitCodes ? { exitCodes: e.exitCodes } : {}) ?? [];
       }),
     );

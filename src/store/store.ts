@@ -258,6 +258,10 @@ export function openStore(path: string) {
         JSON.stringify(job.firstUpdate),
       );
     },
+    jobState(id: string): JobState | undefined {
+      const r = sql('select state from jobs where id = ?').get(id) as Row | undefined;
+      return r?.state as JobState | undefined;
+    },
     getJob(id: string): JobRecord | undefined {
       const r = sql('select * from jobs where id = ?').get(id) as Row | undefined;
       return r && toJob(r);

@@ -1,0 +1,114 @@
+import type { Duplex } from 'node:stream';
+import type { ShellOptions } from '../../jobs/backend.ts';
+
+/**
+ * What the local job controller asks of the machine: sandboxed pods. A pod is a network identity
+ * (its own address), a cgroup with the pod's limits and a scratch folder; its containers are
+ * process trees started in it (init containers one after the other, then the main ones).
+ * Implementations: bubblewrap + cgroups + a bridge network when running as root; the host network
+ * with a loopback address per pod otherwise; unsandboxed processes only where the configuration
+ * explicitly allows it.
+ */
+
+export interface ResourceLimits {
+  /** CPU limit in millicores; null: no limit. */
+  cpuMillis: number | null;
+  memoryBytes: number | null;
+  /** Most processes at once; null: the runtime's default. */
+  pids: number | null;
+}
+
+export interface PodSpec {
+  /** `<job>-<task>-<index>`: unique on the machine while it lives. */
+  name: string;
+  /** The job it belongs to; every pod of a job can be found and cleaned by it. */
+  jobId: string;
+  /** The pod's hostname (its name, unless the task template fixed one). */
+  hostname: string;
+  limits: ResourceLimits;
+  /** Size of the private /dev/shm; null: 64 MiB, as Kubernetes' default. */
+  shmBytes: number | null;
+}
+
+export interface Mount {
+  /** A host path. */
+  source: string;
+  /** Where it appears in the container. */
+  target: string;
+  readOnly: boolean;
+}
+
+/** A file written into the container's view, e.g. /etc/volcano/job.host or /root/.ssh/id_rsa. */
+export interface FileContent {
+  path: string;
+  content: string;
+  mode: number;
+  uid?: number;
+  gid?: number;
+}
+
+export interface ContainerSpec {
+  name: string;
+  /** Root folder of the image; "/" runs on the host's userland, read-only. */
+  root: string;
+  /** Already expanded: no `$(VAR)` left. */
+  argv: string[];
+  env: Record<string, string>;
+  /** null: `/`, or the image's default. */
+  workingDir: string | null;
+  uid: number;
+  gid: number;
+  mounts: Mount[];
+  files: FileContent[];
+  /** Host files that receive the container's output (appended). */
+  stdout: string;
+  stderr: string;
+}
+
+export interface ContainerExit {
+  exitCode: number;
+  /** The signal that ended it, e.g. SIGKILL; null when it exited by itself. */
+  signal: string | null;
+  oomKilled: boolean;
+}
+
+export interface RunningContainer {
+  readonly name: string;
+  /** Resolves once, when the container's main process ended (also for recovered pods). */
+  readonly exited: Promise<ContainerExit>;
+}
+
+export interface Pod {
+  readonly name: string;
+  readonly jobId: string;
+  /** The address other pods (and the session proxy) reach it at. */
+  readonly ip: string;
+  /** A host folder for one of the pod's emptyDir volumes, created on first use, removed with the pod. */
+  volumeDir(volume: string): Promise<string>;
+  /** Starts a container in the pod; resolves once its process runs. */
+  start(container: ContainerSpec): Promise<RunningContainer>;
+  /** Containers started in this pod (for a recovered pod: those found still known). */
+  containers(): RunningContainer[];
+  /** The addresses this pod may exchange traffic with besides its own; replaces the previous set. */
+  allowPeers(ips: readonly string[]): Promise<void>;
+  /** An interactive shell (a pty) inside the pod's last started container, as its user. */
+  shell(options: ShellOptions): Promise<Duplex & { resize(o: ShellOptions): void }>;
+  /** A TCP stream to a port the pod listens on. */
+  connect(port: number): Promise<Duplex>;
+  /** SIGTERM to every process, SIGKILL after `graceMs`, then removes its cgroups, network, folders. Idempotent. */
+  destroy(graceMs: number): Promise<void>;
+}
+
+export interface Runtime {
+  /** One line for the start-up log: sandbox, cgroup version and controllers, network mode. */
+  readonly description: string;
+  /** What this runtime cannot enforce here, said at start (no root: shared host network, …). */
+  readonly warnings: readonly string[];
+  /** What the machine offers to pods. */
+  readonly capacity: { cpuMillis: number; memoryBytes: number };
+  createPod(spec: PodSpec): Promise<Pod>;
+  /** Pods an earlier ucompute process left running (from the state folder); dead leftovers are cleaned. */
+  recover(): Promise<Pod[]>;
+  /** Releases the runtime's own resources; pods keep running (a restart finds them again). */
+  close(): Promise<void>;
+}
