@@ -23,6 +23,20 @@ if ! node_is_recent; then
   node_is_recent || { echo "setup: could not provide Node >= 22.18" >&2; exit 1; }
 fi
 
+# Debian packages the local backend and its tests use: the sandbox, the pod network, and the MPI
+# job of the tests (Open MPI over the ssh plugin's keys).
+packages="bubblewrap nftables iproute2 openmpi-bin openssh-server openssh-client"
+missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing Debian packages:" $missing >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+  else
+    echo "setup: missing Debian packages (install them as root):" $missing >&2
+  fi
+fi
+
 # Dependencies, reinstalled only when the lockfile changed.
 stamp=node_modules/.ucompute-lock
 if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
