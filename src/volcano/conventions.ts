@@ -128,7 +128,8 @@ export function svcPluginOptions(args: readonly string[] = []): SvcPluginOptions
   };
 }
 
-function parseFlags(args: readonly string[]): Record<string, string> {
+/** Plugin arguments as Go's flag package reads them: `--name=value`, `-name=value`, `--name`. */
+export function parseFlags(args: readonly string[]): Record<string, string> {
   const flags: Record<string, string> = {};
   for (const arg of args) {
     const m = /^--?([^=]+)(?:=(.*))?$/.exec(arg);

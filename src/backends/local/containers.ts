@@ -1,0 +1,206 @@
+import { mkdir } from 'node:fs/promises';
+import { join, normalize } from 'node:path';
+import { containerProcess } from '../../volcano/expansion.ts';
+import type { PodPlan } from '../../volcano/job-plugins.ts';
+import { bytes, cpuMillis } from '../../volcano/quantity.ts';
+import type { Companion, Container, ResourceList, VolcanoJob, Volume } from '../../volcano/types.ts';
+import type { ContainerSpec, FileContent, Mount, Pod, ResourceLimits } from './runtime.ts';
+import type { Resources } from './scheduler.ts';
+
+/**
+ * From a pod of a Volcano Job to what the runtime runs: resources, volumes, environment and
+ * argv, the way the kubelet would make them.
+ */
+
+export interface VolumeSources {
+  /** The storage claim (ucompute's shared storage) and the host folder that backs it. */
+  storageClaim: string;
+  storageRoot: string;
+  /** Folder for every other volume claim a manifest names (one folder per claim). */
+  claimsRoot: string;
+  /** ConfigMaps and Secrets that came with the job, for configMap/secret volumes and env. */
+  companions: readonly Companion[];
+  /** Image name to root folder; an image not listed runs on the host's userland. */
+  images: Readonly<Record<string, string>>;
+}
+
+const SHM_PATH = '/dev/shm';
+
+/** A container's requests (or, missing those, its limits). */
+function request(c: Container): Resources {
+  const of = (key: 'cpu' | 'memory', list?: ResourceList) => list?.[key];
+  const cpu = of('cpu', c.resources?.requests) ?? of('cpu', c.resources?.limits);
+  const memory = of('memory', c.resources?.requests) ?? of('memory', c.resources?.limits);
+  return { cpuMillis: cpu ? cpuMillis(cpu) : 0, memoryBytes: memory ? bytes(memory) : 0 };
+}
+
+/** What a pod needs to be placed: its containers together, or its largest init container alone. */
+export function podRequest(plan: PodPlan): Resources {
+  const spec = plan.task.template.spec;
+  const main = spec.containers
+    .map(request)
+    .reduce(
+      (a, b) => ({ cpuMillis: a.cpuMillis + b.cpuMillis, memoryBytes: a.memoryBytes + b.memoryBytes }),
+      { cpuMillis: 0, memoryBytes: 0 },
+    );
+  for (const init of (spec.initContainers ?? []).map(request)) {
+    main.cpuMillis = Math.max(main.cpuMillis, init.cpuMillis);
+    main.memoryBytes = Math.max(main.memoryBytes, init.memoryBytes);
+  }
+  return main;
+}
+
+/** The pod's cgroup limits: the sum of its containers' limits, none where a container has none. */
+export function podLimits(plan: PodPlan): ResourceLimits {
+  const containers = plan.task.template.spec.containers;
+  const sum = (key: 'cpu' | 'memory', parse: (q: string) => number) => {
+    let total = 0;
+    for (const c of containers) {
+      const q = c.resources?.limits?.[key];
+      if (q === undefined) return null;
+      total += parse(q);
+    }
+    return total;
+  };
+  return { cpuMillis: sum('cpu', cpuMillis), memoryBytes: sum('memory', bytes), pids: null };
+}
+
+/** The size of the memory-backed volume mounted at /dev/shm, if the pod has one. */
+export function podShmBytes(plan: PodPlan): number | null {
+  const spec = plan.task.template.spec;
+  for (const c of spec.containers) {
+    const mount = c.volumeMounts?.find((m) => m.mountPath === SHM_PATH);
+    const volume = spec.volumes?.find((v) => v.name === mount?.name);
+    if (volume?.emptyDir?.medium === 'Memory') {
+      return volume.emptyDir.sizeLimit ? bytes(volume.emptyDir.sizeLimit) : null;
+    }
+  }
+  return null;
+}
+
+/** A sub-path inside a volume, refused when it climbs out of it. */
+function inside(root: string, subPath: string | undefined, where: string): string {
+  if (!subPath) return root;
+  const rel = normalize(subPath);
+  if (rel.startsWith('..') || rel.startsWith('/'))
+    throw new Error(`${where}.subPath: must stay inside the volume`);
+  return join(root, rel);
+}
+
+function companion(sources: VolumeSources, kind: 'ConfigMap' | 'Secret', name: string) {
+  return sources.companions.find((c) => c.kind === kind && c.metadata.name === name);
+}
+
+/** The text entries of a ConfigMap or Secret (Secret data is base64). */
+function entries(sources: VolumeSources, kind: 'ConfigMap' | 'Secret', name: string): Record<string, string> {
+  const object = companion(sources, kind, name);
+  if (!object) throw new Error(`the job has no ${kind} named ${name}`);
+  if (object.kind === 'ConfigMap') return object.data;
+  if (object.kind !== 'Secret') return {};
+  const decoded = Object.entries(object.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]);
+  return { ...Object.fromEntries(decoded), ...(object.stringData ?? {}) };
+}
+
+export interface ContainerContext {
+  job: VolcanoJob;
+  plan: PodPlan;
+  pod: Pod;
+  sources: VolumeSources;
+  /** Host files of the pod's ranks' output, and the job's /etc/hosts. */
+  stdout: string;
+  stderr: string;
+  hostsFile: string;
+}
+
+/** The runtime's view of one container of a pod. Errors name the field that cannot be run here. */
+export async function containerSpec(
+  ctx: ContainerContext,
+  c: Container,
+  where: string,
+): Promise<ContainerSpec> {
+  const { plan, sources } = ctx;
+  const spec = plan.task.template.spec;
+  const withPlugins = {
+    ...c,
+    env: [...(c.env ?? []), ...plan.env.map(([name, value]) => ({ name, value }))],
+  };
+  const { env, argv } = containerProcess(withPlugins, (v) => {
+    const ref = v.valueFrom?.configMapKeyRef;
+    if (!ref) return undefined;
+    // The svc plugin's ConfigMap holds exactly the variables the plan already carries.
+    return companion(sources, 'ConfigMap', ref.name)
+      ? entries(sources, 'ConfigMap', ref.name)[ref.key]
+      : undefined;
+  });
+  if (argv.length === 0) {
+    throw new Error(
+      `${where}.command: the local backend runs commands, not image entrypoints; give a command`,
+    );
+  }
+  const mounts: Mount[] = [{ source: ctx.hostsFile, target: '/etc/hosts', readOnly: true }];
+  const files: FileContent[] = plan.files.map((f) => ({ ...f }));
+  for (const [i, m] of (c.volumeMounts ?? []).entries()) {
+    const at = `${where}.volumeMounts[${i}]`;
+    const volume = spec.volumes?.find((v) => v.name === m.name);
+    if (!volume) throw new Error(`${at}.name: the pod has no volume ${m.name}`);
+    if (m.mountPath === SHM_PATH && volume.emptyDir?.medium === 'Memory') continue; // the runtime's /dev/shm
+    const source = await volumeSource(ctx, volume, at);
+    if (source.kind === 'files') {
+      for (const [key, content] of Object.entries(source.entries)) {
+        files.push({ path: `${m.mountPath.replace(/\/+$/, '')}/${key}`, content, mode: source.mode });
+      }
+      continue;
+    }
+    const path = inside(source.path, m.subPath, at);
+    // The kubelet creates a missing sub-path folder; so do we.
+    await mkdir(path, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e; // a file, such as an input file
+    });
+    mounts.push({
+      source: path,
+      target: m.mountPath,
+      readOnly: m.readOnly === true || source.readOnly,
+    });
+  }
+  const uid = c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser ?? 0;
+  const gid = c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup ?? 0;
+  return {
+    name: c.name,
+    root: sources.images[c.image] ?? '/',
+    argv,
+    env: { HOSTNAME: plan.hostname, ...env },
+    workingDir: c.workingDir ?? null,
+    uid,
+    gid,
+    mounts,
+    files,
+    stdout: ctx.stdout,
+    stderr: ctx.stderr,
+  };
+}
+
+type VolumeSource =
+  | { kind: 'path'; path: string; readOnly: boolean }
+  | { kind: 'files'; entries: Record<string, string>; mode: number };
+
+async function volumeSource(ctx: ContainerContext, v: Volume, at: string): Promise<VolumeSource> {
+  const { sources } = ctx;
+  if (v.persistentVolumeClaim) {
+    const claim = v.persistentVolumeClaim.claimName;
+    const path = claim === sources.storageClaim ? sources.storageRoot : join(sources.claimsRoot, claim);
+    return { kind: 'path', path, readOnly: v.persistentVolumeClaim.readOnly === true };
+  }
+  if (v.emptyDir) return { kind: 'path', path: await ctx.pod.volumeDir(v.name), readOnly: false };
+  if (v.hostPath) return { kind: 'path', path: v.hostPath.path, readOnly: false };
+  if (v.configMap || v.secret) {
+    const kind = v.configMap ? 'ConfigMap' : 'Secret';
+    const source = v.configMap ?? v.secret!;
+    const name = v.configMap?.name ?? v.secret?.secretName ?? '';
+    const all = entries(sources, kind, name);
+    const picked = source.items
+      ? Object.fromEntries(source.items.map((i) => [i.path, all[i.key] ?? '']))
+      : all;
+    return { kind: 'files', entries: picked, mode: source.defaultMode ?? 0o644 };
+  }
+  throw new Error(`${at}: volume ${v.name} is of a kind the local backend cannot provide`);
+}

@@ -1,0 +1,783 @@
+import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import type { Logger } from 'pino';
+import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
+import type { JobBuild } from '../../plugins/plugin.ts';
+import {
+  DEFAULT_MAX_RETRY,
+  isFinalPhase,
+  killFor,
+  type PodCounts,
+  type PodEvent,
+  type PodPhase,
+  policyAction,
+  syncPhase,
+  totalReplicas,
+} from '../../volcano/job-phase.ts';
+import { type PluginState, type PodPlan, planPods, preparePlugins } from '../../volcano/job-plugins.ts';
+import { FAIR_SHARE_WEIGHT_ANNOTATION, MAX_TIME_ANNOTATION, PEERS_ANNOTATION } from '../../volcano/labels.ts';
+import { volcanoJobName } from '../../volcano/names.ts';
+import type { Companion, VolcanoAction, VolcanoJob, VolcanoJobPhase } from '../../volcano/types.ts';
+import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources } from './containers.ts';
+import type { ContainerExit, Pod, Runtime } from './runtime.ts';
+import { describe, type Resources, schedule } from './scheduler.ts';
+
+export interface LocalBackendOptions {
+  runtime: Runtime;
+  /** Jobs' state and logs; what a restart of ucompute finds its jobs by. */
+  stateDir: string;
+  volumes: Omit<VolumeSources, 'companions' | 'claimsRoot'>;
+  /** SIGTERM first, SIGKILL after this long (Kubernetes' default is 30 s). */
+  gracePeriodMs?: number;
+  now?: () => number;
+  log?: Logger;
+}
+
+/** Ended jobs whose state and logs are kept; older ones are removed. */
+const ENDED_KEPT = 10_000;
+const LOG_POLL_MS = 100;
+
+interface PodRecord {
+  plan: PodPlan;
+  phase: PodPhase;
+  pod?: Pod;
+  exit?: ContainerExit;
+  /** Why the platform could not run it, when that is what ended it. */
+  fault?: string;
+  restarts: number;
+  /** Containers restarted in place (restartPolicy OnFailure/Always) count here. */
+  killing: boolean;
+}
+
+/** What survives a restart of ucompute, in <stateDir>/jobs/<id>/state.json. */
+interface SavedJob {
+  id: string;
+  job: VolcanoJob;
+  companions: Companion[];
+  phase: VolcanoJobPhase;
+  retryCount: number;
+  admitted: boolean;
+  submittedAt: number;
+  plugins: PluginState;
+  /** Why the platform ended the job, when it did. */
+  fault?: string;
+  pods: { name: string; phase: PodPhase; exit?: ContainerExit; fault?: string; restarts: number }[];
+}
+
+interface JobRun extends Omit<SavedJob, 'pods'> {
+  pods: Map<string, PodRecord>;
+  demand: Resources;
+  timeLimitMs: number | null;
+  startedAt: number | null;
+  /** The last event reported, to say each thing once. */
+  said: string;
+  /** Steps on one job run one after the other. */
+  chain: Promise<void>;
+  /** Woken on every log write check and at the end. */
+  ended: Promise<void>;
+  end: () => void;
+  planned: PodPlan[];
+}
+
+/**
+ * The local backend: runs the Volcano Job the plugins built on this machine, the way Volcano's
+ * job controller and scheduler would (research/volcano.md §1–2): pods per task and replica with
+ * the env/svc/ssh plugins, gang admission, lifecycle policies, retries and phases; every pod in
+ * its own sandbox from the runtime. Phases become job states as SPEC §1 says: the application's
+ * exit codes are reported per rank on SUCCESS; OOM-kills and platform faults are FAILURE.
+ */
+export async function localBackend(options: LocalBackendOptions): Promise<Backend & LocalInspection> {
+  const { runtime, stateDir } = options;
+  const now = options.now ?? Date.now;
+  const grace = options.gracePeriodMs ?? 5000;
+  const jobsDir = join(stateDir, 'jobs');
+  await mkdir(jobsDir, { recursive: true });
+  const runs = new Map<string, JobRun>();
+  const endedOrder: string[] = [];
+  const listeners: ((e: BackendEvent) => void)[] = [];
+  const pending: BackendEvent[] = [];
+  let closed = false;
+
+  const emit = (e: BackendEvent) => {
+    if (listeners.length === 0) pending.push(e);
+    for (const l of listeners) l(e);
+  };
+  const jobDir = (id: string) => join(jobsDir, id);
+  const logFile = (id: string, rank: number, stream: 'out' | 'err') =>
+    join(jobDir(id), 'logs', `${rank}.${stream}`);
+
+  // ---- persistence ----------------------------------------------------------------------------
+
+  async function save(run: JobRun): Promise<void> {
+    const saved: SavedJob = {
+      id: run.id,
+      job: run.job,
+      companions: run.companions,
+      phase: run.phase,
+      retryCount: run.retryCount,
+      admitted: run.admitted,
+      submittedAt: run.submittedAt,
+      plugins: run.plugins,
+      ...(run.fault ? { fault: run.fault } : {}),
+      pods: [...run.pods.values()].map((p) => ({
+        name: p.plan.name,
+        phase: p.phase,
+        restarts: p.restarts,
+        ...(p.exit ? { exit: p.exit } : {}),
+        ...(p.fault ? { fault: p.fault } : {}),
+      })),
+    };
+    const file = join(jobDir(run.id), 'state.json');
+    await writeFile(`${file}.tmp`, JSON.stringify(saved));
+    await rename(`${file}.tmp`, file);
+  }
+
+  function newRun(saved: Omit<SavedJob, 'pods'>): JobRun {
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    const maxTime = Number(saved.job.metadata.annotations?.[MAX_TIME_ANNOTATION]);
+    const planned = planPods(saved.job, saved.plugins);
+    return {
+      ...saved,
+      pods: new Map(),
+      demand: planned
+        .map(podRequest)
+        .reduce(
+          (a, b) => ({ cpuMillis: a.cpuMillis + b.cpuMillis, memoryBytes: a.memoryBytes + b.memoryBytes }),
+          { cpuMillis: 0, memoryBytes: 0 },
+        ),
+      timeLimitMs: Number.isFinite(maxTime) && maxTime > 0 ? maxTime : null,
+      startedAt: null,
+      said: '',
+      chain: Promise.resolve(),
+      ended,
+      end,
+      planned,
+    };
+  }
+
+  /** Runs a step of a job after the ones before it; a failing step fails the job, said clearly. */
+  function step(run: JobRun, what: () => Promise<void>): Promise<void> {
+    run.chain = run.chain.then(what).catch(async (err: unknown) => {
+      options.log?.error({ err, jobId: run.id }, 'local job step failed');
+      run.fault ??= `ucompute could not run the job: ${(err as Error).message}`;
+      await kill(run, 'TerminateJob');
+    });
+    return run.chain;
+  }
+
+  // ---- reporting --------------------------------------------------------------------------------
+
+  function report(run: JobRun, waiting?: { position: number; reason: string }): void {
+    const event = eventOf(run, waiting);
+    if (!event) return;
+    const key = `${event.state}:${event.status}`;
+    if (key === run.said) return;
+    run.said = key;
+    emit({ ...event, jobId: run.id, at: now() });
+  }
+
+  function eventOf(
+    run: JobRun,
+    waiting?: { position: number; reason: string },
+  ): Omit<BackendEvent, 'jobId' | 'at'> | undefined {
+    const ranks = [...run.pods.values()];
+    switch (run.phase) {
+      case 'Pending':
+        if (run.startedAt !== null)
+          return { state: 'RUNNING', status: 'The job is starting its replicas again' };
+        if (waiting)
+          return {
+            state: 'IN_QUEUE',
+            status: `In the queue, position ${waiting.position}: ${waiting.reason}`,
+          };
+        return run.admitted ? { state: 'IN_QUEUE', status: 'The job is starting' } : undefined;
+      case 'Running':
+        return { state: 'RUNNING', status: 'The job is running' };
+      case 'Restarting':
+        return {
+          state: 'RUNNING',
+          status: `The job is restarting (retry ${run.retryCount} of ${run.job.spec.maxRetry ?? DEFAULT_MAX_RETRY})`,
+        };
+      case 'Aborting':
+      case 'Completing':
+      case 'Terminating':
+        return undefined;
+      default: {
+        const exitCodes = Object.fromEntries(
+          ranks.flatMap((p) => (p.exit ? [[String(p.plan.rank), p.exit.exitCode]] : [])),
+        );
+        const oom = ranks.find((p) => p.exit?.oomKilled);
+        const fault = run.fault ?? ranks.find((p) => p.fault)?.fault;
+        if (oom) {
+          return {
+            state: 'FAILURE',
+            status: `Rank ${oom.plan.rank} exceeded its memory limit (OOM-killed)`,
+            exitCodes,
+          };
+        }
+        if (fault) return { state: 'FAILURE', status: fault, exitCodes };
+        if (ranks.length === 0 && run.phase !== 'Completed') {
+          return { state: 'SUCCESS', status: `The job ended (${run.phase}) before any replica started` };
+        }
+        if (run.phase === 'Aborted') {
+          return { state: 'FAILURE', status: 'The job was aborted: a replica was lost', exitCodes };
+        }
+        const failed = ranks.filter((p) => p.exit && p.exit.exitCode !== 0);
+        const status =
+          failed.length === 0
+            ? `The job finished (exit code 0 on every rank)`
+            : `The job ended (${run.phase}): ${failed
+                .slice(0, 5)
+                .map((p) => `rank ${p.plan.rank} exited with code ${p.exit!.exitCode}`)
+                .join(', ')}${failed.length > 5 ? ', …' : ''}`;
+        return { state: 'SUCCESS', status, exitCodes };
+      }
+    }
+  }
+
+  // ---- the job controller -------------------------------------------------------------------
+
+  function counts(run: JobRun): PodCounts {
+    const c: PodCounts = {
+      pending: 0,
+      running: 0,
+      succeeded: 0,
+      failed: 0,
+      terminating: 0,
+      succeededByTask: {},
+    };
+    for (const p of run.pods.values()) {
+      if (p.killing) c.terminating++;
+      else if (p.phase === 'Pending') c.pending++;
+      else if (p.phase === 'Running') c.running++;
+      else if (p.phase === 'Succeeded') {
+        c.succeeded++;
+        c.succeededByTask[p.plan.task.name] = (c.succeededByTask[p.plan.task.name] ?? 0) + 1;
+      } else c.failed++;
+    }
+    return c;
+  }
+
+  /** SyncJob: phase from the counts, pods created when the job may have them, the end handled. */
+  async function sync(run: JobRun): Promise<void> {
+    for (let i = 0; i < 4; i++) {
+      const next = syncPhase(run.job, run.phase, counts(run), run.retryCount);
+      if (next === run.phase) break;
+      run.phase = next;
+      if (next === 'Running') run.startedAt ??= now();
+    }
+    if (isFinalPhase(run.phase)) {
+      await finish(run);
+      return;
+    }
+    if (run.admitted && run.phase === 'Pending') await createPods(run);
+    await save(run);
+    report(run);
+  }
+
+  /** Carries out a policy's action (or a cancel) on the job. */
+  async function kill(run: JobRun, action: VolcanoAction, target?: PodRecord): Promise<void> {
+    if (isFinalPhase(run.phase)) return;
+    const effect = killFor(action);
+    if (effect.retry) run.retryCount++;
+    // The last retry keeps finished pods, as Volcano does, so their exit codes and logs survive.
+    const soft = effect.soft || run.retryCount >= (run.job.spec.maxRetry ?? DEFAULT_MAX_RETRY);
+    const victims = [...run.pods.values()].filter((p) => {
+      if (action === 'RestartPod') return p === target;
+      if (action === 'RestartTask') return p.plan.task.name === target?.plan.task.name;
+      return soft ? p.phase === 'Pending' || p.phase === 'Running' : true;
+    });
+    run.phase = effect.phase;
+    if (action === 'RestartJob') run.plugins = await preparePlugins(run.job); // OnJobDelete then OnJobAdd
+    for (const v of victims) v.killing = true;
+    await save(run);
+    report(run);
+    await Promise.all(victims.map((v) => v.pod?.destroy(grace)));
+    for (const v of victims) run.pods.delete(v.plan.name); // deleted pods are gone, as in Kubernetes
+    await sync(run);
+  }
+
+  /** A pod event through the job's policies; no matching policy means SyncJob. */
+  async function podEvent(run: JobRun, rec: PodRecord, event: PodEvent): Promise<void> {
+    const action = policyAction(run.job, rec.plan.task, event, rec.exit?.exitCode);
+    if (action) await kill(run, action, rec);
+    else await sync(run);
+  }
+
+  async function containerExited(run: JobRun, rec: PodRecord, exit: ContainerExit): Promise<void> {
+    if (rec.killing || isFinalPhase(run.phase) || !run.pods.has(rec.plan.name)) return;
+    const restartPolicy = rec.plan.task.template.spec.restartPolicy ?? 'Always';
+    const restart =
+      !exit.oomKilled &&
+      (restartPolicy === 'Always' || (restartPolicy === 'OnFailure' && exit.exitCode !== 0));
+    const task = rec.plan.task;
+    if (restart && run.phase === 'Running') {
+      rec.restarts++;
+      const taskRestarts = [...run.pods.values()]
+        .filter((p) => p.plan.task.name === task.name)
+        .reduce((n, p) => n + p.restarts, 0);
+      const maxRetry = task.maxRetry ?? DEFAULT_MAX_RETRY;
+      if (maxRetry !== -1 && taskRestarts >= maxRetry) {
+        rec.exit = exit;
+        rec.phase = 'Failed';
+        await rec.pod?.destroy(0);
+        rec.pod = undefined;
+        await podEvent(run, rec, 'TaskFailed');
+        return;
+      }
+      await rec.pod?.destroy(0);
+      rec.pod = undefined;
+      rec.phase = 'Pending';
+      await startPods(run, [rec]);
+      return;
+    }
+    rec.exit = exit;
+    rec.phase = exit.exitCode === 0 && !exit.oomKilled ? 'Succeeded' : 'Failed';
+    await rec.pod?.destroy(0); // a finished pod's leftovers (daemons it started) end with it
+    rec.pod = undefined;
+    if (rec.phase === 'Failed') {
+      await podEvent(run, rec, 'PodFailed');
+      return;
+    }
+    const taskDone = [...run.pods.values()].filter(
+      (p) => p.plan.task.name === task.name && p.phase === 'Succeeded',
+    ).length;
+    if (taskDone === task.replicas) await podEvent(run, rec, 'TaskCompleted');
+    else await sync(run);
+  }
+
+  async function createPods(run: JobRun): Promise<void> {
+    run.planned = planPods(run.job, run.plugins);
+    const fresh = run.planned
+      .filter((plan) => !run.pods.has(plan.name))
+      .map((plan): PodRecord => ({ plan, phase: 'Pending', restarts: 0, killing: false }));
+    for (const rec of fresh) run.pods.set(rec.plan.name, rec);
+    if (fresh.length > 0) await startPods(run, fresh);
+  }
+
+  /** Creates pods in the runtime with their addresses and network, then starts their containers. */
+  async function startPods(run: JobRun, recs: PodRecord[]): Promise<void> {
+    await mkdir(join(jobDir(run.id), 'logs'), { recursive: true });
+    await Promise.all(
+      recs.map(async (rec) => {
+        try {
+          rec.pod = await runtime.createPod({
+            name: runtimePodName(run, rec.plan),
+            jobId: run.id,
+            hostname: rec.plan.hostname,
+            limits: podLimits(rec.plan),
+            shmBytes: podShmBytes(rec.plan),
+          });
+        } catch (err) {
+          failToStart(rec, `Rank ${rec.plan.rank} could not be created: ${(err as Error).message}`);
+        }
+      }),
+    );
+    await writeHosts(run);
+    await connectNetwork(run);
+    for (const rec of recs) if (rec.pod) void runContainers(run, rec, rec.pod);
+    for (const rec of recs.filter((r) => r.phase === 'Failed')) {
+      await podEvent(run, rec, 'PodFailed');
+      if (isFinalPhase(run.phase) || run.phase === 'Restarting') return;
+    }
+    await sync(run);
+  }
+
+  function failToStart(rec: PodRecord, why: string, exit?: ContainerExit): void {
+    rec.fault = why;
+    rec.phase = 'Failed';
+    rec.exit = exit ?? { exitCode: 255, signal: null, oomKilled: false };
+  }
+
+  /**
+   * Init containers one after the other, then the main ones; outside the job's steps, so that a
+   * cancel never waits behind a slow init container. Each outcome comes back as a step.
+   */
+  async function runContainers(run: JobRun, rec: PodRecord, pod: Pod): Promise<void> {
+    const spec = rec.plan.task.template.spec;
+    const ctx = {
+      job: run.job,
+      plan: rec.plan,
+      pod,
+      sources: { ...options.volumes, claimsRoot: join(stateDir, 'claims'), companions: run.companions },
+      stdout: logFile(run.id, rec.plan.rank, 'out'),
+      stderr: logFile(run.id, rec.plan.rank, 'err'),
+      hostsFile: join(jobDir(run.id), 'hosts'),
+    };
+    const current = () => rec.pod === pod && !rec.killing;
+    const failed = (why: string, exit?: ContainerExit) =>
+      step(run, async () => {
+        if (!current()) return;
+        failToStart(rec, why, exit);
+        await pod.destroy(0);
+        rec.pod = undefined;
+        await podEvent(run, rec, 'PodFailed');
+      });
+    try {
+      for (const [i, init] of (spec.initContainers ?? []).entries()) {
+        const started = await pod.start(await containerSpec(ctx, init, `spec.initContainers[${i}]`));
+        const exit = await started.exited;
+        if (!current()) return;
+        if (exit.exitCode !== 0 || exit.oomKilled) {
+          const how = exit.oomKilled ? 'exceeded its memory limit' : `exited with code ${exit.exitCode}`;
+          await failed(`Rank ${rec.plan.rank} failed to start: init container ${init.name} ${how}`, exit);
+          return;
+        }
+      }
+      const started = await Promise.all(
+        spec.containers.map(async (c, i) => pod.start(await containerSpec(ctx, c, `spec.containers[${i}]`))),
+      );
+      await step(run, async () => {
+        if (!current()) return;
+        rec.phase = 'Running';
+        watch(
+          run,
+          rec,
+          pod,
+          started.map((c) => c.exited),
+        );
+        await sync(run);
+      });
+    } catch (err) {
+      if (current()) await failed(`Rank ${rec.plan.rank} could not start: ${(err as Error).message}`);
+    }
+  }
+
+  /** When the pod's main containers have all ended, the first one's exit is the pod's (Volcano's rule). */
+  function watch(run: JobRun, rec: PodRecord, pod: Pod, exits: Promise<ContainerExit>[]): void {
+    void Promise.all(exits).then((all) => {
+      if (rec.pod !== pod) return; // replaced or killed meanwhile
+      const oom = all.find((e) => e.oomKilled);
+      const first = all[0]!;
+      const exit = oom ? { ...first, oomKilled: true } : first;
+      void step(run, () => containerExited(run, rec, exit));
+    });
+  }
+
+  /** /etc/hosts of every pod of the job: its pods as `<pod>` and `<pod>.<job>`, its peers by hostname. */
+  async function writeHosts(run: JobRun): Promise<void> {
+    const lines = ['127.0.0.1\tlocalhost', '::1\tlocalhost ip6-localhost ip6-loopback'];
+    for (const p of run.pods.values()) {
+      if (p.pod) lines.push(`${p.pod.ip}\t${p.plan.hostname}.${p.plan.subdomain} ${p.plan.hostname}`);
+    }
+    for (const alias of run.job.spec.tasks[0]?.template.spec.hostAliases ?? []) {
+      lines.push(`${alias.ip}\t${alias.hostnames.join(' ')}`);
+    }
+    for (const peer of peersOf(run)) {
+      const target = runs.get(peer.jobId);
+      const first = target && [...target.pods.values()].find((p) => p.pod);
+      if (first?.pod) lines.push(`${first.pod.ip}\t${peer.hostname}`);
+    }
+    // Written in place: every pod binds this very file, so a restarted replica's address reaches all.
+    const file = await open(join(jobDir(run.id), 'hosts'), 'w');
+    try {
+      await file.writeFile(`${lines.join('\n')}\n`);
+    } finally {
+      await file.close();
+    }
+  }
+
+  function peersOf(run: JobRun): { hostname: string; jobId: string }[] {
+    const text = run.job.metadata.annotations?.[PEERS_ANNOTATION];
+    return text ? (JSON.parse(text) as { hostname: string; jobId: string }[]) : [];
+  }
+
+  /** ConnectToJob, enforced: a job's pods reach each other and their peers' pods, both ways. */
+  async function connectNetwork(run: JobRun): Promise<void> {
+    const related = new Set<JobRun>([run]);
+    for (const peer of peersOf(run)) {
+      const target = runs.get(peer.jobId);
+      if (target) related.add(target);
+    }
+    for (const other of runs.values()) {
+      if (peersOf(other).some((p) => p.jobId === run.id)) related.add(other);
+    }
+    for (const r of related) {
+      const addresses = new Set<string>();
+      for (const member of [r, ...(r === run ? related : [run])]) {
+        for (const p of member.pods.values()) if (p.pod) addresses.add(p.pod.ip);
+      }
+      await Promise.all([...r.pods.values()].map((p) => p.pod?.allowPeers([...addresses])));
+    }
+  }
+
+  async function finish(run: JobRun): Promise<void> {
+    await Promise.all([...run.pods.values()].map((p) => p.pod?.destroy(grace)));
+    for (const p of run.pods.values()) p.pod = undefined;
+    await save(run);
+    report(run);
+    run.end();
+    endedOrder.push(run.id);
+    while (endedOrder.length > ENDED_KEPT) {
+      const oldest = endedOrder.shift()!;
+      runs.delete(oldest);
+      await rm(jobDir(oldest), { recursive: true, force: true });
+    }
+    reschedule();
+  }
+
+  // ---- the scheduler ------------------------------------------------------------------------
+
+  let scheduling = false;
+  let again = false;
+
+  /** Admits the waiting jobs that fit, in fair order, and tells the others where they stand. */
+  function reschedule(): void {
+    if (scheduling) {
+      again = true;
+      return;
+    }
+    scheduling = true;
+    setImmediate(() => {
+      scheduling = false;
+      const active = [...runs.values()].filter((r) => !isFinalPhase(r.phase));
+      const waiting = active.filter((r) => !r.admitted);
+      if (waiting.length > 0) {
+        const decision = schedule(
+          runtime.capacity,
+          active
+            .filter((r) => r.admitted)
+            .map((r) => ({
+              id: r.id,
+              queue: r.job.spec.queue ?? 'default',
+              holds: r.demand,
+              endsAt: r.timeLimitMs === null || r.startedAt === null ? null : r.startedAt + r.timeLimitMs,
+            })),
+          waiting.map((r) => ({
+            id: r.id,
+            queue: r.job.spec.queue ?? 'default',
+            weight: Number(r.job.metadata.annotations?.[FAIR_SHARE_WEIGHT_ANNOTATION] ?? 1) || 1,
+            demand: r.demand,
+            submittedAt: r.submittedAt,
+            timeLimitMs: r.timeLimitMs,
+          })),
+          now(),
+        );
+        for (const id of decision.start) {
+          const run = runs.get(id)!;
+          run.admitted = true;
+          void step(run, () => sync(run));
+        }
+        for (const [id, w] of decision.waiting) report(runs.get(id)!, w);
+      }
+      if (again) {
+        again = false;
+        reschedule();
+      }
+    });
+  }
+
+  // ---- recovery -----------------------------------------------------------------------------
+
+  /** Finds the jobs of an earlier run again: live pods re-adopted, lost ones reported as evicted. */
+  async function recover(): Promise<void> {
+    const pods = new Map((await runtime.recover()).map((p) => [p.name, p]));
+    for (const id of await readdir(jobsDir)) {
+      let saved: SavedJob;
+      try {
+        saved = JSON.parse(await readFile(join(jobDir(id), 'state.json'), 'utf8')) as SavedJob;
+      } catch {
+        await rm(jobDir(id), { recursive: true, force: true }); // never got past its first write
+        continue;
+      }
+      const run = newRun(saved);
+      runs.set(id, run);
+      if (isFinalPhase(run.phase)) {
+        endedOrder.push(id);
+        report(run);
+        run.end();
+        continue;
+      }
+      const lost: PodRecord[] = [];
+      for (const s of saved.pods) {
+        const plan = run.planned.find((p) => p.name === s.name);
+        if (!plan) continue;
+        const rec: PodRecord = { plan, phase: s.phase, restarts: s.restarts, killing: false };
+        if (s.exit) rec.exit = s.exit;
+        if (s.fault) rec.fault = s.fault;
+        run.pods.set(s.name, rec);
+        if (rec.phase !== 'Running' && rec.phase !== 'Pending') continue;
+        const pod = pods.get(runtimePodName(run, plan));
+        pods.delete(runtimePodName(run, plan));
+        const containers = pod?.containers() ?? [];
+        if (pod && rec.phase === 'Running' && containers.length > 0) {
+          rec.pod = pod;
+          watch(
+            run,
+            rec,
+            pod,
+            containers.slice(-plan.task.template.spec.containers.length).map((c) => c.exited),
+          );
+        } else {
+          await pod?.destroy(0);
+          lost.push(rec);
+        }
+      }
+      for (const rec of lost) {
+        void step(run, async () => {
+          rec.phase = 'Failed';
+          rec.fault = `Rank ${rec.plan.rank} was lost while ucompute restarted`;
+          await podEvent(run, rec, 'PodEvicted');
+        });
+      }
+      if (lost.length === 0) report(run);
+    }
+    for (const orphan of pods.values()) await orphan.destroy(0);
+    reschedule();
+  }
+
+  await recover();
+
+  // ---- logs ---------------------------------------------------------------------------------
+
+  async function* readLogs(run: JobRun, follow: boolean, signal?: AbortSignal): AsyncGenerator<LogChunk> {
+    const ranks = totalReplicas(run.job);
+    const offsets = new Map<string, number>();
+    const decoders = new Map<string, StringDecoder>();
+    const read = async (rank: number, stream: 'out' | 'err'): Promise<string> => {
+      const file = logFile(run.id, rank, stream);
+      const handle = await open(file, 'r').catch(() => undefined);
+      if (!handle) return '';
+      try {
+        const from = offsets.get(file) ?? 0;
+        const { size } = await handle.stat();
+        if (size <= from) return '';
+        const buffer = Buffer.alloc(size - from);
+        await handle.read(buffer, 0, buffer.length, from);
+        offsets.set(file, size);
+        const decoder = decoders.get(file) ?? new StringDecoder('utf8');
+        decoders.set(file, decoder);
+        return decoder.write(buffer);
+      } finally {
+        await handle.close();
+      }
+    };
+    let finished = false;
+    for (;;) {
+      finished = isFinalPhase(run.phase);
+      for (let rank = 0; rank < ranks; rank++) {
+        const [stdout, stderr] = [await read(rank, 'out'), await read(rank, 'err')];
+        if (stdout || stderr) yield { rank, ...(stdout ? { stdout } : {}), ...(stderr ? { stderr } : {}) };
+      }
+      if (!follow || finished || signal?.aborted || closed) return;
+      await Promise.race([
+        run.ended,
+        new Promise((resolve) => setTimeout(resolve, LOG_POLL_MS)),
+        new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true })),
+      ]);
+    }
+  }
+
+  function activeRun(jobId: string): JobRun {
+    const run = runs.get(jobId);
+    if (!run || isFinalPhase(run.phase)) throw new Error(`job ${jobId} is not running here`);
+    return run;
+  }
+
+  function runningPod(jobId: string, rank: number): Pod {
+    const pod = [...activeRun(jobId).pods.values()].find((p) => p.plan.rank === rank)?.pod;
+    if (!pod) throw new Error(`rank ${rank} of job ${jobId} is not running`);
+    return pod;
+  }
+
+  return {
+    name: 'local',
+
+    async submit(jobId: string, build: JobBuild): Promise<void> {
+      await submitJob(jobId, build.volcanoJob, build.companions);
+    },
+
+    submitVolcanoJob: submitJob,
+
+    async cancel(jobId) {
+      const run = runs.get(jobId);
+      if (!run || isFinalPhase(run.phase)) return;
+      if (!run.admitted) {
+        run.phase = 'Terminated';
+        await step(run, () => finish(run));
+        return;
+      }
+      await step(run, () => kill(run, 'TerminateJob'));
+    },
+
+    async extend() {
+      // ucompute's own monitor enforces deadlines; the scheduler reads them from the build.
+    },
+
+    async knownJobs() {
+      return new Set(runs.keys());
+    },
+
+    onEvent(listener) {
+      listeners.push(listener);
+      for (const e of pending.splice(0)) listener(e);
+    },
+
+    async *logs(jobId, { follow, signal }) {
+      const run = runs.get(jobId);
+      if (run) yield* readLogs(run, follow, signal);
+    },
+
+    async shell(jobId, rank, o) {
+      return runningPod(jobId, rank).shell(o);
+    },
+
+    async connect(jobId, rank, port) {
+      return runningPod(jobId, rank).connect(port);
+    },
+
+    phaseOf(jobId) {
+      return runs.get(jobId)?.phase;
+    },
+
+    async close() {
+      closed = true;
+      await Promise.all([...runs.values()].map((r) => r.chain));
+      await runtime.close();
+    },
+  };
+
+  async function submitJob(id: string, job: VolcanoJob, companions: Companion[] = []): Promise<void> {
+    if (runs.has(id)) return;
+    const plugins = await preparePlugins(job);
+    const run = newRun({
+      id,
+      job,
+      companions,
+      phase: 'Pending',
+      retryCount: 0,
+      admitted: false,
+      submittedAt: now(),
+      plugins,
+    });
+    await mkdir(join(jobDir(id), 'logs'), { recursive: true });
+    runs.set(id, run);
+    const capacity = runtime.capacity;
+    if (run.demand.cpuMillis > capacity.cpuMillis || run.demand.memoryBytes > capacity.memoryBytes) {
+      run.fault = `The job needs ${describe(run.demand)}; this machine offers ${describe(capacity)}`;
+      run.phase = 'Failed';
+      await step(run, () => finish(run));
+      return;
+    }
+    await save(run);
+    reschedule();
+  }
+}
+
+/** The runtime's name for a pod: unique on the machine (the job id is), whatever the job's name. */
+function runtimePodName(run: { id: string; job: VolcanoJob }, plan: PodPlan): string {
+  return run.job.metadata.name === volcanoJobName(run.id)
+    ? plan.name
+    : `${run.id}-${plan.task.name}-${plan.index}`;
+}
+
+/** What `vcjob run` and the tests read besides the Backend interface. */
+export interface LocalInspection {
+  /** Runs a Volcano Job manifest as it is, under this id. */
+  submitVolcanoJob(id: string, job: VolcanoJob, companions?: Companion[]): Promise<void>;
+  phaseOf(jobId: string): VolcanoJobPhase | undefined;
+}

@@ -1,0 +1,157 @@
+/**
+ * The local scheduler: which waiting jobs start now on this machine. A job starts only when its
+ * whole gang fits; owners (Volcano queues) share the machine by dominant resource share divided by
+ * their weight; and the first job that does not fit holds a reservation that later jobs may not
+ * delay (EASY backfill: a job behind it starts only if its time limit ends before the reservation
+ * begins, or if it fits in what the reservation leaves over).
+ */
+
+export interface Resources {
+  cpuMillis: number;
+  memoryBytes: number;
+}
+
+export interface WaitingJob {
+  id: string;
+  /** The fair-share key: the job's Volcano queue. */
+  queue: string;
+  weight: number;
+  /** What the gang (its minAvailable pods) needs. */
+  demand: Resources;
+  submittedAt: number;
+  /** The job's time limit; null: none (it may run forever). */
+  timeLimitMs: number | null;
+}
+
+export interface RunningJob {
+  id: string;
+  queue: string;
+  /** What it holds now. */
+  holds: Resources;
+  /** When it ends at the latest; null: no limit. */
+  endsAt: number | null;
+}
+
+export interface Waiting {
+  /** 1-based place in the fair order of waiting jobs. */
+  position: number;
+  reason: string;
+}
+
+export interface Schedule {
+  start: string[];
+  waiting: Map<string, Waiting>;
+}
+
+const fits = (need: Resources, free: Resources) =>
+  need.cpuMillis <= free.cpuMillis && need.memoryBytes <= free.memoryBytes;
+const minus = (a: Resources, b: Resources): Resources => ({
+  cpuMillis: a.cpuMillis - b.cpuMillis,
+  memoryBytes: a.memoryBytes - b.memoryBytes,
+});
+const plus = (a: Resources, b: Resources): Resources => ({
+  cpuMillis: a.cpuMillis + b.cpuMillis,
+  memoryBytes: a.memoryBytes + b.memoryBytes,
+});
+const NONE: Resources = { cpuMillis: 0, memoryBytes: 0 };
+
+export function describe(r: Resources): string {
+  const cpus = r.cpuMillis / 1000;
+  const gib = r.memoryBytes / 2 ** 30;
+  return `${+cpus.toFixed(2)} CPU${cpus === 1 ? '' : 's'} and ${+gib.toFixed(2)} GiB of memory`;
+}
+
+/** Waiting jobs in fair order: each next one from the queue with the lowest weighted dominant share. */
+export function fairOrder(capacity: Resources, running: RunningJob[], waiting: WaitingJob[]): WaitingJob[] {
+  const usage = new Map<string, Resources>();
+  for (const r of running) usage.set(r.queue, plus(usage.get(r.queue) ?? NONE, r.holds));
+  const byQueue = new Map<string, WaitingJob[]>();
+  for (const w of [...waiting].sort((a, b) => a.submittedAt - b.submittedAt || (a.id < b.id ? -1 : 1))) {
+    byQueue.set(w.queue, [...(byQueue.get(w.queue) ?? []), w]);
+  }
+  const share = (queue: string, weight: number) => {
+    const u = usage.get(queue) ?? NONE;
+    return (
+      Math.max(
+        u.cpuMillis / Math.max(capacity.cpuMillis, 1),
+        u.memoryBytes / Math.max(capacity.memoryBytes, 1),
+      ) / weight
+    );
+  };
+  const order: WaitingJob[] = [];
+  while (byQueue.size > 0) {
+    let best: WaitingJob | undefined;
+    let bestShare = Number.POSITIVE_INFINITY;
+    for (const [queue, jobs] of byQueue) {
+      const head = jobs[0]!;
+      const s = share(queue, head.weight);
+      if (s < bestShare || (s === bestShare && best && head.submittedAt < best.submittedAt)) {
+        best = head;
+        bestShare = s;
+      }
+    }
+    const chosen = best!;
+    order.push(chosen);
+    const rest = byQueue.get(chosen.queue)!.slice(1);
+    if (rest.length === 0) byQueue.delete(chosen.queue);
+    else byQueue.set(chosen.queue, rest);
+    usage.set(chosen.queue, plus(usage.get(chosen.queue) ?? NONE, chosen.demand));
+  }
+  return order;
+}
+
+export function schedule(
+  capacity: Resources,
+  running: RunningJob[],
+  waiting: WaitingJob[],
+  now: number,
+): Schedule {
+  let free = running.reduce((f, r) => minus(f, r.holds), capacity);
+  const start: string[] = [];
+  const queued = new Map<string, Waiting>();
+  let reservation: { at: number; spare: Resources } | undefined;
+  let position = 0;
+  for (const job of fairOrder(capacity, running, waiting)) {
+    if (!reservation && fits(job.demand, free)) {
+      start.push(job.id);
+      free = minus(free, job.demand);
+      continue;
+    }
+    if (!reservation) {
+      reservation = reserve(job, free, running);
+      queued.set(job.id, {
+        position: ++position,
+        reason: `waiting for ${describe(job.demand)} (${describe(free)} free now)`,
+      });
+      continue;
+    }
+    const endsInTime = job.timeLimitMs !== null && now + job.timeLimitMs <= reservation.at;
+    const leavesRoom = fits(job.demand, reservation.spare);
+    if (fits(job.demand, free) && (endsInTime || leavesRoom)) {
+      start.push(job.id);
+      free = minus(free, job.demand);
+      if (!endsInTime) reservation.spare = minus(reservation.spare, job.demand);
+      continue;
+    }
+    queued.set(job.id, {
+      position: ++position,
+      reason: fits(job.demand, free)
+        ? `waiting for ${describe(job.demand)}, behind a larger job that has the next turn`
+        : `waiting for ${describe(job.demand)} (${describe(free)} free now)`,
+    });
+  }
+  return { start, waiting: queued };
+}
+
+/** When the blocked job can start as running jobs end at their limits, and what it leaves spare then. */
+function reserve(job: WaitingJob, free: Resources, running: RunningJob[]): { at: number; spare: Resources } {
+  let available = free;
+  const ending = [...running].sort((a, b) => (a.endsAt ?? Infinity) - (b.endsAt ?? Infinity));
+  for (const r of ending) {
+    available = plus(available, r.holds);
+    if (fits(job.demand, available)) {
+      return { at: r.endsAt ?? Number.POSITIVE_INFINITY, spare: minus(available, job.demand) };
+    }
+  }
+  return { at: Number.POSITIVE_INFINITY, spare: NONE };
+}

@@ -1,0 +1,263 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { localBackend } from '../src/backends/local/local-backend.ts';
+import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
+import type { LifecyclePolicy, TaskSpec, VolcanoJob } from '../src/volcano/types.ts';
+import { processRuntime } from './support/process-runtime.ts';
+
+/** The Volcano job controller's semantics, carried out by the local backend on plain processes. */
+
+function task(
+  name: string,
+  replicas: number,
+  script: string,
+  extra: Partial<TaskSpec> = {},
+  cpu = '100m',
+): TaskSpec {
+  return {
+    name,
+    replicas,
+    template: {
+      spec: {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'main',
+            image: 'busybox',
+            command: ['sh', '-c', script],
+            resources: { limits: { cpu, memory: '64Mi' } },
+          },
+        ],
+      },
+    },
+    ...extra,
+  };
+}
+
+function vcjob(name: string, tasks: TaskSpec[], spec: Partial<VolcanoJob['spec']> = {}): VolcanoJob {
+  return {
+    apiVersion: 'batch.volcano.sh/v1alpha1',
+    kind: 'Job',
+    metadata: { name },
+    spec: { minAvailable: tasks.reduce((n, t) => n + (t.minAvailable ?? t.replicas), 0), tasks, ...spec },
+  };
+}
+
+async function setup(
+  t: { after(fn: () => Promise<void>): void },
+  capacity?: { cpuMillis: number; memoryBytes: number },
+) {
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-local-'));
+  const runtime = processRuntime(join(dir, 'pods'), capacity);
+  const backend = await localBackend({
+    runtime,
+    stateDir: join(dir, 'state'),
+    volumes: { storageClaim: 'ucompute-storage', storageRoot: join(dir, 'storage'), images: {} },
+    gracePeriodMs: 200,
+  });
+  const events: BackendEvent[] = [];
+  backend.onEvent((e) => events.push(e));
+  t.after(async () => {
+    for (const id of await backend.knownJobs()) await backend.cancel(id);
+    await backend.close();
+    assert.equal(runtime.live(), 0, 'no process is left behind');
+    await rm(dir, { recursive: true, force: true });
+  });
+  const final = (id: string) =>
+    events.find((e) => e.jobId === id && (e.state === 'SUCCESS' || e.state === 'FAILURE'));
+  const ended = async (id: string) => {
+    for (let i = 0; i < 500 && !final(id); i++) await new Promise((r) => setTimeout(r, 10));
+    const e = final(id);
+    assert.ok(e, `job ${id} ended`);
+    return e;
+  };
+  const logs = async (id: string) => {
+    const chunks: LogChunk[] = [];
+    for await (const c of backend.logs(id, { follow: false })) chunks.push(c);
+    return chunks;
+  };
+  return { backend, runtime, events, ended, logs };
+}
+
+test('a multi-replica job runs every replica with the env and svc plugins, and reports exit codes per rank', async (t) => {
+  const { backend, runtime, ended, logs, events } = await setup(t);
+  const job = vcjob(
+    'hello',
+    [task('work', 3, 'echo "rank $VC_TASK_INDEX of $VC_WORK_NUM: $VC_WORK_HOSTS"')],
+    {
+      plugins: { env: [], svc: [] },
+    },
+  );
+  await backend.submitVolcanoJob('hello', job);
+  const end = await ended('hello');
+  assert.equal(end.state, 'SUCCESS');
+  assert.equal(end.status, 'The job finished (exit code 0 on every rank)');
+  assert.deepEqual(end.exitCodes, { 0: 0, 1: 0, 2: 0 });
+  assert.equal(backend.phaseOf('hello'), 'Completed');
+  assert.ok(events.some((e) => e.jobId === 'hello' && e.state === 'RUNNING'));
+  const out = (await logs('hello')).map((c) => `${c.rank}:${c.stdout}`).sort();
+  const hosts = 'hello-work-0.hello,hello-work-1.hello,hello-work-2.hello';
+  assert.deepEqual(
+    out,
+    [0, 1, 2].map((r) => `${r}:rank ${r} of 3: ${hosts}\n`),
+  );
+  const pod = runtime.pods.get('hello-work-1')!;
+  assert.equal(pod.spec.hostname, 'hello-work-1');
+  const c = pod.containers[0]!;
+  assert.equal(c.env.VK_TASK_INDEX, '1');
+  assert.equal(c.env.VC_TASK_INDEX, '1');
+  const files = Object.fromEntries(c.files.map((f) => [f.path, f.content]));
+  assert.equal(files['/etc/volcano/work.host'], hosts.replaceAll(',', '\n'));
+  assert.equal(files['/etc/volcano/VC_WORK_NUM'], '3');
+  assert.deepEqual(pod.peers.length, 3, 'each pod may talk to the 3 pods of its job');
+});
+
+test('the ssh plugin gives every pod the same fresh key pair and a config naming every host', async (t) => {
+  const { backend, runtime, ended } = await setup(t);
+  await backend.submitVolcanoJob(
+    'mpi',
+    vcjob('mpi', [task('master', 1, 'true'), task('worker', 2, 'true')], { plugins: { ssh: [], svc: [] } }),
+  );
+  await ended('mpi');
+  const files = (pod: string) =>
+    Object.fromEntries(runtime.pods.get(pod)!.containers[0]!.files.map((f) => [f.path, f]));
+  const a = files('mpi-master-0');
+  const b = files('mpi-worker-1');
+  assert.match(a['/root/.ssh/id_rsa']!.content, /^-----BEGIN RSA PRIVATE KEY-----/);
+  assert.match(a['/root/.ssh/id_rsa.pub']!.content, /^ssh-rsa [A-Za-z0-9+/=]+\n$/);
+  assert.equal(a['/root/.ssh/authorized_keys']!.content, a['/root/.ssh/id_rsa.pub']!.content);
+  assert.equal(a['/root/.ssh/id_rsa']!.content, b['/root/.ssh/id_rsa']!.content);
+  assert.equal(a['/root/.ssh/id_rsa']!.mode, 0o600);
+  assert.match(
+    a['/root/.ssh/config']!.content,
+    /Host mpi-worker-1\n {2}HostName mpi-worker-1\.mpi\n {2}Port 22\n/,
+  );
+});
+
+test('PodFailed → RestartJob restarts the whole job until maxRetry, then the job is Failed', async (t) => {
+  const { backend, ended, logs } = await setup(t);
+  const policies: LifecyclePolicy[] = [{ event: 'PodFailed', action: 'RestartJob' }];
+  await backend.submitVolcanoJob(
+    'retry',
+    vcjob('retry', [task('t', 2, 'echo run; exit $VC_TASK_INDEX')], {
+      policies,
+      maxRetry: 2,
+      plugins: { env: [] },
+    }),
+  );
+  const end = await ended('retry');
+  assert.equal(backend.phaseOf('retry'), 'Failed');
+  assert.equal(end.state, 'SUCCESS', 'the application failed, not the platform');
+  assert.match(end.status, /^The job ended \(Failed\): rank 1 exited with code 1$/);
+  const runs = (await logs('retry'))
+    .filter((c) => c.rank === 0)
+    .map((c) => c.stdout)
+    .join('');
+  assert.equal(runs, 'run\nrun\n', 'the first run and one restart (maxRetry 2)');
+});
+
+test('TaskCompleted → CompleteJob ends the job when its master finishes, stopping the workers', async (t) => {
+  const { backend, ended } = await setup(t);
+  const master = task('master', 1, 'sleep 0.2', {
+    policies: [{ event: 'TaskCompleted', action: 'CompleteJob' }],
+  });
+  await backend.submitVolcanoJob('tc', vcjob('tc', [master, task('worker', 2, 'sleep 30')]));
+  const end = await ended('tc');
+  assert.equal(backend.phaseOf('tc'), 'Completed');
+  assert.equal(end.state, 'SUCCESS');
+  assert.deepEqual(end.exitCodes, { 0: 0 }, 'the killed workers report no exit code');
+});
+
+test('minSuccess completes the job once enough pods succeeded', async (t) => {
+  const { backend, ended } = await setup(t);
+  await backend.submitVolcanoJob(
+    'ms',
+    vcjob('ms', [task('t', 3, 'if [ "$VC_TASK_INDEX" = 2 ]; then sleep 30; fi')], {
+      minSuccess: 2,
+      plugins: { env: [] },
+    }),
+  );
+  await ended('ms');
+  assert.equal(backend.phaseOf('ms'), 'Completed');
+});
+
+test('a failed pod without a policy fails the job once every pod has ended', async (t) => {
+  const { backend, ended } = await setup(t);
+  await backend.submitVolcanoJob(
+    'nf',
+    vcjob('nf', [task('t', 2, 'exit $VC_TASK_INDEX')], { plugins: { env: [] } }),
+  );
+  const end = await ended('nf');
+  assert.equal(backend.phaseOf('nf'), 'Failed');
+  assert.deepEqual(end.exitCodes, { 0: 0, 1: 1 });
+});
+
+test('restartPolicy OnFailure restarts a container in place until the task reaches maxRetry (TaskFailed)', async (t) => {
+  const { backend, ended, logs } = await setup(t);
+  const flaky = task('t', 1, 'echo try; exit 3', {
+    maxRetry: 2,
+    policies: [{ event: 'TaskFailed', action: 'TerminateJob' }],
+  });
+  flaky.template.spec.restartPolicy = 'OnFailure';
+  await backend.submitVolcanoJob('of', vcjob('of', [flaky]));
+  const end = await ended('of');
+  assert.equal(backend.phaseOf('of'), 'Terminated');
+  assert.deepEqual(end.exitCodes, { 0: 3 });
+  assert.equal((await logs('of')).map((c) => c.stdout).join(''), 'try\ntry\n');
+});
+
+test('an out-of-memory kill is a FAILURE that names the rank', async (t) => {
+  const { backend, ended } = await setup(t);
+  const oom = task('t', 1, 'kill -9 $$$$'); // `$$` is Kubernetes' escaped `$`
+  oom.template.spec.containers[0]!.env = [{ name: 'FAKE_OOM', value: '1' }];
+  await backend.submitVolcanoJob(
+    'oom',
+    vcjob('oom', [oom], { policies: [{ event: 'PodFailed', action: 'TerminateJob' }] }),
+  );
+  const end = await ended('oom');
+  assert.equal(end.state, 'FAILURE');
+  assert.equal(end.status, 'Rank 0 exceeded its memory limit (OOM-killed)');
+});
+
+test('a gang waits, with its reason and position, until all its replicas fit; then it starts whole', async (t) => {
+  const { backend, ended, events, runtime } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
+  await backend.submitVolcanoJob('big', vcjob('big', [task('t', 1, 'sleep 0.3', {}, '2')]));
+  await backend.submitVolcanoJob('gang', vcjob('gang', [task('t', 2, 'true', {}, '1')]));
+  const queued = () => events.find((e) => e.jobId === 'gang' && e.state === 'IN_QUEUE');
+  for (let i = 0; i < 100 && !queued(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.match(
+    queued()?.status ?? '',
+    /^In the queue, position 1: waiting for 2 CPUs and 0.13 GiB of memory \(0 CPUs and 0.94 GiB of memory free now\)$/,
+  );
+  assert.equal(runtime.pods.has('gang-t-0'), false, 'no replica of the gang starts alone');
+  await ended('big');
+  assert.equal((await ended('gang')).state, 'SUCCESS');
+});
+
+test('a job larger than the machine fails at once, saying what it needs', async (t) => {
+  const { backend, ended } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
+  await backend.submitVolcanoJob('huge', vcjob('huge', [task('t', 3, 'true', {}, '1')]));
+  const end = await ended('huge');
+  assert.equal(end.state, 'FAILURE');
+  assert.match(
+    end.status,
+    /^The job needs 3 CPUs and 0.19 GiB of memory; this machine offers 2 CPUs and 1 GiB of memory$/,
+  );
+});
+
+test('cancel stops every process of a running job within the grace period', async (t) => {
+  const { backend, events, runtime } = await setup(t);
+  await backend.submitVolcanoJob('c', vcjob('c', [task('t', 2, 'trap "" TERM; sleep 30')]));
+  for (let i = 0; i < 200 && !events.some((e) => e.jobId === 'c' && e.state === 'RUNNING'); i++) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const started = Date.now();
+  await backend.cancel('c');
+  assert.equal(backend.phaseOf('c'), 'Terminated');
+  assert.equal(runtime.live(), 0);
+  assert.ok(Date.now() - started < 5000);
+  assert.ok([...runtime.pods.values()].every((p) => p.destroyed));
+});
