@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { fairOrder, type RunningJob, schedule, type WaitingJob } from '../src/backends/local/scheduler.ts';
+
+const GiB = 2 ** 30;
+const machine = { cpuMillis: 8000, memoryBytes: 32 * GiB };
+const cpus = (n: number, gib = 1) => ({ cpuMillis: n * 1000, memoryBytes: gib * GiB });
+
+function waiting(id: string, queue: string, demand = cpus(1), submittedAt = 0, extra: Partial<WaitingJob> = {}): WaitingJob {
+  return { id, queue, weight: 1, demand, submittedAt, timeLimitMs: null, ...extra };
+}
+
+test('owners take turns by dominant share: a newcomer goes before the busy owner’s backlog', () => {
+  const running: RunningJob[] = [{ id: 'a0', queue: 'alice', holds: cpus(4), endsAt: null }];
+  const order = fairOrder(machine, running, [
+    waiting('a1', 'alice', cpus(1), 1),
+    waiting('a2', 'alice', cpus(1), 2),
+    waiting('b1', 'bob', cpus(1), 3),
+    waiting('b2', 'bob', cpus(1), 4),
+  ]);
+  assert.deepEqual(
+    order.map((j) => j.id),
+    ['b1', 'b2', 'a1', 'a2'],
+  );
+});
+
+test('memory counts as much as CPU: the dominant resource decides', () => {
+  const running: RunningJob[] = [
+    { id: 'a0', queue: 'alice', holds: cpus(1, 24), endsAt: null }, // 75% of memory
+    { id: 'b0', queue: 'bob', holds: cpus(4, 1), endsAt: null }, // 50% of CPU
+  ];
+  const order = fairOrder(machine, running, [waiting('a1', 'alice', cpus(1), 1), waiting('b1', 'bob', cpus(1), 2)]);
+  assert.deepEqual(
+    order.map((j) => j.id),
+    ['b1', 'a1'],
+  );
+});
+
+test('weights scale an owner’s share', () => {
+  const running: RunningJob[] = [
+    { id: 'a0', queue: 'alice', holds: cpus(4), endsAt: null },
+    { id: 'b0', queue: 'bob', holds: cpus(2), endsAt: null },
+  ];
+  const order = fairOrder(machine, running, [
+    waiting('a1', 'alice', cpus(1), 1, { weight: 4 }),
+    waiting('b1', 'bob', cpus(1), 2),
+  ]);
+  assert.deepEqual(
+    order.map((j) => j.id),
+    ['a1', 'b1'],
+  );
+});
+
+test('a large job at the head is not starved by a stream of small ones', () => {
+  const now = 1_000_000;
+  // 6 of 8 CPUs busy until now + 60 s; the big job needs all 8.
+  const running: RunningJob[] = [{ id: 'r', queue: 'carol', holds: cpus(6), endsAt: now + 60_000 }];
+  const big = waiting('big', 'alice', cpus(8), 1);
+  const smalls = Array.from({ length: 5 }, (_, i) => waiting(`s${i}`, 'bob', cpus(1), 2 + i));
+  const first = schedule(machine, running, [big, ...smalls], now);
+  assert.deepEqual(first.start, [], 'small jobs without a time limit would delay the big one');
+  assert.equal(first.waiting.get('big')?.position, 1);
+  assert.match(first.waiting.get('big')?.reason ?? '', /^waiting for 8 CPUs and 1 GiB of memory \(2 CPUs/);
+  assert.match(first.waiting.get('s0')?.reason ?? '', /behind a larger job that has the next turn/);
+
+  // Small jobs that end before the big one could start anyway may fill the gap (backfill).
+  const short = smalls.map((s) => ({ ...s, timeLimitMs: 30_000 }));
+  const second = schedule(machine, running, [big, ...short], now);
+  assert.deepEqual(second.start, ['s0', 's1']);
+  assert.equal(second.waiting.get('s2')?.position, 2);
+
+  // Once the running job has ended, the big job starts first.
+  const third = schedule(machine, [], [big, ...smalls], now + 60_000);
+  assert.deepEqual(third.start, ['big']);
+});
+
+test('a job fits when the whole gang fits, and not a replica before', () => {
+  const running: RunningJob[] = [{ id: 'r', queue: 'alice', holds: cpus(7), endsAt: null }];
+  const gang = waiting('gang', 'bob', cpus(2), 1);
+  assert.deepEqual(schedule(machine, running, [gang], 0).start, []);
+  assert.deepEqual(schedule(machine, [], [gang], 0).start, ['gang']);
+});
