@@ -1,0 +1,184 @@
+import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ResourceLimits } from './runtime.ts';
+
+/** The controllers a pod's limits need. */
+export type Controller = 'memory' | 'cpu' | 'pids';
+const CONTROLLERS: readonly Controller[] = ['memory', 'cpu', 'pids'];
+
+/** One mounted cgroup hierarchy that holds some of the controllers we use. */
+export interface Hierarchy {
+  version: 1 | 2;
+  /** Mount point of the hierarchy. */
+  root: string;
+  controllers: Controller[];
+}
+
+/**
+ * Where each controller lives on this machine: cgroup v2 when its controller is enabled there,
+ * else the v1 hierarchy that has it. Machines often mix both (v2 without memory/cpu, v1 with them).
+ */
+export interface CgroupLayout {
+  hierarchies: Hierarchy[];
+  /** Controllers found nowhere: their limits cannot be enforced. */
+  missing: Controller[];
+}
+
+/** Parent folder of every pod cgroup in each hierarchy. */
+const PARENT = 'ucompute';
+const CFS_PERIOD_US = 100_000;
+
+export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
+  const text = mountinfo ?? (await readFile('/proc/self/mountinfo', 'utf8'));
+  let v2Root: string | null = null;
+  const v1: { root: string; controllers: Controller[] }[] = [];
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const mountPoint = left.split(' ')[4];
+    const [fsType, , superOptions = ''] = right.split(' ');
+    if (!mountPoint) continue;
+    if (fsType === 'cgroup2') v2Root = mountPoint;
+    if (fsType === 'cgroup') {
+      const options = superOptions.split(',');
+      v1.push({ root: mountPoint, controllers: CONTROLLERS.filter((c) => options.includes(c)) });
+    }
+  }
+  const v2Controllers = v2Root ? await readV2Controllers(v2Root) : [];
+  const hierarchies: Hierarchy[] = [];
+  const missing: Controller[] = [];
+  const v2Used = CONTROLLERS.filter((c) => v2Controllers.includes(c));
+  if (v2Root && v2Used.length > 0) hierarchies.push({ version: 2, root: v2Root, controllers: v2Used });
+  for (const controller of CONTROLLERS) {
+    if (v2Used.includes(controller)) continue;
+    const mount = v1.find((h) => h.controllers.includes(controller));
+    if (!mount) {
+      missing.push(controller);
+      continue;
+    }
+    const known = hierarchies.find((h) => h.root === mount.root);
+    if (known) known.controllers.push(controller);
+    else hierarchies.push({ version: 1, root: mount.root, controllers: [controller] });
+  }
+  // Without any controller a plain v2 cgroup still tracks every process of a pod.
+  if (hierarchies.length === 0 && v2Root) hierarchies.push({ version: 2, root: v2Root, controllers: [] });
+  return { hierarchies, missing };
+}
+
+async function readV2Controllers(root: string): Promise<string[]> {
+  try {
+    return (await readFile(join(root, 'cgroup.controllers'), 'utf8')).trim().split(/\s+/);
+  } catch {
+    return [];
+  }
+}
+
+export function describeCgroups(layout: CgroupLayout): string {
+  const parts = layout.hierarchies.map((h) => `v${h.version}(${h.controllers.join('+') || 'tracking only'})`);
+  return `cgroups ${parts.join(' ') || 'none'}`;
+}
+
+/** The folders of one pod's cgroup, one per hierarchy. */
+export function podCgroupDirs(layout: CgroupLayout, pod: string): string[] {
+  return layout.hierarchies.map((h) => join(h.root, PARENT, pod));
+}
+
+/** Makes the pod's cgroups and writes its limits; a process joins by writing its pid to each `cgroup.procs`. */
+export async function createPodCgroups(
+  layout: CgroupLayout,
+  pod: string,
+  limits: ResourceLimits,
+  defaultPids: number,
+): Promise<string[]> {
+  const dirs: string[] = [];
+  for (const h of layout.hierarchies) {
+    const parent = join(h.root, PARENT);
+    await mkdir(parent, { recursive: true });
+    if (h.version === 2 && h.controllers.length > 0) {
+      const enable = h.controllers.map((c) => `+${c}`).join(' ');
+      await writeFile(join(h.root, 'cgroup.subtree_control'), enable);
+      await writeFile(join(parent, 'cgroup.subtree_control'), enable);
+    }
+    const dir = join(parent, pod);
+    await mkdir(dir, { recursive: true });
+    await writeLimits(h, dir, limits, defaultPids);
+    dirs.push(dir);
+  }
+  return dirs;
+}
+
+async function writeLimits(h: Hierarchy, dir: string, limits: ResourceLimits, defaultPids: number) {
+  const set = (file: string, value: string | number) => writeFile(join(dir, file), String(value));
+  if (h.controllers.includes('memory') && limits.memoryBytes !== null) {
+    if (h.version === 2) {
+      await set('memory.max', limits.memoryBytes);
+      if (await exists(join(dir, 'memory.swap.max'))) await set('memory.swap.max', 0);
+    } else {
+      await set('memory.limit_in_bytes', limits.memoryBytes);
+      // memsw is memory plus swap: equal to the limit means no swap beyond it.
+      if (await exists(join(dir, 'memory.memsw.limit_in_bytes'))) {
+        await set('memory.memsw.limit_in_bytes', limits.memoryBytes);
+      }
+    }
+  }
+  if (h.controllers.includes('cpu') && limits.cpuMillis !== null) {
+    const quota = Math.max(1000, Math.round((limits.cpuMillis * CFS_PERIOD_US) / 1000));
+    if (h.version === 2) await set('cpu.max', `${quota} ${CFS_PERIOD_US}`);
+    else {
+      await set('cpu.cfs_period_us', CFS_PERIOD_US);
+      await set('cpu.cfs_quota_us', quota);
+    }
+  }
+  if (h.controllers.includes('pids')) await set('pids.max', limits.pids ?? defaultPids);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** How many times the kernel's OOM killer ended a process of the pod so far. */
+export async function oomKillCount(layout: CgroupLayout, dirs: readonly string[]): Promise<number> {
+  const index = layout.hierarchies.findIndex((h) => h.controllers.includes('memory'));
+  const dir = dirs[index];
+  if (index < 0 || !dir) return 0;
+  const file = layout.hierarchies[index]!.version === 2 ? 'memory.events' : 'memory.oom_control';
+  try {
+    const match = /^oom_kill (\d+)$/m.exec(await readFile(join(dir, file), 'utf8'));
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Every process in the pod's cgroups. */
+export async function cgroupPids(dirs: readonly string[]): Promise<number[]> {
+  const pids = new Set<number>();
+  for (const dir of dirs) {
+    try {
+      for (const line of (await readFile(join(dir, 'cgroup.procs'), 'utf8')).split('\n')) {
+        if (line) pids.add(Number(line));
+      }
+    } catch {
+      // Already removed.
+    }
+  }
+  return [...pids];
+}
+
+/** Removes the pod's cgroups; their processes must be gone. */
+export async function removePodCgroups(dirs: readonly string[]): Promise<void> {
+  for (const dir of dirs) {
+    try {
+      await rmdir(dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new Error(`could not remove cgroup ${dir}: ${(error as Error).message}`);
+      }
+    }
+  }
+}

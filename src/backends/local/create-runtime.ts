@@ -1,0 +1,179 @@
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import {
+  type CgroupLayout,
+  createPodCgroups,
+  describeCgroups,
+  detectCgroups,
+  podCgroupDirs,
+} from './cgroups.ts';
+import { which } from './exec.ts';
+import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
+import {
+  type ContainerHandle,
+  checkName,
+  findContainers,
+  type PodContext,
+  type PodRecord,
+  podDir,
+  podHandle,
+  type Sandbox,
+  watchContainers,
+} from './pod.ts';
+import type { Pod, Runtime } from './runtime.ts';
+
+export interface LocalRuntimeOptions {
+  /** Where pods' records, files and emptyDir volumes live; a restart must find the same folder. */
+  stateDir: string;
+  /** Runs containers as plain processes, without bubblewrap or a network per pod. */
+  unsandboxed?: boolean;
+  /** The pod network when running as root. */
+  network?: NetworkOptions;
+  /** Overrides what is detected (CPUs × 1000, total memory). */
+  capacity?: { cpuMillis?: number; memoryBytes?: number };
+  /** Most processes of a pod whose limits leave it open. Default 32768. */
+  defaultPids?: number;
+  /** How often containers of recovered pods are checked for their end. Default 500 ms. */
+  recoveredPollMs?: number;
+}
+
+const BWRAP_MISSING =
+  "bubblewrap (bwrap) is not installed: install Debian's bubblewrap, or set local.unsandboxed: true to run jobs without isolation";
+
+/** The host's resolv.conf without loopback name servers, which a pod's own network cannot reach. */
+async function podResolvConf(): Promise<string> {
+  const lines = (await readFile('/etc/resolv.conf', 'utf8').catch(() => '')).split('\n');
+  const kept = lines.filter((line) => !/^\s*nameserver\s+(127\.|::1)/.test(line));
+  if (kept.some((line) => /^\s*nameserver\s/.test(line))) return kept.join('\n');
+  // systemd-resolved's stub points at itself; the upstream servers are in its own file.
+  return readFile('/run/systemd/resolve/resolv.conf', 'utf8').catch(() => kept.join('\n'));
+}
+
+/** The local machine's pods: bubblewrap, cgroups and a bridge network as root; less without. */
+export async function createRuntime(options: LocalRuntimeOptions): Promise<Runtime> {
+  const root = process.getuid?.() === 0;
+  const warnings: string[] = [];
+  let sandbox: Sandbox;
+  if (options.unsandboxed) {
+    sandbox = { kind: 'none', root };
+    warnings.push(
+      'unsandboxed: containers run as plain host processes; nothing is isolated (files, mounts, network, limits)',
+    );
+  } else {
+    const bwrap = await which('bwrap');
+    if (!bwrap) throw new Error(BWRAP_MISSING);
+    sandbox = { kind: 'bwrap', bwrap, root };
+  }
+  let cgroups: CgroupLayout | null = null;
+  if (root) {
+    cgroups = await detectCgroups();
+    if (cgroups.missing.length > 0) {
+      warnings.push(`no cgroup controller for ${cgroups.missing.join(', ')}: those limits are not enforced`);
+    }
+  } else {
+    warnings.push('not root: no cgroups, so CPU, memory and process limits are not enforced');
+    if (sandbox.kind === 'bwrap')
+      warnings.push("not root: containers run as ucompute's own user, whatever uid they ask for");
+  }
+  const network = root && sandbox.kind === 'bwrap' ? await bridgeNetwork(options.network) : loopbackNetwork();
+  warnings.push(...network.warnings);
+
+  const context: PodContext = {
+    podsDir: join(options.stateDir, 'pods'),
+    sandbox,
+    cgroups,
+    network,
+    resolvConf: await podResolvConf(),
+    supervisors: new Set(),
+  };
+  await mkdir(context.podsDir, { recursive: true });
+  const defaultPids = options.defaultPids ?? 32768;
+  const recovered: Map<string, ContainerHandle>[] = [];
+  const stopWatching = watchContainers(
+    () => recovered.flatMap((containers) => [...containers.values()]),
+    options.recoveredPollMs ?? 500,
+  );
+
+  const sandboxDescription =
+    sandbox.kind === 'bwrap' ? `bubblewrap (${root ? 'root' : 'user namespaces'})` : 'unsandboxed processes';
+  const description = [
+    `local runtime: ${sandboxDescription}`,
+    cgroups ? describeCgroups(cgroups) : 'no cgroups',
+    network.description,
+  ].join('; ');
+
+  async function readRecord(name: string): Promise<PodRecord | null> {
+    try {
+      return JSON.parse(await readFile(join(podDir(context, name), 'pod.json'), 'utf8'));
+    } catch {
+      return null;
+    }
+  }
+
+  return {
+    description,
+    warnings,
+    capacity: {
+      cpuMillis: options.capacity?.cpuMillis ?? os.availableParallelism() * 1000,
+      memoryBytes: options.capacity?.memoryBytes ?? os.totalmem(),
+    },
+    async createPod(spec): Promise<Pod> {
+      checkName('pod', spec.name);
+      const dir = podDir(context, spec.name);
+      try {
+        await mkdir(dir);
+      } catch {
+        throw new Error(`pod ${spec.name} already exists in ${context.podsDir}`);
+      }
+      try {
+        const record: PodRecord = {
+          spec,
+          network: await network.acquire(),
+          cgroups: cgroups ? podCgroupDirs(cgroups, spec.name) : [],
+          peers: [],
+        };
+        // Recorded before the cgroups exist, so that a crash in between leaves nothing unknown.
+        await writeFile(join(dir, 'pod.json'), JSON.stringify(record));
+        if (cgroups) await createPodCgroups(cgroups, spec.name, spec.limits, defaultPids);
+        return podHandle(context, record, new Map());
+      } catch (error) {
+        const record = await readRecord(spec.name);
+        if (record) await podHandle(context, record, new Map()).destroy(0);
+        else await rm(dir, { recursive: true, force: true });
+        throw error;
+      }
+    },
+    async recover() {
+      const pods: Pod[] = [];
+      const live: PodRecord[] = [];
+      for (const name of await readdir(context.podsDir)) {
+        const record = await readRecord(name);
+        const destroying = await readFile(join(podDir(context, name), 'destroying')).then(
+          () => true,
+          () => false,
+        );
+        const containers = record
+          ? await findContainers(context, record)
+          : new Map<string, ContainerHandle>();
+        if (!record || destroying || containers.size === 0) {
+          // Half created, half destroyed, or never started anything: nothing to report, only to clean.
+          if (record) await podHandle(context, record, containers).destroy(0);
+          else await rm(podDir(context, name), { recursive: true, force: true });
+          continue;
+        }
+        network.adopt(record.network);
+        recovered.push(containers);
+        live.push(record);
+        pods.push(podHandle(context, record, containers));
+      }
+      await network.removeLeftovers(live.map((r) => r.network));
+      return pods;
+    },
+    async close() {
+      stopWatching();
+      for (const child of context.supervisors) child.unref();
+      await network.close();
+    },
+  };
+}

@@ -1,0 +1,508 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import {
+  access,
+  chmod,
+  chown,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
+import { connect as netConnect } from 'node:net';
+import { constants } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as nodePty from 'node-pty';
+import type { ShellOptions } from '../../jobs/backend.ts';
+import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
+import type { Network, PodNetwork } from './network.ts';
+import type { ContainerExit, ContainerSpec, Pod, PodSpec, RunningContainer } from './runtime.ts';
+import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
+
+/** How containers are isolated; chosen once by the runtime factory. */
+export type Sandbox = { kind: 'bwrap'; bwrap: string; root: boolean } | { kind: 'none'; root: boolean };
+
+/** What every pod of a runtime shares. */
+export interface PodContext {
+  podsDir: string;
+  sandbox: Sandbox;
+  /** null: no cgroups (not root); processes are found by process group instead. */
+  cgroups: CgroupLayout | null;
+  network: Network;
+  /** /etc/resolv.conf for pods: the host's, without loopback name servers a pod cannot reach. */
+  resolvConf: string;
+  /**
+   * Supervisors started by this process. They keep the event loop alive (a caller may await their
+   * end) until the runtime closes; they are detached, so they outlive ucompute either way.
+   */
+  supervisors: Set<ChildProcess>;
+}
+
+/** What the state folder keeps about a pod, so that a restarted ucompute finds it again. */
+export interface PodRecord {
+  spec: PodSpec;
+  network: PodNetwork;
+  cgroups: string[];
+  peers: string[];
+}
+
+interface ContainerRecord {
+  spec: ContainerSpec;
+  /** The pod's OOM-kill count when the container started. */
+  oomBase: number;
+}
+
+const SUPERVISOR_NAME = 'ucompute-supervisor';
+const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** Exit status of the supervisor when it could not put itself into the pod's cgroups. */
+const CGROUP_JOIN_FAILED = 125;
+
+/**
+ * Joins the pod's cgroups before anything of the container runs, then runs the container in the
+ * foreground and records its exit status in the state folder: the status survives a ucompute
+ * restart. The trap keeps the supervisor alive through SIGTERM until its child ended (a caught
+ * signal, unlike an ignored one, is reset for the child). Arguments: state folder,
+ * `:`-separated cgroup.procs files, command.
+ */
+const SUPERVISOR = `state=$1; cgroups=$2; shift 2
+echo $$ > "$state/pid"
+status=0
+IFS=:
+for f in $cgroups; do echo $$ > "$f" || status=${CGROUP_JOIN_FAILED}; done
+unset IFS
+trap : TERM INT HUP
+if [ $status = 0 ]; then "$@"; status=$?; fi
+echo $status > "$state/exit.tmp" && mv "$state/exit.tmp" "$state/exit"
+`;
+
+/** Like SUPERVISOR's first part, for shells: joins the cgroups, then becomes the command. */
+const JOIN_AND_EXEC = `cgroups=$1; shift
+IFS=:
+for f in $cgroups; do echo $$ > "$f" || exit ${CGROUP_JOIN_FAILED}; done
+unset IFS
+exec "$@"
+`;
+
+const NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252}$/;
+
+export function checkName(kind: string, name: string): void {
+  if (!NAME.test(name)) throw new Error(`${kind} name ${JSON.stringify(name)} is not a valid name`);
+}
+
+const procsFiles = (dirs: readonly string[]) => dirs.map((d) => join(d, 'cgroup.procs')).join(':');
+
+/** 128+n is how a shell (and bubblewrap) reports a child ended by signal n, as Kubernetes does. */
+function exitFromStatus(status: number, oomKilled: boolean): ContainerExit {
+  const name = Object.entries(constants.signals).find(([, n]) => n === status - 128)?.[0] ?? null;
+  return { exitCode: status, signal: status > 128 ? name : null, oomKilled };
+}
+
+async function readNumber(path: string): Promise<number | null> {
+  try {
+    const text = (await readFile(path, 'utf8')).trim();
+    return text === '' ? null : Number(text);
+  } catch {
+    return null;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `pid` is still the supervisor that was recorded (pids are reused). */
+async function isSupervisor(pid: number): Promise<boolean> {
+  try {
+    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).includes(SUPERVISOR_NAME);
+  } catch {
+    return false;
+  }
+}
+
+function signalAll(pids: readonly number[], signal: NodeJS.Signals) {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+export const podDir = (context: PodContext, name: string) => join(context.podsDir, name);
+
+/** A pod's object, for a new pod and for one found again after a restart. */
+export function podHandle(context: PodContext, record: PodRecord, found: Map<string, ContainerHandle>): Pod {
+  const dir = podDir(context, record.spec.name);
+  const containersDir = join(dir, 'containers');
+  const containers = found;
+  let destroying: Promise<void> | null = null;
+
+  const saveRecord = () => writeFile(join(dir, 'pod.json'), JSON.stringify(record));
+
+  /** Every process of the pod: its cgroups', or without cgroups its supervisors' process groups. */
+  async function processes(): Promise<{ pids: number[]; groups: number[] }> {
+    if (record.cgroups.length > 0) return { pids: await cgroupPids(record.cgroups), groups: [] };
+    const groups = [...containers.values()].map((c) => c.pid).filter((p): p is number => p !== null);
+    return { pids: [], groups: groups.filter(isAlive) };
+  }
+
+  async function signalPod(signal: NodeJS.Signals): Promise<boolean> {
+    const { pids, groups } = await processes();
+    signalAll(pids, signal);
+    signalAll(
+      groups.map((g) => -g),
+      signal,
+    );
+    return pids.length + groups.length > 0;
+  }
+
+  async function stop(graceMs: number) {
+    const deadline = Date.now() + graceMs;
+    if (!(await signalPod('SIGTERM'))) return;
+    while (Date.now() < deadline) {
+      await sleep(Math.min(20, Math.max(1, deadline - Date.now())));
+      if ((await processes()).pids.length + (await processes()).groups.length === 0) return;
+    }
+    // A forking process could escape one round of SIGKILL; the cgroup drains within a few rounds.
+    for (let round = 0; round < 100 && (await signalPod('SIGKILL')); round++) await sleep(10);
+  }
+
+  async function start(spec: ContainerSpec): Promise<RunningContainer> {
+    if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
+    checkName('container', spec.name);
+    const previous = containers.get(spec.name);
+    if (previous && !previous.ended) {
+      throw new Error(`container ${spec.name} of pod ${record.spec.name} is still running`);
+    }
+    const stateDir = join(containersDir, spec.name);
+    await rm(stateDir, { recursive: true, force: true });
+    await mkdir(join(stateDir, 'files'), { recursive: true });
+    const placements = await writeFiles(spec, join(stateDir, 'files'));
+    const containerRecord: ContainerRecord = {
+      spec,
+      oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
+    };
+    await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord));
+    const command = await containerCommand(context, record, spec, placements, dir);
+    const [out, err] = await Promise.all(
+      [spec.stdout, spec.stderr].map(async (file) => {
+        await mkdir(dirname(file), { recursive: true });
+        return open(file, 'a');
+      }),
+    );
+    try {
+      const child = spawn(
+        '/bin/sh',
+        ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...command],
+        {
+          detached: true,
+          stdio: ['ignore', out!.fd, err!.fd],
+          cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
+          env: { PATH: HOST_PATH },
+        },
+      );
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', (error) =>
+          reject(new Error(`could not start container ${spec.name}: ${error.message}`)),
+        );
+      });
+      context.supervisors.add(child);
+      const handle = containerHandle(context, record, spec.name, stateDir, containerRecord, child.pid!);
+      child.once('exit', () => {
+        context.supervisors.delete(child);
+        void handle.check();
+      });
+      containers.set(spec.name, handle);
+      return handle.running;
+    } finally {
+      await Promise.all([out!.close(), err!.close()]);
+    }
+  }
+
+  /** Writes the container's files below its state folder; returns everything to place in the sandbox. */
+  async function writeFiles(spec: ContainerSpec, filesDir: string): Promise<Placement[]> {
+    if (context.sandbox.kind === 'none') {
+      const misplaced = [
+        ...spec.files.map((f) => f.path),
+        ...spec.mounts.filter((m) => m.source !== m.target).map((m) => m.target),
+      ];
+      if (misplaced.length > 0) {
+        throw new Error(
+          `the unsandboxed runtime cannot place ${misplaced.join(', ')} in container ${spec.name}: it has no mount namespace`,
+        );
+      }
+      return [];
+    }
+    const placements: Placement[] = spec.mounts.map((m) => ({ ...m }));
+    for (const [index, file] of spec.files.entries()) {
+      const source = fileSource(filesDir, index, file.path);
+      await writeFile(source, file.content);
+      await chmod(source, file.mode);
+      await chown(source, file.uid ?? spec.uid, file.gid ?? spec.gid);
+      placements.push({ source, target: file.path, readOnly: true });
+    }
+    if (!spec.files.some((f) => f.path === '/etc/resolv.conf')) {
+      placements.push({ source: join(dir, 'resolv.conf'), target: '/etc/resolv.conf', readOnly: true });
+    }
+    return placements;
+  }
+
+  async function shell(options: ShellOptions) {
+    const last = [...containers.values()].at(-1);
+    if (!last) throw new Error(`pod ${record.spec.name} has no container to open a shell in`);
+    const spec = last.spec;
+    const env = { TERM: 'xterm-256color', ...spec.env };
+    let argv: string[];
+    if (context.sandbox.kind === 'none') {
+      argv = [...dropPrivileges(context, spec), '/bin/sh'];
+    } else {
+      const target = await containerProcess(last);
+      const userns = (await readlink(`/proc/${target}/ns/user`)) !== (await readlink('/proc/self/ns/user'));
+      const flags = ['-m', '-u', '-i', '-p', '-n', ...(userns ? ['-U'] : []), '-r', '-w'];
+      const ids = userns || context.sandbox.root ? ['-S', String(spec.uid), '-G', String(spec.gid)] : [];
+      argv = ['nsenter', '-t', String(target), ...flags, ...ids, '--', await shellIn(spec.root)];
+    }
+    const pty = nodePty.spawn(
+      '/bin/sh',
+      ['-c', JOIN_AND_EXEC, 'ucompute-shell', procsFiles(record.cgroups), ...argv],
+      {
+        name: env.TERM,
+        cols: options.cols,
+        rows: options.rows,
+        cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
+        env: { ...env, PATH: context.sandbox.kind === 'none' ? (spec.env.PATH ?? HOST_PATH) : HOST_PATH },
+        encoding: null,
+      },
+    );
+    return ptyStream(pty);
+  }
+
+  return {
+    name: record.spec.name,
+    jobId: record.spec.jobId,
+    ip: record.network.ip,
+    async volumeDir(volume) {
+      checkName('volume', volume);
+      const path = join(dir, 'volumes', volume);
+      await mkdir(path, { recursive: true });
+      // Like Kubernetes' emptyDir: writable by whichever user the containers run as.
+      await chmod(path, 0o777);
+      return path;
+    },
+    start,
+    containers: () => [...containers.values()].map((c) => c.running),
+    async allowPeers(ips) {
+      await context.network.allowPeers(record.network, record.peers, ips);
+      record.peers = [...ips];
+      await saveRecord();
+    },
+    shell,
+    connect: (port) =>
+      new Promise((resolve, reject) => {
+        const socket = netConnect({ host: record.network.ip, port });
+        socket.once('connect', () => resolve(socket));
+        socket.once('error', (error) =>
+          reject(new Error(`could not connect to pod ${record.spec.name} port ${port}: ${error.message}`)),
+        );
+      }),
+    destroy(graceMs) {
+      destroying ??= (async () => {
+        await writeFile(join(dir, 'destroying'), '').catch(() => undefined);
+        await stop(graceMs);
+        await Promise.all([...containers.values()].map((c) => c.check()));
+        await removePodCgroups(record.cgroups);
+        await context.network.release(record.network, record.peers);
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return destroying;
+    },
+  };
+}
+
+/** What a pod knows of one of its containers. */
+export interface ContainerHandle {
+  readonly spec: ContainerSpec;
+  readonly running: RunningContainer;
+  /** The supervisor's pid; null when it is unknown (it never wrote it). */
+  readonly pid: number | null;
+  readonly ended: boolean;
+  /** Resolves `exited` if the container ended (by its exit file, or its supervisor's absence). */
+  check(): Promise<void>;
+}
+
+function containerHandle(
+  context: PodContext,
+  pod: PodRecord,
+  name: string,
+  stateDir: string,
+  record: ContainerRecord,
+  pid: number | null,
+): ContainerHandle {
+  let resolveExit!: (exit: ContainerExit) => void;
+  const exited = new Promise<ContainerExit>((resolve) => {
+    resolveExit = resolve;
+  });
+  let ended = false;
+  const handle: ContainerHandle = {
+    spec: record.spec,
+    running: { name, exited },
+    pid,
+    get ended() {
+      return ended;
+    },
+    async check() {
+      if (ended) return;
+      const status = await readNumber(join(stateDir, 'exit'));
+      let exit: ContainerExit;
+      if (status !== null) {
+        const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
+        exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
+      } else if (pid === null || !(await isSupervisor(pid))) {
+        // The supervisor itself was killed (destroy after its grace, or the machine restarted).
+        exit = exitFromStatus(128 + constants.signals.SIGKILL, false);
+      } else {
+        return;
+      }
+      if (ended) return;
+      ended = true;
+      resolveExit(exit);
+    },
+  };
+  return handle;
+}
+
+/** The containers a restarted ucompute finds in a pod's state folder; watches those still running. */
+export async function findContainers(
+  context: PodContext,
+  record: PodRecord,
+): Promise<Map<string, ContainerHandle>> {
+  const containersDir = join(podDir(context, record.spec.name), 'containers');
+  const found = new Map<string, ContainerHandle>();
+  let names: string[] = [];
+  try {
+    names = await readdir(containersDir);
+  } catch {
+    return found;
+  }
+  for (const name of names) {
+    const stateDir = join(containersDir, name);
+    let containerRecord: ContainerRecord;
+    try {
+      containerRecord = JSON.parse(await readFile(join(stateDir, 'container.json'), 'utf8'));
+    } catch {
+      continue;
+    }
+    const pid = await readNumber(join(stateDir, 'pid'));
+    const handle = containerHandle(context, record, name, stateDir, containerRecord, pid);
+    await handle.check();
+    found.set(name, handle);
+  }
+  return found;
+}
+
+/** Polls containers of recovered pods (they are not our children, so no exit event comes). */
+export function watchContainers(handles: () => Iterable<ContainerHandle>, intervalMs: number): () => void {
+  const timer = setInterval(() => {
+    for (const handle of handles()) void handle.check();
+  }, intervalMs);
+  return () => clearInterval(timer);
+}
+
+function dropPrivileges(context: PodContext, spec: ContainerSpec): string[] {
+  if (!context.sandbox.root || spec.uid === 0) return [];
+  return ['setpriv', `--reuid=${spec.uid}`, `--regid=${spec.gid}`, '--clear-groups'];
+}
+
+/** The argv the supervisor runs: environment, network, user, sandbox, then the container's command. */
+async function containerCommand(
+  context: PodContext,
+  pod: PodRecord,
+  spec: ContainerSpec,
+  placements: readonly Placement[],
+  dir: string,
+): Promise<string[]> {
+  const env = ['env', '-i', ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`)];
+  const sandbox = context.sandbox;
+  if (sandbox.kind === 'none') return [...env, ...dropPrivileges(context, spec), ...spec.argv];
+  await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx' }).catch(() => undefined);
+  const bwrap = await bwrapArgs(sandbox.bwrap, spec, placements, {
+    hostname: pod.spec.hostname,
+    shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
+    privileged: sandbox.root && spec.uid === 0,
+  });
+  return [
+    ...env,
+    ...context.network.enter(pod.network),
+    ...dropPrivileges(context, spec),
+    ...bwrap,
+    ...spec.argv,
+  ];
+}
+
+/** The process of a running container a shell joins: the command under bubblewrap's init. */
+async function containerProcess(container: ContainerHandle): Promise<number> {
+  if (container.ended || container.pid === null)
+    throw new Error(`container ${container.spec.name} has ended`);
+  const parents = new Map<number, number[]>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  const pidNamespace = (pid: number) => readlink(`/proc/${pid}/ns/pid`).catch(() => null);
+  const hostNamespace = await pidNamespace(container.pid);
+  // Breadth first: the first process in a new pid namespace is bubblewrap's init, its child the command.
+  const queue = [container.pid];
+  while (queue.length > 0) {
+    const pid = queue.shift()!;
+    if ((await pidNamespace(pid)) !== hostNamespace) return parents.get(pid)?.[0] ?? pid;
+    queue.push(...(parents.get(pid) ?? []));
+  }
+  throw new Error(`container ${container.spec.name} has no running process`);
+}
+
+async function shellIn(root: string): Promise<string> {
+  try {
+    await access(join(root, 'bin/bash'));
+    return '/bin/bash';
+  } catch {
+    return '/bin/sh';
+  }
+}
+
+function ptyStream(pty: nodePty.IPty): Duplex & { resize(o: ShellOptions): void } {
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, callback) {
+      pty.write(chunk);
+      callback();
+    },
+    final(callback) {
+      pty.kill();
+      callback();
+    },
+    destroy(error, callback) {
+      pty.kill();
+      callback(error);
+    },
+  });
+  pty.onData((data) => stream.push(data));
+  pty.onExit(() => stream.push(null));
+  return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows) });
+}
