@@ -6,7 +6,13 @@ const GiB = 2 ** 30;
 const machine = { cpuMillis: 8000, memoryBytes: 32 * GiB };
 const cpus = (n: number, gib = 1) => ({ cpuMillis: n * 1000, memoryBytes: gib * GiB });
 
-function waiting(id: string, queue: string, demand = cpus(1), submittedAt = 0, extra: Partial<WaitingJob> = {}): WaitingJob {
+function waiting(
+  id: string,
+  queue: string,
+  demand = cpus(1),
+  submittedAt = 0,
+  extra: Partial<WaitingJob> = {},
+): WaitingJob {
   return { id, queue, weight: 1, demand, submittedAt, timeLimitMs: null, ...extra };
 }
 
@@ -29,7 +35,10 @@ test('memory counts as much as CPU: the dominant resource decides', () => {
     { id: 'a0', queue: 'alice', holds: cpus(1, 24), endsAt: null }, // 75% of memory
     { id: 'b0', queue: 'bob', holds: cpus(4, 1), endsAt: null }, // 50% of CPU
   ];
-  const order = fairOrder(machine, running, [waiting('a1', 'alice', cpus(1), 1), waiting('b1', 'bob', cpus(1), 2)]);
+  const order = fairOrder(machine, running, [
+    waiting('a1', 'alice', cpus(1), 1),
+    waiting('b1', 'bob', cpus(1), 2),
+  ]);
   assert.deepEqual(
     order.map((j) => j.id),
     ['b1', 'a1'],

@@ -12,7 +12,12 @@ const job = (spec: Record<string, unknown>, name = 'demo') => ({
   spec,
 });
 const container = { name: 'c', image: 'busybox', command: ['true'] };
-const task = (extra: Record<string, unknown> = {}) => ({ name: 't', replicas: 2, template: { spec: { containers: [container] } }, ...extra });
+const task = (extra: Record<string, unknown> = {}) => ({
+  name: 't',
+  replicas: 2,
+  template: { spec: { containers: [container] } },
+  ...extra,
+});
 
 function issues(documents: unknown[]): string[] {
   try {
@@ -33,13 +38,24 @@ test('a manifest with one Volcano Job and its ConfigMaps is read as it is', () =
 
 test('every problem of a manifest is named by its field', () => {
   assert.deepEqual(issues([job({ tasks: [] })]), ['job.yaml.spec.tasks: must list at least one task']);
-  assert.deepEqual(issues([job({ tasks: [task({ replicas: -1 })] })]), ['job.yaml.spec.tasks[0].replicas: must be a whole number ≥ 0']);
-  assert.deepEqual(issues([job({ tasks: [task(), task()] })]), ['job.yaml.spec.tasks[1].name: repeats the task name t']);
-  assert.deepEqual(issues([job({ tasks: [task()], minAvailable: 3 })]), ['job.yaml.spec.minAvailable: must not exceed the 2 replicas of the job']);
-  assert.deepEqual(issues([job({ tasks: [task()] }, 'Bad_Name')]), ['job.yaml.metadata.name: must be a DNS label (lower-case letters, digits and -)']);
-  assert.deepEqual(issues([job({ tasks: [task({ policies: [{ event: 'PodFailed', action: 'Explode' }] })] })]), [
-    'job.yaml.spec.tasks[0].policies[0].action: must be one of AbortJob, RestartJob, RestartTask, RestartPod, TerminateJob, CompleteJob, ResumeJob',
+  assert.deepEqual(issues([job({ tasks: [task({ replicas: -1 })] })]), [
+    'job.yaml.spec.tasks[0].replicas: must be a whole number ≥ 0',
   ]);
+  assert.deepEqual(issues([job({ tasks: [task(), task()] })]), [
+    'job.yaml.spec.tasks[1].name: repeats the task name t',
+  ]);
+  assert.deepEqual(issues([job({ tasks: [task()], minAvailable: 3 })]), [
+    'job.yaml.spec.minAvailable: must not exceed the 2 replicas of the job',
+  ]);
+  assert.deepEqual(issues([job({ tasks: [task()] }, 'Bad_Name')]), [
+    'job.yaml.metadata.name: must be a DNS label (lower-case letters, digits and -)',
+  ]);
+  assert.deepEqual(
+    issues([job({ tasks: [task({ policies: [{ event: 'PodFailed', action: 'Explode' }] })] })]),
+    [
+      'job.yaml.spec.tasks[0].policies[0].action: must be one of AbortJob, RestartJob, RestartTask, RestartPod, TerminateJob, CompleteJob, ResumeJob',
+    ],
+  );
   assert.deepEqual(issues([job({ tasks: [task()], plugins: { pytorch: [] } })]), [
     'job.yaml.spec.plugins: the local backend applies the env, svc, ssh, mpi plugins, not pytorch',
   ]);

@@ -1,13 +1,14 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
+import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
-import { resolvePipelineConfig } from '../model/config.ts';
+import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { accountOf } from '../model/owner.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
@@ -25,7 +26,7 @@ import { CliError } from './errors.ts';
 
 export const SERVE_USAGE = `Usage: ucompute serve [options]
 
-Starts the service. With no configuration it runs on embedded defaults: the dry backend, SQLite
+Starts the service. With no configuration it runs on embedded defaults: the local backend, SQLite
 in the data folder, the example catalogue and products, and one admin user "${ADMIN_USER}" whose
 token is written to <data-dir>/${ADMIN_TOKEN_FILE} (the CLI reads it from there).
 
@@ -36,7 +37,7 @@ Options:
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
   --apps DIR          catalogue folder
   --products FILE     products YAML
-  --backend NAME      dry, local or kubernetes`;
+  --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing)`;
 
 const YEAR = 365 * 24 * 3600 * 1000;
 
@@ -63,7 +64,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');
   const host = values.host ?? config.server?.host ?? '127.0.0.1';
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
-  const backendName = values.backend ?? config.backend ?? 'dry';
+  const backendName = values.backend ?? config.backend ?? 'local';
   if (backendName !== 'dry' && backendName !== 'local' && backendName !== 'kubernetes') {
     throw new CliError('--backend must be dry, local or kubernetes');
   }
@@ -72,9 +73,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     loadCatalog(values.apps ?? config.apps ?? EXAMPLE_APPS),
     loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
   ]);
-  const backend = makeBackend(backendName, config.dry?.runForMs);
   const store = openStore(join(dataDir, 'ucompute.db'));
-  const storage = directoryStorage(config.storage?.root ?? join(dataDir, 'storage'));
+  const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
+  const storage = directoryStorage(storageRoot);
   const env = { catalog, products, config: resolvePipelineConfig(config) };
 
   const token = await bootstrapAdmin(
@@ -86,6 +87,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
   const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
+  const { backend, about } = await makeBackend(backendName, config, dataDir, storageRoot, log);
   const service = createJobService({
     store,
     env,
@@ -100,7 +102,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const address = await app.listen({ port, host });
 
   process.stdout.write(
-    `ucompute is serving on ${address} (backend ${backend.name}, data in ${dataDir})\n` +
+    `ucompute is serving on ${address} (backend ${backend.name}: ${about}; data in ${dataDir})\n` +
       `admin token: ${join(dataDir, ADMIN_TOKEN_FILE)}${token.created ? ' (new)' : ''}\n`,
   );
 
@@ -116,9 +118,29 @@ export async function serveCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-function makeBackend(name: 'dry' | 'local' | 'kubernetes', runForMs: number | null | undefined): Backend {
-  if (name === 'dry') return dryBackend(runForMs !== undefined ? { runForMs } : {});
-  throw new CliError(`the ${name} backend is not part of this version of ucompute yet; use --backend dry`);
+async function makeBackend(
+  name: 'dry' | 'local' | 'kubernetes',
+  config: Config,
+  dataDir: string,
+  storageRoot: string,
+  log: Logger,
+): Promise<{ backend: Backend; about: string }> {
+  if (name === 'dry') {
+    const runForMs = config.dry?.runForMs;
+    return { backend: dryBackend(runForMs !== undefined ? { runForMs } : {}), about: 'runs nothing' };
+  }
+  if (name === 'local') {
+    const backend = await openLocalBackend({
+      config: config.local ?? {},
+      dataDir,
+      storageRoot,
+      storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
+      log,
+    });
+    for (const w of backend.warnings) log.warn(`local backend: ${w}`);
+    return { backend, about: backend.description };
+  }
+  throw new CliError(`the ${name} backend is not part of this version of ucompute yet; use --backend local`);
 }
 
 /**

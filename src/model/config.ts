@@ -156,6 +156,43 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
   };
 }
 
+/** The local backend: where its pods' state lives, what they run on, and how much of the machine. */
+export const LocalConfig = Type.Object(
+  {
+    /** Pods' and jobs' state and logs; default <dataDir>/local. */
+    stateDir: Type.Optional(Type.String({ minLength: 1 })),
+    /** Run jobs as plain processes when bubblewrap is missing: nothing is isolated. */
+    unsandboxed: Type.Optional(Type.Boolean()),
+    /** Image name to the root folder of its files; other images run on the host's userland. */
+    images: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }))),
+    /** What jobs may use of the machine; detected when left out. */
+    capacity: Type.Optional(
+      Type.Object(
+        {
+          cpu: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+          memoryInGigs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+        },
+        closed,
+      ),
+    ),
+    /** Time between SIGTERM and SIGKILL when a job is stopped. */
+    gracePeriodMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
+    /** The pod network when running as root. */
+    network: Type.Optional(
+      Type.Object(
+        {
+          bridge: Type.Optional(Type.String({ pattern: '^[a-z][a-z0-9]{0,8}$' })),
+          subnet: Type.Optional(Type.String({ pattern: '^\\d+\\.\\d+\\.\\d+\\.\\d+/\\d+$' })),
+          poolSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 64 })),
+        },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
+export type LocalConfig = Static<typeof LocalConfig>;
+
 /** The whole configuration file: the pipeline's settings plus the service's own. */
 export const Config = Type.Object(
   {
@@ -184,6 +221,7 @@ export const Config = Type.Object(
       ),
     ),
     storage: Type.Optional(Type.Object({ root: Type.Optional(Type.String({ minLength: 1 })) }, closed)),
+    local: Type.Optional(LocalConfig),
     accounting: Type.Optional(
       Type.Object(
         {

@@ -9,8 +9,25 @@ import type { Companion, VolcanoJob } from './types.ts';
  */
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const EVENTS = ['*', 'PodFailed', 'PodEvicted', 'PodPending', 'Unknown', 'TaskCompleted', 'TaskFailed', 'JobUpdated'];
-const ACTIONS = ['AbortJob', 'RestartJob', 'RestartTask', 'RestartPod', 'TerminateJob', 'CompleteJob', 'ResumeJob'];
+const EVENTS = [
+  '*',
+  'PodFailed',
+  'PodEvicted',
+  'PodPending',
+  'Unknown',
+  'TaskCompleted',
+  'TaskFailed',
+  'JobUpdated',
+];
+const ACTIONS = [
+  'AbortJob',
+  'RestartJob',
+  'RestartTask',
+  'RestartPod',
+  'TerminateJob',
+  'CompleteJob',
+  'ResumeJob',
+];
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -29,18 +46,27 @@ export function readManifest(documents: unknown[], source: string): Manifest {
   documents.forEach((doc, i) => {
     const at = documents.length > 1 ? `${source}[${i}]` : source;
     if (doc === null || doc === undefined) return;
-    if (!isObject(doc)) return issues.add(at, 'must be a Kubernetes object');
+    if (!isObject(doc)) {
+      issues.add(at, 'must be a Kubernetes object');
+      return;
+    }
     if (doc.apiVersion === 'batch.volcano.sh/v1alpha1' && doc.kind === 'Job') {
       checkJob(doc, at, issues);
       jobs.push(doc as unknown as VolcanoJob);
     } else if (doc.apiVersion === 'v1' && (doc.kind === 'ConfigMap' || doc.kind === 'Secret')) {
       companions.push(doc as unknown as Companion);
     } else {
-      issues.add(`${at}.kind`, `the local backend runs a batch.volcano.sh/v1alpha1 Job with ConfigMaps and Secrets, not ${String(doc.apiVersion)} ${String(doc.kind)}`);
+      issues.add(
+        `${at}.kind`,
+        `the local backend runs a batch.volcano.sh/v1alpha1 Job with ConfigMaps and Secrets, not ${String(doc.apiVersion)} ${String(doc.kind)}`,
+      );
     }
   });
   if (jobs.length !== 1 && issues.issues.length === 0) {
-    issues.add(source, `must hold exactly one Volcano Job (batch.volcano.sh/v1alpha1, kind Job); it holds ${jobs.length}`);
+    issues.add(
+      source,
+      `must hold exactly one Volcano Job (batch.volcano.sh/v1alpha1, kind Job); it holds ${jobs.length}`,
+    );
   }
   issues.throwIfAny();
   return { job: jobs[0]!, companions };
@@ -52,14 +78,19 @@ function checkJob(doc: Json, at: string, issues: IssueList): void {
     issues.add(joinPath(at, 'metadata.name'), 'must be a DNS label (lower-case letters, digits and -)');
   }
   const spec = doc.spec;
-  if (!isObject(spec)) return issues.add(joinPath(at, 'spec'), 'is required');
+  if (!isObject(spec)) {
+    issues.add(joinPath(at, 'spec'), 'is required');
+    return;
+  }
   const s = joinPath(at, 'spec');
   for (const key of ['minAvailable', 'maxRetry', 'minSuccess'] as const) {
-    if (spec[key] !== undefined && !isCount(spec[key])) issues.add(joinPath(s, key), 'must be a whole number ≥ 0');
+    if (spec[key] !== undefined && !isCount(spec[key]))
+      issues.add(joinPath(s, key), 'must be a whole number ≥ 0');
   }
   checkPolicies(spec.policies, joinPath(s, 'policies'), issues);
   if (spec.plugins !== undefined) {
-    if (!isObject(spec.plugins)) issues.add(joinPath(s, 'plugins'), 'must map plugin names to argument lists');
+    if (!isObject(spec.plugins))
+      issues.add(joinPath(s, 'plugins'), 'must map plugin names to argument lists');
     else {
       try {
         jobPlugins(doc as unknown as VolcanoJob);
@@ -69,32 +100,52 @@ function checkJob(doc: Json, at: string, issues: IssueList): void {
     }
   }
   const tasks = spec.tasks;
-  if (!Array.isArray(tasks) || tasks.length === 0) return issues.add(joinPath(s, 'tasks'), 'must list at least one task');
+  if (!Array.isArray(tasks) || tasks.length === 0) {
+    issues.add(joinPath(s, 'tasks'), 'must list at least one task');
+    return;
+  }
   const names = new Set<string>();
   let replicas = 0;
   tasks.forEach((task, i) => {
     const t = joinPath(joinPath(s, 'tasks'), i);
-    if (!isObject(task)) return issues.add(t, 'must be a task');
-    if (typeof task.name !== 'string' || !DNS_LABEL.test(task.name)) issues.add(joinPath(t, 'name'), 'must be a DNS label');
+    if (!isObject(task)) {
+      issues.add(t, 'must be a task');
+      return;
+    }
+    if (typeof task.name !== 'string' || !DNS_LABEL.test(task.name))
+      issues.add(joinPath(t, 'name'), 'must be a DNS label');
     else if (names.has(task.name)) issues.add(joinPath(t, 'name'), `repeats the task name ${task.name}`);
     else names.add(task.name);
     if (!isCount(task.replicas)) issues.add(joinPath(t, 'replicas'), 'must be a whole number ≥ 0');
     else replicas += task.replicas as number;
-    if (task.minAvailable !== undefined && (!isCount(task.minAvailable) || (task.minAvailable as number) > (task.replicas as number))) {
+    if (
+      task.minAvailable !== undefined &&
+      (!isCount(task.minAvailable) || (task.minAvailable as number) > (task.replicas as number))
+    ) {
       issues.add(joinPath(t, 'minAvailable'), 'must be a whole number between 0 and replicas');
     }
     checkPolicies(task.policies, joinPath(t, 'policies'), issues);
     const pod = isObject(task.template) ? task.template.spec : undefined;
-    if (!isObject(pod)) return issues.add(joinPath(t, 'template.spec'), 'is required');
+    if (!isObject(pod)) {
+      issues.add(joinPath(t, 'template.spec'), 'is required');
+      return;
+    }
     const containers = pod.containers;
     if (!Array.isArray(containers) || containers.length === 0) {
-      return issues.add(joinPath(t, 'template.spec.containers'), 'must list at least one container');
+      issues.add(joinPath(t, 'template.spec.containers'), 'must list at least one container');
+      return;
     }
-    for (const [list, items] of [['containers', containers], ['initContainers', pod.initContainers ?? []]] as const) {
+    for (const [list, items] of [
+      ['containers', containers],
+      ['initContainers', pod.initContainers ?? []],
+    ] as const) {
       if (!Array.isArray(items)) continue;
       items.forEach((c: unknown, j: number) => {
         const p = joinPath(joinPath(t, `template.spec.${list}`), j);
-        if (!isObject(c)) return issues.add(p, 'must be a container');
+        if (!isObject(c)) {
+          issues.add(p, 'must be a container');
+          return;
+        }
         if (typeof c.name !== 'string' || c.name === '') issues.add(joinPath(p, 'name'), 'is required');
         if (typeof c.image !== 'string' || c.image === '') issues.add(joinPath(p, 'image'), 'is required');
         for (const key of ['command', 'args'] as const) {
@@ -113,20 +164,31 @@ function checkJob(doc: Json, at: string, issues: IssueList): void {
 
 function checkPolicies(policies: unknown, at: string, issues: IssueList): void {
   if (policies === undefined) return;
-  if (!Array.isArray(policies)) return issues.add(at, 'must be a list of policies');
+  if (!Array.isArray(policies)) {
+    issues.add(at, 'must be a list of policies');
+    return;
+  }
   policies.forEach((p: unknown, i) => {
     const where = joinPath(at, i);
-    if (!isObject(p)) return issues.add(where, 'must be a policy');
+    if (!isObject(p)) {
+      issues.add(where, 'must be a policy');
+      return;
+    }
     if (typeof p.action !== 'string' || !ACTIONS.includes(p.action)) {
       issues.add(joinPath(where, 'action'), `must be one of ${ACTIONS.join(', ')}`);
     }
-    const events = [...(p.event !== undefined ? [p.event] : []), ...(Array.isArray(p.events) ? p.events : [])];
+    const events = [
+      ...(p.event !== undefined ? [p.event] : []),
+      ...(Array.isArray(p.events) ? p.events : []),
+    ];
     for (const e of events) {
-      if (typeof e !== 'string' || !EVENTS.includes(e)) issues.add(joinPath(where, 'event'), `must be one of ${EVENTS.join(', ')}`);
+      if (typeof e !== 'string' || !EVENTS.includes(e))
+        issues.add(joinPath(where, 'event'), `must be one of ${EVENTS.join(', ')}`);
     }
     if (p.exitCode !== undefined && (!Number.isInteger(p.exitCode) || p.exitCode === 0)) {
       issues.add(joinPath(where, 'exitCode'), 'must be a non-zero whole number');
     }
-    if (events.length === 0 && p.exitCode === undefined) issues.add(where, 'needs an event, events or an exitCode');
+    if (events.length === 0 && p.exitCode === undefined)
+      issues.add(where, 'needs an event, events or an exitCode');
   });
 }

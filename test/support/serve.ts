@@ -4,11 +4,13 @@ import { BIN, CHILD_ENV } from './cli.ts';
 import { ROOT } from './fixtures.ts';
 
 /**
- * Spawns `ucompute serve --port 0 <args>` (a free port, quiet logs). Await `serving` for its
+ * Spawns `ucompute serve --port 0 <args>` (a free port, quiet logs, the dry backend by default). Await `serving` for its
  * address; it is apart so that a caller can track the child before the server is up.
  */
 export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): ChildProcess {
-  return spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+  // The API tests need no processes run: the dry backend, unless a test names another.
+  const backend = args.includes('--backend') ? [] : ['--backend', 'dry'];
+  return spawn(process.execPath, [BIN, 'serve', '--port', '0', ...backend, ...args], {
     cwd: ROOT,
     env: { ...env, UCOMPUTE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -70,6 +70,8 @@ interface JobRun extends Omit<SavedJob, 'pods'> {
   demand: Resources;
   timeLimitMs: number | null;
   startedAt: number | null;
+  /** The last phase told to phase listeners. */
+  toldPhase?: VolcanoJobPhase;
   /** The last event reported, to say each thing once. */
   said: string;
   /** Steps on one job run one after the other. */
@@ -87,7 +89,7 @@ interface JobRun extends Omit<SavedJob, 'pods'> {
  * its own sandbox from the runtime. Phases become job states as SPEC §1 says: the application's
  * exit codes are reported per rank on SUCCESS; OOM-kills and platform faults are FAILURE.
  */
-export async function localBackend(options: LocalBackendOptions): Promise<Backend & LocalInspection> {
+export async function localBackend(options: LocalBackendOptions): Promise<LocalBackend> {
   const { runtime, stateDir } = options;
   const now = options.now ?? Date.now;
   const grace = options.gracePeriodMs ?? 5000;
@@ -109,7 +111,14 @@ export async function localBackend(options: LocalBackendOptions): Promise<Backen
 
   // ---- persistence ----------------------------------------------------------------------------
 
+  const phaseListeners: ((jobId: string, phase: VolcanoJobPhase) => void)[] = [];
+
+  /** Writes the job's state (every change passes here, so phase changes are told from here too). */
   async function save(run: JobRun): Promise<void> {
+    if (run.phase !== run.toldPhase) {
+      run.toldPhase = run.phase;
+      for (const l of phaseListeners) l(run.id, run.phase);
+    }
     const saved: SavedJob = {
       id: run.id,
       job: run.job,
@@ -734,6 +743,10 @@ export async function localBackend(options: LocalBackendOptions): Promise<Backen
       return runs.get(jobId)?.phase;
     },
 
+    onPhase(listener) {
+      phaseListeners.push(listener);
+    },
+
     async close() {
       closed = true;
       await Promise.all([...runs.values()].map((r) => r.chain));
@@ -775,9 +788,11 @@ function runtimePodName(run: { id: string; job: VolcanoJob }, plan: PodPlan): st
     : `${run.id}-${plan.task.name}-${plan.index}`;
 }
 
-/** What `vcjob run` and the tests read besides the Backend interface. */
-export interface LocalInspection {
+/** The Backend, plus what `vcjob run` and the tests need: Volcano Jobs as they are, and their phases. */
+export interface LocalBackend extends Backend {
   /** Runs a Volcano Job manifest as it is, under this id. */
   submitVolcanoJob(id: string, job: VolcanoJob, companions?: Companion[]): Promise<void>;
   phaseOf(jobId: string): VolcanoJobPhase | undefined;
+  /** Called with every phase a job enters. */
+  onPhase(listener: (jobId: string, phase: VolcanoJobPhase) => void): void;
 }

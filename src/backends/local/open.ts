@@ -1,0 +1,45 @@
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { LocalConfig } from '../../model/config.ts';
+import { createRuntime } from './create-runtime.ts';
+import { type LocalBackend, localBackend } from './local-backend.ts';
+
+export interface OpenLocalOptions {
+  config: LocalConfig;
+  /** Default home of the state folder. */
+  dataDir: string;
+  storageRoot: string;
+  storageClaim: string;
+  log?: Logger;
+}
+
+/** The local backend as the configuration describes it, with its runtime. */
+export async function openLocalBackend(
+  o: OpenLocalOptions,
+): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
+  const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
+  const capacity = o.config.capacity;
+  const runtime = await createRuntime({
+    stateDir: join(stateDir, 'runtime'),
+    ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
+    ...(o.config.network ? { network: o.config.network } : {}),
+    ...(capacity
+      ? {
+          capacity: {
+            ...(capacity.cpu !== undefined ? { cpuMillis: Math.round(capacity.cpu * 1000) } : {}),
+            ...(capacity.memoryInGigs !== undefined
+              ? { memoryBytes: Math.round(capacity.memoryInGigs * 2 ** 30) }
+              : {}),
+          },
+        }
+      : {}),
+  });
+  const backend = await localBackend({
+    runtime,
+    stateDir,
+    volumes: { storageClaim: o.storageClaim, storageRoot: o.storageRoot, images: o.config.images ?? {} },
+    ...(o.config.gracePeriodMs !== undefined ? { gracePeriodMs: o.config.gracePeriodMs } : {}),
+    ...(o.log ? { log: o.log } : {}),
+  });
+  return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });
+}
