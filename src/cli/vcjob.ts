@@ -82,11 +82,11 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
 
   try {
     await backend.submitVolcanoJob(id, job, companions);
-    const prefix = linePrefixer();
+    const [stdout, stderr] = [linePrefixer(), linePrefixer()];
     const print = async (follow: boolean) => {
       for await (const chunk of backend.logs(id, { follow })) {
-        if (chunk.stdout) process.stdout.write(prefix(chunk.rank, 'out', chunk.stdout));
-        if (chunk.stderr) process.stderr.write(prefix(chunk.rank, 'err', chunk.stderr));
+        if (chunk.stdout) process.stdout.write(stdout(chunk.rank, chunk.stdout));
+        if (chunk.stderr) process.stderr.write(stderr(chunk.rank, chunk.stderr));
       }
     };
     if (values.follow) await print(true);
@@ -101,14 +101,14 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
   }
 }
 
-/** Marks each line of a rank's output with the rank, also when a line arrives in pieces. */
-function linePrefixer(): (rank: number, stream: string, text: string) => string {
+/** Marks each line of a rank's output (one stream) with the rank, also when a line arrives in pieces. */
+function linePrefixer(): (rank: number, text: string) => string {
   const midLine = new Set<string>();
   let previous = '';
-  return (rank, stream, text) => {
+  return (rank, text) => {
     let out = '';
     for (const piece of text.split(/(?<=\n)/)) {
-      const key = `${rank}:${stream}`;
+      const key = String(rank);
       // Another rank's unfinished line ends here, so that lines never run together.
       if (previous !== key && midLine.delete(previous)) out += '\n';
       previous = key;
