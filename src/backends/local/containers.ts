@@ -25,6 +25,7 @@ export interface VolumeSources {
 }
 
 const SHM_PATH = '/dev/shm';
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** A container's requests (or, missing those, its limits). */
 function request(c: Container): Resources {
@@ -168,7 +169,8 @@ export async function containerSpec(
     name: c.name,
     root: sources.images[c.image] ?? '/',
     argv,
-    env: { HOSTNAME: plan.hostname, ...env },
+    // Images set PATH; the host's userland as an image gets Debian's default.
+    env: { PATH: DEFAULT_PATH, HOSTNAME: plan.hostname, ...env },
     workingDir: c.workingDir ?? null,
     uid,
     gid,

@@ -338,9 +338,9 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         await podEvent(run, rec, 'TaskFailed');
         return;
       }
+      // The pod stays Running while its container starts again, as a kubelet restart looks.
       await rec.pod?.destroy(0);
       rec.pod = undefined;
-      rec.phase = 'Pending';
       await startPods(run, [rec]);
       return;
     }
