@@ -459,7 +459,8 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   /** When the pod's main containers have all ended, the first one's exit is the pod's (Volcano's rule). */
   function watch(run: JobRun, rec: PodRecord, pod: Pod, exits: Promise<ContainerExit>[]): void {
     void Promise.all(exits).then((all) => {
-      if (rec.pod !== pod) return; // replaced or killed meanwhile
+      // Replaced or killed meanwhile; or this backend is closed, and the next ucompute takes over.
+      if (rec.pod !== pod || closed) return;
       const oom = all.find((e) => e.oomKilled);
       const first = all[0]!;
       const exit = oom ? { ...first, oomKilled: true } : first;

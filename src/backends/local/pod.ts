@@ -363,12 +363,15 @@ function containerHandle(
     },
     async check() {
       if (ended) return;
+      // Liveness first: the supervisor writes the exit file before it exits, so a file missing
+      // after the supervisor is gone means it was killed, not that it is about to write.
+      const alive = pid !== null && (await isSupervisor(pid));
       const status = await readNumber(join(stateDir, 'exit'));
       let exit: ContainerExit;
       if (status !== null) {
         const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
         exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
-      } else if (pid === null || !(await isSupervisor(pid))) {
+      } else if (!alive) {
         // The supervisor itself was killed (destroy after its grace, or the machine restarted).
         exit = exitFromStatus(128 + constants.signals.SIGKILL, false);
       } else {

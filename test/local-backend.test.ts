@@ -1,0 +1,279 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { openLocalBackend } from '../src/backends/local/open.ts';
+import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import { directoryStorage } from '../src/storage/directory.ts';
+import { openStore } from '../src/store/store.ts';
+import { PEERS_ANNOTATION } from '../src/volcano/labels.ts';
+import { readManifest } from '../src/volcano/manifest.ts';
+import type { TaskSpec, VolcanoJob } from '../src/volcano/types.ts';
+import { env, ROOT } from './support/fixtures.ts';
+import { needs } from './support/local-tools.ts';
+
+/** The local backend with its real runtime: bubblewrap, cgroups, a network namespace per pod. */
+
+const tools = needs('bwrap', 'nft', 'ip');
+
+async function open(
+  t: { after(fn: () => Promise<void>): void },
+  dir?: string,
+  capacity?: { cpu: number; memoryInGigs: number },
+) {
+  const home = dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
+  const backend = await openLocalBackend({
+    config: { gracePeriodMs: 500, ...(capacity ? { capacity } : {}) },
+    dataDir: home,
+    storageRoot: join(home, 'storage'),
+    storageClaim: 'ucompute-storage',
+  });
+  const events: BackendEvent[] = [];
+  backend.onEvent((e) => events.push(e));
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await backend.close();
+  };
+  t.after(async () => {
+    if (!closed) {
+      for (const id of await backend.knownJobs()) await backend.cancel(id);
+      await close();
+    }
+    if (!dir) await rm(home, { recursive: true, force: true });
+  });
+  const final = (id: string) =>
+    events.find((e) => e.jobId === id && (e.state === 'SUCCESS' || e.state === 'FAILURE'));
+  const ended = async (id: string, ms = 20_000) => {
+    for (let i = 0; i < ms / 20 && !final(id); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(final(id), `job ${id} ended`);
+    return final(id)!;
+  };
+  const running = async (id: string) => {
+    for (let i = 0; i < 500 && !events.some((e) => e.jobId === id && e.state === 'RUNNING'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  const output = async (id: string) => {
+    const chunks: LogChunk[] = [];
+    for await (const c of backend.logs(id, { follow: false })) chunks.push(c);
+    const byRank: Record<number, string> = {};
+    for (const c of chunks) byRank[c.rank] = (byRank[c.rank] ?? '') + (c.stdout ?? '');
+    return byRank;
+  };
+  return { home, backend, events, ended, running, output, close };
+}
+
+function shellTask(name: string, replicas: number, script: string, memory = '64Mi'): TaskSpec {
+  return {
+    name,
+    replicas,
+    template: {
+      spec: {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name,
+            image: 'debian',
+            command: ['sh', '-c', script],
+            resources: { limits: { cpu: '500m', memory } },
+          },
+        ],
+      },
+    },
+  };
+}
+
+function vcjob(name: string, tasks: TaskSpec[], extra: Partial<VolcanoJob['spec']> = {}): VolcanoJob {
+  return {
+    apiVersion: 'batch.volcano.sh/v1alpha1',
+    kind: 'Job',
+    metadata: { name },
+    spec: { tasks, ...extra },
+  };
+}
+
+/** Everything of a job the machine could still hold: processes, namespaces, cgroups, veths. */
+function leftovers(podPrefix: string): string[] {
+  const found: string[] = [];
+  const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  if (ps.includes(podPrefix))
+    found.push(
+      `process: ${ps
+        .split('\n')
+        .filter((l) => l.includes(podPrefix))
+        .join('; ')}`,
+    );
+  for (const hierarchy of ['memory', 'pids', 'cpu', 'unified']) {
+    try {
+      const list = execFileSync(
+        'find',
+        [`/sys/fs/cgroup/${hierarchy}`, '-maxdepth', '3', '-name', `*${podPrefix}*`],
+        { encoding: 'utf8' },
+      );
+      if (list.trim()) found.push(`cgroup: ${list.trim()}`);
+    } catch {}
+  }
+  return found;
+}
+
+test(
+  'the TensorFlow shape: ps and workers find each other through /etc/volcano and VK_TASK_INDEX',
+  tools,
+  async (t) => {
+    const { backend, ended, output } = await open(t);
+    const ps = shellTask(
+      'ps',
+      1,
+      'echo "ps $VK_TASK_INDEX on $(hostname), workers: $(tr "\\n" " " < /etc/volcano/worker.host)"',
+    );
+    const worker = shellTask(
+      'worker',
+      2,
+      'echo "worker $VK_TASK_INDEX of $(cat /etc/volcano/VC_WORKER_NUM) sees ps at $(getent hosts $(cat /etc/volcano/ps.host) | cut -d" " -f1)"',
+    );
+    await backend.submitVolcanoJob(
+      'tf',
+      vcjob('tf', [ps, worker], { plugins: { env: [], svc: [] }, minAvailable: 3 }),
+    );
+    const end = await ended('tf');
+    assert.equal(end.state, 'SUCCESS', end.status);
+    const out = await output('tf');
+    assert.equal(out[0], 'ps 0 on tf-ps-0, workers: tf-worker-0.tf tf-worker-1.tf\n');
+    assert.match(out[1] ?? '', /^worker 0 of 2 sees ps at 10\.\d+\.\d+\.\d+\n$/);
+    assert.match(out[2] ?? '', /^worker 1 of 2 sees ps at 10\.\d+\.\d+\.\d+\n$/);
+    assert.equal(
+      out[1]?.split(' at ')[1],
+      out[2]?.split(' at ')[1],
+      'both workers resolve the same ps address',
+    );
+  },
+);
+
+test(
+  'the MPI shape runs for real: mpiexec from the master across two workers over the ssh keys',
+  needs('bwrap', 'mpiexec', 'sshd', 'ssh'),
+  async (t) => {
+    const { backend, ended, output } = await open(t);
+    const file = join(ROOT, 'examples/vcjobs/mpi.yaml');
+    const { job } = readManifest(
+      parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()),
+      file,
+    );
+    await backend.submitVolcanoJob('mpi', job);
+    const end = await ended('mpi', 60_000);
+    assert.equal(end.state, 'SUCCESS', end.status);
+    assert.equal(backend.phaseOf('mpi'), 'Completed');
+    const lines = (await output('mpi'))[0]?.trim().split('\n').sort();
+    assert.deepEqual(lines, [
+      'hello from rank 0 on lm-mpi-job-mpiworker-0',
+      'hello from rank 1 on lm-mpi-job-mpiworker-1',
+    ]);
+  },
+);
+
+test(
+  'a pod past its memory limit is OOM-killed, and the job is a FAILURE naming the rank',
+  tools,
+  async (t) => {
+    const { backend, ended } = await open(t);
+    const hog = shellTask('hog', 1, 'head -c 400m /dev/zero | tail > /dev/null', '48Mi');
+    await backend.submitVolcanoJob(
+      'oom',
+      vcjob('oom', [hog], { policies: [{ event: 'PodFailed', action: 'TerminateJob' }] }),
+    );
+    const end = await ended('oom');
+    assert.equal(end.state, 'FAILURE');
+    assert.equal(end.status, 'Rank 0 exceeded its memory limit (OOM-killed)');
+  },
+);
+
+test('pods of two jobs cannot reach each other; a peer can, by its hostname', tools, async (t) => {
+  const { home, backend, running, ended, output } = await open(t);
+  const server = shellTask(
+    'srv',
+    1,
+    `exec node -e "require('net').createServer(s => s.end('hello\\\\n')).listen(7000)"`,
+  );
+  await backend.submitVolcanoJob('server', vcjob('server', [server]));
+  await running('server');
+  const hosts = await readFile(join(home, 'local/jobs/server/hosts'), 'utf8');
+  const ip = /^(\S+)\s+server-srv-0/m.exec(hosts)?.[1];
+  assert.ok(ip, hosts);
+  const client = (target: string) =>
+    shellTask(
+      'cli',
+      1,
+      `node -e "const s = require('net').connect(7000, '${target}'); s.setTimeout(1500, () => { console.log('refused'); process.exit(0); }); s.on('data', d => { process.stdout.write(d); process.exit(0); }); s.on('error', () => { console.log('refused'); process.exit(0); })"`,
+    );
+  await backend.submitVolcanoJob('stranger', vcjob('stranger', [client(ip)]));
+  const peerJob = vcjob('friend', [client('server')]);
+  peerJob.metadata.annotations = {
+    [PEERS_ANNOTATION]: JSON.stringify([{ hostname: 'server', jobId: 'server' }]),
+  };
+  await backend.submitVolcanoJob('friend', peerJob);
+  await ended('stranger');
+  await ended('friend');
+  assert.equal((await output('stranger'))[0], 'refused\n');
+  assert.equal((await output('friend'))[0], 'hello\n');
+});
+
+test('cancel stops every process of a job and leaves nothing behind', tools, async (t) => {
+  const { backend, running } = await open(t);
+  await backend.submitVolcanoJob(
+    'stubborn',
+    vcjob('stubborn', [shellTask('t', 2, 'trap "" TERM; sleep 600 & sleep 600')]),
+  );
+  await running('stubborn');
+  assert.ok(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 600'));
+  await backend.cancel('stubborn');
+  assert.equal(backend.phaseOf('stubborn'), 'Terminated');
+  assert.deepEqual(leftovers('stubborn-t-'), []);
+  const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  assert.ok(!ps.includes('sleep 600'), 'no sleep left');
+  const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  assert.ok(!netns.includes('stubborn'), netns);
+});
+
+test(
+  'a restart of ucompute finds running pods again and still learns how they end, never running them twice',
+  tools,
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ucompute-restart-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const first = await open(t, dir);
+    await mkdir(join(dir, 'control'));
+    await writeFile(join(dir, 'control/go'), '');
+    const task = shellTask(
+      't',
+      2,
+      'echo started; while [ -e /control/go ]; do sleep 0.1; done; exit $VC_TASK_INDEX',
+    );
+    task.template.spec.volumes = [{ name: 'control', hostPath: { path: join(dir, 'control') } }];
+    task.template.spec.containers[0]!.volumeMounts = [{ name: 'control', mountPath: '/control' }];
+    await first.backend.submitVolcanoJob('long', vcjob('long', [task], { plugins: { env: [] } }));
+    await first.running('long');
+    await first.close(); // ucompute stops; the pods do not
+
+    const second = await open(t, dir);
+    assert.deepEqual([...(await second.backend.knownJobs())], ['long']);
+    assert.equal(second.backend.phaseOf('long'), 'Running');
+    await rm(join(dir, 'control/go'));
+    const end = await second.ended('long');
+    assert.equal(end.state, 'SUCCESS', end.status);
+    assert.deepEqual(
+      end.exitCodes,
+      { 0: 0, 1: 1 },
+      'exit codes of pods that ended while another ucompute watched',
+    );
+    const out = await second.output('long');
+    assert.equal(out[0], 'started\n', 'each rank ran once');
+    assert.equal(out[1], 'started\n');
+  },
+);
