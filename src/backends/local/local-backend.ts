@@ -1,8 +1,9 @@
-import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
+import { logFileName } from '../../plugins/file-output.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import {
   DEFAULT_MAX_RETRY,
@@ -16,7 +17,12 @@ import {
   totalReplicas,
 } from '../../volcano/job-phase.ts';
 import { type PluginState, type PodPlan, planPods, preparePlugins } from '../../volcano/job-plugins.ts';
-import { FAIR_SHARE_WEIGHT_ANNOTATION, MAX_TIME_ANNOTATION, PEERS_ANNOTATION } from '../../volcano/labels.ts';
+import {
+  FAIR_SHARE_WEIGHT_ANNOTATION,
+  MAX_TIME_ANNOTATION,
+  OUTPUT_FOLDER_ANNOTATION,
+  PEERS_ANNOTATION,
+} from '../../volcano/labels.ts';
 import { volcanoJobName } from '../../volcano/names.ts';
 import type { Companion, VolcanoAction, VolcanoJob, VolcanoJobPhase } from '../../volcano/types.ts';
 import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources } from './containers.ts';
@@ -518,6 +524,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   async function finish(run: JobRun): Promise<void> {
     await Promise.all([...run.pods.values()].map((p) => p.pod?.destroy(grace)));
     for (const p of run.pods.values()) p.pod = undefined;
+    await saveOutput(run);
     await save(run);
     report(run);
     run.end();
@@ -528,6 +535,21 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       await rm(jobDir(oldest), { recursive: true, force: true });
     }
     reschedule();
+  }
+
+  /** FileOutput: each rank's output into the job folder the build names (stderr beside it when any). */
+  async function saveOutput(run: JobRun): Promise<void> {
+    const folder = run.job.metadata.annotations?.[OUTPUT_FOLDER_ANNOTATION];
+    if (folder === undefined) return;
+    const target = join(options.volumes.storageRoot, folder);
+    await mkdir(target, { recursive: true });
+    for (let rank = 0; rank < totalReplicas(run.job); rank++) {
+      await copyFile(logFile(run.id, rank, 'out'), join(target, logFileName(rank))).catch(ignoreMissing);
+      const errors = logFile(run.id, rank, 'err');
+      if ((await stat(errors).catch(() => undefined))?.size) {
+        await copyFile(errors, join(target, `stderr-${rank}.log`));
+      }
+    }
   }
 
   // ---- the scheduler ------------------------------------------------------------------------
@@ -781,6 +803,10 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     reschedule();
   }
 }
+
+const ignoreMissing = (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'ENOENT') throw e;
+};
 
 /** The runtime's name for a pod: unique on the machine (the job id is), whatever the job's name. */
 function runtimePodName(run: { id: string; job: VolcanoJob }, plan: PodPlan): string {

@@ -21,7 +21,7 @@ import type { ShellOptions } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
 import type { Network, PodNetwork } from './network.ts';
 import type { ContainerExit, ContainerSpec, Pod, PodSpec, RunningContainer } from './runtime.ts';
-import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
+import { bwrapArgs, DEFAULT_SHM_BYTES, dropInside, fileSource, type Placement } from './sandbox.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
 export type Sandbox = { kind: 'bwrap'; bwrap: string; root: boolean } | { kind: 'none'; root: boolean };
@@ -442,13 +442,13 @@ async function containerCommand(
   const bwrap = await bwrapArgs(sandbox.bwrap, spec, placements, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
-    privileged: sandbox.root && spec.uid === 0,
+    privileged: sandbox.root,
   });
   return [
     ...env,
     ...context.network.enter(pod.network),
-    ...dropPrivileges(context, spec),
     ...bwrap,
+    ...(sandbox.root ? dropInside(spec) : []),
     ...spec.argv,
   ];
 }

@@ -12,7 +12,11 @@ export interface Placement {
 export interface SandboxOptions {
   hostname: string;
   shmBytes: number;
-  /** True when bubblewrap runs as root for a root container; false when it runs as the container's user (in a user namespace). */
+  /**
+   * True when bubblewrap runs as root: it sets the sandbox up with root's access to every bound
+   * path, and a non-root container then drops to its uid inside (see `dropInside`). False when
+   * ucompute is not root: bubblewrap runs in a user namespace as the container's user.
+   */
   privileged: boolean;
 }
 
@@ -124,7 +128,9 @@ export async function bwrapArgs(
   args.push('--chdir', container.workingDir ?? '/');
   if (options.privileged) {
     args.push('--cap-drop', 'ALL');
-    for (const cap of ROOT_CAPABILITIES) args.push('--cap-add', cap);
+    // A non-root container keeps only what setpriv needs to become its user; that drops them too.
+    const keep = container.uid === 0 ? ROOT_CAPABILITIES : ['CAP_SETUID', 'CAP_SETGID'];
+    for (const cap of keep) args.push('--cap-add', cap);
   } else {
     args.push('--unshare-user', '--uid', String(container.uid), '--gid', String(container.gid));
   }
@@ -135,3 +141,9 @@ export async function bwrapArgs(
 /** Where a file of the container is written on the host, below the pod's folder. */
 export const fileSource = (filesDir: string, index: number, path: string) =>
   join(filesDir, `${index}-${path.replaceAll('/', '_')}`);
+
+/** The command that makes a root-started sandbox's process the container's user, in front of its argv. */
+export function dropInside(container: ContainerSpec): string[] {
+  if (container.uid === 0) return [];
+  return ['setpriv', `--reuid=${container.uid}`, `--regid=${container.gid}`, '--clear-groups', '--'];
+}

@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { openLocalBackend } from '../src/backends/local/open.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import { directoryStorage } from '../src/storage/directory.ts';
+import { openStore } from '../src/store/store.ts';
+import { env } from './support/fixtures.ts';
+import { needs } from './support/local-tools.ts';
+
+/** ucompute jobs (catalogue apps through every plugin) on the local backend, with real processes. */
+
+const tools = needs('bwrap', 'nft', 'ip');
+
+async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { cpu: 8, memoryInGigs: 32 }) {
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-service-'));
+  const storageRoot = join(dir, 'storage');
+  const backend = await openLocalBackend({
+    config: { gracePeriodMs: 500, capacity },
+    dataDir: dir,
+    storageRoot,
+    storageClaim: 'ucompute-storage',
+  });
+  const store = openStore(':memory:');
+  for (const user of ['alice', 'bob']) {
+    store.createUser(user, false);
+    store.grant(`user:${user}`, 'u1-standard', 1_000_000, 0, Number.MAX_SAFE_INTEGER);
+  }
+  const storage = directoryStorage(storageRoot);
+  const service = createJobService({ store, env: env(), backend, storage, monitorIntervalMs: 50 });
+  await service.start();
+  t.after(async () => {
+    await service.stop();
+    for (const id of await backend.knownJobs()) await backend.cancel(id);
+    await backend.close();
+    store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const settled = async (id: string, ms = 20_000) => {
+    for (let i = 0; i < ms / 20; i++) {
+      const job = store.getJob(id)!;
+      if (job.state === 'SUCCESS' || job.state === 'FAILURE' || job.state === 'EXPIRED') return job;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.fail(`job ${id} did not end: ${JSON.stringify(store.updatesOf(id))}`);
+  };
+  return { dir, storageRoot, store, service, settled };
+}
+
+const wordCount = (path: string) => ({
+  application: { name: 'word-count', version: '1.0' },
+  product: { id: 'u1-standard-1', category: 'u1-standard' },
+  parameters: {
+    input: { type: 'file' as const, path, readOnly: true },
+    top: { type: 'integer' as const, value: 2 },
+  },
+});
+
+test(
+  'a catalogue app runs through every plugin: input mounted read-only, output and logs in the job folder',
+  tools,
+  async (t) => {
+    const { storageRoot, store, service, settled } = await setup(t);
+    await mkdir(join(storageRoot, 'home/alice'), { recursive: true });
+    await writeFile(join(storageRoot, 'home/alice/words.txt'), 'b a b c b a\n');
+    const [id] = await service.create({ username: 'alice', admin: false }, [
+      wordCount('/home/alice/words.txt'),
+    ]);
+    const job = await settled(id!);
+    assert.equal(job.state, 'SUCCESS', JSON.stringify(store.updatesOf(id!)));
+    assert.deepEqual(job.exitCodes, { 0: 0 });
+    const folder = join(storageRoot, 'home/alice/Jobs/Word count', id!);
+    for (let i = 0; i < 100; i++) {
+      if (await readFile(join(folder, 'stdout-0.log'), 'utf8').catch(() => '')) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(
+      (await readFile(join(folder, 'stdout-0.log'), 'utf8')).replace(/ +/g, ' ').trim(),
+      '3 b\n 2 a'.replace(/ +/g, ' '),
+    );
+  },
+);
+
+test('expiry stops a running job and leaves nothing of it behind', tools, async (t) => {
+  const { store, service, settled } = await setup(t);
+  const [id] = await service.create({ username: 'alice', admin: false }, [
+    {
+      application: { name: 'terminal', version: '1.0' },
+      product: { id: 'u1-standard-1', category: 'u1-standard' },
+      replicas: 2,
+      timeAllocation: { hours: 0, minutes: 0, seconds: 1 },
+    },
+  ]);
+  const job = await settled(id!);
+  assert.equal(job.state, 'EXPIRED', JSON.stringify(store.updatesOf(id!)));
+  const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  assert.ok(!ps.includes(`j-${id}`), 'no process of the job');
+  assert.ok(
+    !execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).includes(id!),
+    'no network namespace',
+  );
+  const cgroups = execFileSync('find', ['/sys/fs/cgroup/memory', '-maxdepth', '3', '-name', `*${id}*`], {
+    encoding: 'utf8',
+  });
+  assert.equal(cgroups.trim(), '', 'no cgroup');
+});
+
+test(
+  'two owners share a busy machine fairly: a newcomer starts before the first owner’s backlog',
+  tools,
+  async (t) => {
+    const { store, service, settled } = await setup(t, { cpu: 1, memoryInGigs: 32 });
+    // Each job holds the one CPU for its one-second time limit.
+    const terminal = {
+      application: { name: 'terminal', version: '1.0' },
+      product: { id: 'u1-standard-1', category: 'u1-standard' },
+      timeAllocation: { hours: 0, minutes: 0, seconds: 1 },
+    };
+    const alice = await service.create({ username: 'alice', admin: false }, [terminal, terminal, terminal]);
+    const [bob] = await service.create({ username: 'bob', admin: false }, [terminal]);
+    const jobs = [...alice, bob!];
+    for (const id of jobs) assert.equal((await settled(id)).state, 'EXPIRED');
+    const started = jobs.map((id) => ({ id, at: store.getJob(id)!.startedAt! }));
+    const order = started
+      .sort((a, b) => a.at - b.at)
+      .map((s) => (s.id === bob ? 'bob' : `alice${alice.indexOf(s.id) + 1}`));
+    assert.deepEqual(
+      order.map((o) => o.replace(/\d$/, '')),
+      ['alice', 'bob', 'alice', 'alice'],
+      'bob goes as soon as the one CPU is free, before alice’s backlog',
+    );
+    const waited = store.updatesOf(alice[2]!).map((u) => u.status ?? '');
+    assert.ok(
+      waited.some((s) => /^In the queue, position \d: waiting for 1 CPU and 2 GiB of memory/.test(s)),
+      waited.join(' | '),
+    );
+  },
+);
