@@ -282,7 +282,7 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
 
     const jobs = await client(['jobs']);
     assertExit(jobs, 0);
-    assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+NAME$/m);
+    assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+NAME\s+STATUS$/m);
     assert.match(
       jobs.stdout,
       new RegExp(`^${id}\\s+word-count@1\\.0\\s+SUCCESS\\s+\\d{4}-\\d\\d-\\d\\d`, 'm'),

@@ -8,13 +8,11 @@ import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
-import { createJobService } from '../src/jobs/service.ts';
-import { directoryStorage } from '../src/storage/directory.ts';
-import { openStore } from '../src/store/store.ts';
 import { PEERS_ANNOTATION } from '../src/volcano/labels.ts';
 import { readManifest } from '../src/volcano/manifest.ts';
 import type { TaskSpec, VolcanoJob } from '../src/volcano/types.ts';
-import { env, ROOT } from './support/fixtures.ts';
+import { assertExit, runCli } from './support/cli.ts';
+import { ROOT } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
 
 /** The local backend with its real runtime: bubblewrap, cgroups, a network namespace per pod. */
@@ -275,5 +273,49 @@ test(
     const out = await second.output('long');
     assert.equal(out[0], 'started\n', 'each rank ran once');
     assert.equal(out[1], 'started\n');
+  },
+);
+
+test(
+  'ucompute vcjob run runs a manifest, prints phases and output, and exits 0 only when it Completed',
+  tools,
+  async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-vcjob-'));
+    t.after(() => rm(dataDir, { recursive: true, force: true }));
+    const ok = await runCli([
+      'vcjob',
+      'run',
+      join(ROOT, 'examples/vcjobs/tensorflow.yaml'),
+      '--data-dir',
+      dataDir,
+    ]);
+    assertExit(ok, 0);
+    assert.match(
+      ok.stdout,
+      /^\[2\] TF_CONFIG=\{"cluster":\{"ps":\["tensorflow-dist-mnist-ps-0\.tensorflow-dist-mnist:2222"\].*"task":\{"type":"worker","index":1\}\}$/m,
+    );
+    assert.match(
+      ok.stderr,
+      /phase Running\n[\s\S]*phase Completed\n.*The job finished \(exit code 0 on every rank\)/,
+    );
+
+    const failing = join(dataDir, 'failing.yaml');
+    await writeFile(
+      failing,
+      'apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: { name: failing }\nspec:\n  tasks:\n    - name: t\n      replicas: 1\n      template: { spec: { restartPolicy: Never, containers: [{ name: c, image: debian, command: [sh, -c, "echo oops >&2; exit 4"] }] } }\n',
+    );
+    const bad = await runCli(['vcjob', 'run', failing, '--data-dir', dataDir, '--follow']);
+    assertExit(bad, 1);
+    assert.match(bad.stderr, /^\[0\] oops$/m);
+    assert.match(bad.stderr, /phase Failed\n.*rank 0 exited with code 4/);
+
+    const invalid = join(dataDir, 'invalid.yaml');
+    await writeFile(
+      invalid,
+      'apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: { name: x }\nspec: { tasks: [] }\n',
+    );
+    const refused = await runCli(['vcjob', 'run', invalid, '--data-dir', dataDir]);
+    assertExit(refused, 2);
+    assert.match(refused.stderr, /spec\.tasks: must list at least one task/);
   },
 );

@@ -224,13 +224,15 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   }
   process.stdout.write(
     table(
-      ['ID', 'APP', 'STATE', 'CREATED', 'NAME'],
+      ['ID', 'APP', 'STATE', 'CREATED', 'NAME', 'STATUS'],
       items.map((j) => [
         j.id,
         `${j.specification.application.name}@${j.specification.application.version}`,
         j.status.state,
         formatTime(j.createdAt),
         j.specification.name ?? '',
+        // The latest word from the backend: a waiting job's reason and queue position, say.
+        j.updates.findLast((u) => u.status !== undefined)?.status ?? '',
       ]),
     ),
   );

@@ -6,7 +6,6 @@ import { parseAllDocuments } from 'yaml';
 import { openLocalBackend } from '../backends/local/open.ts';
 import type { BackendEvent } from '../jobs/backend.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
-import { isFinalPhase } from '../volcano/job-phase.ts';
 import { readManifest } from '../volcano/manifest.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
@@ -63,18 +62,15 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
   const id = `${job.metadata.name}-${randomBytes(3).toString('hex')}`;
   const say = (text: string) =>
     process.stderr.write(`${new Date().toISOString()} ${job.metadata.name}: ${text}\n`);
-  let last: BackendEvent | undefined;
-  const ended = new Promise<void>((done) => {
-    backend.onPhase((jobId, phase) => {
-      if (jobId !== id) return;
-      say(`phase ${phase}`);
-      if (isFinalPhase(phase)) done();
-    });
+  backend.onPhase((jobId, phase) => {
+    if (jobId === id) say(`phase ${phase}`);
   });
-  backend.onEvent((e) => {
-    if (e.jobId !== id) return;
-    last = e;
-    if (e.state === 'IN_QUEUE') say(e.status);
+  const ended = new Promise<BackendEvent>((done) => {
+    backend.onEvent((e) => {
+      if (e.jobId !== id) return;
+      if (e.state === 'IN_QUEUE') say(e.status);
+      if (e.state === 'SUCCESS' || e.state === 'FAILURE') done(e);
+    });
   });
   const interrupt = () => void backend.cancel(id);
   process.once('SIGINT', interrupt);
@@ -90,9 +86,9 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
       }
     };
     if (values.follow) await print(true);
-    await ended;
+    const end = await ended;
     if (!values.follow) await print(false);
-    if (last && (last.state === 'SUCCESS' || last.state === 'FAILURE')) say(last.status);
+    say(end.status);
     return backend.phaseOf(id) === 'Completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', interrupt);
