@@ -10,10 +10,10 @@ import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
 import { PEERS_ANNOTATION } from '../src/volcano/labels.ts';
 import { readManifest } from '../src/volcano/manifest.ts';
-import type { TaskSpec, VolcanoJob } from '../src/volcano/types.ts';
 import { assertExit, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
+import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** The local backend with its real runtime: bubblewrap, cgroups, a network namespace per pod. */
 
@@ -66,35 +66,6 @@ async function open(
     return byRank;
   };
   return { home, backend, events, ended, running, output, close };
-}
-
-function shellTask(name: string, replicas: number, script: string, memory = '64Mi'): TaskSpec {
-  return {
-    name,
-    replicas,
-    template: {
-      spec: {
-        restartPolicy: 'Never',
-        containers: [
-          {
-            name,
-            image: 'debian',
-            command: ['sh', '-c', script],
-            resources: { limits: { cpu: '500m', memory } },
-          },
-        ],
-      },
-    },
-  };
-}
-
-function vcjob(name: string, tasks: TaskSpec[], extra: Partial<VolcanoJob['spec']> = {}): VolcanoJob {
-  return {
-    apiVersion: 'batch.volcano.sh/v1alpha1',
-    kind: 'Job',
-    metadata: { name },
-    spec: { tasks, ...extra },
-  };
 }
 
 /** Everything of a job the machine could still hold: processes, namespaces, cgroups, veths. */
@@ -181,7 +152,7 @@ test(
   tools,
   async (t) => {
     const { backend, ended } = await open(t);
-    const hog = shellTask('hog', 1, 'head -c 400m /dev/zero | tail > /dev/null', '48Mi');
+    const hog = shellTask('hog', 1, 'head -c 400m /dev/zero | tail > /dev/null', { memory: '48Mi' });
     await backend.submitVolcanoJob(
       'oom',
       vcjob('oom', [hog], { policies: [{ event: 'PodFailed', action: 'TerminateJob' }] }),

@@ -5,46 +5,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { localBackend } from '../src/backends/local/local-backend.ts';
 import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
-import type { LifecyclePolicy, TaskSpec, VolcanoJob } from '../src/volcano/types.ts';
+import type { LifecyclePolicy } from '../src/volcano/types.ts';
 import { processRuntime } from './support/process-runtime.ts';
+import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** The Volcano job controller's semantics, carried out by the local backend on plain processes. */
-
-function task(
-  name: string,
-  replicas: number,
-  script: string,
-  extra: Partial<TaskSpec> = {},
-  cpu = '100m',
-): TaskSpec {
-  return {
-    name,
-    replicas,
-    template: {
-      spec: {
-        restartPolicy: 'Never',
-        containers: [
-          {
-            name: 'main',
-            image: 'busybox',
-            command: ['sh', '-c', script],
-            resources: { limits: { cpu, memory: '64Mi' } },
-          },
-        ],
-      },
-    },
-    ...extra,
-  };
-}
-
-function vcjob(name: string, tasks: TaskSpec[], spec: Partial<VolcanoJob['spec']> = {}): VolcanoJob {
-  return {
-    apiVersion: 'batch.volcano.sh/v1alpha1',
-    kind: 'Job',
-    metadata: { name },
-    spec: { minAvailable: tasks.reduce((n, t) => n + (t.minAvailable ?? t.replicas), 0), tasks, ...spec },
-  };
-}
 
 async function setup(
   t: { after(fn: () => Promise<void>): void },
@@ -86,7 +51,7 @@ test('a multi-replica job runs every replica with the env and svc plugins, and r
   const { backend, runtime, ended, logs, events } = await setup(t);
   const job = vcjob(
     'hello',
-    [task('work', 3, 'echo "rank $VC_TASK_INDEX of $VC_WORK_NUM: $VC_WORK_HOSTS"')],
+    [shellTask('work', 3, 'echo "rank $VC_TASK_INDEX of $VC_WORK_NUM: $VC_WORK_HOSTS"')],
     {
       plugins: { env: [], svc: [] },
     },
@@ -119,7 +84,9 @@ test('the ssh plugin gives every pod the same fresh key pair and a config naming
   const { backend, runtime, ended } = await setup(t);
   await backend.submitVolcanoJob(
     'mpi',
-    vcjob('mpi', [task('master', 1, 'true'), task('worker', 2, 'true')], { plugins: { ssh: [], svc: [] } }),
+    vcjob('mpi', [shellTask('master', 1, 'true'), shellTask('worker', 2, 'true')], {
+      plugins: { ssh: [], svc: [] },
+    }),
   );
   await ended('mpi');
   const files = (pod: string) =>
@@ -142,7 +109,7 @@ test('PodFailed → RestartJob restarts the whole job until maxRetry, then the j
   const policies: LifecyclePolicy[] = [{ event: 'PodFailed', action: 'RestartJob' }];
   await backend.submitVolcanoJob(
     'retry',
-    vcjob('retry', [task('t', 2, 'echo run; exit $VC_TASK_INDEX')], {
+    vcjob('retry', [shellTask('t', 2, 'echo run; exit $VC_TASK_INDEX')], {
       policies,
       maxRetry: 2,
       plugins: { env: [] },
@@ -161,10 +128,12 @@ test('PodFailed → RestartJob restarts the whole job until maxRetry, then the j
 
 test('TaskCompleted → CompleteJob ends the job when its master finishes, stopping the workers', async (t) => {
   const { backend, ended } = await setup(t);
-  const master = task('master', 1, 'sleep 0.2', {
-    policies: [{ event: 'TaskCompleted', action: 'CompleteJob' }],
+  const master = shellTask('master', 1, 'sleep 0.2', {
+    extra: {
+      policies: [{ event: 'TaskCompleted', action: 'CompleteJob' }],
+    },
   });
-  await backend.submitVolcanoJob('tc', vcjob('tc', [master, task('worker', 2, 'sleep 30')]));
+  await backend.submitVolcanoJob('tc', vcjob('tc', [master, shellTask('worker', 2, 'sleep 30')]));
   const end = await ended('tc');
   assert.equal(backend.phaseOf('tc'), 'Completed');
   assert.equal(end.state, 'SUCCESS');
@@ -175,7 +144,7 @@ test('minSuccess completes the job once enough pods succeeded', async (t) => {
   const { backend, ended } = await setup(t);
   await backend.submitVolcanoJob(
     'ms',
-    vcjob('ms', [task('t', 3, 'if [ "$VC_TASK_INDEX" = 2 ]; then sleep 30; fi')], {
+    vcjob('ms', [shellTask('t', 3, 'if [ "$VC_TASK_INDEX" = 2 ]; then sleep 30; fi')], {
       minSuccess: 2,
       plugins: { env: [] },
     }),
@@ -188,7 +157,7 @@ test('a failed pod without a policy fails the job once every pod has ended', asy
   const { backend, ended } = await setup(t);
   await backend.submitVolcanoJob(
     'nf',
-    vcjob('nf', [task('t', 2, 'exit $VC_TASK_INDEX')], { plugins: { env: [] } }),
+    vcjob('nf', [shellTask('t', 2, 'exit $VC_TASK_INDEX')], { plugins: { env: [] } }),
   );
   const end = await ended('nf');
   assert.equal(backend.phaseOf('nf'), 'Failed');
@@ -197,9 +166,11 @@ test('a failed pod without a policy fails the job once every pod has ended', asy
 
 test('restartPolicy OnFailure restarts a container in place until the task reaches maxRetry (TaskFailed)', async (t) => {
   const { backend, ended, logs } = await setup(t);
-  const flaky = task('t', 1, 'echo try; exit 3', {
-    maxRetry: 2,
-    policies: [{ event: 'TaskFailed', action: 'TerminateJob' }],
+  const flaky = shellTask('t', 1, 'echo try; exit 3', {
+    extra: {
+      maxRetry: 2,
+      policies: [{ event: 'TaskFailed', action: 'TerminateJob' }],
+    },
   });
   flaky.template.spec.restartPolicy = 'OnFailure';
   await backend.submitVolcanoJob('of', vcjob('of', [flaky]));
@@ -211,7 +182,7 @@ test('restartPolicy OnFailure restarts a container in place until the task reach
 
 test('an out-of-memory kill is a FAILURE that names the rank', async (t) => {
   const { backend, ended } = await setup(t);
-  const oom = task('t', 1, 'kill -9 $$$$'); // `$$` is Kubernetes' escaped `$`
+  const oom = shellTask('t', 1, 'kill -9 $$$$'); // `$$` is Kubernetes' escaped `$`
   oom.template.spec.containers[0]!.env = [{ name: 'FAKE_OOM', value: '1' }];
   await backend.submitVolcanoJob(
     'oom',
@@ -224,8 +195,8 @@ test('an out-of-memory kill is a FAILURE that names the rank', async (t) => {
 
 test('a gang waits, with its reason and position, until all its replicas fit; then it starts whole', async (t) => {
   const { backend, ended, events, runtime } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
-  await backend.submitVolcanoJob('big', vcjob('big', [task('t', 1, 'sleep 0.3', {}, '2')]));
-  await backend.submitVolcanoJob('gang', vcjob('gang', [task('t', 2, 'true', {}, '1')]));
+  await backend.submitVolcanoJob('big', vcjob('big', [shellTask('t', 1, 'sleep 0.3', { cpu: '2' })]));
+  await backend.submitVolcanoJob('gang', vcjob('gang', [shellTask('t', 2, 'true', { cpu: '1' })]));
   const queued = () => events.find((e) => e.jobId === 'gang' && e.state === 'IN_QUEUE');
   for (let i = 0; i < 100 && !queued(); i++) await new Promise((r) => setTimeout(r, 5));
   assert.match(
@@ -239,7 +210,7 @@ test('a gang waits, with its reason and position, until all its replicas fit; th
 
 test('a job larger than the machine fails at once, saying what it needs', async (t) => {
   const { backend, ended } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
-  await backend.submitVolcanoJob('huge', vcjob('huge', [task('t', 3, 'true', {}, '1')]));
+  await backend.submitVolcanoJob('huge', vcjob('huge', [shellTask('t', 3, 'true', { cpu: '1' })]));
   const end = await ended('huge');
   assert.equal(end.state, 'FAILURE');
   assert.match(
@@ -250,7 +221,7 @@ test('a job larger than the machine fails at once, saying what it needs', async 
 
 test('cancel stops every process of a running job within the grace period', async (t) => {
   const { backend, events, runtime } = await setup(t);
-  await backend.submitVolcanoJob('c', vcjob('c', [task('t', 2, 'trap "" TERM; sleep 30')]));
+  await backend.submitVolcanoJob('c', vcjob('c', [shellTask('t', 2, 'trap "" TERM; sleep 30')]));
   for (let i = 0; i < 200 && !events.some((e) => e.jobId === 'c' && e.state === 'RUNNING'); i++) {
     await new Promise((r) => setTimeout(r, 5));
   }
