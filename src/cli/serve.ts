@@ -130,12 +130,15 @@ async function makeBackend(
     return { backend: dryBackend(runForMs !== undefined ? { runForMs } : {}), about: 'runs nothing' };
   }
   if (name === 'local') {
+    // Without bubblewrap (and no explicit `local.unsandboxed`), the service refuses to run jobs at all.
     const backend = await openLocalBackend({
       config: config.local ?? {},
       dataDir,
       storageRoot,
       storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
       log,
+    }).catch((e: Error) => {
+      throw new CliError(`the local backend cannot start: ${e.message}`, 1);
     });
     for (const w of backend.warnings) log.warn(`local backend: ${w}`);
     return { backend, about: backend.description };
