@@ -29,6 +29,7 @@ export interface TestRuntime {
   runtime: Runtime;
   stateDir: string;
   options: LocalRuntimeOptions;
+  bridge: string;
   /** Creates a pod that is destroyed after the test, whatever happens. */
   pod(name: string, spec?: Partial<PodSpec>): Promise<Pod>;
   /** A unique name for this test file's run. */
@@ -68,6 +69,7 @@ export async function testRuntime(
     runtime,
     stateDir,
     options,
+    bridge,
     name: (base) => `${base}-${tag}`,
     async pod(name, spec = {}) {
       const pod = await runtime.createPod({

@@ -28,8 +28,11 @@ export interface LocalRuntimeOptions {
   stateDir: string;
   /** Runs containers as plain processes, without bubblewrap or a network per pod. */
   unsandboxed?: boolean;
-  /** The pod network when running as root. */
-  network?: NetworkOptions;
+  /**
+   * The pod network when running as root; `loopback`: the host network with a loopback address per
+   * pod even as root (no network isolation), where a bridge cannot be used.
+   */
+  network?: NetworkOptions | 'loopback';
   /** Overrides what is detected (CPUs × 1000, total memory). */
   capacity?: { cpuMillis?: number; memoryBytes?: number };
   /** Most processes of a pod whose limits leave it open. Default 32768. */
@@ -93,7 +96,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     .filter((r): r is PodRecord => r !== null)
     .map((r) => r.network.ip);
   const network =
-    root && sandbox.kind === 'bwrap'
+    root && sandbox.kind === 'bwrap' && options.network !== 'loopback'
       ? await bridgeNetwork(options.network ?? {}, reserved)
       : loopbackNetwork(reserved);
   warnings.push(...network.warnings);

@@ -76,7 +76,7 @@ for f in $cgroups; do echo $$ > "$f" || status=${CGROUP_JOIN_FAILED}; done
 unset IFS
 trap : TERM INT HUP
 if [ $status = 0 ]; then "$@"; status=$?; fi
-echo $status > "$state/exit.tmp" && mv "$state/exit.tmp" "$state/exit"
+echo $status > "$state/exit"
 `;
 
 /** Like SUPERVISOR's first part, for shells: joins the cgroups, then becomes the command. */
@@ -388,16 +388,20 @@ function containerHandle(
     },
     async check() {
       if (ended) return;
-      const status = await readNumber(join(stateDir, 'exit'));
+      const exitFile = join(stateDir, 'exit');
+      let status = await readNumber(exitFile);
+      if (status === null) {
+        if (pid !== null && (await isSupervisor(pid))) return;
+        // It may have written its status just before it ended.
+        status = await readNumber(exitFile);
+      }
       let exit: ContainerExit;
       if (status !== null) {
         const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
         exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
-      } else if (pid === null || !(await isSupervisor(pid))) {
+      } else {
         // The supervisor itself was killed (destroy after its grace, or the machine restarted).
         exit = exitFromStatus(128 + constants.signals.SIGKILL, false);
-      } else {
-        return;
       }
       if (ended) return;
       ended = true;
