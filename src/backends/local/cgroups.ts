@@ -1,4 +1,4 @@
-import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from './runtime.ts';
 

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
@@ -28,8 +28,11 @@ export interface LocalRuntimeOptions {
   stateDir: string;
   /** Runs containers as plain processes, without bubblewrap or a network per pod. */
   unsandboxed?: boolean;
-  /** The pod network when running as root. */
-  network?: NetworkOptions;
+  /**
+   * The pod network when running as root; `loopback`: the host network with a loopback address per
+   * pod even as root (no network isolation), where a bridge cannot be used.
+   */
+  network?: NetworkOptions | 'loopback';
   /** Overrides what is detected (CPUs × 1000, total memory). */
   capacity?: { cpuMillis?: number; memoryBytes?: number };
   /** Most processes of a pod whose limits leave it open. Default 32768. */
@@ -48,6 +51,14 @@ async function podResolvConf(): Promise<string> {
   if (kept.some((line) => /^\s*nameserver\s/.test(line))) return kept.join('\n');
   // systemd-resolved's stub points at itself; the upstream servers are in its own file.
   return readFile('/run/systemd/resolve/resolv.conf', 'utf8').catch(() => kept.join('\n'));
+}
+
+async function readRecord(podsDir: string, name: string): Promise<PodRecord | null> {
+  try {
+    return JSON.parse(await readFile(join(podsDir, name, 'pod.json'), 'utf8'));
+  } catch {
+    return null;
+  }
 }
 
 /** The local machine's pods: bubblewrap, cgroups and a bridge network as root; less without. */
@@ -76,18 +87,28 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     if (sandbox.kind === 'bwrap')
       warnings.push("not root: containers run as ucompute's own user, whatever uid they ask for");
   }
-  const network = root && sandbox.kind === 'bwrap' ? await bridgeNetwork(options.network) : loopbackNetwork();
+  const podsDir = join(options.stateDir, 'pods');
+  await mkdir(podsDir, { recursive: true });
+  // Containers that run as another user reach their files and volumes through these folders.
+  for (const folder of [options.stateDir, podsDir]) await chmod(folder, (await stat(folder)).mode | 0o111);
+  // Addresses of pods an earlier process left are taken before the pool of namespaces fills.
+  const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
+    .filter((r): r is PodRecord => r !== null)
+    .map((r) => r.network.ip);
+  const network =
+    root && sandbox.kind === 'bwrap' && options.network !== 'loopback'
+      ? await bridgeNetwork(options.network ?? {}, reserved)
+      : loopbackNetwork(reserved);
   warnings.push(...network.warnings);
 
   const context: PodContext = {
-    podsDir: join(options.stateDir, 'pods'),
+    podsDir,
     sandbox,
     cgroups,
     network,
     resolvConf: await podResolvConf(),
     supervisors: new Set(),
   };
-  await mkdir(context.podsDir, { recursive: true });
   const defaultPids = options.defaultPids ?? 32768;
   const recovered: Map<string, ContainerHandle>[] = [];
   const stopWatching = watchContainers(
@@ -102,14 +123,6 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     cgroups ? describeCgroups(cgroups) : 'no cgroups',
     network.description,
   ].join('; ');
-
-  async function readRecord(name: string): Promise<PodRecord | null> {
-    try {
-      return JSON.parse(await readFile(join(podDir(context, name), 'pod.json'), 'utf8'));
-    } catch {
-      return null;
-    }
-  }
 
   return {
     description,
@@ -138,7 +151,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
         if (cgroups) await createPodCgroups(cgroups, spec.name, spec.limits, defaultPids);
         return podHandle(context, record, new Map());
       } catch (error) {
-        const record = await readRecord(spec.name);
+        const record = await readRecord(podsDir, spec.name);
         if (record) await podHandle(context, record, new Map()).destroy(0);
         else await rm(dir, { recursive: true, force: true });
         throw error;
@@ -148,7 +161,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       const pods: Pod[] = [];
       const live: PodRecord[] = [];
       for (const name of await readdir(context.podsDir)) {
-        const record = await readRecord(name);
+        const record = await readRecord(podsDir, name);
         const destroying = await readFile(join(podDir(context, name), 'destroying')).then(
           () => true,
           () => false,
@@ -162,7 +175,6 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
           else await rm(podDir(context, name), { recursive: true, force: true });
           continue;
         }
-        network.adopt(record.network);
         recovered.push(containers);
         live.push(record);
         pods.push(podHandle(context, record, containers));

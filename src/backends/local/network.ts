@@ -16,7 +16,7 @@ export interface NetworkOptions {
   bridge?: string;
   /** An IPv4 /16 ... /24 subnet; the bridge takes its first address. Default 10.89.0.0/16. */
   subnet?: string;
-  /** Namespaces kept ready for new pods, created in the background. Default 4. */
+  /** Namespaces kept ready for new pods, created in the background. Default 8. */
   poolSize?: number;
 }
 
@@ -25,8 +25,6 @@ export interface Network {
   readonly warnings: readonly string[];
   /** A fresh network identity for a new pod (never a reused namespace). */
   acquire(): Promise<PodNetwork>;
-  /** Marks a recovered pod's address as taken. */
-  adopt(network: PodNetwork): void;
   /** Replaces the peers `network` may exchange traffic with. */
   allowPeers(network: PodNetwork, previous: readonly string[], next: readonly string[]): Promise<void>;
   /** Removes the pod's namespace, veth and rules. Idempotent. */
@@ -117,15 +115,16 @@ function rulesScript(bridge: string, subnet: string, gateway: string): string {
 }
 
 /** Pods in their own network namespaces on a bridge, with NAT outwards and nftables isolation (root). */
-export async function bridgeNetwork(options: NetworkOptions = {}): Promise<Network> {
+export async function bridgeNetwork(options: NetworkOptions, reserved: readonly string[]): Promise<Network> {
   const bridge = options.bridge ?? 'ucompute0';
   const subnet = options.subnet ?? '10.89.0.0/16';
-  const poolSize = options.poolSize ?? 4;
+  const poolSize = options.poolSize ?? 8;
   const { table, prefix } = bridgeNames(bridge);
   const { base, prefix: bits } = parseSubnet(subnet);
   const gateway = ipOf(base + 1);
   const cidr = `${ipOf(base)}/${bits}`;
   const addresses = addressAllocator(base + 2, 2 ** (32 - bits) - 3);
+  for (const ip of reserved) addresses.mark(ip);
 
   const exists = await readFile(`/sys/class/net/${bridge}/operstate`, 'utf8').then(
     () => true,
@@ -188,7 +187,7 @@ export async function bridgeNetwork(options: NetworkOptions = {}): Promise<Netwo
 
   async function release(n: PodNetwork, peers: readonly string[]) {
     if (peers.length > 0) await changePeers(n.ip, peers, []);
-    if (n.veth) await run('ip', ['link', 'del', n.veth]).catch(() => undefined);
+    // The kernel removes the veth with the namespace, in the background: much cheaper than `ip link del`.
     if (n.netns) await run('ip', ['netns', 'del', n.netns]).catch(() => undefined);
     addresses.free(n.ip);
   }
@@ -220,7 +219,6 @@ export async function bridgeNetwork(options: NetworkOptions = {}): Promise<Netwo
       const [made] = await create(1);
       return made!;
     },
-    adopt: (n) => addresses.mark(n.ip),
     allowPeers: (n, previous, next) => changePeers(n.ip, previous, next),
     release,
     enter: (n) => ['nsenter', `--net=/run/netns/${n.netns}`, '--'],
@@ -245,16 +243,16 @@ export async function bridgeNetwork(options: NetworkOptions = {}): Promise<Netwo
 }
 
 /** Without root: the host network, a loopback address per pod, nothing enforced. */
-export function loopbackNetwork(): Network {
+export function loopbackNetwork(reserved: readonly string[]): Network {
   // 127.0.0.0/8 is routed to lo on Linux, so every 127.x address works without configuration.
   const addresses = addressAllocator(127 * 2 ** 24 + 89 * 2 ** 16 + 2, 2 ** 16 - 3);
+  for (const ip of reserved) addresses.mark(ip);
   return {
     description: 'network: host network, a loopback address per pod',
     warnings: [
       'pods share the host network: each has its own loopback address, but network isolation is not enforced',
     ],
     acquire: async () => ({ ip: addresses.take(), netns: null, veth: null }),
-    adopt: (n) => addresses.mark(n.ip),
     allowPeers: async () => undefined,
     release: async (n) => {
       addresses.free(n.ip);

@@ -76,7 +76,7 @@ for f in $cgroups; do echo $$ > "$f" || status=${CGROUP_JOIN_FAILED}; done
 unset IFS
 trap : TERM INT HUP
 if [ $status = 0 ]; then "$@"; status=$?; fi
-echo $status > "$state/exit.tmp" && mv "$state/exit.tmp" "$state/exit"
+echo $status > "$state/exit"
 `;
 
 /** Like SUPERVISOR's first part, for shells: joins the cgroups, then becomes the command. */
@@ -128,6 +128,19 @@ async function isSupervisor(pid: number): Promise<boolean> {
   }
 }
 
+/** SIGKILL to the listed processes until none is left; after `patientRounds` rounds of waiting. */
+async function killUntilGone(list: () => Promise<number[]>, patientRounds = 0) {
+  for (let round = 0; round < patientRounds + 100; round++) {
+    const pids = await list();
+    if (pids.length === 0) return;
+    if (round >= patientRounds) signalAll(pids, 'SIGKILL');
+    await sleep(10);
+  }
+  throw new Error(`processes ${(await list()).join(', ')} survived SIGKILL`);
+}
+
+const pidNamespace = (pid: number) => readlink(`/proc/${pid}/ns/pid`).catch(() => null);
+
 function signalAll(pids: readonly number[], signal: NodeJS.Signals) {
   for (const pid of pids) {
     try {
@@ -149,32 +162,44 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
 
   const saveRecord = () => writeFile(join(dir, 'pod.json'), JSON.stringify(record));
 
-  /** Every process of the pod: its cgroups', or without cgroups its supervisors' process groups. */
-  async function processes(): Promise<{ pids: number[]; groups: number[] }> {
-    if (record.cgroups.length > 0) return { pids: await cgroupPids(record.cgroups), groups: [] };
-    const groups = [...containers.values()].map((c) => c.pid).filter((p): p is number => p !== null);
-    return { pids: [], groups: groups.filter(isAlive) };
-  }
+  const supervisorPids = () =>
+    new Set([...containers.values()].map((c) => c.pid).filter((p): p is number => p !== null));
 
-  async function signalPod(signal: NodeJS.Signals): Promise<boolean> {
-    const { pids, groups } = await processes();
-    signalAll(pids, signal);
-    signalAll(
-      groups.map((g) => -g),
-      signal,
-    );
-    return pids.length + groups.length > 0;
-  }
-
+  /**
+   * Ends the pod's processes: SIGTERM to what runs inside the containers, SIGKILL after the grace
+   * period, supervisors last so that they record how their container ended.
+   */
   async function stop(graceMs: number) {
     const deadline = Date.now() + graceMs;
-    if (!(await signalPod('SIGTERM'))) return;
-    while (Date.now() < deadline) {
+    if (record.cgroups.length === 0) return stopGroups(deadline);
+    const supervisors = supervisorPids();
+    const all = () => cgroupPids(record.cgroups);
+    const nonSupervisors = async () => (await all()).filter((p) => !supervisors.has(p));
+    // bubblewrap's own processes die of SIGTERM and would report it for a command that ignores it.
+    const ours = await pidNamespace(process.pid);
+    const inContainers = async () => {
+      const pids = await nonSupervisors();
+      if (context.sandbox.kind === 'none') return pids;
+      const namespaces = await Promise.all(pids.map(pidNamespace));
+      return pids.filter((_, i) => namespaces[i] !== null && namespaces[i] !== ours);
+    };
+    let targets = await inContainers();
+    signalAll(targets, 'SIGTERM');
+    while (targets.length > 0 && Date.now() < deadline) {
       await sleep(Math.min(20, Math.max(1, deadline - Date.now())));
-      if ((await processes()).pids.length + (await processes()).groups.length === 0) return;
+      targets = await inContainers();
     }
     // A forking process could escape one round of SIGKILL; the cgroup drains within a few rounds.
-    for (let round = 0; round < 100 && (await signalPod('SIGKILL')); round++) await sleep(10);
+    await killUntilGone(nonSupervisors);
+    await killUntilGone(all, 50);
+  }
+
+  /** Without cgroups: the process groups of the supervisors. */
+  async function stopGroups(deadline: number) {
+    const groups = async () => [...supervisorPids()].filter(isAlive).map((pid) => -pid);
+    signalAll(await groups(), 'SIGTERM');
+    while ((await groups()).length > 0 && Date.now() < deadline) await sleep(20);
+    await killUntilGone(groups);
   }
 
   async function start(spec: ContainerSpec): Promise<RunningContainer> {
@@ -363,19 +388,20 @@ function containerHandle(
     },
     async check() {
       if (ended) return;
-      // Liveness first: the supervisor writes the exit file before it exits, so a file missing
-      // after the supervisor is gone means it was killed, not that it is about to write.
-      const alive = pid !== null && (await isSupervisor(pid));
-      const status = await readNumber(join(stateDir, 'exit'));
+      const exitFile = join(stateDir, 'exit');
+      let status = await readNumber(exitFile);
+      if (status === null) {
+        if (pid !== null && (await isSupervisor(pid))) return;
+        // It may have written its status just before it ended.
+        status = await readNumber(exitFile);
+      }
       let exit: ContainerExit;
       if (status !== null) {
         const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
         exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
-      } else if (!alive) {
+      } else {
         // The supervisor itself was killed (destroy after its grace, or the machine restarted).
         exit = exitFromStatus(128 + constants.signals.SIGKILL, false);
-      } else {
-        return;
       }
       if (ended) return;
       ended = true;
@@ -453,10 +479,20 @@ async function containerCommand(
   ];
 }
 
-/** The process of a running container a shell joins: the command under bubblewrap's init. */
+/** The process of a running container a shell joins, once bubblewrap has set the container up. */
 async function containerProcess(container: ContainerHandle): Promise<number> {
-  if (container.ended || container.pid === null)
-    throw new Error(`container ${container.spec.name} has ended`);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if (container.ended || container.pid === null)
+      throw new Error(`container ${container.spec.name} has ended`);
+    const pid = await commandProcess(container.pid);
+    if (pid !== null) return pid;
+    await sleep(20);
+  }
+  throw new Error(`container ${container.spec.name} has no running process`);
+}
+
+/** The command under bubblewrap's init below `supervisor`, or null while there is none yet. */
+async function commandProcess(supervisor: number): Promise<number | null> {
   const parents = new Map<number, number[]>();
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -468,16 +504,15 @@ async function containerProcess(container: ContainerHandle): Promise<number> {
       // Ended meanwhile.
     }
   }
-  const pidNamespace = (pid: number) => readlink(`/proc/${pid}/ns/pid`).catch(() => null);
-  const hostNamespace = await pidNamespace(container.pid);
+  const hostNamespace = await pidNamespace(supervisor);
   // Breadth first: the first process in a new pid namespace is bubblewrap's init, its child the command.
-  const queue = [container.pid];
+  const queue = [supervisor];
   while (queue.length > 0) {
     const pid = queue.shift()!;
-    if ((await pidNamespace(pid)) !== hostNamespace) return parents.get(pid)?.[0] ?? pid;
+    if ((await pidNamespace(pid)) !== hostNamespace) return parents.get(pid)?.[0] ?? null;
     queue.push(...(parents.get(pid) ?? []));
   }
-  throw new Error(`container ${container.spec.name} has no running process`);
+  return null;
 }
 
 async function shellIn(root: string): Promise<string> {

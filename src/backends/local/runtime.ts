@@ -66,8 +66,12 @@ export interface ContainerSpec {
 }
 
 export interface ContainerExit {
+  /** 128 + the signal's number when a signal ended it (137 for SIGKILL), as Kubernetes reports. */
   exitCode: number;
-  /** The signal that ended it, e.g. SIGKILL; null when it exited by itself. */
+  /**
+   * The signal that ended it, e.g. SIGKILL; null when it exited by itself. Derived from an exit code
+   * above 128, which is all the sandbox passes on: a command's own `exit 137` reads as SIGKILL too.
+   */
   signal: string | null;
   oomKilled: boolean;
 }
@@ -107,7 +111,12 @@ export interface Runtime {
   /** What the machine offers to pods. */
   readonly capacity: { cpuMillis: number; memoryBytes: number };
   createPod(spec: PodSpec): Promise<Pod>;
-  /** Pods an earlier ucompute process left running (from the state folder); dead leftovers are cleaned. */
+  /**
+   * Pods an earlier ucompute process left (from the state folder), to call once before createPod:
+   * every pod that started a container, running or not, with its containers' `exited` resolving from
+   * the statuses recorded meanwhile (or when they end). Dead leftovers (pods half created, half
+   * destroyed, or that never started a container, and stray namespaces) are cleaned.
+   */
   recover(): Promise<Pod[]>;
   /** Releases the runtime's own resources; pods keep running (a restart finds them again). */
   close(): Promise<void>;

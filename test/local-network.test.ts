@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { Pod } from '../src/backends/local/runtime.ts';
+import {
+  container,
+  eventually,
+  missingPrerequisite,
+  probeArgv,
+  serverArgv,
+  testRuntime,
+} from './support/local-runtime.ts';
+
+const skip = await missingPrerequisite();
+
+async function outputDir(t: { after(fn: () => Promise<void>): void }) {
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-output-'));
+  await chmod(dir, 0o755);
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** What the pod's server answers, once it listens. */
+async function reply(pod: Pod, port: number): Promise<string> {
+  let text = '';
+  await eventually(`pod ${pod.name} answers on ${port}`, async () => {
+    try {
+      text = await new Response((await pod.connect(port)) as unknown as ReadableStream).text();
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return text;
+}
+
+describe('local runtime network', { skip: skip ?? false }, () => {
+  test('pods have their own addresses, so replicas listen on the same port', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const first = await pod('replica-0');
+    const second = await pod('replica-1');
+    assert.notEqual(first.ip, second.ip);
+    await first.start(container(out, 'first', serverArgv(8080, 'first')));
+    await second.start(container(out, 'second', serverArgv(8080, 'second')));
+    assert.equal(await reply(first, 8080), 'first');
+    assert.equal(await reply(second, 8080), 'second');
+  });
+
+  test('pods exchange traffic only with the peers both allow; two jobs are isolated', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const a = await pod('job1-a');
+    const b = await pod('job1-b');
+    const stranger = await pod('job2-c');
+    await a.allowPeers([b.ip]);
+    await b.allowPeers([a.ip]);
+    await stranger.allowPeers([]);
+    for (const p of [a, b, stranger])
+      await p.start(container(out, `${p.name}-server`, serverArgv(7000, p.name)));
+    await Promise.all([a, b, stranger].map((p) => reply(p, 7000)));
+
+    let probes = 0;
+    const reaches = async (from: Pod, to: Pod) => {
+      const probe = await from.start(container(out, `probe-${probes++}`, probeArgv(to.ip, 7000)));
+      return (await probe.exited).exitCode === 0;
+    };
+    assert.equal(await reaches(a, b), true, 'a reaches b');
+    assert.equal(await reaches(b, a), true, 'b reaches a');
+    assert.equal(await reaches(stranger, b), false, 'the other job cannot reach b');
+    assert.equal(await reaches(a, stranger), false, 'a cannot reach the other job');
+
+    // One side allowing is not enough: the other side must allow it too.
+    await stranger.allowPeers([a.ip]);
+    assert.equal(await reaches(stranger, a), false, 'a does not allow the stranger');
+    // allowPeers replaces the set.
+    await a.allowPeers([]);
+    assert.equal(await reaches(b, a), false, 'a no longer allows b');
+  });
+});

@@ -1,0 +1,316 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { createRuntime } from '../src/backends/local/create-runtime.ts';
+import type { PodRecord } from '../src/backends/local/pod.ts';
+import {
+  container,
+  errors,
+  eventually,
+  missingPrerequisite,
+  output,
+  serverArgv,
+  testRuntime,
+} from './support/local-runtime.ts';
+
+const skip = await missingPrerequisite();
+
+async function outputDir(t: { after(fn: () => Promise<void>): void }) {
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-output-'));
+  await chmod(dir, 0o755);
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const podRecord = async (stateDir: string, name: string): Promise<PodRecord> =>
+  JSON.parse(await readFile(join(stateDir, 'pods', name, 'pod.json'), 'utf8'));
+
+describe('local runtime', { skip: skip ?? false }, () => {
+  test('a container runs with its env, cwd, user, hostname, mounts, files, private /tmp and /dev/shm', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const readOnly = join(out, 'ro');
+    await writeFile(join(out, 'host-tmp-marker'), '');
+    execFileSync('mkdir', ['-p', readOnly]);
+    await writeFile(join(readOnly, 'given'), 'from the host\n');
+    const p = await pod('basics', { hostname: 'basics-host', shmBytes: 2 * 1024 * 1024 });
+    const data = await p.volumeDir('data');
+    const spec = container(
+      out,
+      'main',
+      [
+        'sh',
+        '-c',
+        [
+          'echo "pid=$$"',
+          'echo "host=$(hostname)"',
+          'echo "ids=$(id -u):$(id -g)"',
+          'echo "cwd=$(pwd)"',
+          'echo "greeting=$GREETING"',
+          'echo "home=[$HOME]"',
+          'echo "procs=$(ls /proc | grep -c "^[0-9]")"',
+          'echo "shm=$(stat -f -c "%b %S" /dev/shm)"',
+          'echo "given=$(cat /ro/given)"',
+          'touch /ro/refused 2>/dev/null && echo "ro-write=yes" || echo "ro-write=no"',
+          'touch /usr/refused 2>/dev/null && echo "root-write=yes" || echo "root-write=no"',
+          'echo written > /data/out',
+          'echo "secret=$(stat -c "%a %u %g" /etc/volcano/secret) $(cat /etc/volcano/secret)"',
+          'touch /tmp/private && echo "tmp-write=yes"',
+          `test -e ${join(out, 'host-tmp-marker').replace(tmpdir(), '/tmp')} && echo "host-tmp=visible" || echo "host-tmp=hidden"`,
+          'echo "resolv=$(test -s /etc/resolv.conf && echo present)"',
+        ].join('\n'),
+      ],
+      {
+        env: { PATH: '/usr/bin:/bin', GREETING: 'hello world' },
+        workingDir: '/data',
+        uid: 1000,
+        gid: 1000,
+        mounts: [
+          { source: data, target: '/data', readOnly: false },
+          { source: readOnly, target: '/ro', readOnly: true },
+        ],
+        files: [{ path: '/etc/volcano/secret', content: 'key', mode: 0o600 }],
+      },
+    );
+    const running = await p.start(spec);
+    const exit = await running.exited;
+    assert.deepEqual(
+      exit,
+      { exitCode: 0, signal: null, oomKilled: false },
+      (await output(spec)) + (await errors(spec)),
+    );
+    const lines = Object.fromEntries(
+      (await output(spec))
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/=(.*)/s).slice(0, 2)),
+    );
+    assert.equal(await errors(spec), '');
+    assert.equal(lines.pid, '2', 'the command is the second process of its own pid namespace');
+    assert.equal(lines.host, 'basics-host');
+    assert.equal(lines.ids, '1000:1000');
+    assert.equal(lines.cwd, '/data');
+    assert.equal(lines.greeting, 'hello world');
+    assert.equal(lines.home, '[]', 'the host environment does not leak in');
+    assert.ok(Number(lines.procs) <= 5, `the container sees only its own processes, saw ${lines.procs}`);
+    const [blocks, blockSize] = lines.shm.split(' ').map(Number);
+    assert.equal(blocks * blockSize, 2 * 1024 * 1024);
+    assert.equal(lines.given, 'from the host');
+    assert.equal(lines['ro-write'], 'no');
+    assert.equal(lines['root-write'], 'no');
+    assert.equal(await readFile(join(data, 'out'), 'utf8'), 'written\n');
+    assert.equal((await stat(data)).mode & 0o777, 0o777);
+    assert.equal(lines.secret, '600 1000 1000 key');
+    assert.equal(lines['tmp-write'], 'yes');
+    assert.equal(lines['host-tmp'], 'hidden');
+    assert.equal(lines.resolv, 'present');
+    assert.equal(existsSync('/tmp/private'), false);
+  });
+
+  test('exit codes and signals are reported', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('exits');
+    const failed = await p.start(container(out, 'failed', ['sh', '-c', 'exit 7']));
+    assert.deepEqual(await failed.exited, { exitCode: 7, signal: null, oomKilled: false });
+    const killed = await p.start(container(out, 'killed', ['sh', '-c', 'kill -TERM $$']));
+    assert.deepEqual(await killed.exited, { exitCode: 143, signal: 'SIGTERM', oomKilled: false });
+    const missing = await p.start(container(out, 'missing', ['/no/such/program']));
+    assert.notEqual((await missing.exited).exitCode, 0);
+    assert.match(await errors(container(out, 'missing', [])), /no\/such\/program/);
+    assert.deepEqual(
+      p.containers().map((c) => c.name),
+      ['failed', 'killed', 'missing'],
+    );
+  });
+
+  test('a process allocating past the memory limit is OOM-killed and reported so', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('oom', { limits: { cpuMillis: null, memoryBytes: 32 * 1024 * 1024, pids: null } });
+    const hog = await p.start(
+      container(out, 'hog', ['python3', '-c', "s = 'x' * (256 << 20); print(len(s))"]),
+    );
+    assert.deepEqual(await hog.exited, { exitCode: 137, signal: 'SIGKILL', oomKilled: true });
+    const fits = await p.start(container(out, 'fits', ['python3', '-c', "s = 'x' * (4 << 20)"]));
+    assert.deepEqual(await fits.exited, { exitCode: 0, signal: null, oomKilled: false });
+  });
+
+  test('cpu, memory and pids limits are written, and the pids limit holds', async (t) => {
+    const { pod, stateDir } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('limits', { limits: { cpuMillis: 500, memoryBytes: 64 * 1024 * 1024, pids: 20 } });
+    const { cgroups } = await podRecord(stateDir, p.name);
+    const read = async (file: string) => {
+      for (const dir of cgroups)
+        if (existsSync(join(dir, file))) return (await readFile(join(dir, file), 'utf8')).trim();
+      return null;
+    };
+    const cpu =
+      (await read('cpu.max')) ?? `${await read('cpu.cfs_quota_us')} ${await read('cpu.cfs_period_us')}`;
+    assert.equal(cpu, '50000 100000');
+    assert.equal(
+      (await read('memory.max')) ?? (await read('memory.limit_in_bytes')),
+      String(64 * 1024 * 1024),
+    );
+    assert.equal(await read('pids.max'), '20');
+    const spec = container(out, 'forks', [
+      'python3',
+      '-c',
+      `import os, time
+started = 0
+try:
+    for _ in range(40):
+        if os.fork() == 0:
+            time.sleep(10)
+            os._exit(0)
+        started += 1
+except OSError:
+    print('refused after', started)`,
+    ]);
+    const forks = await p.start(spec);
+    await forks.exited;
+    const started = Number(/refused after (\d+)/.exec(await output(spec))?.[1]);
+    assert.ok(started < 20, `forks are refused below 20 processes, output: ${await output(spec)}`);
+  });
+
+  test('destroy ends every process and leaves nothing behind', async (t) => {
+    const { pod, stateDir, bridge } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('destroyed');
+    await p.allowPeers(['10.1.2.3']);
+    const record = await podRecord(stateDir, p.name);
+    // A child that ignores SIGTERM needs the SIGKILL after the grace period.
+    const main = await p.start(
+      container(out, 'main', ['sh', '-c', "sleep 1000 & trap '' TERM; sleep 1000; wait"]),
+    );
+    await eventually('the processes run', async () => {
+      const procs = await readFile(join(record.cgroups[0]!, 'cgroup.procs'), 'utf8');
+      return procs.trim().split('\n').length >= 4;
+    });
+    const started = Date.now();
+    await Promise.all([p.destroy(300), p.destroy(300)]);
+    assert.ok(Date.now() - started >= 250, 'destroy waited for the grace period');
+    await p.destroy(300);
+    const exit = await main.exited;
+    assert.equal(exit.signal, 'SIGKILL');
+    for (const dir of record.cgroups) assert.equal(existsSync(dir), false, `cgroup ${dir} is removed`);
+    const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+    assert.ok(!netns.includes(record.network.netns!), 'the network namespace is removed');
+    // The kernel removes the veth with its namespace, in the background.
+    await eventually('the veth is removed', () => !existsSync(`/sys/class/net/${record.network.veth}`));
+    const set = execFileSync('nft', ['list', 'set', 'bridge', bridge, 'pairs'], {
+      encoding: 'utf8',
+    });
+    assert.ok(!set.includes(record.network.ip), 'no nftables element names the pod');
+    assert.equal(existsSync(join(stateDir, 'pods', p.name)), false, 'the pod folder is removed');
+    const running = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+    assert.ok(!running.includes(join(stateDir, 'pods', p.name)), 'no supervisor is left');
+  });
+
+  test('a restarted runtime recovers running pods and learns their exit codes; dead leftovers are cleaned', async (t) => {
+    const first = await testRuntime(t);
+    const out = await outputDir(t);
+    const long = await first.pod('recovered');
+    await long.start(container(out, 'main', ['sh', '-c', 'sleep 1; exit 5']));
+    const server = await first.pod('serving');
+    await server.start(container(out, 'server', serverArgv(8080, 'still here')));
+    const empty = await first.pod('empty');
+    const emptyRecord = await podRecord(first.stateDir, empty.name);
+    // The first runtime goes away without destroying anything, as when ucompute restarts.
+    await first.runtime.close();
+
+    const second = await createRuntime(first.options);
+    t.after(() => second.close());
+    const pods = await second.recover();
+    assert.deepEqual(pods.map((p) => p.name).sort(), [long.name, server.name].sort());
+    const recovered = pods.find((p) => p.name === long.name)!;
+    assert.equal(recovered.ip, long.ip);
+    const [main] = recovered.containers();
+    assert.equal(main?.name, 'main');
+    assert.deepEqual(await main!.exited, { exitCode: 5, signal: null, oomKilled: false });
+    const serving = pods.find((p) => p.name === server.name)!;
+    const socket = await serving.connect(8080);
+    assert.equal(await new Response(socket as unknown as ReadableStream).text(), 'still here');
+    assert.equal(existsSync(join(first.stateDir, 'pods', empty.name)), false, 'the empty pod is cleaned');
+    for (const dir of emptyRecord.cgroups) assert.equal(existsSync(dir), false);
+    await Promise.all(pods.map((p) => p.destroy(0)));
+  });
+
+  test('a shell runs inside the container, as its user, and follows resizes', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('shell', { hostname: 'shell-host' });
+    await p.start(container(out, 'main', ['sleep', '1000'], { uid: 1000, gid: 1000, workingDir: '/tmp' }));
+    const shell = await p.shell({ cols: 80, rows: 24 });
+    let seen = '';
+    shell.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+    });
+    shell.write('echo "[$(stty size)|$(id -u)|$(hostname)|$(pwd)]"\n');
+    await eventually('the shell answers', () => seen.includes('[24 80|1000|shell-host|/tmp]'));
+    shell.resize({ cols: 100, rows: 30 });
+    shell.write('echo "<$(stty size)>"\n');
+    await eventually('the size changes', () => seen.includes('<30 100>'));
+    const ended = new Promise((resolve) => shell.once('end', resolve));
+    shell.write('exit\n');
+    shell.resume();
+    await ended;
+  });
+
+  test('connect reaches a port the pod listens on', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('listening');
+    await p.start(container(out, 'server', serverArgv(9090, 'hello from the pod')));
+    let reply = '';
+    await eventually('the server answers', async () => {
+      try {
+        const socket = await p.connect(9090);
+        reply = await new Response(socket as unknown as ReadableStream).text();
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    assert.equal(reply, 'hello from the pod');
+  });
+});
+
+describe('unsandboxed local runtime', { skip: skip ?? false }, () => {
+  test('runs plain processes with env, cwd and user, and refuses files it cannot place', async (t) => {
+    const stateDir = await mkdtemp(join(tmpdir(), 'ucompute-unsandboxed-'));
+    const runtime = await createRuntime({ stateDir, unsandboxed: true });
+    const out = await outputDir(t);
+    t.after(async () => {
+      await runtime.close();
+      await rm(stateDir, { recursive: true, force: true });
+    });
+    assert.match(runtime.warnings.join('\n'), /nothing is isolated/);
+    const p = await runtime.createPod({
+      name: `plain-${process.pid}`,
+      jobId: 'plain',
+      hostname: 'plain',
+      limits: { cpuMillis: null, memoryBytes: null, pids: null },
+      shmBytes: null,
+    });
+    t.after(() => p.destroy(0));
+    assert.match(p.ip, /^127\./);
+    const spec = container(out, 'main', ['sh', '-c', 'echo "$(id -u) $(pwd) $GREETING [$HOME]"'], {
+      env: { PATH: '/usr/bin:/bin', GREETING: 'hi' },
+      workingDir: '/usr',
+      uid: 1000,
+      gid: 1000,
+    });
+    assert.deepEqual(await (await p.start(spec)).exited, { exitCode: 0, signal: null, oomKilled: false });
+    assert.equal(await output(spec), '1000 /usr hi []\n');
+    const withFile = container(out, 'file', ['true'], {
+      files: [{ path: '/etc/x', content: '', mode: 0o644 }],
+    });
+    await assert.rejects(p.start(withFile), /cannot place \/etc\/x/);
+  });
+});

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRuntime, type LocalRuntimeOptions } from '../../src/backends/local/create-runtime.ts';
+import { which } from '../../src/backends/local/exec.ts';
+import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
+import type { ContainerSpec, Pod, PodSpec, Runtime } from '../../src/backends/local/runtime.ts';
+
+/**
+ * Why these tests cannot run here, or null. Under CI a missing prerequisite is a failure, not a skip:
+ * CI installs bubblewrap, nftables and iproute2 and runs as root.
+ */
+export async function missingPrerequisite(): Promise<string | null> {
+  let reason: string | null = null;
+  if (process.getuid?.() !== 0) reason = 'the local runtime tests need root';
+  else {
+    for (const tool of ['bwrap', 'nft', 'ip', 'nsenter', 'setpriv', 'python3']) {
+      if (!(await which(tool))) reason = `${tool} is not installed`;
+    }
+  }
+  if (reason && process.env.CI === 'true') assert.fail(`${reason} (required under CI)`);
+  return reason;
+}
+
+export interface TestRuntime {
+  runtime: Runtime;
+  stateDir: string;
+  options: LocalRuntimeOptions;
+  bridge: string;
+  /** Creates a pod that is destroyed after the test, whatever happens. */
+  pod(name: string, spec?: Partial<PodSpec>): Promise<Pod>;
+  /** A unique name for this test file's run. */
+  name(base: string): string;
+}
+
+/** A runtime on its own bridge, subnet and state folder, removed entirely after the test. */
+export async function testRuntime(
+  t: TestContext,
+  extra: Partial<LocalRuntimeOptions> = {},
+): Promise<TestRuntime> {
+  const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
+  const stateDir = await mkdtemp(join(tmpdir(), 'ucompute-runtime-'));
+  const bridge = `ut${tag}`.slice(0, 9);
+  const options: LocalRuntimeOptions = {
+    stateDir,
+    network: {
+      bridge,
+      subnet: `10.${200 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`,
+      poolSize: 2,
+    },
+    recoveredPollMs: 50,
+    ...extra,
+  };
+  const runtime = await createRuntime(options);
+  const pods: Pod[] = [];
+  t.after(async () => {
+    // Every step runs even when an earlier one fails, so that nothing is left on the machine.
+    const results = await Promise.allSettled(pods.map((p) => p.destroy(0)));
+    results.push(...(await Promise.allSettled([runtime.close()])));
+    results.push(...(await Promise.allSettled([removeBridgeNetwork(bridge)])));
+    results.push(...(await Promise.allSettled([rm(stateDir, { recursive: true, force: true })])));
+    const failures = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+    if (failures.length > 0) throw new AggregateError(failures, `cleaning up runtime ${bridge} failed`);
+  });
+  return {
+    runtime,
+    stateDir,
+    options,
+    bridge,
+    name: (base) => `${base}-${tag}`,
+    async pod(name, spec = {}) {
+      const pod = await runtime.createPod({
+        name: `${name}-${tag}`,
+        jobId: `job-${tag}`,
+        hostname: name,
+        limits: { cpuMillis: null, memoryBytes: null, pids: null },
+        shmBytes: null,
+        ...spec,
+      });
+      pods.push(pod);
+      return pod;
+    },
+  };
+}
+
+/** A container on the host's userland whose output goes to files in `dir`. */
+export function container(
+  dir: string,
+  name: string,
+  argv: string[],
+  extra: Partial<ContainerSpec> = {},
+): ContainerSpec {
+  return {
+    name,
+    root: '/',
+    argv,
+    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    workingDir: null,
+    uid: 0,
+    gid: 0,
+    mounts: [],
+    files: [],
+    stdout: join(dir, `${name}.out`),
+    stderr: join(dir, `${name}.err`),
+    ...extra,
+  };
+}
+
+export const output = (spec: ContainerSpec) => readFile(spec.stdout, 'utf8');
+export const errors = (spec: ContainerSpec) => readFile(spec.stderr, 'utf8');
+
+/** Polls until `check` holds, at most `timeoutMs`. */
+export async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(20);
+  }
+  assert.fail(`never happened within ${timeoutMs} ms: ${what}`);
+}
+
+/** A TCP server on `port` that answers every connection with `reply`, as a container command. */
+export const serverArgv = (port: number, reply: string) => [
+  'python3',
+  '-c',
+  `import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', ${port}))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    c.sendall(${JSON.stringify(reply)}.encode())
+    c.close()`,
+];
+
+/** A container command that exits 0 when it can connect to ip:port within a second, else 1. */
+export const probeArgv = (ip: string, port: number) => [
+  'python3',
+  '-c',
+  `import socket, sys
+try:
+    socket.create_connection((${JSON.stringify(ip)}, ${port}), timeout=1).close()
+except OSError:
+    sys.exit(1)`,
+];
