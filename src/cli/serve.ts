@@ -3,6 +3,10 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
+import {
+  type KubernetesBackendOptions,
+  kubernetesBackend,
+} from '../backends/kubernetes/kubernetes-backend.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
 import type { Backend } from '../jobs/backend.ts';
@@ -36,7 +40,9 @@ Options:
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
   --apps DIR          catalogue folder
   --products FILE     products YAML
-  --backend NAME      dry, local or kubernetes`;
+  --backend NAME      dry, local or kubernetes (kubernetes: the cluster of the in-cluster
+                      service account, kubernetes.kubeconfig, $KUBECONFIG or ~/.kube/config;
+                      it prints which cluster, context and namespace it uses)`;
 
 const YEAR = 365 * 24 * 3600 * 1000;
 
@@ -72,10 +78,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
     loadCatalog(values.apps ?? config.apps ?? EXAMPLE_APPS),
     loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
   ]);
-  const backend = makeBackend(backendName, config.dry?.runForMs);
-  const store = openStore(join(dataDir, 'ucompute.db'));
+  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
   const storage = directoryStorage(config.storage?.root ?? join(dataDir, 'storage'));
   const env = { catalog, products, config: resolvePipelineConfig(config) };
+  const backend = makeBackend(backendName, config.dry?.runForMs, { config: env.config, storage, log });
+  if ('description' in backend) process.stdout.write(`kubernetes backend: ${backend.description}\n`);
+  const store = openStore(join(dataDir, 'ucompute.db'));
 
   const token = await bootstrapAdmin(
     store,
@@ -85,7 +93,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
-  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
   const service = createJobService({
     store,
     env,
@@ -116,8 +123,19 @@ export async function serveCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-function makeBackend(name: 'dry' | 'local' | 'kubernetes', runForMs: number | null | undefined): Backend {
+function makeBackend(
+  name: 'dry' | 'local' | 'kubernetes',
+  runForMs: number | null | undefined,
+  kubernetes: Omit<KubernetesBackendOptions, 'connection'>,
+): Backend {
   if (name === 'dry') return dryBackend(runForMs !== undefined ? { runForMs } : {});
+  if (name === 'kubernetes') {
+    try {
+      return kubernetesBackend(kubernetes);
+    } catch (e) {
+      throw new CliError((e as Error).message);
+    }
+  }
   throw new CliError(`the ${name} backend is not part of this version of ucompute yet; use --backend dry`);
 }
 
