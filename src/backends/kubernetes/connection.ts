@@ -8,10 +8,40 @@ import {
   type Middleware,
   ServerConfiguration,
 } from '@kubernetes/client-node';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 
 /** Where the service account's token is mounted in a pod. */
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/** Every kind ucompute sends or reads, with its list kind. */
+const KINDS = [
+  ['', 'v1', 'Namespace'],
+  ['', 'v1', 'Pod'],
+  ['', 'v1', 'Service'],
+  ['', 'v1', 'Secret'],
+  ['', 'v1', 'ConfigMap'],
+  ['networking.k8s.io', 'v1', 'NetworkPolicy'],
+  ['batch.volcano.sh', 'v1alpha1', 'Job'],
+  ['scheduling.volcano.sh', 'v1beta1', 'Queue'],
+  ['scheduling.volcano.sh', 'v1beta1', 'PodGroup'],
+] as const;
+
+let rawJson = false;
+/**
+ * Objects travel as the API's own JSON, both ways. client-node's typed models would rename
+ * fields (a NetworkPolicy rule's `from` becomes `_from` and is dropped when sent back) and turn
+ * times into Dates; ucompute's objects are plain data already.
+ */
+function useRawJson(): void {
+  if (rawJson) return;
+  rawJson = true;
+  const same = { serialize: (data: unknown) => data, deserialize: (data: unknown) => data };
+  for (const [group, version, kind] of KINDS) {
+    ObjectSerializer.registerModel({ group, version, kind }, same);
+    ObjectSerializer.registerModel({ group, version, kind: `${kind}List` }, same);
+  }
+}
 
 export interface Connection {
   kubeConfig: KubeConfig;
@@ -33,6 +63,7 @@ export interface Connection {
  * context must exist in the file.
  */
 export function connect(config: ResolvedPipelineConfig['kubernetes']): Connection {
+  useRawJson();
   const kubeConfig = new KubeConfig();
   let inCluster = false;
   if (config.kubeconfig !== null) {

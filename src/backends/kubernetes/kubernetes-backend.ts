@@ -96,8 +96,10 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   // ---- following ----------------------------------------------------------------------------
 
   const dirty = new Set<string>();
+  // Until every kind is listed, a job's state would be judged on part of what is known.
+  let listed = false;
   const touch = (jobId: string) => {
-    if (dirty.size === 0) setImmediate(evaluateDirty);
+    if (dirty.size === 0 && listed) setImmediate(evaluateDirty);
     dirty.add(jobId);
   };
 
@@ -241,6 +243,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       // Jobs first: pods and groups are kept only for jobs known (or being submitted).
       await jobs.ready;
       await Promise.all([pods.ready, groups.ready]);
+      listed = true;
+      evaluateDirty();
       reconcileTimer = setInterval(() => {
         reconcile().catch((e: unknown) => log?.warn({ err: e }, `reconciliation failed: ${apiMessage(e)}`));
       }, settings.reconcileIntervalMs);
