@@ -348,6 +348,30 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     return deleted;
   }
 
+  /**
+   * A rank's pod once its container runs. The job's phase and its pods come on different
+   * watches, so a job just seen running may wait a moment (bounded) for its pods' news.
+   */
+  async function runningPod(jobId: string, rank: number): Promise<PodSummary> {
+    await start();
+    const deadline = performance.now() + conn.requestTimeoutMs;
+    for (;;) {
+      const view = views.get(jobId);
+      const pod = view?.pods.get(rank);
+      if (pod?.started && !pod.ended) return pod;
+      const left = deadline - performance.now();
+      const starting = view?.job?.phase === 'Running' && !view.done && !pod?.ended;
+      if (!starting || left <= 0) throw new Error(`rank ${rank} of job ${jobId} is not running`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        view.waiters.add(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
   const podsOf = (jobId: string): PeerPod | undefined => {
     const view = views.get(jobId);
     const pod = view?.pods.get(0);
@@ -450,17 +474,11 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     },
 
     async shell(jobId, rank, size) {
-      await start();
-      const pod = views.get(jobId)?.pods.get(rank);
-      if (!pod?.started || pod.ended) throw new Error(`rank ${rank} of job ${jobId} is not running`);
-      return podShell(conn, pod, size);
+      return podShell(conn, await runningPod(jobId, rank), size);
     },
 
     async connect(jobId, rank, port) {
-      await start();
-      const pod = views.get(jobId)?.pods.get(rank);
-      if (!pod?.started || pod.ended) throw new Error(`rank ${rank} of job ${jobId} is not running`);
-      return connectToPod(conn, pod, port);
+      return connectToPod(conn, await runningPod(jobId, rank), port);
     },
 
     reconcile,

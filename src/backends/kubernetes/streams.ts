@@ -16,10 +16,20 @@ export const SHELL_COMMAND = [
 
 type PodRef = Pick<PodSummary, 'namespace' | 'name' | 'rank' | 'ip'>;
 
+/**
+ * A stream for client-node's Log to pipe the response into. Aborting the request errors the
+ * response stream it pipes from, which nobody else listens to: that error is expected here.
+ */
+function logSink(options?: { encoding: 'utf8' }): PassThrough {
+  const sink = new PassThrough(options);
+  sink.on('pipe', (source) => source.on('error', () => sink.end()));
+  return sink;
+}
+
 /** A rank's whole log so far (not following). */
 export async function podLogText(conn: Connection, pod: PodRef): Promise<string> {
   await conn.limiter.take();
-  const out = new PassThrough();
+  const out = logSink();
   const chunks: Buffer[] = [];
   out.on('data', (c: Buffer) => chunks.push(c));
   const ended = once(out, 'end');
@@ -66,7 +76,7 @@ export async function* podLog(
   const startRank = (pod: PodSummary) => {
     streaming.add(pod.rank);
     open++;
-    const out = new PassThrough({ encoding: 'utf8' });
+    const out = logSink({ encoding: 'utf8' });
     out.on('data', (text: string) => {
       queue.push({ rank: pod.rank, stdout: text });
       poke();
