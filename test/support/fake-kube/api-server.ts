@@ -107,6 +107,14 @@ export interface FakeApiServer {
 }
 
 export async function startFakeApiServer(): Promise<FakeApiServer> {
+  // Compiling a kind's schema takes a while the first time: done now, not in the middle of a test.
+  for (const r of RESOURCES) {
+    kubernetesObjectProblems({
+      apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+      kind: r.kind,
+      metadata: { name: 'x' },
+    });
+  }
   const store = new Map<string, Map<string, Obj>>(RESOURCES.map((r) => [r.plural, new Map()]));
   const history: WatchEvent[] = [];
   let compactedBelow = 0;
@@ -452,7 +460,7 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
       res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
     }
     watches.add(w);
-    req.on('close', () => watches.delete(w));
+    res.on('close', () => watches.delete(w));
   }
 
   function podLog(res: ServerResponse, target: Target, query: URLSearchParams): void {

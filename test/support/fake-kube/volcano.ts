@@ -28,7 +28,13 @@ export interface VolcanoStandIn {
   finish(jobId: string, exitCodes: number[]): void;
 }
 
-export function volcanoStandIn(api: FakeApiServer, options: { autopilot?: boolean } = {}): VolcanoStandIn {
+export interface StandInOptions {
+  autopilot?: boolean;
+  /** Time between the autopilot's steps. */
+  stepMs?: number;
+}
+
+export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {}): VolcanoStandIn {
   const jobs = new Map<string, { namespace: string; name: string }>();
 
   const job = (jobId: string) => {
@@ -246,12 +252,21 @@ export function volcanoStandIn(api: FakeApiServer, options: { autopilot?: boolea
       });
       standIn.phase(jobId, 'Pending');
       if (options.autopilot) {
-        standIn.admit(jobId);
-        standIn.run(jobId);
-        standIn.finish(
-          jobId,
-          Array.from({ length: replicas(object) }, () => 0),
-        );
+        // A few milliseconds apart, so that a follower sees each phase.
+        const steps = [
+          () => standIn.admit(jobId),
+          () => standIn.run(jobId),
+          () =>
+            standIn.finish(
+              jobId,
+              Array.from({ length: replicas(object) }, () => 0),
+            ),
+        ];
+        const next = () => {
+          steps.shift()?.();
+          if (steps.length > 0) setTimeout(next, options.stepMs ?? 10);
+        };
+        setTimeout(next, options.stepMs ?? 10);
       }
     });
   });
