@@ -118,5 +118,5 @@ test('the manifests in deploy/ are valid where the fixtures have schemas, and th
   // The jobs' network policies let the session proxy in by this label, in this namespace.
   const deployment = manifests.find((m) => m.kind === 'Deployment');
   assert.equal(deployment.spec.template.metadata.labels['app.kubernetes.io/name'], 'ucompute');
-  assert.equal(deployment.metadata.namespace, raw.kubernetes.serviceNamespace);
+  assert.equal(deployment.metadata.namespace, raw.kubernetes?.serviceNamespace);
 });
