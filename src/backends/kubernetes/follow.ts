@@ -1,13 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Watch } from '@kubernetes/client-node';
 
-/** A listed collection: its items and the resource version to watch from. */
-export interface Listed {
-  // biome-ignore lint/suspicious/noExplicitAny: items are parsed JSON of the kind followed.
-  items: any[];
-  resourceVersion: string;
-}
-
 export interface FollowOptions<S> {
   /** What is followed, for messages: "Volcano Jobs". */
   what: string;
@@ -15,7 +8,8 @@ export interface FollowOptions<S> {
   /** The collection's path, e.g. `/api/v1/pods` or `/api/v1/namespaces/x/pods`. */
   path: string;
   labelSelector: string;
-  list(): Promise<Listed>;
+  /** Lists the collection page by page, handing over each page's items; answers the version to watch from. */
+  list(page: (items: unknown[]) => void): Promise<string>;
   /** The few fields kept of an object; undefined ignores it. */
   summarize(object: unknown): S | undefined;
   changed(key: string, now: S): void;
@@ -57,21 +51,25 @@ export function follow<S>(o: FollowOptions<S>): Follower<S> {
   const keyOf = (object: { metadata?: { namespace?: string; name?: string } }) =>
     `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
 
-  function replace(listed: Listed): void {
+  /** Lists everything again: what the list no longer has was deleted meanwhile. */
+  async function relist(): Promise<string> {
     const seen = new Set<string>();
-    for (const object of listed.items) {
-      const summary = o.summarize(object);
-      if (summary === undefined) continue;
-      const key = keyOf(object);
-      seen.add(key);
-      items.set(key, summary);
-      o.changed(key, summary);
-    }
+    const resourceVersion = await o.list((page) => {
+      for (const object of page as { metadata?: { namespace?: string; name?: string } }[]) {
+        const summary = o.summarize(object);
+        if (summary === undefined) continue;
+        const key = keyOf(object);
+        seen.add(key);
+        items.set(key, summary);
+        o.changed(key, summary);
+      }
+    });
     for (const [key, last] of items) {
       if (seen.has(key)) continue;
       items.delete(key);
       o.deleted(key, last);
     }
+    return resourceVersion;
   }
 
   /** Watches until the stream ends; answers the version to resume from ('' to list again). */
@@ -127,10 +125,8 @@ export function follow<S>(o: FollowOptions<S>): Follower<S> {
     while (!stopped) {
       try {
         if (resourceVersion === '') {
-          const listed = await o.list();
+          resourceVersion = await relist();
           if (stopped) return;
-          replace(listed);
-          resourceVersion = listed.resourceVersion;
           if (first) {
             first = false;
             readyResolve();

@@ -46,6 +46,8 @@ const VOLCANO_JOB = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job' } as 
 const POD_GROUP = { apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup' } as const;
 const OURS = `${MANAGED_BY_LABEL}=${MANAGED_BY},${JOB_ID_LABEL}`;
 
+const LIST_PAGE = 500;
+
 /** Orphans younger than this may belong to a submission of another ucompute process still under way. */
 const ORPHAN_MIN_AGE_MS = 10 * 60_000;
 
@@ -160,18 +162,29 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const watch = new Watch(conn.kubeConfig);
   const collection = (apiVersion: string, plural: string) =>
     `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}${scope ? `/namespaces/${scope}` : ''}/${plural}`;
-  const lister = (apiVersion: string, kind: string) => async () => {
-    const list = await objects.list(
-      apiVersion,
-      kind,
-      scope,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      OURS,
-    );
-    return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+  /** Lists in pages, so that 10,000 jobs never sit in memory as one response. */
+  const lister = (apiVersion: string, kind: string) => async (page: (items: unknown[]) => void) => {
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const list = await objects.list(
+        apiVersion,
+        kind,
+        scope,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        OURS,
+        LIST_PAGE,
+        continueToken,
+      );
+      page(list.items);
+      resourceVersion ||= list.metadata?.resourceVersion ?? '';
+      continueToken =
+        list.metadata?._continue ?? (list.metadata as { continue?: string } | undefined)?.continue;
+    } while (continueToken);
+    return resourceVersion;
   };
   const failed = (what: string) => (error: unknown) =>
     log?.warn({ err: error }, `following ${what} failed (${apiMessage(error)}); listing again shortly`);

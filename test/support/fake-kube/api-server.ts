@@ -354,11 +354,21 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
             (target.namespace === undefined || o.metadata.namespace === target.namespace) &&
             selector(o.metadata.labels ?? {}),
         );
+        // Pages: the continue token holds the version the first page was listed at and the offset.
+        const limit = Number(url.searchParams.get('limit') ?? 0);
+        const [listedAt, offset] = (url.searchParams.get('continue') ?? `${rv}:0`).split(':').map(Number) as [
+          number,
+          number,
+        ];
+        const end = limit > 0 ? offset + limit : items.length;
         return json(res, 200, {
           kind: `${type.kind}List`,
           apiVersion: type.group ? `${type.group}/${type.version}` : type.version,
-          metadata: { resourceVersion: String(rv) },
-          items,
+          metadata: {
+            resourceVersion: String(listedAt),
+            ...(end < items.length ? { continue: `${listedAt}:${end}` } : {}),
+          },
+          items: items.slice(offset, end),
         });
       }
       if (method === 'POST') {
