@@ -203,8 +203,12 @@ test('cancel in every phase deletes the job with a grace period and Background p
       `${id}: a cancelled job reports nothing more`,
     );
   }
-  const deletes = cluster.api.received.length; // deletes carry no object
-  assert.ok(deletes > 0);
+  const jobDeletes = cluster.api.calls.filter((c) => c.verb === 'delete' && c.resource === 'jobs');
+  assert.equal(jobDeletes.length, phases.length);
+  for (const d of jobDeletes) {
+    assert.equal(d.grace, 2);
+    assert.equal(d.propagation, 'Background');
+  }
   assert.deepEqual(leftovers(cluster.api), []);
   // Cancelling a job that never existed is fine.
   await backend.cancel('never');

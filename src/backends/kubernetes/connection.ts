@@ -119,8 +119,6 @@ export function connect(config: ResolvedPipelineConfig['kubernetes']): Connectio
 }
 
 export interface RateLimiter {
-  readonly requestsPerSecond: number;
-  readonly burst: number;
   /** Resolves when a request may go. */
   take(): Promise<void>;
 }
@@ -131,8 +129,6 @@ export function rateLimiter(requestsPerSecond: number, burst: number): RateLimit
   let last = performance.now();
   // Waiters are served in order: each reserves a token (tokens may go negative) and sleeps its debt.
   return {
-    requestsPerSecond,
-    burst,
     async take() {
       const now = performance.now();
       tokens = Math.min(burst, tokens + ((now - last) / 1000) * requestsPerSecond);

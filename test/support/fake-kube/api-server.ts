@@ -54,6 +54,9 @@ export interface Call {
   resource: string;
   namespace?: string;
   name?: string;
+  /** For deletes: the grace period and propagation policy asked for. */
+  grace?: number;
+  propagation?: string;
 }
 
 export interface Fault {
@@ -406,6 +409,9 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
       if (!existing) return status(res, 404, 'NotFound', `${type.plural} "${target.name}" not found`);
       const options = (await body(req)) ?? {};
       const grace = Number(url.searchParams.get('gracePeriodSeconds') ?? options.gracePeriodSeconds ?? 30);
+      const call = calls.at(-1)!;
+      call.grace = grace;
+      call.propagation = url.searchParams.get('propagationPolicy') ?? options.propagationPolicy ?? '';
       existing.metadata.deletionGracePeriodSeconds = grace;
       drop(type.plural, target.namespace, target.name);
       return json(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
