@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Logger, pino } from 'pino';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
+import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts';
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
@@ -10,6 +11,7 @@ import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { accountOf } from '../model/owner.ts';
+import type { JobStorage } from '../plugins/plugin.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import { openStore, type Store } from '../store/store.ts';
@@ -37,7 +39,10 @@ Options:
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
   --apps DIR          catalogue folder
   --products FILE     products YAML
-  --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing)`;
+  --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing);
+                      kubernetes uses the in-cluster service account, kubernetes.kubeconfig,
+                      $KUBECONFIG or ~/.kube/config, and says which cluster, context and
+                      namespace it uses`;
 
 const YEAR = 365 * 24 * 3600 * 1000;
 
@@ -87,7 +92,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
   const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
-  const { backend, about } = await makeBackend(backendName, config, dataDir, storageRoot, log);
+  const { backend, about } = await makeBackend(backendName, config, dataDir, storageRoot, storage, log);
   const service = createJobService({
     store,
     env,
@@ -123,6 +128,7 @@ async function makeBackend(
   config: Config,
   dataDir: string,
   storageRoot: string,
+  storage: JobStorage,
   log: Logger,
 ): Promise<{ backend: Backend; about: string }> {
   if (name === 'dry') {
@@ -143,7 +149,12 @@ async function makeBackend(
     for (const w of backend.warnings) log.warn(`local backend: ${w}`);
     return { backend, about: backend.description };
   }
-  throw new CliError(`the ${name} backend is not part of this version of ucompute yet; use --backend local`);
+  try {
+    const backend = kubernetesBackend({ config: resolvePipelineConfig(config), storage, log });
+    return { backend, about: backend.description };
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
 }
 
 /**

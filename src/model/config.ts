@@ -47,6 +47,60 @@ export const PipelineConfig = Type.Object(
           serviceNamespace: Type.Optional(DnsLabel),
           minikube: Type.Optional(Type.Boolean()),
           allowInternet: Type.Optional(Type.Boolean()),
+          kubeconfig: Type.Optional(
+            Type.String({
+              minLength: 1,
+              description:
+                'kubeconfig file to connect with; default: in-cluster service account, else $KUBECONFIG, else ~/.kube/config',
+            }),
+          ),
+          context: Type.Optional(
+            Type.String({
+              minLength: 1,
+              description: "kubeconfig context to use; default: the file's current context",
+            }),
+          ),
+          nodeSelectors: Type.Optional(
+            Type.Record(Type.String(), Type.Record(Type.String(), Type.String()), {
+              description: "node selector per product category; a product's own nodeSelector adds to it",
+            }),
+          ),
+          requestsPerSecond: Type.Optional(
+            Type.Number({
+              exclusiveMinimum: 0,
+              maximum: 100_000,
+              description: 'client-side rate limit of API requests (not watches or streams); default 50',
+            }),
+          ),
+          requestBurst: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 100_000,
+              description: 'requests allowed at once above the rate; default 100',
+            }),
+          ),
+          requestTimeoutMs: Type.Optional(
+            Type.Integer({
+              minimum: 100,
+              maximum: 600_000,
+              description: 'timeout of one API request; default 30000',
+            }),
+          ),
+          reconcileIntervalMs: Type.Optional(
+            Type.Integer({
+              minimum: 1000,
+              maximum: 86_400_000,
+              description:
+                'how often objects of ours without a live job are looked for and deleted; default 300000',
+            }),
+          ),
+          deleteGracePeriodSeconds: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 3600,
+              description: "grace period of a cancelled job's pods; default 5",
+            }),
+          ),
           tolerations: Type.Optional(
             Type.Record(
               Type.String(),
@@ -115,6 +169,16 @@ export interface ResolvedPipelineConfig {
     serviceNamespace: string;
     minikube: boolean;
     allowInternet: boolean;
+    /** Null: in-cluster, else $KUBECONFIG, else ~/.kube/config. */
+    kubeconfig: string | null;
+    /** Null: the kubeconfig's current context. */
+    context: string | null;
+    nodeSelectors: Record<string, Record<string, string>>;
+    requestsPerSecond: number;
+    requestBurst: number;
+    requestTimeoutMs: number;
+    reconcileIntervalMs: number;
+    deleteGracePeriodSeconds: number;
     tolerations: Record<
       string,
       { key: string; operator?: 'Equal' | 'Exists'; value?: string; effect?: string }[]
@@ -142,6 +206,14 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       serviceNamespace: k.serviceNamespace ?? 'ucompute',
       minikube: k.minikube ?? false,
       allowInternet: k.allowInternet ?? true,
+      kubeconfig: k.kubeconfig ?? null,
+      context: k.context ?? null,
+      nodeSelectors: k.nodeSelectors ?? {},
+      requestsPerSecond: k.requestsPerSecond ?? 50,
+      requestBurst: k.requestBurst ?? 100,
+      requestTimeoutMs: k.requestTimeoutMs ?? 30_000,
+      reconcileIntervalMs: k.reconcileIntervalMs ?? 300_000,
+      deleteGracePeriodSeconds: k.deleteGracePeriodSeconds ?? 5,
       tolerations: k.tolerations ?? {},
     },
     fairShare: {

@@ -26,7 +26,11 @@ export const taskPlugin: JobPlugin = {
       resources: { requests: { ...resources }, limits: { ...resources } },
     };
     const spec: PodSpec = { containers: [container] };
-    if (product.nodeSelector) spec.nodeSelector = { ...product.nodeSelector };
+    const nodeSelector = {
+      ...ctx.config.kubernetes.nodeSelectors[product.category],
+      ...product.nodeSelector,
+    };
+    if (Object.keys(nodeSelector).length > 0) spec.nodeSelector = nodeSelector;
     const tolerations = ctx.config.kubernetes.tolerations[product.category];
     if (tolerations?.length) spec.tolerations = tolerations.map((t) => ({ ...t }));
     if (ctx.config.kubernetes.imagePullSecrets.length > 0) {

@@ -1,0 +1,165 @@
+import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ApiException,
+  createConfiguration,
+  KubeConfig,
+  KubernetesObjectApi,
+  type Middleware,
+  ServerConfiguration,
+} from '@kubernetes/client-node';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
+import type { ResolvedPipelineConfig } from '../../model/config.ts';
+
+/** Where the service account's token is mounted in a pod. */
+const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/** Every kind ucompute sends or reads, with its list kind. */
+const KINDS = [
+  ['', 'v1', 'Namespace'],
+  ['', 'v1', 'Pod'],
+  ['', 'v1', 'Service'],
+  ['', 'v1', 'Secret'],
+  ['', 'v1', 'ConfigMap'],
+  ['networking.k8s.io', 'v1', 'NetworkPolicy'],
+  ['batch.volcano.sh', 'v1alpha1', 'Job'],
+  ['scheduling.volcano.sh', 'v1beta1', 'Queue'],
+  ['scheduling.volcano.sh', 'v1beta1', 'PodGroup'],
+] as const;
+
+let rawJson = false;
+/**
+ * Objects travel as the API's own JSON, both ways. client-node's typed models would rename
+ * fields (a NetworkPolicy rule's `from` becomes `_from` and is dropped when sent back) and turn
+ * times into Dates; ucompute's objects are plain data already.
+ */
+function useRawJson(): void {
+  if (rawJson) return;
+  rawJson = true;
+  const same = { serialize: (data: unknown) => data, deserialize: (data: unknown) => data };
+  for (const [group, version, kind] of KINDS) {
+    ObjectSerializer.registerModel({ group, version, kind }, same);
+    ObjectSerializer.registerModel({ group, version, kind: `${kind}List` }, same);
+  }
+}
+
+export interface Connection {
+  kubeConfig: KubeConfig;
+  /** The API server's URL. */
+  server: string;
+  /** The kubeconfig context, or `in-cluster`. */
+  context: string;
+  /** Whether ucompute runs in the cluster it talks to, so pod IPs are reachable directly. */
+  inCluster: boolean;
+  /** Every request except watches and streams goes through the rate limiter and times out. */
+  objects: KubernetesObjectApi;
+  limiter: RateLimiter;
+  requestTimeoutMs: number;
+}
+
+/**
+ * Connects as configured: a kubeconfig path from the configuration; otherwise the in-cluster
+ * service account when running in a pod; otherwise $KUBECONFIG or ~/.kube/config. A configured
+ * context must exist in the file.
+ */
+export function connect(config: ResolvedPipelineConfig['kubernetes']): Connection {
+  useRawJson();
+  const kubeConfig = new KubeConfig();
+  let inCluster = false;
+  if (config.kubeconfig !== null) {
+    if (!existsSync(config.kubeconfig))
+      throw new Error(`kubernetes.kubeconfig: no file at ${config.kubeconfig}`);
+    kubeConfig.loadFromFile(config.kubeconfig);
+  } else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) {
+    kubeConfig.loadFromCluster();
+    inCluster = true;
+  } else {
+    kubeConfig.loadFromDefault();
+  }
+  if (config.context !== null) {
+    if (!kubeConfig.getContextObject(config.context)) {
+      const known = kubeConfig.getContexts().map((c) => c.name);
+      throw new Error(
+        `kubernetes.context: no context "${config.context}" in the kubeconfig (it has: ${known.join(', ') || 'none'})`,
+      );
+    }
+    kubeConfig.setCurrentContext(config.context);
+  }
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) {
+    throw new Error(
+      'kubernetes: no cluster to connect to: set kubernetes.kubeconfig, $KUBECONFIG or ~/.kube/config, or run in a pod',
+    );
+  }
+  const limiter = rateLimiter(config.requestsPerSecond, config.requestBurst);
+  const middleware: Middleware = {
+    pre: async (request) => {
+      await limiter.take();
+      request.setSignal(AbortSignal.timeout(config.requestTimeoutMs));
+      return request;
+    },
+    post: async (response) => response,
+  };
+  const objects = new KubernetesObjectApi(
+    createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: kubeConfig },
+      promiseMiddleware: [middleware],
+    }),
+  );
+  return {
+    kubeConfig,
+    server: cluster.server,
+    context: inCluster ? 'in-cluster' : kubeConfig.getCurrentContext(),
+    inCluster,
+    objects,
+    limiter,
+    requestTimeoutMs: config.requestTimeoutMs,
+  };
+}
+
+export interface RateLimiter {
+  /** Resolves when a request may go. */
+  take(): Promise<void>;
+}
+
+/** A token bucket, as client-go's: `burst` requests at once, then `requestsPerSecond` on average. */
+export function rateLimiter(requestsPerSecond: number, burst: number): RateLimiter {
+  let tokens = burst;
+  let last = performance.now();
+  // Waiters are served in order: each reserves a token (tokens may go negative) and sleeps its debt.
+  return {
+    async take() {
+      const now = performance.now();
+      tokens = Math.min(burst, tokens + ((now - last) / 1000) * requestsPerSecond);
+      last = now;
+      tokens -= 1;
+      if (tokens < 0) await sleep((-tokens / requestsPerSecond) * 1000);
+    },
+  };
+}
+
+/** The HTTP status of a failed API call, or undefined for other errors (network, timeout). */
+export function statusCode(error: unknown): number | undefined {
+  return error instanceof ApiException ? error.code : undefined;
+}
+
+/** The API server's own explanation (its Status message), or the error's. */
+export function apiMessage(error: unknown): string {
+  if (error instanceof ApiException) {
+    const body = typeof error.body === 'string' ? safeJson(error.body) : error.body;
+    const message = (body as { message?: unknown } | undefined)?.message;
+    return `${error.code} ${typeof message === 'string' ? message : 'error'}`;
+  }
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'))
+    return 'the API server did not answer in time';
+  return error instanceof Error ? error.message : String(error);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { message: text };
+  }
+}

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import { resolvePipelineConfig } from '../src/model/config.ts';
+import { openStore } from '../src/store/store.ts';
+import { CHILD_ENV } from './support/cli.ts';
+import { eventually, type FakeCluster, fakeCluster } from './support/fake-kube/cluster.ts';
+import { catalog, products } from './support/fixtures.ts';
+import { serving, spawnServe } from './support/serve.ts';
+
+const alice = { username: 'alice', admin: false };
+const job = (extra: Record<string, unknown> = {}) => ({
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: { id: 'u1-standard-2', category: 'u1-standard' },
+  replicas: 2,
+  parameters: {},
+  ...extra,
+});
+
+function serviceOn(
+  t: import('node:test').TestContext,
+  cluster: FakeCluster,
+  store = openStore(':memory:'),
+  now = Date.now,
+) {
+  const config = resolvePipelineConfig(cluster.config());
+  const backend = kubernetesBackend({ config });
+  const service = createJobService({
+    store,
+    env: { catalog, products, config },
+    backend,
+    now,
+    requireCredits: false,
+  });
+  t.after(async () => {
+    await service.stop();
+    await backend.close();
+  });
+  const state = (id: string) => service.retrieve(alice, id).status.state;
+  return { service, backend, store, state };
+}
+
+test('through the job service: a job is submitted, runs on the cluster and succeeds with its exit codes', async (t) => {
+  const cluster = await fakeCluster(t, { autopilot: true });
+  const { service, state } = serviceOn(t, cluster);
+  await service.start();
+  const [id] = await service.create(alice, [job()]);
+  await eventually(() => state(id!) === 'SUCCESS');
+  const done = service.retrieve(alice, id!);
+  assert.deepEqual(done.status.exitCode, { '0': 0, '1': 0 });
+  assert.ok(
+    done.updates.some((u) => u.state === 'RUNNING'),
+    JSON.stringify(done.updates),
+  );
+  await eventually(() => cluster.api.list('jobs').length === 0);
+  assert.deepEqual(cluster.api.invalid, []);
+});
+
+test('through the job service: cancel and expiry delete the job on the cluster', async (t) => {
+  const cluster = await fakeCluster(t);
+  let clock = Date.now();
+  const { service, state } = serviceOn(t, cluster, openStore(':memory:'), () => clock);
+  await service.start();
+  const [a, b] = await service.create(alice, [
+    job(),
+    job({ timeAllocation: { hours: 0, minutes: 1, seconds: 0 } }),
+  ]);
+  for (const id of [a!, b!]) {
+    await eventually(() => cluster.volcano.job(id) !== undefined);
+    cluster.volcano.admit(id);
+    cluster.volcano.run(id);
+    await eventually(() => state(id) === 'RUNNING');
+  }
+  await service.terminate(alice, [a!]);
+  assert.equal(state(a!), 'SUCCESS');
+  assert.equal(cluster.volcano.job(a!), undefined);
+  clock += 2 * 60_000;
+  await service.monitor();
+  assert.equal(state(b!), 'EXPIRED');
+  assert.equal(cluster.volcano.job(b!), undefined);
+  assert.equal(cluster.api.list('networkpolicies').length, 0);
+});
+
+test('through the job service: a job the cluster lost while ucompute was down fails on restart', async (t) => {
+  const cluster = await fakeCluster(t);
+  const store = openStore(':memory:');
+  const first = serviceOn(t, cluster, store);
+  await first.service.start();
+  const [kept, lost] = await first.service.create(alice, [job(), job()]);
+  await eventually(
+    () => cluster.volcano.job(kept!) !== undefined && cluster.volcano.job(lost!) !== undefined,
+  );
+  await eventually(() => store.getJob(lost!)?.submitted === true && store.getJob(kept!)?.submitted === true);
+  await first.service.stop();
+  await first.backend.close();
+  const j = cluster.volcano.job(lost!);
+  cluster.api.remove('jobs', j.metadata.namespace, j.metadata.name);
+  const second = serviceOn(t, cluster, store);
+  await second.service.start();
+  assert.equal(second.state(lost!), 'FAILURE');
+  assert.equal(
+    second.service.retrieve(alice, lost!).updates.at(-1)?.status,
+    'ucompute lost track of this job',
+  );
+  assert.equal(second.state(kept!), 'IN_QUEUE');
+});
+
+test('ucompute serve --backend kubernetes says which cluster it uses and runs jobs there', async (t) => {
+  const cluster = await fakeCluster(t, { autopilot: true });
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-serve-k8s-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'config.yml'), `kubernetes:\n  kubeconfig: ${cluster.kubeconfig}\n`);
+  const child = spawnServe(
+    ['--backend', 'kubernetes', '--config', join(dir, 'config.yml'), '--data-dir', dir],
+    CHILD_ENV,
+  );
+  t.after(() => child.kill('SIGTERM'));
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const url = await serving(child);
+  assert.match(
+    out,
+    new RegExp(
+      `kubernetes backend: cluster ${cluster.api.url.replace(/[.]/g, '\\.')} \\(context fake\\), one namespace and queue per owner`,
+    ),
+  );
+  const token = (await (await import('node:fs/promises')).readFile(join(dir, 'admin.token'), 'utf8')).trim();
+  const response = await fetch(`${url}/api/jobs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ items: [job()] }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  const { responses } = (await response.json()) as { responses: { id: string }[] };
+  const id = responses[0]!.id;
+  await eventually(async () => {
+    const r = await fetch(`${url}/api/jobs/retrieve?id=${id}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    return ((await r.json()) as { status: { state: string } }).status.state === 'SUCCESS';
+  }, 15_000);
+});

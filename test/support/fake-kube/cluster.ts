@@ -1,0 +1,102 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { kubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.ts';
+import type { BackendEvent } from '../../../src/jobs/backend.ts';
+import { type PipelineConfig, resolvePipelineConfig } from '../../../src/model/config.ts';
+import type { JobStorage } from '../../../src/plugins/plugin.ts';
+import { type FakeApiServer, startFakeApiServer } from './api-server.ts';
+import { type StandInOptions, type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
+
+export interface FakeCluster {
+  api: FakeApiServer;
+  volcano: VolcanoStandIn;
+  /** A kubeconfig file whose current context is the fake API server. */
+  kubeconfig: string;
+  /** The pipeline configuration pointing at it (kubernetes.kubeconfig set). */
+  config(extra?: PipelineConfig): PipelineConfig;
+}
+
+/** A fake API server with the Volcano stand-in and a kubeconfig for it; all cleaned up after the test. */
+export async function fakeCluster(
+  t: TestContext,
+  options: { autopilot?: boolean } = {},
+): Promise<FakeCluster> {
+  const api = await startFakeApiServer();
+  const volcano = volcanoStandIn(api, options);
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-kube-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(
+    kubeconfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters: [{name: fake, cluster: {server: "' + api.url + '", insecure-skip-tls-verify: true}}]',
+      'users: [{name: tester, user: {token: test-token}}]',
+      'contexts: [{name: fake, context: {cluster: fake, user: tester}}, {name: other, context: {cluster: fake, user: tester}}]',
+      'current-context: fake',
+      '',
+    ].join('\n'),
+  );
+  // The namespace of the `single` strategy exists beforehand, as deploy/ creates it.
+  api.apply('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ucompute-jobs' } });
+  t.after(async () => {
+    await api.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    api,
+    volcano,
+    kubeconfig,
+    config: (extra = {}) => ({ ...extra, kubernetes: { kubeconfig, ...extra.kubernetes } }),
+  };
+}
+
+/** A kubernetes backend on the fake cluster, its events collected; closed after the test. */
+export function backendOn(
+  t: TestContext,
+  cluster: FakeCluster,
+  extra: PipelineConfig = {},
+  storage?: JobStorage,
+) {
+  const backend = kubernetesBackend({
+    config: resolvePipelineConfig(cluster.config(extra)),
+    ...(storage ? { storage } : {}),
+  });
+  const events: BackendEvent[] = [];
+  const waiters = new Set<() => void>();
+  backend.onEvent((e) => {
+    events.push(e);
+    for (const w of waiters) w();
+  });
+  t.after(() => backend.close());
+  /** Waits (bounded) until an event matches. */
+  async function event(predicate: (e: BackendEvent) => boolean, timeoutMs = 5000): Promise<BackendEvent> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = events.find(predicate);
+      if (found) return found;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no such event within ${timeoutMs} ms; got ${JSON.stringify(events)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        waiters.add(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      waiters.clear();
+    }
+  }
+  return { backend, events, event };
+}
+
+/** Polls a condition (bounded), for effects that are not events. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
