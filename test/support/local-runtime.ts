@@ -17,7 +17,7 @@ export async function missingPrerequisite(): Promise<string | null> {
   let reason: string | null = null;
   if (process.getuid?.() !== 0) reason = 'the local runtime tests need root';
   else {
-    for (const tool of ['bwrap', 'nft', 'ip', 'nsenter', 'setpriv', 'python3']) {
+    for (const tool of ['bwrap', 'nft', 'ip', 'nsenter', 'setpriv']) {
       if (!(await which(tool))) reason = `${tool} is not installed`;
     }
   }
@@ -122,28 +122,22 @@ export async function eventually(what: string, check: () => Promise<boolean> | b
   assert.fail(`never happened within ${timeoutMs} ms: ${what}`);
 }
 
+/**
+ * Container commands run the Node that runs the tests (reachable on the host's userland), since
+ * CI machines need not have python or netcat.
+ */
+const node = (script: string) => [process.execPath, '-e', script];
+
 /** A TCP server on `port` that answers every connection with `reply`, as a container command. */
-export const serverArgv = (port: number, reply: string) => [
-  'python3',
-  '-c',
-  `import socket
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('0.0.0.0', ${port}))
-s.listen(16)
-while True:
-    c, _ = s.accept()
-    c.sendall(${JSON.stringify(reply)}.encode())
-    c.close()`,
-];
+export const serverArgv = (port: number, reply: string) =>
+  node(`require('node:net').createServer((s) => s.end(${JSON.stringify(reply)})).listen(${port}, '0.0.0.0')`);
 
 /** A container command that exits 0 when it can connect to ip:port within a second, else 1. */
-export const probeArgv = (ip: string, port: number) => [
-  'python3',
-  '-c',
-  `import socket, sys
-try:
-    socket.create_connection((${JSON.stringify(ip)}, ${port}), timeout=1).close()
-except OSError:
-    sys.exit(1)`,
-];
+export const probeArgv = (ip: string, port: number) =>
+  node(`const s = require('node:net').connect({ host: ${JSON.stringify(ip)}, port: ${port}, timeout: 1000 });
+s.on('connect', () => process.exit(0));
+s.on('error', () => process.exit(1));
+s.on('timeout', () => process.exit(1));`);
+
+/** A container command that allocates and touches `bytes` of memory. */
+export const allocateArgv = (bytes: number) => node(`Buffer.alloc(${bytes}, 1)`);
