@@ -89,3 +89,28 @@ test('a job fits when the whole gang fits, and not a replica before', () => {
   assert.deepEqual(schedule(machine, running, [gang], 0).start, []);
   assert.deepEqual(schedule(machine, [], [gang], 0).start, ['gang']);
 });
+
+test('owners at equal shares take turns: the one served longest ago goes first', () => {
+  // Alice's first job just ended; both owners hold nothing now, and alice's backlog is older.
+  const lastStarts = new Map([['alice', 1000]]);
+  const order = fairOrder(
+    machine,
+    [],
+    [
+      waiting('a2', 'alice', cpus(1), 1),
+      waiting('a3', 'alice', cpus(1), 2),
+      waiting('b1', 'bob', cpus(1), 3),
+    ],
+    lastStarts,
+  );
+  assert.deepEqual(
+    order.map((j) => j.id),
+    ['b1', 'a2', 'a3'],
+  );
+  const small = { cpuMillis: 1000, memoryBytes: 4 * GiB };
+  assert.deepEqual(
+    schedule(small, [], [waiting('a2', 'alice', cpus(1), 1), waiting('b1', 'bob', cpus(1), 3)], 0, lastStarts)
+      .start,
+    ['b1'],
+  );
+});

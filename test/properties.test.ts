@@ -307,13 +307,14 @@ function mutate(input: unknown, mutations: readonly Mutation[]): unknown {
       case 'retype':
         next = retype(current);
         break;
+      // Copies: a generated value is shared between runs, and a later mutation must not make it cyclic.
       case 'replace':
-        next = m.value;
+        next = structuredClone(m.value);
         break;
       case 'add':
-        if (Array.isArray(current)) current.push(m.value);
-        else if (isRecord(current)) setOwn(current, m.key, m.value);
-        else next = m.value;
+        if (Array.isArray(current)) current.push(structuredClone(m.value));
+        else if (isRecord(current)) setOwn(current, m.key, structuredClone(m.value));
+        else next = structuredClone(m.value);
         if (next === undefined) continue;
         break;
     }

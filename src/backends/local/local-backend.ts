@@ -556,6 +556,8 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
   let scheduling = false;
   let again = false;
+  /** When each queue last had a job started: owners at equal shares take turns by it. */
+  const lastStarts = new Map<string, number>();
 
   /** Admits the waiting jobs that fit, in fair order, and tells the others where they stand. */
   function reschedule(): void {
@@ -588,10 +590,12 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
             timeLimitMs: r.timeLimitMs,
           })),
           now(),
+          lastStarts,
         );
         for (const id of decision.start) {
           const run = runs.get(id)!;
           run.admitted = true;
+          lastStarts.set(run.job.spec.queue ?? 'default', now());
           void step(run, () => sync(run));
         }
         for (const [id, w] of decision.waiting) report(runs.get(id)!, w);

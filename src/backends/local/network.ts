@@ -193,7 +193,8 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
   }
 
   async function changePeers(ip: string, previous: readonly string[], next: readonly string[]) {
-    const removed = previous.filter((p) => !next.includes(p));
+    // The pod's own address is never an element (its own traffic needs no rule).
+    const removed = previous.filter((p) => !next.includes(p) && p !== ip);
     const added = next.filter((p) => !previous.includes(p) && p !== ip);
     const lines = [];
     // Adding then deleting makes the delete succeed even for elements already gone.

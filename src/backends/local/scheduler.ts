@@ -3,7 +3,8 @@
  * whole gang fits; owners (Volcano queues) share the machine by dominant resource share divided by
  * their weight; and the first job that does not fit holds a reservation that later jobs may not
  * delay (EASY backfill: a job behind it starts only if its time limit ends before the reservation
- * begins, or if it fits in what the reservation leaves over).
+ * begins, or if it fits in what the reservation leaves over). Owners at equal shares take turns:
+ * the one whose job started longest ago goes first.
  */
 
 export interface Resources {
@@ -61,8 +62,17 @@ export function describe(r: Resources): string {
   return `${+cpus.toFixed(2)} CPU${cpus === 1 ? '' : 's'} and ${+gib.toFixed(2)} GiB of memory`;
 }
 
+/** When each queue last had a job started; a queue not in it never had. */
+export type LastStarts = ReadonlyMap<string, number>;
+
 /** Waiting jobs in fair order: each next one from the queue with the lowest weighted dominant share. */
-export function fairOrder(capacity: Resources, running: RunningJob[], waiting: WaitingJob[]): WaitingJob[] {
+export function fairOrder(
+  capacity: Resources,
+  running: RunningJob[],
+  waiting: WaitingJob[],
+  lastStarts: LastStarts = new Map(),
+): WaitingJob[] {
+  const turns = new Map(lastStarts);
   const usage = new Map<string, Resources>();
   for (const r of running) usage.set(r.queue, plus(usage.get(r.queue) ?? NONE, r.holds));
   const byQueue = new Map<string, WaitingJob[]>();
@@ -78,14 +88,22 @@ export function fairOrder(capacity: Resources, running: RunningJob[], waiting: W
       ) / weight
     );
   };
+  const lastTurn = (queue: string) => turns.get(queue) ?? Number.NEGATIVE_INFINITY;
+  const before = (a: WaitingJob, sa: number, b: WaitingJob, sb: number) =>
+    sa !== sb
+      ? sa < sb
+      : lastTurn(a.queue) !== lastTurn(b.queue)
+        ? lastTurn(a.queue) < lastTurn(b.queue)
+        : a.submittedAt < b.submittedAt;
   const order: WaitingJob[] = [];
+  let turn = Math.max(0, ...turns.values());
   while (byQueue.size > 0) {
     let best: WaitingJob | undefined;
     let bestShare = Number.POSITIVE_INFINITY;
     for (const [queue, jobs] of byQueue) {
       const head = jobs[0]!;
       const s = share(queue, head.weight);
-      if (s < bestShare || (s === bestShare && best && head.submittedAt < best.submittedAt)) {
+      if (!best || before(head, s, best, bestShare)) {
         best = head;
         bestShare = s;
       }
@@ -96,6 +114,7 @@ export function fairOrder(capacity: Resources, running: RunningJob[], waiting: W
     if (rest.length === 0) byQueue.delete(chosen.queue);
     else byQueue.set(chosen.queue, rest);
     usage.set(chosen.queue, plus(usage.get(chosen.queue) ?? NONE, chosen.demand));
+    turns.set(chosen.queue, ++turn);
   }
   return order;
 }
@@ -105,13 +124,14 @@ export function schedule(
   running: RunningJob[],
   waiting: WaitingJob[],
   now: number,
+  lastStarts: LastStarts = new Map(),
 ): Schedule {
   let free = running.reduce((f, r) => minus(f, r.holds), capacity);
   const start: string[] = [];
   const queued = new Map<string, Waiting>();
   let reservation: { at: number; spare: Resources } | undefined;
   let position = 0;
-  for (const job of fairOrder(capacity, running, waiting)) {
+  for (const job of fairOrder(capacity, running, waiting, lastStarts)) {
     if (!reservation && fits(job.demand, free)) {
       start.push(job.id);
       free = minus(free, job.demand);

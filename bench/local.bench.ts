@@ -1,0 +1,560 @@
+/**
+ * The local backend on the real runtime (issue 4): bubblewrap, cgroups and a network namespace per
+ * pod, as root. Three measurements:
+ *
+ * 1. submit-to-RUNNING latency of a one-replica Volcano Job running `true`, one job after the other
+ *    (each waits for the previous one to end); RUNNING is the backend's RUNNING event. Also
+ *    submit-to-SUCCESS, and a breakdown of where the time goes (runtime calls timed by a wrapper).
+ * 2. `--jobs` trivial jobs (`true`) end to end: all submitted, then waited for. Each requests 10m CPU
+ *    and 16Mi memory from the machine's detected capacity (2 cores: 200 pods at once); the rest
+ *    queue in the backend's scheduler. The submissions are awaited one after the other, as one
+ *    client would make them; `--concurrent-submit` makes them all at once.
+ * 3. The same with `podman run --rm` of `true` in a tiny local image (built with `podman import`
+ *    from /bin/true and its libraries; no pull): start latency, sequential, and throughput with
+ *    `--podman-concurrency` runs at once. When `--podman-jobs` is below `--jobs`, podman's time for
+ *    `--jobs` is extrapolated from its rate, and the table says so. Skipped, saying why, when podman
+ *    cannot run here.
+ *
+ * The backend is built as `openLocalBackend` builds it (createRuntime, then localBackend), with a
+ * timing wrapper around the runtime. It uses its own bridge (ucbench0, 10.93.0.0/16), so that it
+ * does not touch the pods of a ucompute or a test run on the same machine; the bridge, its nftables
+ * tables, the temporary folder, podman's containers and image are all removed at the end.
+ *
+ *   node bench/local.bench.ts [--jobs 1000] [--latency 200] [--podman 30] [--podman-jobs 100]
+ *                             [--podman-concurrency 4] [--concurrent-submit]
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createRuntime } from '../src/backends/local/create-runtime.ts';
+import { type LocalBackend, localBackend } from '../src/backends/local/local-backend.ts';
+import { removeBridgeNetwork } from '../src/backends/local/network.ts';
+import type { Pod, Runtime } from '../src/backends/local/runtime.ts';
+import type { VolcanoJob } from '../src/volcano/types.ts';
+
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '1000' },
+    latency: { type: 'string', default: '200' },
+    podman: { type: 'string', default: '30' },
+    'podman-jobs': { type: 'string', default: '100' },
+    'podman-concurrency': { type: 'string', default: '4' },
+    'concurrent-submit': { type: 'boolean', default: false },
+  },
+});
+const JOBS = Number(values.jobs);
+const LATENCY_JOBS = Number(values.latency);
+const PODMAN_RUNS = Number(values.podman);
+const PODMAN_JOBS = Number(values['podman-jobs']);
+const PODMAN_CONCURRENCY = Number(values['podman-concurrency']);
+/** Submits the batch all at once instead of one call after the other (each awaited). */
+const CONCURRENT_SUBMIT = values['concurrent-submit'];
+const TARGET = { p50: 20, p99: 100, wallSeconds: 20 };
+/** Bounds on every wait, so that a stuck job ends the run instead of hanging it. */
+const JOB_TIMEOUT_MS = 30_000;
+const BATCH_TIMEOUT_MS = 600_000;
+const BRIDGE = 'ucbench0';
+const SUBNET = '10.93.0.0/16';
+const PREFIX = `ucb${process.pid}`;
+
+function has(command: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const missing = ['bwrap', 'nft', 'ip'].filter((c) => !has(c));
+if (process.getuid?.() !== 0) missing.push('root');
+if (missing.length > 0) {
+  console.error(`local.bench: the real runtime needs ${missing.join(', ')}; nothing measured`);
+  process.exit(1);
+}
+
+// ---- statistics -------------------------------------------------------------------------------
+
+/** Nearest-rank percentile. */
+function pct(xs: readonly number[], q: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '—');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '—');
+const int = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '—');
+
+function table(head: string[], rows: string[][], right: boolean[]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => (right[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, i) => (right[i] ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
+  return [line(head), rule, ...rows.map(line)].join('\n');
+}
+
+/** CPU seconds of this process and of its children that ended (supervisors, ip, bwrap, true, …). */
+function cpuSeconds(): { self: number; children: number } {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  const tick = 100; // USER_HZ
+  return { self: (fields[11]! + fields[12]!) / tick, children: (fields[13]! + fields[14]!) / tick };
+}
+
+// ---- the backend, with the runtime's calls timed ----------------------------------------------
+
+interface Marks {
+  submit?: number;
+  createPod0?: number;
+  createPod1?: number;
+  start0?: number;
+  start1?: number;
+  running?: number;
+  exited?: number;
+  destroy0?: number;
+  destroy1?: number;
+  ended?: number;
+  state?: string;
+}
+
+const marks = new Map<string, Marks>();
+const markOf = (jobId: string) => {
+  let m = marks.get(jobId);
+  if (!m) {
+    m = {};
+    marks.set(jobId, m);
+  }
+  return m;
+};
+const now = () => performance.now();
+
+function timedPod(pod: Pod, m: Marks): Pod {
+  return {
+    name: pod.name,
+    jobId: pod.jobId,
+    ip: pod.ip,
+    volumeDir: (v) => pod.volumeDir(v),
+    async start(c) {
+      m.start0 ??= now();
+      const running = await pod.start(c);
+      m.start1 = now();
+      void running.exited.then(() => {
+        m.exited ??= now();
+      });
+      return running;
+    },
+    containers: () => pod.containers(),
+    allowPeers: (ips) => pod.allowPeers(ips),
+    shell: (o) => pod.shell(o),
+    connect: (p) => pod.connect(p),
+    async destroy(grace) {
+      m.destroy0 ??= now();
+      await pod.destroy(grace);
+      m.destroy1 ??= now();
+    },
+  };
+}
+
+function timedRuntime(runtime: Runtime): Runtime {
+  return {
+    description: runtime.description,
+    warnings: runtime.warnings,
+    capacity: runtime.capacity,
+    async createPod(spec) {
+      const m = markOf(spec.jobId);
+      m.createPod0 = now();
+      const pod = await runtime.createPod(spec);
+      m.createPod1 = now();
+      return timedPod(pod, m);
+    },
+    recover: () => runtime.recover(),
+    close: () => runtime.close(),
+  };
+}
+
+const home = await mkdtemp(join(tmpdir(), 'ucompute-local-bench-'));
+const stateDir = join(home, 'local');
+const runtime = timedRuntime(
+  await createRuntime({
+    stateDir: join(stateDir, 'runtime'),
+    network: { bridge: BRIDGE, subnet: SUBNET },
+  }),
+);
+const backend: LocalBackend = await localBackend({
+  runtime,
+  stateDir,
+  volumes: { storageClaim: 'ucompute-storage', storageRoot: join(home, 'storage'), images: {} },
+  gracePeriodMs: 500,
+});
+await mkdir(join(home, 'storage'), { recursive: true });
+
+const waiters = new Map<string, { state: string; resolve: () => void }[]>();
+let runningNow = 0;
+let peakRunning = 0;
+backend.onEvent((e) => {
+  const m = markOf(e.jobId);
+  if (e.state === 'RUNNING' && m.running === undefined) {
+    m.running = now();
+    peakRunning = Math.max(peakRunning, ++runningNow);
+  }
+  if ((e.state === 'SUCCESS' || e.state === 'FAILURE') && m.ended === undefined) {
+    m.ended = now();
+    m.state = e.state;
+    if (m.running !== undefined) runningNow--;
+    if (e.state === 'FAILURE') console.error(`job ${e.jobId} failed: ${e.status}`);
+  }
+  for (const w of waiters.get(e.jobId) ?? []) {
+    if (w.state === e.state || (w.state === 'END' && (e.state === 'SUCCESS' || e.state === 'FAILURE'))) {
+      w.resolve();
+    }
+  }
+});
+
+/** Resolves when the job reports `state` ('END': SUCCESS or FAILURE), or rejects after `ms`. */
+function waitFor(jobId: string, state: string, ms: number): Promise<void> {
+  const m = markOf(jobId);
+  if (state === 'END' ? m.ended !== undefined : state === 'RUNNING' && m.running !== undefined) {
+    return Promise.resolve();
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`job ${jobId} did not reach ${state} in ${ms} ms`)), ms);
+    const list = waiters.get(jobId) ?? [];
+    list.push({
+      state,
+      resolve: () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    });
+    waiters.set(jobId, list);
+  });
+}
+
+function trivialJob(name: string): VolcanoJob {
+  return {
+    apiVersion: 'batch.volcano.sh/v1alpha1',
+    kind: 'Job',
+    metadata: { name },
+    spec: {
+      minAvailable: 1,
+      tasks: [
+        {
+          name: 'main',
+          replicas: 1,
+          template: {
+            spec: {
+              restartPolicy: 'Never',
+              containers: [
+                {
+                  name: 'main',
+                  image: 'debian',
+                  command: ['true'],
+                  resources: {
+                    requests: { cpu: '10m', memory: '16Mi' },
+                    limits: { cpu: '500m', memory: '64Mi' },
+                  },
+                },
+              ],
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+async function submit(id: string): Promise<void> {
+  markOf(id).submit = now();
+  await backend.submitVolcanoJob(id, trivialJob(id));
+}
+
+// ---- podman -----------------------------------------------------------------------------------
+
+const PODMAN_IMAGE = `localhost/ucompute-bench-true:${process.pid}`;
+const podmanNames = `ucompute-bench-${process.pid}`;
+
+function podman(args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('podman', args, { timeout: 60_000 }, (error, _stdout, stderr) => {
+      if (error) reject(new Error(`podman ${args.join(' ')}: ${String(stderr).trim() || error.message}`));
+      else resolve();
+    });
+  });
+}
+
+/**
+ * Builds the image (true and the libraries ldd names) and finds podman flags that work here: the
+ * OCI runtime crun refuses hybrid cgroups and rlimits above what the host grants, runc does not.
+ */
+async function preparePodman(): Promise<{ flags: string[] } | { skip: string }> {
+  if (!has('podman')) return { skip: 'podman is not installed' };
+  const rootfs = join(home, 'podman-rootfs');
+  const files = [
+    '/bin/true',
+    ...[...execFileSync('ldd', ['/bin/true'], { encoding: 'utf8' }).matchAll(/(\/\S+)/g)].map((m) => m[1]!),
+  ];
+  for (const file of files) {
+    await mkdir(join(rootfs, file, '..'), { recursive: true });
+    execFileSync('cp', ['-L', file, join(rootfs, file)]);
+  }
+  try {
+    execFileSync('sh', ['-c', 'tar -C "$1" -c . | podman import -q - "$2"', 'import', rootfs, PODMAN_IMAGE], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+  } catch (e) {
+    return { skip: `podman import failed: ${String((e as { stderr?: Buffer }).stderr ?? e).trim()}` };
+  }
+  const limits = ['--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=4096:4096'];
+  const runc = has('runc') ? ['--runtime', 'runc'] : [];
+  const candidates = [[], limits, ...(runc.length ? [runc, [...runc, ...limits]] : [])];
+  const errors: string[] = [];
+  for (const flags of candidates) {
+    try {
+      await podman(runArgs(flags, ['--rm', PODMAN_IMAGE, '/bin/true']));
+      return { flags };
+    } catch (e) {
+      errors.push((e as Error).message.split('\n').at(-1)!);
+    }
+  }
+  return { skip: `podman cannot run a container here: ${errors.join(' / ')}` };
+}
+
+/** `podman [global] run <flags> ...`: --runtime is a global option, the rest belong to run. */
+function runArgs(flags: string[], rest: string[]): string[] {
+  const global = flags[0] === '--runtime' ? flags.slice(0, 2) : [];
+  return [...global, 'run', ...flags.slice(global.length), ...rest];
+}
+
+async function cleanPodman(): Promise<void> {
+  try {
+    const ids = execFileSync('podman', ['ps', '-aq', '--filter', `name=${podmanNames}`], {
+      encoding: 'utf8',
+    }).trim();
+    if (ids) execFileSync('podman', ['rm', '-f', ...ids.split('\n')], { stdio: 'ignore' });
+    execFileSync('podman', ['rmi', '-f', PODMAN_IMAGE], { stdio: 'ignore' });
+  } catch {
+    // Nothing of ours left, or podman is absent.
+  }
+}
+
+// ---- the runs ---------------------------------------------------------------------------------
+
+const rows: string[][] = [];
+const breakdown: string[][] = [];
+const notes: string[] = [];
+const began = now();
+const loadAtStart = loadavg()[0]!;
+let exitCode = 0;
+
+try {
+  console.error(`runtime: ${(runtime as Runtime).description}`);
+  // Warm-up: the first pods pay for the bridge's first veths and cold caches.
+  for (let i = 0; i < 3; i++) {
+    const id = `${PREFIX}-w${i}`;
+    await submit(id);
+    await waitFor(id, 'END', JOB_TIMEOUT_MS);
+  }
+
+  // 1. Latency, one job after the other.
+  const latencyIds: string[] = [];
+  for (let i = 0; i < LATENCY_JOBS; i++) {
+    const id = `${PREFIX}-l${i}`;
+    latencyIds.push(id);
+    await submit(id);
+    await waitFor(id, 'END', JOB_TIMEOUT_MS);
+  }
+  const lat = latencyIds.map((id) => marks.get(id)!);
+  const failed = lat.filter((m) => m.state !== 'SUCCESS').length;
+  if (failed > 0) notes.push(`${failed} of the latency jobs did not succeed`);
+  const toRunning = lat.map((m) => m.running! - m.submit!);
+  const toEnd = lat.map((m) => m.ended! - m.submit!);
+  const stages: [string, (m: Marks) => number][] = [
+    ['submit → createPod called (controller, state file, scheduler)', (m) => m.createPod0! - m.submit!],
+    ['createPod (namespace from the pool, pod.json, cgroups)', (m) => m.createPod1! - m.createPod0!],
+    ['createPod done → container start called (hosts, peers)', (m) => m.start0! - m.createPod1!],
+    ['pod.start (files, bwrap args, spawn of the supervisor)', (m) => m.start1! - m.start0!],
+    ['started → RUNNING event (state file)', (m) => m.running! - m.start1!],
+    ['RUNNING → `true` exited (supervisor, nsenter, bwrap, true)', (m) => m.exited! - m.running!],
+    ['exited → pod destroy called', (m) => m.destroy0! - m.exited!],
+    ['pod destroy (cgroups, veth and netns removed, folder)', (m) => m.destroy1! - m.destroy0!],
+    ['destroyed → SUCCESS event', (m) => m.ended! - m.destroy1!],
+  ];
+  for (const [name, of] of stages) {
+    const xs = lat.map(of).filter(Number.isFinite);
+    breakdown.push([name, f1(pct(xs, 0.5)), f1(pct(xs, 0.99))]);
+  }
+
+  // 2. Throughput: submit all, wait for all.
+  const batchIds = Array.from({ length: JOBS }, (_, i) => `${PREFIX}-t${i}`);
+  peakRunning = 0;
+  const cpu0 = cpuSeconds();
+  const t0 = now();
+  if (CONCURRENT_SUBMIT) await Promise.all(batchIds.map(submit));
+  else for (const id of batchIds) await submit(id);
+  const submitted = now();
+  await Promise.all(batchIds.map((id) => waitFor(id, 'END', BATCH_TIMEOUT_MS)));
+  const wall = (now() - t0) / 1000;
+  const cpu1 = cpuSeconds();
+  const batchFailed = batchIds.filter((id) => marks.get(id)!.state !== 'SUCCESS').length;
+  if (batchFailed > 0) notes.push(`${batchFailed} of the ${JOBS} jobs did not succeed`);
+  notes.push(
+    `${JOBS} jobs: submitting (${CONCURRENT_SUBMIT ? 'all at once' : 'one after the other'}) took ${f2((submitted - t0) / 1000)} s; at most ${peakRunning} ran at once (capacity ${runtime.capacity.cpuMillis / 1000} CPUs, 10m each); CPU used: ${f1(cpu1.self - cpu0.self)} s by ucompute's process, ${f1(cpu1.children - cpu0.children)} s by its children (supervisors, ip, nsenter, bwrap, true), in ${f1(wall)} s on ${cpus().length} cores`,
+  );
+
+  // 3. podman.
+  const podmanStart: number[] = [];
+  const podmanRun: number[] = [];
+  let podmanWall = Number.NaN;
+  let podmanCount = 0;
+  const prepared = PODMAN_RUNS > 0 || PODMAN_JOBS > 0 ? await preparePodman() : { skip: 'not asked for' };
+  if ('skip' in prepared) {
+    notes.push(`podman skipped: ${prepared.skip}`);
+  } else {
+    const flags = prepared.flags;
+    notes.push(
+      `podman ${execFileSync('podman', ['--version'], { encoding: 'utf8' }).trim()}, flags: ${flags.join(' ') || 'none'}; default (bridge) network`,
+    );
+    // Warm-up.
+    for (let i = 0; i < 2; i++) await podman(runArgs(flags, ['--rm', PODMAN_IMAGE, '/bin/true']));
+    for (let i = 0; i < PODMAN_RUNS; i++) {
+      const name = `${podmanNames}-d${i}`;
+      let t = now();
+      await podman(runArgs(flags, ['-d', '--name', name, PODMAN_IMAGE, '/bin/true']));
+      podmanStart.push(now() - t);
+      await podman(['rm', '-f', name]);
+      t = now();
+      await podman(runArgs(flags, ['--rm', '--name', `${podmanNames}-r${i}`, PODMAN_IMAGE, '/bin/true']));
+      podmanRun.push(now() - t);
+    }
+    let next = 0;
+    const t1 = now();
+    await Promise.all(
+      Array.from({ length: PODMAN_CONCURRENCY }, async () => {
+        while (next < PODMAN_JOBS) {
+          const i = next++;
+          await podman(runArgs(flags, ['--rm', '--name', `${podmanNames}-t${i}`, PODMAN_IMAGE, '/bin/true']));
+        }
+      }),
+    );
+    podmanWall = (now() - t1) / 1000;
+    podmanCount = PODMAN_JOBS;
+  }
+
+  // The table.
+  const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? f2(a / b) : '—');
+  rows.push([
+    'ucompute: submit → RUNNING, 1 replica, sequential',
+    int(LATENCY_JOBS),
+    f1(pct(toRunning, 0.5)),
+    f1(pct(toRunning, 0.99)),
+    '',
+    '',
+    `p50 ≤ ${TARGET.p50}, p99 ≤ ${TARGET.p99} ms`,
+    ratio(pct(toRunning, 0.5), pct(podmanStart, 0.5)),
+  ]);
+  rows.push([
+    'ucompute: submit → SUCCESS, same jobs',
+    int(LATENCY_JOBS),
+    f1(pct(toEnd, 0.5)),
+    f1(pct(toEnd, 0.99)),
+    '',
+    '',
+    '',
+    ratio(pct(toEnd, 0.5), pct(podmanRun, 0.5)),
+  ]);
+  rows.push([
+    'podman run -d (returns once started), sequential',
+    int(podmanStart.length),
+    f1(pct(podmanStart, 0.5)),
+    f1(pct(podmanStart, 0.99)),
+    '',
+    '',
+    '',
+    '',
+  ]);
+  rows.push([
+    'podman run --rm (returns once removed), sequential',
+    int(podmanRun.length),
+    f1(pct(podmanRun, 0.5)),
+    f1(pct(podmanRun, 0.99)),
+    '',
+    '',
+    '',
+    '',
+  ]);
+  rows.push([
+    `ucompute: ${int(JOBS)} jobs, submit all, wait for all`,
+    int(JOBS),
+    '',
+    '',
+    f2(wall),
+    f1(JOBS / wall),
+    `≤ ${TARGET.wallSeconds} s`,
+    '',
+  ]);
+  const podmanRate = podmanCount / podmanWall;
+  const extrapolated = podmanCount > 0 && podmanCount < JOBS;
+  if (podmanCount > 0) {
+    rows.push([
+      `podman run --rm, ${PODMAN_CONCURRENCY} at once`,
+      int(podmanCount),
+      '',
+      '',
+      f2(podmanWall),
+      f1(podmanRate),
+      '',
+      '',
+    ]);
+    if (extrapolated) {
+      rows.push([
+        `podman: ${int(JOBS)} jobs, extrapolated from its rate`,
+        int(JOBS),
+        '',
+        '',
+        f2(JOBS / podmanRate),
+        f1(podmanRate),
+        '',
+        '',
+      ]);
+    }
+    rows[4]![7] = ratio(wall, JOBS / podmanRate);
+  }
+  console.log(
+    table(['case', 'N', 'p50 ms', 'p99 ms', 'wall s', 'jobs/s', 'target', 'time ucompute/podman'], rows, [
+      false,
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      true,
+    ]),
+  );
+  console.log();
+  console.log(table(['stage of a sequential job', 'p50 ms', 'p99 ms'], breakdown, [false, true, true]));
+  console.log();
+  for (const n of notes) console.log(`- ${n}`);
+  console.log(
+    `- machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, load average ${loadAtStart.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end; whole run ${f1((now() - began) / 1000)} s`,
+  );
+  const met =
+    pct(toRunning, 0.5) <= TARGET.p50 && pct(toRunning, 0.99) <= TARGET.p99 && wall <= TARGET.wallSeconds;
+  console.log(`- targets ${met ? 'met' : 'NOT met'}`);
+} catch (error) {
+  console.error(error);
+  exitCode = 1;
+} finally {
+  for (const id of await backend.knownJobs()) await backend.cancel(id);
+  await backend.close();
+  await removeBridgeNetwork(BRIDGE);
+  await cleanPodman();
+  await rm(home, { recursive: true, force: true });
+}
+process.exit(exitCode);
