@@ -127,7 +127,7 @@ test('ucompute serve --backend kubernetes says which cluster it uses and runs jo
   assert.match(
     out,
     new RegExp(
-      `kubernetes backend: cluster ${cluster.api.url.replace(/[.]/g, '\\.')} \\(context fake\\), one namespace and queue per owner`,
+      `\\(backend kubernetes: cluster ${cluster.api.url.replace(/[.]/g, '\\.')} \\(context fake\\), one namespace and queue per owner`,
     ),
   );
   const token = (await (await import('node:fs/promises')).readFile(join(dir, 'admin.token'), 'utf8')).trim();
