@@ -278,7 +278,8 @@ test(
     const bad = await runCli(['vcjob', 'run', failing, '--data-dir', dataDir, '--follow']);
     assertExit(bad, 1);
     assert.match(bad.stderr, /^\[0\] oops$/m);
-    assert.match(bad.stderr, /phase Failed\n.*rank 0 exited with code 4/);
+    assert.match(bad.stderr, /phase Failed\n/);
+    assert.match(bad.stderr, /failing: The job ended \(Failed\): rank 0 exited with code 4\n/);
 
     const invalid = join(dataDir, 'invalid.yaml');
     await writeFile(
