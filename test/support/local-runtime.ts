@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type LocalRuntimeOptions } from '../../src/backends/local/create-runtime.ts';
@@ -101,13 +101,16 @@ export function container(
     workingDir: null,
     uid: 0,
     gid: 0,
-    mounts: [],
     files: [],
     stdout: join(dir, `${name}.out`),
     stderr: join(dir, `${name}.err`),
     ...extra,
+    mounts: [NODE_MOUNT, ...(extra.mounts ?? [])],
   };
 }
+
+/** The tests' Node, bound where it is: it may live under /tmp (CI's .tools), which pods do not share. */
+const NODE_MOUNT = { source: dirname(process.execPath), target: dirname(process.execPath), readOnly: true };
 
 export const output = (spec: ContainerSpec) => readFile(spec.stdout, 'utf8');
 export const errors = (spec: ContainerSpec) => readFile(spec.stderr, 'utf8');
