@@ -159,6 +159,10 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     }
   }
 
+  /** One kind's objects carrying the label `selector`, in `namespace` (default: ours), all at once. */
+  const listLabelled = (kind: { apiVersion: string; kind: string }, selector: string, namespace = scope) =>
+    objects.list(kind.apiVersion, kind.kind, namespace, undefined, undefined, undefined, undefined, selector);
+
   const watch = new Watch(conn.kubeConfig);
   const collection = (apiVersion: string, plural: string) =>
     `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}${scope ? `/namespaces/${scope}` : ''}/${plural}`;
@@ -306,29 +310,11 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   /** Deletes the job's Volcano Job (its pods go with it) and its own companions; 404s are fine. */
   async function removeJob(jobId: string, namespace?: string): Promise<void> {
     const selector = `${JOB_ID_LABEL}=${jobId}`;
-    const found = await objects.list(
-      VOLCANO_JOB.apiVersion,
-      VOLCANO_JOB.kind,
-      namespace ?? scope,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      selector,
-    );
+    const found = await listLabelled(VOLCANO_JOB, selector, namespace);
     for (const job of found.items)
       await deleteIfPresent(ref(VOLCANO_JOB, job), settings.deleteGracePeriodSeconds);
     for (const kind of JOB_COMPANION_KINDS) {
-      const list = await objects.list(
-        kind.apiVersion,
-        kind.kind,
-        scope,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        selector,
-      );
+      const list = await listLabelled(kind, selector);
       for (const item of list.items) await deleteIfPresent(ref(kind, item));
     }
   }
@@ -338,16 +324,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     let deleted = 0;
     const live = (jobId: string) => inFlight.has(jobId) || views.get(jobId)?.job !== undefined;
     for (const kind of JOB_COMPANION_KINDS) {
-      const list = await objects.list(
-        kind.apiVersion,
-        kind.kind,
-        scope,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        OURS,
-      );
+      const list = await listLabelled(kind, OURS);
       for (const item of list.items) {
         const jobId = item.metadata?.labels?.[JOB_ID_LABEL];
         if (typeof jobId !== 'string' || live(jobId)) continue;
