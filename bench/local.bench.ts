@@ -30,6 +30,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createRuntime } from '../src/backends/local/create-runtime.ts';
+import { which } from '../src/backends/local/exec.ts';
 import { type LocalBackend, localBackend } from '../src/backends/local/local-backend.ts';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import type { Pod, Runtime } from '../src/backends/local/runtime.ts';
@@ -60,16 +61,8 @@ const BRIDGE = 'ucbench0';
 const SUBNET = '10.93.0.0/16';
 const PREFIX = `ucb${process.pid}`;
 
-function has(command: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const missing = ['bwrap', 'nft', 'ip'].filter((c) => !has(c));
+const missing = [];
+for (const c of ['bwrap', 'nft', 'ip']) if ((await which(c)) === null) missing.push(c);
 if (process.getuid?.() !== 0) missing.push('root');
 if (missing.length > 0) {
   console.error(`local.bench: the real runtime needs ${missing.join(', ')}; nothing measured`);
@@ -293,7 +286,7 @@ function podman(args: string[]): Promise<void> {
  * OCI runtime crun refuses hybrid cgroups and rlimits above what the host grants, runc does not.
  */
 async function preparePodman(): Promise<{ flags: string[] } | { skip: string }> {
-  if (!has('podman')) return { skip: 'podman is not installed' };
+  if ((await which('podman')) === null) return { skip: 'podman is not installed' };
   const rootfs = join(home, 'podman-rootfs');
   const files = [
     '/bin/true',
@@ -311,7 +304,7 @@ async function preparePodman(): Promise<{ flags: string[] } | { skip: string }> 
     return { skip: `podman import failed: ${String((e as { stderr?: Buffer }).stderr ?? e).trim()}` };
   }
   const limits = ['--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=4096:4096'];
-  const runc = has('runc') ? ['--runtime', 'runc'] : [];
+  const runc = (await which('runc')) !== null ? ['--runtime', 'runc'] : [];
   const candidates = [[], limits, ...(runc.length ? [runc, [...runc, ...limits]] : [])];
   const errors: string[] = [];
   for (const flags of candidates) {

@@ -17,7 +17,8 @@ import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** The local backend with its real runtime: bubblewrap, cgroups, a network namespace per pod. */
 
-const tools = needs('bwrap', 'nft', 'ip');
+const tools = await needs('bwrap', 'nft', 'ip');
+const mpiTools = await needs('bwrap', 'mpiexec', 'sshd', 'ssh');
 
 async function open(
   t: { after(fn: () => Promise<void>): void },
@@ -127,7 +128,7 @@ test(
 
 test(
   'the MPI shape runs for real: mpiexec from the master across two workers over the ssh keys',
-  needs('bwrap', 'mpiexec', 'sshd', 'ssh'),
+  mpiTools,
   async (t) => {
     const { backend, ended, output } = await open(t);
     const file = join(ROOT, 'examples/vcjobs/mpi.yaml');

@@ -1,26 +1,17 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { Pod } from '../src/backends/local/runtime.ts';
 import {
   container,
   eventually,
   missingPrerequisite,
+  outputDir,
   probeArgv,
   serverArgv,
   testRuntime,
 } from './support/local-runtime.ts';
 
 const skip = await missingPrerequisite();
-
-async function outputDir(t: { after(fn: () => Promise<void>): void }) {
-  const dir = await mkdtemp(join(tmpdir(), 'ucompute-output-'));
-  await chmod(dir, 0o755);
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** What the pod's server answers, once it listens. */
 async function reply(pod: Pod, port: number): Promise<string> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -14,18 +14,12 @@ import {
   eventually,
   missingPrerequisite,
   output,
+  outputDir,
   serverArgv,
   testRuntime,
 } from './support/local-runtime.ts';
 
 const skip = await missingPrerequisite();
-
-async function outputDir(t: { after(fn: () => Promise<void>): void }) {
-  const dir = await mkdtemp(join(tmpdir(), 'ucompute-output-'));
-  await chmod(dir, 0o755);
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 const podRecord = async (stateDir: string, name: string): Promise<PodRecord> =>
   JSON.parse(await readFile(join(stateDir, 'pods', name, 'pod.json'), 'utf8'));

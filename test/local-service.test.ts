@@ -13,7 +13,7 @@ import { needs } from './support/local-tools.ts';
 
 /** ucompute jobs (catalogue apps through every plugin) on the local backend, with real processes. */
 
-const tools = needs('bwrap', 'nft', 'ip');
+const tools = await needs('bwrap', 'nft', 'ip');
 
 async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { cpu: 8, memoryInGigs: 32 }) {
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-service-'));

@@ -1,28 +1,28 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type LocalRuntimeOptions } from '../../src/backends/local/create-runtime.ts';
-import { which } from '../../src/backends/local/exec.ts';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import type { ContainerSpec, Pod, PodSpec, Runtime } from '../../src/backends/local/runtime.ts';
+import { needs } from './local-tools.ts';
 
 /**
  * Why these tests cannot run here, or null. Under CI a missing prerequisite is a failure, not a skip:
  * CI installs bubblewrap, nftables and iproute2 and runs as root.
  */
 export async function missingPrerequisite(): Promise<string | null> {
-  let reason: string | null = null;
-  if (process.getuid?.() !== 0) reason = 'the local runtime tests need root';
-  else {
-    for (const tool of ['bwrap', 'nft', 'ip', 'nsenter', 'setpriv']) {
-      if (!(await which(tool))) reason = `${tool} is not installed`;
-    }
-  }
-  if (reason && process.env.CI === 'true') assert.fail(`${reason} (required under CI)`);
-  return reason;
+  return (await needs('bwrap', 'nft', 'ip', 'nsenter', 'setpriv')).skip ?? null;
+}
+
+/** A folder for containers' output, readable by their users, removed after the test. */
+export async function outputDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-output-'));
+  await chmod(dir, 0o755);
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 export interface TestRuntime {

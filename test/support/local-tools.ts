@@ -1,21 +1,13 @@
 /** What the tests of the local backend's real runtime need from the machine. */
-import { execFileSync } from 'node:child_process';
-
-function has(command: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { which } from '../../src/backends/local/exec.ts';
 
 /**
  * Options for `test()`: nothing when every tool is here. Otherwise the test is skipped with the
  * reason, except under CI, where a missing tool must fail the run rather than hide a test.
  */
-export function needs(...commands: string[]): { skip?: string } {
-  const missing = commands.filter((c) => !has(c));
+export async function needs(...commands: string[]): Promise<{ skip?: string }> {
+  const found = await Promise.all(commands.map(which));
+  const missing = commands.filter((_, i) => found[i] === null);
   if (process.getuid?.() !== 0) missing.push('root');
   if (missing.length === 0) return {};
   const reason = `needs ${missing.join(', ')}`;

@@ -445,7 +445,7 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
   }
 
   function watch(
-    req: IncomingMessage,
+    _req: IncomingMessage,
     res: ServerResponse,
     target: Target,
     selector: Selector,

@@ -7,7 +7,7 @@ import type { BackendEvent } from '../../../src/jobs/backend.ts';
 import { type PipelineConfig, resolvePipelineConfig } from '../../../src/model/config.ts';
 import type { JobStorage } from '../../../src/plugins/plugin.ts';
 import { type FakeApiServer, startFakeApiServer } from './api-server.ts';
-import { type StandInOptions, type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
+import { type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
 
 export interface FakeCluster {
   api: FakeApiServer;
