@@ -361,11 +361,11 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       // The pod stays Running while its container starts again, as a kubelet restart looks.
       await rec.pod?.destroy(0);
       rec.pod = undefined;
-      if (overRetries < 0) {
+      if (overRetries <= 0) {
         await startPods(run, [rec]);
         return;
       }
-      const delay = Math.min(CRASH_BACKOFF_MS * 2 ** overRetries, CRASH_BACKOFF_MAX_MS);
+      const delay = Math.min(CRASH_BACKOFF_MS * 2 ** (overRetries - 1), CRASH_BACKOFF_MAX_MS);
       setTimeout(() => {
         void step(run, async () => {
           if (closed || rec.killing || rec.pod || !run.pods.has(rec.plan.name) || run.phase !== 'Running')
