@@ -513,6 +513,7 @@ describe('MultiNode', () => {
           runAsUser: 11042,
           runAsGroup: 11042,
           allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
         },
       },
     ]);
@@ -529,6 +530,7 @@ describe('MultiNode', () => {
       runAsUser: 5000,
       runAsGroup: 5000,
       allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
     });
     assert.match(init?.command?.[2] ?? '', /"1" > number_of_nodes\.txt/);
   });
@@ -634,12 +636,14 @@ describe('Miscellaneous', () => {
     assert.equal(pod(b).restartPolicy, 'Never');
     assert.equal(pod(b).automountServiceAccountToken, false);
     assert.equal(pod(b).enableServiceLinks, false);
+    assert.deepEqual(pod(b).securityContext, { seccompProfile: { type: 'RuntimeDefault' } });
     assert.equal(container(b).workingDir, '/work');
     assert.deepEqual(container(b).securityContext, {
       runAsNonRoot: true,
       runAsUser: 11042,
       runAsGroup: 11042,
       allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
     });
   });
 
