@@ -714,7 +714,15 @@ describe('FairShare', () => {
     assert.equal(b.volcanoJob.spec.queue, 'ucompute-u-alice');
     assert.equal(annotations(b)['ucompute.dev/fair-share-weight'], '1');
     assert.deepEqual(b.companions.slice(0, 2), [
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ucompute-u-alice', labels: LABELS } },
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        // The fixtures' operator allows the example catalogue's root app: its pods meet "baseline".
+        metadata: {
+          name: 'ucompute-u-alice',
+          labels: { ...LABELS, 'pod-security.kubernetes.io/enforce': 'baseline' },
+        },
+      },
       {
         apiVersion: 'scheduling.volcano.sh/v1beta1',
         kind: 'Queue',

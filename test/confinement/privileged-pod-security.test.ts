@@ -103,7 +103,7 @@ function parametersOf(name: string): Json {
   return {};
 }
 
-async function podTemplates(name: string, replicas: number, config?: PipelineConfig): Promise<PodSpec[]> {
+async function plan(name: string, replicas: number, config?: PipelineConfig) {
   const app = APPS.find((a) => a.metadata.name === name)!;
   const objects = await planJob(
     {
@@ -118,7 +118,15 @@ async function podTemplates(name: string, replicas: number, config?: PipelineCon
   );
   const jobs = objects.filter((o): o is VolcanoJob => o.kind === 'Job');
   assert.equal(jobs.length, 1);
-  return jobs[0]!.spec.tasks.map((t) => t.template.spec);
+  const namespaces = objects.filter((o) => o.kind === 'Namespace');
+  return {
+    pods: jobs[0]!.spec.tasks.map((t) => t.template.spec),
+    enforced: namespaces.map((n) => n.metadata.labels?.['pod-security.kubernetes.io/enforce']),
+  };
+}
+
+async function podTemplates(name: string, replicas: number, config?: PipelineConfig): Promise<PodSpec[]> {
+  return (await plan(name, replicas, config)).pods;
 }
 
 test('the checker finds what the Pod Security Standards forbid', () => {
@@ -182,4 +190,9 @@ test('an allowed root app is root in its container only: no escalation, default 
       'containers.user-job.securityContext.capabilities.drop: must include ALL',
     ]);
   }
+});
+
+test('the cluster enforces it: owner namespaces carry Pod Security "restricted", "baseline" where root apps are allowed', async () => {
+  assert.deepEqual((await plan('word-count', 1)).enforced, ['restricted']);
+  assert.deepEqual((await plan('word-count', 1, ROOT_ALLOWED)).enforced, ['baseline']);
 });
