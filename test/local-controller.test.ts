@@ -249,10 +249,10 @@ test('capacity is judged on minAvailable: an elastic job starts its gang, the re
   const { backend, ended, runtime, events } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
   const work = shellTask('w', 4, 'sleep 0.3', { cpu: '1' });
   await backend.submitVolcanoJob('elastic', vcjob('elastic', [work], { minAvailable: 2 }));
-  for (let i = 0; i < 200 && runtime.pods.size < 2; i++) await new Promise((r) => setTimeout(r, 5));
-  await new Promise((r) => setTimeout(r, 100));
+  const running = () => events.some((e) => e.jobId === 'elastic' && e.state === 'RUNNING');
+  for (let i = 0; i < 400 && !running(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(running(), 'the job runs on its gang alone');
   assert.equal(runtime.pods.size, 2, 'the gang of 2 fills the 2 CPUs; the other 2 replicas wait');
-  assert.ok(events.some((e) => e.jobId === 'elastic' && e.state === 'RUNNING'));
   const end = await ended('elastic');
   assert.equal(end.state, 'SUCCESS');
   assert.deepEqual(end.exitCodes, { 0: 0, 1: 0, 2: 0, 3: 0 }, 'every replica ran once room freed');

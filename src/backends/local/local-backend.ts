@@ -345,10 +345,10 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         .reduce((n, p) => n + p.restarts, 0);
       const maxRetry = task.maxRetry ?? DEFAULT_MAX_RETRY;
       const overRetries = maxRetry !== -1 ? taskRestarts - maxRetry : -1;
-      rec.exit = exit;
       if (overRetries >= 0) {
         const action = policyAction(run.job, task, 'TaskFailed', exit.exitCode);
         if (action) {
+          rec.exit = exit;
           rec.phase = 'Failed';
           await rec.pod?.destroy(0);
           rec.pod = undefined;
@@ -368,8 +368,8 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       const delay = Math.min(CRASH_BACKOFF_MS * 2 ** (overRetries - 1), CRASH_BACKOFF_MAX_MS);
       setTimeout(() => {
         void step(run, async () => {
-          if (closed || rec.killing || rec.pod || !run.pods.has(rec.plan.name) || run.phase !== 'Running')
-            return;
+          const current = run.pods.get(rec.plan.name) === rec && !rec.killing && !rec.pod;
+          if (closed || !current || run.phase !== 'Running') return;
           await startPods(run, [rec]);
         });
       }, delay).unref();
@@ -391,6 +391,16 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     reschedule(); // what the pod held is free for waiting pods and jobs
   }
 
+  /** Each planned pod's request, parsed once: the scheduler asks for them on every pass. */
+  const requests = new WeakMap<PodPlan, Resources>();
+  const requestOf = (plan: PodPlan): Resources => {
+    const known = requests.get(plan);
+    if (known) return known;
+    const request = podRequest(plan);
+    requests.set(plan, request);
+    return request;
+  };
+
   /** What a job holds of the machine: its live pods, and the gang's pods not made yet. */
   function held(run: JobRun): Resources {
     let total = NO_RESOURCES;
@@ -399,7 +409,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       const alive = rec
         ? rec.killing || rec.phase === 'Pending' || rec.phase === 'Running'
         : run.gang.has(plan.name);
-      if (alive) total = plus(total, podRequest(plan));
+      if (alive) total = plus(total, requestOf(plan));
     }
     return total;
   }
@@ -428,7 +438,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       if (run.pods.has(plan.name) || !dependenciesMet(run.job, plan.task, started)) continue;
       if (!run.gang.has(plan.name)) {
         free ??= freeCapacity();
-        const need = podRequest(plan);
+        const need = requestOf(plan);
         if (!fits(need, free)) continue;
         free = minus(free, need);
       }
