@@ -5,15 +5,19 @@ import { type Issue, joinPath } from '../model/errors.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
 import { closed, StringEnum, TaggedUnion } from '../model/schema.ts';
 import { parser } from '../model/validate.ts';
+import { readLeniently, type SourceText } from './lenient-read.ts';
 
 /**
  * UCloud's YAML v1 documents (`application: v1`, `tool: v1`) as they are written, and their
- * translation into the normalised model. Field names follow UCloud's app-store docs.
+ * translation into the normalised model. Field names and what is refused follow UCloud's readers:
+ * the Kotlin app store's `ApplicationYaml.V1`/`ToolYaml.V1` and core2's `A1Yaml`/`A1Tool`.
  */
 
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
 const Text = Type.String();
-const NameText = Type.Union([Type.String({ minLength: 1 }), Type.Number()]);
+// Numbers written where text is expected arrive here as their source text (see lenient-read.ts).
+const ONE_LINE = '^[^\\n]*\\S[^\\n]*$';
+const NameText = Type.String({ pattern: ONE_LINE, maxLength: 255, description: 'one line of text' });
 const VARIABLE_NAME = '^[A-Za-z_][A-Za-z0-9_-]*$';
 const VariableName = Type.String({
   pattern: VARIABLE_NAME,
@@ -46,6 +50,8 @@ const paramCommon = {
   description: Type.Optional(Text),
   defaultValue: Type.Optional(Type.Unknown()),
 };
+/** Text defaults: a number written there is read as its text, as for every text field. */
+const textDefault = { defaultValue: Type.Optional(Type.Union([Text, Type.Unknown()])) };
 const numeric = {
   min: Type.Optional(Type.Number()),
   max: Type.Optional(Type.Number()),
@@ -55,8 +61,8 @@ const numeric = {
 const RawParameter = TaggedUnion('type', [
   Type.Object({ type: Type.Literal('input_file'), ...paramCommon }, closed),
   Type.Object({ type: Type.Literal('input_directory'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('text'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('textarea'), ...paramCommon }, closed),
+  Type.Object({ type: Type.Literal('text'), ...paramCommon, ...textDefault }, closed),
+  Type.Object({ type: Type.Literal('textarea'), ...paramCommon, ...textDefault }, closed),
   Type.Object({ type: Type.Literal('integer'), ...paramCommon, ...numeric }, closed),
   Type.Object({ type: Type.Literal('floating_point'), ...paramCommon, ...numeric }, closed),
   Type.Object(
@@ -72,6 +78,7 @@ const RawParameter = TaggedUnion('type', [
     {
       type: Type.Literal('enumeration'),
       ...paramCommon,
+      ...textDefault,
       options: Type.Array(Type.Object({ name: Scalar, value: Scalar }, closed), { minItems: 1 }),
     },
     closed,
@@ -95,20 +102,23 @@ const Port = Type.Integer({ minimum: 1, maximum: 65535 });
 const documentHeader = {
   name: NameText,
   version: NameText,
-  title: Type.String({ minLength: 1 }),
-  authors: Type.Array(Text, { minItems: 1 }),
-  description: Text,
+  title: Type.String({ pattern: ONE_LINE, maxLength: 1024, description: 'one line of text' }),
+  authors: Type.Array(Type.String({ pattern: '^[^\\n]*$', description: 'one line of text' }), {
+    minItems: 1,
+  }),
 };
 
 const RawApplication = Type.Object(
   {
     application: Type.Literal('v1'),
     ...documentHeader,
+    description: Text,
     tags: Type.Optional(Type.Array(Text)),
     website: Type.Optional(Text),
     tool: Type.Object({ name: NameText, version: NameText }, closed),
     applicationType: Type.Optional(StringEnum(['BATCH', 'VNC', 'WEB'])),
-    invocation: Type.Array(RawInvocationItem, { minItems: 1 }),
+    // UCloud's examples have `invocation: []`: the image's own command runs.
+    invocation: Type.Array(RawInvocationItem),
     parameters: Type.Optional(Type.Union([Type.Record(Type.String(), RawParameter), Type.Null()])),
     environment: Type.Optional(Type.Union([Type.Record(Type.String(), RawInvocationItem), Type.Null()])),
     container: Type.Optional(
@@ -141,6 +151,7 @@ const RawTool = Type.Object(
   {
     tool: Type.Literal('v1'),
     ...documentHeader,
+    description: Type.Optional(Text),
     container: Type.Optional(Type.String({ minLength: 1 })),
     image: Type.Optional(Type.String({ minLength: 1 })),
     backend: StringEnum(['DOCKER', 'UDOCKER', 'SINGULARITY', 'VIRTUAL_MACHINE', 'NATIVE']),
@@ -159,29 +170,51 @@ const rawTool = parser(RawTool);
 
 export type V1Document = { kind: 'application'; application: Application } | { kind: 'tool'; tool: Tool };
 
-/** Checks and normalises one YAML document. Problems are returned, never thrown. */
-export function normaliseDocument(doc: unknown): { document?: V1Document; issues: Issue[] } {
+export interface NormalisedDocument {
+  document?: V1Document;
+  /** What makes the document unusable. */
+  issues: Issue[];
+  /** What was ignored, as UCloud ignores it; the document is still used. */
+  warnings: Issue[];
+}
+
+/**
+ * Checks and normalises one YAML document read as UCloud reads it; `sourceText` gives the text of
+ * scalars as written. Problems are returned, never thrown.
+ */
+export function normaliseDocument(
+  doc: unknown,
+  sourceText: SourceText = () => undefined,
+): NormalisedDocument {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    return { issues: [{ path: '', message: 'must be a mapping with `application: v1` or `tool: v1`' }] };
+    return {
+      issues: [{ path: '', message: 'must be a mapping with `application: v1` or `tool: v1`' }],
+      warnings: [],
+    };
   }
-  const d = doc as Record<string, unknown>;
-  if ('application' in d) {
-    if (!rawApplication.check(d)) return { issues: rawApplication.issues(d) };
-    return normaliseApplication(d);
+  if ('application' in doc) {
+    const { value, warnings } = readLeniently(RawApplication, doc, sourceText);
+    if (!rawApplication.check(value)) return { issues: rawApplication.issues(value), warnings };
+    return { ...normaliseApplication(value), warnings };
   }
-  if ('tool' in d) {
-    if (!rawTool.check(d)) return { issues: rawTool.issues(d) };
-    return normaliseTool(d);
+  if ('tool' in doc) {
+    const { value, warnings } = readLeniently(RawTool, doc, sourceText);
+    if (!rawTool.check(value)) return { issues: rawTool.issues(value), warnings };
+    return { ...normaliseTool(value), warnings };
   }
-  return { issues: [{ path: '', message: 'must have `application: v1` or `tool: v1`' }] };
+  return { issues: [{ path: '', message: 'must have `application: v1` or `tool: v1`' }], warnings: [] };
 }
 
 function normaliseTool(raw: Static<typeof RawTool>): { document?: V1Document; issues: Issue[] } {
   const issues: Issue[] = [];
   const image = raw.image ?? raw.container;
-  if (image === undefined) issues.push({ path: 'container', message: 'is required (the container image)' });
   if (raw.backend !== 'DOCKER' && raw.backend !== 'UDOCKER') {
     issues.push({ path: 'backend', message: `ucompute runs containers: must be DOCKER, not ${raw.backend}` });
+  } else {
+    if (image === undefined) issues.push({ path: 'container', message: 'is required (the container image)' });
+    if ((raw.requiredModules ?? []).length > 0) {
+      issues.push({ path: 'requiredModules', message: 'is only for the NATIVE backend' });
+    }
   }
   if (raw.defaultMaxTime !== undefined && raw.defaultTimeAllocation !== undefined) {
     issues.push({
@@ -195,7 +228,7 @@ function normaliseTool(raw: Static<typeof RawTool>): { document?: V1Document; is
     name: String(raw.name),
     version: String(raw.version),
     title: raw.title,
-    description: raw.description,
+    description: raw.description ?? '',
     authors: raw.authors,
     image,
     backend: 'DOCKER', // UDOCKER is UCloud's old name for it; anything else was refused above
@@ -220,7 +253,7 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
       issues.push({ path, message: 'must be a name of letters, digits, _ and -' });
       continue;
     }
-    if (RESERVED_NAMES.has(name)) {
+    if (RESERVED_NAMES.has(name) || name.startsWith(INJECTED_PREFIX)) {
       issues.push({ path, message: `${name} is reserved` });
       continue;
     }
@@ -298,7 +331,8 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
 
 /** Names that would reach an object's prototype when used as keys of plain objects. */
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
-const NEVER_OPTIONAL = new Set(['peer', 'ingress', 'network_ip']);
+/** UCloud keeps parameter names with this prefix for the ones it injects itself. */
+const INJECTED_PREFIX = '_injected_';
 const NO_DEFAULT = new Set([
   'input_file',
   'input_directory',
@@ -321,9 +355,6 @@ function normaliseParameter(
     title: p.title ?? name,
     description: p.description ?? '',
   };
-  if (NEVER_OPTIONAL.has(p.type) && common.optional) {
-    issues.push({ path: joinPath(path, 'optional'), message: `a ${p.type} parameter cannot be optional` });
-  }
   let parameter: ApplicationParameter;
   switch (p.type) {
     case 'integer':
