@@ -184,9 +184,11 @@ ${app('parameters:\n  db: { type: peer, optional: true }\n  ip: { type: network_
 
   test('what UCloud refuses is refused, naming the field', () => {
     const refused = (text: string) => issuesOf(text).map((i) => `${i.path}: ${i.message}`);
-    assert.deepEqual(refused(app('').replace('name: app', 'name: "  "')), ['name: must be one line of text']);
+    assert.deepEqual(refused(app('').replace('name: app', 'name: "  "')), [
+      'name: must be one line of text, not blank',
+    ]);
     assert.deepEqual(refused(app('').replace('title: App', 'title: "two\\nlines"')), [
-      'title: must be one line of text',
+      'title: must be one line of text, not blank',
     ]);
     assert.deepEqual(refused(app('parameters:\n  _injected_x: { type: text }')), [
       'parameters._injected_x: _injected_x is reserved',

@@ -17,7 +17,11 @@ const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
 const Text = Type.String();
 // Numbers written where text is expected arrive here as their source text (see lenient-read.ts).
 const ONE_LINE = '^[^\\n]*\\S[^\\n]*$';
-const NameText = Type.String({ pattern: ONE_LINE, maxLength: 255, description: 'one line of text' });
+const NameText = Type.String({
+  pattern: ONE_LINE,
+  maxLength: 255,
+  description: 'one line of text, not blank',
+});
 const VARIABLE_NAME = '^[A-Za-z_][A-Za-z0-9_-]*$';
 const VariableName = Type.String({
   pattern: VARIABLE_NAME,
@@ -102,7 +106,7 @@ const Port = Type.Integer({ minimum: 1, maximum: 65535 });
 const documentHeader = {
   name: NameText,
   version: NameText,
-  title: Type.String({ pattern: ONE_LINE, maxLength: 1024, description: 'one line of text' }),
+  title: Type.String({ pattern: ONE_LINE, maxLength: 1024, description: 'one line of text, not blank' }),
   authors: Type.Array(Type.String({ pattern: '^[^\\n]*$', description: 'one line of text' }), {
     minItems: 1,
   }),
