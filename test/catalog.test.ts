@@ -193,6 +193,10 @@ ${app('parameters:\n  db: { type: peer, optional: true }\n  ip: { type: network_
     assert.deepEqual(refused(app('parameters:\n  _injected_x: { type: text }')), [
       'parameters._injected_x: _injected_x is reserved',
     ]);
+    // Read as an own key, not as the prototype of the parameters' map, so the check sees it.
+    assert.deepEqual(refused(`${tool()}---\n${app('parameters:\n  __proto__: { type: text }')}`), [
+      'parameters.__proto__: __proto__ is reserved',
+    ]);
     assert.deepEqual(refused(tool('t', '1', 'requiredModules: [gcc]')), [
       'requiredModules: is only for the NATIVE backend',
     ]);

@@ -39,7 +39,13 @@ export function readLeniently(
           });
           continue;
         }
-        out[key] = read(childSchema, child, joinPath(path, key), [...at, key]);
+        // An own key even for `__proto__`, as the YAML parser made it, so the checks after see it.
+        Object.defineProperty(out, key, {
+          value: read(childSchema, child, joinPath(path, key), [...at, key]),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return out;
     }
