@@ -182,6 +182,16 @@ ${app('parameters:\n  db: { type: peer, optional: true }\n  ip: { type: network_
     );
   });
 
+  test('a YAML v2 document gets one problem saying only v1 is read', () => {
+    const issues = issuesOf(
+      'application: v2\nname: x\nversion: 1\nsoftware: { type: Container, image: ubuntu }\n',
+    );
+    assert.deepEqual(
+      issues.map((i) => `${i.path}: ${i.message}`),
+      ['application: must be v1: ucompute reads UCloud\'s YAML v1 only, not "v2"'],
+    );
+  });
+
   test('what UCloud refuses is refused, naming the field', () => {
     const refused = (text: string) => issuesOf(text).map((i) => `${i.path}: ${i.message}`);
     assert.deepEqual(refused(app('').replace('name: app', 'name: "  "')), [

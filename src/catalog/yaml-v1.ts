@@ -196,6 +196,14 @@ export function normaliseDocument(
       warnings: [],
     };
   }
+  // An application document also has a `tool` key: the reference to its tool.
+  const kind = 'application' in doc ? 'application' : 'tool';
+  const version = (doc as Record<string, unknown>)[kind];
+  if (version !== undefined && typeof version !== 'object' && version !== 'v1') {
+    // Say only this: the rest of a v2 document would be one misleading problem per field.
+    const message = `must be v1: ucompute reads UCloud's YAML v1 only, not ${JSON.stringify(version)}`;
+    return { issues: [{ path: kind, message }], warnings: [] };
+  }
   if ('application' in doc) {
     const { value, warnings } = readLeniently(RawApplication, doc, sourceText);
     if (!rawApplication.check(value)) return { issues: rawApplication.issues(value), warnings };
