@@ -1,176 +1,23 @@
-import { type Static, Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import type { Application, ApplicationParameter, InvocationParameter, Tool } from '../model/application.ts';
-import { SimpleDuration } from '../model/application.ts';
 import { type Issue, joinPath } from '../model/errors.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
-import { closed, StringEnum, TaggedUnion } from '../model/schema.ts';
-import { parser } from '../model/validate.ts';
 import { readLeniently, type SourceText } from './lenient-read.ts';
+import {
+  RawApplication,
+  type RawInvocationItem,
+  type RawParameter,
+  RawTool,
+  rawApplication,
+  rawTool,
+  VARIABLE_NAME,
+} from './yaml-v1-schema.ts';
 
 /**
- * UCloud's YAML v1 documents (`application: v1`, `tool: v1`) as they are written, and their
- * translation into the normalised model. Field names and what is refused follow UCloud's readers:
- * the Kotlin app store's `ApplicationYaml.V1`/`ToolYaml.V1` and core2's `A1Yaml`/`A1Tool`.
+ * UCloud's YAML v1 documents (`application: v1`, `tool: v1`) translated into the normalised model.
+ * What is refused follows UCloud's readers: the Kotlin app store's `ApplicationYaml.V1`/`ToolYaml.V1`
+ * and core2's `A1Yaml`/`A1Tool`; ucompute adds only what it needs to run a job safely.
  */
-
-const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
-const Text = Type.String();
-// Numbers written where text is expected arrive here as their source text (see lenient-read.ts).
-const ONE_LINE = '^[^\\n]*\\S[^\\n]*$';
-const NameText = Type.String({
-  pattern: ONE_LINE,
-  maxLength: 255,
-  description: 'one line of text, not blank',
-});
-const VARIABLE_NAME = '^[A-Za-z_][A-Za-z0-9_-]*$';
-const VariableName = Type.String({
-  pattern: VARIABLE_NAME,
-  description: 'a name of letters, digits, _ and -',
-});
-
-const RawVar = Type.Object(
-  {
-    type: Type.Literal('var'),
-    vars: Type.Union([VariableName, Type.Array(VariableName, { minItems: 1 })]),
-    prefixGlobal: Type.Optional(Scalar),
-    suffixGlobal: Type.Optional(Scalar),
-    prefixVariable: Type.Optional(Scalar),
-    suffixVariable: Type.Optional(Scalar),
-    isPrefixVariablePartOfArg: Type.Optional(Type.Boolean()),
-    isSuffixVariablePartOfArg: Type.Optional(Type.Boolean()),
-  },
-  closed,
-);
-const RawFlag = Type.Object({ type: Type.Literal('flag'), var: VariableName, flag: Scalar }, closed);
-const RawEnv = Type.Object({ type: Type.Literal('env'), var: Type.String({ minLength: 1 }) }, closed);
-const RawWord = Type.Object({ type: Type.Literal('word'), word: Scalar }, closed);
-const RawInvocationObject = TaggedUnion('type', [RawVar, RawFlag, RawEnv, RawWord]);
-const RawInvocationItem = Type.Union([Scalar, RawInvocationObject]);
-type RawInvocationItem = Static<typeof RawInvocationItem>;
-
-const paramCommon = {
-  optional: Type.Optional(Type.Boolean()),
-  title: Type.Optional(Text),
-  description: Type.Optional(Text),
-  defaultValue: Type.Optional(Type.Unknown()),
-};
-/** Text defaults: a number written there is read as its text, as for every text field. */
-const textDefault = { defaultValue: Type.Optional(Type.Union([Text, Type.Unknown()])) };
-const numeric = {
-  min: Type.Optional(Type.Number()),
-  max: Type.Optional(Type.Number()),
-  step: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-  unitName: Type.Optional(Text),
-};
-const RawParameter = TaggedUnion('type', [
-  Type.Object({ type: Type.Literal('input_file'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('input_directory'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('text'), ...paramCommon, ...textDefault }, closed),
-  Type.Object({ type: Type.Literal('textarea'), ...paramCommon, ...textDefault }, closed),
-  Type.Object({ type: Type.Literal('integer'), ...paramCommon, ...numeric }, closed),
-  Type.Object({ type: Type.Literal('floating_point'), ...paramCommon, ...numeric }, closed),
-  Type.Object(
-    {
-      type: Type.Literal('boolean'),
-      ...paramCommon,
-      trueValue: Type.Optional(Scalar),
-      falseValue: Type.Optional(Scalar),
-    },
-    closed,
-  ),
-  Type.Object(
-    {
-      type: Type.Literal('enumeration'),
-      ...paramCommon,
-      ...textDefault,
-      options: Type.Array(Type.Object({ name: Scalar, value: Scalar }, closed), { minItems: 1 }),
-    },
-    closed,
-  ),
-  Type.Object(
-    { type: Type.Literal('peer'), ...paramCommon, suggestedApplication: Type.Optional(Text) },
-    closed,
-  ),
-  Type.Object(
-    { type: Type.Literal('license_server'), ...paramCommon, tagged: Type.Optional(Type.Array(Text)) },
-    closed,
-  ),
-  Type.Object({ type: Type.Literal('ingress'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('network_ip'), ...paramCommon }, closed),
-]);
-type RawParameter = Static<typeof RawParameter>;
-
-const Port = Type.Integer({ minimum: 1, maximum: 65535 });
-
-/** What application and tool documents both start with. */
-const documentHeader = {
-  name: NameText,
-  version: NameText,
-  title: Type.String({ pattern: ONE_LINE, maxLength: 1024, description: 'one line of text, not blank' }),
-  authors: Type.Array(Type.String({ pattern: '^[^\\n]*$', description: 'one line of text' }), {
-    minItems: 1,
-  }),
-};
-
-const RawApplication = Type.Object(
-  {
-    application: Type.Literal('v1'),
-    ...documentHeader,
-    description: Text,
-    tags: Type.Optional(Type.Array(Text)),
-    website: Type.Optional(Text),
-    tool: Type.Object({ name: NameText, version: NameText }, closed),
-    applicationType: Type.Optional(StringEnum(['BATCH', 'VNC', 'WEB'])),
-    // UCloud's examples have `invocation: []`: the image's own command runs.
-    invocation: Type.Array(RawInvocationItem),
-    parameters: Type.Optional(Type.Union([Type.Record(Type.String(), RawParameter), Type.Null()])),
-    environment: Type.Optional(Type.Union([Type.Record(Type.String(), RawInvocationItem), Type.Null()])),
-    container: Type.Optional(
-      Type.Object(
-        {
-          changeWorkingDirectory: Type.Optional(Type.Boolean()),
-          runAsRoot: Type.Optional(Type.Boolean()),
-          runAsRealUser: Type.Optional(Type.Boolean()),
-        },
-        closed,
-      ),
-    ),
-    vnc: Type.Optional(Type.Object({ password: Type.Optional(Text), port: Type.Optional(Port) }, closed)),
-    web: Type.Optional(Type.Object({ port: Type.Optional(Port) }, closed)),
-    ssh: Type.Optional(Type.Object({ mode: StringEnum(['DISABLED', 'OPTIONAL', 'MANDATORY']) }, closed)),
-    allowAdditionalMounts: Type.Optional(Type.Boolean()),
-    allowAdditionalPeers: Type.Optional(Type.Boolean()),
-    allowMultiNode: Type.Optional(Type.Boolean()),
-    allowPublicIp: Type.Optional(Type.Boolean()),
-    allowPublicLink: Type.Optional(Type.Boolean()),
-    fileExtensions: Type.Optional(Type.Array(Text)),
-    outputFileGlobs: Type.Optional(Type.Array(Text)),
-    licenseServers: Type.Optional(Type.Array(Text)),
-  },
-  closed,
-);
-type RawApplication = Static<typeof RawApplication>;
-
-const RawTool = Type.Object(
-  {
-    tool: Type.Literal('v1'),
-    ...documentHeader,
-    description: Type.Optional(Text),
-    container: Type.Optional(Type.String({ minLength: 1 })),
-    image: Type.Optional(Type.String({ minLength: 1 })),
-    backend: StringEnum(['DOCKER', 'UDOCKER', 'SINGULARITY', 'VIRTUAL_MACHINE', 'NATIVE']),
-    defaultMaxTime: Type.Optional(SimpleDuration),
-    defaultTimeAllocation: Type.Optional(SimpleDuration),
-    defaultNumberOfNodes: Type.Optional(Type.Integer({ minimum: 1 })),
-    requiredModules: Type.Optional(Type.Array(Text)),
-    supportedProviders: Type.Optional(Type.Array(Text)),
-    license: Type.Optional(Text),
-  },
-  closed,
-);
-
-const rawApplication = parser(RawApplication);
-const rawTool = parser(RawTool);
 
 export type V1Document = { kind: 'application'; application: Application } | { kind: 'tool'; tool: Tool };
 
@@ -186,10 +33,7 @@ export interface NormalisedDocument {
  * Checks and normalises one YAML document read as UCloud reads it; `sourceText` gives the text of
  * scalars as written. Problems are returned, never thrown.
  */
-export function normaliseDocument(
-  doc: unknown,
-  sourceText: SourceText = () => undefined,
-): NormalisedDocument {
+export function normaliseDocument(doc: unknown, sourceText: SourceText): NormalisedDocument {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     return {
       issues: [{ path: '', message: 'must be a mapping with `application: v1` or `tool: v1`' }],
@@ -237,8 +81,8 @@ function normaliseTool(raw: Static<typeof RawTool>): { document?: V1Document; is
   if (issues.length > 0 || image === undefined) return { issues };
   const defaultTimeAllocation = raw.defaultTimeAllocation ?? raw.defaultMaxTime;
   const tool: Tool = {
-    name: String(raw.name),
-    version: String(raw.version),
+    name: raw.name,
+    version: raw.version,
     title: raw.title,
     description: raw.description ?? '',
     authors: raw.authors,
@@ -306,8 +150,8 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
 
   const application: Application = {
     metadata: {
-      name: String(raw.name),
-      version: String(raw.version),
+      name: raw.name,
+      version: raw.version,
       title: raw.title,
       authors: raw.authors,
       description: raw.description,
@@ -315,7 +159,7 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
       ...(raw.website !== undefined ? { website: raw.website } : {}),
     },
     invocation: {
-      tool: { name: String(raw.tool.name), version: String(raw.tool.version) },
+      tool: { name: raw.tool.name, version: raw.tool.version },
       invocation,
       parameters,
       environment,
