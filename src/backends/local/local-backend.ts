@@ -448,12 +448,12 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     if (fresh.length > 0) await startPods(run, fresh);
   }
 
-  /** Admitted jobs with pods still to make: elastic replicas waiting for room, dependent tasks. */
-  const lacksPods = (run: JobRun) =>
+  /** An admitted job with a replica beyond its gang that waits for room and would fit in `free`. */
+  const mayGrow = (run: JobRun, free: Resources) =>
     run.admitted &&
     (run.phase === 'Pending' || run.phase === 'Running') &&
     run.pods.size > 0 &&
-    run.pods.size < run.planned.length;
+    run.planned.some((p) => !run.pods.has(p.name) && !run.gang.has(p.name) && fits(requestOf(p), free));
 
   /** Creates pods in the runtime with their addresses and network, then starts their containers. */
   async function startPods(run: JobRun, recs: PodRecord[]): Promise<void> {
@@ -682,7 +682,8 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         for (const [id, w] of decision.waiting) report(runs.get(id)!, w);
       }
       // After the admissions, so that replicas beyond a gang never take a waiting job's turn.
-      for (const run of active) if (lacksPods(run)) void step(run, () => sync(run));
+      const free = freeCapacity();
+      for (const run of active) if (mayGrow(run, free)) void step(run, () => sync(run));
       if (again) {
         again = false;
         reschedule();
