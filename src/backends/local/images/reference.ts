@@ -32,7 +32,8 @@ export function parseReference(text: string): ImageReference {
   let [, domain, path, tag, digest] = match as unknown as [string, string?, string?, string?, string?];
   // The first part is a domain only when it looks like one; `library/debian` is a path.
   if (domain !== undefined && !domain.includes('.') && !domain.includes(':') && domain !== 'localhost') {
-    if (domain !== domain.toLowerCase()) throw new Error(`"${text}": repository names are lower case`);
+    if (domain !== domain.toLowerCase())
+      throw new Error(`"${text}" is not a valid image reference: repository names are lower case`);
     path = `${domain}/${path}`;
     domain = undefined;
   }
@@ -40,7 +41,7 @@ export function parseReference(text: string): ImageReference {
   if (domain === 'docker.io' && !path!.includes('/')) path = `library/${path}`;
   const repository = `${domain}/${path}`;
   if (repository.length > MAX_NAME)
-    throw new Error(`"${text}": the repository name is longer than ${MAX_NAME}`);
+    throw new Error(`"${text}" is not a valid image reference: the name is longer than ${MAX_NAME}`);
   return { repository, tag: tag ?? (digest ? null : 'latest'), digest: digest ?? null };
 }
 

@@ -141,7 +141,7 @@ export async function openImageStore(dir: string): Promise<ImageStore> {
       try {
         return await add(`docker://${canonical(ref)}`, reference);
       } catch (e) {
-        throw new Error(`could not pull ${familiar(ref)}: ${lastLine((e as Error).message)}`);
+        throw new Error(`could not pull ${familiar(ref)}: ${toolMessage((e as Error).message)}`);
       }
     },
     async list() {
@@ -178,7 +178,11 @@ export async function openImageStore(dir: string): Promise<ImageStore> {
   };
 }
 
-const lastLine = (text: string) => text.trim().split('\n').at(-1) ?? text;
+/** What skopeo said (its `msg="…"`), without the command line around it. */
+function toolMessage(error: string): string {
+  const said = /msg="((?:[^"\\]|\\.)*)"/.exec(error)?.[1];
+  return said ? said.replaceAll('\\"', '"') : (error.trim().split('\n').at(-1) ?? error);
+}
 
 /** Which skopeo transport reads the tarball, and the name it carries, if any. */
 async function archiveOf(
