@@ -202,10 +202,12 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
   /** A line in the job's updates that does not change its state; each said once per job. */
   function notify(run: JobRun, status: string): void {
-    if (!run.saidState || run.notices.has(status)) return;
+    if (run.notices.has(status)) return;
     run.notices.add(status);
-    run.said = `${run.saidState}:${status}`;
-    emit({ state: run.saidState, status, jobId: run.id, at: now() });
+    // Containers start once the job is admitted, which may be before "The job is starting" is said.
+    const state = run.saidState ?? 'IN_QUEUE';
+    run.said = `${state}:${status}`;
+    emit({ state, status, jobId: run.id, at: now() });
   }
 
   function eventOf(
