@@ -15,6 +15,7 @@ import { busyboxArchive } from './support/images.ts';
 import { needs } from './support/local-tools.ts';
 
 const tools = await needs('skopeo', 'umoci', 'busybox');
+const buildTools = await needs('skopeo', 'umoci', 'mmdebstrap');
 
 async function tempDir(
   t: { after(fn: () => Promise<void>): void },
@@ -256,5 +257,36 @@ test(
     const bad = await runCli(['images', 'pull', 'UPPER/case', '--data-dir', dataDir]);
     assertExit(bad, 2);
     assert.match(bad.stderr, /REF: "UPPER\/case" is not a valid image reference/);
+  },
+);
+
+test(
+  'images build makes an image from Debian packages with mmdebstrap and umoci, and stores it',
+  buildTools,
+  async (t) => {
+    const dir = await tempDir(t);
+    const dataDir = join(dir, 'data');
+    const recipe = join(dir, 'busybox.yml');
+    // The `extract` variant only unpacks the packages: the smallest build, a few seconds from the mirror.
+    await writeFile(
+      recipe,
+      'name: lab/busybox-built:1\nvariant: extract\npackages: [busybox-static]\nenv: { MOTTO: built here }\nentrypoint: [/bin/busybox, sh, -c]\ncmd: [echo "$MOTTO"]\nworkingDir: /\nuser: "0:0"\n',
+    );
+    const built = await runCli(['images', 'build', recipe, '--data-dir', dataDir]);
+    assertExit(built, 0);
+    const id = built.stdout.trim().split(' ')[1]!;
+    assert.match(built.stdout, /^lab\/busybox-built:1 sha256:[0-9a-f]{64}\n$/);
+    const store = await openImageStore(join(dataDir, 'images'));
+    const image = await store.find('lab/busybox-built:1');
+    assert.equal(image?.id, id);
+    assert.deepEqual(image?.config, {
+      Env: ['MOTTO=built here'],
+      Entrypoint: ['/bin/busybox', 'sh', '-c'],
+      Cmd: ['echo "$MOTTO"'],
+      WorkingDir: '/',
+      User: '0:0',
+    });
+    assert.ok((await stat(join(image!.root, 'bin/busybox'))).isFile());
+    assert.deepEqual(await readdir(join(dataDir, 'images', 'tmp')), [], 'no build left behind');
   },
 );
