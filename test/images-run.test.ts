@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -158,6 +158,44 @@ test(
     assert.match(
       nothing.end.status,
       /spec\.containers\[0\]\.command: image ubuntu:22\.04 has no entrypoint here .*; give a command/,
+    );
+  },
+);
+
+test(
+  'with a configuration file, the host view is off unless it says hostUserland: true',
+  tools,
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ucompute-images-config-'));
+    const bridge = `uc${process.pid.toString(36).slice(-3)}${Math.random().toString(36).slice(2, 5)}`.slice(
+      0,
+      9,
+    );
+    t.after(async () => {
+      await removeBridgeNetwork(bridge);
+      await rm(dir, { recursive: true, force: true });
+    });
+    const config = join(dir, 'ucompute.yml');
+    const subnet = `10.${150 + (process.pid % 40)}.${Math.floor(Math.random() * 256)}.0/24`;
+    await writeFile(config, `local: { network: { bridge: ${bridge}, subnet: "${subnet}", poolSize: 0 } }\n`);
+    const manifest = join(dir, 'job.yaml');
+    await writeFile(
+      manifest,
+      'apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: { name: missing }\nspec:\n  tasks:\n    - name: t\n      replicas: 1\n      template: { spec: { restartPolicy: Never, containers: [{ name: c, image: "ubuntu:22.04", command: [sh, -c, "echo ran"] }] } }\n',
+    );
+    const refused = await runCli([
+      'vcjob',
+      'run',
+      manifest,
+      '--config',
+      config,
+      '--data-dir',
+      join(dir, 'data'),
+    ]);
+    assertExit(refused, 1);
+    assert.match(
+      refused.stderr,
+      /image ubuntu:22\.04 is not in the local image store \(and local\.hostUserland is off\)/,
     );
   },
 );
