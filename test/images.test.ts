@@ -208,6 +208,17 @@ test(
     const unpacked = (await readdir(join(dataDir, 'images'))).filter((f) => /^[0-9a-f]{64}$/.test(f));
     assert.deepEqual(unpacked, [id!.slice(7)], 'one unpacked copy for both names');
 
+    const store = await openImageStore(join(dataDir, 'images'));
+    assert.equal((await store.find('busybox-test:1'))?.id, id);
+    assert.equal((await store.find('docker.io/library/busybox-test:1'))?.id, id);
+    assert.equal(
+      (await store.find(`elsewhere/any@${id}`))?.id,
+      id,
+      'a digest finds the image under any name',
+    );
+    assert.equal(await store.find('busybox-test:2'), null);
+    assert.equal(await store.find(`busybox-test@sha256:${'0'.repeat(64)}`), null);
+
     assertExit(await cli('rm', 'busybox-test:1'), 0);
     assert.ok(await stat(join(dataDir, 'images', id!.slice(7), 'bundle/rootfs/bin/busybox')));
     assertExit(await cli('rm', 'ghcr.io/lab/box:2'), 0);

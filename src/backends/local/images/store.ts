@@ -2,7 +2,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile }
 import { join } from 'node:path';
 import { run } from '../exec.ts';
 import { type ImageConfig, readLayout } from './oci-config.ts';
-import { canonical, familiar, parseReference } from './reference.ts';
+import { canonical, familiar, type ImageReference, parseReference } from './reference.ts';
 
 /**
  * The local image store, `<dataDir>/images` (0700): images copied by skopeo from a registry or an
@@ -155,13 +155,15 @@ export async function openImageStore(dir: string): Promise<ImageStore> {
       return images;
     },
     async find(reference) {
-      let full: string;
+      let ref: ImageReference;
       try {
-        full = canonical(parseReference(reference));
+        ref = parseReference(reference);
       } catch {
         return null;
       }
-      const id = await idOf(full);
+      const full = canonical(ref);
+      // A digest names the image itself, whatever name it was imported under (as a registry would).
+      const id = ref.digest?.startsWith('sha256:') ? ref.digest.toLowerCase() : await idOf(full);
       const r = id ? await record(id) : null;
       return r ? stored(full, r) : null;
     },
