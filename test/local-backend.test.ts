@@ -32,6 +32,7 @@ async function open(
     dataDir: home,
     storageRoot: join(home, 'storage'),
     storageClaim: 'ucompute-storage',
+    embedded: true,
   });
   const events: BackendEvent[] = [];
   backend.onEvent((e) => events.push(e));

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
+import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { localBackend } from '../src/backends/local/local-backend.ts';
 import type { BackendEvent } from '../src/jobs/backend.ts';
 import { resolveSecurityPolicy } from '../src/model/config.ts';
@@ -135,7 +136,11 @@ for (const [file, expected] of Object.entries(EXPECTED)) {
     const backend = await localBackend({
       runtime,
       stateDir: join(dir, 'state'),
-      volumes: { storageClaim: 'ucompute-storage', storageRoot: join(dir, 'storage'), images: {} },
+      volumes: {
+        storageClaim: 'ucompute-storage',
+        storageRoot: join(dir, 'storage'),
+        images: imageResolver({ folders: {}, store: null, hostUserland: true }),
+      },
       gracePeriodMs: 200,
     });
     t.after(async () => {

@@ -85,8 +85,11 @@ interface JobRun extends Omit<SavedJob, 'pods'> {
   startedAt: number | null;
   /** The last phase told to phase listeners. */
   toldPhase?: VolcanoJobPhase;
-  /** The last event reported, to say each thing once. */
+  /** The last event reported, to say each thing once, and its state. */
   said: string;
+  saidState?: BackendEvent['state'];
+  /** Lines told with `notify`. */
+  notices: Set<string>;
   /** Steps on one job run one after the other. */
   chain: Promise<void>;
   /** Woken on every log write check and at the end. */
@@ -174,6 +177,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       timeLimitMs: Number.isFinite(maxTime) && maxTime > 0 ? maxTime : null,
       startedAt: null,
       said: '',
+      notices: new Set(),
       chain: Promise.resolve(),
       ended,
       end,
@@ -199,7 +203,18 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     const key = `${event.state}:${event.status}`;
     if (key === run.said) return;
     run.said = key;
+    run.saidState = event.state;
     emit({ ...event, jobId: run.id, at: now() });
+  }
+
+  /** A line in the job's updates that does not change its state; each said once per job. */
+  function notify(run: JobRun, status: string): void {
+    if (run.notices.has(status)) return;
+    run.notices.add(status);
+    // Containers start once the job is admitted, which may be before "The job is starting" is said.
+    const state = run.saidState ?? 'IN_QUEUE';
+    run.said = `${state}:${status}`;
+    emit({ state, status, jobId: run.id, at: now() });
   }
 
   function eventOf(
@@ -503,6 +518,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       stdout: logFile(run.id, rec.plan.rank, 'out'),
       stderr: logFile(run.id, rec.plan.rank, 'err'),
       hostsFile: join(jobDir(run.id), 'hosts'),
+      notify: (status: string) => notify(run, status),
     };
     const current = () => rec.pod === pod && !rec.killing;
     const failed = (why: string, exit?: ContainerExit) =>
