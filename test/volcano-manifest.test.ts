@@ -90,7 +90,11 @@ test('numeric quantities are quantities (the CRD takes int-or-string); others ar
 });
 
 test('every field the local backend cannot honour is named at once, never silently run', () => {
-  const gpu = { ...container, resources: { limits: { 'nvidia.com/gpu': 1, 'huawei.com/ascend-910': 2 } } };
+  const gpu = {
+    ...container,
+    ports: [{ containerPort: 80, hostPort: 8080 }],
+    resources: { limits: { 'nvidia.com/gpu': 1, 'huawei.com/ascend-910': 2 } },
+  };
   const pod = {
     containers: [gpu],
     nodeSelector: { 'kubernetes.io/os': 'windows' },
@@ -119,6 +123,7 @@ test('every field the local backend cannot honour is named at once, never silent
     'job.yaml.spec.tasks[0].template.spec.nodeSelector.kubernetes.io/os: selects nodes labelled kubernetes.io/os=windows; this machine is kubernetes.io/os=linux',
     `job.yaml.spec.tasks[0].template.spec.priorityClassName: ${notHere} priorityClassName; remove it to run here`,
     'job.yaml.spec.tasks[0].template.spec.schedulerName: the local backend schedules as volcano does, not as default-scheduler',
+    `job.yaml.spec.tasks[0].template.spec.containers[0].ports[0].hostPort: ${notHere} host ports; remove it to run here`,
     `job.yaml.spec.tasks[0].template.spec.containers[0].resources.limits.nvidia.com/gpu: ${notHere} nvidia.com/gpu (this machine offers cpu and memory); remove it to run here`,
     `job.yaml.spec.tasks[0].template.spec.containers[0].resources.limits.huawei.com/ascend-910: ${notHere} huawei.com/ascend-910 (this machine offers cpu and memory); remove it to run here`,
   ]);

@@ -5,7 +5,7 @@ import { parseQuantity } from './quantity.ts';
 /**
  * Fields of a Volcano Job that the local backend (one machine, no cluster) cannot honour. A job
  * that asks for one is refused with every such field named, never run as if the field were not
- * there: accelerators, job-level volumes (PVCs Volcano would create), node selection beyond this
+ * there: accelerators, host ports, job-level volumes (PVCs Volcano would create), node selection beyond this
  * machine's own labels, priorities, clean-up after a delay, other schedulers, delayed policy
  * actions and Volcano's topology and partition features.
  */
@@ -83,8 +83,20 @@ export function checkPodFields(pod: Json, at: string, issues: IssueList): void {
     const containers = pod[list];
     if (!Array.isArray(containers)) continue;
     containers.forEach((c: unknown, i) => {
-      if (!isObject(c) || !isObject(c.resources)) return;
-      const where = joinPath(joinPath(joinPath(at, list), i), 'resources');
+      if (!isObject(c)) return;
+      const container = joinPath(joinPath(at, list), i);
+      if (Array.isArray(c.ports)) {
+        c.ports.forEach((p: unknown, j) => {
+          if (isObject(p) && p.hostPort !== undefined && p.hostPort !== 0) {
+            issues.add(
+              joinPath(joinPath(joinPath(container, 'ports'), j), 'hostPort'),
+              notHere('host ports'),
+            );
+          }
+        });
+      }
+      if (!isObject(c.resources)) return;
+      const where = joinPath(container, 'resources');
       for (const kind of ['requests', 'limits'] as const) {
         const resources = c.resources[kind];
         if (resources === undefined) continue;
