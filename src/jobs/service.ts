@@ -5,19 +5,19 @@ import { IssueList, ValidationError } from '../model/errors.ts';
 import { newJobId } from '../model/ids.ts';
 import { isFinal, type Job, type JobState, type JobStatus, type JobUpdate } from '../model/job.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
-import { ownerNamespace } from '../plugins/fair-share.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type {
   ActiveJob,
   Charge,
   JobBuild,
   JobPlugin,
-  JobStorage,
   LifecycleContext,
   PeerLocation,
   PreparedJob,
 } from '../plugins/plugin.ts';
+import type { JobStorage } from '../storage/job-storage.ts';
 import type { JobChanges, JobRecord, JobVisibility, Store } from '../store/store.ts';
+import { ownerNamespace } from '../volcano/names.ts';
 import type { Backend, BackendEvent, LogChunk } from './backend.ts';
 import { badRequest, conflict, forbidden, notFound, paymentRequired } from './errors.ts';
 import { buildJob } from './job-management.ts';
