@@ -20,7 +20,7 @@ import type { JobChanges, JobRecord, JobVisibility, Store } from '../store/store
 import { ownerNamespace } from '../volcano/names.ts';
 import type { Backend, BackendEvent, LogChunk } from './backend.ts';
 import { badRequest, conflict, forbidden, notFound, paymentRequired } from './errors.ts';
-import { buildJob } from './job-management.ts';
+import { pluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
 import { type JobEnvironment, prepareJob } from './prepare.ts';
 
@@ -94,9 +94,9 @@ const SUBMIT_ATTEMPTS = 5;
  */
 export function createJobService(options: ServiceOptions) {
   const { store, env, backend } = options;
-  const plugins = options.plugins ?? PLUGINS;
   const now = options.now ?? Date.now;
   const log = options.log;
+  const hooks = pluginHooks(options.plugins ?? PLUGINS, log);
   const requireCredits = options.requireCredits ?? true;
   const submitRetryMs = options.submitRetryMs ?? 1000;
   let stopped = false;
@@ -404,11 +404,16 @@ export function createJobService(options: ServiceOptions) {
         });
         return;
       }
-      build = await buildJob(job, {
+      const created = await hooks.create(job, {
         config: env.config,
         peers: peerLocations(job),
         ...(options.storage ? { storage: options.storage } : {}),
       });
+      if ('failure' in created) {
+        await update(id, { state: 'FAILURE', status: `The job could not be created: ${created.failure}` });
+        return;
+      }
+      build = created.build;
       // The build and the output folder it reports are written together, or not at all when the
       // job ended meanwhile.
       const json = JSON.stringify(build);
@@ -457,8 +462,6 @@ export function createJobService(options: ServiceOptions) {
     job?: ActiveJob;
   }
 
-  const startHooks = plugins.some((p) => p.onJobStart !== undefined);
-
   /**
    * Decides and writes one update; call inside a transaction. Undefined when it did not apply.
    * A job that ends loses its build in the same write (only active jobs need one); its hooks get
@@ -472,7 +475,7 @@ export function createJobService(options: ServiceOptions) {
     alongside?.();
     const next = decision.changes.state ?? before.state;
     const ending = next !== before.state && isFinal(next);
-    const starting = next === 'RUNNING' && before.state !== 'RUNNING' && startHooks;
+    const starting = next === 'RUNNING' && before.state !== 'RUNNING' && hooks.hasStart;
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
     store.appendUpdate(before, u, changes);
     const job =
@@ -484,13 +487,10 @@ export function createJobService(options: ServiceOptions) {
   async function applied(a: Applied): Promise<void> {
     notify(a.id, a.update);
     if (!a.job) return;
-    const ctx = lifecycle;
-    if (a.next === 'RUNNING') {
-      for (const p of plugins) await p.onJobStart?.(ctx, a.job);
-    }
+    if (a.next === 'RUNNING') await hooks.start(lifecycle, a.job);
     if (isFinal(a.next)) {
-      for (const p of plugins) await guarded(p, 'onJobComplete', () => p.onJobComplete?.(ctx, a.job!));
-      for (const p of plugins) await guarded(p, 'onCleanup', () => p.onCleanup?.(ctx, a.id));
+      await hooks.complete(lifecycle, a.job);
+      await hooks.cleanup(lifecycle, a.id);
     }
   }
 
@@ -529,14 +529,6 @@ export function createJobService(options: ServiceOptions) {
       chargedPeriods: record.chargedPeriods,
       volcanoJob,
     };
-  }
-
-  async function guarded(plugin: JobPlugin, hook: string, run: () => unknown): Promise<void> {
-    try {
-      await run();
-    } catch (e) {
-      log?.error({ err: e, plugin: plugin.name, hook }, 'plugin hook failed');
-    }
   }
 
   /** What the lifecycle hooks may do: one object, made once. */
@@ -629,10 +621,9 @@ export function createJobService(options: ServiceOptions) {
   /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
   async function monitor(): Promise<void> {
     const running = store.runningJobs();
-    const ctx = lifecycle;
     for (let i = 0; i < running.length; i += MONITOR_BATCH) {
       const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);
-      for (const p of plugins) await guarded(p, 'onJobMonitoring', () => p.onJobMonitoring?.(ctx, jobs));
+      await hooks.monitoring(lifecycle, jobs);
     }
   }
 
