@@ -22,7 +22,7 @@ import type { Backend, BackendEvent, LogChunk } from './backend.ts';
 import { badRequest, conflict, forbidden, notFound, paymentRequired } from './errors.ts';
 import { pluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
-import { type JobEnvironment, prepareJob } from './prepare.ts';
+import { findProduct, type JobEnvironment, maxTimeAllocationMillis, prepareJob } from './prepare.ts';
 
 export interface Caller {
   username: string;
@@ -87,6 +87,8 @@ const MAX_ITEMS = 1000;
 const MONITOR_BATCH = 256;
 const SUBMIT_CONCURRENCY = 16;
 const SUBMIT_ATTEMPTS = 5;
+/** Wait before writing again backend events that could not be written (a full disk). */
+const EVENT_RETRY_MS = 1000;
 
 /**
  * JobManagement: accepts jobs, keeps them durable, drives them through their lifecycle with the
@@ -578,6 +580,17 @@ export function createJobService(options: ServiceOptions) {
     },
   };
 
+  /** Refuses (400) a total time allocation beyond the maximum of the job's product. */
+  function beyondMaximum(job: JobRecord, totalMs: number, i: number): void {
+    const { id, category } = job.specification.product;
+    const product = findProduct(env.products, id, category);
+    const maximum = product ? maxTimeAllocationMillis(product, env.config) : null;
+    if (maximum === null || totalMs <= maximum) return;
+    throw badRequest(
+      `items[${i}].requestedTime: job ${job.id} would have ${totalMs / 3_600_000} hours; ${id} allows at most ${maximum / 3_600_000}`,
+    );
+  }
+
   async function stop(id: string, status: string): Promise<void> {
     await backend.cancel(id);
     await update(id, { state: 'SUCCESS', status, expectedDifferentState: true });
@@ -597,7 +610,24 @@ export function createJobService(options: ServiceOptions) {
     if (events.length === 0) return;
     const batch = events;
     events = [];
-    const results = store.transaction(() =>
+    let results: Applied[];
+    try {
+      results = writeEvents(batch);
+    } catch (err) {
+      // Nothing of the batch was written (one transaction): keep it, before any later events, and
+      // try again, so that a full disk delays a job's end rather than leaving it RUNNING forever.
+      log?.error({ err, events: batch.length }, 'could not write backend events; trying again');
+      events = [...batch, ...events];
+      if (!stopped) setTimeout(applyEvents, EVENT_RETRY_MS).unref();
+      return;
+    }
+    (async () => {
+      for (const r of results) await applied(r);
+    })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
+  }
+
+  function writeEvents(batch: readonly BackendEvent[]): Applied[] {
+    return store.transaction(() =>
       batch.flatMap((e) => {
         const current = store.jobState(e.jobId);
         // The same state again is news about the job (a queue position, ready replicas): status only.
@@ -608,9 +638,6 @@ export function createJobService(options: ServiceOptions) {
         return write(e.jobId, u, e.exitCodes ? { exitCodes: e.exitCodes } : {}) ?? [];
       }),
     );
-    (async () => {
-      for (const r of results) await applied(r);
-    })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
   }
 
   // ---- monitoring ---------------------------------------------------------------------------
@@ -708,14 +735,17 @@ export function createJobService(options: ServiceOptions) {
           throw badRequest(`items[${i}].jobId: job ${job.id} has no time limit to extend`);
         if (durationMillis(item.requestedTime) <= 0)
           throw badRequest(`items[${i}].requestedTime: must be longer than zero`);
+        beyondMaximum(job, job.timeAllocationMs + durationMillis(item.requestedTime), i);
       });
-      for (const item of items) {
+      for (const [i, item] of items.entries()) {
         const added = durationMillis(item.requestedTime);
         // Read and write in one transaction, so that concurrent extends all count.
         let expiresAt: number | null = null;
         let ended: string | undefined;
         store.transaction(() => {
           const job = store.getJob(item.jobId)!;
+          // Checked again on the stored allocation: concurrent extends add up.
+          beyondMaximum(job, (job.timeAllocationMs ?? 0) + added, i);
           if (isFinal(job.state)) {
             ended = `job ${job.id} has already ended`;
             return;

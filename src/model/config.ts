@@ -148,6 +148,8 @@ export const PipelineConfig = Type.Object(
       ),
     ),
     licenseServers: Type.Optional(Type.Array(LicenseServer)),
+    /** The longest time any job may have, extensions included; a product may set a shorter one. */
+    maxTimeAllocationHours: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   },
   closed,
 );
@@ -187,6 +189,8 @@ export interface ResolvedPipelineConfig {
   fairShare: { weights: Record<string, number>; defaultWeight: number };
   sessions: { domain: string; hostPrefix: string };
   licenseServers: LicenseServer[];
+  /** Null: no operator-wide maximum. */
+  maxTimeAllocationHours: number | null;
 }
 
 export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipelineConfig {
@@ -225,6 +229,7 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       hostPrefix: config.sessions?.hostPrefix ?? 'app-',
     },
     licenseServers: config.licenseServers ?? [],
+    maxTimeAllocationHours: config.maxTimeAllocationHours ?? null,
   };
 }
 

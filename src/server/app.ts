@@ -14,7 +14,7 @@ import {
 } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { WebSocket } from 'ws';
-import { ServiceError } from '../jobs/errors.ts';
+import { insufficientStorage, isDiskFull, ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import { type Caller, type JobService, statusOf } from '../jobs/service.ts';
 import { formatIssue, type Issue, joinPath, ValidationError } from '../model/errors.ts';
@@ -628,6 +628,11 @@ function errorResponse(error: FastifyError): { status: number; body: ErrorBody }
     return { status: 400, body: { message: error.issues.map(formatIssue).join('; '), issues: error.issues } };
   }
   if (error instanceof ServiceError) return { status: error.status, body: { message: error.message } };
+  // Every write is a transaction, so a full disk left the store as it was: say so, not 500.
+  if (isDiskFull(error)) {
+    const full = insufficientStorage();
+    return { status: full.status, body: { message: full.message } };
+  }
   // Fastify's own refusals (bad JSON, wrong content type, body too large) are safe to repeat.
   const status = error.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500 && error.code?.startsWith('FST_')) {
