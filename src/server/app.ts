@@ -14,9 +14,10 @@ import {
 } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { WebSocket } from 'ws';
+import { statusOf } from '../jobs/access.ts';
 import { insufficientStorage, isDiskFull, ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
-import { type Caller, type JobService, statusOf } from '../jobs/service.ts';
+import type { Caller, JobService } from '../jobs/service.ts';
 import { formatIssue, type Issue, joinPath, ValidationError } from '../model/errors.ts';
 import { isFinal, JOB_STATES, Job } from '../model/job.ts';
 import { parser } from '../model/validate.ts';
