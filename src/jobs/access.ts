@@ -1,3 +1,5 @@
+import { type UsageBucket, type UsageSum, usageBuckets } from '../accounting/usage.ts';
+import { ValidationError } from '../model/errors.ts';
 import type { Job, JobState, JobStatus } from '../model/job.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
 import type { JobRecord, JobVisibility, Store } from '../store/store.ts';
@@ -16,6 +18,23 @@ export interface BrowseOptions {
   filterState?: JobState;
   filterApplication?: string;
 }
+
+export interface UsageQuery {
+  /** Epoch ms; default: 30 days before `to`. */
+  from?: number;
+  /** Epoch ms, exclusive; default: now. */
+  to?: number;
+  bucket?: UsageBucket;
+}
+
+export interface Usage {
+  from: number;
+  to: number;
+  bucket: UsageBucket;
+  items: UsageSum[];
+}
+
+const DAY = 86_400_000;
 
 export interface Wallet {
   owner: string;
@@ -103,6 +122,16 @@ export function jobAccess(store: Store) {
     toJob,
     accountsOf,
     wallet,
+
+    /** Credits charged to the caller's accounts, per bucket and category. */
+    usage(caller: Caller, q: UsageQuery, now: number): Usage {
+      const to = q.to ?? now;
+      const from = q.from ?? Math.max(0, to - 30 * DAY);
+      const bucket = q.bucket ?? 'day';
+      if (from >= to) throw new ValidationError([{ path: 'from', message: 'must be before to' }]);
+      const charges = accountsOf(caller).map((a) => [a, store.charges(a, from, to)] as const);
+      return { from, to, bucket, items: usageBuckets(charges, bucket) };
+    },
 
     wallets(caller: Caller, at: number): Wallet[] {
       return accountsOf(caller).flatMap((account) => {

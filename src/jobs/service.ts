@@ -3,7 +3,14 @@ import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin } from '../plugins/plugin.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
 import type { JobChanges, Store } from '../store/store.ts';
-import { type BrowseOptions, type Caller, jobAccess, type Wallet } from './access.ts';
+import {
+  type BrowseOptions,
+  type Caller,
+  jobAccess,
+  type Usage,
+  type UsageQuery,
+  type Wallet,
+} from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl } from './control.ts';
 import { type CreateOptions, jobIntake } from './intake.ts';
@@ -13,7 +20,7 @@ import type { JobEnvironment } from './prepare.ts';
 import { jobSubmission } from './submission.ts';
 import { jobUpdates, type UpdateListener } from './updates.ts';
 
-export type { BrowseOptions, Caller, Wallet } from './access.ts';
+export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 export type { CreateOptions } from './intake.ts';
 export type { UpdateListener } from './updates.ts';
 
@@ -64,6 +71,7 @@ export interface JobService {
   /** The accounts whose credits and usage a caller sees: their own, and the projects they lead. */
   accountsOf(caller: Caller): string[];
   wallets(caller: Caller): Wallet[];
+  usage(caller: Caller, query: UsageQuery): Usage;
   /**
    * Applies one update through the state machine, atomically, then tells followers and runs the
    * plugins' hooks; false when it was dropped.
@@ -137,6 +145,7 @@ export function createJobService(options: ServiceOptions): JobService {
     monitor: monitoring.monitor,
     accountsOf: access.accountsOf,
     wallets: (caller) => access.wallets(caller, now()),
+    usage: (caller, query) => access.usage(caller, query, now()),
 
     follow(caller, id, listener) {
       const record = access.visibleJob(caller, id);
