@@ -10,8 +10,9 @@ import type { PipelineConfig } from '../src/model/config.ts';
 import { fileMountPlugin } from '../src/plugins/file-mount.ts';
 import { fileOutputPlugin } from '../src/plugins/file-output.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
-import type { JobBuild, JobPlugin, JobStorage, PeerLocation } from '../src/plugins/plugin.ts';
+import type { JobBuild, JobPlugin, PeerLocation } from '../src/plugins/plugin.ts';
 import { taskPlugin } from '../src/plugins/task.ts';
+import type { JobStorage } from '../src/storage/job-storage.ts';
 import { svcData } from '../src/volcano/conventions.ts';
 import type {
   Companion,

@@ -164,6 +164,8 @@ export const PipelineConfig = Type.Object(
         closed,
       ),
     ),
+    /** The longest time any job may have, extensions included; a product may set a shorter one. */
+    maxTimeAllocationHours: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   },
   closed,
 );
@@ -203,6 +205,8 @@ export interface ResolvedPipelineConfig {
   fairShare: { weights: Record<string, number>; defaultWeight: number };
   sessions: { domain: string; hostPrefix: string };
   licenseServers: LicenseServer[];
+  /** Null: no operator-wide maximum. */
+  maxTimeAllocationHours: number | null;
   security: SecurityPolicy;
 }
 
@@ -259,6 +263,7 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       hostPrefix: config.sessions?.hostPrefix ?? 'app-',
     },
     licenseServers: config.licenseServers ?? [],
+    maxTimeAllocationHours: config.maxTimeAllocationHours ?? null,
     security: resolveSecurityPolicy(config),
   };
 }

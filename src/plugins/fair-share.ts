@@ -1,21 +1,14 @@
 import type { ResolvedPipelineConfig } from '../model/config.ts';
-import { accountOf, type Owner, ownerKey } from '../model/owner.ts';
+import { accountOf, type Owner } from '../model/owner.ts';
 import {
   FAIR_SHARE_WEIGHT_ANNOTATION,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   POD_SECURITY_ENFORCE_LABEL,
 } from '../volcano/labels.ts';
-import { dnsLabel } from '../volcano/names.ts';
+import { ownerNamespace } from '../volcano/names.ts';
 import { annotateJob } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
-
-/** `<prefix>-u-<user>` or `<prefix>-p-<project>`, or the one configured namespace. */
-export function ownerNamespace(config: ResolvedPipelineConfig, owner: Owner): string {
-  if (config.kubernetes.namespaceStrategy === 'single') return config.kubernetes.namespace;
-  const { kind, id } = ownerKey(owner);
-  return dnsLabel(`${config.prefix}-${kind === 'user' ? 'u' : 'p'}-`, id);
-}
 
 export function fairShareWeight(config: ResolvedPipelineConfig, owner: Owner): number {
   return config.fairShare.weights[accountOf(owner)] ?? config.fairShare.defaultWeight;

@@ -9,7 +9,8 @@ import { buildJob } from '../../src/jobs/job-management.ts';
 import { type JobEnvironment, prepareJob } from '../../src/jobs/prepare.ts';
 import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/config.ts';
 import type { Product } from '../../src/model/product.ts';
-import type { JobBuild, JobPlugin, JobStorage, PeerLocation, PreparedJob } from '../../src/plugins/plugin.ts';
+import type { JobBuild, JobPlugin, PeerLocation, PreparedJob } from '../../src/plugins/plugin.ts';
+import type { JobStorage } from '../../src/storage/job-storage.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const EXAMPLE_APPS = fileURLToPath(new URL('../../examples/apps', import.meta.url));

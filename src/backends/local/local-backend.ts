@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
-import { logFileName } from '../../plugins/file-output.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import {
   DEFAULT_MAX_RETRY,
@@ -25,7 +24,7 @@ import {
   OUTPUT_FOLDER_ANNOTATION,
   PEERS_ANNOTATION,
 } from '../../volcano/labels.ts';
-import { volcanoJobName } from '../../volcano/names.ts';
+import { logFileName, volcanoJobName } from '../../volcano/names.ts';
 import type { Companion, VolcanoAction, VolcanoJob, VolcanoJobPhase } from '../../volcano/types.ts';
 import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources } from './containers.ts';
 import type { ContainerExit, Pod, Runtime } from './runtime.ts';

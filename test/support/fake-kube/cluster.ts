@@ -5,7 +5,7 @@ import type { TestContext } from 'node:test';
 import { kubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.ts';
 import type { BackendEvent } from '../../../src/jobs/backend.ts';
 import { type PipelineConfig, resolvePipelineConfig } from '../../../src/model/config.ts';
-import type { JobStorage } from '../../../src/plugins/plugin.ts';
+import type { JobStorage } from '../../../src/storage/job-storage.ts';
 import { type FakeApiServer, startFakeApiServer } from './api-server.ts';
 import { type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
 
