@@ -1,4 +1,5 @@
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
@@ -53,6 +54,10 @@ async function podResolvConf(): Promise<string> {
   return readFile('/run/systemd/resolve/resolv.conf', 'utf8').catch(() => kept.join('\n'));
 }
 
+/** The name servers a resolv.conf lists. */
+const nameserversOf = (resolvConf: string) =>
+  [...resolvConf.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!).filter((ip) => isIP(ip) !== 0);
+
 async function readRecord(podsDir: string, name: string): Promise<PodRecord | null> {
   try {
     return JSON.parse(await readFile(join(podsDir, name, 'pod.json'), 'utf8'));
@@ -95,9 +100,10 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
     .filter((r): r is PodRecord => r !== null)
     .map((r) => r.network.ip);
+  const resolvConf = await podResolvConf();
   const network =
     root && sandbox.kind === 'bwrap' && options.network !== 'loopback'
-      ? await bridgeNetwork(options.network ?? {}, reserved)
+      ? await bridgeNetwork(options.network ?? {}, reserved, nameserversOf(resolvConf))
       : loopbackNetwork(reserved);
   warnings.push(...network.warnings);
 
@@ -106,7 +112,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     sandbox,
     cgroups,
     network,
-    resolvConf: await podResolvConf(),
+    resolvConf,
     supervisors: new Set(),
   };
   const defaultPids = options.defaultPids ?? 32768;
