@@ -123,7 +123,8 @@ function egressRules(bridge: string, egress: EgressPolicy): string[] {
   });
   const allowed = family(egress.allowTo);
   const dns = family(egress.nameservers);
-  const rules: string[] = [];
+  // Between pods of the bridge the bridge table decides; with br_netfilter such traffic passes here too.
+  const rules: string[] = [`${from} oifname "${bridge}" accept`];
   for (const ip of ['ipv4', 'ipv6'] as const) {
     const match = ip === 'ipv4' ? 'ip daddr' : 'ip6 daddr';
     if (allowed[ip].length > 0) rules.push(`${from} ${match} { ${allowed[ip].join(', ')} } accept`);
