@@ -165,7 +165,10 @@ describe('pod egress', { skip: skip ?? false }, () => {
   test('a malformed allowEgressTo entry is refused, naming it, before anything is set up', async () => {
     const bridge = `utx${tag}`;
     await assert.rejects(
-      bridgeNetwork({ bridge, allowEgressTo: ['10.1.2.0/24', '10.1.2.0/33'] }, [], []),
+      bridgeNetwork(
+        { bridge, allowEgressTo: ['10.1.2.0/24', '10.1.2.0/33'] },
+        { reserved: [], nameservers: [], run },
+      ),
       /local\.network\.allowEgressTo\[1\]: "10\.1\.2\.0\/33" is not an IPv4 or IPv6 CIDR/,
     );
     await assert.rejects(readFile(`/sys/class/net/${bridge}/operstate`), { code: 'ENOENT' });

@@ -10,6 +10,7 @@ import {
   podCgroupDirs,
 } from './cgroups.ts';
 import { which } from './exec.ts';
+import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
 import {
   type ContainerHandle,
@@ -101,9 +102,17 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     .filter((r): r is PodRecord => r !== null)
     .map((r) => r.network.ip);
   const resolvConf = await podResolvConf();
+  const launcher = startLauncher();
   const network =
     root && sandbox.kind === 'bwrap' && options.network !== 'loopback'
-      ? await bridgeNetwork(options.network ?? {}, reserved, nameserversOf(resolvConf))
+      ? await bridgeNetwork(options.network ?? {}, {
+          reserved,
+          nameservers: nameserversOf(resolvConf),
+          run: launcher.run,
+        }).catch((error) => {
+          launcher.close();
+          throw error;
+        })
       : loopbackNetwork(reserved);
   warnings.push(...network.warnings);
 
@@ -113,7 +122,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     cgroups,
     network,
     resolvConf,
-    supervisors: new Set(),
+    launcher,
   };
   const defaultPids = options.defaultPids ?? 32768;
   const recovered: Map<string, ContainerHandle>[] = [];
@@ -190,8 +199,8 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     },
     async close() {
       stopWatching();
-      for (const child of context.supervisors) child.unref();
       await network.close();
+      launcher.close();
     },
   };
 }

@@ -180,9 +180,16 @@ function rulesScript(bridge: string, subnet: string, gateway: string, egress: Eg
 /** Pods in their own network namespaces on a bridge, with NAT outwards and nftables isolation (root). */
 export async function bridgeNetwork(
   options: NetworkOptions,
-  reserved: readonly string[],
-  nameservers: readonly string[],
+  machine: {
+    /** Addresses pods of an earlier process still hold. */
+    reserved: readonly string[];
+    /** The name servers of pods' resolv.conf. */
+    nameservers: readonly string[];
+    /** Runs `ip` and `nft` (the runtime's launcher: never a fork of ucompute itself). */
+    run: typeof run;
+  },
 ): Promise<Network> {
+  const { reserved, nameservers } = machine;
   const bridge = options.bridge ?? 'ucompute0';
   const egress: EgressPolicy = {
     allowTo: options.allowEgressTo ?? [],
@@ -204,15 +211,15 @@ export async function bridgeNetwork(
     () => false,
   );
   if (!exists) {
-    await run(
+    await machine.run(
       'ip',
       ['-batch', '-'],
       `link add ${bridge} type bridge\naddr add ${gateway}/${bits} dev ${bridge}\n`,
     );
   }
-  await run('ip', ['link', 'set', bridge, 'up']);
+  await machine.run('ip', ['link', 'set', bridge, 'up']);
   await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
-  await run('nft', ['-f', '-'], rulesScript(bridge, cidr, gateway, egress));
+  await machine.run('nft', ['-f', '-'], rulesScript(bridge, cidr, gateway, egress));
 
   async function create(count: number): Promise<PodNetwork[]> {
     const made = Array.from({ length: count }, () => {
@@ -225,10 +232,10 @@ export async function bridgeNetwork(
       `link set ${n.veth} master ${bridge} up`,
     ]);
     try {
-      await run('ip', ['-batch', '-'], host.join('\n') + '\n');
+      await machine.run('ip', ['-batch', '-'], host.join('\n') + '\n');
       await Promise.all(
         made.map((n) =>
-          run(
+          machine.run(
             'ip',
             ['-n', n.netns, '-batch', '-'],
             `link set lo up\naddr add ${n.ip}/${bits} dev eth0\nlink set eth0 up\nroute add default via ${gateway}\n`,
@@ -261,7 +268,7 @@ export async function bridgeNetwork(
   async function release(n: PodNetwork, peers: readonly string[]) {
     if (peers.length > 0) await changePeers(n.ip, peers, []);
     // The kernel removes the veth with the namespace, in the background: much cheaper than `ip link del`.
-    if (n.netns) await run('ip', ['netns', 'del', n.netns]).catch(() => undefined);
+    if (n.netns) await machine.run('ip', ['netns', 'del', n.netns]).catch(() => undefined);
     addresses.free(n.ip);
   }
 
@@ -279,7 +286,7 @@ export async function bridgeNetwork(
     if (added.length > 0) {
       lines.push(`add element bridge ${table} pairs { ${added.map((p) => `${ip} . ${p}`).join(', ')} }`);
     }
-    if (lines.length > 0) await run('nft', ['-f', '-'], lines.join('\n') + '\n');
+    if (lines.length > 0) await machine.run('nft', ['-f', '-'], lines.join('\n') + '\n');
   }
 
   refill();
@@ -301,13 +308,13 @@ export async function bridgeNetwork(
     async removeLeftovers(live) {
       await filling;
       const owned = new Set([...live, ...pool].flatMap((n) => [n.netns, n.veth]));
-      const links = await run('ip', ['-o', 'link', 'show', 'master', bridge]);
+      const links = await machine.run('ip', ['-o', 'link', 'show', 'master', bridge]);
       for (const match of links.matchAll(/^\d+: ([^@:]+)/gm)) {
-        if (!owned.has(match[1]!)) await run('ip', ['link', 'del', match[1]!]).catch(() => undefined);
+        if (!owned.has(match[1]!)) await machine.run('ip', ['link', 'del', match[1]!]).catch(() => undefined);
       }
-      for (const line of (await run('ip', ['netns', 'list'])).split('\n')) {
+      for (const line of (await machine.run('ip', ['netns', 'list'])).split('\n')) {
         const name = line.split(' ')[0];
-        if (name?.startsWith(prefix) && !owned.has(name)) await run('ip', ['netns', 'del', name]);
+        if (name?.startsWith(prefix) && !owned.has(name)) await machine.run('ip', ['netns', 'del', name]);
       }
     },
     async close() {

@@ -1,16 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import {
-  access,
-  chmod,
-  chown,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  readlink,
-  rm,
-  writeFile,
-} from 'node:fs/promises';
+import { access, chmod, chown, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -19,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as nodePty from 'node-pty';
 import type { ShellOptions } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
+import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
 import type { ContainerExit, ContainerSpec, Pod, PodSpec, RunningContainer } from './runtime.ts';
 import { bwrapArgs, DEFAULT_SHM_BYTES, dropInside, fileSource, type Placement } from './sandbox.ts';
@@ -36,10 +25,10 @@ export interface PodContext {
   /** /etc/resolv.conf for pods: the host's, without loopback name servers a pod cannot reach. */
   resolvConf: string;
   /**
-   * Supervisors started by this process. They keep the event loop alive (a caller may await their
-   * end) until the runtime closes; they are detached, so they outlive ucompute either way.
+   * Starts supervisors (detached: they outlive ucompute) and tells when they end; it keeps the
+   * event loop alive while they run, so that a caller may await their end, until the runtime closes.
    */
-  supervisors: Set<ChildProcess>;
+  launcher: Launcher;
 }
 
 /** What the state folder keeps about a pod, so that a restarted ucompute finds it again. */
@@ -219,40 +208,28 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord));
     const command = await containerCommand(context, record, spec, placements, dir);
-    const [out, err] = await Promise.all(
-      [spec.stdout, spec.stderr].map(async (file) => {
-        await mkdir(dirname(file), { recursive: true });
-        return open(file, 'a');
-      }),
-    );
-    try {
-      const child = spawn(
-        '/bin/sh',
-        ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...command],
+    await Promise.all([spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true })));
+    let handle: ContainerHandle | null = null;
+    const pid = await context.launcher
+      .spawnDetached(
         {
-          detached: true,
-          stdio: ['ignore', out!.fd, err!.fd],
+          file: '/bin/sh',
+          args: ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...command],
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
           env: { PATH: HOST_PATH },
+          stdout: spec.stdout,
+          stderr: spec.stderr,
         },
-      );
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', (error) =>
-          reject(new Error(`could not start container ${spec.name}: ${error.message}`)),
-        );
+        () => void handle?.check(),
+      )
+      .catch((error: Error) => {
+        throw new Error(`could not start container ${spec.name}: ${error.message}`);
       });
-      context.supervisors.add(child);
-      const handle = containerHandle(context, record, spec.name, stateDir, containerRecord, child.pid!);
-      child.once('exit', () => {
-        context.supervisors.delete(child);
-        void handle.check();
-      });
-      containers.set(spec.name, handle);
-      return handle.running;
-    } finally {
-      await Promise.all([out!.close(), err!.close()]);
-    }
+    handle = containerHandle(context, record, spec.name, stateDir, containerRecord, pid);
+    containers.set(spec.name, handle);
+    // It may have ended before its handle existed.
+    void handle.check();
+    return handle.running;
   }
 
   /** Writes the container's files below its state folder; returns everything to place in the sandbox. */
