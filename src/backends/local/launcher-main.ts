@@ -8,6 +8,8 @@ import { closeSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { LauncherAnswer, LauncherRequest } from './launcher.ts';
 
+// ucompute went away: nobody is left to answer.
+process.stdout.on('error', () => process.exit(0));
 const answer = (a: LauncherAnswer) => process.stdout.write(`${JSON.stringify(a)}\n`);
 
 function runCommand(id: number, file: string, args: string[], input: string | undefined) {

@@ -148,6 +148,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
   const containersDir = join(dir, 'containers');
   const containers = found;
   let destroying: Promise<void> | null = null;
+  /** Starts under way: destroy waits for them, so that no supervisor appears after it looked. */
+  const starting = new Set<Promise<unknown>>();
 
   const saveRecord = () => writeFile(join(dir, 'pod.json'), JSON.stringify(record));
 
@@ -181,6 +183,27 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     // A forking process could escape one round of SIGKILL; the cgroup drains within a few rounds.
     await killUntilGone(nonSupervisors);
     await killUntilGone(all, 50);
+    // A supervisor started just before the destroy may not have joined the cgroups yet.
+    await killUntilGone(liveSupervisors);
+  }
+
+  async function liveSupervisors(): Promise<number[]> {
+    const pids = [...supervisorPids()];
+    const alive = await Promise.all(pids.map(isSupervisor));
+    return pids.filter((_, i) => alive[i]);
+  }
+
+  /** Removes the cgroups; a process that joined after the last look (EBUSY) is killed first. */
+  async function removeCgroups() {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await removePodCgroups(record.cgroups);
+      } catch (error) {
+        if (attempt >= 50) throw error;
+        await killUntilGone(() => cgroupPids(record.cgroups));
+        await sleep(10);
+      }
+    }
   }
 
   /** Without cgroups: the process groups of the supervisors. */
@@ -191,8 +214,16 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     await killUntilGone(groups);
   }
 
-  async function start(spec: ContainerSpec): Promise<RunningContainer> {
-    if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
+  function start(spec: ContainerSpec): Promise<RunningContainer> {
+    if (destroying) return Promise.reject(new Error(`pod ${record.spec.name} is being destroyed`));
+    const started = startContainer(spec);
+    starting.add(started);
+    const done = () => starting.delete(started);
+    started.then(done, done);
+    return started;
+  }
+
+  async function startContainer(spec: ContainerSpec): Promise<RunningContainer> {
     checkName('container', spec.name);
     const previous = containers.get(spec.name);
     if (previous && !previous.ended) {
@@ -209,6 +240,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord));
     const command = await containerCommand(context, record, spec, placements, dir);
     await Promise.all([spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true })));
+    if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
     let handle: ContainerHandle | null = null;
     const pid = await context.launcher
       .spawnDetached(
@@ -321,9 +353,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     destroy(graceMs) {
       destroying ??= (async () => {
         await writeFile(join(dir, 'destroying'), '').catch(() => undefined);
+        await Promise.allSettled(starting);
         await stop(graceMs);
         await Promise.all([...containers.values()].map((c) => c.check()));
-        await removePodCgroups(record.cgroups);
+        await removeCgroups();
         await context.network.release(record.network, record.peers);
         await rm(dir, { recursive: true, force: true });
       })();
