@@ -268,8 +268,28 @@ export async function bridgeNetwork(
   async function release(n: PodNetwork, peers: readonly string[]) {
     if (peers.length > 0) await changePeers(n.ip, peers, []);
     // The kernel removes the veth with the namespace, in the background: much cheaper than `ip link del`.
-    if (n.netns) await machine.run('ip', ['netns', 'del', n.netns]).catch(() => undefined);
+    if (n.netns) await deleteNamespace(n.netns);
     addresses.free(n.ip);
+  }
+
+  /**
+   * Namespaces wait while one `ip` run deletes the previous ones, then go together in the next:
+   * when many pods end at once, one process serves them all. Errors (already gone) are ignored.
+   */
+  let doomed: string[] = [];
+  let nextDeletion: Promise<void> | null = null;
+  let lastDeletion: Promise<void> = Promise.resolve();
+  function deleteNamespace(name: string): Promise<void> {
+    doomed.push(name);
+    nextDeletion ??= lastDeletion.then(async () => {
+      const batch = doomed;
+      doomed = [];
+      nextDeletion = null;
+      const script = batch.map((netns) => `netns del ${netns}`).join('\n');
+      await machine.run('ip', ['-force', '-batch', '-'], `${script}\n`).catch(() => undefined);
+    });
+    lastDeletion = nextDeletion;
+    return nextDeletion;
   }
 
   async function changePeers(ip: string, previous: readonly string[], next: readonly string[]) {
