@@ -301,6 +301,10 @@ export const LocalConfig = Type.Object(
           bridge: Type.Optional(Type.String({ pattern: '^[a-z][a-z0-9]{0,8}$' })),
           subnet: Type.Optional(Type.String({ pattern: '^\\d+\\.\\d+\\.\\d+\\.\\d+/\\d+$' })),
           poolSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 64 })),
+          /** Private or link-local destinations (CIDRs) pods may reach; all others are dropped. */
+          allowEgressTo: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+          /** Whether pods reach public addresses; default true. */
+          allowInternet: Type.Optional(Type.Boolean()),
         },
         closed,
       ),

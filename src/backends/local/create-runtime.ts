@@ -1,4 +1,5 @@
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
@@ -9,6 +10,7 @@ import {
   podCgroupDirs,
 } from './cgroups.ts';
 import { which } from './exec.ts';
+import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
 import {
   type ContainerHandle,
@@ -53,6 +55,10 @@ async function podResolvConf(): Promise<string> {
   return readFile('/run/systemd/resolve/resolv.conf', 'utf8').catch(() => kept.join('\n'));
 }
 
+/** The name servers a resolv.conf lists. */
+const nameserversOf = (resolvConf: string) =>
+  [...resolvConf.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!).filter((ip) => isIP(ip) !== 0);
+
 async function readRecord(podsDir: string, name: string): Promise<PodRecord | null> {
   try {
     return JSON.parse(await readFile(join(podsDir, name, 'pod.json'), 'utf8'));
@@ -95,9 +101,18 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
     .filter((r): r is PodRecord => r !== null)
     .map((r) => r.network.ip);
+  const resolvConf = await podResolvConf();
+  const launcher = startLauncher();
   const network =
     root && sandbox.kind === 'bwrap' && options.network !== 'loopback'
-      ? await bridgeNetwork(options.network ?? {}, reserved)
+      ? await bridgeNetwork(options.network ?? {}, {
+          reserved,
+          nameservers: nameserversOf(resolvConf),
+          run: launcher.run,
+        }).catch((error) => {
+          launcher.close();
+          throw error;
+        })
       : loopbackNetwork(reserved);
   warnings.push(...network.warnings);
 
@@ -106,8 +121,8 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     sandbox,
     cgroups,
     network,
-    resolvConf: await podResolvConf(),
-    supervisors: new Set(),
+    resolvConf,
+    launcher,
   };
   const defaultPids = options.defaultPids ?? 32768;
   const recovered: Map<string, ContainerHandle>[] = [];
@@ -184,8 +199,8 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     },
     async close() {
       stopWatching();
-      for (const child of context.supervisors) child.unref();
       await network.close();
+      launcher.close();
     },
   };
 }

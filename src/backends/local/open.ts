@@ -5,6 +5,7 @@ import { createRuntime } from './create-runtime.ts';
 import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
+import { lockStateDir } from './state-lock.ts';
 
 export interface OpenLocalOptions {
   config: LocalConfig;
@@ -20,11 +21,34 @@ export interface OpenLocalOptions {
   log?: Logger;
 }
 
-/** The local backend as the configuration describes it, with its runtime. */
+/**
+ * The local backend as the configuration describes it, with its runtime; it holds its state
+ * folder's lock until closed, so a second process on the same folder is refused.
+ */
 export async function openLocalBackend(
   o: OpenLocalOptions,
 ): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
   const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
+  const unlock = await lockStateDir(stateDir);
+  try {
+    const backend = await openLocked(o, stateDir);
+    const close = backend.close;
+    return Object.assign(backend, {
+      async close() {
+        try {
+          await close();
+        } finally {
+          await unlock();
+        }
+      },
+    });
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
+}
+
+async function openLocked(o: OpenLocalOptions, stateDir: string) {
   const capacity = o.config.capacity;
   const runtime = await createRuntime({
     stateDir: join(stateDir, 'runtime'),

@@ -1,16 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import {
-  access,
-  chmod,
-  chown,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  readlink,
-  rm,
-  writeFile,
-} from 'node:fs/promises';
+import { access, chmod, chown, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -19,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as nodePty from 'node-pty';
 import type { ShellOptions } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
+import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
 import type { ContainerExit, ContainerSpec, Pod, PodSpec, RunningContainer } from './runtime.ts';
 import {
@@ -43,10 +32,10 @@ export interface PodContext {
   /** /etc/resolv.conf for pods: the host's, without loopback name servers a pod cannot reach. */
   resolvConf: string;
   /**
-   * Supervisors started by this process. They keep the event loop alive (a caller may await their
-   * end) until the runtime closes; they are detached, so they outlive ucompute either way.
+   * Starts supervisors (detached: they outlive ucompute) and tells when they end; it keeps the
+   * event loop alive while they run, so that a caller may await their end, until the runtime closes.
    */
-  supervisors: Set<ChildProcess>;
+  launcher: Launcher;
 }
 
 /** What the state folder keeps about a pod, so that a restarted ucompute finds it again. */
@@ -166,6 +155,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
   const containersDir = join(dir, 'containers');
   const containers = found;
   let destroying: Promise<void> | null = null;
+  /** Starts under way: destroy waits for them, so that no supervisor appears after it looked. */
+  const starting = new Set<Promise<unknown>>();
 
   const saveRecord = () => writeFile(join(dir, 'pod.json'), JSON.stringify(record));
 
@@ -199,6 +190,27 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     // A forking process could escape one round of SIGKILL; the cgroup drains within a few rounds.
     await killUntilGone(nonSupervisors);
     await killUntilGone(all, 50);
+    // A supervisor started just before the destroy may not have joined the cgroups yet.
+    await killUntilGone(liveSupervisors);
+  }
+
+  async function liveSupervisors(): Promise<number[]> {
+    const pids = [...supervisorPids()];
+    const alive = await Promise.all(pids.map(isSupervisor));
+    return pids.filter((_, i) => alive[i]);
+  }
+
+  /** Removes the cgroups; a process that joined after the last look (EBUSY) is killed first. */
+  async function removeCgroups() {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await removePodCgroups(record.cgroups);
+      } catch (error) {
+        if (attempt >= 50) throw error;
+        await killUntilGone(() => cgroupPids(record.cgroups));
+        await sleep(10);
+      }
+    }
   }
 
   /** Without cgroups: the process groups of the supervisors. */
@@ -209,8 +221,16 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     await killUntilGone(groups);
   }
 
-  async function start(spec: ContainerSpec): Promise<RunningContainer> {
-    if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
+  function start(spec: ContainerSpec): Promise<RunningContainer> {
+    if (destroying) return Promise.reject(new Error(`pod ${record.spec.name} is being destroyed`));
+    const started = startContainer(spec);
+    starting.add(started);
+    const done = () => starting.delete(started);
+    started.then(done, done);
+    return started;
+  }
+
+  async function startContainer(spec: ContainerSpec): Promise<RunningContainer> {
     checkName('container', spec.name);
     const previous = containers.get(spec.name);
     if (previous && !previous.ended) {
@@ -226,40 +246,29 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord));
     const command = await containerCommand(context, record, spec, placements, dir);
-    const [out, err] = await Promise.all(
-      [spec.stdout, spec.stderr].map(async (file) => {
-        await mkdir(dirname(file), { recursive: true });
-        return open(file, 'a');
-      }),
-    );
-    try {
-      const child = spawn(
-        '/bin/sh',
-        ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...command],
+    await Promise.all([spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true })));
+    if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
+    let handle: ContainerHandle | null = null;
+    const pid = await context.launcher
+      .spawnDetached(
         {
-          detached: true,
-          stdio: ['ignore', out!.fd, err!.fd],
+          file: '/bin/sh',
+          args: ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...command],
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
           env: { PATH: HOST_PATH },
+          stdout: spec.stdout,
+          stderr: spec.stderr,
         },
-      );
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', (error) =>
-          reject(new Error(`could not start container ${spec.name}: ${error.message}`)),
-        );
+        () => void handle?.check(),
+      )
+      .catch((error: Error) => {
+        throw new Error(`could not start container ${spec.name}: ${error.message}`);
       });
-      context.supervisors.add(child);
-      const handle = containerHandle(context, record, spec.name, stateDir, containerRecord, child.pid!);
-      child.once('exit', () => {
-        context.supervisors.delete(child);
-        void handle.check();
-      });
-      containers.set(spec.name, handle);
-      return handle.running;
-    } finally {
-      await Promise.all([out!.close(), err!.close()]);
-    }
+    handle = containerHandle(context, record, spec.name, stateDir, containerRecord, pid);
+    containers.set(spec.name, handle);
+    // It may have ended before its handle existed.
+    void handle.check();
+    return handle.running;
   }
 
   /** Writes the container's files below its state folder; returns everything to place in the sandbox. */
@@ -351,9 +360,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     destroy(graceMs) {
       destroying ??= (async () => {
         await writeFile(join(dir, 'destroying'), '').catch(() => undefined);
+        await Promise.allSettled(starting);
         await stop(graceMs);
         await Promise.all([...containers.values()].map((c) => c.check()));
-        await removePodCgroups(record.cgroups);
+        await removeCgroups();
         await context.network.release(record.network, record.peers);
         await rm(dir, { recursive: true, force: true });
       })();
