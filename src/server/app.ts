@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import fastifySwagger from '@fastify/swagger';
 import fastifyWebsocket from '@fastify/websocket';
 import type { Static, TSchema } from '@sinclair/typebox';
@@ -690,6 +691,9 @@ interface Log {
  * are complete, or the client goes away. Logs are read once the job has started: before that the
  * backend may not know the job and would end the stream at once.
  */
+/** Log bytes queued for one follower before reading more: server memory stays bounded per reader. */
+const FOLLOW_BUFFERED_BYTES = 256 * 1024;
+
 function followJob(service: JobService, socket: WebSocket, caller: Caller, id: string, log: Log): void {
   const abort = new AbortController();
   let closed = false;
@@ -718,6 +722,8 @@ function followJob(service: JobService, socket: WebSocket, caller: Caller, id: s
       for await (const chunk of service.logs(caller, id, { follow: true, signal: abort.signal })) {
         if (closed) return;
         send({ updates: [], log: [chunk] });
+        // Backpressure: the next chunk is read once the client took most of what is queued.
+        while (!closed && socket.bufferedAmount > FOLLOW_BUFFERED_BYTES) await sleep(10);
       }
     })().then(
       () => {

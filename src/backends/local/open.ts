@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { LocalConfig } from '../../model/config.ts';
 import { createRuntime } from './create-runtime.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
+import { DEFAULT_LOGS } from './pod.ts';
 
 export interface OpenLocalOptions {
   config: LocalConfig;
@@ -19,7 +20,10 @@ export async function openLocalBackend(
 ): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
   const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
   const capacity = o.config.capacity;
+  const logs = { ...DEFAULT_LOGS, ...o.config.logs };
   const runtime = await createRuntime({
+    logs,
+    ...(o.config.defaultPids !== undefined ? { defaultPids: o.config.defaultPids } : {}),
     stateDir: join(stateDir, 'runtime'),
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
     ...(o.config.network ? { network: o.config.network } : {}),
@@ -38,7 +42,12 @@ export async function openLocalBackend(
     runtime,
     stateDir,
     volumes: { storageClaim: o.storageClaim, storageRoot: o.storageRoot, images: o.config.images ?? {} },
+    logs,
     ...(o.config.gracePeriodMs !== undefined ? { gracePeriodMs: o.config.gracePeriodMs } : {}),
+    ...(o.config.diskLimitBytes !== undefined ? { diskLimitBytes: o.config.diskLimitBytes } : {}),
+    ...(o.config.diskCheckIntervalMs !== undefined
+      ? { diskCheckIntervalMs: o.config.diskCheckIntervalMs }
+      : {}),
     ...(o.log ? { log: o.log } : {}),
   });
   return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });
