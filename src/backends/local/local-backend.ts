@@ -35,7 +35,7 @@ import type {
 } from '../../volcano/types.ts';
 import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources } from './containers.ts';
 import { diskUse, openJobFolder, writeNewFile } from './job-folder.ts';
-import { type LogCursor, logParts, readLogChunk } from './log-files.ts';
+import { LOG_CHUNK_BYTES, type LogCursor, logParts, readLogChunk } from './log-files.ts';
 import { DEFAULT_LOGS, type LogRotation } from './pod.ts';
 import type { ContainerExit, Pod, Runtime } from './runtime.ts';
 import { describe, type Resources, schedule } from './scheduler.ts';
@@ -782,6 +782,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   async function* readLogs(run: JobRun, follow: boolean, signal?: AbortSignal): AsyncGenerator<LogChunk> {
     const cursors = new Map<string, LogCursor | null>();
     const decoders = new Map<string, StringDecoder>();
+    const buffer = Buffer.allocUnsafe(LOG_CHUNK_BYTES);
     for (;;) {
       const finished = isFinalPhase(run.phase);
       let progressed = false;
@@ -789,7 +790,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         for (const container of rankContainers(run, rank)) {
           for (const stream of ['out', 'err'] as const) {
             const file = logFile(run.id, rank, container, stream);
-            const chunk = await readLogChunk(file, rotation.maxFiles, cursors.get(file) ?? null);
+            const chunk = await readLogChunk(file, rotation.maxFiles, cursors.get(file) ?? null, buffer);
             if (!chunk) continue;
             cursors.set(file, chunk.cursor);
             progressed = true;
@@ -924,7 +925,7 @@ function concatenated(parts: readonly { path: string }[], skip: number): Readabl
           const { size } = await handle.stat();
           const from = Math.min(toSkip, size);
           toSkip -= from;
-          yield* handle.createReadStream({ start: from, highWaterMark: 64 * 1024, autoClose: false });
+          yield* handle.createReadStream({ start: from, highWaterMark: LOG_CHUNK_BYTES, autoClose: false });
         } finally {
           await handle.close();
         }

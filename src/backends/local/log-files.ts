@@ -34,14 +34,15 @@ export async function logParts(file: string, maxFiles: number): Promise<LogPart[
 }
 
 /**
- * The next bytes after `cursor` (null: from the oldest kept byte), at most `maxBytes`; null when
- * there is nothing new. A cursor whose file was rotated away continues at the oldest kept file.
+ * The next bytes after `cursor` (null: from the oldest kept byte), read into `buffer` (a reader
+ * reuses one: the bytes returned are valid until its next call); null when there is nothing new.
+ * A cursor whose file was rotated away continues at the oldest kept file.
  */
 export async function readLogChunk(
   file: string,
   maxFiles: number,
   cursor: LogCursor | null,
-  maxBytes = LOG_CHUNK_BYTES,
+  buffer: Buffer,
 ): Promise<{ bytes: Buffer; cursor: LogCursor } | null> {
   const parts = await logParts(file, maxFiles);
   let index = cursor ? parts.findIndex((p) => p.ino === cursor.ino) : 0;
@@ -49,21 +50,21 @@ export async function readLogChunk(
   if (index < 0) index = 0;
   for (; index < parts.length; index++, offset = 0) {
     const part = parts[index]!;
-    const bytes = await readAt(part.path, part.ino, offset, maxBytes);
+    const bytes = await readAt(part.path, part.ino, offset, buffer);
     if (bytes && bytes.length > 0) return { bytes, cursor: { ino: part.ino, offset: offset + bytes.length } };
   }
   return null;
 }
 
-/** Up to `maxBytes` from `offset` of the file, if it is still the one with inode `ino`. */
-async function readAt(path: string, ino: number, offset: number, maxBytes: number): Promise<Buffer | null> {
+/** Up to a buffer's worth from `offset` of the file, if it is still the one with inode `ino`. */
+async function readAt(path: string, ino: number, offset: number, buffer: Buffer): Promise<Buffer | null> {
   const handle = await open(path, 'r').catch(() => undefined);
   if (!handle) return null;
   try {
     const s = await handle.stat();
     if (s.ino !== ino || s.size <= offset) return null;
-    const buffer = Buffer.alloc(Math.min(maxBytes, s.size - offset));
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
+    const length = Math.min(buffer.length, s.size - offset);
+    const { bytesRead } = await handle.read(buffer, 0, length, offset);
     return buffer.subarray(0, bytesRead);
   } finally {
     await handle.close();
