@@ -73,9 +73,13 @@ export async function writeNewFile(folder: FileHandle, name: string, content: Re
     child.once('error', reject);
     child.once('close', resolve);
   });
-  // dd that refused to open its file closes its input: that is its answer, not a failure to report.
-  const written = pipeline(content, child.stdin!).catch(() => undefined);
-  const [code] = await Promise.all([ended, written]);
+  // dd that refused to open its file closes its input: then its own error is the answer.
+  const written = pipeline(content, child.stdin!).then(
+    () => null,
+    (error: Error) => error,
+  );
+  const [code, readError] = await Promise.all([ended, written]);
+  if (code === 0 && readError) throw readError;
   if (code === 0) return true;
   if (errors.includes('File exists')) return false;
   throw new Error(errors.trim().replace(/^dd: /, '') || `dd ended with code ${code}`);

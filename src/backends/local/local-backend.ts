@@ -614,7 +614,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         }
       }
     } catch (error) {
-      run.fault = `Could not save the output of rank ${rank}: ${(error as Error).message}`;
+      run.fault ??= `Could not save the output of rank ${rank}: ${(error as Error).message}`;
     } finally {
       await folder?.close();
     }
