@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { localBackend } from '../src/backends/local/local-backend.ts';
 import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
 import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
@@ -21,7 +22,11 @@ async function setup(
   const backend = await localBackend({
     runtime,
     stateDir: join(dir, 'state'),
-    volumes: { storageClaim: 'ucompute-storage', storageRoot: join(dir, 'storage'), images: {} },
+    volumes: {
+      storageClaim: 'ucompute-storage',
+      storageRoot: join(dir, 'storage'),
+      images: imageResolver({ folders: {}, store: null, hostUserland: true }),
+    },
     gracePeriodMs: 200,
   });
   const events: BackendEvent[] = [];

@@ -831,7 +831,10 @@ describe('c. buildCatalog returns every problem and never throws', () => {
   });
 
   test('harmless changes (titles, descriptions, application versions) still load', () => {
-    const text = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 });
+    // UCloud refuses blank or multi-line titles and versions, so those are not harmless.
+    const text = fc
+      .string({ unit: 'grapheme', minLength: 1, maxLength: 30 })
+      .filter((s) => /\S/.test(s) && !s.includes('\n'));
     const change = fc.record(
       { title: text, description: fc.string({ unit: 'grapheme', maxLength: 80 }), version: text },
       { requiredKeys: [] },

@@ -56,6 +56,7 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
     dataDir,
     storageRoot: config.storage?.root ?? join(dataDir, 'storage'),
     storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
+    embedded: values.config === undefined,
   });
   for (const w of backend.warnings) process.stderr.write(`warning: ${w}\n`);
 

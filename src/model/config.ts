@@ -235,8 +235,13 @@ export const LocalConfig = Type.Object(
     stateDir: Type.Optional(Type.String({ minLength: 1 })),
     /** Run jobs as plain processes when bubblewrap is missing: nothing is isolated. */
     unsandboxed: Type.Optional(Type.Boolean()),
-    /** Image name to the root folder of its files; other images run on the host's userland. */
+    /** Image name to the root folder of its files (no image config); checked before the image store. */
     images: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }))),
+    /**
+     * An image neither here nor in the image store runs on the host userland view (true) or fails
+     * the job (false). Default: true on the embedded defaults (no configuration file), else false.
+     */
+    hostUserland: Type.Optional(Type.Boolean()),
     /** What jobs may use of the machine; detected when left out. */
     capacity: Type.Optional(
       Type.Object(

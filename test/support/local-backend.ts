@@ -28,6 +28,7 @@ export async function openTestBackend(
     dataDir: home,
     storageRoot: join(home, 'storage'),
     storageClaim: 'ucompute-storage',
+    embedded: true,
   });
   const events: BackendEvent[] = [];
   backend.onEvent((e) => events.push(e));

@@ -95,8 +95,11 @@ interface JobRun extends Omit<SavedJob, 'pods'> {
   startedAt: number | null;
   /** The last phase told to phase listeners. */
   toldPhase?: VolcanoJobPhase;
-  /** The last event reported, to say each thing once. */
+  /** The last event reported, to say each thing once, and its state. */
   said: string;
+  saidState?: BackendEvent['state'];
+  /** Lines told with `notify`. */
+  notices: Set<string>;
   /** Steps on one job run one after the other. */
   chain: Promise<void>;
   /** Woken on every log write check and at the end. */
@@ -191,6 +194,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       timeLimitMs: Number.isFinite(maxTime) && maxTime > 0 ? maxTime : null,
       startedAt: null,
       said: '',
+      notices: new Set(),
       chain: Promise.resolve(),
       ended,
       end,
@@ -217,7 +221,18 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     const key = `${event.state}:${event.status}`;
     if (key === run.said) return;
     run.said = key;
+    run.saidState = event.state;
     emit({ ...event, jobId: run.id, at });
+  }
+
+  /** A line in the job's updates that does not change its state; each said once per job. */
+  function notify(run: JobRun, status: string): void {
+    if (run.notices.has(status)) return;
+    run.notices.add(status);
+    // Containers start once the job is admitted, which may be before "The job is starting" is said.
+    const state = run.saidState ?? 'IN_QUEUE';
+    run.said = `${state}:${status}`;
+    emit({ state, status, jobId: run.id, at: now() });
   }
 
   function eventOf(
@@ -456,6 +471,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       pod,
       sources: { ...options.volumes, claimsRoot: join(stateDir, 'claims'), companions: run.companions },
       hostsFile: join(jobDir(run.id), 'hosts'),
+      notify: (status: string) => notify(run, status),
     };
     const specOf = (c: Container, at: string) =>
       containerSpec(
