@@ -173,13 +173,15 @@ test(
     const task = shellTask(
       't',
       2,
-      'echo started; while [ -e /control/go ]; do sleep 0.1; done; exit $VC_TASK_INDEX',
+      'echo started; until [ -e /control/speak ]; do sleep 0.1; done; echo spoke; while [ -e /control/go ]; do sleep 0.1; done; exit $VC_TASK_INDEX',
     );
     task.template.spec.volumes = [{ name: 'control', hostPath: { path: join(dir, 'control') } }];
     task.template.spec.containers[0]!.volumeMounts = [{ name: 'control', mountPath: '/control' }];
     await first.backend.submitVolcanoJob('long', vcjob('long', [task], { plugins: { env: [] } }));
     await first.running('long');
-    await first.close(); // ucompute stops; the pods do not
+    await first.close(); // ucompute stops; the pods do not, and their output keeps reaching its files
+    await writeFile(join(dir, 'control/speak'), '');
+    await new Promise((r) => setTimeout(r, 500));
 
     const second = await openTestBackend(t, { dir });
     assert.deepEqual([...(await second.backend.knownJobs())], ['long']);
@@ -193,8 +195,8 @@ test(
       'exit codes of pods that ended while another ucompute watched',
     );
     const out = await second.output('long');
-    assert.equal(out[0], 'started\n', 'each rank ran once');
-    assert.equal(out[1], 'started\n');
+    assert.equal(out[0], 'started\nspoke\n', 'each rank ran once, and spoke while ucompute was down');
+    assert.equal(out[1], 'started\nspoke\n');
   },
 );
 
