@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
+import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { PEERS_ANNOTATION } from '../src/volcano/labels.ts';
 import { readManifest } from '../src/volcano/manifest.ts';
 import { assertExit, runCli } from './support/cli.ts';
@@ -85,6 +86,7 @@ test(
     const { job } = readManifest(
       parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()),
       file,
+      resolveSecurityPolicy(),
     );
     await backend.submitVolcanoJob('mpi', job);
     const end = await ended('mpi', 60_000);

@@ -10,8 +10,9 @@ import type { PipelineConfig } from '../src/model/config.ts';
 import { fileMountPlugin } from '../src/plugins/file-mount.ts';
 import { fileOutputPlugin } from '../src/plugins/file-output.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
-import type { JobBuild, JobPlugin, JobStorage, PeerLocation } from '../src/plugins/plugin.ts';
+import type { JobBuild, JobPlugin, PeerLocation } from '../src/plugins/plugin.ts';
 import { taskPlugin } from '../src/plugins/task.ts';
+import type { JobStorage } from '../src/storage/job-storage.ts';
 import { svcData } from '../src/volcano/conventions.ts';
 import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import type {
@@ -524,6 +525,7 @@ describe('MultiNode', () => {
           runAsUser: 11042,
           runAsGroup: 11042,
           allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
         },
       },
     ]);
@@ -540,6 +542,7 @@ describe('MultiNode', () => {
       runAsUser: 5000,
       runAsGroup: 5000,
       allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
     });
     assert.match(init?.command?.[2] ?? '', /"1" > number_of_nodes\.txt/);
   });
@@ -645,12 +648,14 @@ describe('Miscellaneous', () => {
     assert.equal(pod(b).restartPolicy, 'Never');
     assert.equal(pod(b).automountServiceAccountToken, false);
     assert.equal(pod(b).enableServiceLinks, false);
+    assert.deepEqual(pod(b).securityContext, { seccompProfile: { type: 'RuntimeDefault' } });
     assert.equal(container(b).workingDir, '/work');
     assert.deepEqual(container(b).securityContext, {
       runAsNonRoot: true,
       runAsUser: 11042,
       runAsGroup: 11042,
       allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
     });
   });
 
@@ -721,7 +726,15 @@ describe('FairShare', () => {
     assert.equal(b.volcanoJob.spec.queue, 'ucompute-u-alice');
     assert.equal(annotations(b)['ucompute.dev/fair-share-weight'], '1');
     assert.deepEqual(b.companions.slice(0, 2), [
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ucompute-u-alice', labels: LABELS } },
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        // The fixtures' operator allows the example catalogue's root app: its pods meet "baseline".
+        metadata: {
+          name: 'ucompute-u-alice',
+          labels: { ...LABELS, 'pod-security.kubernetes.io/enforce': 'baseline' },
+        },
+      },
       {
         apiVersion: 'scheduling.volcano.sh/v1beta1',
         kind: 'Queue',

@@ -11,9 +11,9 @@ import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { accountOf } from '../model/owner.ts';
-import type { JobStorage } from '../plugins/plugin.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
+import type { JobStorage } from '../storage/job-storage.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { loadConfig } from './config-file.ts';
 import {

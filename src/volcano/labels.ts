@@ -20,5 +20,8 @@ export const PEERS_ANNOTATION = 'ucompute.dev/peers';
 /** Most processes of each replica, from the product (the local backend's pids cgroup). */
 export const PIDS_LIMIT_ANNOTATION = 'ucompute.dev/pids-limit';
 
+/** Pod Security admission: the profile a namespace's pods must meet (restricted, baseline). */
+export const POD_SECURITY_ENFORCE_LABEL = 'pod-security.kubernetes.io/enforce';
+
 export const INGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/ingress-bandwidth';
 export const EGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/egress-bandwidth';

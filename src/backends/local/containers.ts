@@ -3,7 +3,15 @@ import { join, normalize } from 'node:path';
 import { containerProcess } from '../../volcano/expansion.ts';
 import type { PodPlan } from '../../volcano/job-plugins.ts';
 import { bytes, cpuMillis } from '../../volcano/quantity.ts';
-import type { Companion, Container, EnvVar, ResourceList, VolcanoJob, Volume } from '../../volcano/types.ts';
+import type {
+  Companion,
+  Container,
+  EnvVar,
+  Quantity,
+  ResourceList,
+  VolcanoJob,
+  Volume,
+} from '../../volcano/types.ts';
 import { imageArgv, imageEnv, imageUser } from './images/oci-config.ts';
 import type { ImageResolver } from './images/resolve.ts';
 import type { ContainerSpec, FileContent, Mount, Pod, ResourceLimits } from './runtime.ts';
@@ -56,7 +64,7 @@ export function podRequest(plan: PodPlan): Resources {
 /** The pod's cgroup limits: the sum of its containers' limits, none where a container has none. */
 export function podLimits(plan: PodPlan): ResourceLimits {
   const containers = plan.task.template.spec.containers;
-  const sum = (key: 'cpu' | 'memory', parse: (q: string) => number) => {
+  const sum = (key: 'cpu' | 'memory', parse: (q: Quantity) => number) => {
     let total = 0;
     for (const c of containers) {
       const q = c.resources?.limits?.[key];
