@@ -83,7 +83,9 @@ export const DEFAULT_LOGS: LogRotation = { maxSizeBytes: 10 * 2 ** 20, maxFiles:
  * the two streams apart and passes long lines and binary output through untouched. The files live
  * in ucompute's own state folder (0700), which no container sees, so nothing a job plants is
  * followed. The writers ignore SIGTERM: they end when the container's side of the FIFO closes, after
- * writing everything it wrote.
+ * writing everything it wrote; the exit status is recorded after that, so a reader that sees it
+ * finds the whole output. (bubblewrap's --die-with-parent ends whatever the command left behind;
+ * unsandboxed, a daemon that keeps the output open keeps the container running until it ends.)
  */
 const SUPERVISOR = `state=$1; cgroups=$2; out=$3; err=$4; max=$5; keep=$6; shift 6
 echo $$ > "$state/pid"
