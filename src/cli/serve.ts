@@ -1,4 +1,4 @@
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Logger, pino } from 'pino';
@@ -78,6 +78,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     loadCatalog(values.apps ?? config.apps ?? EXAMPLE_APPS),
     loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
   ]);
+  await privateFolder(dataDir);
   const store = openStore(join(dataDir, 'ucompute.db'));
   const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
   const storage = directoryStorage(storageRoot);
@@ -189,7 +190,19 @@ async function bootstrapAdmin(
   );
   if (existing !== undefined && store.userForToken(existing)?.name === ADMIN_USER) return { created: false };
   const token = store.createToken(ADMIN_USER, 'admin token written by ucompute serve', now);
-  await writeFile(file, `${token}\n`, { mode: 0o600 });
-  await chmod(file, 0o600);
+  // A new file, 0600 from its creation, then renamed over the old one: never readable by others.
+  const fresh = `${file}.${process.pid}.tmp`;
+  await writeFile(fresh, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  await rename(fresh, file);
   return { created: true };
+}
+
+/**
+ * The data folder (database, admin token, jobs' state and logs) is ucompute's alone: created 0700,
+ * and one an earlier version left open to others is closed.
+ */
+async function privateFolder(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const { mode } = await stat(dir);
+  if ((mode & 0o077) !== 0) await chmod(dir, 0o700);
 }

@@ -294,6 +294,25 @@ export const LocalConfig = Type.Object(
     ),
     /** Time between SIGTERM and SIGKILL when a job is stopped. */
     gracePeriodMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
+    /** Most processes of a pod whose product sets no `pids` (the pids cgroup). Default 4096. */
+    defaultPids: Type.Optional(Type.Integer({ minimum: 16, maximum: 4_194_304 })),
+    /**
+     * Each container's stdout and stderr: rotated at `maxSizeBytes`, `maxFiles` kept (the current
+     * one included), as the kubelet's containerLogMaxSize/containerLogMaxFiles. Default 10 MiB × 5.
+     */
+    logs: Type.Optional(
+      Type.Object(
+        {
+          maxSizeBytes: Type.Optional(Type.Integer({ minimum: 4096, maximum: 2 ** 40 })),
+          maxFiles: Type.Optional(Type.Integer({ minimum: 2, maximum: 100 })),
+        },
+        closed,
+      ),
+    ),
+    /** Most bytes a job's folder may use while it runs; over it, the job ends FAILURE. None by default. */
+    diskLimitBytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** How often a running job's folder is measured against `diskLimitBytes`. Default 10 s. */
+    diskCheckIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
     /** The pod network when running as root. */
     network: Type.Optional(
       Type.Object(
