@@ -23,5 +23,8 @@ test('a job that writes past its disk limit ends FAILURE saying how much it used
   await backend.submitVolcanoJob('big', job);
   const end = await ended('big', 30_000);
   assert.equal(end.state, 'FAILURE');
-  assert.match(end.status, /^The job used 2\.\d MiB of its 1\.0 MiB disk limit in its job folder$/);
+  // The check may come while the job is still writing: any use above the limit is what it reports.
+  const used = /^The job used (\d+\.\d) MiB of its 1\.0 MiB disk limit in its job folder$/.exec(end.status);
+  assert.ok(used, end.status);
+  assert.ok(Number(used[1]) > 1, end.status);
 });

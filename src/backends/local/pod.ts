@@ -78,7 +78,9 @@ export const DEFAULT_LOGS: LogRotation = { maxSizeBytes: 10 * 2 ** 20, maxFiles:
  *
  * The container's output reaches its files through a FIFO per stream read by a writer that the
  * supervisor starts, so that it keeps running while ucompute is down: `head -c` copies at most one
- * file's size (GNU head never reads past it), then the files shift (`f` -> `f.1` -> … , the oldest
+ * file's size (GNU head never reads past it), unbuffered (stdbuf -o0: its stdio buffer would hold
+ * small output back until the container ends; dd's count_bytes loses bytes on partial pipe reads),
+ * then the files shift (`f` -> `f.1` -> … , the oldest
  * dropped) and a new `head` continues. Unlike svlogd or multilog this needs no extra package, keeps
  * the two streams apart and passes long lines and binary output through untouched. The files live
  * in ucompute's own state folder (0700), which no container sees, so nothing a job plants is
@@ -106,7 +108,7 @@ write_log() {
   trap '' TERM INT HUP
   while :; do
     if [ -s "$1" ]; then rotate "$1"; fi
-    head -c "$max" > "$1" || exit 1
+    stdbuf -o0 head -c "$max" > "$1" || exit 1
     [ "$(wc -c < "$1")" -lt "$max" ] && exit 0
   done
 }
