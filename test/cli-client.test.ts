@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parameterValue, parseDuration } from '../src/cli/run.ts';
+import { parseDuration } from '../src/cli/durations.ts';
+import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job } from '../src/model/job.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
@@ -87,7 +88,7 @@ async function until(id: string, state: string, server = dry): Promise<Job> {
 }
 
 describe('parseDuration and parameterValue', () => {
-  test('durations: h, m and s in that order, carried into larger units', () => {
+  test('durations: d, h, m and s in that order, carried into larger units', () => {
     const cases: [string, [number, number, number]][] = [
       ['45s', [0, 0, 45]],
       ['90m', [1, 30, 0]],
@@ -96,11 +97,13 @@ describe('parseDuration and parameterValue', () => {
       ['1h30m15s', [1, 30, 15]],
       ['3600s', [1, 0, 0]],
       ['0h5m', [0, 5, 0]],
+      ['1d', [24, 0, 0]],
+      ['2d1h30m', [49, 30, 0]],
     ];
     for (const [text, [hours, minutes, seconds]] of cases) {
       assert.deepEqual(parseDuration(text), { hours, minutes, seconds }, text);
     }
-    for (const bad of ['', 'h', '5', '1m30h', '-5m', '1.5h', '0s', '1 h', '2d']) {
+    for (const bad of ['', 'h', '5', '1m30h', '-5m', '1.5h', '0s', '1 h', '1h2d', 'd']) {
       assert.throws(() => parseDuration(bad, '--time'), { message: /^--time: / }, bad);
     }
   });

@@ -34,7 +34,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   },
   products: async (argv) => (await import('./jobs.ts')).productsCommand(argv),
   run: async (argv) => (await import('./run.ts')).runCommand(argv),
-  jobs: async (argv) => (await import('./jobs.ts')).jobsCommand(argv),
+  jobs: async (argv) => (await import('./job-list.ts')).jobsCommand(argv),
   show: async (argv) => (await import('./jobs.ts')).showCommand(argv),
   logs: async (argv) => (await import('./jobs.ts')).logsCommand(argv),
   cancel: async (argv) => (await import('./jobs.ts')).cancelCommand(argv),

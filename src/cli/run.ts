@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
-import type { Application, ApplicationParameter, SimpleDuration } from '../model/application.ts';
+import type { Application, ApplicationParameter } from '../model/application.ts';
 import type { Job, JobSpecification } from '../model/job.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
 import type { Product } from '../model/product.ts';
+import { parseCommandLine } from './args.ts';
 import { ApiError, CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
+import { parseDuration } from './durations.ts';
 import { CliError } from './errors.ts';
 import { finalOutcome, followJob, listOf, printJson, waitForJob } from './jobs.ts';
 
@@ -25,43 +26,18 @@ Options:
                         /projects/<id>/...); ":ro" mounts it read-only (repeatable)
   --product ID          machine type, or CATEGORY/ID (default: the first of \`ucompute products\`)
   --replicas N          number of replicas (default 1)
-  --time DURATION       time limit: 45s, 90m, 2h, 1h30m, 1h30m15s (default: the tool's)
+  --time DURATION       time limit: 45s, 90m, 2h, 1h30m, 1d (default: the tool's)
   --name NAME           a name for the job
   --project ID          run in this project's workspace
-  --wait                wait until the job ends; print its final state, exit 0 on SUCCESS, else 1
+  --wait                wait until the job ends and print its final state; exit as srun does:
+                        0 for a clean SUCCESS, the application's exit code (the highest of its
+                        ranks') when it exited non-zero, 1 when the job did not succeed
   --follow              stream the job's logs (stdout) and updates (stderr) until it ends; the
                         final state goes to stderr; exit code as with --wait
 
 ${CLIENT_OPTIONS_USAGE}
 With --json and --wait or --follow, each response is one line of JSON: the submission, then the
 final job (--wait) or every message of the follow stream (--follow).`;
-
-const DURATION = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
-
-/**
- * A duration such as `90m`, `1h30m`, `2h` or `45s` as hours, minutes and seconds (minutes and
- * seconds carried into hours and minutes). `flag` names the option in errors.
- */
-export function parseDuration(text: string, flag = '--time'): SimpleDuration {
-  const m = DURATION.exec(text.trim());
-  if (!text.trim() || !m) {
-    throw new CliError(`${flag}: "${text}" is not a duration; use forms like 45s, 90m, 2h or 1h30m`);
-  }
-  const total = Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
-  if (total <= 0) throw new CliError(`${flag}: "${text}" must be longer than zero`);
-  const hours = Math.floor(total / 3600);
-  if (!Number.isSafeInteger(total) || hours > 1_000_000) throw new CliError(`${flag}: "${text}" is too long`);
-  return { hours, minutes: Math.floor((total % 3600) / 60), seconds: total % 60 };
-}
-
-export function formatDuration(d: SimpleDuration): string {
-  const parts = [
-    d.hours ? `${d.hours}h` : '',
-    d.minutes ? `${d.minutes}m` : '',
-    d.seconds ? `${d.seconds}s` : '',
-  ];
-  return parts.join('') || '0s';
-}
 
 /** Splits `NAME=VALUE` at the first `=`. */
 function splitAssignment(text: string, flag: string): [string, string] {
@@ -191,10 +167,9 @@ function findProduct(products: Product[], id: string | undefined): Product {
 }
 
 export async function runCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       ...CLIENT_OPTIONS,
       param: { type: 'string', multiple: true },
       file: { type: 'string', multiple: true },
@@ -206,7 +181,8 @@ export async function runCommand(argv: string[]): Promise<number> {
       wait: { type: 'boolean' },
       follow: { type: 'boolean' },
     },
-  });
+    RUN_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${RUN_USAGE}\n`);
     return 0;
