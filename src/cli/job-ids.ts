@@ -25,6 +25,6 @@ export async function resolveJobId(client: Client, text: string): Promise<string
   if (matches.length === 0) throw new CliError(`job ${text} was not found`, 1);
   const more = matches.length > CANDIDATES_SHOWN ? ', ...' : '';
   throw new CliError(
-    `job id prefix ${text} is ambiguous; it starts ${matches.slice(0, CANDIDATES_SHOWN).join(', ')}${more}`,
+    `job id prefix ${text} is ambiguous: it matches ${matches.slice(0, CANDIDATES_SHOWN).join(', ')}${more}`,
   );
 }

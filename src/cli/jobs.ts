@@ -14,9 +14,11 @@ import { commandExitCode, endedAt, failedRanks, outcomeOf } from './outcome.ts';
 /** The client commands that read and act on jobs, the catalogue and the products. */
 
 export const APPS_USAGE = `Usage: ucompute apps [options]
+       ucompute apps show APP[@VERSION] [options]
        ucompute apps validate DIR
 
 Lists the service's applications: name, version, type and title.
+"apps show APP" lists an application's parameters; see its --help.
 "apps validate DIR" checks a catalogue folder locally (no service needed); see its --help.
 
 ${CLIENT_OPTIONS_USAGE}`;
@@ -43,7 +45,7 @@ Prints the job's output: stdout of every rank (each line prefixed "[rank]" when 
 several replicas) on stdout, stderr on stderr. Without -f it prints what there is and returns.
 
 Options:
-  -f, --follow        keep printing until the job ends; exit as \`run --wait\` does
+  -f, --follow        keep printing until the job ends; exit code as for \`run\` (see its --help)
   --rank N            only rank N's output (no "[rank]" prefixes)
 
 ${CLIENT_OPTIONS_USAGE}

@@ -17,7 +17,7 @@ Prints the Kubernetes objects a job specification becomes, without running it:
 the Volcano Job first, then its companion objects.
 
 Options:
-  --apps DIR          catalogue folder (default: the example catalogue)
+  --apps DIR          catalogue folder (default: the example catalogue); repeat it for several
   --products FILE     products YAML, a document "products: [...]" (default: the examples)
   --config FILE       ucompute configuration YAML
   --user NAME         the user who submits the job (default: local)
@@ -33,7 +33,7 @@ export async function planCommand(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
-      apps: { type: 'string' },
+      apps: { type: 'string', multiple: true },
       products: { type: 'string' },
       config: { type: 'string' },
       user: { type: 'string', default: 'local' },

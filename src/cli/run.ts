@@ -127,7 +127,7 @@ function fileValue(
 }
 
 /** Finds APP[@VERSION]; without a version, the newest. Unknown names and versions are bad input. */
-async function findApplication(client: Client, ref: string): Promise<Application> {
+export async function findApplication(client: Client, ref: string): Promise<Application> {
   const at = ref.lastIndexOf('@');
   const name = at > 0 ? ref.slice(0, at) : ref;
   const version = at > 0 ? ref.slice(at + 1) : undefined;

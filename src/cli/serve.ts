@@ -15,6 +15,7 @@ import type { JobStorage } from '../plugins/plugin.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import { openStore, type Store } from '../store/store.ts';
+import { reloadingCatalog } from './catalog-watch.ts';
 import { loadConfig } from './config-file.ts';
 import {
   ADMIN_TOKEN_FILE,
@@ -37,7 +38,9 @@ Options:
   --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST         listen address (default 127.0.0.1)
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
-  --apps DIR          catalogue folder
+  --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
+                      A change to a file under them reloads the catalogue (no restart); a
+                      change that does not load is logged and the catalogue in use stays
   --products FILE     products YAML
   --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing);
                       kubernetes uses the in-cluster service account, kubernetes.kubeconfig,
@@ -54,7 +57,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       port: { type: 'string' },
       host: { type: 'string' },
       'data-dir': { type: 'string' },
-      apps: { type: 'string' },
+      apps: { type: 'string', multiple: true },
       products: { type: 'string' },
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -74,14 +77,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new CliError('--backend must be dry, local or kubernetes');
   }
 
-  const [catalog, products] = await Promise.all([
-    loadCatalog(values.apps ?? config.apps ?? EXAMPLE_APPS),
+  const appFolders = values.apps ?? [config.apps ?? EXAMPLE_APPS].flat();
+  const [firstCatalog, products] = await Promise.all([
+    loadCatalog(appFolders),
     loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
   ]);
+  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
+  const catalog = reloadingCatalog(firstCatalog, appFolders, log);
   const store = openStore(join(dataDir, 'ucompute.db'));
   const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
   const storage = directoryStorage(storageRoot);
-  const env = { catalog, products, config: resolvePipelineConfig(config) };
+  const env = { catalog: catalog.catalog, products, config: resolvePipelineConfig(config) };
 
   const token = await bootstrapAdmin(
     store,
@@ -91,7 +97,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
-  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
   const { backend, about } = await makeBackend(backendName, config, dataDir, storageRoot, storage, log);
   const service = createJobService({
     store,
@@ -116,6 +121,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  catalog.close();
   await app.close();
   await service.stop();
   await backend.close();
