@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,7 +53,14 @@ before(async () => {
 
 after(async () => {
   await stopServe(server);
-  if (!prerequisites.skip) await removeBridgeNetwork(bridge);
+  if (!prerequisites.skip) {
+    // The pods' network namespaces the service kept ready, then the bridge itself.
+    for (const line of execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n')) {
+      const name = line.split(' ')[0];
+      if (name?.startsWith(`${bridge}-`)) execFileSync('ip', ['netns', 'del', name]);
+    }
+    await removeBridgeNetwork(bridge);
+  }
   rmSync(tmp, { recursive: true, force: true });
 });
 
