@@ -1,6 +1,5 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { type Logger, pino } from 'pino';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
 import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts';
@@ -15,6 +14,7 @@ import type { JobStorage } from '../plugins/plugin.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import { openStore, type Store } from '../store/store.ts';
+import { parseCommandLine } from './args.ts';
 import { reloadingCatalog } from './catalog-watch.ts';
 import { loadConfig } from './config-file.ts';
 import {
@@ -50,9 +50,9 @@ Options:
 const YEAR = 365 * 24 * 3600 * 1000;
 
 export async function serveCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       config: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
@@ -62,11 +62,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
-  });
+    SERVE_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${SERVE_USAGE}\n`);
     return 0;
   }
+  if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${SERVE_USAGE}`);
   const config = await loadConfig(values.config);
   const port = values.port !== undefined ? Number(values.port) : (config.server?.port ?? DEFAULT_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { openLocalBackend } from '../backends/local/open.ts';
 import type { BackendEvent } from '../jobs/backend.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
 import { readManifest } from '../volcano/manifest.ts';
+import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
@@ -24,16 +24,16 @@ Options:
   --data-dir DIR      where job state and logs are kept (default as for serve)`;
 
 export async function vcjobCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       follow: { type: 'boolean', short: 'f' },
       config: { type: 'string' },
       'data-dir': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
-  });
+    VCJOB_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${VCJOB_USAGE}\n`);
     return 0;
