@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseDuration } from '../src/cli/durations.ts';
+import { parseDuration } from '../src/cli/format.ts';
 import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job } from '../src/model/job.ts';

@@ -47,7 +47,8 @@ before(async () => {
   server = await startServe(mkdtempSync(join(tmp, 'data-')), {
     env: childEnv,
     args: ['--backend', 'local', '--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
-    config: `local:\n  network: { bridge: ${bridge}, subnet: ${subnet}, poolSize: 2 }\n`,
+    // The debian tool runs on the host's userland: a configuration turns that on explicitly.
+    config: `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet}, poolSize: 2 }\n`,
   });
 });
 

@@ -42,7 +42,8 @@ before(async () => {
   server = await startServe(mkdtempSync(join(tmp, 'data-')), {
     env: childEnv,
     args: ['--apps', join(ROOT, 'examples', 'apps'), '--apps', extraApps],
-    config: 'dry:\n  runForMs: null\n',
+    // mpi-hello runs as root: with a configuration, the operator says so.
+    config: 'dry:\n  runForMs: null\nsecurity:\n  allowRootApps: true\n',
   });
 });
 
@@ -308,6 +309,9 @@ describe('the command line', TIMEOUT, () => {
       shown = (await title()) ?? '';
     }
     assert.equal(shown, 'extra@1.0: Extra two');
+    const listed = await cli(['apps']);
+    assertExit(listed, 0);
+    assert.match(listed.stdout, /^extra\s+1\.0\s+BATCH\s+Extra two$/m);
 
     writeFileSync(file, `${readFileSync(file, 'utf8')}broken: [\n`);
     await sleep(1500);

@@ -187,6 +187,8 @@ const PARAMETERS: Record<string, Record<string, AppParameterValue>> = {
 describe('each loaded application plans into valid Kubernetes objects', () => {
   const config = resolvePipelineConfig({
     licenseServers: [{ id: 'matlab', address: 'license.example.org', port: 27000, tags: ['app'] }],
+    // Many of UCloud's apps run as root (runAsRoot): planned here for an operator who allows it.
+    security: { allowRootApps: true },
   });
   test('the plans cover every loaded application', () => {
     assert.deepEqual(

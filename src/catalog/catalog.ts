@@ -7,6 +7,7 @@ import { normaliseDocument } from './yaml-v1.ts';
 
 /** A loaded catalogue: applications with their tools resolved, by name and version. */
 export interface Catalog {
+  /** Every application; the same array on every call (the server summarises it once per catalogue). */
   list(): ResolvedApplication[];
   find(name: string, version: string): ResolvedApplication | undefined;
   versions(name: string): string[];

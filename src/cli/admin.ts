@@ -2,7 +2,7 @@ import { clientFlags, type OptionValues, parseClientCommand, stringOption } from
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';
 import { CliError } from './errors.ts';
-import { printJson } from './jobs.ts';
+import { printJson } from './format.ts';
 
 /** `ucompute admin ...`: the administrators' calls (users, projects, members, credits, tokens) with flags. */
 

@@ -3,7 +3,7 @@ import type { AppParameterValue } from '../model/parameter-value.ts';
 import { clientFlags, parseClientCommand } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { CliError } from './errors.ts';
-import { printJson, table } from './jobs.ts';
+import { printJson, table } from './format.ts';
 import { findApplication } from './run.ts';
 
 export const APPS_SHOW_USAGE = `Usage: ucompute apps show APP[@VERSION] [options]

@@ -3,6 +3,7 @@ import { APPS_SHOW_USAGE } from './app-show.ts';
 import { APPS_VALIDATE_USAGE } from './apps.ts';
 import { parseCommandLine } from './args.ts';
 import { CliError } from './errors.ts';
+import { IMAGES_USAGE } from './images.ts';
 import { JOBS_USAGE } from './job-list.ts';
 import { APPS_USAGE, CANCEL_USAGE, EXTEND_USAGE, LOGS_USAGE, PRODUCTS_USAGE, SHOW_USAGE } from './jobs.ts';
 import { PLAN_USAGE } from './plan.ts';
@@ -28,6 +29,7 @@ function commandWords(): Record<string, string[]> {
     serve: ['--config', '--port', '--host', '--data-dir', '--apps', '--products', '--backend', '--help'],
     plan: options(PLAN_USAGE),
     vcjob: ['run', ...options(VCJOB_USAGE)],
+    images: ['ls', 'import', 'pull', 'build', 'rm', ...options(IMAGES_USAGE)],
     apps: ['show', 'validate', ...options(APPS_USAGE, APPS_SHOW_USAGE, APPS_VALIDATE_USAGE)],
     products: options(PRODUCTS_USAGE),
     run: options(RUN_USAGE),

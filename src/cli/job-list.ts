@@ -2,9 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Job, JobState } from '../model/job.ts';
 import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
-import { formatSpan } from './durations.ts';
 import { CliError } from './errors.ts';
-import { formatTime, printJson, table } from './jobs.ts';
+import { formatSpan, formatTime, printJson, table } from './format.ts';
 import { endedAt, outcomeOf } from './outcome.ts';
 
 const STATES: string[] = JobState.anyOf.map((s) => s.const);

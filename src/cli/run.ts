@@ -5,9 +5,9 @@ import type { AppParameterValue } from '../model/parameter-value.ts';
 import type { Product } from '../model/product.ts';
 import { parseCommandLine } from './args.ts';
 import { ApiError, CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
-import { parseDuration } from './durations.ts';
 import { CliError } from './errors.ts';
-import { finalOutcome, followJob, listOf, printJson, waitForJob } from './jobs.ts';
+import { finalOutcome, followJob, waitForJob } from './follow.ts';
+import { listOf, parseDuration, printJson } from './format.ts';
 
 export const RUN_USAGE = `Usage: ucompute run APP[@VERSION] [options]
 

@@ -10,9 +10,9 @@ import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { accountOf } from '../model/owner.ts';
-import type { JobStorage } from '../plugins/plugin.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
+import type { JobStorage } from '../storage/job-storage.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { parseCommandLine } from './args.ts';
 import { reloadingCatalog } from './catalog-watch.ts';
@@ -99,7 +99,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
-  const { backend, about } = await makeBackend(backendName, config, dataDir, storageRoot, storage, log);
+  const { backend, about } = await makeBackend(
+    backendName,
+    config,
+    dataDir,
+    storageRoot,
+    storage,
+    log,
+    values.config === undefined,
+  );
   const service = createJobService({
     store,
     env,
@@ -138,6 +146,7 @@ async function makeBackend(
   storageRoot: string,
   storage: JobStorage,
   log: Logger,
+  embedded: boolean,
 ): Promise<{ backend: Backend; about: string }> {
   if (name === 'dry') {
     const runForMs = config.dry?.runForMs;
@@ -150,6 +159,7 @@ async function makeBackend(
       dataDir,
       storageRoot,
       storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
+      embedded,
       log,
     }).catch((e: Error) => {
       throw new CliError(`the local backend cannot start: ${e.message}`, 1);

@@ -3,7 +3,7 @@ import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';
 import { CliError } from './errors.ts';
-import { listOf, printJson, table } from './jobs.ts';
+import { listOf, printJson, table } from './format.ts';
 
 /** `ucompute balance` and `ucompute usage`: the caller's credits, in words and dates instead of epoch ms. */
 
