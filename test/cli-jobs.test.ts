@@ -225,6 +225,14 @@ describe('jobs', TIMEOUT, () => {
     assertExit(one, 0);
     assert.equal(one.stdout.split('\n').filter(Boolean).length, 1);
     assert.match(one.stdout, /^dry run, nothing executed/);
+    const json = await cli(['logs', id, '--rank', '1', '--json']);
+    assertExit(json, 0);
+    const ranks = json.stdout
+      .trim()
+      .split('\n')
+      .flatMap((line) => (JSON.parse(line) as { log?: { rank: number }[] }).log ?? [])
+      .map((chunk) => chunk.rank);
+    assert.deepEqual(ranks, [1]);
     const missing = await cli(['logs', id, '--rank', '2']);
     assertExit(missing, 2);
     assert.match(missing.stderr, /^error: --rank: job \w+ has ranks 0 to 1$/m);

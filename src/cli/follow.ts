@@ -118,6 +118,9 @@ export async function followJob(
     } catch {
       return;
     }
+    if (o.rank !== undefined && message.log) {
+      message = { ...message, log: message.log.filter((chunk) => chunk.rank === o.rank) };
+    }
     if (o.json) printJson(message, true);
     if (!o.json && showUpdates) {
       for (const u of message.updates ?? [])
@@ -126,7 +129,6 @@ export async function followJob(
     if (message.newStatus) lastState = message.newStatus.state;
     if (!o.json) {
       for (const chunk of message.log ?? []) {
-        if (o.rank !== undefined && chunk.rank !== o.rank) continue;
         if (chunk.stdout) writer.write(chunk.rank, 'stdout', chunk.stdout);
         if (chunk.stderr) writer.write(chunk.rank, 'stderr', chunk.stderr);
       }
