@@ -302,6 +302,24 @@ describe('the command line', TIMEOUT, () => {
     assertExit(wrong, 2);
   });
 
+  test('plan reads several --apps folders as one catalogue', async () => {
+    const spec = join(tmp, 'extra.json');
+    writeFileSync(
+      spec,
+      JSON.stringify({
+        application: { name: 'extra', version: '1.0' },
+        product: { id: 'u1-standard-1', category: 'u1-standard' },
+      }),
+    );
+    const apps = ['--apps', join(ROOT, 'examples', 'apps'), '--apps', extraApps];
+    const planned = await runCli(['plan', spec, ...apps, '--output', 'json'], { env: childEnv });
+    assertExit(planned, 0);
+    assert.match(planned.stdout, /"kind": "Job"/);
+    const alone = await runCli(['plan', spec, '--output', 'json'], { env: childEnv });
+    assertExit(alone, 2);
+    assert.match(alone.stderr, /extra/);
+  });
+
   test('several --apps folders make one catalogue, reloaded when a file changes; a broken change keeps the last', async () => {
     const title = async () => {
       const result = await cli(['apps', 'show', 'extra']);
