@@ -39,18 +39,18 @@ vCPU, or one GPU for products priced per GPU).
 ${CLIENT_OPTIONS_USAGE}`;
 
 export const SHOW_USAGE = `Usage: ucompute show ID [options]
-ID may be a unique prefix of a job's id.
 
 Shows one job: application, product, state, times, expiry, output folder, exit codes, credits
 charged and every update.
+ID may be any unique prefix of a job's id.
 
 ${CLIENT_OPTIONS_USAGE}`;
 
 export const LOGS_USAGE = `Usage: ucompute logs ID [-f] [--rank N] [options]
-ID may be a unique prefix of a job's id.
 
 Prints the job's output: stdout of every rank (each line prefixed "[rank]" when the job has
 several replicas) on stdout, stderr on stderr. Without -f it prints what there is and returns.
+ID may be any unique prefix of a job's id.
 
 Options:
   -f, --follow        keep printing until the job ends; exit code as for \`run\` (see its --help)
@@ -60,17 +60,17 @@ ${CLIENT_OPTIONS_USAGE}
 With --json, every message of the follow stream is printed as one line of JSON.`;
 
 export const CANCEL_USAGE = `Usage: ucompute cancel ID... [options]
-ID may be a unique prefix of a job's id.
 
 Stops the jobs. Jobs that have already ended cannot be cancelled (nothing is cancelled then).
+ID may be any unique prefix of a job's id.
 
 ${CLIENT_OPTIONS_USAGE}`;
 
 export const EXTEND_USAGE = `Usage: ucompute extend ID DURATION [options]
-ID may be a unique prefix of a job's id.
 
 Adds DURATION (45s, 90m, 2h, 1h30m, 1d) to a job's time limit. Jobs without a time limit and jobs
 that have ended cannot be extended.
+ID may be any unique prefix of a job's id.
 
 ${CLIENT_OPTIONS_USAGE}`;
 
