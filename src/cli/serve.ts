@@ -1,6 +1,5 @@
 import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { type Logger, pino } from 'pino';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
 import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts';
@@ -15,6 +14,8 @@ import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
 import { openStore, type Store } from '../store/store.ts';
+import { parseCommandLine } from './args.ts';
+import { reloadingCatalog } from './catalog-watch.ts';
 import { loadConfig } from './config-file.ts';
 import {
   ADMIN_TOKEN_FILE,
@@ -37,7 +38,9 @@ Options:
   --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST         listen address (default 127.0.0.1)
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
-  --apps DIR          catalogue folder
+  --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
+                      A change to a file under them reloads the catalogue (no restart); a
+                      change that does not load is logged and the catalogue in use stays
   --products FILE     products YAML
   --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing);
                       kubernetes uses the in-cluster service account, kubernetes.kubeconfig,
@@ -47,23 +50,25 @@ Options:
 const YEAR = 365 * 24 * 3600 * 1000;
 
 export async function serveCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       config: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
       'data-dir': { type: 'string' },
-      apps: { type: 'string' },
+      apps: { type: 'string', multiple: true },
       products: { type: 'string' },
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
-  });
+    SERVE_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${SERVE_USAGE}\n`);
     return 0;
   }
+  if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${SERVE_USAGE}`);
   const config = await loadConfig(values.config);
   const port = values.port !== undefined ? Number(values.port) : (config.server?.port ?? DEFAULT_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');
@@ -74,15 +79,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new CliError('--backend must be dry, local or kubernetes');
   }
 
-  const [catalog, products] = await Promise.all([
-    loadCatalog(values.apps ?? config.apps ?? EXAMPLE_APPS),
+  const appFolders = values.apps ?? [config.apps ?? EXAMPLE_APPS].flat();
+  const [firstCatalog, products] = await Promise.all([
+    loadCatalog(appFolders),
     loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
   ]);
   await privateFolder(dataDir);
+  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
+  const catalog = reloadingCatalog(firstCatalog, appFolders, log);
   const store = openStore(join(dataDir, 'ucompute.db'));
   const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
   const storage = directoryStorage(storageRoot);
-  const env = { catalog, products, config: resolvePipelineConfig(config) };
+  const env = { catalog: catalog.catalog, products, config: resolvePipelineConfig(config) };
 
   const token = await bootstrapAdmin(
     store,
@@ -92,7 +100,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
-  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
   const { backend, about } = await makeBackend(
     backendName,
     config,
@@ -125,6 +132,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  catalog.close();
   await app.close();
   await service.stop();
   await backend.close();

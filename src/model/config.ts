@@ -348,8 +348,10 @@ export const Config = Type.Object(
     ),
     /** Where the database, the admin token and (by default) storage live. */
     dataDir: Type.Optional(Type.String({ minLength: 1 })),
-    /** The catalogue folder and the products file; the examples by default. */
-    apps: Type.Optional(Type.String({ minLength: 1 })),
+    /** The catalogue folder (or folders, read as one catalogue) and the products file; the examples by default. */
+    apps: Type.Optional(
+      Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })]),
+    ),
     products: Type.Optional(Type.String({ minLength: 1 })),
     backend: Type.Optional(
       Type.Union([Type.Literal('dry'), Type.Literal('local'), Type.Literal('kubernetes')]),
