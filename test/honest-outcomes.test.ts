@@ -101,6 +101,28 @@ test('a job whose end cannot be written (disk full) is not left RUNNING once spa
   assert.equal(w.store.getJob(id)?.state, 'SUCCESS');
 });
 
+test('a job whose submission cannot be written (disk full) is submitted once space is back', async () => {
+  const w = await world();
+  const transaction = w.store.transaction;
+  let refused = 0;
+  // Accepting the job works; every write after it fails, as on a disk that just filled up.
+  w.service.onCreated(() => {
+    w.store.transaction = () => {
+      refused++;
+      throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
+    };
+  });
+  const created = await w.call('/api/jobs', { items: [mpi()] });
+  assert.equal(created.statusCode, 200, created.body);
+  const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  await until('the submission was refused', () => refused > 0);
+  w.store.transaction = transaction;
+  for (let i = 0; i < 40 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+});
+
 test('parameter values the kernel cannot pass are 400 at submit, naming the parameter', async () => {
   const w = await world();
   const refused = async (value: string, message: RegExp) => {
