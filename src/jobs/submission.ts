@@ -7,16 +7,12 @@ import { ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
 import { isDiskFull } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
+import type { Logger } from './log.ts';
 import { type JobEnvironment, prepareJob } from './prepare.ts';
 import type { JobUpdates } from './updates.ts';
 
 // Submission: accepted jobs are built once (every plugin's onCreate) and handed to the backend, a
 // few at a time, trying again with backoff when the backend refuses for a moment.
-
-export interface SubmissionLog {
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface SubmissionOptions {
   store: Store;
@@ -25,7 +21,7 @@ export interface SubmissionOptions {
   hooks: PluginHooks;
   updates: JobUpdates;
   storage?: JobStorage;
-  log?: SubmissionLog;
+  log?: Logger;
   /** First wait before submitting again to a backend that refused; it doubles each time. */
   retryMs: number;
 }
