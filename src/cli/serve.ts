@@ -92,7 +92,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
   const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
-  const { backend, about } = await makeBackend(backendName, config, dataDir, storageRoot, storage, log);
+  const { backend, about } = await makeBackend(
+    backendName,
+    config,
+    dataDir,
+    storageRoot,
+    storage,
+    log,
+    values.config === undefined,
+  );
   const service = createJobService({
     store,
     env,
@@ -130,6 +138,7 @@ async function makeBackend(
   storageRoot: string,
   storage: JobStorage,
   log: Logger,
+  embedded: boolean,
 ): Promise<{ backend: Backend; about: string }> {
   if (name === 'dry') {
     const runForMs = config.dry?.runForMs;
@@ -142,6 +151,7 @@ async function makeBackend(
       dataDir,
       storageRoot,
       storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
+      embedded,
       log,
     }).catch((e: Error) => {
       throw new CliError(`the local backend cannot start: ${e.message}`, 1);

@@ -108,6 +108,13 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
       `must be 1: ${application.metadata.name} does not run on several nodes`,
     );
   }
+  // Root in the container is the operator's to allow (SPEC §6), never a user's.
+  if (invocation.container.runAsRoot && !env.config.security.allowRootApps) {
+    issues.add(
+      'specification.application',
+      `${application.metadata.name} runs as root (runAsRoot), which this provider's configuration does not allow (security.allowRootApps)`,
+    );
+  }
   // Accepted fields must do something: these two wait for the features behind them.
   if (spec.sshEnabled === true) {
     issues.add(

@@ -49,7 +49,12 @@ export async function fakeCluster(
     api,
     volcano,
     kubeconfig,
-    config: (extra = {}) => ({ ...extra, kubernetes: { kubeconfig, ...extra.kubernetes } }),
+    // The example catalogue's mpi-hello runs as root, which these clusters' operators allow.
+    config: (extra = {}) => ({
+      security: { allowRootApps: true },
+      ...extra,
+      kubernetes: { kubeconfig, ...extra.kubernetes },
+    }),
   };
 }
 
