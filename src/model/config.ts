@@ -165,7 +165,7 @@ export const PipelineConfig = Type.Object(
       ),
     ),
     /** The longest time any job may have, extensions included; a product may set a shorter one. */
-    maxTimeAllocationHours: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    maxTimeAllocationHours: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
   },
   closed,
 );

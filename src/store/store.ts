@@ -121,6 +121,9 @@ export function openStore(path: string) {
   // Checkpoint every 64 MiB of log rather than 4: hot pages (the newest jobs, their indexes) are
   // rewritten by every transaction, and a longer log copies each back to the database once.
   db.exec('pragma wal_autocheckpoint = 16384');
+  // A transaction larger than that (a burst of backend events) grows the log file past it, and a
+  // log file never shrinks by itself: after each checkpoint it is cut back to 64 MiB.
+  db.exec('pragma journal_size_limit = 67108864');
   migrate(db);
 
   const statements = new Map<string, StatementSync>();
