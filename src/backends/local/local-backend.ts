@@ -39,7 +39,16 @@ import { diskUse, openJobFolder, writeNewFile } from './job-folder.ts';
 import { LOG_CHUNK_BYTES, type LogCursor, logParts, readLogChunk } from './log-files.ts';
 import { DEFAULT_LOGS, type LogRotation } from './pod.ts';
 import type { ContainerExit, Pod, Runtime } from './runtime.ts';
-import { describe, fits, minus, NO_RESOURCES, plus, type Resources, schedule } from './scheduler.ts';
+import {
+  describe,
+  fits,
+  minus,
+  NO_RESOURCES,
+  plus,
+  queueStatus,
+  type Resources,
+  schedule,
+} from './scheduler.ts';
 
 export interface LocalBackendOptions {
   runtime: Runtime;
@@ -250,11 +259,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       case 'Pending':
         if (run.startedAt !== null)
           return { state: 'RUNNING', status: 'The job is starting its replicas again' };
-        if (waiting)
-          return {
-            state: 'IN_QUEUE',
-            status: `In the queue, position ${waiting.position}: ${waiting.reason}`,
-          };
+        if (waiting) return { state: 'IN_QUEUE', status: queueStatus(waiting) };
         return run.admitted ? { state: 'IN_QUEUE', status: 'The job is starting' } : undefined;
       case 'Running':
         return { state: 'RUNNING', status: 'The job is running' };
