@@ -10,7 +10,7 @@ import { JOB_STATES } from '../model/job.ts';
 import type { Store } from '../store/store.ts';
 import { type Api, publicRoute, type TypeBoxTypeProvider } from './api.ts';
 import { authenticate, chooseProtocol } from './auth.ts';
-import { compileValidator, errorResponse } from './errors.ts';
+import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { accountingRoutes } from './routes/accounting.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { catalogRoutes } from './routes/catalog.ts';
@@ -144,7 +144,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
 
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ message: `there is no ${request.method} ${request.url.split('?')[0]}` }),
+    reply.code(404).send(errorBody(404, `there is no ${request.method} ${request.url.split('?')[0]}`)),
   );
 
   // ---- routes ----------------------------------------------------------------------------------

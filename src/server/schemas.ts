@@ -23,10 +23,12 @@ const bulk = <T extends Parameters<typeof Type.Array>[0]>(item: T) =>
 
 export const ErrorBody = Type.Object(
   {
-    message: Type.String(),
+    why: Type.String({ description: 'what went wrong (UCloud clients read this)' }),
+    errorCode: Type.String({ description: 'the kind of failure, e.g. BAD_REQUEST, NOT_FOUND' }),
+    message: Type.String({ description: 'the same text as `why`, for older clients' }),
     issues: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
   },
-  { description: 'what went wrong; `issues` name the offending fields' },
+  { description: 'what went wrong, as UCloud answers it; `issues` name the offending fields' },
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
@@ -44,7 +46,10 @@ export const CreateHeaders = Type.Object({
   project: Type.Optional(ProjectId),
 });
 
-export const CreateRequest = Type.Object({ items: bulk(JobSpecification) }, closed);
+/** UCloud's BulkRequest: `type: "bulk"` is what its clients send; the items are what counts. */
+const bulkType = { type: Type.Optional(Type.Literal('bulk')) };
+
+export const CreateRequest = Type.Object({ ...bulkType, items: bulk(JobSpecification) }, closed);
 export const CreateResponse = Type.Object({ responses: Type.Array(Type.Object({ id: Type.String() })) });
 
 export const BrowseQuery = Type.Object(
@@ -65,9 +70,12 @@ export const BrowseResponse = Type.Object({
 
 export const JobIdQuery = Type.Object({ id: JobId }, closed);
 
-export const TerminateRequest = Type.Object({ items: bulk(Type.Object({ id: JobId }, closed)) }, closed);
+export const TerminateRequest = Type.Object(
+  { ...bulkType, items: bulk(Type.Object({ id: JobId }, closed)) },
+  closed,
+);
 export const ExtendRequest = Type.Object(
-  { items: bulk(Type.Object({ jobId: JobId, requestedTime: SimpleDuration }, closed)) },
+  { ...bulkType, items: bulk(Type.Object({ jobId: JobId, requestedTime: SimpleDuration }, closed)) },
   closed,
 );
 export const BulkEmptyResponse = Type.Object({ responses: Type.Array(Type.Object({})) });

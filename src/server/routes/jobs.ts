@@ -1,7 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { JobService } from '../../jobs/service.ts';
 import { Job } from '../../model/job.ts';
+import { readJobSpecification } from '../../model/job-request.ts';
 import { type Api, errors } from '../api.ts';
+import { errorBody } from '../errors.ts';
 import { followJob } from '../follow.ts';
 import {
   BrowseQuery,
@@ -16,6 +18,20 @@ import {
   TerminateRequest,
 } from '../schemas.ts';
 
+/** Each item read as UCloud's clients write it; what has no effect here is logged, not refused. */
+function readCreateRequest(body: unknown, log: { debug(obj: object, msg: string): void }): unknown {
+  if (typeof body !== 'object' || body === null || !Array.isArray((body as { items?: unknown }).items)) {
+    return body;
+  }
+  const b = body as { items: unknown[] };
+  const items = b.items.map((item, i) => {
+    const { specification, ignored } = readJobSpecification(item);
+    if (ignored.length > 0) log.debug({ item: i, ignored }, 'job fields without effect here were ignored');
+    return specification;
+  });
+  return { ...b, items };
+}
+
 /** Jobs: create, browse, retrieve, terminate, extend, and follow over a WebSocket. */
 export function jobRoutes(api: Api, service: JobService): void {
   api.post(
@@ -29,6 +45,10 @@ export function jobRoutes(api: Api, service: JobService): void {
         headers: CreateHeaders,
         body: CreateRequest,
         response: { 200: CreateResponse, ...errors },
+      },
+      // UCloud's clients send more than a job needs here; read it before the strict checks.
+      preValidation: async (request) => {
+        request.body = readCreateRequest(request.body, request.log) as typeof request.body;
       },
     },
     async (request) => {
@@ -118,7 +138,7 @@ export function jobRoutes(api: Api, service: JobService): void {
       service.retrieve(request.caller, request.query.id);
     },
     handler: async (_request, reply) =>
-      reply.code(426).header('upgrade', 'websocket').send({ message: 'this call needs a WebSocket' }),
+      reply.code(426).header('upgrade', 'websocket').send(errorBody(426, 'this call needs a WebSocket')),
     wsHandler: (socket, request) => {
       const { id } = request.query as { id: string };
       followJob(service, socket, request.caller, id, request.log);
