@@ -1,8 +1,10 @@
 import type { FastifyRequest } from 'fastify';
-import type { JobService } from '../../jobs/service.ts';
+import type { JobEnvironment } from '../../jobs/prepare.ts';
+import { computeSupport } from '../../jobs/presentation.ts';
+import type { Caller, JobService } from '../../jobs/service.ts';
 import { Job } from '../../model/job.ts';
 import { readJobSpecification } from '../../model/job-request.ts';
-import { type Api, errors } from '../api.ts';
+import { type Api, errors, publicRoute } from '../api.ts';
 import { errorBody } from '../errors.ts';
 import { followJob } from '../follow.ts';
 import {
@@ -15,8 +17,16 @@ import {
   ExtendRequest,
   FollowMessage,
   JobIdQuery,
+  JobIdsRequest,
+  ProductSupportResponse,
+  RenameRequest,
+  RetrieveQuery,
+  SearchRequest,
   TerminateRequest,
+  UtilizationQuery,
+  UtilizationResponse,
 } from '../schemas.ts';
+import { serveUCloudSocket } from '../ucloud-socket.ts';
 
 /** Each item read as UCloud's clients write it; what has no effect here is logged, not refused. */
 function readCreateRequest(body: unknown, log: { debug(obj: object, msg: string): void }): unknown {
@@ -32,8 +42,36 @@ function readCreateRequest(body: unknown, log: { debug(obj: object, msg: string)
   return { ...b, items };
 }
 
-/** Jobs: create, browse, retrieve, terminate, extend, and follow over a WebSocket. */
-export function jobRoutes(api: Api, service: JobService): void {
+/**
+ * Jobs, as UCloud's jobs API has them: create, browse, search, retrieve, retrieveProducts,
+ * retrieveUtilization, terminate, suspend, unsuspend, extend, rename, and follow over a WebSocket.
+ */
+export function jobRoutes(
+  api: Api,
+  service: JobService,
+  env: JobEnvironment,
+  callerFor: (token: string) => Caller | undefined,
+): void {
+  api.route({
+    method: 'GET',
+    url: '/api/jobs',
+    config: publicRoute,
+    schema: {
+      summary: "Follow jobs with UCloud's WebSocket protocol (jobs.follow)",
+      description:
+        'A WebSocket. Send `{call: "jobs.follow", streamId, payload: {id}, bearer}`; each stream ' +
+        'answers `{type: "message", streamId, payload}` (the first with `initialJob`, then ' +
+        '`updates`, `log` and `newStatus`) and ends with `{type: "response", streamId, status}`. ' +
+        'The token travels in each call, as UCloud does, so the upgrade itself needs none.',
+      tags: ['jobs'],
+      security: [],
+      response: { 101: FollowMessage, ...errors },
+    },
+    handler: async (_request, reply) =>
+      reply.code(426).header('upgrade', 'websocket').send(errorBody(426, 'this call needs a WebSocket')),
+    wsHandler: (socket, request) => serveUCloudSocket(socket, service, callerFor, request.log),
+  });
+
   api.post(
     '/api/jobs',
     {
@@ -64,7 +102,7 @@ export function jobRoutes(api: Api, service: JobService): void {
     '/api/jobs/browse',
     {
       schema: {
-        summary: 'Browse jobs, newest first',
+        summary: 'Browse jobs, newest first (UCloud PageV2)',
         tags: ['jobs'],
         querystring: BrowseQuery,
         response: { 200: BrowseResponse, ...errors },
@@ -73,17 +111,124 @@ export function jobRoutes(api: Api, service: JobService): void {
     async (request) => service.browse(request.caller, request.query),
   );
 
+  api.post(
+    '/api/jobs/search',
+    {
+      schema: {
+        summary: "Search jobs by text in their id, name or application (UCloud's search)",
+        tags: ['jobs'],
+        body: SearchRequest,
+        response: { 200: BrowseResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const { flags, ...page } = request.body;
+      return service.browse(request.caller, { ...flags, ...page });
+    },
+  );
+
   api.get(
     '/api/jobs/retrieve',
     {
       schema: {
         summary: 'Retrieve one job',
         tags: ['jobs'],
-        querystring: JobIdQuery,
+        querystring: RetrieveQuery,
         response: { 200: Job, ...errors },
       },
     },
-    async (request) => service.retrieve(request.caller, request.query.id),
+    async (request) => service.retrieve(request.caller, request.query.id, request.query),
+  );
+
+  api.get(
+    '/api/jobs/retrieveProducts',
+    {
+      schema: {
+        summary: "The products and what each supports (UCloud's SupportByProvider)",
+        tags: ['jobs'],
+        response: { 200: ProductSupportResponse, ...errors },
+      },
+    },
+    async () => {
+      const provider = env.config.provider;
+      const supported = env.products.map((p) => ({
+        product: {
+          type: 'compute' as const,
+          name: p.id,
+          category: { name: p.category, provider },
+          description: p.description ?? '',
+          cpu: p.cpu,
+          memoryInGigs: p.memoryInGigs,
+          gpu: p.gpu ?? 0,
+          pricePerUnit: p.pricePerUnit,
+        },
+        support: computeSupport(p, provider),
+      }));
+      return { productsByProvider: { [provider]: supported } };
+    },
+  );
+
+  api.get(
+    '/api/jobs/retrieveUtilization',
+    {
+      schema: {
+        summary: "Capacity, use and queue of the machines a job's product runs on",
+        tags: ['jobs'],
+        querystring: UtilizationQuery,
+        response: { 200: UtilizationResponse, ...errors },
+      },
+    },
+    async (request) => service.utilization(request.caller, request.query.jobId),
+  );
+
+  api.post(
+    '/api/jobs/suspend',
+    {
+      schema: {
+        summary: 'Suspend queued or running jobs: resources freed, job and folder kept',
+        tags: ['jobs'],
+        body: JobIdsRequest,
+        response: { 200: BulkEmptyResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const ids = request.body.items.map((i) => i.id);
+      await service.suspend(request.caller, ids);
+      return { responses: ids.map(() => ({})) };
+    },
+  );
+
+  api.post(
+    '/api/jobs/unsuspend',
+    {
+      schema: {
+        summary: 'Queue suspended jobs again: the same jobs, with their folders',
+        tags: ['jobs'],
+        body: JobIdsRequest,
+        response: { 200: BulkEmptyResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const ids = request.body.items.map((i) => i.id);
+      await service.unsuspend(request.caller, ids);
+      return { responses: ids.map(() => ({})) };
+    },
+  );
+
+  api.post(
+    '/api/jobs/rename',
+    {
+      schema: {
+        summary: 'Rename jobs',
+        tags: ['jobs'],
+        body: RenameRequest,
+        response: { 200: BulkEmptyResponse, ...errors },
+      },
+    },
+    async (request) => {
+      service.rename(request.caller, request.body.items);
+      return { responses: request.body.items.map(() => ({})) };
+    },
   );
 
   api.post(
