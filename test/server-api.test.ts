@@ -329,7 +329,7 @@ describe('API error paths', () => {
       status: 400,
       issue: 'items[1].specification.application',
     },
-    // itemsPerPage=0 is UCloud's default page (test/ucloud-compat-browse.test.ts); not a number is wrong.
+    // itemsPerPage=0 is UCloud's default page (test/ucloud-compat-jobs.test.ts); not a number is wrong.
     {
       name: 'itemsPerPage=many',
       url: '/api/jobs/browse?itemsPerPage=many',

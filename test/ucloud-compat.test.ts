@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Caller } from '../src/jobs/service.ts';
 import type { Job } from '../src/model/job.ts';
 import { normalisedDuration, readJobSpecification } from '../src/model/job-request.ts';
-import { openStore } from '../src/store/store.ts';
-import { type TestServer, testServer } from './support/server.ts';
+import { createFrom, fixture, send, type World, world } from './support/ucloud.ts';
 
 /**
  * UCloud's own clients against ucompute: request bodies replayed exactly as UCloud's web client
@@ -13,45 +11,6 @@ import { type TestServer, testServer } from './support/server.ts';
  */
 
 const ADMIN: Caller = { username: 'root', admin: true };
-const YEAR = 365 * 24 * 3600 * 1000;
-
-export function fixture(name: string): { source: string; request: Record<string, unknown> } {
-  const url = new URL(`./fixtures/ucloud-requests/${name}.json`, import.meta.url);
-  return JSON.parse(readFileSync(url, 'utf8'));
-}
-
-export interface World extends TestServer {
-  token: string;
-  bobToken: string;
-}
-
-/** alice has credits for u1-standard; bob has none and sees none of alice's jobs. */
-export async function world(): Promise<World> {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.createUser('bob', false);
-  store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
-  const token = store.createToken('alice', 'test');
-  const bobToken = store.createToken('bob', 'test');
-  return { ...(await testServer(store)), token, bobToken };
-}
-
-export async function send(w: World, method: 'GET' | 'POST', url: string, body?: unknown, token = w.token) {
-  const response = await w.app.inject({
-    method,
-    url,
-    headers: { authorization: `Bearer ${token}` },
-    ...(body !== undefined ? { payload: body as object } : {}),
-  });
-  return { status: response.statusCode, body: response.json() as Record<string, unknown> };
-}
-
-export async function createFrom(w: World, name: string): Promise<string> {
-  const r = await send(w, 'POST', '/api/jobs', fixture(name).request);
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  const [first] = r.body.responses as { id: string }[];
-  return first!.id;
-}
 
 describe('creating jobs as UCloud clients do', () => {
   let w: World;

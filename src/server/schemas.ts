@@ -93,7 +93,9 @@ const pageFlags = {
   itemsToSkip: Type.Optional(
     Type.Integer({ minimum: 0, description: 'accepted and ignored, as UCloud does' }),
   ),
-  sortBy: Type.Optional(StringEnum(['createdAt'], 'jobs sort by creation time only')),
+  sortBy: Type.Optional(
+    Type.String({ maxLength: 64, description: 'accepted; jobs sort by creation time (createdAt) only' }),
+  ),
   sortDirection: Type.Optional(StringEnum(['ascending', 'descending'], 'default: descending (newest first)')),
 };
 
@@ -107,7 +109,8 @@ export const BrowseResponse = Type.Object({
 export const SearchRequest = Type.Object(
   {
     query: Type.String({ maxLength: 200, description: "text in a job's id, name or application" }),
-    flags: Type.Optional(Type.Object({ ...includeFlags, ...filterFlags }, closed)),
+    // The web client puts its page flags (itemsPerPage: 250) in `flags` too; the outer ones win.
+    flags: Type.Optional(Type.Object({ ...pageFlags, ...includeFlags, ...filterFlags }, closed)),
     ...pageFlags,
   },
   closed,
