@@ -20,6 +20,10 @@ interface Call {
 }
 
 const STATUS_OF: Record<FollowEnd, number> = { ended: 200, 'not-found': 404, failed: 500 };
+const WHY: Partial<Record<FollowEnd, (id: string) => string>> = {
+  'not-found': (id) => `job ${id} was not found`,
+  failed: (id) => `following job ${id} failed (the server log has the details)`,
+};
 /** Streams one socket may follow at once: each holds a log reader. */
 const MAX_STREAMS = 64;
 
@@ -58,8 +62,7 @@ export function serveUCloudSocket(
       id,
       {
         send: (payload) => send({ type: 'message', streamId, payload }),
-        end: (outcome) =>
-          respond(streamId, STATUS_OF[outcome], outcome === 'ended' ? undefined : `job ${id}: ${outcome}`),
+        end: (outcome) => respond(streamId, STATUS_OF[outcome], WHY[outcome]?.(id)),
       },
       log,
     );
