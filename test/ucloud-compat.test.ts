@@ -101,3 +101,25 @@ describe('reading a UCloud job specification', () => {
     assert.deepEqual(specification, { application: { name: 'a', version: '1' }, mystery: 1 });
   });
 });
+
+describe('extending jobs as UCloud clients do', () => {
+  let w: World;
+  before(async () => {
+    w = await world();
+  });
+  after(() => w.close());
+
+  test('a requested time of 90 minutes is an hour and a half', async () => {
+    const id = await createFrom(w, 'create-web-client');
+    for (let i = 0; i < 1000 && w.service.retrieve(ADMIN, id).status.state !== 'RUNNING'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    const r = await send(w, 'POST', '/api/jobs/extend', {
+      type: 'bulk',
+      items: [{ jobId: id, requestedTime: { hours: 0, minutes: 90, seconds: 0 } }],
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const added = w.service.retrieve(ADMIN, id).updates.at(-1)?.newTimeAllocation;
+    assert.equal(added, (90 + 90) * 60_000, 'the 90 minutes it had, and 90 more');
+  });
+});

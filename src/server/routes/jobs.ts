@@ -3,7 +3,7 @@ import type { JobEnvironment } from '../../jobs/prepare.ts';
 import { computeSupport } from '../../jobs/presentation.ts';
 import type { Caller, JobService } from '../../jobs/service.ts';
 import { Job } from '../../model/job.ts';
-import { readJobSpecification } from '../../model/job-request.ts';
+import { normalisedDuration, readJobSpecification } from '../../model/job-request.ts';
 import { type Api, errors, publicRoute } from '../api.ts';
 import { errorBody } from '../errors.ts';
 import { followJob } from '../follow.ts';
@@ -40,6 +40,18 @@ function readCreateRequest(body: unknown, log: { debug(obj: object, msg: string)
     return specification;
   });
   return { ...b, items };
+}
+
+/** Each requested time read as UCloud reads it: `{minutes: 90}` is an hour and a half. */
+function readExtendRequest(body: unknown): unknown {
+  const items = (body as { items?: unknown } | null)?.items;
+  if (!Array.isArray(items)) return body;
+  const read = items.map((item: unknown) => {
+    const time = (item as { requestedTime?: unknown } | null)?.requestedTime;
+    if (typeof time !== 'object' || time === null || Array.isArray(time)) return item;
+    return { ...(item as object), requestedTime: normalisedDuration(time as Record<string, unknown>) };
+  });
+  return { ...(body as object), items: read };
 }
 
 /**
@@ -256,6 +268,9 @@ export function jobRoutes(
         tags: ['jobs'],
         body: ExtendRequest,
         response: { 200: BulkEmptyResponse, ...errors },
+      },
+      preValidation: async (request) => {
+        request.body = readExtendRequest(request.body) as typeof request.body;
       },
     },
     async (request) => {
