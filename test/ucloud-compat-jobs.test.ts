@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Value } from '@sinclair/typebox/value';
-import type { Caller } from '../src/jobs/service.ts';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import { type Caller, createJobService } from '../src/jobs/service.ts';
 import { Job, type JobState } from '../src/model/job.ts';
 import { BrowseResponse, ProductSupportResponse, UtilizationResponse } from '../src/server/schemas.ts';
+import { env } from './support/fixtures.ts';
 import { createFrom, fixture, send, type World, world } from './support/ucloud.ts';
 
 /**
@@ -181,6 +183,48 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     );
     const notSuspended = await send(w, 'POST', '/api/jobs/unsuspend', calls.unsuspend);
     assert.equal(notSuspended.status, 409);
+  });
+
+  test('a suspended job stays suspended across a restart, and resumes after it', async () => {
+    const id = await createFrom(w, 'create-web-client');
+    await waitFor(w, id, 'RUNNING');
+    await w.service.suspend(ADMIN, [id]);
+    // A restart: a new service and backend over the same store.
+    const dry = dryBackend({ runForMs: null });
+    const submitted: string[] = [];
+    const backend = {
+      ...dry,
+      submit: (jobId: string, build: Parameters<typeof dry.submit>[1]) => {
+        submitted.push(jobId);
+        return dry.submit(jobId, build);
+      },
+    };
+    const service = createJobService({ store: w.store, env: env(), backend });
+    try {
+      await service.start();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(service.retrieve(ADMIN, id).status.state, 'SUSPENDED', 'not lost, not started');
+      assert.deepEqual(submitted, [], 'recovery does not even start it');
+      await service.unsuspend(ADMIN, [id]);
+      for (let i = 0; i < 1000 && service.retrieve(ADMIN, id).status.state !== 'RUNNING'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      assert.equal(service.retrieve(ADMIN, id).status.state, 'RUNNING');
+      assert.deepEqual(submitted, [id]);
+    } finally {
+      await service.stop();
+      await backend.close();
+    }
+  });
+
+  test('a job suspended while queued is never submitted until unsuspended', async () => {
+    const id = await createFrom(w, 'create-web-client');
+    await w.service.suspend(ADMIN, [id]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(w.service.retrieve(ADMIN, id).status.state, 'SUSPENDED');
+    assert.equal(w.store.getJob(id)?.submitted, false);
+    await w.service.unsuspend(ADMIN, [id]);
+    await waitFor(w, id, 'RUNNING');
   });
 
   test("others' jobs cannot be suspended, resumed or renamed: 404, and nothing changes", async () => {

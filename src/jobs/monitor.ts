@@ -103,8 +103,6 @@ export function jobMonitor(o: MonitorOptions) {
     async recover(resubmit: (id: string) => void): Promise<void> {
       const known = await backend.knownJobs();
       for (const record of store.activeJobs()) {
-        // A suspended job is in no backend by design; unsuspend submits it again.
-        if (record.state === 'SUSPENDED') continue;
         if (!record.submitted) resubmit(record.id);
         else if (!known.has(record.id)) {
           await updates.update(record.id, { state: 'FAILURE', status: 'ucompute lost track of this job' });

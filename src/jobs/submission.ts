@@ -81,6 +81,7 @@ export function jobSubmission(o: SubmissionOptions) {
   /** Builds (once) and submits a stored job; the backend makes a repeated submit harmless. */
   async function submit(id: string): Promise<void> {
     const record = store.getJob(id);
+    // A suspended job waits for unsuspend, also when a restart's recovery queues it.
     if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return;
     let build: JobBuild;
     if (record.build === null) {
