@@ -15,6 +15,7 @@ import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
 import { type CreateOptions, jobIntake } from './intake.ts';
 import { pluginHooks } from './job-management.ts';
+import type { Logger } from './log.ts';
 import { jobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
@@ -24,6 +25,7 @@ import { jobUpdates, type UpdateListener } from './updates.ts';
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 export type { RenameItem } from './control.ts';
 export type { CreateOptions } from './intake.ts';
+export type { Logger } from './log.ts';
 export type { IncludeFlags } from './presentation.ts';
 
 /** UCloud's PageV2. */
@@ -40,12 +42,6 @@ export interface Utilization {
   queueStatus: { running: number; pending: number };
 }
 export type { UpdateListener } from './updates.ts';
-
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface ServiceOptions {
   store: Store;

@@ -1,9 +1,13 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { statusOf } from '../jobs/access.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import { isFinal } from '../model/job.ts';
 import type { FollowMessage } from './schemas.ts';
+
+/** Log bytes queued for one follower before reading more: server memory stays bounded per reader. */
+const FOLLOW_BUFFERED_BYTES = 256 * 1024;
 
 interface Log {
   error(obj: object, msg?: string): void;
@@ -15,6 +19,8 @@ export type FollowEnd = 'ended' | 'not-found' | 'failed';
 /** Where a follow's messages go: one WebSocket per job, or one stream of UCloud's protocol. */
 export interface FollowSink {
   send(message: FollowMessage): void;
+  /** Bytes sent but not yet taken by the client. */
+  buffered(): number;
   /** Called once, unless the follow was stopped first. */
   end(outcome: FollowEnd): void;
 }
@@ -63,6 +69,8 @@ export function followStream(
         if (closed) return;
         // No channel: the rank's own output, as UCloud's clients read it.
         send({ updates: [], log: [{ ...chunk, channel: null }] });
+        // Backpressure: the next chunk is read once the client took most of what is queued.
+        while (!closed && sink.buffered() > FOLLOW_BUFFERED_BYTES) await sleep(10);
       }
     })().then(
       () => {
@@ -126,6 +134,7 @@ export function followJob(
       send(message) {
         if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
       },
+      buffered: () => socket.bufferedAmount,
       end(outcome) {
         socket.close(...closeFor[outcome]);
       },

@@ -62,6 +62,8 @@ export function serveUCloudSocket(
       id,
       {
         send: (payload) => send({ type: 'message', streamId, payload }),
+        // One socket for every stream: a slow client slows all of its streams.
+        buffered: () => socket.bufferedAmount,
         end: (outcome) => respond(streamId, STATUS_OF[outcome], WHY[outcome]?.(id)),
       },
       log,
