@@ -32,15 +32,16 @@ export function reloadingCatalog(
       }
     });
   };
-  const watchers: FSWatcher[] = dirs.map((dir) =>
-    watch(dir, { recursive: true }, () => {
+  const watchers: FSWatcher[] = dirs.map((dir) => {
+    const watcher = watch(dir, { recursive: true }, () => {
       clearTimeout(timer);
       timer = setTimeout(reload, SETTLE_MS);
-    })
-      .on('error', (e) => log.warn(`stopped watching the catalogue folder ${dir}: ${e.message}`))
-      // Watching alone does not keep `serve` alive: a start that fails still ends the process.
-      .unref(),
-  );
+    }).on('error', (e) => log.warn(`stopped watching the catalogue folder ${dir}: ${e.message}`));
+    // Watching alone does not keep `serve` alive: a start that fails still ends the process.
+    // (unref() returns nothing for recursive watchers, so it is not chained.)
+    watcher.unref();
+    return watcher;
+  });
   return {
     catalog: {
       list: () => current.list(),
