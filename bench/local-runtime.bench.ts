@@ -37,7 +37,7 @@ async function lifecycle(runtime: Runtime, output: string, name: string): Promis
   });
   const container = await pod.start({
     name: 'main',
-    root: '/',
+    root: { kind: 'host-view' },
     argv: ['true'],
     env: { PATH: '/usr/bin:/bin' },
     workingDir: null,

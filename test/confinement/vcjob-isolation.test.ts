@@ -36,6 +36,7 @@ async function server(t: { after(fn: () => Promise<void>): void }, name: string)
     dataDir,
     storageRoot: join(dataDir, 'storage'),
     storageClaim: 'ucompute-storage',
+    embedded: true,
   });
   const events: BackendEvent[] = [];
   backend.onEvent((e) => events.push(e));
@@ -78,6 +79,7 @@ test(
       dataDir: first.dataDir,
       storageRoot: join(first.dataDir, 'storage'),
       storageClaim: 'ucompute-storage',
+      embedded: true,
     }).then(
       async (opened) => {
         await opened.close();
@@ -95,6 +97,7 @@ test(
       dataDir: first.dataDir,
       storageRoot: join(first.dataDir, 'storage'),
       storageClaim: 'ucompute-storage',
+      embedded: true,
     });
     await again.close();
   },

@@ -101,7 +101,7 @@ export function container(
 ): ContainerSpec {
   return {
     name,
-    root: '/',
+    root: { kind: 'host-view' },
     argv,
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
     workingDir: null,

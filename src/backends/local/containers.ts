@@ -3,7 +3,17 @@ import { join, normalize } from 'node:path';
 import { containerProcess } from '../../volcano/expansion.ts';
 import type { PodPlan } from '../../volcano/job-plugins.ts';
 import { bytes, cpuMillis } from '../../volcano/quantity.ts';
-import type { Companion, Container, ResourceList, VolcanoJob, Volume } from '../../volcano/types.ts';
+import type {
+  Companion,
+  Container,
+  EnvVar,
+  Quantity,
+  ResourceList,
+  VolcanoJob,
+  Volume,
+} from '../../volcano/types.ts';
+import { imageArgv, imageEnv, imageUser } from './images/oci-config.ts';
+import type { ImageResolver } from './images/resolve.ts';
 import type { ContainerSpec, FileContent, Mount, Pod, ResourceLimits } from './runtime.ts';
 import type { Resources } from './scheduler.ts';
 
@@ -20,8 +30,8 @@ export interface VolumeSources {
   claimsRoot: string;
   /** ConfigMaps and Secrets that came with the job, for configMap/secret volumes and env. */
   companions: readonly Companion[];
-  /** Image name to root folder; an image not listed runs on the host's userland. */
-  images: Readonly<Record<string, string>>;
+  /** A container's image: its root folder and config, or the host userland view. */
+  images: ImageResolver;
 }
 
 const SHM_PATH = '/dev/shm';
@@ -54,7 +64,7 @@ export function podRequest(plan: PodPlan): Resources {
 /** The pod's cgroup limits: the sum of its containers' limits, none where a container has none. */
 export function podLimits(plan: PodPlan): ResourceLimits {
   const containers = plan.task.template.spec.containers;
-  const sum = (key: 'cpu' | 'memory', parse: (q: string) => number) => {
+  const sum = (key: 'cpu' | 'memory', parse: (q: Quantity) => number) => {
     let total = 0;
     for (const c of containers) {
       const q = c.resources?.limits?.[key];
@@ -111,6 +121,8 @@ export interface ContainerContext {
   stdout: string;
   stderr: string;
   hostsFile: string;
+  /** Adds a line to the job's updates (e.g. that an image runs on the host userland view). */
+  notify(status: string): void;
 }
 
 /** The runtime's view of one container of a pod. Errors name the field that cannot be run here. */
@@ -125,18 +137,25 @@ export async function containerSpec(
     ...c,
     env: [...(c.env ?? []), ...plan.env.map(([name, value]) => ({ name, value }))],
   };
-  const { env, argv } = containerProcess(withPlugins, (v) => {
+  const resolve = (v: EnvVar) => {
     const ref = v.valueFrom?.configMapKeyRef;
     if (!ref) return undefined;
     // The svc plugin's ConfigMap holds exactly the variables the plan already carries.
     return companion(sources, 'ConfigMap', ref.name)
       ? entries(sources, 'ConfigMap', ref.name)[ref.key]
       : undefined;
-  });
+  };
+  // `command` and `args` expanded apart: an image's entrypoint may come between them.
+  const { env, argv: command } = containerProcess({ ...withPlugins, args: [] }, resolve);
+  const { argv: args } = containerProcess({ ...withPlugins, command: [] }, resolve);
+  const image = await sources.images(c.image);
+  if (image.notice) ctx.notify(image.notice);
+  const argv = imageArgv(image.config ?? {}, command, args);
   if (argv.length === 0) {
-    throw new Error(
-      `${where}.command: the local backend runs commands, not image entrypoints; give a command`,
-    );
+    const why = image.config
+      ? `neither the container nor its image ${c.image} has a command (no Entrypoint or Cmd)`
+      : `image ${c.image} has no entrypoint here (${image.root.kind === 'host-view' ? "it runs on the host's userland view" : 'a folder from local.images'})`;
+    throw new Error(`${where}.command: ${why}; give a command`);
   }
   const mounts: Mount[] = [{ source: ctx.hostsFile, target: '/etc/hosts', readOnly: true }];
   const files: FileContent[] = plan.files.map((f) => ({ ...f }));
@@ -163,15 +182,21 @@ export async function containerSpec(
       readOnly: m.readOnly === true || source.readOnly,
     });
   }
-  const uid = c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser ?? 0;
-  const gid = c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup ?? 0;
+  const { uid, gid } = await imageUser(
+    image.root.kind === 'folder' ? image.root.path : '/',
+    image.config ?? {},
+    {
+      runAsUser: c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser,
+      runAsGroup: c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup,
+    },
+  );
   return {
     name: c.name,
-    root: sources.images[c.image] ?? '/',
+    root: image.root,
     argv,
-    // Images set PATH; the host's userland as an image gets Debian's default.
-    env: { PATH: DEFAULT_PATH, HOSTNAME: plan.hostname, ...env },
-    workingDir: c.workingDir ?? null,
+    // Container env overrides the image's; an image without PATH gets Debian's default, as Docker's.
+    env: { PATH: DEFAULT_PATH, ...imageEnv(image.config ?? {}), HOSTNAME: plan.hostname, ...env },
+    workingDir: c.workingDir ?? image.config?.WorkingDir ?? null,
     uid,
     gid,
     mounts,

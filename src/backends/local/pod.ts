@@ -10,7 +10,14 @@ import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from '.
 import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
 import type { ContainerExit, ContainerSpec, Pod, PodSpec, RunningContainer } from './runtime.ts';
-import { bwrapArgs, DEFAULT_SHM_BYTES, dropInside, fileSource, type Placement } from './sandbox.ts';
+import {
+  bwrapArgs,
+  DEFAULT_SHM_BYTES,
+  dropInside,
+  fileSource,
+  type Placement,
+  rootFolder,
+} from './sandbox.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
 export type Sandbox = { kind: 'bwrap'; bwrap: string; root: boolean } | { kind: 'none'; root: boolean };
@@ -305,7 +312,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       const userns = (await readlink(`/proc/${target}/ns/user`)) !== (await readlink('/proc/self/ns/user'));
       const flags = ['-m', '-u', '-i', '-p', '-n', ...(userns ? ['-U'] : []), '-r', '-w'];
       const ids = userns || context.sandbox.root ? ['-S', String(spec.uid), '-G', String(spec.gid)] : [];
-      argv = ['nsenter', '-t', String(target), ...flags, ...ids, '--', await shellIn(spec.root)];
+      argv = ['nsenter', '-t', String(target), ...flags, ...ids, '--', await shellIn(rootFolder(spec))];
     }
     const pty = nodePty.spawn(
       '/bin/sh',

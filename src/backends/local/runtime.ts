@@ -47,10 +47,15 @@ export interface FileContent {
   gid?: number;
 }
 
+/**
+ * What a container's `/` is: an image's root folder (read-only), or the host userland view that
+ * images missing from the store fall back to where the configuration allows it.
+ */
+export type ContainerRoot = { kind: 'folder'; path: string } | { kind: 'host-view' };
+
 export interface ContainerSpec {
   name: string;
-  /** Root folder of the image; "/" runs on the host's userland, read-only. */
-  root: string;
+  root: ContainerRoot;
   /** Already expanded: no `$(VAR)` left. */
   argv: string[];
   env: Record<string, string>;

@@ -105,7 +105,7 @@ export async function bwrapArgs(
   placements: readonly Placement[],
   options: SandboxOptions,
 ): Promise<string[]> {
-  const root = container.root;
+  const root = rootFolder(container);
   const ordered = [...placements].sort((a, b) => depth(a.target) - depth(b.target));
   const mirrored = new Set<string>(['/']);
   for (const p of ordered) {
@@ -137,6 +137,10 @@ export async function bwrapArgs(
   args.push('--');
   return args;
 }
+
+/** The host folder a container's `/` comes from; the host view is the host's root, read-only. */
+export const rootFolder = (container: ContainerSpec) =>
+  container.root.kind === 'folder' ? container.root.path : '/';
 
 /** Where a file of the container is written on the host, below the pod's folder. */
 export const fileSource = (filesDir: string, index: number, path: string) =>
