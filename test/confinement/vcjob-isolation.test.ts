@@ -118,7 +118,7 @@ test(
     await writeFile(file, manifest('quick', 'echo quick run'));
     // The configuration even names the server's bridge: the run takes a bridge of its own anyway.
     const config = join(s.dataDir, 'config.json');
-    await writeFile(config, JSON.stringify({ local: { network: s.network } }));
+    await writeFile(config, JSON.stringify({ local: { network: s.network, hostUserland: true } }));
     const result = await runCli(['vcjob', 'run', file, '--data-dir', s.dataDir, '--config', config]);
     assertExit(result, 0);
     assert.match(result.stdout, /^\[0\] quick run$/m);
