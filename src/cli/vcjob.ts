@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { run } from '../backends/local/exec.ts';
 import { removeBridgeNetwork } from '../backends/local/network.ts';
@@ -10,6 +9,7 @@ import { openLocalBackend } from '../backends/local/open.ts';
 import type { BackendEvent } from '../jobs/backend.ts';
 import { type LocalConfig, resolvePipelineConfig } from '../model/config.ts';
 import { readManifest } from '../volcano/manifest.ts';
+import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
@@ -31,16 +31,16 @@ own, all removed when it exits (also on SIGINT or SIGTERM, which first end the j
 ucompute server or another run on the same machine is never touched.`;
 
 export async function vcjobCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       follow: { type: 'boolean', short: 'f' },
       config: { type: 'string' },
       'data-dir': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
-  });
+    VCJOB_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${VCJOB_USAGE}\n`);
     return 0;

@@ -15,10 +15,13 @@ import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.t
 import {
   type ContainerHandle,
   checkName,
+  DEFAULT_LOGS,
   findContainers,
+  type LogRotation,
   type PodContext,
   type PodRecord,
   podDir,
+  podDirMode,
   podHandle,
   type Sandbox,
   watchContainers,
@@ -37,11 +40,16 @@ export interface LocalRuntimeOptions {
   network?: NetworkOptions | 'loopback';
   /** Overrides what is detected (CPUs × 1000, total memory). */
   capacity?: { cpuMillis?: number; memoryBytes?: number };
-  /** Most processes of a pod whose limits leave it open. Default 32768. */
+  /** Most processes of a pod whose limits leave it open. Default 4096. */
   defaultPids?: number;
+  /** Rotation of each container's output files. Default 10 MiB, 5 files. */
+  logs?: Partial<LogRotation>;
   /** How often containers of recovered pods are checked for their end. Default 500 ms. */
   recoveredPollMs?: number;
 }
+
+/** One pod cannot take every process id of the host (pid_max is often 32768). */
+const DEFAULT_PIDS = 4096;
 
 const BWRAP_MISSING =
   "bubblewrap (bwrap) is not installed: install Debian's bubblewrap, or set local.unsandboxed: true to run jobs without isolation";
@@ -94,9 +102,12 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       warnings.push("not root: containers run as ucompute's own user, whatever uid they ask for");
   }
   const podsDir = join(options.stateDir, 'pods');
-  await mkdir(podsDir, { recursive: true });
-  // Containers that run as another user reach their files and volumes through these folders.
-  for (const folder of [options.stateDir, podsDir]) await chmod(folder, (await stat(folder)).mode | 0o111);
+  await mkdir(podsDir, { recursive: true, mode: 0o700 });
+  // Unsandboxed containers that run as another user reach their volumes through these folders;
+  // bubblewrap binds them (as root, or as their owner), so that pods' state stays private.
+  if (sandbox.kind === 'none') {
+    for (const folder of [options.stateDir, podsDir]) await chmod(folder, (await stat(folder)).mode | 0o111);
+  }
   // Addresses of pods an earlier process left are taken before the pool of namespaces fills.
   const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
     .filter((r): r is PodRecord => r !== null)
@@ -123,8 +134,12 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     network,
     resolvConf,
     launcher,
+    logs: {
+      maxSizeBytes: options.logs?.maxSizeBytes ?? DEFAULT_LOGS.maxSizeBytes,
+      maxFiles: options.logs?.maxFiles ?? DEFAULT_LOGS.maxFiles,
+    },
   };
-  const defaultPids = options.defaultPids ?? 32768;
+  const defaultPids = options.defaultPids ?? DEFAULT_PIDS;
   const recovered: Map<string, ContainerHandle>[] = [];
   const stopWatching = watchContainers(
     () => recovered.flatMap((containers) => [...containers.values()]),
@@ -150,7 +165,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       checkName('pod', spec.name);
       const dir = podDir(context, spec.name);
       try {
-        await mkdir(dir);
+        await mkdir(dir, { mode: podDirMode(context) });
       } catch {
         throw new Error(`pod ${spec.name} already exists in ${context.podsDir}`);
       }

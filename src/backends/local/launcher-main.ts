@@ -26,10 +26,10 @@ function runCommand(id: number, file: string, args: string[], input: string | un
 function spawnDetached(id: number, request: Extract<LauncherRequest, { spawn: unknown }>['spawn']) {
   const fds: number[] = [];
   try {
-    fds.push(openSync(request.stdout, 'a'), openSync(request.stderr, 'a'));
+    for (const file of [request.stdout, request.stderr]) if (file) fds.push(openSync(file, 'a'));
     const child = spawn(request.file, request.args, {
       detached: true,
-      stdio: ['ignore', fds[0]!, fds[1]!],
+      stdio: request.stdout && request.stderr ? ['ignore', fds[0]!, fds[1]!] : 'ignore',
       cwd: request.cwd,
       env: request.env,
     });

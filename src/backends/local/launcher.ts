@@ -26,9 +26,9 @@ export interface DetachedCommand {
   args: string[];
   cwd: string;
   env: Record<string, string>;
-  /** Files the process's stdout and stderr are appended to. */
-  stdout: string;
-  stderr: string;
+  /** Files the process's stdout and stderr are appended to; none: they go nowhere. */
+  stdout?: string;
+  stderr?: string;
 }
 
 /** The protocol: one JSON object per line each way. */

@@ -5,6 +5,7 @@ import { createRuntime } from './create-runtime.ts';
 import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
+import { DEFAULT_LOGS } from './pod.ts';
 import { lockStateDir } from './state-lock.ts';
 
 export interface OpenLocalOptions {
@@ -50,7 +51,10 @@ export async function openLocalBackend(
 
 async function openLocked(o: OpenLocalOptions, stateDir: string) {
   const capacity = o.config.capacity;
+  const logs = { ...DEFAULT_LOGS, ...o.config.logs };
   const runtime = await createRuntime({
+    logs,
+    ...(o.config.defaultPids !== undefined ? { defaultPids: o.config.defaultPids } : {}),
     stateDir: join(stateDir, 'runtime'),
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
     ...(o.config.network ? { network: o.config.network } : {}),
@@ -77,7 +81,12 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
         hostUserland: o.config.hostUserland ?? o.embedded,
       }),
     },
+    logs,
     ...(o.config.gracePeriodMs !== undefined ? { gracePeriodMs: o.config.gracePeriodMs } : {}),
+    ...(o.config.diskLimitBytes !== undefined ? { diskLimitBytes: o.config.diskLimitBytes } : {}),
+    ...(o.config.diskCheckIntervalMs !== undefined
+      ? { diskCheckIntervalMs: o.config.diskCheckIntervalMs }
+      : {}),
     ...(o.log ? { log: o.log } : {}),
   });
   return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });

@@ -36,6 +36,7 @@ export interface PodContext {
    * event loop alive while they run, so that a caller may await their end, until the runtime closes.
    */
   launcher: Launcher;
+  logs: LogRotation;
 }
 
 /** What the state folder keeps about a pod, so that a restarted ucompute finds it again. */
@@ -57,21 +58,67 @@ const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 /** Exit status of the supervisor when it could not put itself into the pod's cgroups. */
 const CGROUP_JOIN_FAILED = 125;
 
+/** How each container's stdout and stderr files are rotated (the kubelet's containerLogMax*). */
+export interface LogRotation {
+  /** A file is rotated once it holds this many bytes. */
+  maxSizeBytes: number;
+  /** Files kept per stream, the current one included (at least 2). */
+  maxFiles: number;
+}
+
+/** The kubelet's defaults for containerLogMaxSize and containerLogMaxFiles. */
+export const DEFAULT_LOGS: LogRotation = { maxSizeBytes: 10 * 2 ** 20, maxFiles: 5 };
+
 /**
  * Joins the pod's cgroups before anything of the container runs, then runs the container in the
  * foreground and records its exit status in the state folder: the status survives a ucompute
  * restart. The trap keeps the supervisor alive through SIGTERM until its child ended (a caught
  * signal, unlike an ignored one, is reset for the child). Arguments: state folder,
- * `:`-separated cgroup.procs files, command.
+ * `:`-separated cgroup.procs files, stdout file, stderr file, rotation size, files kept, command.
+ *
+ * The container's output reaches its files through a FIFO per stream read by a writer that the
+ * supervisor starts, so that it keeps running while ucompute is down: `head -c` copies at most one
+ * file's size (GNU head never reads past it), unbuffered (stdbuf -o0: its stdio buffer would hold
+ * small output back until the container ends; dd's count_bytes loses bytes on partial pipe reads),
+ * then the files shift (`f` -> `f.1` -> … , the oldest
+ * dropped) and a new `head` continues. Unlike svlogd or multilog this needs no extra package, keeps
+ * the two streams apart and passes long lines and binary output through untouched. The files live
+ * in ucompute's own state folder (0700), which no container sees, so nothing a job plants is
+ * followed. The writers ignore SIGTERM: they end when the container's side of the FIFO closes, after
+ * writing everything it wrote; the exit status is recorded after that, so a reader that sees it
+ * finds the whole output. (bubblewrap's --die-with-parent ends whatever the command left behind;
+ * unsandboxed, a daemon that keeps the output open keeps the container running until it ends.)
  */
-const SUPERVISOR = `state=$1; cgroups=$2; shift 2
+const SUPERVISOR = `state=$1; cgroups=$2; out=$3; err=$4; max=$5; keep=$6; shift 6
 echo $$ > "$state/pid"
 status=0
 IFS=:
 for f in $cgroups; do echo $$ > "$f" || status=${CGROUP_JOIN_FAILED}; done
 unset IFS
 trap : TERM INT HUP
-if [ $status = 0 ]; then "$@"; status=$?; fi
+rotate() {
+  i=$((keep - 1))
+  while [ $i -gt 1 ]; do
+    if [ -e "$1.$((i - 1))" ]; then mv -f "$1.$((i - 1))" "$1.$i"; fi
+    i=$((i - 1))
+  done
+  mv -f "$1" "$1.1"
+}
+write_log() {
+  trap '' TERM INT HUP
+  while :; do
+    if [ -s "$1" ]; then rotate "$1"; fi
+    stdbuf -o0 head -c "$max" > "$1" || exit 1
+    [ "$(wc -c < "$1")" -lt "$max" ] && exit 0
+  done
+}
+if [ $status = 0 ]; then
+  mkfifo -m 600 "$state/stdout" "$state/stderr"
+  write_log "$out" < "$state/stdout" &
+  write_log "$err" < "$state/stderr" &
+  "$@" > "$state/stdout" 2> "$state/stderr"; status=$?
+  wait
+fi
 echo $status > "$state/exit"
 `;
 
@@ -148,6 +195,9 @@ function signalAll(pids: readonly number[], signal: NodeJS.Signals) {
 }
 
 export const podDir = (context: PodContext, name: string) => join(context.podsDir, name);
+
+/** Pods' state is ucompute's alone; unsandboxed containers of other users must reach their volumes. */
+export const podDirMode = (context: PodContext) => (context.sandbox.kind === 'none' ? 0o711 : 0o700);
 
 /** A pod's object, for a new pod and for one found again after a restart. */
 export function podHandle(context: PodContext, record: PodRecord, found: Map<string, ContainerHandle>): Pod {
@@ -246,18 +296,30 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord));
     const command = await containerCommand(context, record, spec, placements, dir);
-    await Promise.all([spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true })));
+    await Promise.all(
+      [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
+    );
     if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
+    const { maxSizeBytes, maxFiles } = context.logs;
     let handle: ContainerHandle | null = null;
     const pid = await context.launcher
       .spawnDetached(
         {
           file: '/bin/sh',
-          args: ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...command],
+          args: [
+            '-c',
+            SUPERVISOR,
+            SUPERVISOR_NAME,
+            stateDir,
+            procsFiles(record.cgroups),
+            spec.stdout,
+            spec.stderr,
+            String(maxSizeBytes),
+            String(maxFiles),
+            ...command,
+          ],
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
           env: { PATH: HOST_PATH },
-          stdout: spec.stdout,
-          stderr: spec.stderr,
         },
         () => void handle?.check(),
       )
@@ -417,8 +479,8 @@ function containerHandle(
         const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
         exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
       } else {
-        // The supervisor itself was killed (destroy after its grace, or the machine restarted).
-        exit = exitFromStatus(128 + constants.signals.SIGKILL, false);
+        // The supervisor itself was killed (destroy after its grace, from outside, or the machine restarted).
+        exit = { ...exitFromStatus(128 + constants.signals.SIGKILL, false), supervisorLost: true };
       }
       if (ended) return;
       ended = true;

@@ -112,7 +112,17 @@ export async function bwrapArgs(
     const folder = await folderToMirror(root, p.target);
     if (folder) mirrored.add(folder);
   }
-  const args = [bwrap, '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', options.hostname];
+  // --die-with-parent: the container ends with its command, as with pid 1 in Kubernetes, not when
+  // the last daemon it left ends (bubblewrap's init would wait for those, holding the output open).
+  const args = [
+    bwrap,
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--die-with-parent',
+    '--hostname',
+    options.hostname,
+  ];
   for (const folder of [...mirrored].sort((a, b) => depth(a) - depth(b))) {
     args.push(...(await mirrorArgs(root, folder)));
   }
