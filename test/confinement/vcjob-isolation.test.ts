@@ -17,7 +17,8 @@ import { shellTask, vcjob } from '../support/vcjob.ts';
 /**
  * `vcjob run` beside a running ucompute (issue 9 item 6): its own state, namespaces and bridge, a
  * lock on the state folder, nothing left behind, also after SIGINT; and a RestartJob that
- * recreates pods while others start never crashes on a busy cgroup.
+ * recreates pods while others start never crashes on a busy cgroup. Containers sleep at most a
+ * minute, so that even an aborted run of this file leaves nothing for long.
  */
 
 const tools = await needs('bwrap', 'nft', 'ip');
@@ -108,7 +109,7 @@ test(
   tools,
   async (t) => {
     const s = await server(t, 'v');
-    await s.backend.submitVolcanoJob(`long-${tag}`, vcjob('long', [shellTask('t', 1, 'sleep 600')]));
+    await s.backend.submitVolcanoJob(`long-${tag}`, vcjob('long', [shellTask('t', 1, 'sleep 60')]));
     await s.reached(`long-${tag}`, ['RUNNING']);
     const serverNamespaces = await namespaces(`${s.network.bridge}-`);
     assert.ok(serverNamespaces.length > 0, 'the server holds namespaces (its pod and its pool)');
@@ -146,7 +147,7 @@ test('SIGINT ends the running job, its pods and the run; nothing is left running
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   const marker = `ucompute-sigint-${tag}`;
   const file = join(dataDir, 'sleepy.yaml');
-  await writeFile(file, manifest('sleepy', `echo started; sleep 600; : ${marker}`));
+  await writeFile(file, manifest('sleepy', `echo started; sleep 60; : ${marker}`));
   const [linksBefore, foldersBefore] = [await links(), await stateFolders()];
 
   const child = spawn(process.execPath, [BIN, 'vcjob', 'run', file, '--data-dir', dataDir, '--follow'], {
@@ -187,7 +188,7 @@ test(
     const id = `restart-${tag}`;
     // Init containers of different lengths keep main containers starting while the policy fires.
     const starting = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
-      const task = shellTask(`busy${i}`, 1, 'sleep 600');
+      const task = shellTask(`busy${i}`, 1, 'sleep 60');
       task.template.spec!.initContainers = [
         { name: 'init', image: 'debian', command: ['sh', '-c', `sleep 0.0${i}`] },
       ];

@@ -273,6 +273,30 @@ export async function bridgeNetwork(
   }
 
   /**
+   * With the pool empty, pods that ask while one batch is being created are made together in the
+   * next: under load one `ip` run serves many pods.
+   */
+  let waiting: { resolve(n: PodNetwork): void; reject(e: unknown): void }[] = [];
+  let nextCreation: Promise<void> | null = null;
+  let lastCreation: Promise<void> = Promise.resolve();
+  function createForWaiting(): Promise<PodNetwork> {
+    const made = new Promise<PodNetwork>((resolve, reject) => waiting.push({ resolve, reject }));
+    nextCreation ??= lastCreation.then(async () => {
+      const batch = waiting;
+      waiting = [];
+      nextCreation = null;
+      try {
+        const networks = await create(batch.length);
+        for (const [i, w] of batch.entries()) w.resolve(networks[i]!);
+      } catch (error) {
+        for (const w of batch) w.reject(error);
+      }
+    });
+    lastCreation = nextCreation;
+    return made;
+  }
+
+  /**
    * Namespaces wait while one `ip` run deletes the previous ones, then go together in the next:
    * when many pods end at once, one process serves them all. Errors (already gone) are ignored.
    */
@@ -318,9 +342,7 @@ export async function bridgeNetwork(
     async acquire() {
       const ready = pool.shift();
       refill();
-      if (ready) return ready;
-      const [made] = await create(1);
-      return made!;
+      return ready ?? createForWaiting();
     },
     allowPeers: (n, previous, next) => changePeers(n.ip, previous, next),
     release,
