@@ -35,7 +35,7 @@ async function world(config?: PipelineConfig, runForMs: number | null = null) {
   const token = store.createToken('alice', 'test');
   const backend = dryBackend({ runForMs });
   const service = createJobService({ store, env: env(config), backend });
-  const app = await buildServer({ service, store, env: env(config) });
+  const app = await buildServer({ service, store, env: env(config), backend });
   closers.push(async () => {
     await app.close();
     await service.stop();

@@ -21,7 +21,7 @@ export interface TestServer {
 export async function testServer(store: Store): Promise<TestServer> {
   const backend = dryBackend({ runForMs: null });
   const service = createJobService({ store, env: env(), backend });
-  const app = await buildServer({ service, store, env: env() });
+  const app = await buildServer({ service, store, env: env(), backend });
   return {
     app,
     store,
