@@ -101,8 +101,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       ),
   });
   await app.register(fastifyWebsocket, {
-    // Clients send nothing but close frames; browsers pass the token as a subprotocol.
-    options: { maxPayload: 4096, handleProtocols: chooseProtocol, server: upgrades as never },
+    // Clients send close frames, terminal input and VNC events; browsers pass the token as a subprotocol.
+    options: { maxPayload: 64 * 1024, handleProtocols: chooseProtocol, server: upgrades as never },
   });
 
   // ---- metrics ---------------------------------------------------------------------------------
@@ -201,7 +201,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   catalogRoutes(api, env);
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));
-  sessionRoutes(api, sessions);
+  sessionRoutes(api, sessions, deps.backend);
 
   return app;
 }
