@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { type AddressInfo, connect, createServer, type Server } from 'node:net';
 import { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
 import { hashToken } from '../src/store/store.ts';
+import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { call, type World, world } from './support/interactive.ts';
 
 /**
@@ -149,6 +151,34 @@ describe('the terminal', { timeout: 60_000 }, () => {
       assert.equal((await t.closed).code, 4401, sessionIdentifier);
     }
     assert.equal(shells.length, before);
+  });
+
+  test('ucompute shell: input in, output out, exit code 0 when the shell ends', async () => {
+    const child = spawn(process.execPath, [BIN, 'shell', id, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const before = shells.length;
+    await until(() => shells.length === before + 1);
+    child.stdin.write('hello');
+    await until(() => stdout.includes('you said: hello'));
+    child.stdin.write('exit');
+    assert.equal(await exited, 0);
+  });
+
+  test('ucompute open prints the one-time link of a desktop', async () => {
+    const result = await runCli(['open', id, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+    });
+    assertExit(result, 0);
+    const url = new URL(result.stdout.trim());
+    assert.equal(url.pathname, '/sessions/vnc');
+    assert.equal(w.store.session(hashToken(url.hash.slice(1)))?.kind, 'VNC');
   });
 
   test('input before initialize is refused', async () => {

@@ -21,6 +21,8 @@ Client commands (they talk to \`ucompute serve\`; see --url, --token, $UCOMPUTE_
   logs ID [-f]          a job's output; -f follows it until the job ends
   cancel ID...          stop jobs
   extend ID DURATION    add time to a job's time limit (45s, 90m, 2h, 1h30m)
+  open ID [--rank N]    a one-time link to a job's web app or desktop
+  shell ID [--rank N]   a terminal in a running job
 
 Run "ucompute COMMAND --help" for a command's options.`;
 
@@ -42,6 +44,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   logs: async (argv) => (await import('./jobs.ts')).logsCommand(argv),
   cancel: async (argv) => (await import('./jobs.ts')).cancelCommand(argv),
   extend: async (argv) => (await import('./jobs.ts')).extendCommand(argv),
+  open: async (argv) => (await import('./open.ts')).openCommand(argv),
+  shell: async (argv) => (await import('./shell.ts')).shellCommand(argv),
 };
 
 export async function main(argv: string[]): Promise<number> {
