@@ -20,7 +20,7 @@ const desktop = { application: { name: 'desktop', version: '1.0' }, product: STA
 /** What the fake shells saw. */
 const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[] }[] = [];
 
-/** A "shell" that answers every input with `you said: <input>` and ends on `exit`. */
+/** A "shell" that answers every input with `you said: <input>` and ends on `exit` (its output ends; like a pty's, the stream does not close). */
 function fakeShell(jobId: string, rank: number, size: ShellOptions) {
   const record = { jobId, rank, sizes: [size], input: [] as string[] };
   shells.push(record);
@@ -34,7 +34,6 @@ function fakeShell(jobId: string, rank: number, size: ShellOptions) {
       done();
     },
   });
-  stream.on('end', () => stream.destroy());
   return Object.assign(stream, { resize: (o: ShellOptions) => record.sizes.push(o) });
 }
 
@@ -128,11 +127,24 @@ describe('the terminal', { timeout: 60_000 }, () => {
     });
   });
 
+  test('input sent right after initialize waits for the shell', async () => {
+    const { sessionIdentifier } = await open(w, id, 'SHELL');
+    const t = await terminal(w);
+    t.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
+    t.socket.send(JSON.stringify({ type: 'input', data: 'early' }));
+    t.socket.send(JSON.stringify({ type: 'input', data: 'exit' }));
+    assert.equal((await t.closed).code, 1000);
+    assert.deepEqual(
+      t.messages.filter((m) => m.type === 'data'),
+      [{ type: 'data', data: 'you said: early' }],
+    );
+  });
+
   test('a session identifier opens one terminal only', async () => {
     const { sessionIdentifier } = await open(w, id, 'SHELL');
     const first = await terminal(w);
     first.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
-    await until(() => shells.length === 2);
+    await until(() => shells.length === 3);
     const second = await terminal(w);
     second.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
     assert.equal((await second.closed).code, 4401);

@@ -15,6 +15,9 @@ export type ShellRequest =
 
 export type ShellResponse = { type: 'data'; data: string } | { type: 'ack' } | { type: 'closed' };
 
+/** Input held while the shell opens; a client that sends more is not waiting for it. */
+const MAX_PENDING_BYTES = 1024 * 1024;
+
 /** How long a client has to initialize before the socket is closed. */
 const INITIALIZE_WITHIN_MS = 10_000;
 
@@ -28,6 +31,9 @@ export interface ShellDeps {
 export function serveShell(socket: WebSocket, deps: ShellDeps): void {
   let shell: (Duplex & { resize(o: ShellOptions): void }) | undefined;
   let starting = false;
+  // What a client sends right after initialize, while the shell is being opened.
+  const pending: ShellRequest[] = [];
+  let pendingBytes = 0;
   const send = (message: ShellResponse) => {
     if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
   };
@@ -67,13 +73,18 @@ export function serveShell(socket: WebSocket, deps: ShellDeps): void {
             return;
           }
           shell = opened;
+          for (const early of pending.splice(0)) apply(opened, early);
           const decoder = new StringDecoder('utf8');
           opened.on('data', (chunk: Buffer) => send({ type: 'data', data: decoder.write(chunk) }));
           opened.on('error', () => opened.destroy());
-          opened.on('close', () => {
+          // A pty's stream ends when the shell exits but may never close: its input side is open.
+          const ended = () => {
+            if (socket.readyState !== WebSocket.OPEN) return;
             send({ type: 'closed' });
             close(1000, 'the shell has ended');
-          });
+          };
+          opened.on('end', ended);
+          opened.on('close', ended);
         },
         (err: unknown) => {
           deps.log.warn({ err, jobId: session.jobId, rank: session.rank }, 'opening a shell failed');
@@ -82,17 +93,27 @@ export function serveShell(socket: WebSocket, deps: ShellDeps): void {
       );
       return;
     }
-    if (!shell) {
+    if (!starting) {
       close(4400, 'initialize first');
       return;
     }
-    if (message.type === 'input') {
-      shell.write(message.data);
-      send({ type: 'ack' });
-    } else {
-      shell.resize({ cols: message.cols, rows: message.rows });
+    if (shell) {
+      apply(shell, message);
+      return;
     }
+    pendingBytes += message.type === 'input' ? message.data.length : 0;
+    if (pendingBytes > MAX_PENDING_BYTES) close(1009, 'too much input before the shell started');
+    else pending.push(message);
   });
+
+  function apply(to: Duplex & { resize(o: ShellOptions): void }, message: ShellRequest): void {
+    if (message.type === 'input') {
+      to.write(message.data);
+      send({ type: 'ack' });
+    } else if (message.type === 'resize') {
+      to.resize({ cols: message.cols, rows: message.rows });
+    }
+  }
 }
 
 const isSize = (n: unknown): n is number =>
