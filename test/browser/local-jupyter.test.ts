@@ -112,9 +112,10 @@ describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_
     const id = created.responses[0]?.id ?? '';
     jobs.push(id);
     await until('the job running', async () => {
-      const job: { status: { state: string }; updates: unknown[] } = await (
-        await fetch(`${url}/api/jobs/retrieve?id=${id}`, { headers: { authorization: `Bearer ${token}` } })
-      ).json();
+      const answer = await fetch(`${url}/api/jobs/retrieve?id=${id}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const job = (await answer.json()) as { status: { state: string }; updates: unknown[] };
       assert.notEqual(job.status.state, 'FAILURE', JSON.stringify(job.updates));
       return job.status.state === 'RUNNING';
     });
