@@ -32,7 +32,7 @@ export interface Reached {
 }
 
 const HOUR = 3_600_000;
-export const LIFETIMES: Readonly<Record<SessionRecord['kind'], number>> = {
+const LIFETIMES: Readonly<Record<SessionRecord['kind'], number>> = {
   // The ticket only carries the browser from the API to the app's origin.
   TICKET: 60_000,
   WEB: 10 * HOUR,
@@ -45,7 +45,7 @@ const TOUCH_EVERY_MS = 60_000;
 /** The path on an app's origin that trades a ticket for the session cookie. */
 export const AUTHORIZE_PATH = '/_ucompute/authorize';
 
-export const newSecret = (): string => randomBytes(32).toString('base64url');
+const newSecret = (): string => randomBytes(32).toString('base64url');
 
 export type Sessions = ReturnType<typeof interactiveSessions>;
 
@@ -120,8 +120,6 @@ export function interactiveSessions(o: SessionOptions) {
   const appHost = (jobId: string, rank: number): string => `${hostPrefix}${jobId}-${rank}.${domain}`;
 
   return {
-    appHost,
-
     /** The job and rank an app host names, or undefined for any other host. */
     parseAppHost(hostname: string): { jobId: string; rank: number } | undefined {
       const suffix = `.${domain}`;
@@ -189,11 +187,6 @@ export function interactiveSessions(o: SessionOptions) {
     takeShell(secret: string): SessionRecord | undefined {
       const session = valid(secret, ['SHELL']);
       return session && store.takeSession(session.hash);
-    },
-
-    /** The VNC password of a job's application, when it has one. */
-    vncPassword(jobId: string): string | undefined {
-      return applicationOf(jobId)?.invocation.vnc?.password;
     },
 
     /** The port of the job's web or VNC app. */

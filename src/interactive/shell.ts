@@ -120,7 +120,7 @@ const isSize = (n: unknown): n is number =>
   Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 1000;
 
 /** A well-formed request, or undefined. */
-export function parse(text: string): ShellRequest | undefined {
+function parse(text: string): ShellRequest | undefined {
   let m: Record<string, unknown>;
   try {
     m = JSON.parse(text) as Record<string, unknown>;

@@ -25,8 +25,6 @@ export interface ProxyOptions {
   log: { warn(obj: object, msg?: string): void };
 }
 
-export type WebProxy = ReturnType<typeof webProxy>;
-
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the proxy sets itself. */
 const NOT_FORWARDED = new Set([
   'connection',
@@ -223,7 +221,7 @@ export function webProxy(o: ProxyOptions) {
  * one, so that the proxy decides on, and forwards, the path the app will see; undefined for
  * anything but an origin-form target.
  */
-export function normalised(target: string | undefined): URL | undefined {
+function normalised(target: string | undefined): URL | undefined {
   if (target === undefined || !target.startsWith('/')) return undefined;
   const query = target.indexOf('?');
   const path = (query < 0 ? target : target.slice(0, query)).replace(/\/{2,}/g, '/');

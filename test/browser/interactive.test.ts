@@ -10,7 +10,7 @@ import * as nodePty from 'node-pty';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
 import { ROOT } from '../support/fixtures.ts';
-import { call, type World, world } from '../support/interactive.ts';
+import { call, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 
 /**
@@ -251,5 +251,6 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
       (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
     );
     await page.screenshot({ path: join(ARTIFACTS, 'terminal.png') });
+    assert.deepEqual(processesWithArgument(session.sessionIdentifier), []);
   });
 });

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { ROOT } from '../support/fixtures.ts';
+import { processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
 
@@ -136,5 +137,11 @@ describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_
     });
     assert.equal(await page.evaluate<string>(ONE_PLUS_ONE), '2');
     await page.screenshot({ path: join(ARTIFACTS, 'jupyter-local.png') });
+    // Neither the link's ticket nor the cookie's secret is in any process's arguments.
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'ucompute-session');
+    assert.ok(cookie?.httpOnly);
+    for (const secret of [new URL(link).searchParams.get('ticket') ?? '', cookie.value]) {
+      assert.deepEqual(processesWithArgument(secret), []);
+    }
   });
 });

@@ -3,6 +3,7 @@
  * `connect` reaches a small web app of the test's own (every job, every rank: the proxy is what
  * keeps them apart), with alice, bob and their tokens, and log lines kept for inspection.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { Writable } from 'node:stream';
@@ -177,4 +178,18 @@ export function call(
     req.on('error', reject);
     req.end(o.body);
   });
+}
+
+/** The processes on this machine whose arguments contain `secret` (none, where secrets are kept). */
+export function processesWithArgument(secret: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`).includes(secret)) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
 }
