@@ -12,13 +12,14 @@ import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
 
 /**
- * The Jupyter example as a real job: `ucompute serve` on the local backend (its own bridge and
- * subnet), the job started through the API, opened in Chromium through the session link, and a
- * kernel started and asked `1+1` over its WebSocket, through the proxy. Screenshot in
+ * The example apps as real jobs: `ucompute serve` on the local backend (its own bridge and
+ * subnet), each job started through the API and opened in Chromium. Jupyter through the session
+ * link, a kernel asked `1+1` over its WebSocket through the proxy; the desktop (Xvnc in the job)
+ * drawn by noVNC through the relay; the terminal app's shell printing 42. Screenshots in
  * test/browser/artifacts.
  */
 
-const tools = await needs('bwrap', 'nft', 'ip', 'chromium', 'jupyter-notebook');
+const tools = await needs('bwrap', 'nft', 'ip', 'chromium', 'jupyter-notebook', 'Xvnc', 'xterm');
 const ARTIFACTS = join(ROOT, 'test', 'browser', 'artifacts');
 
 /** Run in the page: starts a kernel and answers what `1+1` gives, over the kernel's WebSocket. */
@@ -54,7 +55,7 @@ async function until(what: string, condition: () => Promise<boolean>, tries = 30
   assert.fail(`${what} did not happen in time`);
 }
 
-describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_000 }, () => {
+describe('the example apps on the local backend, in a browser', { ...tools, timeout: 240_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-jupyter-'));
   const bridge = `uj${process.pid % 100_000}`;
   let server: ChildProcess | undefined;
@@ -90,8 +91,7 @@ describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_
 
   after(async () => {
     await browser?.close();
-    if (jobs.length > 0)
-      await api('/api/jobs/terminate', { items: jobs.map((id) => ({ id })) }).catch(() => {});
+    await stopAll().catch(() => {});
     server?.kill('SIGTERM');
     await new Promise((resolve) =>
       server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
@@ -100,11 +100,18 @@ describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  test('a kernel computes 1+1 through the proxy', async () => {
+  async function stopAll(): Promise<void> {
+    const ids = jobs.splice(0);
+    if (ids.length > 0) await api('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
+  }
+
+  async function running(app: string): Promise<string> {
+    // The machine has room for one such job at a time: the one before is stopped first.
+    await stopAll();
     const created = await api<{ responses: { id: string }[] }>('/api/jobs', {
       items: [
         {
-          application: { name: 'jupyter', version: '1.0' },
+          application: { name: app, version: '1.0' },
           product: { id: 'u1-standard-1', category: 'u1-standard' },
           parameters: {},
         },
@@ -112,7 +119,7 @@ describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_
     });
     const id = created.responses[0]?.id ?? '';
     jobs.push(id);
-    await until('the job running', async () => {
+    await until(`${app} running`, async () => {
       const answer = await fetch(`${url}/api/jobs/retrieve?id=${id}`, {
         headers: { authorization: `Bearer ${token}` },
       });
@@ -120,13 +127,22 @@ describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_
       assert.notEqual(job.status.state, 'FAILURE', JSON.stringify(job.updates));
       return job.status.state === 'RUNNING';
     });
-    const opened = await api<{ responses: { session: { redirectClientTo: string } }[] }>(
-      '/api/jobs/interactiveSession',
-      {
-        items: [{ id, rank: 0, sessionType: 'WEB' }],
-      },
-    );
-    const link = opened.responses[0]?.session.redirectClientTo ?? '';
+    return id;
+  }
+
+  type Session = { redirectClientTo: string; url: string; sessionIdentifier: string };
+  async function open(id: string, sessionType: string): Promise<Session> {
+    const opened = await api<{ responses: { session: Session }[] }>('/api/jobs/interactiveSession', {
+      items: [{ id, rank: 0, sessionType }],
+    });
+    const session = opened.responses[0]?.session;
+    assert.ok(session);
+    return session;
+  }
+
+  test('Jupyter: a kernel computes 1+1 through the proxy', async () => {
+    const id = await running('jupyter');
+    const link = (await open(id, 'WEB')).redirectClientTo;
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
     await page.goto(link);
     assert.doesNotMatch(page.url(), /ticket/);
@@ -144,4 +160,49 @@ describe('Jupyter on the local backend, in a browser', { ...tools, timeout: 240_
       assert.deepEqual(processesWithArgument(secret), []);
     }
   });
+
+  test('the desktop: noVNC draws what Xvnc in the job shows', async () => {
+    const id = await running('desktop');
+    const session = await open(id, 'VNC');
+    const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
+    // Until Xvnc listens the relay closes at once: the page is opened again.
+    await until(
+      'a drawn desktop',
+      async () => {
+        await page.goto(session.url);
+        await new Promise((r) => setTimeout(r, 1500));
+        return (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2;
+      },
+      40,
+    );
+    await page.screenshot({ path: join(ARTIFACTS, 'desktop-local.png') });
+  });
+
+  test('the terminal: echo $((6*7)) prints 42 in the job', async () => {
+    const id = await running('terminal');
+    const session = await open(id, 'SHELL');
+    const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
+    await page.goto(`${url}/sessions/shell#${session.sessionIdentifier}`);
+    await until('a prompt', async () =>
+      ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
+    );
+    await page.keyboard.type('echo $((6*7))');
+    await page.keyboard.press('Enter');
+    await until('the answer', async () =>
+      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
+    );
+    await page.screenshot({ path: join(ARTIFACTS, 'terminal-local.png') });
+  });
 });
+
+/** How many colours (up to 3) a sample of the noVNC canvas's pixels has: 1 is a blank screen. */
+const DISTINCT_COLOURS = `(() => {
+  const c = document.querySelector('#screen canvas');
+  if (!c || c.width < 100) return 0;
+  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const colours = new Set();
+  for (let i = 0; i < data.length && colours.size < 3; i += 4 * 97) {
+    colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  }
+  return colours.size;
+})()`;
