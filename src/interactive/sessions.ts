@@ -39,6 +39,8 @@ const LIFETIMES: Readonly<Record<SessionRecord['kind'], number>> = {
   VNC: 10 * HOUR,
   SHELL: 5 * 60_000,
 };
+/** Ports of this many jobs are kept; then the list starts again. */
+const MAX_KEPT_PORTS = 10_000;
 /** A sliding session's expiry is written at most this often, not on every request. */
 const TOUCH_EVERY_MS = 60_000;
 
@@ -60,6 +62,7 @@ export function interactiveSessions(o: SessionOptions) {
   const { store, env, service } = o;
   const now = o.now ?? Date.now;
   const { domain, hostPrefix } = env.config.sessions;
+  const ports = new Map<string, number | undefined>();
 
   function applicationOf(jobId: string): Application | undefined {
     const job = store.getJob(jobId);
@@ -112,7 +115,7 @@ export function interactiveSessions(o: SessionOptions) {
     if (secret === '') return undefined;
     const session = store.session(hashToken(secret));
     if (!session || !kinds.includes(session.kind) || session.expiresAt <= now()) return undefined;
-    if (store.getJob(session.jobId)?.state !== 'RUNNING') return undefined;
+    if (store.jobState(session.jobId) !== 'RUNNING') return undefined;
     return session;
   }
 
@@ -189,10 +192,15 @@ export function interactiveSessions(o: SessionOptions) {
       return session && store.takeSession(session.hash);
     },
 
-    /** The port of the job's web or VNC app. */
+    /** The port of the job's web or VNC app (a job's application never changes: kept). */
     portOf(jobId: string, kind: 'WEB' | 'VNC'): number | undefined {
+      const key = `${jobId}/${kind}`;
+      if (ports.has(key)) return ports.get(key);
       const invocation = applicationOf(jobId)?.invocation;
-      return kind === 'WEB' ? invocation?.web?.port : invocation?.vnc?.port;
+      const port = kind === 'WEB' ? invocation?.web?.port : invocation?.vnc?.port;
+      if (ports.size >= MAX_KEPT_PORTS) ports.clear();
+      ports.set(key, port);
+      return port;
     },
   };
 }

@@ -160,8 +160,9 @@ export function webProxy(o: ProxyOptions) {
           if (!NOT_FORWARDED.has(name) || name === 'cookie') headers[name] = value;
         }
         res.writeHead(answer.statusCode ?? 502, answer.statusMessage, headers);
-        // Server-sent events and other streams go out as they come.
-        res.flushHeaders();
+        // A response without a length (server-sent events, other streams) may wait long for its
+        // first chunk: its headers go out now. Others go out with their body, in one packet.
+        if (answer.headers['content-length'] === undefined) res.flushHeaders();
         answer.pipe(res);
       });
       upstream.on('error', (err) => {
