@@ -7,8 +7,8 @@ import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts'
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
-import type { Backend } from '../jobs/backend.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
+import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { accountOf } from '../model/owner.ts';
