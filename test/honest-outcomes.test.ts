@@ -38,7 +38,7 @@ async function world(config?: PipelineConfig, runForMs: number | null = null, en
   const token = store.createToken('alice', 'test');
   const backend = dryBackend({ runForMs });
   const service = createJobService({ store, env: environment, backend });
-  const app = await buildServer({ service, store, env: environment });
+  const app = await buildServer({ service, store, env: environment, backend });
   closers.push(async () => {
     await app.close();
     await service.stop();

@@ -21,6 +21,8 @@ const LAYER: Record<string, number> = {
   accounting: 1,
   plugins: 2,
   jobs: 3,
+  // Sessions and the web proxy: on the jobs, under the server that serves them.
+  interactive: 3.5,
   backends: 4,
   server: 4,
   cli: 5,

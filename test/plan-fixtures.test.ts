@@ -28,6 +28,7 @@ function minimalParameters(name: string, drive: string): Record<string, AppParam
     case 'mpi-hello':
     case 'terminal':
     case 'desktop':
+    case 'jupyter':
       return {};
     default:
       throw new Error(`no minimal parameters for ${name}: add the new example application here`);
@@ -81,6 +82,7 @@ test('the minimal parameters cover every example application', () => {
     'desktop',
     'file-server',
     'http-check',
+    'jupyter',
     'mpi-hello',
     'terminal',
     'word-count',
@@ -125,7 +127,12 @@ describe('peers, extra folders and opened files', () => {
 
   const mountingApps = APPS.filter((a) => a.invocation.allowAdditionalMounts);
   test('some example applications allow additional folders', () => {
-    assert.deepEqual(mountingApps.map((a) => a.metadata.name).sort(), ['desktop', 'file-server', 'terminal']);
+    assert.deepEqual(mountingApps.map((a) => a.metadata.name).sort(), [
+      'desktop',
+      'file-server',
+      'jupyter',
+      'terminal',
+    ]);
   });
   for (const app of mountingApps) {
     test(`${app.metadata.name} with extra file resources`, async () => {

@@ -23,6 +23,8 @@ Client commands (they talk to \`ucompute serve\`; see --url, --token, $UCOMPUTE_
   logs ID [-f]          a job's output; -f follows it until the job ends (--rank N: one rank)
   cancel ID...          stop jobs
   extend ID DURATION    add time to a job's time limit (45s, 90m, 2h, 1h30m, 1d)
+  open ID [--rank N]    a one-time link to a job's web app or desktop
+  shell ID [--rank N]   a terminal in a running job
   balance               your credits left per product category
   usage                 credits charged per day or hour (--since 2026-11-01, --until, --by)
   admin ...             administrators: users, projects, members, grants of credits, tokens
@@ -54,6 +56,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   usage: async (argv) => (await import('./usage.ts')).usageCommand(argv),
   admin: async (argv) => (await import('./admin.ts')).adminCommand(argv),
   completion: async (argv) => (await import('./completion.ts')).completionCommand(argv),
+  open: async (argv) => (await import('./open.ts')).openCommand(argv),
+  shell: async (argv) => (await import('./shell.ts')).shellCommand(argv),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -6,10 +6,12 @@ import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts'
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
+import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { accountOf } from '../model/owner.ts';
+import { PLUGINS } from '../plugins/index.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
@@ -113,12 +115,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     store,
     env,
     backend,
+    plugins: [...PLUGINS, sessionRevocation(store)],
     storage,
     log,
     requireCredits: config.accounting?.requireCredits ?? true,
     ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
   });
-  const app = await buildServer({ service, store, env, logger: log });
+  const app = await buildServer({ service, store, env, backend, logger: log });
   await service.start();
   const address = await app.listen({ port, host });
 

@@ -1,8 +1,13 @@
+import { EventEmitter } from 'node:events';
+import { createServer } from 'node:http';
 import fastifySwagger from '@fastify/swagger';
 import fastifyWebsocket from '@fastify/websocket';
 import { type FastifyError, type FastifyInstance, fastify, LogController } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { interactiveSessions } from '../interactive/sessions.ts';
+import { webProxy } from '../interactive/web-proxy.ts';
 import { adminOperations } from '../jobs/admin.ts';
+import type { Backend } from '../jobs/backend.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
@@ -15,12 +20,15 @@ import { accountingRoutes } from './routes/accounting.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { catalogRoutes } from './routes/catalog.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { sessionRoutes } from './routes/sessions.ts';
 import { HealthResponse } from './schemas.ts';
 
 export interface ServerDeps {
   service: JobService;
   store: Store;
   env: JobEnvironment;
+  /** Where interactive sessions connect to (the service's own backend). */
+  backend: Pick<Backend, 'connect' | 'shell'>;
   /** Fastify's `logger` option (pino options or true/false), or a ready pino logger. */
   logger?: boolean | object;
 }
@@ -49,8 +57,25 @@ const BODY_LIMIT = 8 * 1024 * 1024;
  */
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { service, store, env } = deps;
+  const sessions = interactiveSessions({ store, env, service });
+  const proxy = webProxy({ sessions, backend: deps.backend, log: { warn: (o, m) => app.log.warn(o, m) } });
+  // Requests for a job's app origin go to the web proxy, all others to the API.
+  const upgrades = new EventEmitter();
   const app = fastify({
     ...loggerOption(deps.logger),
+    serverFactory: (handler) => {
+      const server = createServer((req, res) => {
+        const target = proxy.targetOf(req);
+        if (target) proxy.handle(req, res, target);
+        else handler(req, res);
+      });
+      server.on('upgrade', (req, socket, head) => {
+        const target = proxy.targetOf(req);
+        if (target) proxy.upgrade(req, socket, head, target);
+        else upgrades.emit('upgrade', req, socket, head);
+      });
+      return server;
+    },
     bodyLimit: BODY_LIMIT,
     // One line per request, written by the onResponse hook below, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -76,9 +101,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       ),
   });
   await app.register(fastifyWebsocket, {
-    // Clients send close frames and (UCloud's protocol at /api/jobs) small calls; browsers pass
-    // the token of /api/jobs/follow as a subprotocol.
-    options: { maxPayload: 4096, handleProtocols: chooseProtocol },
+    // Clients send close frames, (UCloud's protocol at /api/jobs) small calls, terminal input and VNC
+    // events; browsers pass the token of /api/jobs/follow as a subprotocol.
+    options: { maxPayload: 64 * 1024, handleProtocols: chooseProtocol, server: upgrades as never },
   });
 
   // ---- metrics ---------------------------------------------------------------------------------
@@ -110,6 +135,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const stopCounting = service.onCreated((ids) => submitted.inc(ids.length));
   app.addHook('onClose', async () => {
     stopCounting();
+    proxy.close();
   });
 
   // ---- hooks and errors ------------------------------------------------------------------------
@@ -176,6 +202,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   catalogRoutes(api, env);
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));
+  sessionRoutes(api, sessions, deps.backend);
 
   return app;
 }

@@ -92,4 +92,18 @@ export const MIGRATIONS: readonly string[] = [
   `
   alter table allocations add column used real not null default 0;
   `,
+  // Interactive sessions: only a hash of each secret is kept; a ticket is traded once for a web session.
+  `
+  create table sessions (
+    hash text primary key,
+    kind text not null check (kind in ('TICKET', 'WEB', 'VNC', 'SHELL')),
+    job_id text not null,
+    rank integer not null,
+    username text not null,
+    created_at integer not null,
+    last_used_at integer not null,
+    expires_at integer not null
+  );
+  create index sessions_by_job on sessions(job_id);
+  `,
 ];

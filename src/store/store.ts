@@ -111,6 +111,29 @@ export interface AllocationRecord {
 
 type Row = Record<string, SQLInputValue>;
 
+export interface SessionRecord {
+  hash: string;
+  /** TICKET: the one-time secret of a web session URL, traded for a WEB session on its origin. */
+  kind: 'TICKET' | 'WEB' | 'VNC' | 'SHELL';
+  jobId: string;
+  rank: number;
+  username: string;
+  createdAt: number;
+  lastUsedAt: number;
+  expiresAt: number;
+}
+
+const toSession = (r: Row): SessionRecord => ({
+  hash: r.hash as string,
+  kind: r.kind as SessionRecord['kind'],
+  jobId: r.job_id as string,
+  rank: Number(r.rank),
+  username: r.username as string,
+  createdAt: Number(r.created_at),
+  lastUsedAt: Number(r.last_used_at),
+  expiresAt: Number(r.expires_at),
+});
+
 export type Store = ReturnType<typeof openStore>;
 
 /**
@@ -428,6 +451,31 @@ export function openStore(path: string) {
       sql(
         'insert into idempotency (username, key, request_hash, job_ids, created_at) values (?, ?, ?, ?, ?)',
       ).run(username, key, requestHash, JSON.stringify(jobIds), now);
+    },
+
+    // Interactive sessions, by the hash of their secret.
+    insertSession(s: SessionRecord): void {
+      sql(
+        'insert into sessions (hash, kind, job_id, rank, username, created_at, last_used_at, expires_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+      ).run(s.hash, s.kind, s.jobId, s.rank, s.username, s.createdAt, s.lastUsedAt, s.expiresAt);
+    },
+    session(hash: string): SessionRecord | undefined {
+      const r = sql('select * from sessions where hash = ?').get(hash) as Row | undefined;
+      return r && toSession(r);
+    },
+    /** Removes the session and answers it, in one step: a one-time secret is used once. */
+    takeSession(hash: string): SessionRecord | undefined {
+      const r = sql('delete from sessions where hash = ? returning *').get(hash) as Row | undefined;
+      return r && toSession(r);
+    },
+    touchSession(hash: string, at: number, expiresAt: number): void {
+      sql('update sessions set last_used_at = ?, expires_at = ? where hash = ?').run(at, expiresAt, hash);
+    },
+    deleteSessionsOf(jobId: string): void {
+      sql('delete from sessions where job_id = ?').run(jobId);
+    },
+    deleteExpiredSessions(at: number): void {
+      sql('delete from sessions where expires_at <= ?').run(at);
     },
 
     // Allocations and charges.

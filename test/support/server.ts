@@ -25,7 +25,7 @@ export async function testServer(
   backend: Backend = dryBackend({ runForMs: null }),
 ): Promise<TestServer> {
   const service = createJobService({ store, env: env(), backend });
-  const app = await buildServer({ service, store, env: env() });
+  const app = await buildServer({ service, store, env: env(), backend });
   return {
     app,
     store,

@@ -594,13 +594,17 @@ async function commandProcess(supervisor: number): Promise<number | null> {
   return null;
 }
 
+/** The first of these the image has, as UCloud (and the Kubernetes backend) chooses; else sh. */
+const SHELLS = ['/bin/bash', '/usr/bin/bash', '/bin/zsh', '/usr/bin/zsh', '/bin/fish', '/usr/bin/fish'];
+
 async function shellIn(root: string): Promise<string> {
-  try {
-    await access(join(root, 'bin/bash'));
-    return '/bin/bash';
-  } catch {
-    return '/bin/sh';
+  for (const shell of SHELLS) {
+    try {
+      await access(join(root, shell));
+      return shell;
+    } catch {}
   }
+  return '/bin/sh';
 }
 
 function ptyStream(pty: nodePty.IPty): Duplex & { resize(o: ShellOptions): void } {

@@ -1,0 +1,79 @@
+import { parseArgs } from 'node:util';
+import type { Job } from '../model/job.ts';
+import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
+import { CliError } from './errors.ts';
+
+export const OPEN_USAGE = `Usage: ucompute open ID [--rank N] [options]
+
+Opens the web app or remote desktop of a running job: prints a one-time link that signs your
+browser in to the app (valid for a minute). It is not handed to a browser by ucompute: a link
+on a command line is readable by every user of the machine.
+
+Options:
+  --rank N            which replica (default 0)
+
+${CLIENT_OPTIONS_USAGE}`;
+
+interface OpenedSession {
+  responses: {
+    session: { type: string; redirectClientTo?: string; url?: string; sessionIdentifier?: string };
+  }[];
+}
+
+/** The job id and rank from a command line of `open` or `shell`. */
+export function jobAndRank(
+  positionals: string[],
+  rankFlag: string | undefined,
+  usage: string,
+): { id: string; rank: number } {
+  if (positionals.length !== 1) throw new CliError(`expected one job ID\n\n${usage}`);
+  const rank = rankFlag === undefined ? 0 : Number(rankFlag);
+  if (!Number.isInteger(rank) || rank < 0) throw new CliError('--rank must be a replica number (0, 1, ...)');
+  return { id: positionals[0] as string, rank };
+}
+
+/** Opens one session of `sessionType` on a job's replica. */
+export async function openSession(
+  client: Client,
+  id: string,
+  rank: number,
+  sessionType: 'WEB' | 'VNC' | 'SHELL',
+): Promise<OpenedSession['responses'][number]['session']> {
+  const opened = await client.post<OpenedSession>('/api/jobs/interactiveSession', {
+    items: [{ id, rank, sessionType }],
+  });
+  const session = opened.responses[0]?.session;
+  if (!session) throw new CliError('the service opened no session');
+  return session;
+}
+
+export async function openCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { ...CLIENT_OPTIONS, rank: { type: 'string' } },
+  });
+  if (values.help) {
+    process.stdout.write(`${OPEN_USAGE}\n`);
+    return 0;
+  }
+  const { id, rank } = jobAndRank(positionals, values.rank, OPEN_USAGE);
+  const client = await connect(values);
+  const job = await client.get<Job>('/api/jobs/retrieve', { id });
+  const { name, version } = job.specification.application;
+  const app = await client.get<{ application: { invocation: { applicationType: string } } }>(
+    '/api/apps/retrieve',
+    { name, version },
+  );
+  const type = app.application.invocation.applicationType;
+  if (type !== 'WEB' && type !== 'VNC') {
+    throw new CliError(
+      `${name} is a ${type} application: it has no page to open; try \`ucompute shell ${id}\``,
+    );
+  }
+  const session = await openSession(client, id, rank, type);
+  const link = session.redirectClientTo ?? session.url ?? '';
+  if (values.json) process.stdout.write(`${JSON.stringify(session)}\n`);
+  else process.stdout.write(`${link}\n`);
+  return 0;
+}

@@ -1,0 +1,216 @@
+import { randomBytes } from 'node:crypto';
+import { ServiceError } from '../jobs/errors.ts';
+import type { JobEnvironment } from '../jobs/prepare.ts';
+import type { Caller, JobService } from '../jobs/service.ts';
+import type { Application } from '../model/application.ts';
+import type { JobPlugin } from '../plugins/plugin.ts';
+import { hashToken, type SessionRecord, type Store } from '../store/store.ts';
+
+// Interactive sessions: who may open one, what it is, how long it lives. Every secret handed out
+// is 256 random bits; the store keeps only its hash.
+
+export type SessionType = 'WEB' | 'VNC' | 'SHELL';
+
+export interface SessionRequest {
+  id: string;
+  rank: number;
+  sessionType: SessionType;
+}
+
+export type OpenSession =
+  | { type: 'web'; jobId: string; rank: number; redirectClientTo: string }
+  | { type: 'vnc'; jobId: string; rank: number; url: string; password?: string }
+  | { type: 'shell'; jobId: string; rank: number; sessionIdentifier: string };
+
+/** Where the caller reached the API: session URLs use the same scheme and port. */
+export interface Reached {
+  protocol: 'http' | 'https';
+  /** The API's own origin, e.g. `http://localhost:8642`. */
+  origin: string;
+  /** `:8642`, or '' for the scheme's default port. */
+  portSuffix: string;
+}
+
+const HOUR = 3_600_000;
+const LIFETIMES: Readonly<Record<SessionRecord['kind'], number>> = {
+  // The ticket only carries the browser from the API to the app's origin.
+  TICKET: 60_000,
+  WEB: 10 * HOUR,
+  VNC: 10 * HOUR,
+  SHELL: 5 * 60_000,
+};
+/** Ports of this many jobs are kept; then the list starts again. */
+const MAX_KEPT_PORTS = 10_000;
+/** A sliding session's expiry is written at most this often, not on every request. */
+const TOUCH_EVERY_MS = 60_000;
+
+/** The path on an app's origin that trades a ticket for the session cookie. */
+export const AUTHORIZE_PATH = '/_ucompute/authorize';
+
+const newSecret = (): string => randomBytes(32).toString('base64url');
+
+export type Sessions = ReturnType<typeof interactiveSessions>;
+
+export interface SessionOptions {
+  store: Store;
+  env: JobEnvironment;
+  service: JobService;
+  now?: () => number;
+}
+
+export function interactiveSessions(o: SessionOptions) {
+  const { store, env, service } = o;
+  const now = o.now ?? Date.now;
+  const { domain, hostPrefix } = env.config.sessions;
+  const ports = new Map<string, number | undefined>();
+
+  function applicationOf(jobId: string): Application | undefined {
+    const job = store.getJob(jobId);
+    if (!job) return undefined;
+    const { name, version } = job.specification.application;
+    return env.catalog.find(name, version)?.application;
+  }
+
+  function create(kind: SessionRecord['kind'], jobId: string, rank: number, username: string): string {
+    const secret = newSecret();
+    const at = now();
+    store.insertSession({
+      hash: hashToken(secret),
+      kind,
+      jobId,
+      rank,
+      username,
+      createdAt: at,
+      lastUsedAt: at,
+      expiresAt: at + LIFETIMES[kind],
+    });
+    return secret;
+  }
+
+  /** The job's session settings checked for one request item; throws naming the field. */
+  function check(caller: Caller, item: SessionRequest, index: number): Application {
+    const path = `items[${index}]`;
+    const job = service.retrieve(caller, item.id);
+    if (job.status.state !== 'RUNNING') {
+      throw new ServiceError(409, `${path}.id: job ${item.id} is ${job.status.state}, not RUNNING`);
+    }
+    const replicas = job.specification.replicas ?? 1;
+    if (!Number.isInteger(item.rank) || item.rank < 0 || item.rank >= replicas) {
+      throw new ServiceError(400, `${path}.rank: must be a rank of the job, 0 to ${replicas - 1}`);
+    }
+    const application = applicationOf(item.id);
+    if (!application) throw new ServiceError(409, `${path}.id: the job's application is no longer known`);
+    const type = application.invocation.applicationType;
+    if (item.sessionType !== 'SHELL' && item.sessionType !== type) {
+      throw new ServiceError(
+        400,
+        `${path}.sessionType: the application is ${type}; it offers ${type === 'BATCH' ? '' : `${type} and `}SHELL sessions`,
+      );
+    }
+    return application;
+  }
+
+  /** The session record behind a secret if it is of `kinds`, unexpired and its job still running. */
+  function valid(secret: string, kinds: readonly SessionRecord['kind'][]): SessionRecord | undefined {
+    if (secret === '') return undefined;
+    const session = store.session(hashToken(secret));
+    if (!session || !kinds.includes(session.kind) || session.expiresAt <= now()) return undefined;
+    if (store.jobState(session.jobId) !== 'RUNNING') return undefined;
+    return session;
+  }
+
+  /** The host of a job's web app: `<hostPrefix><jobId>-<rank>.<domain>`. */
+  const appHost = (jobId: string, rank: number): string => `${hostPrefix}${jobId}-${rank}.${domain}`;
+
+  return {
+    /** The job and rank an app host names, or undefined for any other host. */
+    parseAppHost(hostname: string): { jobId: string; rank: number } | undefined {
+      const suffix = `.${domain}`;
+      const host = hostname.toLowerCase();
+      if (!host.startsWith(hostPrefix) || !host.endsWith(suffix)) return undefined;
+      const m = /^([a-z0-9]+)-(0|[1-9][0-9]{0,5})$/.exec(host.slice(hostPrefix.length, -suffix.length));
+      return m ? { jobId: m[1] as string, rank: Number(m[2]) } : undefined;
+    },
+
+    /** Opens one session per item; every item is checked before any is opened. */
+    open(caller: Caller, items: readonly SessionRequest[], reached: Reached): OpenSession[] {
+      store.deleteExpiredSessions(now());
+      const applications = items.map((item, i) => check(caller, item, i));
+      return items.map((item, i): OpenSession => {
+        const { id: jobId, rank } = item;
+        if (item.sessionType === 'SHELL') {
+          return {
+            type: 'shell',
+            jobId,
+            rank,
+            sessionIdentifier: create('SHELL', jobId, rank, caller.username),
+          };
+        }
+        if (item.sessionType === 'VNC') {
+          const password = applications[i]?.invocation.vnc?.password;
+          const secret = create('VNC', jobId, rank, caller.username);
+          // The secret travels in the fragment, which browsers never send to a server.
+          const url = `${reached.origin}/sessions/vnc?jobId=${jobId}&rank=${rank}${password !== undefined ? '&password=1' : ''}#${secret}`;
+          return { type: 'vnc', jobId, rank, url, ...(password !== undefined ? { password } : {}) };
+        }
+        const ticket = create('TICKET', jobId, rank, caller.username);
+        const origin = `${reached.protocol}://${appHost(jobId, rank)}${reached.portSuffix}`;
+        return { type: 'web', jobId, rank, redirectClientTo: `${origin}${AUTHORIZE_PATH}?ticket=${ticket}` };
+      });
+    },
+
+    /**
+     * Trades a web ticket for a web session of the same job and rank (once); undefined when the
+     * ticket is unknown, used, expired or for another job or rank.
+     */
+    trade(ticket: string, jobId: string, rank: number): string | undefined {
+      const session = valid(ticket, ['TICKET']);
+      if (!session) return undefined;
+      // Taken, so a ticket opens one session only, even when two requests race for it.
+      const taken = store.takeSession(session.hash);
+      if (!taken || taken.jobId !== jobId || taken.rank !== rank) return undefined;
+      return create('WEB', jobId, rank, taken.username);
+    },
+
+    /**
+     * The session for `secret` if it is of `kind` and for exactly this job and rank; its use is
+     * recorded and extends it (sliding lifetime).
+     */
+    use(secret: string, kind: 'WEB' | 'VNC', jobId: string, rank: number): SessionRecord | undefined {
+      const session = valid(secret, [kind]);
+      if (!session || session.jobId !== jobId || session.rank !== rank) return undefined;
+      const at = now();
+      if (at - session.lastUsedAt >= TOUCH_EVERY_MS) {
+        store.touchSession(session.hash, at, at + LIFETIMES[kind]);
+      }
+      return session;
+    },
+
+    /** A shell session opens one terminal: its identifier is used up here. */
+    takeShell(secret: string): SessionRecord | undefined {
+      const session = valid(secret, ['SHELL']);
+      return session && store.takeSession(session.hash);
+    },
+
+    /** The port of the job's web or VNC app (a job's application never changes: kept). */
+    portOf(jobId: string, kind: 'WEB' | 'VNC'): number | undefined {
+      const key = `${jobId}/${kind}`;
+      if (ports.has(key)) return ports.get(key);
+      const invocation = applicationOf(jobId)?.invocation;
+      const port = kind === 'WEB' ? invocation?.web?.port : invocation?.vnc?.port;
+      if (ports.size >= MAX_KEPT_PORTS) ports.clear();
+      ports.set(key, port);
+      return port;
+    },
+  };
+}
+
+/** Revokes a job's sessions once it has ended (JobManagement's cleanup hook). */
+export function sessionRevocation(store: Store): JobPlugin {
+  return {
+    name: 'Sessions',
+    onCleanup(_ctx, jobId) {
+      store.deleteSessionsOf(jobId);
+    },
+  };
+}

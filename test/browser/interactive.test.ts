@@ -1,0 +1,256 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Duplex } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import * as nodePty from 'node-pty';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import type { ShellOptions } from '../../src/jobs/backend.ts';
+import { ROOT } from '../support/fixtures.ts';
+import { call, processesWithArgument, type World, world } from '../support/interactive.ts';
+import { needs } from '../support/local-tools.ts';
+
+/**
+ * The three session kinds in Debian's Chromium, driven by playwright-core: Jupyter through the web
+ * proxy (a cell's `1+1` gives `2`, over the kernel's WebSocket), the noVNC page on an Xvnc
+ * desktop (its canvas is not blank), and the xterm.js page on a shell (`echo $((6*7))` gives 42).
+ * The jobs' programs run on this machine as the test's own processes; the backend's `connect`
+ * and `shell` reach them, so that what is tested is ucompute's side: sessions, proxy, relay,
+ * pages. Screenshots go to test/browser/artifacts.
+ */
+
+const tools = await needs('chromium', 'jupyter-notebook', 'Xvnc', 'xterm');
+const ARTIFACTS = join(ROOT, 'test', 'browser', 'artifacts');
+const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
+const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+async function until(what: string, condition: () => Promise<boolean>, tries = 200): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (await condition().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`${what} did not happen in time`);
+}
+
+/** A bash on a pty, as the backend's shell gives one. */
+function bash(options: ShellOptions) {
+  const pty = nodePty.spawn('/bin/bash', ['--norc', '--noprofile'], {
+    name: 'xterm-256color',
+    cols: options.cols,
+    rows: options.rows,
+    cwd: tmpdir(),
+    env: { PATH: SYSTEM_PATH, TERM: 'xterm-256color', PS1: '$ ' },
+    encoding: null,
+  });
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, done) {
+      pty.write(chunk.toString());
+      done();
+    },
+    destroy(error, done) {
+      pty.kill();
+      done(error);
+    },
+  });
+  pty.onData((data) => stream.push(data));
+  pty.onExit(() => stream.push(null));
+  return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows) });
+}
+
+/** How many colours (up to 3) a sample of the noVNC canvas's pixels has: 1 is a blank screen (the desktop is black with a white xterm). */
+const DISTINCT_COLOURS = `(() => {
+  const c = document.querySelector('#screen canvas');
+  if (!c || c.width < 100) return 0;
+  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const colours = new Set();
+  for (let i = 0; i < data.length && colours.size < 3; i += 4 * 97) {
+    colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  }
+  return colours.size;
+})()`;
+
+describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
+  let w: World;
+  let browser: Browser;
+  let page: Page;
+  const children: ChildProcess[] = [];
+  let work: string;
+  let jupyterPort: number;
+  let vncPort: number;
+
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    work = mkdtempSync(join(tmpdir(), 'ucompute-browser-'));
+    jupyterPort = await freePort();
+    vncPort = await freePort();
+    const jupyterEnv = {
+      PATH: SYSTEM_PATH,
+      HOME: work,
+      JUPYTER_RUNTIME_DIR: join(work, 'runtime'),
+      JUPYTER_CONFIG_DIR: join(work, 'config'),
+      JUPYTER_DATA_DIR: join(work, 'data'),
+      IPYTHONDIR: join(work, 'ipython'),
+    };
+    writeFileSync(
+      join(work, 'test.ipynb'),
+      JSON.stringify({
+        cells: [{ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: [] }],
+        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+        nbformat: 4,
+        nbformat_minor: 5,
+      }),
+    );
+    // The example app's own arguments (examples/apps/jupyter.yml), on a loopback port.
+    children.push(
+      spawn(
+        'jupyter-notebook',
+        [
+          '--no-browser',
+          '--ip=127.0.0.1',
+          `--port=${jupyterPort}`,
+          `--notebook-dir=${work}`,
+          '--NotebookApp.token=',
+          '--NotebookApp.password=',
+          '--NotebookApp.allow_remote_access=True',
+          '--allow-root',
+        ],
+        { env: jupyterEnv, stdio: 'ignore' },
+      ),
+    );
+    const display = `:${40 + (process.pid % 50)}`;
+    children.push(
+      spawn(
+        'Xvnc',
+        [display, '-SecurityTypes', 'None', '-rfbport', String(vncPort), '-geometry', '800x600'],
+        {
+          env: { PATH: SYSTEM_PATH, HOME: work },
+          stdio: 'ignore',
+        },
+      ),
+    );
+    await until('Xvnc listening', async () => {
+      return new Promise<boolean>((resolve) => {
+        const s = connect(vncPort, '127.0.0.1');
+        s.once('connect', () => {
+          s.destroy();
+          resolve(true);
+        });
+        s.once('error', () => resolve(false));
+      });
+    });
+    children.push(
+      spawn('xterm', ['-geometry', '80x24+10+10', '-bg', 'white', '-fg', 'black'], {
+        env: { PATH: SYSTEM_PATH, HOME: work, DISPLAY: display },
+        stdio: 'ignore',
+      }),
+    );
+    w = await world({
+      backend: () => ({
+        connect: async (_jobId, _rank, port) => {
+          const target = port === 8888 ? jupyterPort : vncPort;
+          const socket = connect(target, '127.0.0.1');
+          await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+          return socket;
+        },
+        shell: async (_jobId, _rank, size) => bash(size),
+      }),
+    });
+    await until('Jupyter answering', async () => (await fetch(`http://127.0.0.1:${jupyterPort}/api`)).ok);
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await w?.close();
+    for (const child of children) child.kill('SIGTERM');
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  async function running(app: string): Promise<string> {
+    const created = await call(w.port, {
+      host: `localhost:${w.port}`,
+      path: '/api/jobs',
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        items: [{ application: { name: app, version: '1.0' }, product: STANDARD_1, parameters: {} }],
+      }),
+    });
+    const id = JSON.parse(created.body).responses[0].id as string;
+    await until('the job running', async () => w.store.getJob(id)?.state === 'RUNNING');
+    return id;
+  }
+
+  async function open(id: string, sessionType: string) {
+    const answer = await call(w.port, {
+      host: `localhost:${w.port}`,
+      path: '/api/jobs/interactiveSession',
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ items: [{ id, rank: 0, sessionType }] }),
+    });
+    assert.equal(answer.status, 200, answer.body);
+    return JSON.parse(answer.body).responses[0].session;
+  }
+
+  test('Jupyter: a cell computes 1+1 through the proxy', async () => {
+    const id = await running('jupyter');
+    const session = await open(id, 'WEB');
+    await page.goto(session.redirectClientTo);
+    // The secret is gone from the address bar: the browser landed on the app itself.
+    assert.doesNotMatch(page.url(), /ticket/);
+    assert.equal(new URL(page.url()).host, `app-${id}-0.localhost:${w.port}`);
+    await page.goto(`http://app-${id}-0.localhost:${w.port}/notebooks/test.ipynb`);
+    await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 60_000 });
+    await page.click('.CodeMirror');
+    await page.keyboard.type('1+1');
+    await page.keyboard.press('Shift+Enter');
+    const output = page.locator('.output_subarea.output_result pre').first();
+    await output.waitFor({ timeout: 60_000 });
+    assert.equal((await output.textContent())?.trim(), '2');
+    await page.screenshot({ path: join(ARTIFACTS, 'jupyter.png') });
+  });
+
+  test('the desktop: noVNC draws the screen', async () => {
+    const id = await running('desktop');
+    const session = await open(id, 'VNC');
+    await page.goto(session.url);
+    const canvas = page.locator('#screen canvas');
+    await canvas.waitFor({ timeout: 30_000 });
+    await until('a drawn desktop', async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2);
+    // The page dropped the secret from the address bar once it had read it.
+    assert.doesNotMatch(page.url(), /#/);
+    await page.screenshot({ path: join(ARTIFACTS, 'desktop.png') });
+  });
+
+  test('the terminal: echo $((6*7)) prints 42', async () => {
+    const id = await running('terminal');
+    const session = await open(id, 'SHELL');
+    await page.goto(`http://localhost:${w.port}/sessions/shell#${session.sessionIdentifier}`);
+    await page.waitForSelector('.xterm-rows');
+    await until('a prompt', async () =>
+      ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
+    );
+    await page.keyboard.type('echo $((6*7))');
+    await page.keyboard.press('Enter');
+    await until('the answer', async () =>
+      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
+    );
+    await page.screenshot({ path: join(ARTIFACTS, 'terminal.png') });
+    assert.deepEqual(processesWithArgument(session.sessionIdentifier), []);
+  });
+});

@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { type AddressInfo, connect, createServer, type Server } from 'node:net';
+import { Duplex } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import type { ShellOptions } from '../src/jobs/backend.ts';
+import { hashToken } from '../src/store/store.ts';
+import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
+import { call, type World, world } from './support/interactive.ts';
+
+/**
+ * The terminal protocol, the VNC relay and their pages, over a backend whose shell is a small
+ * line-echoing fake and whose `connect` reaches a TCP echo server standing in for a VNC server.
+ */
+
+const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
+const desktop = { application: { name: 'desktop', version: '1.0' }, product: STANDARD_1, parameters: {} };
+
+/** What the fake shells saw. */
+const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[] }[] = [];
+
+/** A "shell" that answers every input with `you said: <input>` and ends on `exit` (its output ends; like a pty's, the stream does not close). */
+function fakeShell(jobId: string, rank: number, size: ShellOptions) {
+  const record = { jobId, rank, sizes: [size], input: [] as string[] };
+  shells.push(record);
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, done) {
+      const text = chunk.toString();
+      record.input.push(text);
+      if (text === 'exit') stream.push(null);
+      else stream.push(`you said: ${text}`);
+      done();
+    },
+  });
+  return Object.assign(stream, { resize: (o: ShellOptions) => record.sizes.push(o) });
+}
+
+let echo: Server;
+
+async function running(w: World, spec: unknown): Promise<string> {
+  const created = await call(w.port, {
+    host: `localhost:${w.port}`,
+    path: '/api/jobs',
+    method: 'POST',
+    headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ items: [spec] }),
+  });
+  const id = JSON.parse(created.body).responses[0].id as string;
+  for (let i = 0; i < 200 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return id;
+}
+
+async function open(w: World, id: string, sessionType: string, rank = 0) {
+  const answer = await call(w.port, {
+    host: `localhost:${w.port}`,
+    path: '/api/jobs/interactiveSession',
+    method: 'POST',
+    headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ items: [{ id, rank, sessionType }] }),
+  });
+  assert.equal(answer.status, 200, answer.body);
+  return JSON.parse(answer.body).responses[0].session;
+}
+
+interface Conversation {
+  messages: { type: string; data?: string }[];
+  closed: Promise<{ code: number; reason: string }>;
+  socket: WebSocket;
+}
+
+async function terminal(w: World): Promise<Conversation> {
+  const socket = new WebSocket(`ws://127.0.0.1:${w.port}/api/jobs/shell`);
+  const messages: Conversation['messages'] = [];
+  socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  return { messages, closed, socket };
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(condition());
+}
+
+describe('the terminal', { timeout: 60_000 }, () => {
+  let w: World;
+  let id: string;
+  before(async () => {
+    w = await world({
+      backend: () => ({ shell: async (jobId, rank, size) => fakeShell(jobId, rank, size) }),
+    });
+    id = await running(w, desktop);
+  });
+  after(() => w.close());
+
+  test('initialize, input with ack, resize, and closed when the shell ends', async () => {
+    const { sessionIdentifier } = await open(w, id, 'SHELL');
+    const t = await terminal(w);
+    t.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 100, rows: 30 }));
+    await until(() => shells.length === 1);
+    t.socket.send(JSON.stringify({ type: 'input', data: 'echo $((6*7))' }));
+    await until(() => t.messages.some((m) => m.type === 'data'));
+    assert.ok(t.messages.some((m) => m.type === 'ack'));
+    assert.deepEqual(
+      t.messages.filter((m) => m.type === 'data'),
+      [{ type: 'data', data: 'you said: echo $((6*7))' }],
+    );
+    t.socket.send(JSON.stringify({ type: 'resize', cols: 120, rows: 40 }));
+    t.socket.send(JSON.stringify({ type: 'input', data: 'exit' }));
+    const closed = await t.closed;
+    assert.equal(closed.code, 1000);
+    assert.deepEqual(t.messages.at(-1), { type: 'closed' });
+    assert.deepEqual(shells[0], {
+      jobId: id,
+      rank: 0,
+      sizes: [
+        { cols: 100, rows: 30 },
+        { cols: 120, rows: 40 },
+      ],
+      input: ['echo $((6*7))', 'exit'],
+    });
+  });
+
+  test('input sent right after initialize waits for the shell', async () => {
+    const { sessionIdentifier } = await open(w, id, 'SHELL');
+    const t = await terminal(w);
+    t.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
+    t.socket.send(JSON.stringify({ type: 'input', data: 'early' }));
+    t.socket.send(JSON.stringify({ type: 'input', data: 'exit' }));
+    assert.equal((await t.closed).code, 1000);
+    assert.deepEqual(
+      t.messages.filter((m) => m.type === 'data'),
+      [{ type: 'data', data: 'you said: early' }],
+    );
+  });
+
+  test('a session identifier opens one terminal only', async () => {
+    const { sessionIdentifier } = await open(w, id, 'SHELL');
+    const first = await terminal(w);
+    first.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
+    await until(() => shells.length === 3);
+    const second = await terminal(w);
+    second.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
+    assert.equal((await second.closed).code, 4401);
+    first.socket.close();
+  });
+
+  test('an unknown, expired or web session identifier opens nothing', async () => {
+    const expired = await open(w, id, 'SHELL');
+    const hash = hashToken(expired.sessionIdentifier);
+    w.store.touchSession(hash, Date.now() - 10 * 60_000, Date.now() - 5 * 60_000);
+    const vnc = await open(w, id, 'VNC');
+    const before = shells.length;
+    for (const sessionIdentifier of ['nope', expired.sessionIdentifier, new URL(vnc.url).hash.slice(1)]) {
+      const t = await terminal(w);
+      t.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
+      assert.equal((await t.closed).code, 4401, sessionIdentifier);
+    }
+    assert.equal(shells.length, before);
+  });
+
+  test('ucompute shell: input in, output out, exit code 0 when the shell ends', async () => {
+    const child = spawn(process.execPath, [BIN, 'shell', id, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const before = shells.length;
+    await until(() => shells.length === before + 1);
+    child.stdin.write('hello');
+    await until(() => stdout.includes('you said: hello'));
+    child.stdin.write('exit');
+    assert.equal(await exited, 0);
+  });
+
+  test('ucompute open prints the one-time link of a desktop', async () => {
+    const result = await runCli(['open', id, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+    });
+    assertExit(result, 0);
+    const url = new URL(result.stdout.trim());
+    assert.equal(url.pathname, '/sessions/vnc');
+    assert.equal(w.store.session(hashToken(url.hash.slice(1)))?.kind, 'VNC');
+  });
+
+  test('input before initialize is refused', async () => {
+    const t = await terminal(w);
+    t.socket.send(JSON.stringify({ type: 'input', data: 'ls' }));
+    assert.equal((await t.closed).code, 4400);
+  });
+});
+
+describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
+  let w: World;
+  let id: string;
+  before(async () => {
+    echo = createServer((socket) => socket.pipe(socket));
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    const echoPort = (echo.address() as AddressInfo).port;
+    w = await world({
+      backend: () => ({
+        connect: async () => {
+          const socket = connect(echoPort, '127.0.0.1');
+          await new Promise((resolve) => socket.once('connect', resolve));
+          return socket;
+        },
+      }),
+    });
+    id = await running(w, desktop);
+  });
+  after(async () => {
+    await w.close();
+    await new Promise((resolve) => echo.close(resolve));
+  });
+
+  const relay = (jobId: string, protocols: string[]) =>
+    new WebSocket(`ws://127.0.0.1:${w.port}/api/jobs/vnc?jobId=${jobId}&rank=0`, protocols);
+
+  const statusOf = (socket: WebSocket) =>
+    new Promise<number>((resolve) => {
+      socket.on('open', () => {
+        socket.close();
+        resolve(101);
+      });
+      socket.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      socket.on('error', () => resolve(-1));
+    });
+
+  test('bytes go both ways with the session', async () => {
+    const session = await open(w, id, 'VNC');
+    const secret = new URL(session.url).hash.slice(1);
+    const socket = relay(id, ['binary', `session.${secret}`]);
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    assert.equal(socket.protocol, 'binary');
+    socket.send(Buffer.from('RFB 003.008\n'));
+    const back = await new Promise<Buffer>((resolve) => socket.once('message', (d) => resolve(d as Buffer)));
+    assert.equal(back.toString(), 'RFB 003.008\n');
+    socket.close();
+  });
+
+  test('refused without a session, with a shell session, or for another job', async () => {
+    assert.equal(await statusOf(relay(id, ['binary'])), 401);
+    const shell = await open(w, id, 'SHELL');
+    assert.equal(await statusOf(relay(id, ['binary', `session.${shell.sessionIdentifier}`])), 401);
+    const other = await running(w, desktop);
+    const session = await open(w, id, 'VNC');
+    const secret = new URL(session.url).hash.slice(1);
+    assert.equal(await statusOf(relay(other, ['binary', `session.${secret}`])), 401);
+  });
+
+  test('the pages and their assets, and nothing else from the packages', async () => {
+    const host = `localhost:${w.port}`;
+    for (const path of ['/sessions/shell', '/sessions/vnc']) {
+      const answer = await call(w.port, { host, path });
+      assert.equal(answer.status, 200, path);
+      assert.match(String(answer.headers['content-security-policy']), /default-src 'self'/);
+    }
+    for (const name of ['xterm.js', 'xterm.css', 'addon-fit.js', 'shell.js', 'vnc.js', 'novnc/core/rfb.js']) {
+      assert.equal((await call(w.port, { host, path: `/sessions/assets/${name}` })).status, 200, name);
+    }
+    for (const name of [
+      'novnc/package.json',
+      'novnc/core/../../../package.json',
+      'novnc/core/%2e%2e/rfb.js',
+      'pages.ts',
+    ]) {
+      assert.equal((await call(w.port, { host, path: `/sessions/assets/${name}` })).status, 404, name);
+    }
+  });
+});

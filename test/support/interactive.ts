@@ -1,0 +1,195 @@
+/**
+ * Interactive sessions in process: the server on a loopback port over the dry backend, whose
+ * `connect` reaches a small web app of the test's own (every job, every rank: the proxy is what
+ * keeps them apart), with alice, bob and their tokens, and log lines kept for inspection.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { WebSocketServer } from 'ws';
+import { dryBackend } from '../../src/backends/dry/dry-backend.ts';
+import { sessionRevocation } from '../../src/interactive/sessions.ts';
+import type { Backend } from '../../src/jobs/backend.ts';
+import { createJobService, type JobService } from '../../src/jobs/service.ts';
+import { PLUGINS } from '../../src/plugins/index.ts';
+import { buildServer } from '../../src/server/app.ts';
+import { openStore, type Store } from '../../src/store/store.ts';
+import { env } from './fixtures.ts';
+
+const YEAR = 365 * 24 * 3600 * 1000;
+
+/** What the test app saw of one request. */
+export interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  bytes: number;
+}
+
+export interface World {
+  app: FastifyInstance;
+  store: Store;
+  service: JobService;
+  port: number;
+  tokens: { alice: string; bob: string };
+  /** Requests that reached the job's app, in order. */
+  seen: Seen[];
+  /** Every log line the server wrote. */
+  logLines: string[];
+  close(): Promise<void>;
+}
+
+export interface WorldOptions {
+  /** Revoke sessions when jobs end (the production wiring); off to test the per-use job check. */
+  revocation?: boolean;
+  /** Backend operations to replace, given the test app's port. */
+  backend?: (connectTo: number) => Partial<Backend>;
+}
+
+export async function world(options: WorldOptions = {}): Promise<World> {
+  const seen: Seen[] = [];
+  const upstream = testApp(seen);
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const appPort = (upstream.address() as AddressInfo).port;
+
+  const store = openStore(':memory:');
+  const now = Date.now();
+  store.createUser('alice', false);
+  store.createUser('bob', false);
+  store.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  store.grant('user:bob', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  const tokens = { alice: store.createToken('alice', 'test'), bob: store.createToken('bob', 'test') };
+
+  const dry = dryBackend({ runForMs: null });
+  const backend: Backend = {
+    ...dry,
+    connect: async () => {
+      const socket = connect(appPort, '127.0.0.1');
+      await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      return socket;
+    },
+    ...options.backend?.(appPort),
+  };
+  const plugins = options.revocation === false ? PLUGINS : [...PLUGINS, sessionRevocation(store)];
+  const service = createJobService({ store, env: env(), backend, plugins });
+  const logLines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const app = await buildServer({ service, store, env: env(), backend, logger: pino(sink) });
+  await service.start();
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  return {
+    app,
+    store,
+    service,
+    port,
+    tokens,
+    seen,
+    logLines,
+    async close() {
+      await app.close();
+      await service.stop();
+      await dry.close();
+      store.close();
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
+    },
+  };
+}
+
+/**
+ * The job's web app: answers what it saw as JSON, counts uploaded bytes, streams server-sent
+ * events on /events, and echoes WebSocket messages.
+ */
+function testApp(seen: Seen[]): Server {
+  const server = createServer((req, res) => {
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    req.on('end', () => {
+      const entry = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, bytes };
+      seen.push(entry);
+      if (req.url === '/events') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: first\n\n');
+        setTimeout(() => res.end('data: last\n\n'), 300);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': 'app=1; Path=/' });
+      res.end(JSON.stringify(entry));
+    });
+  });
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', (socket, req) => {
+    seen.push({ method: 'WEBSOCKET', url: req.url ?? '', headers: req.headers, bytes: 0 });
+    socket.on('message', (data, binary) => socket.send(data, { binary }));
+  });
+  return server;
+}
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** One HTTP request to the server with any Host header (fetch refuses to set it). */
+export function call(
+  port: number,
+  o: {
+    host: string;
+    path: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: Buffer | string;
+  },
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: o.method ?? 'GET',
+        path: o.path,
+        headers: { ...o.headers, host: o.host },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(o.body);
+  });
+}
+
+/** The processes on this machine whose arguments contain `secret` (none, where secrets are kept). */
+export function processesWithArgument(secret: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`).includes(secret)) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
