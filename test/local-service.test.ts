@@ -4,11 +4,13 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import { openLocalBackend } from '../src/backends/local/open.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { directoryStorage } from '../src/storage/directory.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { testNetwork } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 
 /** ucompute jobs (catalogue apps through every plugin) on the local backend, with real processes. */
@@ -18,8 +20,9 @@ const tools = await needs('bwrap', 'nft', 'ip');
 async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { cpu: 8, memoryInGigs: 32 }) {
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-service-'));
   const storageRoot = join(dir, 'storage');
+  const network = testNetwork();
   const backend = await openLocalBackend({
-    config: { gracePeriodMs: 500, capacity },
+    config: { gracePeriodMs: 500, capacity, network },
     dataDir: dir,
     storageRoot,
     storageClaim: 'ucompute-storage',
@@ -37,6 +40,7 @@ async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { c
     await service.stop();
     for (const id of await backend.knownJobs()) await backend.cancel(id);
     await backend.close();
+    await removeBridgeNetwork(network.bridge);
     store.close();
     await rm(dir, { recursive: true, force: true });
   });

@@ -4,8 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { BackendEvent } from '../src/jobs/backend.ts';
+import { testNetwork } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
@@ -18,8 +20,9 @@ test(
   tools,
   async (t) => {
     const home = await mkdtemp(join(tmpdir(), 'ucompute-suspend-'));
+    const network = testNetwork();
     const backend = await openLocalBackend({
-      config: { gracePeriodMs: 500 },
+      config: { gracePeriodMs: 500, network },
       dataDir: home,
       storageRoot: join(home, 'storage'),
       storageClaim: 'ucompute-storage',
@@ -28,6 +31,7 @@ test(
     t.after(async () => {
       for (const id of await backend.knownJobs()) await backend.cancel(id);
       await backend.close();
+      await removeBridgeNetwork(network.bridge);
       await rm(home, { recursive: true, force: true });
     });
     const events: BackendEvent[] = [];

@@ -9,6 +9,17 @@ import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
 import type { LocalConfig } from '../../src/model/config.ts';
 
 /**
+ * A bridge and subnet of the test's own (remove the bridge with removeBridgeNetwork once the backend
+ * closed): tests that run at the same time never share the default bridge, since a backend starting
+ * on it cleans the namespaces it does not know.
+ */
+export function testNetwork() {
+  const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
+  const bridge = `ub${tag}`.slice(0, 9);
+  return { bridge, subnet: `10.${150 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24` };
+}
+
+/**
  * Opens the backend on `dir` (a new folder, removed afterwards, when left out) on its own bridge
  * and subnet; after the test its jobs are cancelled and it is closed.
  */
@@ -17,14 +28,10 @@ export async function openTestBackend(
   o: { dir?: string; config?: LocalConfig } = {},
 ) {
   const home = o.dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
-  const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
-  const bridge = `ub${tag}`.slice(0, 9);
+  const network = testNetwork();
+  const { bridge } = network;
   const backend = await openLocalBackend({
-    config: {
-      gracePeriodMs: 500,
-      network: { bridge, subnet: `10.${150 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24` },
-      ...o.config,
-    },
+    config: { gracePeriodMs: 500, network, ...o.config },
     dataDir: home,
     storageRoot: join(home, 'storage'),
     storageClaim: 'ucompute-storage',
