@@ -1,9 +1,10 @@
-import { mkdir } from 'node:fs/promises';
+import { chown, mkdir } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { containerProcess } from '../../volcano/expansion.ts';
 import type { PodPlan } from '../../volcano/job-plugins.ts';
 import { bytes, cpuMillis } from '../../volcano/quantity.ts';
 import type { Companion, Container, ResourceList, VolcanoJob, Volume } from '../../volcano/types.ts';
+import { openWithoutSymlinks } from './open-path.ts';
 import type { ContainerSpec, FileContent, Mount, Pod, ResourceLimits } from './runtime.ts';
 import type { Resources } from './scheduler.ts';
 
@@ -20,7 +21,7 @@ export interface VolumeSources {
   claimsRoot: string;
   /** ConfigMaps and Secrets that came with the job, for configMap/secret volumes and env. */
   companions: readonly Companion[];
-  /** Image name to root folder; an image not listed runs on the host's userland. */
+  /** Image name to root folder; an image not listed runs on the host userland view. */
   images: Readonly<Record<string, string>>;
 }
 
@@ -138,6 +139,9 @@ export async function containerSpec(
       `${where}.command: the local backend runs commands, not image entrypoints; give a command`,
     );
   }
+  const uid = c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser ?? 0;
+  const gid = c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup ?? 0;
+  const hostIds = ctx.pod.hostIds(uid, gid);
   const mounts: Mount[] = [{ source: ctx.hostsFile, target: '/etc/hosts', readOnly: true }];
   const files: FileContent[] = plan.files.map((f) => ({ ...f }));
   for (const [i, m] of (c.volumeMounts ?? []).entries()) {
@@ -145,7 +149,7 @@ export async function containerSpec(
     const volume = spec.volumes?.find((v) => v.name === m.name);
     if (!volume) throw new Error(`${at}.name: the pod has no volume ${m.name}`);
     if (m.mountPath === SHM_PATH && volume.emptyDir?.medium === 'Memory') continue; // the runtime's /dev/shm
-    const source = await volumeSource(ctx, volume, at);
+    const source = await volumeSource(ctx, volume, at, hostIds);
     if (source.kind === 'files') {
       for (const [key, content] of Object.entries(source.entries)) {
         files.push({ path: `${m.mountPath.replace(/\/+$/, '')}/${key}`, content, mode: source.mode });
@@ -153,27 +157,30 @@ export async function containerSpec(
       continue;
     }
     const path = inside(source.path, m.subPath, at);
-    // The kubelet creates a missing sub-path folder; so do we.
-    await mkdir(path, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== 'EEXIST') throw e; // a file, such as an input file
-    });
+    if (source.createsSubPaths) {
+      // The kubelet creates a missing sub-path folder; so do we, in the folders that are the job's own.
+      await mkdir(path, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EEXIST') throw e;
+      });
+    }
+    if (!m.readOnly && !source.readOnly) await giveToContainer(path, hostIds);
     mounts.push({
       source: path,
       target: m.mountPath,
       readOnly: m.readOnly === true || source.readOnly,
     });
   }
-  const uid = c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser ?? 0;
-  const gid = c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup ?? 0;
+  const image = sources.images[c.image];
   return {
     name: c.name,
-    root: sources.images[c.image] ?? '/',
+    root: image ? { kind: 'folder', path: image } : { kind: 'host-view' },
     argv,
     // Images set PATH; the host's userland as an image gets Debian's default.
     env: { PATH: DEFAULT_PATH, HOSTNAME: plan.hostname, ...env },
     workingDir: c.workingDir ?? null,
     uid,
     gid,
+    ...hostIds,
     mounts,
     files,
     stdout: ctx.stdout,
@@ -181,19 +188,57 @@ export async function containerSpec(
   };
 }
 
+/**
+ * A writable folder ucompute made for the job (its job folder, a claim's folder) becomes the
+ * container user's: owned by its host ids, so that a non-root container can write its output. Only
+ * a folder root still owns (nothing the job made), never through a symlink, never recursively.
+ */
+async function giveToContainer(path: string, ids: { hostUid: number; hostGid: number }): Promise<void> {
+  const handle = await openWithoutSymlinks(path).catch(() => null);
+  if (!handle) return; // Missing: the runtime refuses the mount with its reason.
+  try {
+    const stat = await handle.stat();
+    if (stat.isDirectory() && stat.uid === 0 && ids.hostUid !== 0) {
+      await chown(`/proc/self/fd/${handle.fd}`, ids.hostUid, ids.hostGid);
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
 type VolumeSource =
-  | { kind: 'path'; path: string; readOnly: boolean }
+  | { kind: 'path'; path: string; readOnly: boolean; createsSubPaths: boolean }
   | { kind: 'files'; entries: Record<string, string>; mode: number };
 
-async function volumeSource(ctx: ContainerContext, v: Volume, at: string): Promise<VolumeSource> {
+async function volumeSource(
+  ctx: ContainerContext,
+  v: Volume,
+  at: string,
+  owner: { hostUid: number; hostGid: number },
+): Promise<VolumeSource> {
   const { sources } = ctx;
   if (v.persistentVolumeClaim) {
     const claim = v.persistentVolumeClaim.claimName;
-    const path = claim === sources.storageClaim ? sources.storageRoot : join(sources.claimsRoot, claim);
-    return { kind: 'path', path, readOnly: v.persistentVolumeClaim.readOnly === true };
+    // The storage holds users' files and inputs: nothing is created there on a job's behalf (the job
+    // folder exists already); other claims are folders of their own.
+    const storage = claim === sources.storageClaim;
+    const path = storage ? sources.storageRoot : join(sources.claimsRoot, claim);
+    return {
+      kind: 'path',
+      path,
+      readOnly: v.persistentVolumeClaim.readOnly === true,
+      createsSubPaths: !storage,
+    };
   }
-  if (v.emptyDir) return { kind: 'path', path: await ctx.pod.volumeDir(v.name), readOnly: false };
-  if (v.hostPath) return { kind: 'path', path: v.hostPath.path, readOnly: false };
+  if (v.emptyDir) {
+    return {
+      kind: 'path',
+      path: await ctx.pod.volumeDir(v.name, owner),
+      readOnly: false,
+      createsSubPaths: true,
+    };
+  }
+  if (v.hostPath) return { kind: 'path', path: v.hostPath.path, readOnly: false, createsSubPaths: false };
   if (v.configMap || v.secret) {
     const kind = v.configMap ? 'ConfigMap' : 'Secret';
     const source = v.configMap ?? v.secret!;

@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
@@ -9,6 +9,7 @@ import {
   podCgroupDirs,
 } from './cgroups.ts';
 import { which } from './exec.ts';
+import { hostView } from './host-view.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
 import {
   type ContainerHandle,
@@ -22,6 +23,8 @@ import {
   watchContainers,
 } from './pod.ts';
 import type { Pod, Runtime } from './runtime.ts';
+import { compiledSeccomp } from './seccomp.ts';
+import { DEFAULT_FIRST_ID, type IdRanges, idRanges } from './userns.ts';
 
 export interface LocalRuntimeOptions {
   /** Where pods' records, files and emptyDir volumes live; a restart must find the same folder. */
@@ -39,6 +42,11 @@ export interface LocalRuntimeOptions {
   defaultPids?: number;
   /** How often containers of recovered pods are checked for their end. Default 500 ms. */
   recoveredPollMs?: number;
+  /**
+   * The first host id of the owners' id ranges (65,536 ids each) when running as root. Default
+   * 1,000,000; the ranges must not overlap host users' ids.
+   */
+  firstHostId?: number;
 }
 
 const BWRAP_MISSING =
@@ -74,7 +82,18 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   } else {
     const bwrap = await which('bwrap');
     if (!bwrap) throw new Error(BWRAP_MISSING);
-    sandbox = { kind: 'bwrap', bwrap, root };
+    await mkdir(options.stateDir, { recursive: true, mode: 0o711 });
+    const ids = root
+      ? await idRanges(join(options.stateDir, 'userns'), options.firstHostId ?? DEFAULT_FIRST_ID)
+      : null;
+    sandbox = {
+      kind: 'bwrap',
+      bwrap,
+      root,
+      hostView: await hostView(),
+      seccomp: await compiledSeccomp(options.stateDir),
+      ids,
+    };
   }
   let cgroups: CgroupLayout | null = null;
   if (root) {
@@ -85,12 +104,15 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   } else {
     warnings.push('not root: no cgroups, so CPU, memory and process limits are not enforced');
     if (sandbox.kind === 'bwrap')
-      warnings.push("not root: containers run as ucompute's own user, whatever uid they ask for");
+      warnings.push(
+        "not root: container ids are not remapped: containers run as ucompute's own user, whatever uid they ask for",
+      );
   }
   const podsDir = join(options.stateDir, 'pods');
-  await mkdir(podsDir, { recursive: true });
-  // Containers that run as another user reach their files and volumes through these folders.
-  for (const folder of [options.stateDir, podsDir]) await chmod(folder, (await stat(folder)).mode | 0o111);
+  await mkdir(podsDir, { recursive: true, mode: 0o711 });
+  // Bubblewrap 0.8 finds what it binds by path, as the container's host user: the folders on the way
+  // can be passed, not listed; what lies in them is the container's own (0600) or public.
+  for (const folder of [options.stateDir, podsDir]) await chmod(folder, 0o711);
   // Addresses of pods an earlier process left are taken before the pool of namespaces fills.
   const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
     .filter((r): r is PodRecord => r !== null)
@@ -117,7 +139,9 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   );
 
   const sandboxDescription =
-    sandbox.kind === 'bwrap' ? `bubblewrap (${root ? 'root' : 'user namespaces'})` : 'unsandboxed processes';
+    sandbox.kind === 'bwrap'
+      ? `bubblewrap (${root ? 'a user namespace per owner, seccomp' : "ucompute's own user, seccomp"})`
+      : 'unsandboxed processes';
   const description = [
     `local runtime: ${sandboxDescription}`,
     cgroups ? describeCgroups(cgroups) : 'no cgroups',
@@ -135,13 +159,15 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       checkName('pod', spec.name);
       const dir = podDir(context, spec.name);
       try {
-        await mkdir(dir);
+        await mkdir(dir, { mode: 0o711 });
       } catch {
         throw new Error(`pod ${spec.name} already exists in ${context.podsDir}`);
       }
       try {
+        const ranges: IdRanges | null = sandbox.kind === 'bwrap' ? sandbox.ids : null;
         const record: PodRecord = {
           spec,
+          idBase: ranges ? await ranges.base(spec.owner) : null,
           network: await network.acquire(),
           cgroups: cgroups ? podCgroupDirs(cgroups, spec.name) : [],
           peers: [],
@@ -186,6 +212,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       stopWatching();
       for (const child of context.supervisors) child.unref();
       await network.close();
+      if (sandbox.kind === 'bwrap') await sandbox.ids?.close();
     },
   };
 }

@@ -383,6 +383,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
           rec.pod = await runtime.createPod({
             name: runtimePodName(run, rec.plan),
             jobId: run.id,
+            owner: run.job.metadata.namespace ?? 'default',
             hostname: rec.plan.hostname,
             limits: podLimits(rec.plan),
             shmBytes: podShmBytes(rec.plan),

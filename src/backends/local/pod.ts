@@ -3,6 +3,7 @@ import {
   access,
   chmod,
   chown,
+  type FileHandle,
   mkdir,
   open,
   readdir,
@@ -19,12 +20,34 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as nodePty from 'node-pty';
 import type { ShellOptions } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
+import { folderView, type RootView } from './host-view.ts';
 import type { Network, PodNetwork } from './network.ts';
-import type { ContainerExit, ContainerSpec, Pod, PodSpec, RunningContainer } from './runtime.ts';
-import { bwrapArgs, DEFAULT_SHM_BYTES, dropInside, fileSource, type Placement } from './sandbox.ts';
+import { openWithoutSymlinks } from './open-path.ts';
+import type {
+  ContainerExit,
+  ContainerRoot,
+  ContainerSpec,
+  Pod,
+  PodSpec,
+  RunningContainer,
+} from './runtime.ts';
+import { type BoundPlacement, bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
+import { checkContainerIds, type IdRanges } from './userns.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
-export type Sandbox = { kind: 'bwrap'; bwrap: string; root: boolean } | { kind: 'none'; root: boolean };
+export type Sandbox =
+  | {
+      kind: 'bwrap';
+      bwrap: string;
+      root: boolean;
+      /** The host userland view, built once. */
+      hostView: RootView;
+      /** The compiled seccomp program. */
+      seccomp: string;
+      /** Owners' id ranges when running as root (container ids are remapped); null otherwise. */
+      ids: IdRanges | null;
+    }
+  | { kind: 'none'; root: boolean };
 
 /** What every pod of a runtime shares. */
 export interface PodContext {
@@ -45,6 +68,8 @@ export interface PodContext {
 /** What the state folder keeps about a pod, so that a restarted ucompute finds it again. */
 export interface PodRecord {
   spec: PodSpec;
+  /** The first host id of the owner's range; null when container ids are not remapped. */
+  idBase: number | null;
   network: PodNetwork;
   cgroups: string[];
   peers: string[];
@@ -209,31 +234,42 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     if (previous && !previous.ended) {
       throw new Error(`container ${spec.name} of pod ${record.spec.name} is still running`);
     }
+    if (record.idBase !== null) checkContainerIds(spec.uid, spec.gid);
+    const ids = hostIds(spec.uid, spec.gid);
+    if (spec.hostUid !== ids.hostUid || spec.hostGid !== ids.hostGid) {
+      throw new Error(
+        `container ${spec.name}: hostUid/hostGid ${spec.hostUid}/${spec.hostGid} are not the host ids of uid/gid ${spec.uid}/${spec.gid} in pod ${record.spec.name} (${ids.hostUid}/${ids.hostGid})`,
+      );
+    }
     const stateDir = join(containersDir, spec.name);
     await rm(stateDir, { recursive: true, force: true });
-    await mkdir(join(stateDir, 'files'), { recursive: true });
+    await mkdir(join(stateDir, 'files'), { recursive: true, mode: 0o711 });
     const placements = await writeFiles(spec, join(stateDir, 'files'));
     const containerRecord: ContainerRecord = {
       spec,
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
-    await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord));
-    const command = await containerCommand(context, record, spec, placements, dir);
-    const [out, err] = await Promise.all(
-      [spec.stdout, spec.stderr].map(async (file) => {
-        await mkdir(dirname(file), { recursive: true });
-        return open(file, 'a');
-      }),
-    );
+    await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
+    const descriptors: FileHandle[] = [];
     try {
+      const [out, err] = await Promise.all(
+        [spec.stdout, spec.stderr].map(async (file) => {
+          await mkdir(dirname(file), { recursive: true });
+          const handle = await open(file, 'a');
+          descriptors.push(handle);
+          return handle;
+        }),
+      );
+      const { argv, env, fds } = await containerCommand(context, record, spec, placements, dir, descriptors);
       const child = spawn(
         '/bin/sh',
-        ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...command],
+        ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...argv],
         {
           detached: true,
-          stdio: ['ignore', out!.fd, err!.fd],
+          // Descriptor 3 onwards: what bubblewrap binds or reads, numbered as its arguments say.
+          stdio: ['ignore', out!.fd, err!.fd, ...fds],
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
-          env: { PATH: HOST_PATH },
+          env,
         },
       );
       await new Promise<void>((resolve, reject) => {
@@ -251,8 +287,15 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       containers.set(spec.name, handle);
       return handle.running;
     } finally {
-      await Promise.all([out!.close(), err!.close()]);
+      await Promise.all(descriptors.map((d) => d.close()));
     }
+  }
+
+  function hostIds(uid: number, gid: number) {
+    if (record.idBase !== null) return { hostUid: record.idBase + uid, hostGid: record.idBase + gid };
+    // Unsandboxed as root: the container's own ids (see dropPrivileges); otherwise ucompute's own.
+    if (context.sandbox.kind === 'none' && context.sandbox.root) return { hostUid: uid, hostGid: gid };
+    return { hostUid: process.getuid!(), hostGid: process.getgid!() };
   }
 
   /** Writes the container's files below its state folder; returns everything to place in the sandbox. */
@@ -272,9 +315,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     const placements: Placement[] = spec.mounts.map((m) => ({ ...m }));
     for (const [index, file] of spec.files.entries()) {
       const source = fileSource(filesDir, index, file.path);
-      await writeFile(source, file.content);
+      await writeFile(source, file.content, { mode: 0o600 });
+      const owner = hostIds(file.uid ?? spec.uid, file.gid ?? spec.gid);
+      await chown(source, owner.hostUid, owner.hostGid);
       await chmod(source, file.mode);
-      await chown(source, file.uid ?? spec.uid, file.gid ?? spec.gid);
       placements.push({ source, target: file.path, readOnly: true });
     }
     if (!spec.files.some((f) => f.path === '/etc/resolv.conf')) {
@@ -296,7 +340,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       const userns = (await readlink(`/proc/${target}/ns/user`)) !== (await readlink('/proc/self/ns/user'));
       const flags = ['-m', '-u', '-i', '-p', '-n', ...(userns ? ['-U'] : []), '-r', '-w'];
       const ids = userns || context.sandbox.root ? ['-S', String(spec.uid), '-G', String(spec.gid)] : [];
-      argv = ['nsenter', '-t', String(target), ...flags, ...ids, '--', await shellIn(spec.root)];
+      argv = ['nsenter', '-t', String(target), ...flags, ...ids, '--', await shellIn(context, spec.root)];
     }
     const pty = nodePty.spawn(
       '/bin/sh',
@@ -317,14 +361,26 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     name: record.spec.name,
     jobId: record.spec.jobId,
     ip: record.network.ip,
-    async volumeDir(volume) {
+    async volumeDir(volume, owner) {
       checkName('volume', volume);
       const path = join(dir, 'volumes', volume);
-      await mkdir(path, { recursive: true });
-      // Like Kubernetes' emptyDir: writable by whichever user the containers run as.
-      await chmod(path, 0o777);
+      await mkdir(join(dir, 'volumes'), { recursive: true, mode: 0o711 });
+      const created = await mkdir(path).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === 'EEXIST') return false;
+          throw error;
+        },
+      );
+      if (created) {
+        // Like Kubernetes' emptyDir: writable by whichever user the containers run as; owned by the
+        // first one's host ids, so that files created there belong to the owner's range.
+        await chown(path, owner.hostUid, owner.hostGid);
+        await chmod(path, 0o777);
+      }
       return path;
     },
+    hostIds,
     start,
     containers: () => [...containers.values()].map((c) => c.running),
     async allowPeers(ips) {
@@ -453,30 +509,111 @@ function dropPrivileges(context: PodContext, spec: ContainerSpec): string[] {
   return ['setpriv', `--reuid=${spec.uid}`, `--regid=${spec.gid}`, '--clear-groups'];
 }
 
-/** The argv the supervisor runs: environment, network, user, sandbox, then the container's command. */
+/**
+ * Variables that change how the root processes before bubblewrap (the supervisor shell, nsenter,
+ * setpriv) behave: the dynamic loader's and libc's, locales, the shell's own. A container's value
+ * for them reaches it through bubblewrap's arguments, never through those processes' environment.
+ */
+const ROOT_SENSITIVE =
+  /^(LD_.*|GCONV_PATH|GETCONF_DIR|GLIBC_TUNABLES|MALLOC_.*|LOCPATH|NLSPATH|LC_.*|LANG|LANGUAGE|HOSTALIASES|LOCALDOMAIN|RES_OPTIONS|RESOLV_.*|NIS_PATH|TZ|TZDIR|TMPDIR|PATH|PWD|OLDPWD|IFS|ENV|BASH_ENV|PS4|CDPATH|SHELLOPTS|POSIXLY_CORRECT)$/;
+/** What the shell passes on to the programs it runs: valid shell names only. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+interface SupervisorCommand {
+  argv: string[];
+  /** The supervisor's environment. */
+  env: Record<string, string>;
+  /** Descriptors the supervisor gets from 3 on. */
+  fds: number[];
+}
+
+/**
+ * What the supervisor runs: network, user, sandbox, then the container's command. The container's
+ * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), never
+ * through arguments, except the few variables that would change how root's programs run.
+ * `descriptors` receives every file opened for the supervisor, for the caller to close.
+ */
 async function containerCommand(
   context: PodContext,
   pod: PodRecord,
   spec: ContainerSpec,
   placements: readonly Placement[],
   dir: string,
-): Promise<string[]> {
-  const env = ['env', '-i', ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`)];
+  descriptors: FileHandle[],
+): Promise<SupervisorCommand> {
   const sandbox = context.sandbox;
-  if (sandbox.kind === 'none') return [...env, ...dropPrivileges(context, spec), ...spec.argv];
-  await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx' }).catch(() => undefined);
-  const bwrap = await bwrapArgs(sandbox.bwrap, spec, placements, {
+  if (sandbox.kind === 'none') {
+    const env = ['env', '-i', ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`)];
+    return {
+      argv: [...env, ...dropPrivileges(context, spec), ...spec.argv],
+      env: { PATH: HOST_PATH },
+      fds: [],
+    };
+  }
+  await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
+    () => undefined,
+  );
+  const fds: number[] = [];
+  const pass = async (opened: Promise<FileHandle>) => {
+    const handle = await opened;
+    descriptors.push(handle);
+    fds.push(handle.fd);
+    return 2 + fds.length;
+  };
+  let user: { kind: 'userns'; fd: number } | { kind: 'unshare' } = { kind: 'unshare' };
+  let becomeUser: string[] = [];
+  if (pod.idBase !== null && sandbox.ids) {
+    const file = await sandbox.ids.namespaceFile(pod.idBase, spec.uid, spec.gid);
+    user = { kind: 'userns', fd: await pass(open(file, 'r')) };
+    becomeUser = [
+      '/usr/bin/setpriv',
+      `--reuid=${spec.hostUid}`,
+      `--regid=${spec.hostGid}`,
+      '--clear-groups',
+      '--',
+    ];
+  }
+  const seccompFd = await pass(open(sandbox.seccomp, 'r'));
+  const bound: BoundPlacement[] = [];
+  for (const p of placements) {
+    const fd = await pass(
+      openWithoutSymlinks(p.source).catch((error: Error) => {
+        throw new Error(`container ${spec.name}: ${p.target} cannot be mounted: ${error.message}`);
+      }),
+    );
+    bound.push({ fd, target: p.target, readOnly: p.readOnly });
+  }
+  const bwrap = await bwrapArgs(sandbox.bwrap, spec, bound, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
-    privileged: sandbox.root,
+    view: await rootView(context, spec.root),
+    user,
+    seccompFd,
   });
-  return [
-    ...env,
+  const env: Record<string, string> = {};
+  const setenv: string[] = ['--unsetenv', 'PATH', '--unsetenv', 'PWD'];
+  for (const [name, value] of Object.entries(spec.env)) {
+    if (SHELL_NAME.test(name) && !ROOT_SENSITIVE.test(name)) env[name] = value;
+    else setenv.push('--setenv', name, value);
+  }
+  env.PATH = HOST_PATH;
+  // bwrap's own arguments end with `--`; the variables go before it.
+  const argv = [
     ...context.network.enter(pod.network),
-    ...bwrap,
-    ...(sandbox.root ? dropInside(spec) : []),
+    ...becomeUser,
+    ...bwrap.slice(0, -1),
+    ...setenv,
+    '--',
     ...spec.argv,
   ];
+  return { argv, env, fds };
+}
+
+/** What a container sees as `/`. */
+function rootView(context: PodContext, root: ContainerRoot): Promise<RootView> {
+  if (root.kind === 'folder') return folderView(root.path);
+  if (context.sandbox.kind !== 'bwrap') throw new Error('the unsandboxed runtime has no root view');
+  return Promise.resolve(context.sandbox.hostView);
 }
 
 /** The process of a running container a shell joins, once bubblewrap has set the container up. */
@@ -515,9 +652,11 @@ async function commandProcess(supervisor: number): Promise<number | null> {
   return null;
 }
 
-async function shellIn(root: string): Promise<string> {
+async function shellIn(context: PodContext, root: ContainerRoot): Promise<string> {
+  const bash = (await rootView(context, root)).hostPath('/bin/bash');
   try {
-    await access(join(root, 'bin/bash'));
+    if (bash === null) throw new Error('no bash');
+    await access(bash);
     return '/bin/bash';
   } catch {
     return '/bin/sh';

@@ -1,0 +1,39 @@
+import { constants } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+
+/** Linux's O_PATH: a descriptor that names a file without opening its contents. */
+const O_PATH = 0o10000000;
+// Node opens every file close-on-exec.
+const FLAGS = O_PATH | constants.O_NOFOLLOW;
+
+/**
+ * A descriptor (O_PATH) of `path`, resolved one component at a time relative to the previous
+ * folder's descriptor without following a symlink anywhere (Node has no openat; opening
+ * /proc/self/fd/N/name resolves `name` relative to N). A job can plant symlinks in its own folder;
+ * what the server binds on its behalf is then refused instead of redirected. The caller closes it.
+ */
+export async function openWithoutSymlinks(path: string): Promise<FileHandle> {
+  if (!path.startsWith('/')) throw new Error(`${path} is not an absolute path`);
+  const parts = path.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) throw new Error(`${path}: '..' is not allowed`);
+  let current = await open('/', FLAGS);
+  try {
+    for (const [i, part] of parts.entries()) {
+      const next = await open(`/proc/self/fd/${current.fd}/${part}`, FLAGS).catch(
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === 'ENOENT') throw new Error(`${path} does not exist`);
+          throw error;
+        },
+      );
+      await current.close();
+      current = next;
+      if ((await current.stat()).isSymbolicLink()) {
+        throw new Error(`${path} is not used: /${parts.slice(0, i + 1).join('/')} is a symlink`);
+      }
+    }
+    return current;
+  } catch (error) {
+    await current.close();
+    throw error;
+  }
+}
