@@ -1,3 +1,4 @@
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LocalConfig } from '../../model/config.ts';
@@ -19,6 +20,10 @@ export async function openLocalBackend(
 ): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
   const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
   const capacity = o.config.capacity;
+  // Bubblewrap binds job folders, inputs and pod files by path as the container's host user (an
+  // unprivileged id), so the data folder must let others pass (not list): 0711 at least.
+  await mkdir(o.dataDir, { recursive: true });
+  await chmod(o.dataDir, (await stat(o.dataDir)).mode | 0o111);
   const runtime = await createRuntime({
     stateDir: join(stateDir, 'runtime'),
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
