@@ -25,7 +25,7 @@ fi
 
 # Debian packages the local backend and its tests use: the sandbox, the pod network, and the MPI
 # job of the tests (Open MPI over the ssh plugin's keys).
-packages="bubblewrap nftables iproute2 openmpi-bin openssh-server openssh-client"
+packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client"
 missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -237,6 +237,16 @@ export const LocalConfig = Type.Object(
     unsandboxed: Type.Optional(Type.Boolean()),
     /** Image name to the root folder of its files; other images run on the host's userland. */
     images: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }))),
+    /**
+     * As root, each owner's containers run in a user namespace on its own 65,536 host ids, from
+     * `first` on (container uid U of the k-th owner is host uid first + k·65536 + U).
+     */
+    userNamespaces: Type.Optional(
+      Type.Object(
+        { first: Type.Optional(Type.Integer({ minimum: 65536, maximum: 2 ** 32 - 2 * 65536 })) },
+        closed,
+      ),
+    ),
     /** What jobs may use of the machine; detected when left out. */
     capacity: Type.Optional(
       Type.Object(

@@ -77,7 +77,7 @@ async function filteredFolderArgs(folder: string): Promise<string[]> {
 
 /**
  * The host userland view: the host's /usr, /bin, /sbin, /lib* read-only, a filtered /etc (only
- * world-readable entries, none of ETC_DENIED), an empty /var with a writable /var/tmp; nothing else
+ * world-readable entries, none of ETC_DENIED), an empty /var with a writable /var/tmp (and /var/run -> /run); nothing else
  * of the host (/root, /home, /srv, /mnt, /opt, the data folder and storage do not exist in it).
  * Built once per runtime: /etc is read when the runtime starts.
  */
@@ -91,6 +91,8 @@ export async function hostView(): Promise<RootView> {
   }
   args.push(...(await filteredFolderArgs('/etc')));
   args.push('--perms', '0755', '--dir', '/var', '--perms', '1777', '--tmpfs', '/var/tmp');
+  // As on Debian: /var/run and /var/lock are the private /run.
+  args.push('--symlink', '../run', '/var/run', '--symlink', '../run/lock', '/var/lock');
   const built = new Set(['/', '/etc', '/var', ...ETC_FILTERED.map((f) => `/etc/${f}`)]);
   const shown = new Set(args.filter((_, i) => i > 0 && ['--ro-bind', '--symlink'].includes(args[i - 2]!)));
   return {

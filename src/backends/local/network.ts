@@ -162,6 +162,13 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
           ),
         ),
       );
+      // Containers' root is root of their own user namespace only, which does not own the pod's
+      // network namespace: low ports are open to every user of it, as Docker and containerd do.
+      await Promise.all(
+        made.map((n) =>
+          run('ip', ['netns', 'exec', n.netns, 'sysctl', '-qw', 'net.ipv4.ip_unprivileged_port_start=0']),
+        ),
+      );
     } catch (error) {
       await Promise.all(made.map((n) => release(n, [])));
       throw error;
