@@ -1,3 +1,4 @@
+import { closeSync, fstatSync } from 'node:fs';
 import { chown, mkdir } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { containerProcess } from '../../volcano/expansion.ts';
@@ -194,15 +195,19 @@ export async function containerSpec(
  * a folder root still owns (nothing the job made), never through a symlink, never recursively.
  */
 async function giveToContainer(path: string, ids: { hostUid: number; hostGid: number }): Promise<void> {
-  const handle = await openWithoutSymlinks(path).catch(() => null);
-  if (!handle) return; // Missing: the runtime refuses the mount with its reason.
+  let fd: number;
   try {
-    const stat = await handle.stat();
+    fd = openWithoutSymlinks(path);
+  } catch {
+    return; // Missing or a symlink: the runtime refuses the mount with its reason.
+  }
+  try {
+    const stat = fstatSync(fd);
     if (stat.isDirectory() && stat.uid === 0 && ids.hostUid !== 0) {
-      await chown(`/proc/self/fd/${handle.fd}`, ids.hostUid, ids.hostGid);
+      await chown(`/proc/self/fd/${fd}`, ids.hostUid, ids.hostGid);
     }
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

@@ -90,7 +90,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       kind: 'bwrap',
       bwrap,
       root,
-      hostView: await hostView(),
+      hostView: await hostView(join(options.stateDir, 'host-view')),
       seccomp: await compiledSeccomp(options.stateDir),
       ids,
     };

@@ -1,4 +1,5 @@
-import { lstat, readdir, readlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, cp, lstat, mkdir, readdir, readlink, rename, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 
 /**
@@ -12,6 +13,8 @@ export interface RootView {
   built: ReadonlySet<string>;
   /** Arguments that build them. */
   args: readonly string[];
+  /** Makes a folder for mount points, where the view can (instead of a tmpfs copy of its parent). */
+  makeFolder?(folder: string): Promise<void>;
 }
 
 /** Top-level folders the sandbox provides itself instead of taking them from the root folder. */
@@ -47,41 +50,61 @@ const ETC_DENIED = [
   /^security\/opasswd/,
   /^ssl\/private/,
 ];
-/** Folders of /etc holding denied entries: built entry by entry instead of bound whole. */
-const ETC_FILTERED = ['ssh', 'security', 'ssl'];
-
 const deniedInEtc = (relative: string) => ETC_DENIED.some((pattern) => pattern.test(relative));
 
-/** Arguments that show host folder `folder` (a folder of /etc) entry by entry, without what is denied. */
-async function filteredFolderArgs(folder: string): Promise<string[]> {
-  const args = ['--perms', '0755', '--dir', folder];
-  const relativeFolder = posix.relative('/etc', folder);
-  for (const name of (await readdir(folder)).sort()) {
-    const path = posix.join(folder, name);
-    const relative = relativeFolder === '' ? name : `${relativeFolder}/${name}`;
-    if (deniedInEtc(relative)) continue;
-    const stat = await lstat(path).catch(() => null);
-    if (!stat) continue;
-    if (stat.isSymbolicLink()) {
-      args.push('--symlink', await readlink(path), path);
-    } else if ((stat.mode & 0o004) === 0) {
-      // Not world-readable: meant for the host's own services.
-    } else if (stat.isDirectory() && relativeFolder === '' && ETC_FILTERED.includes(name)) {
-      args.push(...(await filteredFolderArgs(path)));
-    } else if (stat.isDirectory() || stat.isFile()) {
-      args.push('--ro-bind', path, path);
+/** Entries of /etc the view shows (relative paths, depth first), with what identifies their content. */
+async function shownEtcEntries(): Promise<{ relative: string; stamp: string }[]> {
+  const shown: { relative: string; stamp: string }[] = [];
+  async function walk(relative: string) {
+    for (const name of (await readdir(join('/etc', relative))).sort()) {
+      const child = relative === '' ? name : `${relative}/${name}`;
+      if (deniedInEtc(child)) continue;
+      const stat = await lstat(join('/etc', child)).catch(() => null);
+      if (!stat || (!stat.isSymbolicLink() && (stat.mode & 0o004) === 0)) continue;
+      if (!stat.isSymbolicLink() && !stat.isDirectory() && !stat.isFile()) continue;
+      shown.push({ relative: child, stamp: `${stat.mode}:${stat.size}:${stat.mtimeMs}` });
+      if (stat.isDirectory()) await walk(child);
     }
   }
-  return args;
+  await walk('');
+  return shown;
 }
 
 /**
- * The host userland view: the host's /usr, /bin, /sbin, /lib* read-only, a filtered /etc (only
- * world-readable entries, none of ETC_DENIED), an empty /var with a writable /var/tmp (and /var/run -> /run); nothing else
- * of the host (/root, /home, /srv, /mnt, /opt, the data folder and storage do not exist in it).
- * Built once per runtime: /etc is read when the runtime starts.
+ * A copy of the host's /etc without what the view never shows (not world-readable, or denied),
+ * under `dir`: one bind instead of one per entry (bubblewrap's binds each cost a scan of the mount
+ * table). Named by what it holds: made again when /etc changed, reused otherwise; a copy running
+ * containers still use is left in place.
  */
-export async function hostView(): Promise<RootView> {
+async function filteredEtc(dir: string): Promise<string> {
+  const entries = await shownEtcEntries();
+  const hash = createHash('sha256');
+  for (const e of entries) hash.update(`${e.relative}\0${e.stamp}\0`);
+  const copy = join(dir, `etc-${hash.digest('hex').slice(0, 16)}`);
+  if (await lstat(copy).catch(() => null)) return copy;
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  const partial = `${copy}.${process.pid}`;
+  await rm(partial, { recursive: true, force: true });
+  const shown = new Set(entries.map((e) => e.relative));
+  await cp('/etc', partial, {
+    recursive: true,
+    verbatimSymlinks: true,
+    filter: (source) => source === '/etc' || shown.has(posix.relative('/etc', source)),
+  });
+  await chmod(partial, 0o755);
+  await rename(partial, copy);
+  return copy;
+}
+
+/**
+ * The host userland view: the host's /usr, /bin, /sbin, /lib* read-only, a filtered copy of /etc
+ * (only world-readable entries, none of ETC_DENIED), an empty /var with a writable /var/tmp (and
+ * /var/run -> /run); nothing else of the host (/root, /home, /srv, /mnt, /opt, the data folder and
+ * storage do not exist in it). Built once per runtime, in `dir`: /etc is read when the runtime
+ * starts. Folders containers mount things in below /etc (e.g. /etc/volcano) are made, empty, in
+ * the copy.
+ */
+export async function hostView(dir: string): Promise<RootView> {
   const args: string[] = [];
   for (const name of USERLAND) {
     const path = `/${name}`;
@@ -89,28 +112,29 @@ export async function hostView(): Promise<RootView> {
     if (stat?.isSymbolicLink()) args.push('--symlink', await readlink(path), path);
     else if (stat?.isDirectory()) args.push('--ro-bind', path, path);
   }
-  args.push(...(await filteredFolderArgs('/etc')));
+  const etc = await filteredEtc(dir);
+  args.push('--ro-bind', etc, '/etc');
   args.push('--perms', '0755', '--dir', '/var', '--perms', '1777', '--tmpfs', '/var/tmp');
   // As on Debian: /var/run and /var/lock are the private /run.
   args.push('--symlink', '../run', '/var/run', '--symlink', '../run/lock', '/var/lock');
-  const built = new Set(['/', '/etc', '/var', ...ETC_FILTERED.map((f) => `/etc/${f}`)]);
-  const shown = new Set(args.filter((_, i) => i > 0 && ['--ro-bind', '--symlink'].includes(args[i - 2]!)));
+  const inEtc = (path: string) => {
+    const relative = posix.relative('/etc', posix.normalize(path));
+    return relative.startsWith('..') ? null : relative;
+  };
   return {
     hostPath(path) {
       const normal = posix.normalize(path);
       if (normal === '/') return '/';
-      const parts = normal.split('/').filter(Boolean);
-      if (USERLAND.includes(parts[0]!)) return normal;
-      if (parts[0] !== 'etc') return null;
-      // Shown when the entry itself or a folder above it is bound (or built) by the view.
-      for (let depth = 1; depth <= parts.length; depth++) {
-        const prefix = `/${parts.slice(0, depth).join('/')}`;
-        if (shown.has(prefix)) return normal;
-        if (!built.has(prefix)) return null;
-      }
-      return normal;
+      const top = normal.split('/')[1]!;
+      if (USERLAND.includes(top)) return normal;
+      const relative = inEtc(normal);
+      return relative === null ? null : join(etc, relative);
     },
-    built,
+    built: new Set(['/', '/var']),
     args,
+    async makeFolder(folder) {
+      const relative = inEtc(folder);
+      if (relative) await mkdir(join(etc, relative), { recursive: true, mode: 0o755 });
+    },
   };
 }

@@ -1,17 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import {
-  access,
-  chmod,
-  chown,
-  type FileHandle,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  readlink,
-  rm,
-  writeFile,
-} from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { access, chmod, chown, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -250,14 +239,14 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
-    const descriptors: FileHandle[] = [];
+    const descriptors: number[] = [];
     try {
       const [out, err] = await Promise.all(
         [spec.stdout, spec.stderr].map(async (file) => {
           await mkdir(dirname(file), { recursive: true });
-          const handle = await open(file, 'a');
-          descriptors.push(handle);
-          return handle;
+          const fd = openSync(file, 'a');
+          descriptors.push(fd);
+          return fd;
         }),
       );
       const { argv, env, fds } = await containerCommand(context, record, spec, placements, dir, descriptors);
@@ -267,7 +256,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         {
           detached: true,
           // Descriptor 3 onwards: what bubblewrap binds or reads, numbered as its arguments say.
-          stdio: ['ignore', out!.fd, err!.fd, ...fds],
+          stdio: ['ignore', out!, err!, ...fds],
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
           env,
         },
@@ -287,7 +276,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       containers.set(spec.name, handle);
       return handle.running;
     } finally {
-      await Promise.all(descriptors.map((d) => d.close()));
+      for (const fd of descriptors) closeSync(fd);
     }
   }
 
@@ -539,7 +528,7 @@ async function containerCommand(
   spec: ContainerSpec,
   placements: readonly Placement[],
   dir: string,
-  descriptors: FileHandle[],
+  descriptors: number[],
 ): Promise<SupervisorCommand> {
   const sandbox = context.sandbox;
   if (sandbox.kind === 'none') {
@@ -554,17 +543,16 @@ async function containerCommand(
     () => undefined,
   );
   const fds: number[] = [];
-  const pass = async (opened: Promise<FileHandle>) => {
-    const handle = await opened;
-    descriptors.push(handle);
-    fds.push(handle.fd);
+  const pass = (fd: number) => {
+    descriptors.push(fd);
+    fds.push(fd);
     return 2 + fds.length;
   };
   let user: { kind: 'userns'; fd: number } | { kind: 'unshare' } = { kind: 'unshare' };
   let becomeUser: string[] = [];
   if (pod.idBase !== null && sandbox.ids) {
     const file = await sandbox.ids.namespaceFile(pod.idBase, spec.uid, spec.gid);
-    user = { kind: 'userns', fd: await pass(open(file, 'r')) };
+    user = { kind: 'userns', fd: pass(openSync(file, 'r')) };
     becomeUser = [
       '/usr/bin/setpriv',
       `--reuid=${spec.hostUid}`,
@@ -573,15 +561,16 @@ async function containerCommand(
       '--',
     ];
   }
-  const seccompFd = await pass(open(sandbox.seccomp, 'r'));
+  const seccompFd = pass(openSync(sandbox.seccomp, 'r'));
   const bound: BoundPlacement[] = [];
   for (const p of placements) {
-    const fd = await pass(
-      openWithoutSymlinks(p.source).catch((error: Error) => {
-        throw new Error(`container ${spec.name}: ${p.target} cannot be mounted: ${error.message}`);
-      }),
-    );
-    bound.push({ fd, target: p.target, readOnly: p.readOnly });
+    let opened: number;
+    try {
+      opened = openWithoutSymlinks(p.source);
+    } catch (error) {
+      throw new Error(`container ${spec.name}: ${p.target} cannot be mounted: ${(error as Error).message}`);
+    }
+    bound.push({ fd: pass(opened), target: p.target, readOnly: p.readOnly });
   }
   const bwrap = await bwrapArgs(sandbox.bwrap, spec, bound, {
     hostname: pod.spec.hostname,

@@ -115,6 +115,7 @@ export async function bwrapArgs(
   const ordered = [...placements].sort((a, b) => depth(a.target) - depth(b.target));
   const mirrored = new Set<string>();
   for (const p of ordered) {
+    await view.makeFolder?.(posix.dirname(p.target));
     const folder = await folderToMirror(view, p.target);
     if (folder) mirrored.add(folder);
   }
