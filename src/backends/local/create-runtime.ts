@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
@@ -8,7 +8,7 @@ import {
   detectCgroups,
   podCgroupDirs,
 } from './cgroups.ts';
-import { which } from './exec.ts';
+import { run, which } from './exec.ts';
 import { hostView } from './host-view.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
 import {
@@ -59,6 +59,29 @@ async function podResolvConf(): Promise<string> {
   if (kept.some((line) => /^\s*nameserver\s/.test(line))) return kept.join('\n');
   // systemd-resolved's stub points at itself; the upstream servers are in its own file.
   return readFile('/run/systemd/resolve/resolv.conf', 'utf8').catch(() => kept.join('\n'));
+}
+
+/** statfs type of a tmpfs. */
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * The folder for containers' files (see PodContext.secretsDir): as root a tmpfs, mounted here until
+ * the runtime closes (running containers keep the files bound in them).
+ */
+async function secretsDir(stateDir: string, root: boolean): Promise<string> {
+  const dir = join(stateDir, 'secrets');
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  if (root && (await statfs(dir)).type !== TMPFS_MAGIC) {
+    await run('/usr/bin/mount', [
+      '-t',
+      'tmpfs',
+      '-o',
+      'mode=0711,size=256m,nosuid,nodev',
+      'ucompute-secrets',
+      dir,
+    ]);
+  }
+  return dir;
 }
 
 async function readRecord(podsDir: string, name: string): Promise<PodRecord | null> {
@@ -125,6 +148,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
 
   const context: PodContext = {
     podsDir,
+    secretsDir: await secretsDir(options.stateDir, root && sandbox.kind === 'bwrap'),
     sandbox,
     cgroups,
     network,
@@ -213,6 +237,14 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       for (const child of context.supervisors) child.unref();
       await network.close();
       if (sandbox.kind === 'bwrap') await sandbox.ids?.close();
+      // Once: a second close (or one after the folder is gone) finds nothing mounted.
+      if (
+        root &&
+        sandbox.kind === 'bwrap' &&
+        (await statfs(context.secretsDir).catch(() => null))?.type === TMPFS_MAGIC
+      ) {
+        await run('/usr/bin/umount', ['--lazy', context.secretsDir]);
+      }
     },
   };
 }

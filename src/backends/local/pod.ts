@@ -41,6 +41,11 @@ export type Sandbox =
 /** What every pod of a runtime shares. */
 export interface PodContext {
   podsDir: string;
+  /**
+   * Where containers' files (Secrets, ConfigMaps, keys) are written: a tmpfs as root, so that they
+   * never reach the disk.
+   */
+  secretsDir: string;
   sandbox: Sandbox;
   /** null: no cgroups (not root); processes are found by process group instead. */
   cgroups: CgroupLayout | null;
@@ -166,6 +171,9 @@ function signalAll(pids: readonly number[], signal: NodeJS.Signals) {
 }
 
 export const podDir = (context: PodContext, name: string) => join(context.podsDir, name);
+/** A container's files, on the secrets tmpfs. */
+const secretsOf = (context: PodContext, pod: string, container: string) =>
+  join(context.secretsDir, pod, container);
 
 /** A pod's object, for a new pod and for one found again after a restart. */
 export function podHandle(context: PodContext, record: PodRecord, found: Map<string, ContainerHandle>): Pod {
@@ -231,11 +239,15 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       );
     }
     const stateDir = join(containersDir, spec.name);
-    await rm(stateDir, { recursive: true, force: true });
-    await mkdir(join(stateDir, 'files'), { recursive: true, mode: 0o711 });
-    const placements = await writeFiles(spec, join(stateDir, 'files'));
+    const secrets = secretsOf(context, record.spec.name, spec.name);
+    await Promise.all([stateDir, secrets].map((d) => rm(d, { recursive: true, force: true })));
+    await mkdir(stateDir, { recursive: true, mode: 0o711 });
+    await mkdir(secrets, { recursive: true, mode: 0o711 });
+    const placements = await writeFiles(spec, secrets);
     const containerRecord: ContainerRecord = {
-      spec,
+      // Without its environment (Secrets among it), which stays off the disk: a shell in a
+      // recovered container takes it from the container's process.
+      spec: { ...spec, env: {} },
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
@@ -320,16 +332,31 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     const last = [...containers.values()].at(-1);
     if (!last) throw new Error(`pod ${record.spec.name} has no container to open a shell in`);
     const spec = last.spec;
-    const env = { TERM: 'xterm-256color', ...spec.env };
     let argv: string[];
+    let containerEnv = spec.env;
     if (context.sandbox.kind === 'none') {
       argv = [...dropPrivileges(context, spec), '/bin/sh'];
     } else {
       const target = await containerProcess(last);
+      // The container's own (a recovered container's record does not keep it).
+      containerEnv = await processEnvironment(target);
       const userns = (await readlink(`/proc/${target}/ns/user`)) !== (await readlink('/proc/self/ns/user'));
       const flags = ['-m', '-u', '-i', '-p', '-n', ...(userns ? ['-U'] : []), '-r', '-w'];
       const ids = userns || context.sandbox.root ? ['-S', String(spec.uid), '-G', String(spec.gid)] : [];
-      argv = ['nsenter', '-t', String(target), ...flags, ...ids, '--', await shellIn(context, spec.root)];
+      argv = [
+        '/usr/bin/nsenter',
+        '-t',
+        String(target),
+        ...flags,
+        ...ids,
+        '--',
+        await shellIn(context, spec.root),
+      ];
+    }
+    // The shell starts through root's programs on the host: none of the variables that change them.
+    const env: Record<string, string> = { TERM: 'xterm-256color' };
+    for (const [name, value] of Object.entries(containerEnv)) {
+      if (SHELL_NAME.test(name) && (!ROOT_SENSITIVE.test(name) || name === 'PATH')) env[name] = value;
     }
     const pty = nodePty.spawn(
       '/bin/sh',
@@ -339,7 +366,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         cols: options.cols,
         rows: options.rows,
         cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
-        env: { ...env, PATH: context.sandbox.kind === 'none' ? (spec.env.PATH ?? HOST_PATH) : HOST_PATH },
+        env: { ...env, PATH: env.PATH ?? HOST_PATH },
         encoding: null,
       },
     );
@@ -394,6 +421,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         await removePodCgroups(record.cgroups);
         await context.network.release(record.network, record.peers);
         await rm(dir, { recursive: true, force: true });
+        await rm(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
       })();
       return destroying;
     },
@@ -495,7 +523,7 @@ export function watchContainers(handles: () => Iterable<ContainerHandle>, interv
 
 function dropPrivileges(context: PodContext, spec: ContainerSpec): string[] {
   if (!context.sandbox.root || spec.uid === 0) return [];
-  return ['setpriv', `--reuid=${spec.uid}`, `--regid=${spec.gid}`, '--clear-groups'];
+  return ['/usr/bin/setpriv', `--reuid=${spec.uid}`, `--regid=${spec.gid}`, '--clear-groups'];
 }
 
 /**
@@ -639,6 +667,15 @@ async function commandProcess(supervisor: number): Promise<number | null> {
     queue.push(...(parents.get(pid) ?? []));
   }
   return null;
+}
+
+/** A process's environment (root reads any). */
+async function processEnvironment(pid: number): Promise<Record<string, string>> {
+  const text = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+  const pairs = text.split('\0').filter((entry) => entry.includes('='));
+  return Object.fromEntries(
+    pairs.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+  );
 }
 
 async function shellIn(context: PodContext, root: ContainerRoot): Promise<string> {
