@@ -216,7 +216,6 @@ test(
   tools,
   async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-restart-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
     const first = await open(t, dir);
     await mkdir(join(dir, 'control'));
     await writeFile(join(dir, 'control/go'), '');
@@ -232,6 +231,8 @@ test(
     await first.close(); // ucompute stops; the pods do not
 
     const second = await open(t, dir);
+    // After the backends' own clean-up (hooks run in order): the runtime unmounts its tmpfs at close.
+    t.after(() => rm(dir, { recursive: true, force: true }));
     assert.deepEqual([...(await second.backend.knownJobs())], ['long']);
     assert.equal(second.backend.phaseOf('long'), 'Running');
     await rm(join(dir, 'control/go'));
