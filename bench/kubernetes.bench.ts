@@ -39,7 +39,11 @@ const SPEC = {
   replicas: 1,
   parameters: {},
 };
-const CONFIG = { kubernetes: { namespaceStrategy: 'single' as const, namespace: NAMESPACE } };
+// The example catalogue's mpi-hello runs as root, which this operator allows.
+const CONFIG = {
+  kubernetes: { namespaceStrategy: 'single' as const, namespace: NAMESPACE },
+  security: { allowRootApps: true },
+};
 
 /** One job's build with its own id, from a template (building 10,000 through the plugins is not the point). */
 function jobBuild(template: JobBuild, id: string): JobBuild {

@@ -31,6 +31,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createRuntime } from '../src/backends/local/create-runtime.ts';
 import { which } from '../src/backends/local/exec.ts';
+import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { type LocalBackend, localBackend } from '../src/backends/local/local-backend.ts';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import type { Pod, Runtime } from '../src/backends/local/runtime.ts';
@@ -183,7 +184,11 @@ const runtime = timedRuntime(
 const backend: LocalBackend = await localBackend({
   runtime,
   stateDir,
-  volumes: { storageClaim: 'ucompute-storage', storageRoot: join(home, 'storage'), images: {} },
+  volumes: {
+    storageClaim: 'ucompute-storage',
+    storageRoot: join(home, 'storage'),
+    images: imageResolver({ folders: {}, store: null, hostUserland: true }),
+  },
   gracePeriodMs: 500,
 });
 await mkdir(join(home, 'storage'), { recursive: true });

@@ -84,12 +84,148 @@ describe('loading', () => {
   });
 });
 
+describe('read as UCloud reads', () => {
+  test('numbers written where text is expected keep their text: version 1.10 stays "1.10"', () => {
+    const { catalog, issues } = buildCatalog([
+      {
+        path: 'a.yml',
+        text: `${tool('t', '1').replace('version: "1"', 'version: 1.10')}---
+${app(
+  `parameters:
+  level:
+    type: enumeration
+    options: [{ name: 1.50, value: 1.50 }]
+    defaultValue: 1.50
+`,
+  'app',
+  '1',
+)
+  .replace('version: "1"', 'version: 2.10')
+  .replace('tool: { name: t, version: "1" }', 'tool: { name: t, version: 1.10 }')
+  .replace('invocation: [run]', 'invocation: [run, 0x1F, 1.0e3, true]')}`,
+      },
+    ]);
+    assert.deepEqual(issues, []);
+    const found = catalog.find('app', '2.10');
+    assert.ok(found, `versions: ${catalog.versions('app')}`);
+    assert.equal(found.tool.version, '1.10');
+    assert.deepEqual(found.application.invocation.tool, { name: 't', version: '1.10' });
+    assert.deepEqual(
+      found.application.invocation.invocation.map((i) => (i.type === 'word' ? i.word : i.type)),
+      ['run', '0x1F', '1.0e3', 'true'],
+    );
+    const level = found.application.invocation.parameters[0];
+    assert.ok(level?.type === 'enumeration');
+    assert.deepEqual(level.options, [{ name: '1.50', value: '1.50' }]);
+  });
+
+  test('a single value where a list is expected is a list of one', () => {
+    const { catalog, issues } = buildCatalog([
+      {
+        path: 'a.yml',
+        text: `${tool().replace('authors: [me]', 'authors: me')}---
+${app('fileExtensions: .txt').replace('authors: [me]', 'authors: Dan').replace('invocation: [run]', 'invocation: run')}`,
+      },
+    ]);
+    assert.deepEqual(issues, []);
+    const found = catalog.find('app', '1')!;
+    assert.deepEqual(found.tool.authors, ['me']);
+    assert.deepEqual(found.application.metadata.authors, ['Dan']);
+    assert.deepEqual(found.application.invocation.invocation, [{ type: 'word', word: 'run' }]);
+    assert.deepEqual(found.application.invocation.fileExtensions, ['.txt']);
+  });
+
+  test('unknown keys anywhere are dropped with a warning naming them; the documents still load', () => {
+    const text = `${tool('t', '1', 'defaultTasksPerNode: 1\n')}---
+${app(`colour: blue
+container: { runAsRoot: false, gpu: true }
+parameters:
+  port: { type: integer, optional: true, default_value: 6379 }
+`).replace('invocation: [run]', 'invocation:\n  - type: var\n    vars: port\n    note: the port')}`;
+    const { catalog, issues, warnings } = buildCatalog([{ path: 'a.yml', text }]);
+    assert.deepEqual(issues, []);
+    const lines = text.split('\n');
+    const lineOf = (needle: string) => lines.findIndex((l) => l.includes(needle)) + 1;
+    assert.deepEqual(
+      warnings.map((w) => [w.document, w.line, w.path]),
+      [
+        [1, lineOf('defaultTasksPerNode'), 'defaultTasksPerNode'],
+        [2, lineOf('note:'), 'invocation[0].note'],
+        [2, lineOf('colour'), 'colour'],
+        [2, lineOf('gpu'), 'container.gpu'],
+        [2, lineOf('default_value'), 'parameters.port.default_value'],
+      ],
+    );
+    assert.match(warnings[4]!.message, /^is not a UCloud YAML v1 field: ignored .*`defaultValue`/);
+    const port = catalog.find('app', '1')!.application.invocation.parameters[0];
+    assert.equal(port?.defaultValue, undefined, 'default_value is not a default, as in UCloud');
+  });
+
+  test('what UCloud accepts: an empty invocation, a tool without description, optional peers', () => {
+    const { catalog, issues } = buildCatalog([
+      {
+        path: 'a.yml',
+        text: `${tool().replace('description: d\n', '')}---
+${app('parameters:\n  db: { type: peer, optional: true }\n  ip: { type: network_ip, optional: true }\n').replace('invocation: [run]', 'invocation: []')}`,
+      },
+    ]);
+    assert.deepEqual(issues, []);
+    const found = catalog.find('app', '1')!;
+    assert.equal(found.tool.description, '');
+    assert.deepEqual(found.application.invocation.invocation, []);
+    assert.deepEqual(
+      found.application.invocation.parameters.map((p) => [p.name, p.optional]),
+      [
+        ['db', true],
+        ['ip', true],
+      ],
+    );
+  });
+
+  test('a YAML v2 document gets one problem saying only v1 is read', () => {
+    const issues = issuesOf(
+      'application: v2\nname: x\nversion: 1\nsoftware: { type: Container, image: ubuntu }\n',
+    );
+    assert.deepEqual(
+      issues.map((i) => `${i.path}: ${i.message}`),
+      ['application: must be v1: ucompute reads UCloud\'s YAML v1 only, not "v2"'],
+    );
+  });
+
+  test('what UCloud refuses is refused, naming the field', () => {
+    const refused = (text: string) => issuesOf(text).map((i) => `${i.path}: ${i.message}`);
+    assert.deepEqual(refused(app('').replace('name: app', 'name: "  "')), [
+      'name: must be one line of text, not blank',
+    ]);
+    assert.deepEqual(refused(app('').replace('title: App', 'title: "two\\nlines"')), [
+      'title: must be one line of text, not blank',
+    ]);
+    assert.deepEqual(refused(app('parameters:\n  _injected_x: { type: text }')), [
+      'parameters._injected_x: _injected_x is reserved',
+    ]);
+    // Read as an own key, not as the prototype of the parameters' map, so the check sees it.
+    assert.deepEqual(refused(`${tool()}---\n${app('parameters:\n  __proto__: { type: text }')}`), [
+      'parameters.__proto__: __proto__ is reserved',
+    ]);
+    assert.deepEqual(refused(tool('t', '1', 'requiredModules: [gcc]')), [
+      'requiredModules: is only for the NATIVE backend',
+    ]);
+    assert.deepEqual(refused(app('parameters:\n  n: { type: integer, max: 3, defaultValue: 4 }')), [
+      'parameters.n.defaultValue: must be <= 3',
+    ]);
+    assert.deepEqual(refused(`${tool().replace('backend: DOCKER', 'backend: NATIVE')}---\n${app('')}`), [
+      'backend: ucompute runs containers: must be DOCKER, not NATIVE',
+      'tool: names tool t@1, whose document was refused',
+    ]);
+  });
+});
+
 describe('problems name file, line, document and field', () => {
   test('every problem of every document is reported', () => {
     const issues = issuesOf(
       `${tool()}---\n${app(`parameters:
   n: { type: integer, min: 5, max: 1 }
-  p: { type: peer, optional: true }
+  _injected_p: { type: text }
   b: { type: text }
   d: { type: integer, optional: true, defaultValue: "ten" }
   f: { type: input_file, defaultValue: /x }
@@ -107,7 +243,7 @@ describe('problems name file, line, document and field', () => {
     const found = issues.map((i) => `${i.file}:${i.line} #${i.document} ${i.path}: ${i.message}`);
     const expect = [
       /^f0\.yml:\d+ #2 parameters\.n\.max: must be >= min \(5\)$/,
-      /^f0\.yml:\d+ #2 parameters\.p\.optional: a peer parameter cannot be optional$/,
+      /^f0\.yml:\d+ #2 parameters\._injected_p: _injected_p is reserved$/,
       /^f0\.yml:\d+ #2 parameters\.d\.defaultValue: must be an integer for a integer parameter$/,
       /^f0\.yml:\d+ #2 parameters\.f\.defaultValue: a input_file parameter cannot have a default$/,
       /^f0\.yml:\d+ #2 invocation\[1\]\.var: must name a boolean parameter, b is text$/,
@@ -128,12 +264,9 @@ describe('problems name file, line, document and field', () => {
     assert.equal(issue?.line, line);
   });
 
-  test('unknown fields, wrong types and bad enum values are caught by the schema', () => {
-    const issues = issuesOf(
-      `${tool()}---\n${app('colour: blue\napplicationType: GAME\nallowMultiNode: "yes"\n')}`,
-    );
+  test('wrong types and bad enum values are caught by the schema', () => {
+    const issues = issuesOf(`${tool()}---\n${app('applicationType: GAME\nallowMultiNode: "yes"\n')}`);
     const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
-    assert.equal(byPath.colour, 'is not a known field');
     assert.match(byPath.applicationType ?? '', /must be one of "BATCH", "VNC", "WEB"/);
     assert.equal(byPath.allowMultiNode, 'must be true or false');
   });
@@ -174,13 +307,13 @@ describe('problems name file, line, document and field', () => {
     await mkdir(join(dir, 'nested'));
     await writeFile(
       join(dir, 'nested', 'broken.yaml'),
-      `${tool()}---\n${app('colour: blue\nallowMultiNode: 3')}`,
+      `${tool()}---\n${app('applicationType: GAME\nallowMultiNode: 3')}`,
     );
     await writeFile(join(dir, 'ignored.txt'), 'not yaml: [');
     await assert.rejects(loadCatalog(dir), (e: unknown) => {
       assert.ok(e instanceof ValidationError);
       assert.equal(e.issues.length, 2);
-      assert.match(e.message, /broken\.yaml:\d+ \(document 2\) colour: is not a known field/);
+      assert.match(e.message, /broken\.yaml:\d+ \(document 2\) allowMultiNode: must be true or false/);
       return true;
     });
   });

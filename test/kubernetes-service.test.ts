@@ -113,7 +113,11 @@ test('ucompute serve --backend kubernetes says which cluster it uses and runs jo
   const cluster = await fakeCluster(t, { autopilot: true });
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-serve-k8s-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(join(dir, 'config.yml'), `kubernetes:\n  kubeconfig: ${cluster.kubeconfig}\n`);
+  // The example catalogue's mpi-hello runs as root, which this operator allows.
+  await writeFile(
+    join(dir, 'config.yml'),
+    `kubernetes:\n  kubeconfig: ${cluster.kubeconfig}\nsecurity:\n  allowRootApps: true\n`,
+  );
   const child = spawnServe(
     ['--backend', 'kubernetes', '--config', join(dir, 'config.yml'), '--data-dir', dir],
     CHILD_ENV,

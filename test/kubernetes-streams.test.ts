@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { test } from 'node:test';
 import type { LogChunk } from '../src/jobs/backend.ts';
-import type { JobStorage } from '../src/plugins/plugin.ts';
+import type { JobStorage } from '../src/storage/job-storage.ts';
 import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build } from './support/fixtures.ts';
 

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
+import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { PEERS_ANNOTATION } from '../src/volcano/labels.ts';
 import { readManifest } from '../src/volcano/manifest.ts';
 import { assertExit, runCli } from './support/cli.ts';
@@ -31,6 +32,7 @@ async function open(
     dataDir: home,
     storageRoot: join(home, 'storage'),
     storageClaim: 'ucompute-storage',
+    embedded: true,
   });
   const events: BackendEvent[] = [];
   backend.onEvent((e) => events.push(e));
@@ -135,6 +137,7 @@ test(
     const { job } = readManifest(
       parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()),
       file,
+      resolveSecurityPolicy(),
     );
     await backend.submitVolcanoJob('mpi', job);
     const end = await ended('mpi', 60_000);

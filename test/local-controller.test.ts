@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { localBackend } from '../src/backends/local/local-backend.ts';
 import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
 import type { LifecyclePolicy } from '../src/volcano/types.ts';
@@ -20,7 +21,11 @@ async function setup(
   const backend = await localBackend({
     runtime,
     stateDir: join(dir, 'state'),
-    volumes: { storageClaim: 'ucompute-storage', storageRoot: join(dir, 'storage'), images: {} },
+    volumes: {
+      storageClaim: 'ucompute-storage',
+      storageRoot: join(dir, 'storage'),
+      images: imageResolver({ folders: {}, store: null, hostUserland: true }),
+    },
     gracePeriodMs: 200,
   });
   const events: BackendEvent[] = [];
@@ -231,4 +236,71 @@ test('cancel stops every process of a running job within the grace period', asyn
   assert.equal(runtime.live(), 0);
   assert.ok(Date.now() - started < 5000);
   assert.ok([...runtime.pods.values()].every((p) => p.destroyed));
+});
+
+test('dependsOn: a task starts once the tasks it depends on have their pods running, as the controller waits', async (t) => {
+  const { backend, ended, runtime } = await setup(t);
+  const server = shellTask('server', 2, 'sleep 0.4');
+  const client = shellTask('client', 1, 'true', { extra: { dependsOn: { name: ['server'] } } });
+  await backend.submitVolcanoJob('dep', vcjob('dep', [client, server], { minAvailable: 2 }));
+  for (let i = 0; i < 200 && runtime.pods.size < 2; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual([...runtime.pods.keys()].sort(), ['dep-server-0', 'dep-server-1']);
+  await ended('dep');
+  assert.equal(backend.phaseOf('dep'), 'Completed');
+  assert.deepEqual([...runtime.pods.keys()], ['dep-server-0', 'dep-server-1', 'dep-client-0']);
+});
+
+test('capacity is judged on minAvailable: an elastic job starts its gang, the rest wait for room', async (t) => {
+  const { backend, ended, runtime, events } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
+  const work = shellTask('w', 4, 'sleep 0.3', { cpu: '1' });
+  await backend.submitVolcanoJob('elastic', vcjob('elastic', [work], { minAvailable: 2 }));
+  const running = () => events.some((e) => e.jobId === 'elastic' && e.state === 'RUNNING');
+  for (let i = 0; i < 400 && !running(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(running(), 'the job runs on its gang alone');
+  assert.equal(runtime.pods.size, 2, 'the gang of 2 fills the 2 CPUs; the other 2 replicas wait');
+  const end = await ended('elastic');
+  assert.equal(end.state, 'SUCCESS');
+  assert.deepEqual(end.exitCodes, { 0: 0, 1: 0, 2: 0, 3: 0 }, 'every replica ran once room freed');
+  assert.equal(backend.phaseOf('elastic'), 'Completed');
+});
+
+test('TaskFailed without a matching policy keeps the job Running while the container restarts, as the controller does', async (t) => {
+  const { backend, events, logs } = await setup(t);
+  const flaky = shellTask('t', 1, 'echo try; exit 3', { extra: { maxRetry: 1 } });
+  flaky.template.spec.restartPolicy = 'OnFailure';
+  await backend.submitVolcanoJob('tf', vcjob('tf', [flaky]));
+  const tries = async () => (await logs('tf')).map((c) => c.stdout).join('');
+  for (let i = 0; i < 300 && (await tries()) !== 'try\ntry\n'; i++)
+    await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(await tries(), 'try\ntry\n', 'one restart in place, then back-off');
+  assert.equal(backend.phaseOf('tf'), 'Running');
+  assert.ok(!events.some((e) => e.jobId === 'tf' && (e.state === 'SUCCESS' || e.state === 'FAILURE')));
+  await backend.cancel('tf');
+  assert.equal(backend.phaseOf('tf'), 'Terminated');
+});
+
+test('numeric quantities (cpu: 1, memory: 1024) count as the same quantities written as text', async (t) => {
+  const { backend, ended, events } = await setup(t, { cpuMillis: 1000, memoryBytes: 2 ** 30 });
+  const numeric = shellTask('t', 1, 'true');
+  numeric.template.spec.containers[0]!.resources = { limits: { cpu: 1, memory: 2 ** 29 } };
+  await backend.submitVolcanoJob('num', vcjob('num', [numeric]));
+  assert.equal((await ended('num')).state, 'SUCCESS');
+  const huge = shellTask('t', 1, 'true');
+  huge.template.spec.containers[0]!.resources = { requests: { cpu: 2 } };
+  await backend.submitVolcanoJob('two', vcjob('two', [huge]));
+  assert.match(
+    (await ended('two')).status,
+    /^The job needs 2 CPUs and 0 GiB of memory; this machine offers 1 CPU/,
+  );
+  assert.ok(events.length > 0);
+});
+
+test('an empty subdomain is a missing one: hosts are <pod>.<job>, as the svc plugin makes them', async (t) => {
+  const { backend, ended, logs } = await setup(t);
+  const task = shellTask('t', 2, 'echo $$VC_T_HOSTS');
+  task.template.spec.subdomain = '';
+  await backend.submitVolcanoJob('sub', vcjob('sub', [task], { plugins: { svc: [] } }));
+  await ended('sub');
+  assert.equal((await logs('sub'))[0]?.stdout, 'sub-t-0.sub,sub-t-1.sub\n');
 });

@@ -23,6 +23,7 @@ async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { c
     dataDir: dir,
     storageRoot,
     storageClaim: 'ucompute-storage',
+    embedded: true,
   });
   const store = openStore(':memory:');
   for (const user of ['alice', 'bob']) {

@@ -10,8 +10,9 @@ import type { PipelineConfig } from '../src/model/config.ts';
 import { fileMountPlugin } from '../src/plugins/file-mount.ts';
 import { fileOutputPlugin } from '../src/plugins/file-output.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
-import type { JobBuild, JobPlugin, JobStorage, PeerLocation } from '../src/plugins/plugin.ts';
+import type { JobBuild, JobPlugin, PeerLocation } from '../src/plugins/plugin.ts';
 import { taskPlugin } from '../src/plugins/task.ts';
+import type { JobStorage } from '../src/storage/job-storage.ts';
 import { svcData } from '../src/volcano/conventions.ts';
 import type {
   Companion,
@@ -513,6 +514,7 @@ describe('MultiNode', () => {
           runAsUser: 11042,
           runAsGroup: 11042,
           allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
         },
       },
     ]);
@@ -529,6 +531,7 @@ describe('MultiNode', () => {
       runAsUser: 5000,
       runAsGroup: 5000,
       allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
     });
     assert.match(init?.command?.[2] ?? '', /"1" > number_of_nodes\.txt/);
   });
@@ -634,12 +637,14 @@ describe('Miscellaneous', () => {
     assert.equal(pod(b).restartPolicy, 'Never');
     assert.equal(pod(b).automountServiceAccountToken, false);
     assert.equal(pod(b).enableServiceLinks, false);
+    assert.deepEqual(pod(b).securityContext, { seccompProfile: { type: 'RuntimeDefault' } });
     assert.equal(container(b).workingDir, '/work');
     assert.deepEqual(container(b).securityContext, {
       runAsNonRoot: true,
       runAsUser: 11042,
       runAsGroup: 11042,
       allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
     });
   });
 
@@ -710,7 +715,15 @@ describe('FairShare', () => {
     assert.equal(b.volcanoJob.spec.queue, 'ucompute-u-alice');
     assert.equal(annotations(b)['ucompute.dev/fair-share-weight'], '1');
     assert.deepEqual(b.companions.slice(0, 2), [
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ucompute-u-alice', labels: LABELS } },
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        // The fixtures' operator allows the example catalogue's root app: its pods meet "baseline".
+        metadata: {
+          name: 'ucompute-u-alice',
+          labels: { ...LABELS, 'pod-security.kubernetes.io/enforce': 'baseline' },
+        },
+      },
       {
         apiVersion: 'scheduling.volcano.sh/v1beta1',
         kind: 'Queue',

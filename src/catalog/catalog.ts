@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { LineCounter, parseAllDocuments } from 'yaml';
+import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import type { Application, ResolvedApplication, Tool } from '../model/application.ts';
 import { type Issue, ValidationError } from '../model/errors.ts';
 import { normaliseDocument } from './yaml-v1.ts';
@@ -24,16 +24,26 @@ export interface CatalogIssue extends Issue {
   line?: number;
 }
 
-export function formatCatalogIssue(issue: CatalogIssue): string {
+export function formatCatalogIssue(issue: CatalogIssue, severity: 'error' | 'warning' = 'error'): string {
   const where = `${issue.file}${issue.line !== undefined ? `:${issue.line}` : ''} (document ${issue.document})`;
-  return `${where} ${issue.path || '(document)'}: ${issue.message}`;
+  return `${where} ${severity === 'warning' ? 'warning: ' : ''}${issue.path || '(document)'}: ${issue.message}`;
 }
 
 const key = (name: string, version: string) => `${name}@${version}`;
 
-/** Parses and checks every document of every file; returns the catalogue and every problem found. */
-export function buildCatalog(files: readonly SourceFile[]): { catalog: Catalog; issues: CatalogIssue[] } {
+/**
+ * Parses and checks every document of every file; returns the catalogue, every problem found, and
+ * the warnings about what was ignored (as UCloud ignores it) without making a document unusable.
+ */
+export function buildCatalog(files: readonly SourceFile[]): {
+  catalog: Catalog;
+  issues: CatalogIssue[];
+  warnings: CatalogIssue[];
+} {
   const issues: CatalogIssue[] = [];
+  const warnings: CatalogIssue[] = [];
+  /** Tools whose documents were refused, so an application naming one is told why it has none. */
+  const refusedTools = new Set<string>();
   const apps: { application: Application; file: string; document: number; line?: number }[] = [];
   const tools = new Map<string, Tool>();
 
@@ -74,10 +84,20 @@ export function buildCatalog(files: readonly SourceFile[]): { catalog: Catalog; 
         return;
       }
       if (value === null || value === undefined) return; // an empty document, e.g. after a trailing `---`
-      const result = normaliseDocument(value);
-      for (const issue of result.issues) {
+      const sourceText = (path: readonly (string | number)[]) => {
+        const node = doc.getIn(path, true);
+        return isScalar(node) ? node.source : undefined;
+      };
+      const result = normaliseDocument(value, sourceText);
+      const locate = (issue: Issue): CatalogIssue => {
         const line = lineOf(splitPath(issue.path));
-        issues.push({ file: file.path, document, ...(line !== undefined ? { line } : {}), ...issue });
+        return { file: file.path, document, ...(line !== undefined ? { line } : {}), ...issue };
+      };
+      issues.push(...result.issues.map(locate));
+      warnings.push(...result.warnings.map(locate));
+      if (!result.document && isToolDocument(value)) {
+        const text = (field: 'name' | 'version') => sourceText([field]) ?? String(value[field]);
+        refusedTools.add(key(text('name'), text('version')));
       }
       if (result.document?.kind === 'tool') {
         const t = result.document.tool;
@@ -110,10 +130,13 @@ export function buildCatalog(files: readonly SourceFile[]): { catalog: Catalog; 
     const tool = tools.get(key(ref.name, ref.version));
     const at = { file, document, ...(line !== undefined ? { line } : {}) };
     if (!tool) {
+      const refused = refusedTools.has(key(ref.name, ref.version));
       issues.push({
         ...at,
         path: 'tool',
-        message: `names no tool in the catalogue (${key(ref.name, ref.version)})`,
+        message: refused
+          ? `names tool ${key(ref.name, ref.version)}, whose document was refused`
+          : `names no tool in the catalogue (${key(ref.name, ref.version)})`,
       });
       continue;
     }
@@ -135,7 +158,13 @@ export function buildCatalog(files: readonly SourceFile[]): { catalog: Catalog; 
     find: (name, version) => resolved.get(key(name, version)),
     versions: (name) => [...(versions.get(name) ?? [])].sort(compareVersions),
   };
-  return { catalog, issues };
+  return { catalog, issues, warnings };
+}
+
+function isToolDocument(value: unknown): value is { tool: unknown; name: unknown; version: unknown } {
+  return (
+    typeof value === 'object' && value !== null && 'tool' in value && 'name' in value && 'version' in value
+  );
 }
 
 /** Loads every `.yml`/`.yaml` file under `dir`; any problem makes it throw them all. */

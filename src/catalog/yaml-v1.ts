@@ -1,187 +1,76 @@
-import { type Static, Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import type { Application, ApplicationParameter, InvocationParameter, Tool } from '../model/application.ts';
-import { SimpleDuration } from '../model/application.ts';
 import { type Issue, joinPath } from '../model/errors.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
-import { closed, StringEnum, TaggedUnion } from '../model/schema.ts';
-import { parser } from '../model/validate.ts';
+import { readLeniently, type SourceText } from './lenient-read.ts';
+import {
+  RawApplication,
+  type RawInvocationItem,
+  type RawParameter,
+  RawTool,
+  rawApplication,
+  rawTool,
+  VARIABLE_NAME,
+} from './yaml-v1-schema.ts';
 
 /**
- * UCloud's YAML v1 documents (`application: v1`, `tool: v1`) as they are written, and their
- * translation into the normalised model. Field names follow UCloud's app-store docs.
+ * UCloud's YAML v1 documents (`application: v1`, `tool: v1`) translated into the normalised model.
+ * What is refused follows UCloud's readers: the Kotlin app store's `ApplicationYaml.V1`/`ToolYaml.V1`
+ * and core2's `A1Yaml`/`A1Tool`; ucompute adds only what it needs to run a job safely.
  */
-
-const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
-const Text = Type.String();
-const NameText = Type.Union([Type.String({ minLength: 1 }), Type.Number()]);
-const VARIABLE_NAME = '^[A-Za-z_][A-Za-z0-9_-]*$';
-const VariableName = Type.String({
-  pattern: VARIABLE_NAME,
-  description: 'a name of letters, digits, _ and -',
-});
-
-const RawVar = Type.Object(
-  {
-    type: Type.Literal('var'),
-    vars: Type.Union([VariableName, Type.Array(VariableName, { minItems: 1 })]),
-    prefixGlobal: Type.Optional(Scalar),
-    suffixGlobal: Type.Optional(Scalar),
-    prefixVariable: Type.Optional(Scalar),
-    suffixVariable: Type.Optional(Scalar),
-    isPrefixVariablePartOfArg: Type.Optional(Type.Boolean()),
-    isSuffixVariablePartOfArg: Type.Optional(Type.Boolean()),
-  },
-  closed,
-);
-const RawFlag = Type.Object({ type: Type.Literal('flag'), var: VariableName, flag: Scalar }, closed);
-const RawEnv = Type.Object({ type: Type.Literal('env'), var: Type.String({ minLength: 1 }) }, closed);
-const RawWord = Type.Object({ type: Type.Literal('word'), word: Scalar }, closed);
-const RawInvocationObject = TaggedUnion('type', [RawVar, RawFlag, RawEnv, RawWord]);
-const RawInvocationItem = Type.Union([Scalar, RawInvocationObject]);
-type RawInvocationItem = Static<typeof RawInvocationItem>;
-
-const paramCommon = {
-  optional: Type.Optional(Type.Boolean()),
-  title: Type.Optional(Text),
-  description: Type.Optional(Text),
-  defaultValue: Type.Optional(Type.Unknown()),
-};
-const numeric = {
-  min: Type.Optional(Type.Number()),
-  max: Type.Optional(Type.Number()),
-  step: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-  unitName: Type.Optional(Text),
-};
-const RawParameter = TaggedUnion('type', [
-  Type.Object({ type: Type.Literal('input_file'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('input_directory'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('text'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('textarea'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('integer'), ...paramCommon, ...numeric }, closed),
-  Type.Object({ type: Type.Literal('floating_point'), ...paramCommon, ...numeric }, closed),
-  Type.Object(
-    {
-      type: Type.Literal('boolean'),
-      ...paramCommon,
-      trueValue: Type.Optional(Scalar),
-      falseValue: Type.Optional(Scalar),
-    },
-    closed,
-  ),
-  Type.Object(
-    {
-      type: Type.Literal('enumeration'),
-      ...paramCommon,
-      options: Type.Array(Type.Object({ name: Scalar, value: Scalar }, closed), { minItems: 1 }),
-    },
-    closed,
-  ),
-  Type.Object(
-    { type: Type.Literal('peer'), ...paramCommon, suggestedApplication: Type.Optional(Text) },
-    closed,
-  ),
-  Type.Object(
-    { type: Type.Literal('license_server'), ...paramCommon, tagged: Type.Optional(Type.Array(Text)) },
-    closed,
-  ),
-  Type.Object({ type: Type.Literal('ingress'), ...paramCommon }, closed),
-  Type.Object({ type: Type.Literal('network_ip'), ...paramCommon }, closed),
-]);
-type RawParameter = Static<typeof RawParameter>;
-
-const Port = Type.Integer({ minimum: 1, maximum: 65535 });
-
-/** What application and tool documents both start with. */
-const documentHeader = {
-  name: NameText,
-  version: NameText,
-  title: Type.String({ minLength: 1 }),
-  authors: Type.Array(Text, { minItems: 1 }),
-  description: Text,
-};
-
-const RawApplication = Type.Object(
-  {
-    application: Type.Literal('v1'),
-    ...documentHeader,
-    tags: Type.Optional(Type.Array(Text)),
-    website: Type.Optional(Text),
-    tool: Type.Object({ name: NameText, version: NameText }, closed),
-    applicationType: Type.Optional(StringEnum(['BATCH', 'VNC', 'WEB'])),
-    invocation: Type.Array(RawInvocationItem, { minItems: 1 }),
-    parameters: Type.Optional(Type.Union([Type.Record(Type.String(), RawParameter), Type.Null()])),
-    environment: Type.Optional(Type.Union([Type.Record(Type.String(), RawInvocationItem), Type.Null()])),
-    container: Type.Optional(
-      Type.Object(
-        {
-          changeWorkingDirectory: Type.Optional(Type.Boolean()),
-          runAsRoot: Type.Optional(Type.Boolean()),
-          runAsRealUser: Type.Optional(Type.Boolean()),
-        },
-        closed,
-      ),
-    ),
-    vnc: Type.Optional(Type.Object({ password: Type.Optional(Text), port: Type.Optional(Port) }, closed)),
-    web: Type.Optional(Type.Object({ port: Type.Optional(Port) }, closed)),
-    ssh: Type.Optional(Type.Object({ mode: StringEnum(['DISABLED', 'OPTIONAL', 'MANDATORY']) }, closed)),
-    allowAdditionalMounts: Type.Optional(Type.Boolean()),
-    allowAdditionalPeers: Type.Optional(Type.Boolean()),
-    allowMultiNode: Type.Optional(Type.Boolean()),
-    allowPublicIp: Type.Optional(Type.Boolean()),
-    allowPublicLink: Type.Optional(Type.Boolean()),
-    fileExtensions: Type.Optional(Type.Array(Text)),
-    outputFileGlobs: Type.Optional(Type.Array(Text)),
-    licenseServers: Type.Optional(Type.Array(Text)),
-  },
-  closed,
-);
-type RawApplication = Static<typeof RawApplication>;
-
-const RawTool = Type.Object(
-  {
-    tool: Type.Literal('v1'),
-    ...documentHeader,
-    container: Type.Optional(Type.String({ minLength: 1 })),
-    image: Type.Optional(Type.String({ minLength: 1 })),
-    backend: StringEnum(['DOCKER', 'UDOCKER', 'SINGULARITY', 'VIRTUAL_MACHINE', 'NATIVE']),
-    defaultMaxTime: Type.Optional(SimpleDuration),
-    defaultTimeAllocation: Type.Optional(SimpleDuration),
-    defaultNumberOfNodes: Type.Optional(Type.Integer({ minimum: 1 })),
-    requiredModules: Type.Optional(Type.Array(Text)),
-    supportedProviders: Type.Optional(Type.Array(Text)),
-    license: Type.Optional(Text),
-  },
-  closed,
-);
-
-const rawApplication = parser(RawApplication);
-const rawTool = parser(RawTool);
 
 export type V1Document = { kind: 'application'; application: Application } | { kind: 'tool'; tool: Tool };
 
-/** Checks and normalises one YAML document. Problems are returned, never thrown. */
-export function normaliseDocument(doc: unknown): { document?: V1Document; issues: Issue[] } {
+export interface NormalisedDocument {
+  document?: V1Document;
+  /** What makes the document unusable. */
+  issues: Issue[];
+  /** What was ignored, as UCloud ignores it; the document is still used. */
+  warnings: Issue[];
+}
+
+/**
+ * Checks and normalises one YAML document read as UCloud reads it; `sourceText` gives the text of
+ * scalars as written. Problems are returned, never thrown.
+ */
+export function normaliseDocument(doc: unknown, sourceText: SourceText): NormalisedDocument {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    return { issues: [{ path: '', message: 'must be a mapping with `application: v1` or `tool: v1`' }] };
+    return {
+      issues: [{ path: '', message: 'must be a mapping with `application: v1` or `tool: v1`' }],
+      warnings: [],
+    };
   }
-  const d = doc as Record<string, unknown>;
-  if ('application' in d) {
-    if (!rawApplication.check(d)) return { issues: rawApplication.issues(d) };
-    return normaliseApplication(d);
+  // An application document also has a `tool` key: the reference to its tool.
+  const kind = 'application' in doc ? 'application' : 'tool';
+  const version = (doc as Record<string, unknown>)[kind];
+  if (version !== undefined && typeof version !== 'object' && version !== 'v1') {
+    // Say only this: the rest of a v2 document would be one misleading problem per field.
+    const message = `must be v1: ucompute reads UCloud's YAML v1 only, not ${JSON.stringify(version)}`;
+    return { issues: [{ path: kind, message }], warnings: [] };
   }
-  if ('tool' in d) {
-    if (!rawTool.check(d)) return { issues: rawTool.issues(d) };
-    return normaliseTool(d);
+  if ('application' in doc) {
+    const { value, warnings } = readLeniently(RawApplication, doc, sourceText);
+    if (!rawApplication.check(value)) return { issues: rawApplication.issues(value), warnings };
+    return { ...normaliseApplication(value), warnings };
   }
-  return { issues: [{ path: '', message: 'must have `application: v1` or `tool: v1`' }] };
+  if ('tool' in doc) {
+    const { value, warnings } = readLeniently(RawTool, doc, sourceText);
+    if (!rawTool.check(value)) return { issues: rawTool.issues(value), warnings };
+    return { ...normaliseTool(value), warnings };
+  }
+  return { issues: [{ path: '', message: 'must have `application: v1` or `tool: v1`' }], warnings: [] };
 }
 
 function normaliseTool(raw: Static<typeof RawTool>): { document?: V1Document; issues: Issue[] } {
   const issues: Issue[] = [];
   const image = raw.image ?? raw.container;
-  if (image === undefined) issues.push({ path: 'container', message: 'is required (the container image)' });
   if (raw.backend !== 'DOCKER' && raw.backend !== 'UDOCKER') {
     issues.push({ path: 'backend', message: `ucompute runs containers: must be DOCKER, not ${raw.backend}` });
+  } else {
+    if (image === undefined) issues.push({ path: 'container', message: 'is required (the container image)' });
+    if ((raw.requiredModules ?? []).length > 0) {
+      issues.push({ path: 'requiredModules', message: 'is only for the NATIVE backend' });
+    }
   }
   if (raw.defaultMaxTime !== undefined && raw.defaultTimeAllocation !== undefined) {
     issues.push({
@@ -192,10 +81,10 @@ function normaliseTool(raw: Static<typeof RawTool>): { document?: V1Document; is
   if (issues.length > 0 || image === undefined) return { issues };
   const defaultTimeAllocation = raw.defaultTimeAllocation ?? raw.defaultMaxTime;
   const tool: Tool = {
-    name: String(raw.name),
-    version: String(raw.version),
+    name: raw.name,
+    version: raw.version,
     title: raw.title,
-    description: raw.description,
+    description: raw.description ?? '',
     authors: raw.authors,
     image,
     backend: 'DOCKER', // UDOCKER is UCloud's old name for it; anything else was refused above
@@ -220,7 +109,7 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
       issues.push({ path, message: 'must be a name of letters, digits, _ and -' });
       continue;
     }
-    if (RESERVED_NAMES.has(name)) {
+    if (RESERVED_NAMES.has(name) || name.startsWith(INJECTED_PREFIX)) {
       issues.push({ path, message: `${name} is reserved` });
       continue;
     }
@@ -261,8 +150,8 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
 
   const application: Application = {
     metadata: {
-      name: String(raw.name),
-      version: String(raw.version),
+      name: raw.name,
+      version: raw.version,
       title: raw.title,
       authors: raw.authors,
       description: raw.description,
@@ -270,7 +159,7 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
       ...(raw.website !== undefined ? { website: raw.website } : {}),
     },
     invocation: {
-      tool: { name: String(raw.tool.name), version: String(raw.tool.version) },
+      tool: { name: raw.tool.name, version: raw.tool.version },
       invocation,
       parameters,
       environment,
@@ -298,7 +187,8 @@ function normaliseApplication(raw: RawApplication): { document?: V1Document; iss
 
 /** Names that would reach an object's prototype when used as keys of plain objects. */
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
-const NEVER_OPTIONAL = new Set(['peer', 'ingress', 'network_ip']);
+/** UCloud keeps parameter names with this prefix for the ones it injects itself. */
+const INJECTED_PREFIX = '_injected_';
 const NO_DEFAULT = new Set([
   'input_file',
   'input_directory',
@@ -321,9 +211,6 @@ function normaliseParameter(
     title: p.title ?? name,
     description: p.description ?? '',
   };
-  if (NEVER_OPTIONAL.has(p.type) && common.optional) {
-    issues.push({ path: joinPath(path, 'optional'), message: `a ${p.type} parameter cannot be optional` });
-  }
   let parameter: ApplicationParameter;
   switch (p.type) {
     case 'integer':

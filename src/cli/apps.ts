@@ -5,7 +5,10 @@ import { CliError } from './errors.ts';
 export const APPS_VALIDATE_USAGE = `Usage: ucompute apps validate DIR
 
 Checks every application and tool document (UCloud YAML v1) under DIR and reports each problem
-with its file, line, document and field. Exits 1 when there is any.`;
+with its file, line, document and field. Exits 1 when there is any. Fields UCloud ignores (unknown
+keys, legacy spellings such as default_value) are ignored here too, each with a warning line.`;
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export async function appsValidateCommand(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -19,15 +22,15 @@ export async function appsValidateCommand(argv: string[]): Promise<number> {
   }
   if (positionals.length !== 1) throw new CliError(APPS_VALIDATE_USAGE);
   const files = await readCatalogFiles(positionals[0]!);
-  const { catalog, issues } = buildCatalog(files);
+  const { catalog, issues, warnings } = buildCatalog(files);
+  for (const warning of warnings) process.stderr.write(`${formatCatalogIssue(warning, 'warning')}\n`);
   for (const issue of issues) process.stderr.write(`${formatCatalogIssue(issue)}\n`);
-  const apps = catalog.list().length;
+  const warned = warnings.length > 0 ? ` (${plural(warnings.length, 'warning')})` : '';
   if (issues.length > 0) {
-    process.stderr.write(
-      `${issues.length} problem${issues.length === 1 ? '' : 's'} in ${files.length} files\n`,
-    );
+    process.stderr.write(`${plural(issues.length, 'problem')} in ${files.length} files${warned}\n`);
     return 1;
   }
-  process.stdout.write(`${apps} application${apps === 1 ? '' : 's'} in ${files.length} files: all valid\n`);
+  const apps = catalog.list().length;
+  process.stdout.write(`${plural(apps, 'application')} in ${files.length} files: all valid${warned}\n`);
   return 0;
 }

@@ -3,12 +3,13 @@ import { parse } from 'yaml';
 import { Config, type ResolvedPipelineConfig, resolvePipelineConfig } from '../model/config.ts';
 import { inFile, ValidationError } from '../model/errors.ts';
 import { parser } from '../model/validate.ts';
+import { EMBEDDED_CONFIG } from './defaults.ts';
 
 const config = parser(Config);
 
 /** Reads the YAML configuration file; no file means the embedded defaults. */
 export async function loadConfig(path: string | undefined): Promise<Config> {
-  if (path === undefined) return {};
+  if (path === undefined) return structuredClone(EMBEDDED_CONFIG);
   const text = await readFile(path, 'utf8');
   let raw: unknown;
   try {

@@ -1,10 +1,18 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Config } from '../model/config.ts';
 
 /** The example catalogue and products shipped with ucompute: the embedded defaults. */
 export const EXAMPLE_APPS = fileURLToPath(new URL('../../examples/apps', import.meta.url));
 export const EXAMPLE_PRODUCTS = fileURLToPath(new URL('../../examples/products.yml', import.meta.url));
+
+/**
+ * The configuration without a file: the local backend, where root in a container is mapped to an
+ * unprivileged host range by the pod's user namespace, so the example catalogue's mpi-hello (its
+ * sshd needs root) may run. Host paths, host network and privileged containers stay refused.
+ */
+export const EMBEDDED_CONFIG: Config = { security: { allowRootApps: true } };
 
 export const DEFAULT_PORT = 7080;
 export const ADMIN_USER = 'local';

@@ -9,6 +9,8 @@ Commands:
   plan SPEC.json        print the Kubernetes objects a job would become, without running it
   apps validate DIR     check a catalogue folder of UCloud YAML v1 documents
   vcjob run FILE.yaml   run a Volcano Job manifest on this machine (--follow streams its output)
+  images ls|import|pull|build|rm
+                        the local backend's image store (images import FILE --name NAME:TAG)
 
 Client commands (they talk to \`ucompute serve\`; see --url, --token, $UCOMPUTE_URL, $UCOMPUTE_TOKEN):
   apps                  list the applications
@@ -27,6 +29,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   serve: async (argv) => (await import('./serve.ts')).serveCommand(argv),
   plan: async (argv) => (await import('./plan.ts')).planCommand(argv),
   vcjob: async (argv) => (await import('./vcjob.ts')).vcjobCommand(argv),
+  images: async (argv) => (await import('./images.ts')).imagesCommand(argv),
   apps: async (argv) => {
     // `apps validate` is local; plain `apps` asks the service.
     if (argv[0] === 'validate') return (await import('./apps.ts')).appsValidateCommand(argv.slice(1));

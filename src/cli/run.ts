@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import type { Application, ApplicationParameter, SimpleDuration } from '../model/application.ts';
+import type { Application, ApplicationParameter } from '../model/application.ts';
 import type { Job, JobSpecification } from '../model/job.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
 import type { Product } from '../model/product.ts';
 import { ApiError, CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
-import { finalOutcome, followJob, listOf, printJson, waitForJob } from './jobs.ts';
+import { finalOutcome, followJob, waitForJob } from './follow.ts';
+import { listOf, parseDuration, printJson } from './format.ts';
 
 export const RUN_USAGE = `Usage: ucompute run APP[@VERSION] [options]
 
@@ -35,33 +36,6 @@ Options:
 ${CLIENT_OPTIONS_USAGE}
 With --json and --wait or --follow, each response is one line of JSON: the submission, then the
 final job (--wait) or every message of the follow stream (--follow).`;
-
-const DURATION = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
-
-/**
- * A duration such as `90m`, `1h30m`, `2h` or `45s` as hours, minutes and seconds (minutes and
- * seconds carried into hours and minutes). `flag` names the option in errors.
- */
-export function parseDuration(text: string, flag = '--time'): SimpleDuration {
-  const m = DURATION.exec(text.trim());
-  if (!text.trim() || !m) {
-    throw new CliError(`${flag}: "${text}" is not a duration; use forms like 45s, 90m, 2h or 1h30m`);
-  }
-  const total = Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
-  if (total <= 0) throw new CliError(`${flag}: "${text}" must be longer than zero`);
-  const hours = Math.floor(total / 3600);
-  if (!Number.isSafeInteger(total) || hours > 1_000_000) throw new CliError(`${flag}: "${text}" is too long`);
-  return { hours, minutes: Math.floor((total % 3600) / 60), seconds: total % 60 };
-}
-
-export function formatDuration(d: SimpleDuration): string {
-  const parts = [
-    d.hours ? `${d.hours}h` : '',
-    d.minutes ? `${d.minutes}m` : '',
-    d.seconds ? `${d.seconds}s` : '',
-  ];
-  return parts.join('') || '0s';
-}
 
 /** Splits `NAME=VALUE` at the first `=`. */
 function splitAssignment(text: string, flag: string): [string, string] {

@@ -11,9 +11,9 @@ import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { accountOf } from '../model/owner.ts';
-import type { JobStorage } from '../plugins/plugin.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
+import type { JobStorage } from '../storage/job-storage.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { loadConfig } from './config-file.ts';
 import {
@@ -92,7 +92,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
   const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
-  const { backend, about } = await makeBackend(backendName, config, dataDir, storageRoot, storage, log);
+  const { backend, about } = await makeBackend(
+    backendName,
+    config,
+    dataDir,
+    storageRoot,
+    storage,
+    log,
+    values.config === undefined,
+  );
   const service = createJobService({
     store,
     env,
@@ -130,6 +138,7 @@ async function makeBackend(
   storageRoot: string,
   storage: JobStorage,
   log: Logger,
+  embedded: boolean,
 ): Promise<{ backend: Backend; about: string }> {
   if (name === 'dry') {
     const runForMs = config.dry?.runForMs;
@@ -142,6 +151,7 @@ async function makeBackend(
       dataDir,
       storageRoot,
       storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
+      embedded,
       log,
     }).catch((e: Error) => {
       throw new CliError(`the local backend cannot start: ${e.message}`, 1);

@@ -44,18 +44,20 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
   const documents = parseAllDocuments(await readFile(file, 'utf8'));
   const broken = documents.find((d) => d.errors.length > 0);
   if (broken) throw new CliError(`${file}: ${broken.errors[0]!.message}`);
+  const config = await loadConfig(values.config);
   const { job, companions } = readManifest(
     documents.map((d) => d.toJS()),
     file,
+    resolvePipelineConfig(config).security,
   );
 
-  const config = await loadConfig(values.config);
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
   const backend = await openLocalBackend({
     config: config.local ?? {},
     dataDir,
     storageRoot: config.storage?.root ?? join(dataDir, 'storage'),
     storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
+    embedded: values.config === undefined,
   });
   for (const w of backend.warnings) process.stderr.write(`warning: ${w}\n`);
 

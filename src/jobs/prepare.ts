@@ -5,6 +5,7 @@ import type { ResolvedPipelineConfig } from '../model/config.ts';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { JobSpecification } from '../model/job.ts';
 import { type Owner, ownerDrive } from '../model/owner.ts';
+import type { AppParameterValue } from '../model/parameter-value.ts';
 import type { Product } from '../model/product.ts';
 import { parser } from '../model/validate.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
@@ -22,6 +23,49 @@ export interface JobIdentity {
   id: string;
   owner: Owner;
   createdAt: number;
+}
+
+/**
+ * What the kernel can pass to a program: no argument holds a NUL byte or more than
+ * MAX_ARG_STRLEN (32 pages, 128 KiB with its terminating NUL), and arguments and environment
+ * together stay within ARG_MAX (a quarter of the 8 MiB stack: 2 MiB). Half of that is left to the
+ * image's own environment and the invocation's fixed words.
+ */
+const MAX_ARGUMENT_BYTES = 128 * 1024 - 1;
+const MAX_ARGUMENTS_TOTAL_BYTES = 1024 * 1024;
+
+/** Issues for parameter values no exec can carry, each naming its parameter. */
+function unpassableValues(parameters: Record<string, AppParameterValue>, issues: IssueList): void {
+  let total = 0;
+  for (const [name, value] of Object.entries(parameters)) {
+    const path = `specification.parameters.${name}`;
+    for (const text of Object.values(value)) {
+      if (typeof text !== 'string') continue;
+      if (text.includes('\0')) issues.add(path, 'contains a NUL byte, which no program argument can carry');
+      const bytes = Buffer.byteLength(text);
+      total += bytes;
+      if (bytes > MAX_ARGUMENT_BYTES) {
+        issues.add(path, `is ${bytes} bytes; one program argument holds at most ${MAX_ARGUMENT_BYTES}`);
+      }
+    }
+  }
+  if (total > MAX_ARGUMENTS_TOTAL_BYTES) {
+    issues.add(
+      'specification.parameters',
+      `hold ${total} bytes together; a job's arguments and environment hold at most ${MAX_ARGUMENTS_TOTAL_BYTES}`,
+    );
+  }
+}
+
+/**
+ * The longest time a job of this product may be given, in total with its extensions: the
+ * product's own maximum or the operator's, whichever is shorter; null when neither sets one.
+ */
+export function maxTimeAllocationMillis(product: Product, config: ResolvedPipelineConfig): number | null {
+  const hours = [product.maxTimeAllocationHours, config.maxTimeAllocationHours ?? undefined].filter(
+    (h) => h !== undefined,
+  );
+  return hours.length > 0 ? Math.min(...hours) * 3_600_000 : null;
 }
 
 export function findProduct(products: readonly Product[], id: string, category: string): Product | undefined {
@@ -64,6 +108,13 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
       `must be 1: ${application.metadata.name} does not run on several nodes`,
     );
   }
+  // Root in the container is the operator's to allow (SPEC §6), never a user's.
+  if (invocation.container.runAsRoot && !env.config.security.allowRootApps) {
+    issues.add(
+      'specification.application',
+      `${application.metadata.name} runs as root (runAsRoot), which this provider's configuration does not allow (security.allowRootApps)`,
+    );
+  }
   // Accepted fields must do something: these two wait for the features behind them.
   if (spec.sshEnabled === true) {
     issues.add(
@@ -85,6 +136,15 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
       if (timeAllocationMillis <= 0) issues.add('specification.timeAllocation', 'must be longer than zero');
     }
   }
+
+  const maximum = product ? maxTimeAllocationMillis(product, env.config) : null;
+  if (maximum !== null && (timeAllocationMillis === null || timeAllocationMillis > maximum)) {
+    issues.add(
+      'specification.timeAllocation',
+      `must be at most ${maximum / 3_600_000} hours, the maximum for ${product!.id}`,
+    );
+  }
+  unpassableValues(spec.parameters ?? {}, issues);
 
   let parameters: PreparedJob['parameters'] | undefined;
   try {

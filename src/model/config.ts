@@ -148,6 +148,24 @@ export const PipelineConfig = Type.Object(
       ),
     ),
     licenseServers: Type.Optional(Type.Array(LicenseServer)),
+    /** Privileged features: the operator's to allow (SPEC §6), never a user's; all off by default. */
+    security: Type.Optional(
+      Type.Object(
+        {
+          /** Catalogue apps with `runAsRoot: true` (root inside their container). */
+          allowRootApps: Type.Optional(Type.Boolean()),
+          /** `hostPath` volumes in Volcano Jobs. */
+          allowHostPaths: Type.Optional(Type.Boolean()),
+          /** `hostNetwork`, `hostPID` and `hostIPC` in Volcano Jobs. */
+          allowHostNetwork: Type.Optional(Type.Boolean()),
+          /** `privileged`, added capabilities, privilege escalation and unmasked /proc in Volcano Jobs. */
+          allowPrivileged: Type.Optional(Type.Boolean()),
+        },
+        closed,
+      ),
+    ),
+    /** The longest time any job may have, extensions included; a product may set a shorter one. */
+    maxTimeAllocationHours: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   },
   closed,
 );
@@ -187,6 +205,26 @@ export interface ResolvedPipelineConfig {
   fairShare: { weights: Record<string, number>; defaultWeight: number };
   sessions: { domain: string; hostPrefix: string };
   licenseServers: LicenseServer[];
+  /** Null: no operator-wide maximum. */
+  maxTimeAllocationHours: number | null;
+  security: SecurityPolicy;
+}
+
+export interface SecurityPolicy {
+  allowRootApps: boolean;
+  allowHostPaths: boolean;
+  allowHostNetwork: boolean;
+  allowPrivileged: boolean;
+}
+
+export function resolveSecurityPolicy(config: PipelineConfig = {}): SecurityPolicy {
+  const s = config.security ?? {};
+  return {
+    allowRootApps: s.allowRootApps ?? false,
+    allowHostPaths: s.allowHostPaths ?? false,
+    allowHostNetwork: s.allowHostNetwork ?? false,
+    allowPrivileged: s.allowPrivileged ?? false,
+  };
 }
 
 export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipelineConfig {
@@ -225,6 +263,8 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       hostPrefix: config.sessions?.hostPrefix ?? 'app-',
     },
     licenseServers: config.licenseServers ?? [],
+    maxTimeAllocationHours: config.maxTimeAllocationHours ?? null,
+    security: resolveSecurityPolicy(config),
   };
 }
 
@@ -235,7 +275,7 @@ export const LocalConfig = Type.Object(
     stateDir: Type.Optional(Type.String({ minLength: 1 })),
     /** Run jobs as plain processes when bubblewrap is missing: nothing is isolated. */
     unsandboxed: Type.Optional(Type.Boolean()),
-    /** Image name to the root folder of its files; other images run on the host's userland. */
+    /** Image name to the root folder of its files (no image config); checked before the image store. */
     images: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }))),
     /**
      * As root, each owner's containers run in a user namespace on its own 65,536 host ids, from
@@ -247,6 +287,11 @@ export const LocalConfig = Type.Object(
         closed,
       ),
     ),
+    /**
+     * An image neither here nor in the image store runs on the host userland view (true) or fails
+     * the job (false). Default: true on the embedded defaults (no configuration file), else false.
+     */
+    hostUserland: Type.Optional(Type.Boolean()),
     /** What jobs may use of the machine; detected when left out. */
     capacity: Type.Optional(
       Type.Object(

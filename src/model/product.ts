@@ -44,6 +44,12 @@ export const Product = Type.Object(
     memoryInGigs: Type.Integer({ minimum: 1, maximum: 65536 }),
     gpu: Type.Optional(Type.Integer({ minimum: 0, maximum: 64 })),
     pricePerUnit: Type.Integer({ minimum: 0, description: 'credits per unit per period' }),
+    maxTimeAllocationHours: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        description: 'the longest time a job may have, extensions included',
+      }),
+    ),
     unitOfPrice: Type.Optional(UnitOfPrice),
     pricedPer: Type.Optional(PricedPer),
     description: Type.Optional(Type.String({ maxLength: 1000 })),

@@ -1,5 +1,13 @@
 import { JOB_TASK_NAME, USER_CONTAINER_NAME } from '../volcano/names.ts';
-import type { Container, PodSpec, PodTemplateSpec, TaskSpec, Volume, VolumeMount } from '../volcano/types.ts';
+import type {
+  Container,
+  PodSpec,
+  PodTemplateSpec,
+  SecurityContext,
+  TaskSpec,
+  Volume,
+  VolumeMount,
+} from '../volcano/types.ts';
 import type { JobBuild } from './plugin.ts';
 
 /** Accessors over the builder for plugins that run after Task, which creates the task. */
@@ -48,5 +56,16 @@ export function annotatePods(build: JobBuild, key: string, value: string): void 
   template.metadata = {
     ...template.metadata,
     annotations: { ...template.metadata?.annotations, [key]: value },
+  };
+}
+
+/** A container's settings under Pod Security "restricted": a non-root uid, no capabilities, no escalation. */
+export function restrictedSecurityContext(uid: number): SecurityContext {
+  return {
+    runAsNonRoot: true,
+    runAsUser: uid,
+    runAsGroup: uid,
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
   };
 }

@@ -1,6 +1,6 @@
 import { VOLCANO_JOB_NAME_LABEL } from '../volcano/conventions.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, PEERS_ANNOTATION } from '../volcano/labels.ts';
-import { volcanoJobName } from '../volcano/names.ts';
+import { networkPolicyName, volcanoJobName } from '../volcano/names.ts';
 import type { NetworkPolicy, NetworkPolicyPeer } from '../volcano/types.ts';
 import { annotateJob, podSpec } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
@@ -13,8 +13,6 @@ export const PRIVATE_RANGES = [
   '169.254.0.0/16',
   '100.64.0.0/10',
 ];
-
-export const networkPolicyName = (jobId: string) => `policy-${jobId}`;
 
 const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 

@@ -2,9 +2,6 @@ import { OUTPUT_FOLDER_ANNOTATION } from '../volcano/labels.ts';
 import { annotateJob } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
 
-/** Each rank's log is saved as `stdout-<rank>.log` in the job folder when the job ends. */
-export const logFileName = (rank: number) => `stdout-${rank}.log`;
-
 /**
  * FileOutput: records on the job where its logs must be saved at the end, so that the backend
  * that ends it (possibly after a restart of ucompute) knows without asking the store.

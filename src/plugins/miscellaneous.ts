@@ -1,10 +1,13 @@
-import { podSpec, userContainer } from './builder.ts';
+import { podSpec, restrictedSecurityContext, userContainer } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
 
 /**
  * Miscellaneous: small hardening defaults. Pods never restart by themselves, get no service
  * account token or service links, work in `/work` unless the app says otherwise, and run as the
- * storage uid (not root) unless the app needs root; nothing may escalate privileges.
+ * storage uid (not root) unless the app needs root; nothing may escalate privileges. That is Pod
+ * Security "restricted" (seccomp RuntimeDefault, no capabilities) for every app but the root apps
+ * the operator allows (security.allowRootApps), which keep the runtime's default capabilities
+ * (sshd needs them) and so meet "baseline".
  */
 export const miscellaneousPlugin: JobPlugin = {
   name: 'Miscellaneous',
@@ -13,17 +16,13 @@ export const miscellaneousPlugin: JobPlugin = {
     spec.restartPolicy = 'Never';
     spec.automountServiceAccountToken = false;
     spec.enableServiceLinks = false;
+    spec.securityContext = { ...spec.securityContext, seccompProfile: { type: 'RuntimeDefault' } };
 
     const container = userContainer(build);
     const { changeWorkingDirectory, runAsRoot } = job.application.invocation.container;
     if (changeWorkingDirectory) container.workingDir = '/work';
     container.securityContext = runAsRoot
       ? { runAsUser: 0, allowPrivilegeEscalation: false }
-      : {
-          runAsNonRoot: true,
-          runAsUser: ctx.config.jobUid,
-          runAsGroup: ctx.config.jobUid,
-          allowPrivilegeEscalation: false,
-        };
+      : restrictedSecurityContext(ctx.config.jobUid);
   },
 };

@@ -1,6 +1,6 @@
 import { svcTaskKey } from '../volcano/conventions.ts';
 import { JOB_TASK_NAME } from '../volcano/names.ts';
-import { addVolume, mount, podSpec, userContainer } from './builder.ts';
+import { addVolume, mount, podSpec, restrictedSecurityContext, userContainer } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
 
 export const MULTI_NODE_PATH = '/etc/ucloud';
@@ -38,12 +38,7 @@ export const multiNodePlugin: JobPlugin = {
         command: ['sh', '-c', script],
         resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } },
         volumeMounts: [{ name: VOLUME, mountPath: MULTI_NODE_PATH }],
-        securityContext: {
-          runAsNonRoot: true,
-          runAsUser: ctx.config.jobUid,
-          runAsGroup: ctx.config.jobUid,
-          allowPrivilegeEscalation: false,
-        },
+        securityContext: restrictedSecurityContext(ctx.config.jobUid),
       },
     ];
   },

@@ -4,6 +4,7 @@ import type { ResolvedPipelineConfig } from '../model/config.ts';
 import type { JobSpecification, JobState } from '../model/job.ts';
 import type { Owner } from '../model/owner.ts';
 import type { Product } from '../model/product.ts';
+import type { JobStorage } from '../storage/job-storage.ts';
 import type { Companion, VolcanoJob } from '../volcano/types.ts';
 
 /** A job that passed validation: everything a plugin needs to know about it, resolved. */
@@ -34,12 +35,6 @@ export interface JobBuild {
 export interface PeerLocation {
   namespace: string;
   address?: string;
-}
-
-/** Side effects on storage at creation; absent when only planning. */
-export interface JobStorage {
-  ensureFolder(path: string): Promise<void>;
-  writeFile(path: string, content: string): Promise<void>;
 }
 
 export interface CreateContext {

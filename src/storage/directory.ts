@@ -1,7 +1,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { normalisePath } from '../model/paths.ts';
-import type { JobStorage } from '../plugins/plugin.ts';
+import type { JobStorage } from './job-storage.ts';
 
 /**
  * Storage ("UCloud/Storage") backed by one directory: the drive path `/home/alice/x` is

@@ -140,7 +140,9 @@ export function openStore(path: string) {
       db.exec('commit');
       return result;
     } catch (e) {
-      db.exec('rollback');
+      // SQLite rolls back by itself on some errors (SQLITE_FULL): a second rollback would throw and
+      // hide the error that matters.
+      if (db.isTransaction) db.exec('rollback');
       throw e;
     } finally {
       depth--;
@@ -474,7 +476,9 @@ function migrate(db: DatabaseSync): void {
       db.prepare('insert into schema_version (version) values (?)').run(v + 1);
       db.exec('commit');
     } catch (e) {
-      db.exec('rollback');
+      // SQLite rolls back by itself on some errors (SQLITE_FULL): a second rollback would throw and
+      // hide the error that matters.
+      if (db.isTransaction) db.exec('rollback');
       throw e;
     }
   }

@@ -39,7 +39,8 @@ export interface Host {
 /** A task's hosts: one per replica, or just one when the template fixes its hostname (svc plugin rule). */
 export function taskHosts(jobName: string, task: TaskSpec): Host[] {
   const fixed = task.template.spec.hostname;
-  const subdomain = task.template.spec.subdomain ?? jobName;
+  // An empty subdomain is a missing one (the svc plugin tests `len(subdomain) == 0`).
+  const subdomain = task.template.spec.subdomain || jobName;
   if (fixed !== undefined && fixed !== '') return task.replicas > 0 ? [{ hostname: fixed, subdomain }] : [];
   return Array.from({ length: task.replicas }, (_, i) => ({
     hostname: podName(jobName, task.name, i),

@@ -1,3 +1,4 @@
+import { podName } from './conventions.ts';
 import type { TaskSpec, VolcanoAction, VolcanoJob, VolcanoJobPhase } from './types.ts';
 
 /**
@@ -53,6 +54,41 @@ export const totalReplicas = (job: VolcanoJob): number => job.spec.tasks.reduce(
 /** The gang size: the job's minAvailable, or the sum of its tasks' (admission's default). */
 export const jobMinAvailable = (job: VolcanoJob): number =>
   job.spec.minAvailable ?? job.spec.tasks.reduce((n, t) => n + taskMinAvailable(t), 0);
+
+/**
+ * The pods the gang starts with, by name, in task order (Volcano's PodGroup minResources): each
+ * task's minAvailable, then further replicas up to the job's minAvailable; or, when the job's
+ * minAvailable is below its tasks' sum (an elastic job), its first minAvailable of those. The
+ * other pods run when capacity allows.
+ */
+export function gangPodNames(job: VolcanoJob): string[] {
+  const wanted = jobMinAvailable(job);
+  const names: string[] = [];
+  const take = (task: TaskSpec, from: number, to: number) => {
+    for (let i = from; i < to && names.length < wanted; i++)
+      names.push(podName(job.metadata.name, task.name, i));
+  };
+  for (const t of job.spec.tasks) take(t, 0, taskMinAvailable(t));
+  for (const t of job.spec.tasks) take(t, taskMinAvailable(t), t.replicas);
+  return names;
+}
+
+/**
+ * Whether a task's pods may be created (the controller's `waitDependsOnTaskMeetCondition`): every
+ * task it depends on (with `iteration: any` and several, one of them) has at least its
+ * minAvailable pods Running or Succeeded. `started` counts those per task.
+ */
+export function dependenciesMet(job: VolcanoJob, task: TaskSpec, started: Record<string, number>): boolean {
+  const dependsOn = task.dependsOn;
+  if (!dependsOn) return true;
+  const ready = (name: string) => {
+    const dependency = job.spec.tasks.find((t) => t.name === name);
+    return dependency !== undefined && (started[name] ?? 0) >= taskMinAvailable(dependency);
+  };
+  return dependsOn.name.length > 1 && dependsOn.iteration === 'any'
+    ? dependsOn.name.some(ready)
+    : dependsOn.name.every(ready);
+}
 
 /** What a kill action does: the phase it leads to, and whether finished pods are kept ("soft"). */
 export function killFor(action: VolcanoAction): { phase: VolcanoJobPhase; soft: boolean; retry: boolean } {

@@ -18,5 +18,8 @@ export const WEB_PORT_ANNOTATION = 'ucompute.dev/web-port';
 export const VNC_PORT_ANNOTATION = 'ucompute.dev/vnc-port';
 export const PEERS_ANNOTATION = 'ucompute.dev/peers';
 
+/** Pod Security admission: the profile a namespace's pods must meet (restricted, baseline). */
+export const POD_SECURITY_ENFORCE_LABEL = 'pod-security.kubernetes.io/enforce';
+
 export const INGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/ingress-bandwidth';
 export const EGRESS_BANDWIDTH_ANNOTATION = 'kubernetes.io/egress-bandwidth';

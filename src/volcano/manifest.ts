@@ -1,11 +1,16 @@
+import type { SecurityPolicy } from '../model/config.ts';
 import { IssueList, joinPath } from '../model/errors.ts';
 import { jobPlugins } from './job-plugins.ts';
+import { checkJobFields, checkPodFields, checkTaskFields } from './local-limits.ts';
+import { checkPrivileged } from './privileged.ts';
 import type { Companion, VolcanoJob } from './types.ts';
 
 /**
- * A Volcano Job manifest as a user writes it (`ucompute vcjob run`), checked for what the local
- * backend relies on; every problem names its field. The companions it may carry are ConfigMaps
- * and Secrets for the job's volumes.
+ * A Volcano Job manifest as a user writes it (`ucompute vcjob run`), checked field by field for
+ * what the local backend relies on, what Volcano's admission webhook would refuse, what the local
+ * backend cannot honour, and the privileged features the operator has not allowed; every problem
+ * names its field, all at once. The companions it may carry are ConfigMaps and Secrets for the
+ * job's volumes.
  */
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -39,7 +44,7 @@ export interface Manifest {
 }
 
 /** Picks the one Volcano Job among the documents; ConfigMaps and Secrets come along; others are errors. */
-export function readManifest(documents: unknown[], source: string): Manifest {
+export function readManifest(documents: unknown[], source: string, security: SecurityPolicy): Manifest {
   const issues = new IssueList();
   const jobs: VolcanoJob[] = [];
   const companions: Companion[] = [];
@@ -51,7 +56,7 @@ export function readManifest(documents: unknown[], source: string): Manifest {
       return;
     }
     if (doc.apiVersion === 'batch.volcano.sh/v1alpha1' && doc.kind === 'Job') {
-      checkJob(doc, at, issues);
+      checkJob(doc, at, security, issues);
       jobs.push(doc as unknown as VolcanoJob);
     } else if (doc.apiVersion === 'v1' && (doc.kind === 'ConfigMap' || doc.kind === 'Secret')) {
       companions.push(doc as unknown as Companion);
@@ -72,9 +77,14 @@ export function readManifest(documents: unknown[], source: string): Manifest {
   return { job: jobs[0]!, companions };
 }
 
-function checkJob(doc: Json, at: string, issues: IssueList): void {
+function checkJob(doc: Json, at: string, security: SecurityPolicy, issues: IssueList): void {
   const meta = doc.metadata;
-  if (!isObject(meta) || typeof meta.name !== 'string' || !DNS_LABEL.test(meta.name)) {
+  if (isObject(meta) && meta.name === undefined && meta.generateName !== undefined) {
+    issues.add(
+      joinPath(at, 'metadata.generateName'),
+      'is not offered by the local backend: give the job a metadata.name (a DNS label)',
+    );
+  } else if (!isObject(meta) || typeof meta.name !== 'string' || !DNS_LABEL.test(meta.name)) {
     issues.add(joinPath(at, 'metadata.name'), 'must be a DNS label (lower-case letters, digits and -)');
   }
   const spec = doc.spec;
@@ -87,6 +97,7 @@ function checkJob(doc: Json, at: string, issues: IssueList): void {
     if (spec[key] !== undefined && !isCount(spec[key]))
       issues.add(joinPath(s, key), 'must be a whole number ≥ 0');
   }
+  checkJobFields(spec, s, issues);
   checkPolicies(spec.policies, joinPath(s, 'policies'), issues);
   if (spec.plugins !== undefined) {
     if (!isObject(spec.plugins))
@@ -124,12 +135,15 @@ function checkJob(doc: Json, at: string, issues: IssueList): void {
     ) {
       issues.add(joinPath(t, 'minAvailable'), 'must be a whole number between 0 and replicas');
     }
+    checkTaskFields(task, t, issues);
     checkPolicies(task.policies, joinPath(t, 'policies'), issues);
     const pod = isObject(task.template) ? task.template.spec : undefined;
     if (!isObject(pod)) {
       issues.add(joinPath(t, 'template.spec'), 'is required');
       return;
     }
+    checkPodFields(pod, joinPath(t, 'template.spec'), issues);
+    checkPrivileged(pod, joinPath(t, 'template.spec'), security, issues);
     const containers = pod.containers;
     if (!Array.isArray(containers) || containers.length === 0) {
       issues.add(joinPath(t, 'template.spec.containers'), 'must list at least one container');
@@ -157,17 +171,66 @@ function checkJob(doc: Json, at: string, issues: IssueList): void {
       });
     }
   });
+  checkDependsOn(tasks, joinPath(s, 'tasks'), issues);
   if (isCount(spec.minAvailable) && (spec.minAvailable as number) > replicas) {
     issues.add(joinPath(s, 'minAvailable'), `must not exceed the ${replicas} replicas of the job`);
   }
 }
 
+/** `dependsOn` names other tasks of the job, and the dependencies form no cycle (admission's rule). */
+function checkDependsOn(tasks: unknown[], at: string, issues: IssueList): void {
+  const edges = new Map<string, string[]>();
+  tasks.forEach((task, i) => {
+    if (!isObject(task) || task.dependsOn === undefined) return;
+    const where = joinPath(joinPath(at, i), 'dependsOn');
+    const d = task.dependsOn;
+    if (!isObject(d) || !Array.isArray(d.name) || d.name.length === 0) {
+      issues.add(joinPath(where, 'name'), 'must list the tasks this task waits for');
+      return;
+    }
+    if (d.iteration !== undefined && d.iteration !== 'any' && d.iteration !== 'all') {
+      issues.add(joinPath(where, 'iteration'), 'must be any or all');
+    }
+    const known = tasks.flatMap((t) => (isObject(t) && typeof t.name === 'string' ? [t.name] : []));
+    for (const name of d.name) {
+      if (typeof name !== 'string' || !known.includes(name) || name === task.name) {
+        issues.add(joinPath(where, 'name'), `names no other task of the job (${String(name)})`);
+      }
+    }
+    if (typeof task.name === 'string')
+      edges.set(
+        task.name,
+        d.name.filter((n) => typeof n === 'string'),
+      );
+  });
+  const visiting = new Set<string>();
+  const done = new Set<string>();
+  const cyclic = (name: string): boolean => {
+    if (done.has(name)) return false;
+    if (visiting.has(name)) return true;
+    visiting.add(name);
+    const found = (edges.get(name) ?? []).some(cyclic);
+    visiting.delete(name);
+    done.add(name);
+    return found;
+  };
+  for (const name of edges.keys()) {
+    if (cyclic(name)) {
+      issues.add(at, `the tasks' dependsOn form a cycle (through ${name})`);
+      return;
+    }
+  }
+}
+
+/** Admission's policy rules: known events and actions, no event or exit code twice, `*` alone. */
 function checkPolicies(policies: unknown, at: string, issues: IssueList): void {
   if (policies === undefined) return;
   if (!Array.isArray(policies)) {
     issues.add(at, 'must be a list of policies');
     return;
   }
+  const seenEvents = new Set<string>();
+  const seenCodes = new Set<unknown>();
   policies.forEach((p: unknown, i) => {
     const where = joinPath(at, i);
     if (!isObject(p)) {
@@ -184,11 +247,26 @@ function checkPolicies(policies: unknown, at: string, issues: IssueList): void {
     for (const e of events) {
       if (typeof e !== 'string' || !EVENTS.includes(e))
         issues.add(joinPath(where, 'event'), `must be one of ${EVENTS.join(', ')}`);
+      else if (seenEvents.has(e))
+        issues.add(joinPath(where, 'event'), `repeats the event ${e}: one event has one action`);
+      else seenEvents.add(e);
     }
-    if (p.exitCode !== undefined && (!Number.isInteger(p.exitCode) || p.exitCode === 0)) {
-      issues.add(joinPath(where, 'exitCode'), 'must be a non-zero whole number');
+    if (p.exitCode !== undefined) {
+      if (!Number.isInteger(p.exitCode) || p.exitCode === 0)
+        issues.add(joinPath(where, 'exitCode'), 'must be a non-zero whole number');
+      else if (events.length > 0)
+        issues.add(joinPath(where, 'exitCode'), 'must not be given with an event in the same policy');
+      else if (seenCodes.has(p.exitCode))
+        issues.add(joinPath(where, 'exitCode'), `repeats the exit code ${String(p.exitCode)}`);
+      else seenCodes.add(p.exitCode);
     }
     if (events.length === 0 && p.exitCode === undefined)
       issues.add(where, 'needs an event, events or an exitCode');
+    if (p.timeout !== undefined) {
+      issues.add(joinPath(where, 'timeout'), 'the local backend cannot honour delayed actions; remove it');
+    }
   });
+  if (seenEvents.has('*') && seenEvents.size > 1) {
+    issues.add(at, 'a policy for every event (*) must be the only one');
+  }
 }

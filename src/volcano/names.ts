@@ -1,4 +1,9 @@
 import { createHash } from 'node:crypto';
+import type { ResolvedPipelineConfig } from '../model/config.ts';
+import { type Owner, ownerKey } from '../model/owner.ts';
+
+// The names plugins write into a job's objects and backends read back: one place, so that the two
+// sides cannot drift apart.
 
 /** The Volcano Job of a ucompute job; the prefix keeps ids that start with a digit valid names. */
 export function volcanoJobName(jobId: string): string {
@@ -29,3 +34,16 @@ export function labelValue(text: string): string {
   if (/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(text) && text.length <= 63) return text;
   return dnsLabel('', text);
 }
+
+/** `<prefix>-u-<user>` or `<prefix>-p-<project>`, or the one configured namespace. */
+export function ownerNamespace(config: ResolvedPipelineConfig, owner: Owner): string {
+  if (config.kubernetes.namespaceStrategy === 'single') return config.kubernetes.namespace;
+  const { kind, id } = ownerKey(owner);
+  return dnsLabel(`${config.prefix}-${kind === 'user' ? 'u' : 'p'}-`, id);
+}
+
+/** The NetworkPolicy that opens a job to its peers. */
+export const networkPolicyName = (jobId: string) => `policy-${jobId}`;
+
+/** Each rank's log is saved as `stdout-<rank>.log` in the job folder when the job ends. */
+export const logFileName = (rank: number) => `stdout-${rank}.log`;

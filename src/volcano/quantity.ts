@@ -1,4 +1,9 @@
-/** Kubernetes resource quantities ("500m", "2", "4Gi", "1e3", "1.5G") as numbers. */
+import type { Quantity } from './types.ts';
+
+/**
+ * Kubernetes resource quantities ("500m", "2", "4Gi", "1e3", "1.5G", or a plain number: the API
+ * takes int-or-string, so `cpu: 1` and `memory: 1024` are quantities too) as numbers.
+ */
 
 const SUFFIXES: Record<string, number> = {
   n: 1e-9,
@@ -20,7 +25,12 @@ const SUFFIXES: Record<string, number> = {
 };
 
 /** The quantity's value; throws naming the text when it is not a quantity. */
-export function parseQuantity(text: string): number {
+export function parseQuantity(quantity: Quantity): number {
+  if (typeof quantity === 'number') {
+    if (!Number.isFinite(quantity)) throw new Error(`${quantity} is not a Kubernetes quantity`);
+    return quantity;
+  }
+  const text = quantity;
   const m = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$/.exec(
     text.trim(),
   );
@@ -30,6 +40,6 @@ export function parseQuantity(text: string): number {
 }
 
 /** CPU in millicores, rounded up as the kubelet does. */
-export const cpuMillis = (text: string): number => Math.ceil(parseQuantity(text) * 1000 - 1e-9);
+export const cpuMillis = (quantity: Quantity): number => Math.ceil(parseQuantity(quantity) * 1000 - 1e-9);
 
-export const bytes = (text: string): number => Math.ceil(parseQuantity(text));
+export const bytes = (quantity: Quantity): number => Math.ceil(parseQuantity(quantity));

@@ -31,10 +31,18 @@ export interface VolumeMount {
   readOnly?: boolean;
 }
 
+/** Quantities: the API takes int-or-string ("500m", "4Gi", or a plain number). */
+export type Quantity = string | number;
+
 export interface ResourceList {
-  cpu?: string;
-  memory?: string;
-  [resource: string]: string | undefined;
+  cpu?: Quantity;
+  memory?: Quantity;
+  [resource: string]: Quantity | undefined;
+}
+
+export interface SeccompProfile {
+  type: 'RuntimeDefault' | 'Localhost' | 'Unconfined';
+  localhostProfile?: string;
 }
 
 export interface SecurityContext {
@@ -42,6 +50,10 @@ export interface SecurityContext {
   runAsUser?: number;
   runAsGroup?: number;
   allowPrivilegeEscalation?: boolean;
+  privileged?: boolean;
+  capabilities?: { add?: string[]; drop?: string[] };
+  seccompProfile?: SeccompProfile;
+  procMount?: 'Default' | 'Unmasked';
 }
 
 export interface ContainerPort {
@@ -95,7 +107,17 @@ export interface PodSpec {
   runtimeClassName?: string;
   imagePullSecrets?: { name: string }[];
   schedulerName?: string;
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; runAsGroup?: number; fsGroup?: number };
+  priorityClassName?: string;
+  hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    runAsGroup?: number;
+    fsGroup?: number;
+    seccompProfile?: SeccompProfile;
+  };
 }
 
 export interface PodTemplateSpec {
@@ -139,6 +161,8 @@ export interface TaskSpec {
   template: PodTemplateSpec;
   policies?: LifecyclePolicy[];
   maxRetry?: number;
+  /** Pods of this task are created once these tasks' pods run (`any`: once one of them does). */
+  dependsOn?: { name: string[]; iteration?: 'any' | 'all' };
 }
 
 export type VolcanoJobPhase =

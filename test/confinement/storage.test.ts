@@ -26,6 +26,8 @@ async function open(t: { after(fn: () => Promise<void>): void }) {
     dataDir: home,
     storageRoot,
     storageClaim: CLAIM,
+    // The tasks' image is not in the store: they run on the host userland view.
+    embedded: true,
   });
   const events: BackendEvent[] = [];
   backend.onEvent((e) => events.push(e));

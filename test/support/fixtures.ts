@@ -9,7 +9,8 @@ import { buildJob } from '../../src/jobs/job-management.ts';
 import { type JobEnvironment, prepareJob } from '../../src/jobs/prepare.ts';
 import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/config.ts';
 import type { Product } from '../../src/model/product.ts';
-import type { JobBuild, JobPlugin, JobStorage, PeerLocation, PreparedJob } from '../../src/plugins/plugin.ts';
+import type { JobBuild, JobPlugin, PeerLocation, PreparedJob } from '../../src/plugins/plugin.ts';
+import type { JobStorage } from '../../src/storage/job-storage.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const EXAMPLE_APPS = fileURLToPath(new URL('../../examples/apps', import.meta.url));
@@ -18,14 +19,20 @@ export const EXAMPLE_PRODUCTS = fileURLToPath(new URL('../../examples/products.y
 // Each test file runs in its own process, so this loads once per file.
 export const catalog: Catalog = await loadCatalog(EXAMPLE_APPS);
 export const products: readonly Product[] = await loadProducts(EXAMPLE_PRODUCTS);
-export const config = resolvePipelineConfig();
+/** The example catalogue's configuration: its mpi-hello runs as root, which the operator allows. */
+export const EXAMPLE_CONFIG: PipelineConfig = { security: { allowRootApps: true } };
+export const config = resolvePipelineConfig(EXAMPLE_CONFIG);
 
 export const JOB_ID = 'testjob1';
 export const CREATED_AT = Date.UTC(2025, 0, 1);
 
 /** The example catalogue and products with the given configuration (the defaults without one). */
 export function env(overrides?: PipelineConfig): JobEnvironment {
-  return { catalog, products, config: overrides ? resolvePipelineConfig(overrides) : config };
+  return {
+    catalog,
+    products,
+    config: overrides ? resolvePipelineConfig({ ...EXAMPLE_CONFIG, ...overrides }) : config,
+  };
 }
 
 /** An example product by id; throws for a typo rather than testing against undefined. */

@@ -1,8 +1,8 @@
 import type { KubernetesObjectApi } from '@kubernetes/client-node';
 import { PatchStrategy } from '@kubernetes/client-node';
-import { jobPods, networkPolicyName } from '../../plugins/connect-to-job.ts';
+import { jobPods } from '../../plugins/connect-to-job.ts';
 import { PEERS_ANNOTATION } from '../../volcano/labels.ts';
-import { JOB_TASK_NAME } from '../../volcano/names.ts';
+import { JOB_TASK_NAME, networkPolicyName } from '../../volcano/names.ts';
 import type { NetworkPolicy, NetworkPolicyPeer, VolcanoJob } from '../../volcano/types.ts';
 import { statusCode } from './connection.ts';
 

@@ -4,7 +4,17 @@ import { join, normalize } from 'node:path';
 import { containerProcess } from '../../volcano/expansion.ts';
 import type { PodPlan } from '../../volcano/job-plugins.ts';
 import { bytes, cpuMillis } from '../../volcano/quantity.ts';
-import type { Companion, Container, ResourceList, VolcanoJob, Volume } from '../../volcano/types.ts';
+import type {
+  Companion,
+  Container,
+  EnvVar,
+  Quantity,
+  ResourceList,
+  VolcanoJob,
+  Volume,
+} from '../../volcano/types.ts';
+import { imageArgv, imageEnv, imageUser } from './images/oci-config.ts';
+import type { ImageResolver } from './images/resolve.ts';
 import { openWithoutSymlinks } from './open-path.ts';
 import type { ContainerSpec, FileContent, Mount, Pod, ResourceLimits } from './runtime.ts';
 import type { Resources } from './scheduler.ts';
@@ -22,8 +32,8 @@ export interface VolumeSources {
   claimsRoot: string;
   /** ConfigMaps and Secrets that came with the job, for configMap/secret volumes and env. */
   companions: readonly Companion[];
-  /** Image name to root folder; an image not listed runs on the host userland view. */
-  images: Readonly<Record<string, string>>;
+  /** A container's image: its root folder and config, or the host userland view. */
+  images: ImageResolver;
 }
 
 const SHM_PATH = '/dev/shm';
@@ -56,7 +66,7 @@ export function podRequest(plan: PodPlan): Resources {
 /** The pod's cgroup limits: the sum of its containers' limits, none where a container has none. */
 export function podLimits(plan: PodPlan): ResourceLimits {
   const containers = plan.task.template.spec.containers;
-  const sum = (key: 'cpu' | 'memory', parse: (q: string) => number) => {
+  const sum = (key: 'cpu' | 'memory', parse: (q: Quantity) => number) => {
     let total = 0;
     for (const c of containers) {
       const q = c.resources?.limits?.[key];
@@ -113,6 +123,8 @@ export interface ContainerContext {
   stdout: string;
   stderr: string;
   hostsFile: string;
+  /** Adds a line to the job's updates (e.g. that an image runs on the host userland view). */
+  notify(status: string): void;
 }
 
 /** The runtime's view of one container of a pod. Errors name the field that cannot be run here. */
@@ -127,21 +139,34 @@ export async function containerSpec(
     ...c,
     env: [...(c.env ?? []), ...plan.env.map(([name, value]) => ({ name, value }))],
   };
-  const { env, argv } = containerProcess(withPlugins, (v) => {
+  const resolve = (v: EnvVar) => {
     const ref = v.valueFrom?.configMapKeyRef;
     if (!ref) return undefined;
     // The svc plugin's ConfigMap holds exactly the variables the plan already carries.
     return companion(sources, 'ConfigMap', ref.name)
       ? entries(sources, 'ConfigMap', ref.name)[ref.key]
       : undefined;
-  });
+  };
+  // `command` and `args` expanded apart: an image's entrypoint may come between them.
+  const { env, argv: command } = containerProcess({ ...withPlugins, args: [] }, resolve);
+  const { argv: args } = containerProcess({ ...withPlugins, command: [] }, resolve);
+  const image = await sources.images(c.image);
+  if (image.notice) ctx.notify(image.notice);
+  const argv = imageArgv(image.config ?? {}, command, args);
   if (argv.length === 0) {
-    throw new Error(
-      `${where}.command: the local backend runs commands, not image entrypoints; give a command`,
-    );
+    const why = image.config
+      ? `neither the container nor its image ${c.image} has a command (no Entrypoint or Cmd)`
+      : `image ${c.image} has no entrypoint here (${image.root.kind === 'host-view' ? "it runs on the host's userland view" : 'a folder from local.images'})`;
+    throw new Error(`${where}.command: ${why}; give a command`);
   }
-  const uid = c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser ?? 0;
-  const gid = c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup ?? 0;
+  const { uid, gid } = await imageUser(
+    image.root.kind === 'folder' ? image.root.path : '/',
+    image.config ?? {},
+    {
+      runAsUser: c.securityContext?.runAsUser ?? spec.securityContext?.runAsUser,
+      runAsGroup: c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup,
+    },
+  );
   const hostIds = ctx.pod.hostIds(uid, gid);
   const mounts: Mount[] = [{ source: ctx.hostsFile, target: '/etc/hosts', readOnly: true }];
   const files: FileContent[] = plan.files.map((f) => ({ ...f }));
@@ -171,14 +196,13 @@ export async function containerSpec(
       readOnly: m.readOnly === true || source.readOnly,
     });
   }
-  const image = sources.images[c.image];
   return {
     name: c.name,
-    root: image ? { kind: 'folder', path: image } : { kind: 'host-view' },
+    root: image.root,
     argv,
-    // Images set PATH; the host's userland as an image gets Debian's default.
-    env: { PATH: DEFAULT_PATH, HOSTNAME: plan.hostname, ...env },
-    workingDir: c.workingDir ?? null,
+    // Container env overrides the image's; an image without PATH gets Debian's default, as Docker's.
+    env: { PATH: DEFAULT_PATH, ...imageEnv(image.config ?? {}), HOSTNAME: plan.hostname, ...env },
+    workingDir: c.workingDir ?? image.config?.WorkingDir ?? null,
     uid,
     gid,
     ...hostIds,

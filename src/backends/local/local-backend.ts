@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
-import { logFileName } from '../../plugins/file-output.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import {
   DEFAULT_MAX_RETRY,
+  dependenciesMet,
+  gangPodNames,
   isFinalPhase,
   killFor,
   type PodCounts,
@@ -23,11 +24,11 @@ import {
   OUTPUT_FOLDER_ANNOTATION,
   PEERS_ANNOTATION,
 } from '../../volcano/labels.ts';
-import { volcanoJobName } from '../../volcano/names.ts';
+import { logFileName, volcanoJobName } from '../../volcano/names.ts';
 import type { Companion, VolcanoAction, VolcanoJob, VolcanoJobPhase } from '../../volcano/types.ts';
 import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources } from './containers.ts';
 import type { ContainerExit, Pod, Runtime } from './runtime.ts';
-import { describe, type Resources, schedule } from './scheduler.ts';
+import { describe, fits, minus, NO_RESOURCES, plus, type Resources, schedule } from './scheduler.ts';
 
 export interface LocalBackendOptions {
   runtime: Runtime;
@@ -43,6 +44,9 @@ export interface LocalBackendOptions {
 /** Ended jobs whose state and logs are kept; older ones are removed. */
 const ENDED_KEPT = 10_000;
 const LOG_POLL_MS = 100;
+/** A container that keeps failing past its task's maxRetry restarts after this, doubling up to the cap (the kubelet's CrashLoopBackOff). */
+const CRASH_BACKOFF_MS = 10_000;
+const CRASH_BACKOFF_MAX_MS = 300_000;
 
 interface PodRecord {
   plan: PodPlan;
@@ -73,13 +77,18 @@ interface SavedJob {
 
 interface JobRun extends Omit<SavedJob, 'pods'> {
   pods: Map<string, PodRecord>;
+  /** The pods the gang starts with (the job's minAvailable), and what they need together. */
+  gang: Set<string>;
   demand: Resources;
   timeLimitMs: number | null;
   startedAt: number | null;
   /** The last phase told to phase listeners. */
   toldPhase?: VolcanoJobPhase;
-  /** The last event reported, to say each thing once. */
+  /** The last event reported, to say each thing once, and its state. */
   said: string;
+  saidState?: BackendEvent['state'];
+  /** Lines told with `notify`. */
+  notices: Set<string>;
   /** Steps on one job run one after the other. */
   chain: Promise<void>;
   /** Woken on every log write check and at the end. */
@@ -155,18 +164,19 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     });
     const maxTime = Number(saved.job.metadata.annotations?.[MAX_TIME_ANNOTATION]);
     const planned = planPods(saved.job, saved.plugins);
+    const gang = new Set(gangPodNames(saved.job));
     return {
       ...saved,
       pods: new Map(),
+      gang,
       demand: planned
+        .filter((p) => gang.has(p.name))
         .map(podRequest)
-        .reduce(
-          (a, b) => ({ cpuMillis: a.cpuMillis + b.cpuMillis, memoryBytes: a.memoryBytes + b.memoryBytes }),
-          { cpuMillis: 0, memoryBytes: 0 },
-        ),
+        .reduce(plus, NO_RESOURCES),
       timeLimitMs: Number.isFinite(maxTime) && maxTime > 0 ? maxTime : null,
       startedAt: null,
       said: '',
+      notices: new Set(),
       chain: Promise.resolve(),
       ended,
       end,
@@ -192,7 +202,18 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     const key = `${event.state}:${event.status}`;
     if (key === run.said) return;
     run.said = key;
+    run.saidState = event.state;
     emit({ ...event, jobId: run.id, at: now() });
+  }
+
+  /** A line in the job's updates that does not change its state; each said once per job. */
+  function notify(run: JobRun, status: string): void {
+    if (run.notices.has(status)) return;
+    run.notices.add(status);
+    // Containers start once the job is admitted, which may be before "The job is starting" is said.
+    const state = run.saidState ?? 'IN_QUEUE';
+    run.said = `${state}:${status}`;
+    emit({ state, status, jobId: run.id, at: now() });
   }
 
   function eventOf(
@@ -289,7 +310,8 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       await finish(run);
       return;
     }
-    if (run.admitted && run.phase === 'Pending') await createPods(run);
+    // Pods are made while the job starts and runs: dependent tasks and elastic replicas come later.
+    if (run.admitted && (run.phase === 'Pending' || run.phase === 'Running')) await createPods(run);
     await save(run);
     report(run);
   }
@@ -336,18 +358,35 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         .filter((p) => p.plan.task.name === task.name)
         .reduce((n, p) => n + p.restarts, 0);
       const maxRetry = task.maxRetry ?? DEFAULT_MAX_RETRY;
-      if (maxRetry !== -1 && taskRestarts >= maxRetry) {
-        rec.exit = exit;
-        rec.phase = 'Failed';
-        await rec.pod?.destroy(0);
-        rec.pod = undefined;
-        await podEvent(run, rec, 'TaskFailed');
-        return;
+      const overRetries = maxRetry !== -1 ? taskRestarts - maxRetry : -1;
+      if (overRetries >= 0) {
+        const action = policyAction(run.job, task, 'TaskFailed', exit.exitCode);
+        if (action) {
+          rec.exit = exit;
+          rec.phase = 'Failed';
+          await rec.pod?.destroy(0);
+          rec.pod = undefined;
+          await kill(run, action, rec);
+          return;
+        }
+        // No policy for TaskFailed: the controller does nothing and the job stays Running while
+        // the kubelet keeps restarting the container, with back-off.
       }
       // The pod stays Running while its container starts again, as a kubelet restart looks.
       await rec.pod?.destroy(0);
       rec.pod = undefined;
-      await startPods(run, [rec]);
+      if (overRetries <= 0) {
+        await startPods(run, [rec]);
+        return;
+      }
+      const delay = Math.min(CRASH_BACKOFF_MS * 2 ** (overRetries - 1), CRASH_BACKOFF_MAX_MS);
+      setTimeout(() => {
+        void step(run, async () => {
+          const current = run.pods.get(rec.plan.name) === rec && !rec.killing && !rec.pod;
+          if (closed || !current || run.phase !== 'Running') return;
+          await startPods(run, [rec]);
+        });
+      }, delay).unref();
       return;
     }
     rec.exit = exit;
@@ -363,16 +402,72 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     ).length;
     if (taskDone === task.replicas) await podEvent(run, rec, 'TaskCompleted');
     else await sync(run);
+    reschedule(); // what the pod held is free for waiting pods and jobs
   }
 
+  /** Each planned pod's request, parsed once: the scheduler asks for them on every pass. */
+  const requests = new WeakMap<PodPlan, Resources>();
+  const requestOf = (plan: PodPlan): Resources => {
+    const known = requests.get(plan);
+    if (known) return known;
+    const request = podRequest(plan);
+    requests.set(plan, request);
+    return request;
+  };
+
+  /** What a job holds of the machine: its live pods, and the gang's pods not made yet. */
+  function held(run: JobRun): Resources {
+    let total = NO_RESOURCES;
+    for (const plan of run.planned) {
+      const rec = run.pods.get(plan.name);
+      const alive = rec
+        ? rec.killing || rec.phase === 'Pending' || rec.phase === 'Running'
+        : run.gang.has(plan.name);
+      if (alive) total = plus(total, requestOf(plan));
+    }
+    return total;
+  }
+
+  function freeCapacity(): Resources {
+    let free = runtime.capacity;
+    for (const r of runs.values()) if (r.admitted && !isFinalPhase(r.phase)) free = minus(free, held(r));
+    return free;
+  }
+
+  /**
+   * SyncJob's pod creation: the pods the job lacks, once the tasks they depend on run; the gang's
+   * were admitted with the job, the others (an elastic job's) only where they fit the machine now.
+   */
   async function createPods(run: JobRun): Promise<void> {
-    run.planned = planPods(run.job, run.plugins);
-    const fresh = run.planned
-      .filter((plan) => !run.pods.has(plan.name))
-      .map((plan): PodRecord => ({ plan, phase: 'Pending', restarts: 0, killing: false }));
+    if (run.pods.size === 0) run.planned = planPods(run.job, run.plugins); // new keys after RestartJob
+    const started: Record<string, number> = {};
+    for (const p of run.pods.values()) {
+      if (!p.killing && (p.phase === 'Running' || p.phase === 'Succeeded')) {
+        started[p.plan.task.name] = (started[p.plan.task.name] ?? 0) + 1;
+      }
+    }
+    let free: Resources | undefined;
+    const fresh: PodRecord[] = [];
+    for (const plan of run.planned) {
+      if (run.pods.has(plan.name) || !dependenciesMet(run.job, plan.task, started)) continue;
+      if (!run.gang.has(plan.name)) {
+        free ??= freeCapacity();
+        const need = requestOf(plan);
+        if (!fits(need, free)) continue;
+        free = minus(free, need);
+      }
+      fresh.push({ plan, phase: 'Pending', restarts: 0, killing: false });
+    }
     for (const rec of fresh) run.pods.set(rec.plan.name, rec);
     if (fresh.length > 0) await startPods(run, fresh);
   }
+
+  /** An admitted job with a replica beyond its gang that waits for room and would fit in `free`. */
+  const mayGrow = (run: JobRun, free: Resources) =>
+    run.admitted &&
+    (run.phase === 'Pending' || run.phase === 'Running') &&
+    run.pods.size > 0 &&
+    run.planned.some((p) => !run.pods.has(p.name) && !run.gang.has(p.name) && fits(requestOf(p), free));
 
   /** Creates pods in the runtime with their addresses and network, then starts their containers. */
   async function startPods(run: JobRun, recs: PodRecord[]): Promise<void> {
@@ -423,6 +518,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       stdout: logFile(run.id, rec.plan.rank, 'out'),
       stderr: logFile(run.id, rec.plan.rank, 'err'),
       hostsFile: join(jobDir(run.id), 'hosts'),
+      notify: (status: string) => notify(run, status),
     };
     const current = () => rec.pod === pod && !rec.killing;
     const failed = (why: string, exit?: ContainerExit) =>
@@ -579,7 +675,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
             .map((r) => ({
               id: r.id,
               queue: r.job.spec.queue ?? 'default',
-              holds: r.demand,
+              holds: held(r),
               endsAt: r.timeLimitMs === null || r.startedAt === null ? null : r.startedAt + r.timeLimitMs,
             })),
           waiting.map((r) => ({
@@ -601,6 +697,9 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         }
         for (const [id, w] of decision.waiting) report(runs.get(id)!, w);
       }
+      // After the admissions, so that replicas beyond a gang never take a waiting job's turn.
+      const free = freeCapacity();
+      for (const run of active) if (mayGrow(run, free)) void step(run, () => sync(run));
       if (again) {
         again = false;
         reschedule();

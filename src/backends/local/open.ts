@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LocalConfig } from '../../model/config.ts';
 import { createRuntime } from './create-runtime.ts';
+import { imageResolver } from './images/resolve.ts';
+import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
 
 export interface OpenLocalOptions {
@@ -11,6 +13,11 @@ export interface OpenLocalOptions {
   dataDir: string;
   storageRoot: string;
   storageClaim: string;
+  /**
+   * Running on the embedded defaults (no configuration file): images missing from the store then
+   * fall back to the host userland view unless `local.hostUserland` says otherwise.
+   */
+  embedded: boolean;
   log?: Logger;
 }
 
@@ -43,7 +50,15 @@ export async function openLocalBackend(
   const backend = await localBackend({
     runtime,
     stateDir,
-    volumes: { storageClaim: o.storageClaim, storageRoot: o.storageRoot, images: o.config.images ?? {} },
+    volumes: {
+      storageClaim: o.storageClaim,
+      storageRoot: o.storageRoot,
+      images: imageResolver({
+        folders: o.config.images ?? {},
+        store: await openImageStore(imageStoreDir(o.dataDir)),
+        hostUserland: o.config.hostUserland ?? o.embedded,
+      }),
+    },
     ...(o.config.gracePeriodMs !== undefined ? { gracePeriodMs: o.config.gracePeriodMs } : {}),
     ...(o.log ? { log: o.log } : {}),
   });

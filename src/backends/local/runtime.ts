@@ -53,8 +53,9 @@ export interface FileContent {
 }
 
 /**
- * What a container sees as `/`, read-only: a folder (an unpacked image), or the host userland
- * view: the host's /usr, /bin, /sbin, /lib* and a filtered /etc, nothing else of the host.
+ * What a container's `/` is, read-only: an image's root folder, or the host userland view (the
+ * host's /usr, /bin, /sbin, /lib* and a filtered /etc, nothing else of the host) that images missing
+ * from the store fall back to where the configuration allows it.
  */
 export type ContainerRoot = { kind: 'folder'; path: string } | { kind: 'host-view' };
 

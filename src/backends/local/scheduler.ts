@@ -17,7 +17,7 @@ export interface WaitingJob {
   /** The fair-share key: the job's Volcano queue. */
   queue: string;
   weight: number;
-  /** What the gang (its minAvailable pods) needs. */
+  /** What the gang (its minAvailable pods) needs; an elastic job's other pods wait for room once it runs. */
   demand: Resources;
   submittedAt: number;
   /** The job's time limit; null: none (it may run forever). */
@@ -27,7 +27,7 @@ export interface WaitingJob {
 export interface RunningJob {
   id: string;
   queue: string;
-  /** What it holds now. */
+  /** What it holds now: its live pods, and its gang's pods not made yet. */
   holds: Resources;
   /** When it ends at the latest; null: no limit. */
   endsAt: number | null;
@@ -44,17 +44,17 @@ export interface Schedule {
   waiting: Map<string, Waiting>;
 }
 
-const fits = (need: Resources, free: Resources) =>
+export const fits = (need: Resources, free: Resources): boolean =>
   need.cpuMillis <= free.cpuMillis && need.memoryBytes <= free.memoryBytes;
-const minus = (a: Resources, b: Resources): Resources => ({
+export const minus = (a: Resources, b: Resources): Resources => ({
   cpuMillis: a.cpuMillis - b.cpuMillis,
   memoryBytes: a.memoryBytes - b.memoryBytes,
 });
-const plus = (a: Resources, b: Resources): Resources => ({
+export const plus = (a: Resources, b: Resources): Resources => ({
   cpuMillis: a.cpuMillis + b.cpuMillis,
   memoryBytes: a.memoryBytes + b.memoryBytes,
 });
-const NONE: Resources = { cpuMillis: 0, memoryBytes: 0 };
+export const NO_RESOURCES: Resources = { cpuMillis: 0, memoryBytes: 0 };
 
 export function describe(r: Resources): string {
   const cpus = r.cpuMillis / 1000;
@@ -74,13 +74,13 @@ export function fairOrder(
 ): WaitingJob[] {
   const turns = new Map(lastStarts);
   const usage = new Map<string, Resources>();
-  for (const r of running) usage.set(r.queue, plus(usage.get(r.queue) ?? NONE, r.holds));
+  for (const r of running) usage.set(r.queue, plus(usage.get(r.queue) ?? NO_RESOURCES, r.holds));
   const byQueue = new Map<string, WaitingJob[]>();
   for (const w of [...waiting].sort((a, b) => a.submittedAt - b.submittedAt || (a.id < b.id ? -1 : 1))) {
     byQueue.set(w.queue, [...(byQueue.get(w.queue) ?? []), w]);
   }
   const share = (queue: string, weight: number) => {
-    const u = usage.get(queue) ?? NONE;
+    const u = usage.get(queue) ?? NO_RESOURCES;
     return (
       Math.max(
         u.cpuMillis / Math.max(capacity.cpuMillis, 1),
@@ -113,7 +113,7 @@ export function fairOrder(
     const rest = byQueue.get(chosen.queue)!.slice(1);
     if (rest.length === 0) byQueue.delete(chosen.queue);
     else byQueue.set(chosen.queue, rest);
-    usage.set(chosen.queue, plus(usage.get(chosen.queue) ?? NONE, chosen.demand));
+    usage.set(chosen.queue, plus(usage.get(chosen.queue) ?? NO_RESOURCES, chosen.demand));
     turns.set(chosen.queue, ++turn);
   }
   return order;
@@ -173,5 +173,5 @@ function reserve(job: WaitingJob, free: Resources, running: RunningJob[]): { at:
       return { at: r.endsAt ?? Number.POSITIVE_INFINITY, spare: minus(available, job.demand) };
     }
   }
-  return { at: Number.POSITIVE_INFINITY, spare: NONE };
+  return { at: Number.POSITIVE_INFINITY, spare: NO_RESOURCES };
 }

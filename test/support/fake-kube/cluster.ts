@@ -5,7 +5,7 @@ import type { TestContext } from 'node:test';
 import { kubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.ts';
 import type { BackendEvent } from '../../../src/jobs/backend.ts';
 import { type PipelineConfig, resolvePipelineConfig } from '../../../src/model/config.ts';
-import type { JobStorage } from '../../../src/plugins/plugin.ts';
+import type { JobStorage } from '../../../src/storage/job-storage.ts';
 import { type FakeApiServer, startFakeApiServer } from './api-server.ts';
 import { type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
 
@@ -49,7 +49,12 @@ export async function fakeCluster(
     api,
     volcano,
     kubeconfig,
-    config: (extra = {}) => ({ ...extra, kubernetes: { kubeconfig, ...extra.kubernetes } }),
+    // The example catalogue's mpi-hello runs as root, which these clusters' operators allow.
+    config: (extra = {}) => ({
+      security: { allowRootApps: true },
+      ...extra,
+      kubernetes: { kubeconfig, ...extra.kubernetes },
+    }),
   };
 }
 

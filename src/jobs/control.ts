@@ -1,0 +1,94 @@
+import type { SimpleDuration } from '../model/application.ts';
+import { durationMillis } from '../model/application.ts';
+import { isFinal, type JobUpdate } from '../model/job.ts';
+import type { JobRecord, Store } from '../store/store.ts';
+import type { Caller, JobAccess } from './access.ts';
+import type { Backend } from './backend.ts';
+import { badRequest, conflict } from './errors.ts';
+import { decideUpdate } from './lifecycle.ts';
+import type { JobMonitor } from './monitor.ts';
+import { findProduct, type JobEnvironment, maxTimeAllocationMillis } from './prepare.ts';
+import type { JobUpdates } from './updates.ts';
+
+// What callers change on their jobs after creation: cancel them, and give them more time.
+
+export interface ExtendItem {
+  jobId: string;
+  requestedTime: SimpleDuration;
+}
+
+export interface ControlOptions {
+  store: Store;
+  env: JobEnvironment;
+  backend: Backend;
+  access: JobAccess;
+  updates: JobUpdates;
+  monitor: JobMonitor;
+  now: () => number;
+}
+
+export function jobControl(o: ControlOptions) {
+  const { store, env, backend, access, updates, now } = o;
+
+  /** Refuses (400) a total time allocation beyond the maximum of the job's product. */
+  function beyondMaximum(job: JobRecord, totalMs: number, i: number): void {
+    const { id, category } = job.specification.product;
+    const product = findProduct(env.products, id, category);
+    const maximum = product ? maxTimeAllocationMillis(product, env.config) : null;
+    if (maximum === null || totalMs <= maximum) return;
+    throw badRequest(
+      `items[${i}].requestedTime: job ${job.id} would have ${totalMs / 3_600_000} hours; ${id} allows at most ${maximum / 3_600_000}`,
+    );
+  }
+
+  return {
+    async terminate(caller: Caller, ids: readonly string[]): Promise<void> {
+      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      for (const job of jobs)
+        if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
+      for (const job of jobs) await o.monitor.stop(job.id, 'The job was cancelled');
+    },
+
+    async extend(caller: Caller, items: readonly ExtendItem[]): Promise<void> {
+      const jobs = items.map((item) => access.visibleJob(caller, item.jobId));
+      items.forEach((item, i) => {
+        const job = jobs[i]!;
+        if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
+        if (job.timeAllocationMs === null)
+          throw badRequest(`items[${i}].jobId: job ${job.id} has no time limit to extend`);
+        if (durationMillis(item.requestedTime) <= 0)
+          throw badRequest(`items[${i}].requestedTime: must be longer than zero`);
+        beyondMaximum(job, job.timeAllocationMs + durationMillis(item.requestedTime), i);
+      });
+      for (const [i, item] of items.entries()) {
+        const added = durationMillis(item.requestedTime);
+        // Read and write in one transaction, so that concurrent extends all count.
+        let expiresAt: number | null = null;
+        let ended: string | undefined;
+        store.transaction(() => {
+          const job = store.getJob(item.jobId)!;
+          // Checked again on the stored allocation: concurrent extends add up.
+          beyondMaximum(job, (job.timeAllocationMs ?? 0) + added, i);
+          if (isFinal(job.state)) {
+            ended = `job ${job.id} has already ended`;
+            return;
+          }
+          // Past its deadline the job is being expired (the monitor may be cancelling it right
+          // now): an extend accepted here would be lost, so it is refused.
+          if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now()) {
+            ended = `job ${job.id} ran out of time`;
+            return;
+          }
+          const u: JobUpdate = { timestamp: now(), newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
+          const decision = decideUpdate(job, u);
+          if (decision.kind !== 'apply') return;
+          store.appendUpdate(job, u, decision.changes);
+          expiresAt = decision.changes.expiresAt ?? null;
+        });
+        if (ended !== undefined) throw conflict(ended);
+        updates.notify(item.jobId, store.updatesOf(item.jobId).at(-1));
+        if (expiresAt !== null) await backend.extend(item.jobId, expiresAt);
+      }
+    },
+  };
+}

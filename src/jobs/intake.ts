@@ -1,0 +1,197 @@
+import { createHash } from 'node:crypto';
+import { IssueList, ValidationError } from '../model/errors.ts';
+import { newJobId } from '../model/ids.ts';
+import { isFinal } from '../model/job.ts';
+import { accountOf, type Owner } from '../model/owner.ts';
+import type { PreparedJob } from '../plugins/plugin.ts';
+import type { Store } from '../store/store.ts';
+import type { Caller, JobAccess } from './access.ts';
+import { conflict, forbidden, paymentRequired } from './errors.ts';
+import { type JobEnvironment, prepareJob } from './prepare.ts';
+
+// Intake: a request's jobs checked whole, then made durable together with other requests' in one
+// transaction, once per Idempotency-Key.
+
+export interface CreateOptions {
+  project?: string;
+  idempotencyKey?: string;
+}
+
+export interface IntakeOptions {
+  store: Store;
+  env: JobEnvironment;
+  access: JobAccess;
+  now: () => number;
+  requireCredits: boolean;
+  /** Called with the jobs made durable, in order, once per job. */
+  accepted: (jobs: PreparedJob[]) => void;
+}
+
+const MAX_ITEMS = 1000;
+
+interface Pending {
+  records: { prepared: PreparedJob; price: number }[];
+  username: string;
+  idempotency?: { key: string; hash: string };
+  resolve: (ids: string[]) => void;
+  reject: (e: unknown) => void;
+}
+
+export function jobIntake(o: IntakeOptions) {
+  const { store, env, access, now } = o;
+  let batch: Pending[] = [];
+
+  /** Commits every pending request in one transaction: one disk sync for many submissions. */
+  function flush(): void {
+    const pending = batch;
+    batch = [];
+    // Answers the requests whose jobs it inserted; the others repeat a key committed first.
+    const commit = (group: Pending[]) =>
+      store.transaction(
+        () => {
+          const fresh = new Set<Pending>();
+          for (const p of group) {
+            if (p.idempotency && store.idempotent(p.username, p.idempotency.key)) continue;
+            fresh.add(p);
+            for (const { prepared, price } of p.records) {
+              store.insertJob({
+                id: prepared.id,
+                createdBy: prepared.owner.createdBy,
+                project: prepared.owner.project ?? null,
+                application: prepared.application.metadata.name,
+                createdAt: prepared.createdAt,
+                specification: prepared.specification,
+                timeAllocationMs: prepared.timeAllocationMillis,
+                pricePerUnit: price,
+                firstUpdate: {
+                  timestamp: prepared.createdAt,
+                  state: 'IN_QUEUE',
+                  status: 'The job is in the queue',
+                },
+              });
+            }
+            if (p.idempotency) {
+              store.rememberIdempotent(
+                p.username,
+                p.idempotency.key,
+                p.idempotency.hash,
+                p.records.map((r) => r.prepared.id),
+              );
+            }
+          }
+          return fresh;
+        },
+        { durable: true },
+      );
+    // Answers the jobs to submit: a repeat gets the first request's ids (409 for another body) and
+    // submits nothing, or the job would be submitted twice.
+    const settle = (p: Pending, fresh: ReadonlySet<Pending>): PreparedJob[] => {
+      const seen = !fresh.has(p) && p.idempotency && store.idempotent(p.username, p.idempotency.key);
+      if (!seen) {
+        p.resolve(p.records.map((r) => r.prepared.id));
+        return p.records.map((r) => r.prepared);
+      }
+      if (seen.requestHash === p.idempotency?.hash) p.resolve(seen.jobIds);
+      else p.reject(conflict('this Idempotency-Key was used for a different request'));
+      return [];
+    };
+    try {
+      const fresh = commit(pending);
+      o.accepted(pending.flatMap((p) => settle(p, fresh)));
+    } catch {
+      // One bad request must not fail the others: commit them one by one.
+      for (const p of pending) {
+        try {
+          o.accepted(settle(p, commit([p])));
+        } catch (e) {
+          p.reject(e);
+        }
+      }
+    }
+  }
+
+  async function create(caller: Caller, items: unknown, opts: CreateOptions = {}): Promise<string[]> {
+    if (!Array.isArray(items) || items.length === 0 || items.length > MAX_ITEMS) {
+      throw new ValidationError([
+        { path: 'items', message: `must be a list of 1 to ${MAX_ITEMS} job specifications` },
+      ]);
+    }
+    if (opts.project !== undefined) {
+      const member = store.memberships(caller.username).some((m) => m.projectId === opts.project);
+      if (!member && !(caller.admin && store.projectExists(opts.project))) {
+        throw forbidden(`you are not a member of project ${opts.project}`);
+      }
+    }
+    const owner: Owner = {
+      createdBy: caller.username,
+      ...(opts.project !== undefined ? { project: opts.project } : {}),
+    };
+
+    let idempotency: Pending['idempotency'];
+    if (opts.idempotencyKey !== undefined) {
+      const hash = createHash('sha256')
+        .update(JSON.stringify([opts.project ?? null, items]))
+        .digest('hex');
+      const seen = store.idempotent(caller.username, opts.idempotencyKey);
+      if (seen) {
+        if (seen.requestHash !== hash)
+          throw conflict('this Idempotency-Key was used for a different request');
+        return seen.jobIds;
+      }
+      idempotency = { key: opts.idempotencyKey, hash };
+    }
+
+    const createdAt = now();
+    const issues = new IssueList();
+    const records: Pending['records'] = [];
+    items.forEach((item, i) => {
+      try {
+        const prepared = prepareJob(item, { id: newJobId(createdAt), owner, createdAt }, env);
+        records.push({ prepared, price: prepared.product.pricePerUnit });
+      } catch (e) {
+        if (!(e instanceof ValidationError)) throw e;
+        issues.addAll(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
+      }
+    });
+    // A peer opens a network path both ways: it must be a job the caller may act on, still active.
+    records.forEach(({ prepared }, i) => {
+      for (const peer of prepared.parameters.peers) {
+        const job = store.getJob(peer.jobId);
+        const path = `items[${i}].specification`;
+        if (!job || !access.canSee(caller, job)) {
+          issues.add(path, `peer ${peer.hostname} names no job of yours (${peer.jobId})`);
+        } else if (isFinal(job.state)) {
+          issues.add(path, `peer ${peer.hostname} names a job that has ended (${peer.jobId})`);
+        }
+      }
+    });
+    issues.throwIfAny();
+
+    if (o.requireCredits) {
+      const account = accountOf(owner);
+      for (const [i, { prepared }] of records.entries()) {
+        if (prepared.product.pricePerUnit === 0) continue;
+        const w = access.wallet(account, prepared.product.category, now());
+        if (w.balance <= 0) {
+          throw paymentRequired(
+            `items[${i}]: ${account} has no credits left for ${prepared.product.category} (allocated ${w.allocated}, used ${w.used})`,
+          );
+        }
+      }
+    }
+
+    return new Promise<string[]>((resolve, reject) => {
+      // A millisecond of patience lets concurrent requests share one sync to disk.
+      if (batch.length === 0) setTimeout(flush, 1);
+      batch.push({
+        records,
+        username: caller.username,
+        ...(idempotency ? { idempotency } : {}),
+        resolve,
+        reject,
+      });
+    });
+  }
+
+  return { create };
+}

@@ -1,0 +1,113 @@
+import { accountOf } from '../model/owner.ts';
+import type { Charge, LifecycleContext } from '../plugins/plugin.ts';
+import type { Store } from '../store/store.ts';
+import { type JobAccess, ownerOf } from './access.ts';
+import type { Backend } from './backend.ts';
+import type { PluginHooks } from './job-management.ts';
+import type { JobEnvironment } from './prepare.ts';
+import { activeJob, type JobUpdates } from './updates.ts';
+
+// Monitoring and recovery: what the lifecycle hooks may do (expire, charge, stop an owner's
+// jobs), the periodic pass over running jobs, and reconciling the store with the backend.
+
+export interface MonitorOptions {
+  store: Store;
+  env: JobEnvironment;
+  backend: Backend;
+  hooks: PluginHooks;
+  updates: JobUpdates;
+  access: JobAccess;
+  now: () => number;
+  requireCredits: boolean;
+}
+
+const MONITOR_BATCH = 256;
+
+export type JobMonitor = ReturnType<typeof jobMonitor>;
+
+export function jobMonitor(o: MonitorOptions) {
+  const { store, backend, hooks, updates, access, now } = o;
+
+  /** Ends an active job as SUCCESS with `status` (cancelled, out of credits). */
+  async function stop(id: string, status: string): Promise<void> {
+    await backend.cancel(id);
+    await updates.update(id, { state: 'SUCCESS', status, expectedDifferentState: true });
+  }
+
+  /** What the lifecycle hooks may do: one object, made once. */
+  const lifecycle: LifecycleContext = {
+    config: o.env.config,
+    now,
+    expire: async (jobId) => {
+      // Decided on the stored deadline: the caller's copy of the job may predate an extend.
+      const job = store.getJob(jobId);
+      if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
+      await backend.cancel(jobId);
+      await updates.update(jobId, {
+        state: 'EXPIRED',
+        status: 'The job ran out of time',
+        expectedState: 'RUNNING',
+      });
+    },
+    charge: (c: Charge) => {
+      const account = accountOf(c.job.owner);
+      const last = c.firstPeriod + c.periods - 1;
+      store.transaction(() => {
+        // A charge must start where the recorded ones end: one computed from a stale copy of the
+        // job (its final charge happened meanwhile) names other periods, so its id alone would
+        // not stop it from charging them twice.
+        if (store.getJob(c.job.id)?.chargedPeriods !== c.firstPeriod) return;
+        store.charge({
+          chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
+          jobId: c.job.id,
+          owner: account,
+          category: c.category,
+          units: c.units,
+          periods: c.periods,
+          credits: c.credits,
+          chargedAt: now(),
+        });
+      });
+      return {
+        creditsLeft: o.requireCredits
+          ? access.wallet(account, c.category, now()).balance
+          : Number.POSITIVE_INFINITY,
+      };
+    },
+    stopJobsOf: async (account, category, status) => {
+      for (const record of store.activeJobs()) {
+        if (accountOf(ownerOf(record)) !== account) continue;
+        if (record.specification.product.category !== category) continue;
+        await stop(record.id, status);
+      }
+    },
+  };
+
+  return {
+    lifecycle,
+    stop,
+
+    /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
+    async monitor(): Promise<void> {
+      const running = store.runningJobs();
+      for (let i = 0; i < running.length; i += MONITOR_BATCH) {
+        const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);
+        await hooks.monitoring(lifecycle, jobs);
+      }
+    },
+
+    /**
+     * Reconciles the store with the backend: queues (through `resubmit`) what was never
+     * submitted, fails what the backend has lost.
+     */
+    async recover(resubmit: (id: string) => void): Promise<void> {
+      const known = await backend.knownJobs();
+      for (const record of store.activeJobs()) {
+        if (!record.submitted) resubmit(record.id);
+        else if (!known.has(record.id)) {
+          await updates.update(record.id, { state: 'FAILURE', status: 'ucompute lost track of this job' });
+        }
+      }
+    },
+  };
+}

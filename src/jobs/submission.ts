@@ -1,0 +1,170 @@
+import { isFinal } from '../model/job.ts';
+import type { JobBuild, PeerLocation, PreparedJob } from '../plugins/plugin.ts';
+import type { JobStorage } from '../storage/job-storage.ts';
+import type { Store } from '../store/store.ts';
+import { ownerNamespace } from '../volcano/names.ts';
+import { ownerOf } from './access.ts';
+import type { Backend } from './backend.ts';
+import type { PluginHooks } from './job-management.ts';
+import { type JobEnvironment, prepareJob } from './prepare.ts';
+import type { JobUpdates } from './updates.ts';
+
+// Submission: accepted jobs are built once (every plugin's onCreate) and handed to the backend, a
+// few at a time, trying again with backoff when the backend refuses for a moment.
+
+export interface SubmissionLog {
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface SubmissionOptions {
+  store: Store;
+  env: JobEnvironment;
+  backend: Backend;
+  hooks: PluginHooks;
+  updates: JobUpdates;
+  storage?: JobStorage;
+  log?: SubmissionLog;
+  /** First wait before submitting again to a backend that refused; it doubles each time. */
+  retryMs: number;
+}
+
+const SUBMIT_CONCURRENCY = 16;
+const SUBMIT_ATTEMPTS = 5;
+/**
+ * Jobs validated at creation and not yet built, so submission need not validate them again;
+ * bounded, so that a backlog of accepted jobs does not live in memory (they are in the store).
+ */
+const PREPARED_LIMIT = 1000;
+
+export function jobSubmission(o: SubmissionOptions) {
+  const { store, env, backend, hooks, updates, log } = o;
+  // A FIFO with a moving head: shift() on a long backlog would copy it every time.
+  let queue: string[] = [];
+  let head = 0;
+  const prepared = new Map<string, PreparedJob>();
+  const failures = new Map<string, number>();
+  let submitting = 0;
+  let stopped = false;
+
+  function enqueue(id: string): void {
+    queue.push(id);
+    pump();
+  }
+
+  function pump(): void {
+    while (submitting < SUBMIT_CONCURRENCY && head < queue.length) {
+      const id = queue[head++]!;
+      if (head === queue.length) {
+        queue = [];
+        head = 0;
+      }
+      submitting++;
+      submit(id)
+        .catch((e: unknown) => log?.error({ err: e, jobId: id }, 'submission failed'))
+        .finally(() => {
+          submitting--;
+          pump();
+        });
+    }
+  }
+
+  function peerLocations(job: PreparedJob): Map<string, PeerLocation> {
+    const peers = new Map<string, PeerLocation>();
+    for (const peer of job.parameters.peers) {
+      const record = store.getJob(peer.jobId);
+      if (record) peers.set(peer.jobId, { namespace: ownerNamespace(env.config, ownerOf(record)) });
+    }
+    return peers;
+  }
+
+  /** Builds (once) and submits a stored job; the backend makes a repeated submit harmless. */
+  async function submit(id: string): Promise<void> {
+    const record = store.getJob(id);
+    if (!record || isFinal(record.state) || record.submitted) return;
+    let build: JobBuild;
+    if (record.build === null) {
+      let job = prepared.get(id);
+      prepared.delete(id);
+      try {
+        job ??= prepareJob(
+          record.specification,
+          { id, owner: ownerOf(record), createdAt: record.createdAt },
+          env,
+        );
+      } catch (e) {
+        await updates.update(id, {
+          state: 'FAILURE',
+          status: `The job can no longer be started: ${(e as Error).message}`,
+        });
+        return;
+      }
+      const created = await hooks.create(job, {
+        config: env.config,
+        peers: peerLocations(job),
+        ...(o.storage ? { storage: o.storage } : {}),
+      });
+      if ('failure' in created) {
+        await updates.update(id, {
+          state: 'FAILURE',
+          status: `The job could not be created: ${created.failure}`,
+        });
+        return;
+      }
+      build = created.build;
+      // The build and the output folder it reports are written together, or not at all when the
+      // job ended meanwhile.
+      const json = JSON.stringify(build);
+      const saved = await updates.update(
+        id,
+        {
+          ...(build.outputFolder !== undefined ? { outputFolder: build.outputFolder } : {}),
+          expectedState: 'IN_QUEUE',
+        },
+        {},
+        () => store.saveBuild(id, json),
+      );
+      if (!saved) return;
+    } else {
+      build = JSON.parse(record.build) as JobBuild;
+    }
+    try {
+      await backend.submit(id, build);
+      failures.delete(id);
+      store.markSubmitted(id);
+      // Cancelled while the submission was under way: the backend must not keep it.
+      if (isFinal(store.getJob(id)!.state)) await backend.cancel(id);
+    } catch (e) {
+      // A backend can refuse for a moment (an API server restarting): try again, waiting longer
+      // each time, before the job fails. The job stays queued and durable meanwhile.
+      const failed = (failures.get(id) ?? 0) + 1;
+      if (failed < SUBMIT_ATTEMPTS && !stopped) {
+        failures.set(id, failed);
+        log?.warn({ err: e, jobId: id, attempt: failed }, 'the backend refused a job; trying again');
+        setTimeout(() => enqueue(id), o.retryMs * 2 ** (failed - 1)).unref();
+        return;
+      }
+      failures.delete(id);
+      await updates.update(id, {
+        state: 'FAILURE',
+        status: `The backend refused the job: ${(e as Error).message}`,
+      });
+    }
+  }
+
+  return {
+    /** Queues a stored job for submission. */
+    enqueue,
+
+    /** Queues jobs just accepted, keeping (a bounded number of) them prepared. */
+    accept(jobs: readonly PreparedJob[]): void {
+      for (const job of jobs) if (prepared.size < PREPARED_LIMIT) prepared.set(job.id, job);
+      for (const job of jobs) enqueue(job.id);
+    },
+
+    /** A refused submission is not tried again from now on. */
+    stop(): void {
+      stopped = true;
+    },
+  };
+}

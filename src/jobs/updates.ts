@@ -1,0 +1,186 @@
+import { isFinal, type JobState, type JobUpdate } from '../model/job.ts';
+import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
+import type { JobChanges, JobRecord, Store } from '../store/store.ts';
+import { ownerOf } from './access.ts';
+import type { BackendEvent } from './backend.ts';
+import type { PluginHooks } from './job-management.ts';
+import { decideUpdate } from './lifecycle.ts';
+
+// Updates: every change of a job goes through the state machine in a transaction, then to the
+// job's followers and the plugins' hooks. Backend events arrive here too, written in batches.
+
+export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
+
+export interface UpdateLog {
+  error(obj: object, msg?: string): void;
+}
+
+export interface UpdatesOptions {
+  store: Store;
+  hooks: PluginHooks;
+  /** What the hooks may do; read when a hook runs (it needs `update` itself). */
+  lifecycle: () => LifecycleContext;
+  now: () => number;
+  log?: UpdateLog;
+}
+
+interface Applied {
+  id: string;
+  update: JobUpdate;
+  previous: JobState;
+  next: JobState;
+  /** The job as its hooks see it, read in the same transaction, when hooks are due. */
+  job?: ActiveJob;
+}
+
+/** Wait before writing again backend events that could not be written (a full disk). */
+const EVENT_RETRY_MS = 1000;
+
+/** A stored job as the plugins see it; undefined once it has ended (its build is gone). */
+export function activeJob(record: JobRecord): ActiveJob | undefined {
+  if (record.build === null) return undefined;
+  const { volcanoJob } = JSON.parse(record.build) as JobBuild;
+  return {
+    id: record.id,
+    owner: ownerOf(record),
+    state: record.state,
+    startedAt: record.startedAt,
+    expiresAt: record.expiresAt,
+    chargedPeriods: record.chargedPeriods,
+    volcanoJob,
+  };
+}
+
+export type JobUpdates = ReturnType<typeof jobUpdates>;
+
+export function jobUpdates(o: UpdatesOptions) {
+  const { store, hooks, now, log } = o;
+  const listeners = new Map<string, Set<UpdateListener>>();
+  let stopped = false;
+
+  /**
+   * Decides and writes one update; call inside a transaction. Undefined when it did not apply.
+   * A job that ends loses its build in the same write (only active jobs need one); its hooks get
+   * the job as it was read here.
+   */
+  function write(id: string, u: JobUpdate, extra: JobChanges, alongside?: () => void): Applied | undefined {
+    const before = store.getJob(id);
+    if (!before) return undefined;
+    const decision = decideUpdate(before, u);
+    if (decision.kind !== 'apply') return undefined;
+    alongside?.();
+    const next = decision.changes.state ?? before.state;
+    const ending = next !== before.state && isFinal(next);
+    const starting = next === 'RUNNING' && before.state !== 'RUNNING' && hooks.hasStart;
+    const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
+    store.appendUpdate(before, u, changes);
+    const job =
+      ending || starting ? activeJob({ ...before, ...decision.changes, ...extra, state: next }) : undefined;
+    return { id, update: u, previous: before.state, next, ...(job ? { job } : {}) };
+  }
+
+  /** Tells followers, then runs the plugins' hooks for a change of state. */
+  async function applied(a: Applied): Promise<void> {
+    notify(a.id, a.update);
+    if (!a.job) return;
+    const lifecycle = o.lifecycle();
+    if (a.next === 'RUNNING') await hooks.start(lifecycle, a.job);
+    if (isFinal(a.next)) {
+      await hooks.complete(lifecycle, a.job);
+      await hooks.cleanup(lifecycle, a.id);
+    }
+  }
+
+  /**
+   * Applies one update through the state machine, atomically; then tells followers and runs the
+   * plugins' onJobStart, or onJobComplete and onCleanup. Returns false when it was dropped.
+   */
+  async function update(
+    id: string,
+    partial: Omit<JobUpdate, 'timestamp'> & { timestamp?: number },
+    extra: JobChanges = {},
+    alongside?: () => void,
+  ): Promise<boolean> {
+    const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
+    const result = store.transaction(() => write(id, u, extra, alongside));
+    if (result) await applied(result);
+    return result !== undefined;
+  }
+
+  function notify(id: string, u?: JobUpdate): void {
+    const set = listeners.get(id);
+    if (!set || !u) return;
+    const job = store.getJob(id)!;
+    for (const l of set) l(u, job);
+  }
+
+  // Backend events that arrive together are written in one transaction: a backend reports many
+  // jobs at once, and each transaction is a write to the log.
+  let events: BackendEvent[] = [];
+
+  function onBackendEvent(e: BackendEvent): void {
+    if (stopped) return;
+    if (events.length === 0) setImmediate(applyEvents);
+    events.push(e);
+  }
+
+  function applyEvents(): void {
+    if (events.length === 0) return;
+    const batch = events;
+    events = [];
+    let results: Applied[];
+    try {
+      results = writeEvents(batch);
+    } catch (err) {
+      // Nothing of the batch was written (one transaction): keep it, before any later events, and
+      // try again, so that a full disk delays a job's end rather than leaving it RUNNING forever.
+      log?.error({ err, events: batch.length }, 'could not write backend events; trying again');
+      events = [...batch, ...events];
+      if (!stopped) setTimeout(applyEvents, EVENT_RETRY_MS).unref();
+      return;
+    }
+    (async () => {
+      for (const r of results) await applied(r);
+    })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
+  }
+
+  function writeEvents(batch: readonly BackendEvent[]): Applied[] {
+    return store.transaction(() =>
+      batch.flatMap((e) => {
+        const current = store.jobState(e.jobId);
+        // The same state again is news about the job (a queue position, ready replicas): status only.
+        const u: JobUpdate =
+          current === e.state
+            ? { status: e.status, timestamp: e.at, expectedState: e.state }
+            : { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true };
+        return write(e.jobId, u, e.exitCodes ? { exitCodes: e.exitCodes } : {}) ?? [];
+      }),
+    );
+  }
+
+  return {
+    update,
+    notify,
+    onBackendEvent,
+
+    /** Adds a follower of one job's updates; returns the unsubscribe function. */
+    listen(id: string, listener: UpdateListener): () => void {
+      let set = listeners.get(id);
+      if (!set) {
+        set = new Set();
+        listeners.set(id, set);
+      }
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0) listeners.delete(id);
+      };
+    },
+
+    /** Writes the backend events already received; later ones are ignored. */
+    stop(): void {
+      stopped = true;
+      applyEvents();
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import type { JobService } from '../../jobs/service.ts';
+import { type Api, errors } from '../api.ts';
+import { UsageQuery, UsageResponse, WalletsResponse } from '../schemas.ts';
+
+/** A caller's credits: wallets, and usage per bucket. */
+export function accountingRoutes(api: Api, service: JobService): void {
+  api.get(
+    '/api/accounting/wallets',
+    {
+      schema: {
+        summary: "The caller's wallets (own and projects it manages)",
+        tags: ['accounting'],
+        response: { 200: WalletsResponse, ...errors },
+      },
+    },
+    async (request) => ({ items: service.wallets(request.caller) }),
+  );
+
+  api.get(
+    '/api/accounting/usage',
+    {
+      schema: {
+        summary: 'Credits charged per bucket and category',
+        tags: ['accounting'],
+        querystring: UsageQuery,
+        response: { 200: UsageResponse, ...errors },
+      },
+    },
+    async (request) => service.usage(request.caller, request.query),
+  );
+}

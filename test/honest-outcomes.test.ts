@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import type { InjectOptions } from 'fastify';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import type { PipelineConfig } from '../src/model/config.ts';
+import { buildServer } from '../src/server/app.ts';
+import { openStore, type Store } from '../src/store/store.ts';
+import { env } from './support/fixtures.ts';
+import { until } from './support/service.ts';
+
+/**
+ * Outcomes at the API that say what happened: a full disk is 507 and changes nothing, values no
+ * program can receive are 400 naming the parameter, and time is bounded by the product's or the
+ * operator's maximum.
+ */
+
+const YEAR = 365 * 86_400_000;
+const mpi = (extra: Record<string, unknown> = {}) => ({
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: { id: 'u1-standard-2', category: 'u1-standard' },
+  ...extra,
+});
+const hours = (h: number) => ({ hours: h, minutes: 0, seconds: 0 });
+
+const closers: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const close of closers) await close();
+});
+
+async function world(config?: PipelineConfig, runForMs: number | null = null) {
+  const store = openStore(':memory:');
+  store.createUser('alice', false);
+  store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
+  const token = store.createToken('alice', 'test');
+  const backend = dryBackend({ runForMs });
+  const service = createJobService({ store, env: env(config), backend });
+  const app = await buildServer({ service, store, env: env(config) });
+  closers.push(async () => {
+    await app.close();
+    await service.stop();
+    await backend.close();
+    store.close();
+  });
+  const call = (url: string, body?: unknown) => {
+    const options: InjectOptions = {
+      method: body === undefined ? 'GET' : 'POST',
+      url,
+      headers: { authorization: `Bearer ${token}` },
+    };
+    if (body !== undefined) options.payload = body as InjectOptions['payload'];
+    return app.inject(options);
+  };
+  const jobs = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
+  return { store, service, call, jobs };
+}
+
+/** Lets SQLite grow no further than it is now (SQLITE_FULL, as on a full disk); returns the undo. */
+function fillDisk(store: Store): () => void {
+  const pages = Object.values(store.db.prepare('pragma page_count').get()!)[0] as number;
+  store.db.exec(`pragma max_page_count = ${pages}`);
+  return () => store.db.exec('pragma max_page_count = 1073741823');
+}
+
+test('a full disk at submit answers 507 with a message and stores nothing', async () => {
+  const w = await world();
+  const free = fillDisk(w.store);
+  // Enough jobs in one request that their rows need pages the database may not add.
+  const items = Array.from({ length: 200 }, () => mpi({ name: 'x'.repeat(200) }));
+  const response = await w.call('/api/jobs', { items });
+  assert.equal(response.statusCode, 507, response.body);
+  assert.match(response.json<{ message: string }>().message, /disk is full.*nothing was changed/);
+  assert.equal(w.jobs(), 0);
+  free();
+  const again = await w.call('/api/jobs', { items });
+  assert.equal(again.statusCode, 200, again.body);
+  assert.equal(w.jobs(), 200);
+});
+
+test('a job whose end cannot be written (disk full) is not left RUNNING once space is back', async () => {
+  const w = await world(undefined, 50);
+  const created = await w.call('/api/jobs', { items: [mpi()] });
+  assert.equal(created.statusCode, 200, created.body);
+  const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  await until('it runs', () => w.store.getJob(id)?.state === 'RUNNING');
+  // Every write fails from now on, as SQLite's do on a full disk.
+  const transaction = w.store.transaction;
+  w.store.transaction = () => {
+    throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
+  };
+  // Its SUCCESS arrives after 50 ms, while nothing can be written, and is kept.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  w.store.transaction = transaction;
+  for (let i = 0; i < 40 && w.store.getJob(id)?.state === 'RUNNING'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.equal(w.store.getJob(id)?.state, 'SUCCESS');
+});
+
+test('parameter values the kernel cannot pass are 400 at submit, naming the parameter', async () => {
+  const w = await world();
+  const refused = async (value: string, message: RegExp) => {
+    const response = await w.call('/api/jobs', {
+      items: [mpi({ parameters: { command: { type: 'text', value } } })],
+    });
+    assert.equal(response.statusCode, 400, response.body);
+    const { issues } = response.json<{ issues: { path: string; message: string }[] }>();
+    assert.equal(issues[0]?.path, 'items[0].specification.parameters.command');
+    assert.match(issues[0]!.message, message);
+  };
+  await refused('echo a\u0000b', /NUL byte/);
+  // 65,536 characters pass the schema; as UTF-8 they are 131,072 bytes, one more than an argument holds.
+  await refused('é'.repeat(65_536), /131072 bytes; one program argument holds at most 131071/);
+  assert.equal(w.jobs(), 0);
+  const fits = await w.call('/api/jobs', {
+    items: [mpi({ parameters: { command: { type: 'text', value: 'é'.repeat(65_535) } } })],
+  });
+  assert.equal(fits.statusCode, 200, fits.body);
+});
+
+test('time is bounded by the maximum: at submit and when extending, 400 naming the field', async () => {
+  const w = await world({ maxTimeAllocationHours: 3 });
+  const tooLong = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(4) })] });
+  assert.equal(tooLong.statusCode, 400, tooLong.body);
+  assert.match(tooLong.body, /items\[0\]\.specification\.timeAllocation.*at most 3 hours/);
+  const unlimited = await w.call('/api/jobs', { items: [mpi({ timeAllocation: null })] });
+  assert.equal(unlimited.statusCode, 400, unlimited.body);
+  assert.equal(w.jobs(), 0);
+
+  const created = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(2) })] });
+  assert.equal(created.statusCode, 200, created.body);
+  const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  const beyond = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(2) }] });
+  assert.equal(beyond.statusCode, 400, beyond.body);
+  assert.match(beyond.json<{ message: string }>().message, /^items\[0\]\.requestedTime: .* at most 3/);
+  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 2 * 3_600_000);
+  const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1) }] });
+  assert.equal(within.statusCode, 200, within.body);
+  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 3 * 3_600_000);
+});

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+
+/**
+ * The source's imports, as README "Layout" states them: no import cycle, and every import points
+ * down the layers model ← catalog/volcano/store/storage/accounting ← plugins ← jobs ←
+ * backends/server ← cli (the command line starts the server and the backends, so it sits on top).
+ * Type-only imports count too: they are dependencies of the code as read.
+ */
+
+const SRC = resolve(import.meta.dirname, '../src');
+
+const LAYER: Record<string, number> = {
+  model: 0,
+  catalog: 1,
+  volcano: 1,
+  store: 1,
+  storage: 1,
+  accounting: 1,
+  plugins: 2,
+  jobs: 3,
+  backends: 4,
+  server: 4,
+  cli: 5,
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(path);
+    return e.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Relative specifiers of `import … from`, `export … from`, `import '…'` and `import('…')`. */
+function importsOf(text: string): string[] {
+  const found: string[] = [];
+  const pattern = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+  for (const m of text.matchAll(pattern)) found.push(m[1]!);
+  return found;
+}
+
+/** The file → files graph of src, relative paths (`jobs/service.ts`). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const targets = importsOf(readFileSync(file, 'utf8')).map((spec) =>
+      relative(SRC, resolve(dirname(file), spec)),
+    );
+    graph.set(relative(SRC, file), targets);
+  }
+  return graph;
+}
+
+/** Strongly connected components with more than one file, or a file importing itself (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  let next = 0;
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next);
+    next++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || graph.get(v)!.includes(v)) found.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+const folderOf = (path: string) => path.split('/')[0]!;
+
+test('every import resolves to a source file', () => {
+  const graph = importGraph();
+  const missing = [...graph].flatMap(([file, targets]) =>
+    targets.filter((t) => !graph.has(t)).map((t) => `${file} → ${t}`),
+  );
+  assert.deepEqual(missing, []);
+});
+
+test('the source has no import cycle', () => {
+  assert.deepEqual(cycles(importGraph()), []);
+});
+
+test('imports point down the layers', () => {
+  const graph = importGraph();
+  const wrong: string[] = [];
+  for (const [file, targets] of graph) {
+    const from = folderOf(file);
+    assert.ok(from in LAYER, `${file}: its folder has no layer; add it to README and here`);
+    for (const target of targets) {
+      const to = folderOf(target);
+      if (to === from) continue;
+      if (!(LAYER[to]! < LAYER[from]!)) wrong.push(`${file} → ${target} (${from} may not import ${to})`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test('the checks find what they look for', () => {
+  assert.deepEqual(
+    importsOf(
+      `import a from './a.ts';\nimport type { B } from "../b/b.ts";\nexport * from './c.ts';\nawait import('./d.ts');\nimport './e.ts';\nimport x from 'node:fs';`,
+    ),
+    ['./a.ts', '../b/b.ts', './c.ts', './d.ts', './e.ts'],
+  );
+  const graph = new Map([
+    ['cli/jobs.ts', ['cli/run.ts']],
+    ['cli/run.ts', ['cli/jobs.ts', 'model/job.ts']],
+    ['model/job.ts', []],
+  ]);
+  assert.deepEqual(cycles(graph), [['cli/jobs.ts', 'cli/run.ts']]);
+});
