@@ -189,7 +189,7 @@ export async function containerSpec(
         if (e.code !== 'EEXIST') throw e;
       });
     }
-    if (!m.readOnly && !source.readOnly) await giveToContainer(path, hostIds);
+    if (source.owned && !m.readOnly && !source.readOnly) await giveToContainer(path, hostIds);
     mounts.push({
       source: path,
       target: m.mountPath,
@@ -236,7 +236,14 @@ async function giveToContainer(path: string, ids: { hostUid: number; hostGid: nu
 }
 
 type VolumeSource =
-  | { kind: 'path'; path: string; readOnly: boolean; createsSubPaths: boolean }
+  | {
+      kind: 'path';
+      path: string;
+      readOnly: boolean;
+      createsSubPaths: boolean;
+      /** Storage or a claim (ucompute's folders): what ucompute made there goes to the container's user. */
+      owned: boolean;
+    }
   | { kind: 'files'; entries: Record<string, string>; mode: number };
 
 async function volumeSource(
@@ -257,6 +264,7 @@ async function volumeSource(
       path,
       readOnly: v.persistentVolumeClaim.readOnly === true,
       createsSubPaths: !storage,
+      owned: true,
     };
   }
   if (v.emptyDir) {
@@ -265,9 +273,13 @@ async function volumeSource(
       path: await ctx.pod.volumeDir(v.name, owner),
       readOnly: false,
       createsSubPaths: true,
+      owned: false, // volumeDir gave it already
     };
   }
-  if (v.hostPath) return { kind: 'path', path: v.hostPath.path, readOnly: false, createsSubPaths: false };
+  if (v.hostPath) {
+    // The operator's folder, allowed by configuration: its owner stays.
+    return { kind: 'path', path: v.hostPath.path, readOnly: false, createsSubPaths: false, owned: false };
+  }
   if (v.configMap || v.secret) {
     const kind = v.configMap ? 'ConfigMap' : 'Secret';
     const source = v.configMap ?? v.secret!;
