@@ -66,6 +66,9 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
         '/etc/shadow',
         '/etc/gshadow',
         '/etc/sudoers',
+        // World-readable, hidden by the view's deny list: ssh host keys, `*-` backups.
+        '/etc/ssh/ssh_host_ed25519_key.pub',
+        '/etc/passwd-',
         '/root',
         '/home',
         '/srv',
