@@ -24,7 +24,7 @@
  *                             [--podman-concurrency 4] [--concurrent-submit]
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,15 +90,31 @@ function table(head: string[], rows: string[][], right: boolean[]): string {
   return [line(head), rule, ...rows.map(line)].join('\n');
 }
 
-/** CPU seconds of this process and of its children that ended (supervisors, ip, bwrap, true, …). */
-function cpuSeconds(): { self: number; children: number } {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
+/** utime, stime, cutime, cstime of a process, in seconds. */
+function processTimes(pid: number | 'self'): number[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const tick = 100; // USER_HZ
-  return { self: (fields[11]! + fields[12]!) / tick, children: (fields[13]! + fields[14]!) / tick };
+  return [11, 12, 13, 14].map((i) => Number(fields[i]) / tick);
+}
+
+/**
+ * CPU seconds of this process, and of its descendants: those that ended, plus the live launcher
+ * with the processes it started and waited for (supervisors, ip, nft, nsenter, bwrap, true, …).
+ */
+function cpuSeconds(): { self: number; children: number } {
+  const [user, system, childUser, childSystem] = processTimes('self');
+  let children = childUser! + childSystem!;
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== process.pid) continue;
+      children += processTimes(Number(entry)).reduce((a, b) => a + b, 0);
+    } catch {
+      // Ended meanwhile: its time is in our children's now.
+    }
+  }
+  return { self: user! + system!, children };
 }
 
 // ---- the backend, with the runtime's calls timed ----------------------------------------------
@@ -403,7 +419,7 @@ try {
   const batchFailed = batchIds.filter((id) => marks.get(id)!.state !== 'SUCCESS').length;
   if (batchFailed > 0) notes.push(`${batchFailed} of the ${JOBS} jobs did not succeed`);
   notes.push(
-    `${JOBS} jobs: submitting (${CONCURRENT_SUBMIT ? 'all at once' : 'one after the other'}) took ${f2((submitted - t0) / 1000)} s; at most ${peakRunning} ran at once (capacity ${runtime.capacity.cpuMillis / 1000} CPUs, 10m each); CPU used: ${f1(cpu1.self - cpu0.self)} s by ucompute's process, ${f1(cpu1.children - cpu0.children)} s by its children (supervisors, ip, nsenter, bwrap, true), in ${f1(wall)} s on ${cpus().length} cores`,
+    `${JOBS} jobs: submitting (${CONCURRENT_SUBMIT ? 'all at once' : 'one after the other'}) took ${f2((submitted - t0) / 1000)} s; at most ${peakRunning} ran at once (capacity ${runtime.capacity.cpuMillis / 1000} CPUs, 10m each); CPU used: ${f1(cpu1.self - cpu0.self)} s by ucompute's process, ${f1(cpu1.children - cpu0.children)} s by its descendants (launcher, supervisors, ip, nsenter, bwrap, true), in ${f1(wall)} s on ${cpus().length} cores`,
   );
 
   // 3. podman.

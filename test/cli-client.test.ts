@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,7 @@ import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job } from '../src/model/job.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
-import { serving, spawnServe } from './support/serve.ts';
+import { type Served, startServe, stopServe } from './support/serve.ts';
 
 /** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
 
@@ -20,34 +19,11 @@ const TIMEOUT = { timeout: 60_000 };
 // A developer's own ucompute settings must not reach the children either (CHILD_ENV drops the runner's).
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
-interface Server {
-  child: ChildProcess;
-  url: string;
-  dataDir: string;
-}
+type Server = Served;
 
-/** Starts `ucompute serve` on a free port and reads its address from stdout (bounded wait). */
-async function startServer(dataDir: string, config?: string): Promise<Server> {
-  const args = ['--data-dir', dataDir];
-  if (config !== undefined) {
-    const path = join(dataDir, 'config.yml');
-    writeFileSync(path, config);
-    args.push('--config', path);
-  }
-  const child = spawnServe(args, childEnv);
-  return { child, url: await serving(child), dataDir };
-}
-
-/** SIGTERM, then SIGKILL if it has not exited within a few seconds. */
-async function stopServer(server: Server | undefined): Promise<void> {
-  const child = server?.child;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
+const startServer = (dataDir: string, config?: string) =>
+  startServe(dataDir, { env: childEnv, ...(config !== undefined ? { config } : {}) });
+const stopServer = stopServe;
 
 const cli = (args: string[], env = childEnv) => runCli(args, { env });
 
@@ -88,7 +64,7 @@ async function until(id: string, state: string, server = dry): Promise<Job> {
 }
 
 describe('parseDuration and parameterValue', () => {
-  test('durations: h, m and s in that order, carried into larger units', () => {
+  test('durations: d, h, m and s in that order, carried into larger units', () => {
     const cases: [string, [number, number, number]][] = [
       ['45s', [0, 0, 45]],
       ['90m', [1, 30, 0]],
@@ -97,11 +73,13 @@ describe('parseDuration and parameterValue', () => {
       ['1h30m15s', [1, 30, 15]],
       ['3600s', [1, 0, 0]],
       ['0h5m', [0, 5, 0]],
+      ['1d', [24, 0, 0]],
+      ['2d1h30m', [49, 30, 0]],
     ];
     for (const [text, [hours, minutes, seconds]] of cases) {
       assert.deepEqual(parseDuration(text), { hours, minutes, seconds }, text);
     }
-    for (const bad of ['', 'h', '5', '1m30h', '-5m', '1.5h', '0s', '1 h', '2d']) {
+    for (const bad of ['', 'h', '5', '1m30h', '-5m', '1.5h', '0s', '1 h', '1h2d', 'd']) {
       assert.throws(() => parseDuration(bad, '--time'), { message: /^--time: / }, bad);
     }
   });
@@ -283,7 +261,7 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
 
     const jobs = await client(['jobs']);
     assertExit(jobs, 0);
-    assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+NAME\s+STATUS$/m);
+    assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+ELAPSED\s+LEFT\s+NAME\s+STATUS$/m);
     assert.match(
       jobs.stdout,
       new RegExp(`^${id}\\s+word-count@1\\.0\\s+SUCCESS\\s+\\d{4}-\\d\\d-\\d\\d`, 'm'),

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import type { InjectOptions } from 'fastify';
+import type { FastifyError, InjectOptions } from 'fastify';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import { buildCatalog } from '../src/catalog/catalog.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import type { PipelineConfig } from '../src/model/config.ts';
+import { ValidationError } from '../src/model/errors.ts';
 import { buildServer } from '../src/server/app.ts';
+import { errorResponse } from '../src/server/errors.ts';
 import { openStore, type Store } from '../src/store/store.ts';
-import { env } from './support/fixtures.ts';
+import { env, prepare } from './support/fixtures.ts';
 import { until } from './support/service.ts';
 
 /**
@@ -28,14 +31,14 @@ after(async () => {
   for (const close of closers) await close();
 });
 
-async function world(config?: PipelineConfig, runForMs: number | null = null) {
+async function world(config?: PipelineConfig, runForMs: number | null = null, environment = env(config)) {
   const store = openStore(':memory:');
   store.createUser('alice', false);
   store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
   const token = store.createToken('alice', 'test');
   const backend = dryBackend({ runForMs });
-  const service = createJobService({ store, env: env(config), backend });
-  const app = await buildServer({ service, store, env: env(config) });
+  const service = createJobService({ store, env: environment, backend });
+  const app = await buildServer({ service, store, env: environment });
   closers.push(async () => {
     await app.close();
     await service.stop();
@@ -98,6 +101,28 @@ test('a job whose end cannot be written (disk full) is not left RUNNING once spa
   assert.equal(w.store.getJob(id)?.state, 'SUCCESS');
 });
 
+test('a job whose submission cannot be written (disk full) is submitted once space is back', async () => {
+  const w = await world();
+  const transaction = w.store.transaction;
+  let refused = 0;
+  // Accepting the job works; every write after it fails, as on a disk that just filled up.
+  w.service.onCreated(() => {
+    w.store.transaction = () => {
+      refused++;
+      throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
+    };
+  });
+  const created = await w.call('/api/jobs', { items: [mpi()] });
+  assert.equal(created.statusCode, 200, created.body);
+  const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  await until('the submission was refused', () => refused > 0);
+  w.store.transaction = transaction;
+  for (let i = 0; i < 40 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+});
+
 test('parameter values the kernel cannot pass are 400 at submit, naming the parameter', async () => {
   const w = await world();
   const refused = async (value: string, message: RegExp) => {
@@ -138,4 +163,67 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1) }] });
   assert.equal(within.statusCode, 200, within.body);
   assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 3 * 3_600_000);
+});
+
+test("a product's own maximum is shorter than the operator's: the shorter one holds", async () => {
+  const base = env({ maxTimeAllocationHours: 10 });
+  const products = base.products.map((p) =>
+    p.id === 'u1-standard-2' ? { ...p, maxTimeAllocationHours: 1.5 } : p,
+  );
+  const w = await world(undefined, null, { ...base, products });
+  const response = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(2) })] });
+  assert.equal(response.statusCode, 400, response.body);
+  assert.match(response.body, /at most 1.5 hours, the maximum for u1-standard-2/);
+});
+
+test('an ENOSPC from the file system is a 507 too', () => {
+  const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+  const { status, body } = errorResponse(full as unknown as FastifyError);
+  assert.equal(status, 507);
+  assert.match(body.message, /disk is full/);
+});
+
+test('values that fit one by one but not together are 400 naming the parameters', () => {
+  const names = Array.from({ length: 9 }, (_, i) => `p${i}`);
+  const text = `tool: v1
+name: t
+version: "1"
+title: T
+authors: [me]
+description: d
+container: debian:12
+backend: DOCKER
+---
+application: v1
+name: many
+version: "1"
+title: Many
+authors: [me]
+description: d
+tool: { name: t, version: "1" }
+invocation:
+  - echo
+${names.map((n) => `  - type: var\n    vars: ${n}`).join('\n')}
+parameters:
+${names.map((n) => `  ${n}: { type: text, title: ${n}, optional: true }`).join('\n')}
+`;
+  const { catalog, issues } = buildCatalog([{ path: 'many.yml', text }]);
+  assert.deepEqual(issues, []);
+  // 120,000 bytes each: under one argument's limit, 1,080,000 together.
+  const parameters = Object.fromEntries(names.map((n) => [n, { type: 'text', value: 'é'.repeat(60_000) }]));
+  const spec = {
+    application: { name: 'many', version: '1' },
+    product: { id: 'u1-standard-1', category: 'u1-standard' },
+    parameters,
+  };
+  assert.throws(
+    () => prepare(spec, { catalog }),
+    (e: unknown) =>
+      e instanceof ValidationError &&
+      e.issues.length === 1 &&
+      e.issues[0]!.path === 'specification.parameters' &&
+      /1080000 bytes together/.test(e.issues[0]!.message),
+  );
+  const fewer = { ...spec, parameters: Object.fromEntries(Object.entries(parameters).slice(0, 8)) };
+  assert.equal(prepare(fewer, { catalog }).parameters.values.p0?.type, 'text');
 });

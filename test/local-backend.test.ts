@@ -6,13 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { openLocalBackend } from '../src/backends/local/open.ts';
-import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
 import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { PEERS_ANNOTATION } from '../src/volcano/labels.ts';
 import { readManifest } from '../src/volcano/manifest.ts';
 import { assertExit, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
+import { openTestBackend } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
@@ -20,56 +19,6 @@ import { shellTask, vcjob } from './support/vcjob.ts';
 
 const tools = await needs('bwrap', 'nft', 'ip');
 const mpiTools = await needs('bwrap', 'mpiexec', 'sshd', 'ssh');
-
-async function open(
-  t: { after(fn: () => Promise<void>): void },
-  dir?: string,
-  capacity?: { cpu: number; memoryInGigs: number },
-) {
-  const home = dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
-  const backend = await openLocalBackend({
-    config: { gracePeriodMs: 500, ...(capacity ? { capacity } : {}) },
-    dataDir: home,
-    storageRoot: join(home, 'storage'),
-    storageClaim: 'ucompute-storage',
-    embedded: true,
-  });
-  const events: BackendEvent[] = [];
-  backend.onEvent((e) => events.push(e));
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await backend.close();
-  };
-  t.after(async () => {
-    if (!closed) {
-      for (const id of await backend.knownJobs()) await backend.cancel(id);
-      await close();
-    }
-    if (!dir) await rm(home, { recursive: true, force: true });
-  });
-  const final = (id: string) =>
-    events.find((e) => e.jobId === id && (e.state === 'SUCCESS' || e.state === 'FAILURE'));
-  const ended = async (id: string, ms = 20_000) => {
-    for (let i = 0; i < ms / 20 && !final(id); i++) await new Promise((r) => setTimeout(r, 20));
-    assert.ok(final(id), `job ${id} ended`);
-    return final(id)!;
-  };
-  const running = async (id: string) => {
-    for (let i = 0; i < 500 && !events.some((e) => e.jobId === id && e.state === 'RUNNING'); i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  const output = async (id: string) => {
-    const chunks: LogChunk[] = [];
-    for await (const c of backend.logs(id, { follow: false })) chunks.push(c);
-    const byRank: Record<number, string> = {};
-    for (const c of chunks) byRank[c.rank] = (byRank[c.rank] ?? '') + (c.stdout ?? '');
-    return byRank;
-  };
-  return { home, backend, events, ended, running, output, close };
-}
 
 /** Everything of a job the machine could still hold: processes, namespaces, cgroups, veths. */
 function leftovers(podPrefix: string): string[] {
@@ -99,7 +48,7 @@ test(
   'the TensorFlow shape: ps and workers find each other through /etc/volcano and VK_TASK_INDEX',
   tools,
   async (t) => {
-    const { backend, ended, output } = await open(t);
+    const { backend, ended, output } = await openTestBackend(t);
     const ps = shellTask(
       'ps',
       1,
@@ -132,7 +81,7 @@ test(
   'the MPI shape runs for real: mpiexec from the master across two workers over the ssh keys',
   mpiTools,
   async (t) => {
-    const { backend, ended, output } = await open(t);
+    const { backend, ended, output } = await openTestBackend(t);
     const file = join(ROOT, 'examples/vcjobs/mpi.yaml');
     const { job } = readManifest(
       parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()),
@@ -155,7 +104,7 @@ test(
   'a pod past its memory limit is OOM-killed, and the job is a FAILURE naming the rank',
   tools,
   async (t) => {
-    const { backend, ended } = await open(t);
+    const { backend, ended } = await openTestBackend(t);
     const hog = shellTask('hog', 1, 'head -c 400m /dev/zero | tail > /dev/null', { memory: '48Mi' });
     await backend.submitVolcanoJob(
       'oom',
@@ -168,7 +117,7 @@ test(
 );
 
 test('pods of two jobs cannot reach each other; a peer can, by its hostname', tools, async (t) => {
-  const { home, backend, running, ended, output } = await open(t);
+  const { home, backend, running, ended, output } = await openTestBackend(t);
   const server = shellTask(
     'srv',
     1,
@@ -198,7 +147,7 @@ test('pods of two jobs cannot reach each other; a peer can, by its hostname', to
 });
 
 test('cancel stops every process of a job and leaves nothing behind', tools, async (t) => {
-  const { backend, running } = await open(t);
+  const { backend, running } = await openTestBackend(t);
   await backend.submitVolcanoJob(
     'stubborn',
     vcjob('stubborn', [shellTask('t', 2, 'trap "" TERM; sleep 600 & sleep 600')]),
@@ -219,21 +168,23 @@ test(
   tools,
   async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-restart-'));
-    const first = await open(t, dir);
+    const first = await openTestBackend(t, { dir });
     await mkdir(join(dir, 'control'));
     await writeFile(join(dir, 'control/go'), '');
     const task = shellTask(
       't',
       2,
-      'echo started; while [ -e /control/go ]; do sleep 0.1; done; exit $VC_TASK_INDEX',
+      'echo started; until [ -e /control/speak ]; do sleep 0.1; done; echo spoke; while [ -e /control/go ]; do sleep 0.1; done; exit $VC_TASK_INDEX',
     );
     task.template.spec.volumes = [{ name: 'control', hostPath: { path: join(dir, 'control') } }];
     task.template.spec.containers[0]!.volumeMounts = [{ name: 'control', mountPath: '/control' }];
     await first.backend.submitVolcanoJob('long', vcjob('long', [task], { plugins: { env: [] } }));
     await first.running('long');
-    await first.close(); // ucompute stops; the pods do not
+    await first.close(); // ucompute stops; the pods do not, and their output keeps reaching its files
+    await writeFile(join(dir, 'control/speak'), '');
+    await new Promise((r) => setTimeout(r, 500));
 
-    const second = await open(t, dir);
+    const second = await openTestBackend(t, { dir });
     // After the backends' own clean-up (hooks run in order): the runtime unmounts its tmpfs at close.
     t.after(() => rm(dir, { recursive: true, force: true }));
     assert.deepEqual([...(await second.backend.knownJobs())], ['long']);
@@ -247,8 +198,8 @@ test(
       'exit codes of pods that ended while another ucompute watched',
     );
     const out = await second.output('long');
-    assert.equal(out[0], 'started\n', 'each rank ran once');
-    assert.equal(out[1], 'started\n');
+    assert.equal(out[0], 'started\nspoke\n', 'each rank ran once, and spoke while ucompute was down');
+    assert.equal(out[1], 'started\nspoke\n');
   },
 );
 

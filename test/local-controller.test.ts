@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { localBackend } from '../src/backends/local/local-backend.ts';
 import type { BackendEvent, LogChunk } from '../src/jobs/backend.ts';
+import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import type { LifecyclePolicy } from '../src/volcano/types.ts';
 import { processRuntime } from './support/process-runtime.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
@@ -196,6 +197,19 @@ test('an out-of-memory kill is a FAILURE that names the rank', async (t) => {
   const end = await ended('oom');
   assert.equal(end.state, 'FAILURE');
   assert.equal(end.status, 'Rank 0 exceeded its memory limit (OOM-killed)');
+});
+
+test("each replica's pod gets the product's process limit; without one, the runtime's default", async (t) => {
+  const { backend, runtime, ended } = await setup(t);
+  const limited = vcjob('limited', [shellTask('t', 2, 'true')]);
+  limited.metadata.annotations = { [PIDS_LIMIT_ANNOTATION]: '300' };
+  await backend.submitVolcanoJob('limited', limited);
+  await backend.submitVolcanoJob('open', vcjob('open', [shellTask('t', 1, 'true')]));
+  await Promise.all([ended('limited'), ended('open')]);
+  const pids = (prefix: string) =>
+    [...runtime.pods.values()].filter((p) => p.spec.name.startsWith(prefix)).map((p) => p.spec.limits.pids);
+  assert.deepEqual(pids('limited-'), [300, 300]);
+  assert.deepEqual(pids('open-'), [null]);
 });
 
 test('a gang waits, with its reason and position, until all its replicas fit; then it starts whole', async (t) => {

@@ -172,10 +172,15 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const main = await p.start(
       container(out, 'main', ['sh', '-c', "sleep 1000 & trap '' TERM; sleep 1000; wait"]),
     );
-    await eventually('the processes run', async () => {
+    await eventually('the processes run, the trap set', async () => {
       const procs = await readFile(join(record.cgroups[0]!, 'cgroup.procs'), 'utf8');
-      // Supervisor, bubblewrap and its init, the shell and both sleeps: the trap is set.
-      return procs.trim().split('\n').length >= 6;
+      const commands = await Promise.all(
+        procs
+          .trim()
+          .split('\n')
+          .map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
+      );
+      return commands.filter((c) => c === 'sleep\u00001000\u0000').length === 2;
     });
     const started = Date.now();
     await Promise.all([p.destroy(300), p.destroy(300)]);

@@ -14,6 +14,7 @@ import type { JobBuild, JobPlugin, PeerLocation } from '../src/plugins/plugin.ts
 import { taskPlugin } from '../src/plugins/task.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
 import { svcData } from '../src/volcano/conventions.ts';
+import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import type {
   Companion,
   Container,
@@ -224,6 +225,16 @@ describe('Task', () => {
     const b = await build(wordCount({ product: STANDARD_8 }));
     const expected = { cpu: '8000m', memory: '32Gi' };
     assert.deepEqual(container(b).resources, { requests: expected, limits: expected });
+  });
+
+  test("a product's process limit is recorded on the job for the local backend; none by default", async () => {
+    const job = prepare(wordCount());
+    const limited = await buildJob(
+      { ...job, product: { ...job.product, pids: 512 } },
+      { config, peers: new Map() },
+    );
+    assert.equal(annotations(limited)[PIDS_LIMIT_ANNOTATION], '512');
+    assert.equal(annotations(await build(wordCount()))[PIDS_LIMIT_ANNOTATION], undefined);
   });
 
   test('a GPU product adds nvidia.com/gpu and its node selector', async () => {

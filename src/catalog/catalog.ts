@@ -7,6 +7,7 @@ import { normaliseDocument } from './yaml-v1.ts';
 
 /** A loaded catalogue: applications with their tools resolved, by name and version. */
 export interface Catalog {
+  /** Every application; the same array on every call (the server summarises it once per catalogue). */
   list(): ResolvedApplication[];
   find(name: string, version: string): ResolvedApplication | undefined;
   versions(name: string): string[];
@@ -167,9 +168,10 @@ function isToolDocument(value: unknown): value is { tool: unknown; name: unknown
   );
 }
 
-/** Loads every `.yml`/`.yaml` file under `dir`; any problem makes it throw them all. */
-export async function loadCatalog(dir: string): Promise<Catalog> {
-  const { catalog, issues } = buildCatalog(await readCatalogFiles(dir));
+/** Loads every `.yml`/`.yaml` file under the folders as one catalogue; any problem makes it throw them all. */
+export async function loadCatalog(dirs: string | readonly string[]): Promise<Catalog> {
+  const files = await Promise.all((typeof dirs === 'string' ? [dirs] : dirs).map(readCatalogFiles));
+  const { catalog, issues } = buildCatalog(files.flat());
   if (issues.length > 0) {
     throw new ValidationError(issues.map((i) => ({ path: '', message: formatCatalogIssue(i) })));
   }

@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import { buildCatalog, formatCatalogIssue, readCatalogFiles } from '../catalog/catalog.ts';
+import { parseCommandLine } from './args.ts';
 import { CliError } from './errors.ts';
 
 export const APPS_VALIDATE_USAGE = `Usage: ucompute apps validate DIR
@@ -11,11 +11,11 @@ keys, legacy spellings such as default_value) are ignored here too, each with a 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export async function appsValidateCommand(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { help: { type: 'boolean', short: 'h' } },
-  });
+  const { positionals, values } = parseCommandLine(
+    argv,
+    { help: { type: 'boolean', short: 'h' } },
+    APPS_VALIDATE_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${APPS_VALIDATE_USAGE}\n`);
     return 0;

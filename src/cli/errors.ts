@@ -20,10 +20,6 @@ export function reportError(error: unknown): number {
     process.stderr.write(`error: ${error.message}\n`);
     return error.exitCode;
   }
-  if (isUsageError(error)) {
-    process.stderr.write(`error: ${(error as Error).message}\n`);
-    return 2;
-  }
   const e = error as NodeJS.ErrnoException;
   if (e?.code === 'ENOENT' && e.path) {
     process.stderr.write(`error: no such file: ${e.path}\n`);
@@ -31,9 +27,4 @@ export function reportError(error: unknown): number {
   }
   process.stderr.write(`error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   return 1;
-}
-
-function isUsageError(error: unknown): boolean {
-  const code = (error as { code?: string })?.code;
-  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS');
 }

@@ -4,19 +4,22 @@ import { isFinal, type Job, type JobStatus, type JobUpdate } from '../model/job.
 import type { Client } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, formatUpdate, printJson } from './format.ts';
+import { commandExitCode, failedRanks } from './outcome.ts';
 
 /**
- * A final job's outcome: its state printed (unless JSON), exit 0 only for SUCCESS. The state goes
- * to stdout, or to stderr when stdout carries the job's own output.
+ * A final job's outcome: its state printed (unless JSON) with the ranks that exited non-zero, else
+ * the backend's last word; the exit code is `srun`'s (see `commandExitCode`). The state goes to
+ * stdout, or to stderr when stdout carries the job's own output.
  */
 export function finalOutcome(job: Job, o: { json: boolean; toStderr?: boolean }): number {
   if (!o.json) {
-    const status = job.updates.findLast((u) => u.status !== undefined)?.status;
+    const failed = job.status.state === 'SUCCESS' ? failedRanks(job) : undefined;
+    const detail = failed ?? job.updates.findLast((u) => u.status !== undefined)?.status;
     (o.toStderr ? process.stderr : process.stdout).write(
-      `${job.id}: ${job.status.state}${status ? ` (${status})` : ''}\n`,
+      `${job.id}: ${job.status.state}${detail ? ` (${detail})` : ''}\n`,
     );
   }
-  return job.status.state === 'SUCCESS' ? 0 : 1;
+  return commandExitCode(job);
 }
 
 /** How long past its deadline a job may still look alive before waiting gives up. */
@@ -85,11 +88,17 @@ const SNAPSHOT_MAX_MS = 5000;
 export async function followJob(
   client: Client,
   id: string,
-  o: { json: boolean; follow: boolean; showUpdates?: boolean },
+  o: { json: boolean; follow: boolean; showUpdates?: boolean; rank?: number },
 ): Promise<Job> {
   // Retrieve first: a clear 404 for unknown jobs, and the replica count for prefixes.
   const before = await client.get<Job>('/api/jobs/retrieve', { id });
-  const writer = logWriter((before.specification.replicas ?? 1) > 1);
+  const replicas = before.specification.replicas ?? 1;
+  if (o.rank !== undefined && o.rank >= replicas) {
+    throw new CliError(
+      `--rank: job ${id} has ${replicas === 1 ? 'only rank 0' : `ranks 0 to ${replicas - 1}`}`,
+    );
+  }
+  const writer = logWriter(o.rank === undefined && replicas > 1);
   const showUpdates = o.showUpdates ?? o.follow;
   const { ws, opened } = client.socket('/api/jobs/follow', { id });
   let lastState = before.status.state;
@@ -108,6 +117,9 @@ export async function followJob(
       message = JSON.parse(data.toString()) as FollowMessage;
     } catch {
       return;
+    }
+    if (o.rank !== undefined && message.log) {
+      message = { ...message, log: message.log.filter((chunk) => chunk.rank === o.rank) };
     }
     if (o.json) printJson(message, true);
     if (!o.json && showUpdates) {

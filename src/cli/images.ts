@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { buildImage, readRecipe } from '../backends/local/images/recipe.ts';
 import { parseReference } from '../backends/local/images/reference.ts';
 import {
@@ -8,6 +7,7 @@ import {
   openImageStore,
   type StoredImage,
 } from '../backends/local/images/store.ts';
+import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
@@ -32,16 +32,16 @@ Options:
   --config FILE         ucompute configuration (its dataDir applies)`;
 
 export async function imagesCommand(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
+  const { positionals, values } = parseCommandLine(
+    argv,
+    {
       'data-dir': { type: 'string' },
       config: { type: 'string' },
       name: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
-  });
+    IMAGES_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${IMAGES_USAGE}\n`);
     return 0;

@@ -1,9 +1,9 @@
-import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
-import { isFinal, type Job, JobState } from '../model/job.ts';
+import type { Job } from '../model/job.ts';
 import type { Product } from '../model/product.ts';
 import type { AppSummary } from '../server/schemas.ts';
 import { APPS_VALIDATE_USAGE } from './apps.ts';
-import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, connect } from './client.ts';
+import { clientFlags, parseClientCommand, stringOption } from './args.ts';
+import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { finalOutcome, followJob } from './follow.ts';
 import {
@@ -16,15 +16,17 @@ import {
   printJson,
   table,
 } from './format.ts';
-
-const STATES: string[] = JobState.anyOf.map((s) => s.const);
+import { resolveJobId } from './job-ids.ts';
+import { endedAt, outcomeOf } from './outcome.ts';
 
 /** The client commands that read and act on jobs, the catalogue and the products. */
 
 export const APPS_USAGE = `Usage: ucompute apps [options]
+       ucompute apps show APP[@VERSION] [options]
        ucompute apps validate DIR
 
 Lists the service's applications: name, version, type and title.
+"apps show APP" lists an application's parameters; see its --help.
 "apps validate DIR" checks a catalogue folder locally (no service needed); see its --help.
 
 ${CLIENT_OPTIONS_USAGE}`;
@@ -36,31 +38,23 @@ vCPU, or one GPU for products priced per GPU).
 
 ${CLIENT_OPTIONS_USAGE}`;
 
-export const JOBS_USAGE = `Usage: ucompute jobs [options]
-
-Lists jobs, newest first: id, application, state, creation time and name.
-
-Options:
-  --state STATE       only jobs in this state (${STATES.join(', ')})
-  --app NAME          only jobs of this application
-  --limit N           at most N jobs (default 50)
-
-${CLIENT_OPTIONS_USAGE}`;
-
 export const SHOW_USAGE = `Usage: ucompute show ID [options]
 
 Shows one job: application, product, state, times, expiry, output folder, exit codes, credits
 charged and every update.
+ID may be any unique prefix of a job's id.
 
 ${CLIENT_OPTIONS_USAGE}`;
 
-export const LOGS_USAGE = `Usage: ucompute logs ID [-f] [options]
+export const LOGS_USAGE = `Usage: ucompute logs ID [-f] [--rank N] [options]
 
 Prints the job's output: stdout of every rank (each line prefixed "[rank]" when the job has
 several replicas) on stdout, stderr on stderr. Without -f it prints what there is and returns.
+ID may be any unique prefix of a job's id.
 
 Options:
-  -f, --follow        keep printing until the job ends; exit 0 if it succeeded, else 1
+  -f, --follow        keep printing until the job ends; exit code as for \`run\` (see its --help)
+  --rank N            only rank N's output (no "[rank]" prefixes)
 
 ${CLIENT_OPTIONS_USAGE}
 With --json, every message of the follow stream is printed as one line of JSON.`;
@@ -68,34 +62,22 @@ With --json, every message of the follow stream is printed as one line of JSON.`
 export const CANCEL_USAGE = `Usage: ucompute cancel ID... [options]
 
 Stops the jobs. Jobs that have already ended cannot be cancelled (nothing is cancelled then).
+ID may be any unique prefix of a job's id.
 
 ${CLIENT_OPTIONS_USAGE}`;
 
 export const EXTEND_USAGE = `Usage: ucompute extend ID DURATION [options]
 
-Adds DURATION (45s, 90m, 2h, 1h30m) to a job's time limit. Jobs without a time limit and jobs
+Adds DURATION (45s, 90m, 2h, 1h30m, 1d) to a job's time limit. Jobs without a time limit and jobs
 that have ended cannot be extended.
+ID may be any unique prefix of a job's id.
 
 ${CLIENT_OPTIONS_USAGE}`;
-
-/** Parses a command's options: the client's own plus `extra`; prints usage on --help. */
-function parse(argv: string[], usage: string, extra: ParseArgsOptionsConfig) {
-  const parsed = parseArgs({ args: argv, allowPositionals: true, options: { ...CLIENT_OPTIONS, ...extra } });
-  const values = parsed.values as Record<string, string | boolean | undefined>;
-  const help = values.help === true;
-  if (help) process.stdout.write(`${usage}\n`);
-  return { values, positionals: parsed.positionals, help };
-}
-
-function clientFlags(values: Record<string, string | boolean | undefined>) {
-  const s = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
-  return { url: s('url'), token: s('token'), 'data-dir': s('data-dir') };
-}
 
 // ---- catalogue and products --------------------------------------------------------------------
 
 export async function appsListCommand(argv: string[]): Promise<number> {
-  const { values, positionals, help } = parse(argv, APPS_USAGE, {});
+  const { values, positionals, help } = parseClientCommand(argv, APPS_USAGE, {});
   if (help) return 0;
   if (positionals.length > 0) {
     throw new CliError(`unknown apps command "${positionals[0]}"\n\n${APPS_USAGE}\n\n${APPS_VALIDATE_USAGE}`);
@@ -124,7 +106,7 @@ function priceOf(p: Product): string {
 }
 
 export async function productsCommand(argv: string[]): Promise<number> {
-  const { values, positionals, help } = parse(argv, PRODUCTS_USAGE, {});
+  const { values, positionals, help } = parseClientCommand(argv, PRODUCTS_USAGE, {});
   if (help) return 0;
   if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${PRODUCTS_USAGE}`);
   const response = await (await connect(clientFlags(values))).get<unknown>('/api/products');
@@ -149,62 +131,6 @@ export async function productsCommand(argv: string[]): Promise<number> {
 }
 
 // ---- jobs --------------------------------------------------------------------------------------
-
-const MAX_PAGE = 250;
-
-export async function jobsCommand(argv: string[]): Promise<number> {
-  const { values, positionals, help } = parse(argv, JOBS_USAGE, {
-    state: { type: 'string' },
-    app: { type: 'string' },
-    limit: { type: 'string' },
-  });
-  if (help) return 0;
-  if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${JOBS_USAGE}`);
-  const state = values.state as string | undefined;
-  if (state !== undefined && !STATES.includes(state.toUpperCase())) {
-    throw new CliError(`--state: "${state}" is not one of ${STATES.join(', ')}`);
-  }
-  const limitText = (values.limit as string | undefined) ?? '50';
-  const limit = Number(limitText);
-  if (!/^\d+$/.test(limitText) || !Number.isSafeInteger(limit) || limit < 1) {
-    throw new CliError(`--limit: "${limitText}" must be a whole number of at least 1`);
-  }
-
-  const client = await connect(clientFlags(values));
-  const items: Job[] = [];
-  let next: string | null | undefined;
-  // Pages of at most MAX_PAGE; the loop ends at the limit or the last page.
-  for (let page = 0; items.length < limit && page <= Math.ceil(limit / MAX_PAGE); page++) {
-    const response = await client.get<{ items: Job[]; next: string | null }>('/api/jobs/browse', {
-      itemsPerPage: Math.min(limit - items.length, MAX_PAGE),
-      next: next ?? undefined,
-      filterState: state?.toUpperCase(),
-      filterApplication: values.app as string | undefined,
-    });
-    items.push(...response.items);
-    next = response.next;
-    if (!next) break;
-  }
-  if (values.json) {
-    printJson({ items, next: next ?? null });
-    return 0;
-  }
-  process.stdout.write(
-    table(
-      ['ID', 'APP', 'STATE', 'CREATED', 'NAME', 'STATUS'],
-      items.map((j) => [
-        j.id,
-        `${j.specification.application.name}@${j.specification.application.version}`,
-        j.status.state,
-        formatTime(j.createdAt),
-        j.specification.name ?? '',
-        // The latest word from the backend: a waiting job's reason and queue position, say.
-        j.updates.findLast((u) => u.status !== undefined)?.status ?? '',
-      ]),
-    ),
-  );
-  return 0;
-}
 
 /** The job's time limit: the last extend's, else the one asked for, else the tool's default as it started. */
 function timeLimit(job: Job): string {
@@ -234,13 +160,13 @@ function describeJob(job: Job): string {
     ],
     ['product', `${s.product.id} (${s.product.category})`],
     ['replicas', String(s.replicas ?? 1)],
-    ['state', st.state],
+    ['state', outcomeOf(job)],
     ['created', formatTime(job.createdAt)],
     ['started', formatTime(st.startedAt)],
     ['time limit', timeLimit(job)],
   );
   rows.push(['expires', st.expiresAt !== undefined ? formatTime(st.expiresAt) : '-']);
-  const ended = isFinal(st.state) ? job.updates.findLast((u) => u.state === st.state)?.timestamp : undefined;
+  const ended = endedAt(job);
   if (ended !== undefined) rows.push(['ended', formatTime(ended)]);
   rows.push(['output folder', job.output.outputFolder ?? '-']);
   const codes = st.exitCode ? Object.entries(st.exitCode) : [];
@@ -263,34 +189,37 @@ function oneId(positionals: string[], usage: string, what = 'one job ID'): strin
 }
 
 export async function showCommand(argv: string[]): Promise<number> {
-  const { values, positionals, help } = parse(argv, SHOW_USAGE, {});
+  const { values, positionals, help } = parseClientCommand(argv, SHOW_USAGE, {});
   if (help) return 0;
-  const id = oneId(positionals, SHOW_USAGE);
-  const job = await (await connect(clientFlags(values))).get<Job>('/api/jobs/retrieve', { id });
+  const client = await connect(clientFlags(values));
+  const id = await resolveJobId(client, oneId(positionals, SHOW_USAGE));
+  const job = await client.get<Job>('/api/jobs/retrieve', { id });
   if (values.json) printJson(job);
   else process.stdout.write(describeJob(job));
   return 0;
 }
 
 export async function cancelCommand(argv: string[]): Promise<number> {
-  const { values, positionals, help } = parse(argv, CANCEL_USAGE, {});
+  const { values, positionals, help } = parseClientCommand(argv, CANCEL_USAGE, {});
   if (help) return 0;
   if (positionals.length === 0) throw new CliError(`expected at least one job ID\n\n${CANCEL_USAGE}`);
-  const response = await (await connect(clientFlags(values))).post<unknown>('/api/jobs/terminate', {
-    items: positionals.map((id) => ({ id })),
-  });
+  const client = await connect(clientFlags(values));
+  const ids: string[] = [];
+  for (const text of positionals) ids.push(await resolveJobId(client, text));
+  const response = await client.post<unknown>('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
   if (values.json) printJson(response);
-  else for (const id of positionals) process.stdout.write(`${id}: cancelled\n`);
+  else for (const id of ids) process.stdout.write(`${id}: cancelled\n`);
   return 0;
 }
 
 export async function extendCommand(argv: string[]): Promise<number> {
-  const { values, positionals, help } = parse(argv, EXTEND_USAGE, {});
+  const { values, positionals, help } = parseClientCommand(argv, EXTEND_USAGE, {});
   if (help) return 0;
   if (positionals.length !== 2) throw new CliError(`expected a job ID and a DURATION\n\n${EXTEND_USAGE}`);
-  const [id, text] = positionals as [string, string];
+  const [prefix, text] = positionals as [string, string];
   const requestedTime = parseDuration(text, 'DURATION');
   const client = await connect(clientFlags(values));
+  const id = await resolveJobId(client, prefix);
   const response = await client.post<unknown>('/api/jobs/extend', { items: [{ jobId: id, requestedTime }] });
   if (values.json) {
     printJson(response);
@@ -305,11 +234,24 @@ export async function extendCommand(argv: string[]): Promise<number> {
 }
 
 export async function logsCommand(argv: string[]): Promise<number> {
-  const { values, positionals, help } = parse(argv, LOGS_USAGE, { follow: { type: 'boolean', short: 'f' } });
+  const { values, positionals, help } = parseClientCommand(argv, LOGS_USAGE, {
+    follow: { type: 'boolean', short: 'f' },
+    rank: { type: 'string' },
+  });
   if (help) return 0;
-  const id = oneId(positionals, LOGS_USAGE);
+  const text = oneId(positionals, LOGS_USAGE);
+  const rankText = stringOption(values, 'rank');
+  if (rankText !== undefined && !/^\d+$/.test(rankText)) {
+    throw new CliError(`--rank: "${rankText}" must be a rank number (0, 1, ...)\n\n${LOGS_USAGE}`);
+  }
   const client = await connect(clientFlags(values));
+  const id = await resolveJobId(client, text);
   const follow = values.follow === true;
-  const job = await followJob(client, id, { json: values.json === true, follow, showUpdates: false });
+  const job = await followJob(client, id, {
+    json: values.json === true,
+    follow,
+    showUpdates: false,
+    ...(rankText !== undefined ? { rank: Number(rankText) } : {}),
+  });
   return follow ? finalOutcome(job, { json: values.json === true, toStderr: true }) : 0;
 }

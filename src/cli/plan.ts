@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
@@ -7,6 +6,7 @@ import { planJob } from '../jobs/plan.ts';
 import { ValidationError } from '../model/errors.ts';
 import { isJobId, newJobId } from '../model/ids.ts';
 import { PROJECT_ID_PATTERN, USERNAME_PATTERN } from '../model/owner.ts';
+import { parseCommandLine } from './args.ts';
 import { loadPipelineConfig } from './config-file.ts';
 import { EXAMPLE_APPS, EXAMPLE_PRODUCTS } from './defaults.ts';
 import { CliError } from './errors.ts';
@@ -17,7 +17,7 @@ Prints the Kubernetes objects a job specification becomes, without running it:
 the Volcano Job first, then its companion objects.
 
 Options:
-  --apps DIR          catalogue folder (default: the example catalogue)
+  --apps DIR          catalogue folder (default: the example catalogue); repeat it for several
   --products FILE     products YAML, a document "products: [...]" (default: the examples)
   --config FILE       ucompute configuration YAML
   --user NAME         the user who submits the job (default: local)
@@ -29,11 +29,10 @@ Options:
 const YAML_OPTIONS = { lineWidth: 0, version: '1.1', aliasDuplicateObjects: false } as const;
 
 export async function planCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      apps: { type: 'string' },
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      apps: { type: 'string', multiple: true },
       products: { type: 'string' },
       config: { type: 'string' },
       user: { type: 'string', default: 'local' },
@@ -42,7 +41,8 @@ export async function planCommand(argv: string[]): Promise<number> {
       output: { type: 'string', default: 'yaml' },
       help: { type: 'boolean', short: 'h' },
     },
-  });
+    PLAN_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${PLAN_USAGE}\n`);
     return 0;

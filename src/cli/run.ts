@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import type { Application, ApplicationParameter } from '../model/application.ts';
 import type { Job, JobSpecification } from '../model/job.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
 import type { Product } from '../model/product.ts';
+import { parseCommandLine } from './args.ts';
 import { ApiError, CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { finalOutcome, followJob, waitForJob } from './follow.ts';
@@ -26,10 +26,12 @@ Options:
                         /projects/<id>/...); ":ro" mounts it read-only (repeatable)
   --product ID          machine type, or CATEGORY/ID (default: the first of \`ucompute products\`)
   --replicas N          number of replicas (default 1)
-  --time DURATION       time limit: 45s, 90m, 2h, 1h30m, 1h30m15s (default: the tool's)
+  --time DURATION       time limit: 45s, 90m, 2h, 1h30m, 1d (default: the tool's)
   --name NAME           a name for the job
   --project ID          run in this project's workspace
-  --wait                wait until the job ends; print its final state, exit 0 on SUCCESS, else 1
+  --wait                wait until the job ends and print its final state; exit as srun does:
+                        0 for a clean SUCCESS, the application's exit code (the highest of its
+                        ranks') when it exited non-zero, 1 when the job did not succeed
   --follow              stream the job's logs (stdout) and updates (stderr) until it ends; the
                         final state goes to stderr; exit code as with --wait
 
@@ -125,7 +127,7 @@ function fileValue(
 }
 
 /** Finds APP[@VERSION]; without a version, the newest. Unknown names and versions are bad input. */
-async function findApplication(client: Client, ref: string): Promise<Application> {
+export async function findApplication(client: Client, ref: string): Promise<Application> {
   const at = ref.lastIndexOf('@');
   const name = at > 0 ? ref.slice(0, at) : ref;
   const version = at > 0 ? ref.slice(at + 1) : undefined;
@@ -165,10 +167,9 @@ function findProduct(products: Product[], id: string | undefined): Product {
 }
 
 export async function runCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       ...CLIENT_OPTIONS,
       param: { type: 'string', multiple: true },
       file: { type: 'string', multiple: true },
@@ -180,7 +181,8 @@ export async function runCommand(argv: string[]): Promise<number> {
       wait: { type: 'boolean' },
       follow: { type: 'boolean' },
     },
-  });
+    RUN_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${RUN_USAGE}\n`);
     return 0;

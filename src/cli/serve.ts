@@ -1,6 +1,5 @@
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { type Logger, pino } from 'pino';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
 import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts';
@@ -15,6 +14,8 @@ import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
 import { openStore, type Store } from '../store/store.ts';
+import { parseCommandLine } from './args.ts';
+import { reloadingCatalog } from './catalog-watch.ts';
 import { loadConfig } from './config-file.ts';
 import {
   ADMIN_TOKEN_FILE,
@@ -37,7 +38,9 @@ Options:
   --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST         listen address (default 127.0.0.1)
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
-  --apps DIR          catalogue folder
+  --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
+                      A change to a file under them reloads the catalogue (no restart); a
+                      change that does not load is logged and the catalogue in use stays
   --products FILE     products YAML
   --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing);
                       kubernetes uses the in-cluster service account, kubernetes.kubeconfig,
@@ -47,23 +50,25 @@ Options:
 const YEAR = 365 * 24 * 3600 * 1000;
 
 export async function serveCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
       config: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
       'data-dir': { type: 'string' },
-      apps: { type: 'string' },
+      apps: { type: 'string', multiple: true },
       products: { type: 'string' },
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
-  });
+    SERVE_USAGE,
+  );
   if (values.help) {
     process.stdout.write(`${SERVE_USAGE}\n`);
     return 0;
   }
+  if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${SERVE_USAGE}`);
   const config = await loadConfig(values.config);
   const port = values.port !== undefined ? Number(values.port) : (config.server?.port ?? DEFAULT_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');
@@ -74,14 +79,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new CliError('--backend must be dry, local or kubernetes');
   }
 
-  const [catalog, products] = await Promise.all([
-    loadCatalog(values.apps ?? config.apps ?? EXAMPLE_APPS),
+  const appFolders = values.apps ?? [config.apps ?? EXAMPLE_APPS].flat();
+  const [firstCatalog, products] = await Promise.all([
+    loadCatalog(appFolders),
     loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
   ]);
+  await privateFolder(dataDir);
+  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
+  const catalog = reloadingCatalog(firstCatalog, appFolders, log);
   const store = openStore(join(dataDir, 'ucompute.db'));
   const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
   const storage = directoryStorage(storageRoot);
-  const env = { catalog, products, config: resolvePipelineConfig(config) };
+  const env = { catalog: catalog.catalog, products, config: resolvePipelineConfig(config) };
 
   const token = await bootstrapAdmin(
     store,
@@ -91,7 +100,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
-  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
   const { backend, about } = await makeBackend(
     backendName,
     config,
@@ -124,6 +132,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  catalog.close();
   await app.close();
   await service.stop();
   await backend.close();
@@ -189,7 +198,20 @@ async function bootstrapAdmin(
   );
   if (existing !== undefined && store.userForToken(existing)?.name === ADMIN_USER) return { created: false };
   const token = store.createToken(ADMIN_USER, 'admin token written by ucompute serve', now);
-  await writeFile(file, `${token}\n`, { mode: 0o600 });
-  await chmod(file, 0o600);
+  // A new file, 0600 from its creation, then renamed over the old one: never readable by others.
+  const fresh = `${file}.${process.pid}.tmp`;
+  await writeFile(fresh, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  await rename(fresh, file);
   return { created: true };
+}
+
+/**
+ * The data folder (database, admin token, jobs' state and logs) is ucompute's alone: created 0700,
+ * and one an earlier version left open to others is closed. Passing through it (x, not r or w) is
+ * left to the local backend, whose sandbox binds job folders by path as containers' host users.
+ */
+async function privateFolder(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const { mode } = await stat(dir);
+  if ((mode & 0o066) !== 0) await chmod(dir, mode & 0o711);
 }

@@ -17,6 +17,7 @@ import {
   PROJECT_ANNOTATION,
 } from '../volcano/labels.ts';
 import { labelValue, volcanoJobName } from '../volcano/names.ts';
+import type { Logger } from './log.ts';
 
 /** The empty builder every job starts from: its name, where it goes, and how to find it again. */
 export function emptyBuild(job: PreparedJob, ctx: CreateContext): JobBuild {
@@ -77,10 +78,6 @@ export async function buildJob(
   return build;
 }
 
-export interface HookLog {
-  error(obj: object, msg?: string): void;
-}
-
 /**
  * The one place the five hooks run, each in the list's order, under one rule: a job whose
  * `onCreate` fails has no build, so creation answers the failure for the job to end with; a
@@ -98,7 +95,7 @@ export interface PluginHooks {
   readonly hasStart: boolean;
 }
 
-export function pluginHooks(plugins: readonly JobPlugin[], log?: HookLog): PluginHooks {
+export function pluginHooks(plugins: readonly JobPlugin[], log?: Logger): PluginHooks {
   async function each(hook: string, run: (p: JobPlugin) => unknown): Promise<void> {
     for (const plugin of plugins) {
       try {

@@ -39,8 +39,8 @@ function unpassableValues(parameters: Record<string, AppParameterValue>, issues:
   let total = 0;
   for (const [name, value] of Object.entries(parameters)) {
     const path = `specification.parameters.${name}`;
-    for (const text of Object.values(value)) {
-      if (typeof text !== 'string') continue;
+    for (const [field, text] of Object.entries(value)) {
+      if (field === 'type' || typeof text !== 'string') continue;
       if (text.includes('\0')) issues.add(path, 'contains a NUL byte, which no program argument can carry');
       const bytes = Buffer.byteLength(text);
       total += bytes;

@@ -15,6 +15,7 @@ import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl } from './control.ts';
 import { type CreateOptions, jobIntake } from './intake.ts';
 import { pluginHooks } from './job-management.ts';
+import type { Logger } from './log.ts';
 import { jobMonitor } from './monitor.ts';
 import type { JobEnvironment } from './prepare.ts';
 import { jobSubmission } from './submission.ts';
@@ -22,13 +23,8 @@ import { jobUpdates, type UpdateListener } from './updates.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 export type { CreateOptions } from './intake.ts';
+export type { Logger } from './log.ts';
 export type { UpdateListener } from './updates.ts';
-
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface ServiceOptions {
   store: Store;

@@ -5,17 +5,14 @@ import type { Store } from '../store/store.ts';
 import { ownerNamespace } from '../volcano/names.ts';
 import { ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
+import { isDiskFull } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
+import type { Logger } from './log.ts';
 import { type JobEnvironment, prepareJob } from './prepare.ts';
 import type { JobUpdates } from './updates.ts';
 
 // Submission: accepted jobs are built once (every plugin's onCreate) and handed to the backend, a
 // few at a time, trying again with backoff when the backend refuses for a moment.
-
-export interface SubmissionLog {
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface SubmissionOptions {
   store: Store;
@@ -24,13 +21,15 @@ export interface SubmissionOptions {
   hooks: PluginHooks;
   updates: JobUpdates;
   storage?: JobStorage;
-  log?: SubmissionLog;
+  log?: Logger;
   /** First wait before submitting again to a backend that refused; it doubles each time. */
   retryMs: number;
 }
 
 const SUBMIT_CONCURRENCY = 16;
 const SUBMIT_ATTEMPTS = 5;
+/** Wait before submitting again a job whose submission could not be written (a full disk). */
+const DISK_FULL_RETRY_MS = 1000;
 /**
  * Jobs validated at creation and not yet built, so submission need not validate them again;
  * bounded, so that a backlog of accepted jobs does not live in memory (they are in the store).
@@ -61,7 +60,11 @@ export function jobSubmission(o: SubmissionOptions) {
       }
       submitting++;
       submit(id)
-        .catch((e: unknown) => log?.error({ err: e, jobId: id }, 'submission failed'))
+        .catch((e: unknown) => {
+          log?.error({ err: e, jobId: id }, 'submission failed');
+          // Nothing of it was written: once there is space again, it is submitted after all.
+          if (isDiskFull(e) && !stopped) setTimeout(() => enqueue(id), DISK_FULL_RETRY_MS).unref();
+        })
         .finally(() => {
           submitting--;
           pump();

@@ -5,15 +5,12 @@ import { ownerOf } from './access.ts';
 import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
+import type { Logger } from './log.ts';
 
 // Updates: every change of a job goes through the state machine in a transaction, then to the
 // job's followers and the plugins' hooks. Backend events arrive here too, written in batches.
 
 export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
-
-export interface UpdateLog {
-  error(obj: object, msg?: string): void;
-}
 
 export interface UpdatesOptions {
   store: Store;
@@ -21,7 +18,7 @@ export interface UpdatesOptions {
   /** What the hooks may do; read when a hook runs (it needs `update` itself). */
   lifecycle: () => LifecycleContext;
   now: () => number;
-  log?: UpdateLog;
+  log?: Logger;
 }
 
 interface Applied {

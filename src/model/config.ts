@@ -165,7 +165,7 @@ export const PipelineConfig = Type.Object(
       ),
     ),
     /** The longest time any job may have, extensions included; a product may set a shorter one. */
-    maxTimeAllocationHours: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    maxTimeAllocationHours: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
   },
   closed,
 );
@@ -304,6 +304,25 @@ export const LocalConfig = Type.Object(
     ),
     /** Time between SIGTERM and SIGKILL when a job is stopped. */
     gracePeriodMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })),
+    /** Most processes of a pod whose product sets no `pids` (the pids cgroup). Default 4096. */
+    defaultPids: Type.Optional(Type.Integer({ minimum: 16, maximum: 4_194_304 })),
+    /**
+     * Each container's stdout and stderr: rotated at `maxSizeBytes`, `maxFiles` kept (the current
+     * one included), as the kubelet's containerLogMaxSize/containerLogMaxFiles. Default 10 MiB × 5.
+     */
+    logs: Type.Optional(
+      Type.Object(
+        {
+          maxSizeBytes: Type.Optional(Type.Integer({ minimum: 4096, maximum: 2 ** 40 })),
+          maxFiles: Type.Optional(Type.Integer({ minimum: 2, maximum: 100 })),
+        },
+        closed,
+      ),
+    ),
+    /** Most bytes a job's folder may use while it runs; over it, the job ends FAILURE. None by default. */
+    diskLimitBytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** How often a running job's folder is measured against `diskLimitBytes`. Default 10 s. */
+    diskCheckIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
     /** The pod network when running as root. */
     network: Type.Optional(
       Type.Object(
@@ -311,6 +330,10 @@ export const LocalConfig = Type.Object(
           bridge: Type.Optional(Type.String({ pattern: '^[a-z][a-z0-9]{0,8}$' })),
           subnet: Type.Optional(Type.String({ pattern: '^\\d+\\.\\d+\\.\\d+\\.\\d+/\\d+$' })),
           poolSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 64 })),
+          /** Private or link-local destinations (CIDRs) pods may reach; all others are dropped. */
+          allowEgressTo: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+          /** Whether pods reach public addresses; default true. */
+          allowInternet: Type.Optional(Type.Boolean()),
         },
         closed,
       ),
@@ -335,8 +358,10 @@ export const Config = Type.Object(
     ),
     /** Where the database, the admin token and (by default) storage live. */
     dataDir: Type.Optional(Type.String({ minLength: 1 })),
-    /** The catalogue folder and the products file; the examples by default. */
-    apps: Type.Optional(Type.String({ minLength: 1 })),
+    /** The catalogue folder (or folders, read as one catalogue) and the products file; the examples by default. */
+    apps: Type.Optional(
+      Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })]),
+    ),
     products: Type.Optional(Type.String({ minLength: 1 })),
     backend: Type.Optional(
       Type.Union([Type.Literal('dry'), Type.Literal('local'), Type.Literal('kubernetes')]),

@@ -53,6 +53,8 @@ export const Product = Type.Object(
     unitOfPrice: Type.Optional(UnitOfPrice),
     pricedPer: Type.Optional(PricedPer),
     description: Type.Optional(Type.String({ maxLength: 1000 })),
+    /** Most processes of one replica (the local backend's pids cgroup); default `local.defaultPids`. */
+    pids: Type.Optional(Type.Integer({ minimum: 16, maximum: 4_194_304 })),
     runtimeClass: Type.Optional(Type.String({ pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' })),
     // Closed: a Record with a key pattern otherwise lets non-matching keys (and their values) through.
     nodeSelector: Type.Optional(Type.Record(LabelKey, LabelValue, closed)),

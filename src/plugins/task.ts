@@ -1,6 +1,13 @@
-import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, OWNER_LABEL } from '../volcano/labels.ts';
+import {
+  JOB_ID_LABEL,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  OWNER_LABEL,
+  PIDS_LIMIT_ANNOTATION,
+} from '../volcano/labels.ts';
 import { JOB_TASK_NAME, USER_CONTAINER_NAME } from '../volcano/names.ts';
 import type { Container, PodSpec, ResourceList } from '../volcano/types.ts';
+import { annotateJob } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
 
 /** Home of jobs that do not run as root; the ssh plugin puts the replicas' keys there. */
@@ -76,5 +83,6 @@ export const taskPlugin: JobPlugin = {
         },
       ],
     };
+    if (product.pids !== undefined) annotateJob(build, PIDS_LIMIT_ANNOTATION, String(product.pids));
   },
 };

@@ -1,9 +1,13 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { statusOf } from '../jobs/access.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import { isFinal } from '../model/job.ts';
 import type { FollowMessage } from './schemas.ts';
+
+/** Log bytes queued for one follower before reading more: server memory stays bounded per reader. */
+const FOLLOW_BUFFERED_BYTES = 256 * 1024;
 
 interface Log {
   error(obj: object, msg?: string): void;
@@ -48,6 +52,8 @@ export function followJob(
       for await (const chunk of service.logs(caller, id, { follow: true, signal: abort.signal })) {
         if (closed) return;
         send({ updates: [], log: [chunk] });
+        // Backpressure: the next chunk is read once the client took most of what is queued.
+        while (!closed && socket.bufferedAmount > FOLLOW_BUFFERED_BYTES) await sleep(10);
       }
     })().then(
       () => {

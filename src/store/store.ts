@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { JobSpecification, JobState, JobUpdate } from '../model/job.ts';
@@ -108,7 +108,11 @@ export type Store = ReturnType<typeof openStore>;
  * one. Lifecycle updates can be had again from the backend; accepted jobs cannot.
  */
 export function openStore(path: string) {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    // ucompute's alone: created 0700/0600 (SQLite gives its -wal and -shm files the database's mode).
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, 'a', 0o600));
+  }
   const db = new DatabaseSync(path);
   // ucompute is the database's only user: holding the lock spares lock calls on every
   // transaction (and lets WAL keep its index in memory). A second ucompute on the folder is refused.
@@ -117,6 +121,9 @@ export function openStore(path: string) {
   // Checkpoint every 64 MiB of log rather than 4: hot pages (the newest jobs, their indexes) are
   // rewritten by every transaction, and a longer log copies each back to the database once.
   db.exec('pragma wal_autocheckpoint = 16384');
+  // A transaction larger than that (a burst of backend events) grows the log file past it, and a
+  // log file never shrinks by itself: after each checkpoint it is cut back to 64 MiB.
+  db.exec('pragma journal_size_limit = 67108864');
   migrate(db);
 
   const statements = new Map<string, StatementSync>();

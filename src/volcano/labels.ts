@@ -17,6 +17,8 @@ export const FAIR_SHARE_WEIGHT_ANNOTATION = 'ucompute.dev/fair-share-weight';
 export const WEB_PORT_ANNOTATION = 'ucompute.dev/web-port';
 export const VNC_PORT_ANNOTATION = 'ucompute.dev/vnc-port';
 export const PEERS_ANNOTATION = 'ucompute.dev/peers';
+/** Most processes of each replica, from the product (the local backend's pids cgroup). */
+export const PIDS_LIMIT_ANNOTATION = 'ucompute.dev/pids-limit';
 
 /** Pod Security admission: the profile a namespace's pods must meet (restricted, baseline). */
 export const POD_SECURITY_ENFORCE_LABEL = 'pod-security.kubernetes.io/enforce';

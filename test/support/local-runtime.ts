@@ -60,15 +60,21 @@ export async function testRuntime(
   const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
   const stateDir = await mkdtemp(join(tmpdir(), 'ucompute-runtime-'));
   const bridge = `ut${tag}`.slice(0, 9);
+  // `extra.network` adds to this runtime's own bridge and subnet ('loopback' replaces them).
+  const { network, ...rest } = extra;
   const options: LocalRuntimeOptions = {
     stateDir,
-    network: {
-      bridge,
-      subnet: `10.${200 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`,
-      poolSize: 2,
-    },
+    network:
+      network === 'loopback'
+        ? network
+        : {
+            bridge,
+            subnet: `10.${200 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`,
+            poolSize: 2,
+            ...network,
+          },
     recoveredPollMs: 50,
-    ...extra,
+    ...rest,
   };
   const runtime = await createRuntime(options);
   const pods: Pod[] = [];

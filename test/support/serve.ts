@@ -1,5 +1,7 @@
 /** `ucompute serve` as a child process, for the tests that talk to a real server. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { BIN, CHILD_ENV } from './cli.ts';
 import { ROOT } from './fixtures.ts';
 
@@ -45,4 +47,37 @@ export function serving(child: ChildProcess): Promise<string> {
       reject(new Error(`ucompute serve exited (${code ?? signal})\nstdout: ${out}\nstderr: ${err}`));
     });
   });
+}
+
+/** A running `ucompute serve` child: its address and data folder, for `--url` and `--data-dir`. */
+export interface Served {
+  child: ChildProcess;
+  url: string;
+  dataDir: string;
+}
+
+/** Starts `ucompute serve --data-dir DIR <args>`, with `config` (YAML) as its --config when given. */
+export async function startServe(
+  dataDir: string,
+  { args = [], config, env = CHILD_ENV }: { args?: string[]; config?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<Served> {
+  const all = ['--data-dir', dataDir, ...args];
+  if (config !== undefined) {
+    const path = join(dataDir, 'config.yml');
+    writeFileSync(path, config);
+    all.push('--config', path);
+  }
+  const child = spawnServe(all, env);
+  return { child, url: await serving(child), dataDir };
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within a few seconds. */
+export async function stopServe(served: Served | undefined): Promise<void> {
+  const child = served?.child;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
 }

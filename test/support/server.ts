@@ -1,6 +1,7 @@
 /** The HTTP API in process: the job service over the dry backend and the server, on a given store. */
 import type { FastifyInstance } from 'fastify';
 import { dryBackend } from '../../src/backends/dry/dry-backend.ts';
+import type { Backend } from '../../src/jobs/backend.ts';
 import { createJobService, type JobService } from '../../src/jobs/service.ts';
 import { buildServer } from '../../src/server/app.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -16,10 +17,13 @@ export interface TestServer {
 
 /**
  * Builds the server over `store` (seeded by the caller first, e.g. an in-memory one) and takes it
- * over: `close` closes it too. Dry jobs run until terminated, so tests can watch every state.
+ * over: `close` closes it too. Dry jobs (the default backend) run until terminated, so tests can
+ * watch every state.
  */
-export async function testServer(store: Store): Promise<TestServer> {
-  const backend = dryBackend({ runForMs: null });
+export async function testServer(
+  store: Store,
+  backend: Backend = dryBackend({ runForMs: null }),
+): Promise<TestServer> {
   const service = createJobService({ store, env: env(), backend });
   const app = await buildServer({ service, store, env: env() });
   return {

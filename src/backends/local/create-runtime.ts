@@ -1,4 +1,5 @@
 import { chmod, mkdir, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
@@ -10,14 +11,18 @@ import {
 } from './cgroups.ts';
 import { run, which } from './exec.ts';
 import { hostView } from './host-view.ts';
+import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
 import {
   type ContainerHandle,
   checkName,
+  DEFAULT_LOGS,
   findContainers,
+  type LogRotation,
   type PodContext,
   type PodRecord,
   podDir,
+  podDirMode,
   podHandle,
   type Sandbox,
   watchContainers,
@@ -38,8 +43,10 @@ export interface LocalRuntimeOptions {
   network?: NetworkOptions | 'loopback';
   /** Overrides what is detected (CPUs × 1000, total memory). */
   capacity?: { cpuMillis?: number; memoryBytes?: number };
-  /** Most processes of a pod whose limits leave it open. Default 32768. */
+  /** Most processes of a pod whose limits leave it open. Default 4096. */
   defaultPids?: number;
+  /** Rotation of each container's output files. Default 10 MiB, 5 files. */
+  logs?: Partial<LogRotation>;
   /** How often containers of recovered pods are checked for their end. Default 500 ms. */
   recoveredPollMs?: number;
   /**
@@ -48,6 +55,9 @@ export interface LocalRuntimeOptions {
    */
   firstHostId?: number;
 }
+
+/** One pod cannot take every process id of the host (pid_max is often 32768). */
+const DEFAULT_PIDS = 4096;
 
 const BWRAP_MISSING =
   "bubblewrap (bwrap) is not installed: install Debian's bubblewrap, or set local.unsandboxed: true to run jobs without isolation";
@@ -83,6 +93,9 @@ async function secretsDir(stateDir: string, root: boolean): Promise<string> {
   }
   return dir;
 }
+/** The name servers a resolv.conf lists. */
+const nameserversOf = (resolvConf: string) =>
+  [...resolvConf.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!).filter((ip) => isIP(ip) !== 0);
 
 async function readRecord(podsDir: string, name: string): Promise<PodRecord | null> {
   try {
@@ -140,9 +153,18 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
     .filter((r): r is PodRecord => r !== null)
     .map((r) => r.network.ip);
+  const resolvConf = await podResolvConf();
+  const launcher = startLauncher();
   const network =
     root && sandbox.kind === 'bwrap' && options.network !== 'loopback'
-      ? await bridgeNetwork(options.network ?? {}, reserved)
+      ? await bridgeNetwork(options.network ?? {}, {
+          reserved,
+          nameservers: nameserversOf(resolvConf),
+          run: launcher.run,
+        }).catch((error) => {
+          launcher.close();
+          throw error;
+        })
       : loopbackNetwork(reserved);
   warnings.push(...network.warnings);
 
@@ -152,10 +174,14 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     sandbox,
     cgroups,
     network,
-    resolvConf: await podResolvConf(),
-    supervisors: new Set(),
+    resolvConf,
+    launcher,
+    logs: {
+      maxSizeBytes: options.logs?.maxSizeBytes ?? DEFAULT_LOGS.maxSizeBytes,
+      maxFiles: options.logs?.maxFiles ?? DEFAULT_LOGS.maxFiles,
+    },
   };
-  const defaultPids = options.defaultPids ?? 32768;
+  const defaultPids = options.defaultPids ?? DEFAULT_PIDS;
   const recovered: Map<string, ContainerHandle>[] = [];
   const stopWatching = watchContainers(
     () => recovered.flatMap((containers) => [...containers.values()]),
@@ -183,7 +209,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       checkName('pod', spec.name);
       const dir = podDir(context, spec.name);
       try {
-        await mkdir(dir, { mode: 0o711 });
+        await mkdir(dir, { mode: podDirMode });
       } catch {
         throw new Error(`pod ${spec.name} already exists in ${context.podsDir}`);
       }
@@ -234,7 +260,6 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     },
     async close() {
       stopWatching();
-      for (const child of context.supervisors) child.unref();
       await network.close();
       if (sandbox.kind === 'bwrap') await sandbox.ids?.close();
       // Once: a second close (or one after the folder is gone) finds nothing mounted.
@@ -245,6 +270,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       ) {
         await run('/usr/bin/umount', ['--lazy', context.secretsDir]);
       }
+      launcher.close();
     },
   };
 }

@@ -1,5 +1,16 @@
-import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
@@ -23,10 +34,20 @@ import {
   MAX_TIME_ANNOTATION,
   OUTPUT_FOLDER_ANNOTATION,
   PEERS_ANNOTATION,
+  PIDS_LIMIT_ANNOTATION,
 } from '../../volcano/labels.ts';
 import { logFileName, volcanoJobName } from '../../volcano/names.ts';
-import type { Companion, VolcanoAction, VolcanoJob, VolcanoJobPhase } from '../../volcano/types.ts';
+import type {
+  Companion,
+  Container,
+  VolcanoAction,
+  VolcanoJob,
+  VolcanoJobPhase,
+} from '../../volcano/types.ts';
 import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources } from './containers.ts';
+import { diskUse, openJobFolder, writeNewFile } from './job-folder.ts';
+import { LOG_CHUNK_BYTES, type LogCursor, logParts, readLogChunk } from './log-files.ts';
+import { DEFAULT_LOGS, type LogRotation } from './pod.ts';
 import type { ContainerExit, Pod, Runtime } from './runtime.ts';
 import { describe, fits, minus, NO_RESOURCES, plus, type Resources, schedule } from './scheduler.ts';
 
@@ -37,6 +58,12 @@ export interface LocalBackendOptions {
   volumes: Omit<VolumeSources, 'companions' | 'claimsRoot'>;
   /** SIGTERM first, SIGKILL after this long (Kubernetes' default is 30 s). */
   gracePeriodMs?: number;
+  /** How the runtime rotates containers' output files: what readers and the output copy find. */
+  logs?: LogRotation;
+  /** Most bytes a job's folder may use while it runs; none by default. */
+  diskLimitBytes?: number;
+  /** How often a running job's folder is measured. Default 10 s. */
+  diskCheckIntervalMs?: number;
   now?: () => number;
   log?: Logger;
 }
@@ -109,7 +136,9 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   const now = options.now ?? Date.now;
   const grace = options.gracePeriodMs ?? 5000;
   const jobsDir = join(stateDir, 'jobs');
-  await mkdir(jobsDir, { recursive: true });
+  // Passable, not listable: a job's /etc/hosts is bound from here by path as containers' host users.
+  await mkdir(jobsDir, { recursive: true, mode: 0o711 });
+  await chmod(jobsDir, 0o711);
   const runs = new Map<string, JobRun>();
   const endedOrder: string[] = [];
   const listeners: ((e: BackendEvent) => void)[] = [];
@@ -121,8 +150,15 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     for (const l of listeners) l(e);
   };
   const jobDir = (id: string) => join(jobsDir, id);
-  const logFile = (id: string, rank: number, stream: 'out' | 'err') =>
-    join(jobDir(id), 'logs', `${rank}.${stream}`);
+  const rotation = options.logs ?? DEFAULT_LOGS;
+  /** One container's stream: container names are DNS labels, so no two containers share a file. */
+  const logFile = (id: string, rank: number, container: string, stream: 'out' | 'err') =>
+    join(jobDir(id), 'logs', `${rank}.${container}.${stream}`);
+  /** The containers of a rank, in the order they run: init containers, then the main ones. */
+  const rankContainers = (run: JobRun, rank: number): string[] => {
+    const spec = run.planned.find((p) => p.rank === rank)?.task.template.spec;
+    return spec ? [...(spec.initContainers ?? []), ...spec.containers].map((c) => c.name) : [];
+  };
 
   // ---- persistence ----------------------------------------------------------------------------
 
@@ -196,14 +232,15 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
   // ---- reporting --------------------------------------------------------------------------------
 
-  function report(run: JobRun, waiting?: { position: number; reason: string }): void {
+  /** Tells the job's state once per change; `at` is when it happened (the end precedes saving its output). */
+  function report(run: JobRun, waiting?: { position: number; reason: string }, at = now()): void {
     const event = eventOf(run, waiting);
     if (!event) return;
     const key = `${event.state}:${event.status}`;
     if (key === run.said) return;
     run.said = key;
     run.saidState = event.state;
-    emit({ ...event, jobId: run.id, at: now() });
+    emit({ ...event, jobId: run.id, at });
   }
 
   /** A line in the job's updates that does not change its state; each said once per job. */
@@ -347,6 +384,17 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
   async function containerExited(run: JobRun, rec: PodRecord, exit: ContainerExit): Promise<void> {
     if (rec.killing || isFinalPhase(run.phase) || !run.pods.has(rec.plan.name)) return;
+    const outside = killedFromOutside(rec.plan.rank, exit);
+    if (outside) {
+      // Not the application's outcome: no in-place restart hides it, the job fails saying so.
+      rec.exit = exit;
+      rec.fault = outside;
+      rec.phase = 'Failed';
+      await rec.pod?.destroy(0);
+      rec.pod = undefined;
+      await podEvent(run, rec, 'PodFailed');
+      return;
+    }
     const restartPolicy = rec.plan.task.template.spec.restartPolicy ?? 'Always';
     const restart =
       !exit.oomKilled &&
@@ -480,7 +528,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
             jobId: run.id,
             owner: run.job.metadata.namespace ?? 'default',
             hostname: rec.plan.hostname,
-            limits: podLimits(rec.plan),
+            limits: { ...podLimits(rec.plan), pids: pidsLimit(run.job) },
             shmBytes: podShmBytes(rec.plan),
           });
         } catch (err) {
@@ -515,11 +563,19 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       plan: rec.plan,
       pod,
       sources: { ...options.volumes, claimsRoot: join(stateDir, 'claims'), companions: run.companions },
-      stdout: logFile(run.id, rec.plan.rank, 'out'),
-      stderr: logFile(run.id, rec.plan.rank, 'err'),
       hostsFile: join(jobDir(run.id), 'hosts'),
       notify: (status: string) => notify(run, status),
     };
+    const specOf = (c: Container, at: string) =>
+      containerSpec(
+        {
+          ...ctx,
+          stdout: logFile(run.id, rec.plan.rank, c.name, 'out'),
+          stderr: logFile(run.id, rec.plan.rank, c.name, 'err'),
+        },
+        c,
+        at,
+      );
     const current = () => rec.pod === pod && !rec.killing;
     const failed = (why: string, exit?: ContainerExit) =>
       step(run, async () => {
@@ -531,7 +587,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       });
     try {
       for (const [i, init] of (spec.initContainers ?? []).entries()) {
-        const started = await pod.start(await containerSpec(ctx, init, `spec.initContainers[${i}]`));
+        const started = await pod.start(await specOf(init, `spec.initContainers[${i}]`));
         const exit = await started.exited;
         if (!current()) return;
         if (exit.exitCode !== 0 || exit.oomKilled) {
@@ -541,7 +597,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         }
       }
       const started = await Promise.all(
-        spec.containers.map(async (c, i) => pod.start(await containerSpec(ctx, c, `spec.containers[${i}]`))),
+        spec.containers.map(async (c, i) => pod.start(await specOf(c, `spec.containers[${i}]`))),
       );
       await step(run, async () => {
         if (!current()) return;
@@ -621,9 +677,11 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   async function finish(run: JobRun): Promise<void> {
     await Promise.all([...run.pods.values()].map((p) => p.pod?.destroy(grace)));
     for (const p of run.pods.values()) p.pod = undefined;
+    // The job's time ends with its pods: copying its output (or failing to) is not charged.
+    const endedAt = now();
     await saveOutput(run);
     await save(run);
-    report(run);
+    report(run, undefined, endedAt);
     run.end();
     endedOrder.push(run.id);
     while (endedOrder.length > ENDED_KEPT) {
@@ -634,20 +692,79 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     reschedule();
   }
 
-  /** FileOutput: each rank's output into the job folder the build names (stderr beside it when any). */
+  /**
+   * FileOutput: each rank's output into the job folder the build names (stderr beside it when
+   * any), as the folder's owner and never through a name the job made: a name the job already used
+   * (or planted as a symlink) gets `<name>.1.log` instead, and if that is taken too the copy fails.
+   * At most what the rotation keeps of one stream is copied (the newest part of it).
+   */
   async function saveOutput(run: JobRun): Promise<void> {
-    const folder = run.job.metadata.annotations?.[OUTPUT_FOLDER_ANNOTATION];
-    if (folder === undefined) return;
-    const target = join(options.volumes.storageRoot, folder);
-    await mkdir(target, { recursive: true });
-    for (let rank = 0; rank < totalReplicas(run.job); rank++) {
-      await copyFile(logFile(run.id, rank, 'out'), join(target, logFileName(rank))).catch(ignoreMissing);
-      const errors = logFile(run.id, rank, 'err');
-      if ((await stat(errors).catch(() => undefined))?.size) {
-        await copyFile(errors, join(target, `stderr-${rank}.log`));
+    const relative = run.job.metadata.annotations?.[OUTPUT_FOLDER_ANNOTATION];
+    if (relative === undefined) return;
+    let folder: FileHandle | undefined;
+    let rank = 0;
+    try {
+      folder = await openJobFolder(options.volumes.storageRoot, relative);
+      for (; rank < totalReplicas(run.job); rank++) {
+        for (const [stream, name] of [
+          ['out', logFileName(rank)],
+          ['err', `stderr-${rank}.log`],
+        ] as const) {
+          const files = rankContainers(run, rank).map((c) => logFile(run.id, rank, c, stream));
+          const parts = (await Promise.all(files.map((f) => logParts(f, rotation.maxFiles)))).flat();
+          const size = parts.reduce((n, p) => n + p.size, 0);
+          // A rank that started gets its stdout file even when empty; stderr only when it said something.
+          if (parts.length === 0 || (stream === 'err' && size === 0)) continue;
+          const cap = rotation.maxSizeBytes * rotation.maxFiles;
+          const alternative = name.replace(/\.log$/, '.1.log');
+          if (await writeNewFile(folder, name, concatenated(parts, Math.max(0, size - cap)))) continue;
+          if (await writeNewFile(folder, alternative, concatenated(parts, Math.max(0, size - cap)))) continue;
+          throw new Error(`${name} and ${alternative} already exist in the job folder`);
+        }
       }
+    } catch (error) {
+      run.fault ??= `Could not save the output of rank ${rank}: ${(error as Error).message}`;
+    } finally {
+      await folder?.close();
     }
   }
+
+  // ---- disk use -------------------------------------------------------------------------------
+
+  /** Jobs whose folder is being measured now: one `du` per job at a time. */
+  const measuring = new Set<string>();
+
+  /** A running job whose folder grew past the limit ends FAILURE, saying how much it used. */
+  async function checkDiskUse(run: JobRun, limit: number): Promise<void> {
+    const relative = run.job.metadata.annotations?.[OUTPUT_FOLDER_ANNOTATION];
+    if (relative === undefined || run.phase !== 'Running' || measuring.has(run.id)) return;
+    measuring.add(run.id);
+    let folder: FileHandle | undefined;
+    try {
+      folder = await openJobFolder(options.volumes.storageRoot, relative);
+      const used = await diskUse(folder);
+      if (used > limit && !isFinalPhase(run.phase)) {
+        await step(run, async () => {
+          run.fault ??= `The job used ${describeBytes(used)} of its ${describeBytes(limit)} disk limit in its job folder`;
+          await kill(run, 'TerminateJob');
+        });
+      }
+    } catch (err) {
+      options.log?.warn({ err, jobId: run.id }, 'could not measure the disk use of a job folder');
+    } finally {
+      measuring.delete(run.id);
+      await folder?.close();
+    }
+  }
+
+  const diskLimit = options.diskLimitBytes;
+  const diskTimer =
+    diskLimit === undefined
+      ? undefined
+      : setInterval(() => {
+          for (const run of runs.values()) void checkDiskUse(run, diskLimit);
+        }, options.diskCheckIntervalMs ?? 10_000);
+  diskTimer?.unref();
 
   // ---- the scheduler ------------------------------------------------------------------------
 
@@ -770,35 +887,34 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
   // ---- logs ---------------------------------------------------------------------------------
 
+  /**
+   * Every rank's output in chunks of at most 64 KiB, each container's files from the oldest kept
+   * byte; pulled by the reader, so that a slow one holds one chunk, not the log.
+   */
   async function* readLogs(run: JobRun, follow: boolean, signal?: AbortSignal): AsyncGenerator<LogChunk> {
-    const ranks = totalReplicas(run.job);
-    const offsets = new Map<string, number>();
+    const cursors = new Map<string, LogCursor | null>();
     const decoders = new Map<string, StringDecoder>();
-    const read = async (rank: number, stream: 'out' | 'err'): Promise<string> => {
-      const file = logFile(run.id, rank, stream);
-      const handle = await open(file, 'r').catch(() => undefined);
-      if (!handle) return '';
-      try {
-        const from = offsets.get(file) ?? 0;
-        const { size } = await handle.stat();
-        if (size <= from) return '';
-        const buffer = Buffer.alloc(size - from);
-        await handle.read(buffer, 0, buffer.length, from);
-        offsets.set(file, size);
-        const decoder = decoders.get(file) ?? new StringDecoder('utf8');
-        decoders.set(file, decoder);
-        return decoder.write(buffer);
-      } finally {
-        await handle.close();
-      }
-    };
-    let finished = false;
+    const buffer = Buffer.allocUnsafe(LOG_CHUNK_BYTES);
     for (;;) {
-      finished = isFinalPhase(run.phase);
-      for (let rank = 0; rank < ranks; rank++) {
-        const [stdout, stderr] = [await read(rank, 'out'), await read(rank, 'err')];
-        if (stdout || stderr) yield { rank, ...(stdout ? { stdout } : {}), ...(stderr ? { stderr } : {}) };
+      const finished = isFinalPhase(run.phase);
+      let progressed = false;
+      for (let rank = 0; rank < totalReplicas(run.job); rank++) {
+        for (const container of rankContainers(run, rank)) {
+          for (const stream of ['out', 'err'] as const) {
+            const file = logFile(run.id, rank, container, stream);
+            const chunk = await readLogChunk(file, rotation.maxFiles, cursors.get(file) ?? null, buffer);
+            if (!chunk) continue;
+            cursors.set(file, chunk.cursor);
+            progressed = true;
+            const decoder = decoders.get(file) ?? new StringDecoder('utf8');
+            decoders.set(file, decoder);
+            const text = decoder.write(chunk.bytes);
+            if (text) yield { rank, ...(stream === 'out' ? { stdout: text } : { stderr: text }) };
+            if (signal?.aborted) return;
+          }
+        }
       }
+      if (progressed) continue;
       if (!follow || finished || signal?.aborted || closed) return;
       await Promise.race([
         run.ended,
@@ -876,6 +992,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
     async close() {
       closed = true;
+      clearInterval(diskTimer);
       await Promise.all([...runs.values()].map((r) => r.chain));
       await runtime.close();
     },
@@ -908,9 +1025,56 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   }
 }
 
-const ignoreMissing = (e: NodeJS.ErrnoException) => {
-  if (e.code !== 'ENOENT') throw e;
-};
+/** The parts' bytes one after the other, the first `skip` left out, read 64 KiB at a time. */
+function concatenated(parts: readonly { path: string }[], skip: number): Readable {
+  return Readable.from(
+    (async function* () {
+      let toSkip = skip;
+      for (const part of parts) {
+        const handle = await open(part.path, 'r').catch(() => undefined);
+        if (!handle) continue; // rotated away meanwhile
+        try {
+          const { size } = await handle.stat();
+          const from = Math.min(toSkip, size);
+          toSkip -= from;
+          yield* handle.createReadStream({ start: from, highWaterMark: LOG_CHUNK_BYTES, autoClose: false });
+        } finally {
+          await handle.close();
+        }
+      }
+    })(),
+  );
+}
+
+function describeBytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${n} bytes` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/**
+ * Why a container ended that the job did not decide: its supervisor vanished, or SIGKILL that was
+ * neither ucompute's nor the OOM killer's (a replica ucompute stops is not watched any more).
+ * Nothing in a sandbox tells a command's own `exit 137` from SIGKILL; both read as SIGKILL here.
+ */
+function killedFromOutside(rank: number, exit: ContainerExit): string | null {
+  if (exit.supervisorLost) return `ucompute lost the supervisor of rank ${rank}`;
+  if (exit.signal === 'SIGKILL' && !exit.oomKilled) {
+    return `Rank ${rank} was killed by SIGKILL from outside the job`;
+  }
+  return null;
+}
+
+/** The product's process limit for each replica; null: the runtime's default. */
+function pidsLimit(job: VolcanoJob): number | null {
+  const pids = Number(job.metadata.annotations?.[PIDS_LIMIT_ANNOTATION]);
+  return Number.isInteger(pids) && pids > 0 ? pids : null;
+}
 
 /** The runtime's name for a pod: unique on the machine (the job id is), whatever the job's name. */
 function runtimePodName(run: { id: string; job: VolcanoJob }, plan: PodPlan): string {

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
+import { isIPv4, isIPv6 } from 'node:net';
+import { PRIVATE_RANGES } from '../../plugins/connect-to-job.ts';
 import { run } from './exec.ts';
 
 /** A pod's network identity. */
@@ -18,6 +20,40 @@ export interface NetworkOptions {
   subnet?: string;
   /** Namespaces kept ready for new pods, created in the background. Default 8. */
   poolSize?: number;
+  /** Destinations (IPv4 or IPv6 CIDRs) pods may reach although they are private or link-local. */
+  allowEgressTo?: readonly string[];
+  /** Whether pods reach public addresses (through NAT). Default true. */
+  allowInternet?: boolean;
+}
+
+/**
+ * Destinations a pod never reaches unless `allowEgressTo` names them: private, link-local (cloud
+ * metadata) and carrier-NAT ranges, as the Kubernetes backend's NetworkPolicy excepts them, plus
+ * their IPv6 counterparts, loopback, multicast and reserved space.
+ */
+const BLOCKED_EGRESS = {
+  ipv4: [...PRIVATE_RANGES, '0.0.0.0/8', '127.0.0.0/8', '224.0.0.0/3'],
+  ipv6: ['::1/128', '::ffff:0:0/96', 'fc00::/7', 'fe80::/10', 'ff00::/8'],
+};
+
+/** Where pods may send traffic that leaves their bridge (the host itself is never one of them). */
+export interface EgressPolicy {
+  allowTo: readonly string[];
+  allowInternet: boolean;
+  /** The name servers in pods' resolv.conf: reachable on port 53 even in a blocked range. */
+  nameservers: readonly string[];
+}
+
+/** Checks one `allowEgressTo` entry: an IPv4 or IPv6 address with an optional prefix length. */
+function checkCidr(cidr: string, index: number): void {
+  const [address = '', prefix, ...rest] = cidr.split('/');
+  const max = isIPv4(address) ? 32 : isIPv6(address) ? 128 : -1;
+  const bits = prefix === undefined ? max : Number(prefix);
+  if (max < 0 || rest.length > 0 || !/^\d*$/.test(prefix ?? '') || !(bits >= 0 && bits <= max)) {
+    throw new Error(
+      `local.network.allowEgressTo[${index}]: ${JSON.stringify(cidr)} is not an IPv4 or IPv6 CIDR`,
+    );
+  }
 }
 
 export interface Network {
@@ -78,8 +114,34 @@ function bridgeNames(bridge: string) {
   return { table: bridge, portPattern: `${bridge}-*`, prefix: `${bridge}-` };
 }
 
+/** The inet forward rules for traffic pods send beyond their bridge, in order. */
+function egressRules(bridge: string, egress: EgressPolicy): string[] {
+  const from = `iifname "${bridge}"`;
+  const family = (cidrs: readonly string[]) => ({
+    ipv4: cidrs.filter((c) => !c.includes(':')),
+    ipv6: cidrs.filter((c) => c.includes(':')),
+  });
+  const allowed = family(egress.allowTo);
+  const dns = family(egress.nameservers);
+  // Between pods of the bridge the bridge table decides; with br_netfilter such traffic passes here too.
+  const rules: string[] = [`${from} oifname "${bridge}" accept`];
+  for (const ip of ['ipv4', 'ipv6'] as const) {
+    const match = ip === 'ipv4' ? 'ip daddr' : 'ip6 daddr';
+    if (allowed[ip].length > 0) rules.push(`${from} ${match} { ${allowed[ip].join(', ')} } accept`);
+    if (dns[ip].length > 0) {
+      rules.push(`${from} ${match} { ${dns[ip].join(', ')} } meta l4proto { tcp, udp } th dport 53 accept`);
+    }
+  }
+  if (egress.allowInternet) {
+    rules.push(`${from} ip daddr { ${BLOCKED_EGRESS.ipv4.join(', ')} } drop`);
+    rules.push(`${from} ip6 daddr { ${BLOCKED_EGRESS.ipv6.join(', ')} } drop`);
+  }
+  rules.push(`${from} ${egress.allowInternet ? 'accept' : 'drop'}`);
+  return rules;
+}
+
 /** Shell-free nft script that creates (or refreshes) the rules; set elements of live pods survive. */
-function rulesScript(bridge: string, subnet: string, gateway: string): string {
+function rulesScript(bridge: string, subnet: string, gateway: string, egress: EgressPolicy): string {
   const { table, portPattern } = bridgeNames(bridge);
   const ports = `iifname "${portPattern}" oifname "${portPattern}"`;
   return [
@@ -106,7 +168,8 @@ function rulesScript(bridge: string, subnet: string, gateway: string): string {
     // The host may connect to pods (session proxy); pods may not open connections to the host.
     `add rule inet ${table} input iifname "${bridge}" ct state established,related accept`,
     `add rule inet ${table} input iifname "${bridge}" drop`,
-    `add rule inet ${table} forward iifname "${bridge}" accept`,
+    // Pods reach the internet, never private or link-local ranges, unless the operator allows them.
+    ...egressRules(bridge, egress).map((rule) => `add rule inet ${table} forward ${rule}`),
     `add rule inet ${table} forward oifname "${bridge}" ct state established,related accept`,
     `add rule inet ${table} forward oifname "${bridge}" drop`,
     `add rule inet ${table} postrouting ip saddr ${subnet} oifname != "${bridge}" masquerade`,
@@ -115,8 +178,25 @@ function rulesScript(bridge: string, subnet: string, gateway: string): string {
 }
 
 /** Pods in their own network namespaces on a bridge, with NAT outwards and nftables isolation (root). */
-export async function bridgeNetwork(options: NetworkOptions, reserved: readonly string[]): Promise<Network> {
+export async function bridgeNetwork(
+  options: NetworkOptions,
+  machine: {
+    /** Addresses pods of an earlier process still hold. */
+    reserved: readonly string[];
+    /** The name servers of pods' resolv.conf. */
+    nameservers: readonly string[];
+    /** Runs `ip` and `nft` (the runtime's launcher: never a fork of ucompute itself). */
+    run: typeof run;
+  },
+): Promise<Network> {
+  const { reserved, nameservers } = machine;
   const bridge = options.bridge ?? 'ucompute0';
+  const egress: EgressPolicy = {
+    allowTo: options.allowEgressTo ?? [],
+    allowInternet: options.allowInternet ?? true,
+    nameservers,
+  };
+  egress.allowTo.forEach(checkCidr);
   const subnet = options.subnet ?? '10.89.0.0/16';
   const poolSize = options.poolSize ?? 8;
   const { table, prefix } = bridgeNames(bridge);
@@ -131,15 +211,15 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
     () => false,
   );
   if (!exists) {
-    await run(
+    await machine.run(
       'ip',
       ['-batch', '-'],
       `link add ${bridge} type bridge\naddr add ${gateway}/${bits} dev ${bridge}\n`,
     );
   }
-  await run('ip', ['link', 'set', bridge, 'up']);
+  await machine.run('ip', ['link', 'set', bridge, 'up']);
   await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
-  await run('nft', ['-f', '-'], rulesScript(bridge, cidr, gateway));
+  await machine.run('nft', ['-f', '-'], rulesScript(bridge, cidr, gateway, egress));
 
   async function create(count: number): Promise<PodNetwork[]> {
     const made = Array.from({ length: count }, () => {
@@ -152,10 +232,10 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
       `link set ${n.veth} master ${bridge} up`,
     ]);
     try {
-      await run('ip', ['-batch', '-'], host.join('\n') + '\n');
+      await machine.run('ip', ['-batch', '-'], host.join('\n') + '\n');
       await Promise.all(
         made.map((n) =>
-          run(
+          machine.run(
             'ip',
             ['-n', n.netns, '-batch', '-'],
             `link set lo up\naddr add ${n.ip}/${bits} dev eth0\nlink set eth0 up\nroute add default via ${gateway}\n`,
@@ -166,7 +246,14 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
       // network namespace: low ports are open to every user of it, as Docker and containerd do.
       await Promise.all(
         made.map((n) =>
-          run('ip', ['netns', 'exec', n.netns, 'sysctl', '-qw', 'net.ipv4.ip_unprivileged_port_start=0']),
+          machine.run('ip', [
+            'netns',
+            'exec',
+            n.netns,
+            'sysctl',
+            '-qw',
+            'net.ipv4.ip_unprivileged_port_start=0',
+          ]),
         ),
       );
     } catch (error) {
@@ -195,8 +282,28 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
   async function release(n: PodNetwork, peers: readonly string[]) {
     if (peers.length > 0) await changePeers(n.ip, peers, []);
     // The kernel removes the veth with the namespace, in the background: much cheaper than `ip link del`.
-    if (n.netns) await run('ip', ['netns', 'del', n.netns]).catch(() => undefined);
+    if (n.netns) await deleteNamespace(n.netns);
     addresses.free(n.ip);
+  }
+
+  /**
+   * Namespaces wait while one `ip` run deletes the previous ones, then go together in the next:
+   * when many pods end at once, one process serves them all. Errors (already gone) are ignored.
+   */
+  let doomed: string[] = [];
+  let nextDeletion: Promise<void> | null = null;
+  let lastDeletion: Promise<void> = Promise.resolve();
+  function deleteNamespace(name: string): Promise<void> {
+    doomed.push(name);
+    nextDeletion ??= lastDeletion.then(async () => {
+      const batch = doomed;
+      doomed = [];
+      nextDeletion = null;
+      const script = batch.map((netns) => `netns del ${netns}`).join('\n');
+      await machine.run('ip', ['-force', '-batch', '-'], `${script}\n`).catch(() => undefined);
+    });
+    lastDeletion = nextDeletion;
+    return nextDeletion;
   }
 
   async function changePeers(ip: string, previous: readonly string[], next: readonly string[]) {
@@ -213,12 +320,14 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
     if (added.length > 0) {
       lines.push(`add element bridge ${table} pairs { ${added.map((p) => `${ip} . ${p}`).join(', ')} }`);
     }
-    if (lines.length > 0) await run('nft', ['-f', '-'], lines.join('\n') + '\n');
+    if (lines.length > 0) await machine.run('nft', ['-f', '-'], lines.join('\n') + '\n');
   }
 
   refill();
   return {
-    description: `network: bridge ${bridge} ${cidr}, a namespace per pod, nftables isolation`,
+    description: `network: bridge ${bridge} ${cidr}, a namespace per pod, nftables isolation, egress to ${
+      egress.allowInternet ? 'the internet' : 'nothing'
+    }${egress.allowTo.length > 0 ? ` and ${egress.allowTo.join(', ')}` : ''}`,
     warnings: [],
     async acquire() {
       const ready = pool.shift();
@@ -233,13 +342,13 @@ export async function bridgeNetwork(options: NetworkOptions, reserved: readonly 
     async removeLeftovers(live) {
       await filling;
       const owned = new Set([...live, ...pool].flatMap((n) => [n.netns, n.veth]));
-      const links = await run('ip', ['-o', 'link', 'show', 'master', bridge]);
+      const links = await machine.run('ip', ['-o', 'link', 'show', 'master', bridge]);
       for (const match of links.matchAll(/^\d+: ([^@:]+)/gm)) {
-        if (!owned.has(match[1]!)) await run('ip', ['link', 'del', match[1]!]).catch(() => undefined);
+        if (!owned.has(match[1]!)) await machine.run('ip', ['link', 'del', match[1]!]).catch(() => undefined);
       }
-      for (const line of (await run('ip', ['netns', 'list'])).split('\n')) {
+      for (const line of (await machine.run('ip', ['netns', 'list'])).split('\n')) {
         const name = line.split(' ')[0];
-        if (name?.startsWith(prefix) && !owned.has(name)) await run('ip', ['netns', 'del', name]);
+        if (name?.startsWith(prefix) && !owned.has(name)) await machine.run('ip', ['netns', 'del', name]);
       }
     },
     async close() {

@@ -6,6 +6,8 @@ import { createRuntime } from './create-runtime.ts';
 import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
+import { DEFAULT_LOGS } from './pod.ts';
+import { lockStateDir } from './state-lock.ts';
 
 export interface OpenLocalOptions {
   config: LocalConfig;
@@ -21,17 +23,43 @@ export interface OpenLocalOptions {
   log?: Logger;
 }
 
-/** The local backend as the configuration describes it, with its runtime. */
+/**
+ * The local backend as the configuration describes it, with its runtime; it holds its state
+ * folder's lock until closed, so a second process on the same folder is refused.
+ */
 export async function openLocalBackend(
   o: OpenLocalOptions,
 ): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
   const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
+  const unlock = await lockStateDir(stateDir);
+  try {
+    const backend = await openLocked(o, stateDir);
+    const close = backend.close;
+    return Object.assign(backend, {
+      async close() {
+        try {
+          await close();
+        } finally {
+          await unlock();
+        }
+      },
+    });
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
+}
+
+async function openLocked(o: OpenLocalOptions, stateDir: string) {
   const capacity = o.config.capacity;
   // Bubblewrap binds job folders, inputs and pod files by path as the container's host user (an
   // unprivileged id), so the data folder must let others pass (not list): 0711 at least.
   await mkdir(o.dataDir, { recursive: true });
   await chmod(o.dataDir, (await stat(o.dataDir)).mode | 0o111);
+  const logs = { ...DEFAULT_LOGS, ...o.config.logs };
   const runtime = await createRuntime({
+    logs,
+    ...(o.config.defaultPids !== undefined ? { defaultPids: o.config.defaultPids } : {}),
     stateDir: join(stateDir, 'runtime'),
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
     ...(o.config.network ? { network: o.config.network } : {}),
@@ -59,7 +87,12 @@ export async function openLocalBackend(
         hostUserland: o.config.hostUserland ?? o.embedded,
       }),
     },
+    logs,
     ...(o.config.gracePeriodMs !== undefined ? { gracePeriodMs: o.config.gracePeriodMs } : {}),
+    ...(o.config.diskLimitBytes !== undefined ? { diskLimitBytes: o.config.diskLimitBytes } : {}),
+    ...(o.config.diskCheckIntervalMs !== undefined
+      ? { diskCheckIntervalMs: o.config.diskCheckIntervalMs }
+      : {}),
     ...(o.log ? { log: o.log } : {}),
   });
   return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });

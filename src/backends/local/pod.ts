@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { access, chmod, chown, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
@@ -10,6 +9,7 @@ import * as nodePty from 'node-pty';
 import type { ShellOptions } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
 import { folderView, type RootView } from './host-view.ts';
+import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
 import { openWithoutSymlinks } from './open-path.ts';
 import type {
@@ -20,7 +20,7 @@ import type {
   PodSpec,
   RunningContainer,
 } from './runtime.ts';
-import { type BoundPlacement, bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
+import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
 import { checkContainerIds, type IdRanges } from './userns.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
@@ -53,10 +53,11 @@ export interface PodContext {
   /** /etc/resolv.conf for pods: the host's, without loopback name servers a pod cannot reach. */
   resolvConf: string;
   /**
-   * Supervisors started by this process. They keep the event loop alive (a caller may await their
-   * end) until the runtime closes; they are detached, so they outlive ucompute either way.
+   * Starts supervisors (detached: they outlive ucompute) and tells when they end; it keeps the
+   * event loop alive while they run, so that a caller may await their end, until the runtime closes.
    */
-  supervisors: Set<ChildProcess>;
+  launcher: Launcher;
+  logs: LogRotation;
 }
 
 /** What the state folder keeps about a pod, so that a restarted ucompute finds it again. */
@@ -80,21 +81,67 @@ const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 /** Exit status of the supervisor when it could not put itself into the pod's cgroups. */
 const CGROUP_JOIN_FAILED = 125;
 
+/** How each container's stdout and stderr files are rotated (the kubelet's containerLogMax*). */
+export interface LogRotation {
+  /** A file is rotated once it holds this many bytes. */
+  maxSizeBytes: number;
+  /** Files kept per stream, the current one included (at least 2). */
+  maxFiles: number;
+}
+
+/** The kubelet's defaults for containerLogMaxSize and containerLogMaxFiles. */
+export const DEFAULT_LOGS: LogRotation = { maxSizeBytes: 10 * 2 ** 20, maxFiles: 5 };
+
 /**
  * Joins the pod's cgroups before anything of the container runs, then runs the container in the
  * foreground and records its exit status in the state folder: the status survives a ucompute
  * restart. The trap keeps the supervisor alive through SIGTERM until its child ended (a caught
  * signal, unlike an ignored one, is reset for the child). Arguments: state folder,
- * `:`-separated cgroup.procs files, command.
+ * `:`-separated cgroup.procs files, stdout file, stderr file, rotation size, files kept, command.
+ *
+ * The container's output reaches its files through a FIFO per stream read by a writer that the
+ * supervisor starts, so that it keeps running while ucompute is down: `head -c` copies at most one
+ * file's size (GNU head never reads past it), unbuffered (stdbuf -o0: its stdio buffer would hold
+ * small output back until the container ends; dd's count_bytes loses bytes on partial pipe reads),
+ * then the files shift (`f` -> `f.1` -> … , the oldest
+ * dropped) and a new `head` continues. Unlike svlogd or multilog this needs no extra package, keeps
+ * the two streams apart and passes long lines and binary output through untouched. The files live
+ * in ucompute's own state folder (0700), which no container sees, so nothing a job plants is
+ * followed. The writers ignore SIGTERM: they end when the container's side of the FIFO closes, after
+ * writing everything it wrote; the exit status is recorded after that, so a reader that sees it
+ * finds the whole output. (bubblewrap's --die-with-parent ends whatever the command left behind;
+ * unsandboxed, a daemon that keeps the output open keeps the container running until it ends.)
  */
-const SUPERVISOR = `state=$1; cgroups=$2; shift 2
+const SUPERVISOR = `state=$1; cgroups=$2; out=$3; err=$4; max=$5; keep=$6; shift 6
 echo $$ > "$state/pid"
 status=0
 IFS=:
 for f in $cgroups; do echo $$ > "$f" || status=${CGROUP_JOIN_FAILED}; done
 unset IFS
 trap : TERM INT HUP
-if [ $status = 0 ]; then "$@"; status=$?; fi
+rotate() {
+  i=$((keep - 1))
+  while [ $i -gt 1 ]; do
+    if [ -e "$1.$((i - 1))" ]; then mv -f "$1.$((i - 1))" "$1.$i"; fi
+    i=$((i - 1))
+  done
+  mv -f "$1" "$1.1"
+}
+write_log() {
+  trap '' TERM INT HUP
+  while :; do
+    if [ -s "$1" ]; then rotate "$1"; fi
+    stdbuf -o0 head -c "$max" > "$1" || exit 1
+    [ "$(wc -c < "$1")" -lt "$max" ] && exit 0
+  done
+}
+if [ $status = 0 ]; then
+  mkfifo -m 600 "$state/stdout" "$state/stderr"
+  write_log "$out" < "$state/stdout" &
+  write_log "$err" < "$state/stderr" &
+  "$@" > "$state/stdout" 2> "$state/stderr"; status=$?
+  wait
+fi
 echo $status > "$state/exit"
 `;
 
@@ -175,12 +222,21 @@ export const podDir = (context: PodContext, name: string) => join(context.podsDi
 const secretsOf = (context: PodContext, pod: string, container: string) =>
   join(context.secretsDir, pod, container);
 
+/**
+ * Pods' folders can be passed, not listed, by other users: bubblewrap 0.8 binds by path as the
+ * container's host user, and unsandboxed containers of other users reach their volumes; what lies
+ * in them is the container's own or public.
+ */
+export const podDirMode = 0o711;
+
 /** A pod's object, for a new pod and for one found again after a restart. */
 export function podHandle(context: PodContext, record: PodRecord, found: Map<string, ContainerHandle>): Pod {
   const dir = podDir(context, record.spec.name);
   const containersDir = join(dir, 'containers');
   const containers = found;
   let destroying: Promise<void> | null = null;
+  /** Starts under way: destroy waits for them, so that no supervisor appears after it looked. */
+  const starting = new Set<Promise<unknown>>();
 
   const saveRecord = () => writeFile(join(dir, 'pod.json'), JSON.stringify(record));
 
@@ -214,6 +270,27 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     // A forking process could escape one round of SIGKILL; the cgroup drains within a few rounds.
     await killUntilGone(nonSupervisors);
     await killUntilGone(all, 50);
+    // A supervisor started just before the destroy may not have joined the cgroups yet.
+    await killUntilGone(liveSupervisors);
+  }
+
+  async function liveSupervisors(): Promise<number[]> {
+    const pids = [...supervisorPids()];
+    const alive = await Promise.all(pids.map(isSupervisor));
+    return pids.filter((_, i) => alive[i]);
+  }
+
+  /** Removes the cgroups; a process that joined after the last look (EBUSY) is killed first. */
+  async function removeCgroups() {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await removePodCgroups(record.cgroups);
+      } catch (error) {
+        if (attempt >= 50) throw error;
+        await killUntilGone(() => cgroupPids(record.cgroups));
+        await sleep(10);
+      }
+    }
   }
 
   /** Without cgroups: the process groups of the supervisors. */
@@ -224,8 +301,16 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     await killUntilGone(groups);
   }
 
-  async function start(spec: ContainerSpec): Promise<RunningContainer> {
-    if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
+  function start(spec: ContainerSpec): Promise<RunningContainer> {
+    if (destroying) return Promise.reject(new Error(`pod ${record.spec.name} is being destroyed`));
+    const started = startContainer(spec);
+    starting.add(started);
+    const done = () => starting.delete(started);
+    started.then(done, done);
+    return started;
+  }
+
+  async function startContainer(spec: ContainerSpec): Promise<RunningContainer> {
     checkName('container', spec.name);
     const previous = containers.get(spec.name);
     if (previous && !previous.ended) {
@@ -251,45 +336,44 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
-    const descriptors: number[] = [];
-    try {
-      const [out, err] = await Promise.all(
-        [spec.stdout, spec.stderr].map(async (file) => {
-          await mkdir(dirname(file), { recursive: true });
-          const fd = openSync(file, 'a');
-          descriptors.push(fd);
-          return fd;
-        }),
-      );
-      const { argv, env, fds } = await containerCommand(context, record, spec, placements, dir, descriptors);
-      const child = spawn(
-        '/bin/sh',
-        ['-c', SUPERVISOR, SUPERVISOR_NAME, stateDir, procsFiles(record.cgroups), ...argv],
+    const { argv: command, env, readFds } = await containerCommand(context, record, spec, placements, dir);
+    await Promise.all(
+      [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
+    );
+    if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
+    const { maxSizeBytes, maxFiles } = context.logs;
+    let handle: ContainerHandle | null = null;
+    const pid = await context.launcher
+      .spawnDetached(
         {
-          detached: true,
-          // Descriptor 3 onwards: what bubblewrap binds or reads, numbered as its arguments say.
-          stdio: ['ignore', out!, err!, ...fds],
+          file: '/bin/sh',
+          args: [
+            '-c',
+            SUPERVISOR,
+            SUPERVISOR_NAME,
+            stateDir,
+            procsFiles(record.cgroups),
+            spec.stdout,
+            spec.stderr,
+            String(maxSizeBytes),
+            String(maxFiles),
+            ...command,
+          ],
+          // Descriptors 3 onwards: what bubblewrap reads, numbered as its arguments say.
+          readFds,
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
           env,
         },
-      );
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', (error) =>
-          reject(new Error(`could not start container ${spec.name}: ${error.message}`)),
-        );
+        () => void handle?.check(),
+      )
+      .catch((error: Error) => {
+        throw new Error(`could not start container ${spec.name}: ${error.message}`);
       });
-      context.supervisors.add(child);
-      const handle = containerHandle(context, record, spec.name, stateDir, containerRecord, child.pid!);
-      child.once('exit', () => {
-        context.supervisors.delete(child);
-        void handle.check();
-      });
-      containers.set(spec.name, handle);
-      return handle.running;
-    } finally {
-      for (const fd of descriptors) closeSync(fd);
-    }
+    handle = containerHandle(context, record, spec.name, stateDir, containerRecord, pid);
+    containers.set(spec.name, handle);
+    // It may have ended before its handle existed.
+    void handle.check();
+    return handle.running;
   }
 
   function hostIds(uid: number, gid: number) {
@@ -416,9 +500,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     destroy(graceMs) {
       destroying ??= (async () => {
         await writeFile(join(dir, 'destroying'), '').catch(() => undefined);
+        await Promise.allSettled(starting);
         await stop(graceMs);
         await Promise.all([...containers.values()].map((c) => c.check()));
-        await removePodCgroups(record.cgroups);
+        await removeCgroups();
         await context.network.release(record.network, record.peers);
         await rm(dir, { recursive: true, force: true });
         await rm(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
@@ -473,8 +558,8 @@ function containerHandle(
         const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
         exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
       } else {
-        // The supervisor itself was killed (destroy after its grace, or the machine restarted).
-        exit = exitFromStatus(128 + constants.signals.SIGKILL, false);
+        // The supervisor itself was killed (destroy after its grace, from outside, or the machine restarted).
+        exit = { ...exitFromStatus(128 + constants.signals.SIGKILL, false), supervisorLost: true };
       }
       if (ended) return;
       ended = true;
@@ -540,15 +625,14 @@ interface SupervisorCommand {
   argv: string[];
   /** The supervisor's environment. */
   env: Record<string, string>;
-  /** Descriptors the supervisor gets from 3 on. */
-  fds: number[];
+  /** Files the supervisor gets open (read-only) as descriptors 3, 4, …: bubblewrap reads them. */
+  readFds: string[];
 }
 
 /**
  * What the supervisor runs: network, user, sandbox, then the container's command. The container's
  * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), never
  * through arguments, except the few variables that would change how root's programs run.
- * `descriptors` receives every file opened for the supervisor, for the caller to close.
  */
 async function containerCommand(
   context: PodContext,
@@ -556,7 +640,6 @@ async function containerCommand(
   spec: ContainerSpec,
   placements: readonly Placement[],
   dir: string,
-  descriptors: number[],
 ): Promise<SupervisorCommand> {
   const sandbox = context.sandbox;
   if (sandbox.kind === 'none') {
@@ -564,23 +647,18 @@ async function containerCommand(
     return {
       argv: [...env, ...dropPrivileges(context, spec), ...spec.argv],
       env: { PATH: HOST_PATH },
-      fds: [],
+      readFds: [],
     };
   }
   await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
     () => undefined,
   );
-  const fds: number[] = [];
-  const pass = (fd: number) => {
-    descriptors.push(fd);
-    fds.push(fd);
-    return 2 + fds.length;
-  };
+  const readFds: string[] = [];
+  const pass = (file: string) => readFds.push(file) + 2;
   let user: { kind: 'userns'; fd: number } | { kind: 'unshare' } = { kind: 'unshare' };
   let becomeUser: string[] = [];
   if (pod.idBase !== null && sandbox.ids) {
-    const file = await sandbox.ids.namespaceFile(pod.idBase, spec.uid, spec.gid);
-    user = { kind: 'userns', fd: pass(openSync(file, 'r')) };
+    user = { kind: 'userns', fd: pass(await sandbox.ids.namespaceFile(pod.idBase, spec.uid, spec.gid)) };
     becomeUser = [
       '/usr/bin/setpriv',
       `--reuid=${spec.hostUid}`,
@@ -589,18 +667,16 @@ async function containerCommand(
       '--',
     ];
   }
-  const seccompFd = pass(openSync(sandbox.seccomp, 'r'));
-  const bound: BoundPlacement[] = [];
+  const seccompFd = pass(sandbox.seccomp);
   for (const p of placements) {
-    let opened: number;
+    // Bubblewrap 0.8 binds by path; a symlink on the way is refused here, before it could follow it.
     try {
-      opened = openWithoutSymlinks(p.source);
+      closeSync(openWithoutSymlinks(p.source));
     } catch (error) {
       throw new Error(`container ${spec.name}: ${p.target} cannot be mounted: ${(error as Error).message}`);
     }
-    bound.push({ fd: pass(opened), target: p.target, readOnly: p.readOnly });
   }
-  const bwrap = await bwrapArgs(sandbox.bwrap, spec, bound, {
+  const bwrap = await bwrapArgs(sandbox.bwrap, spec, placements, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
     view: await rootView(context, spec.root),
@@ -623,7 +699,7 @@ async function containerCommand(
     '--',
     ...spec.argv,
   ];
-  return { argv, env, fds };
+  return { argv, env, readFds };
 }
 
 /** What a container sees as `/`. */

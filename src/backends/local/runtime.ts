@@ -77,7 +77,10 @@ export interface ContainerSpec {
   hostGid: number;
   mounts: Mount[];
   files: FileContent[];
-  /** Host files that receive the container's output (appended). */
+  /**
+   * Host files that receive the container's output, rotated (`<file>.1` the newest rotated part)
+   * at the runtime's size; in a folder no container sees.
+   */
   stdout: string;
   stderr: string;
 }
@@ -91,6 +94,8 @@ export interface ContainerExit {
    */
   signal: string | null;
   oomKilled: boolean;
+  /** Its supervisor ended without recording how it ended (killed from outside, or the machine restarted). */
+  supervisorLost?: true;
 }
 
 export interface RunningContainer {

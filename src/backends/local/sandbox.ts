@@ -10,13 +10,6 @@ export interface Placement {
   readOnly: boolean;
 }
 
-/** A placement whose source the supervisor's bubblewrap gets as an open descriptor. */
-export interface BoundPlacement {
-  fd: number;
-  target: string;
-  readOnly: boolean;
-}
-
 export interface SandboxOptions {
   hostname: string;
   shmBytes: number;
@@ -108,7 +101,7 @@ const depth = (path: string) => path.split('/').filter(Boolean).length;
 export async function bwrapArgs(
   bwrap: string,
   container: ContainerSpec,
-  placements: readonly BoundPlacement[],
+  placements: readonly Placement[],
   options: SandboxOptions,
 ): Promise<string[]> {
   const view = options.view;
@@ -123,7 +116,10 @@ export async function bwrapArgs(
   if (options.user.kind === 'userns') args.push('--userns', String(options.user.fd));
   else args.push('--unshare-user');
   args.push('--uid', String(container.uid), '--gid', String(container.gid));
-  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', options.hostname);
+  // --die-with-parent: the container ends with its command, as with pid 1 in Kubernetes, not when
+  // the last daemon it left ends (bubblewrap's init would wait for those, holding the output open).
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent');
+  args.push('--hostname', options.hostname);
   args.push(...view.args);
   for (const folder of [...mirrored].sort((a, b) => depth(a) - depth(b))) {
     args.push(...(await mirrorArgs(view, folder)));
@@ -134,7 +130,7 @@ export async function bwrapArgs(
   for (const p of ordered) {
     // Folders bubblewrap would create on the way are private (0700); an image's folders are 0755.
     for (const folder of await missingFolders(view, p.target)) args.push('--perms', '0755', '--dir', folder);
-    args.push(p.readOnly ? '--ro-bind-fd' : '--bind-fd', String(p.fd), p.target);
+    args.push(p.readOnly ? '--ro-bind' : '--bind', p.source, p.target);
   }
   // The root and the tmpfs copies stay read-only like the rest of the view, once their mount points exist.
   for (const folder of ['/', ...mirrored]) args.push('--remount-ro', folder);

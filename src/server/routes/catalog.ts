@@ -11,25 +11,33 @@ import {
 
 /** The catalogue and the products. */
 export function catalogRoutes(api: Api, env: JobEnvironment): void {
-  // Fixed for the server's lifetime, so summarised once.
-  const summaries: AppSummary[] = env.catalog.list().map(({ application: a }) => ({
-    name: a.metadata.name,
-    version: a.metadata.version,
-    title: a.metadata.title,
-    description: a.metadata.description,
-    applicationType: a.invocation.applicationType,
-    parameters: a.invocation.parameters.map((p) => ({
-      name: p.name,
-      type: p.type,
-      title: p.title,
-      optional: p.optional,
-    })),
-  }));
+  // Summarised once per catalogue: `serve` may replace the catalogue when its folders change, and
+  // a catalogue's list is the same array for as long as it is in use.
+  let summarised: { list: unknown; summaries: AppSummary[] } | undefined;
+  const summaries = (): AppSummary[] => {
+    const list = env.catalog.list();
+    if (summarised?.list !== list) summarised = { list, summaries: summarise(list) };
+    return summarised.summaries;
+  };
+  const summarise = (list: ReturnType<JobEnvironment['catalog']['list']>): AppSummary[] =>
+    list.map(({ application: a }) => ({
+      name: a.metadata.name,
+      version: a.metadata.version,
+      title: a.metadata.title,
+      description: a.metadata.description,
+      applicationType: a.invocation.applicationType,
+      parameters: a.invocation.parameters.map((p) => ({
+        name: p.name,
+        type: p.type,
+        title: p.title,
+        optional: p.optional,
+      })),
+    }));
 
   api.get(
     '/api/apps',
     { schema: { summary: 'List applications', tags: ['apps'], response: { 200: AppsResponse, ...errors } } },
-    async () => ({ items: summaries }),
+    async () => ({ items: summaries() }),
   );
 
   api.get(

@@ -1,0 +1,105 @@
+import { spawn } from 'node:child_process';
+import { constants } from 'node:fs';
+import { type FileHandle, mkdir, open } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/**
+ * What the server does in a job's folder on the job's behalf, without following anything the job
+ * planted there: the folder is opened one name at a time with O_NOFOLLOW below the storage root
+ * (Node has no openat, so `/proc/self/fd/<dir>/<name>` stands in for it), and whatever is written
+ * there is written by a child process that runs as the folder's owner, through that descriptor.
+ */
+
+const DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+const at = (dir: FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
+
+/**
+ * The job folder `relative` below `root`, opened without following a symlink in any of its names;
+ * missing folders are created (as the owner of the folder above them).
+ */
+export async function openJobFolder(root: string, relative: string): Promise<FileHandle> {
+  const names = relative.split('/').filter((n) => n !== '' && n !== '.');
+  if (names.includes('..')) throw new Error(`the job folder ${relative} leaves the storage`);
+  let dir = await open(root, DIRECTORY);
+  try {
+    for (const name of names) {
+      const parent = dir;
+      try {
+        await mkdir(at(parent, name), { mode: 0o755 }).then(
+          async () => {
+            const owner = await parent.stat();
+            const created = await open(at(parent, name), DIRECTORY);
+            await created.chown(owner.uid, owner.gid).finally(() => created.close());
+          },
+          (e: NodeJS.ErrnoException) => {
+            if (e.code !== 'EEXIST') throw e;
+          },
+        );
+        dir = await open(at(parent, name), DIRECTORY).catch((e: NodeJS.ErrnoException) => {
+          throw new Error(
+            e.code === 'ELOOP' || e.code === 'ENOTDIR' ? `${name} in ${relative} is not a folder` : e.message,
+          );
+        });
+      } finally {
+        await parent.close();
+      }
+    }
+    return dir;
+  } catch (error) {
+    await dir.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Writes `content` as a new file `name` in the folder, as the folder's owner: created with
+ * O_CREAT|O_EXCL|O_NOFOLLOW (dd's conv=excl, oflag=nofollow), so an existing name or a symlink is
+ * never written through. Resolves false when the name exists.
+ */
+export async function writeNewFile(folder: FileHandle, name: string, content: Readable): Promise<boolean> {
+  const owner = await folder.stat();
+  const child = spawn(
+    'dd',
+    [`of=/proc/self/fd/3/${name}`, 'conv=excl', 'oflag=nofollow', 'bs=64K', 'status=none'],
+    { stdio: ['pipe', 'ignore', 'pipe', folder.fd], uid: owner.uid, gid: owner.gid },
+  );
+  let errors = '';
+  child.stderr!.setEncoding('utf8').on('data', (text: string) => {
+    errors += text;
+  });
+  const ended = new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  // dd that refused to open its file closes its input: then its own error is the answer.
+  const written = pipeline(content, child.stdin!).then(
+    () => null,
+    (error: Error) => error,
+  );
+  const [code, readError] = await Promise.all([ended, written]);
+  if (code === 0 && readError) throw readError;
+  if (code === 0) return true;
+  if (errors.includes('File exists')) return false;
+  throw new Error(errors.trim().replace(/^dd: /, '') || `dd ended with code ${code}`);
+}
+
+/** Bytes the folder uses on disk (`du`, in a child: the walk's cost stays off the event loop). */
+export async function diskUse(folder: FileHandle): Promise<number> {
+  const child = spawn('du', ['-s', '-x', '-B1', '/proc/self/fd/3/.'], {
+    stdio: ['ignore', 'pipe', 'ignore', folder.fd],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (text: string) => {
+    out += text;
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', () => resolve());
+  });
+  // du reports what it could measure even when a file vanished meanwhile (exit status 1).
+  const used = Number(out.split('\t')[0]);
+  if (!Number.isFinite(used) || out === '') throw new Error('du could not measure the job folder');
+  return used;
+}

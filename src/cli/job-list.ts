@@ -1,0 +1,150 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Job, JobState } from '../model/job.ts';
+import { clientFlags, parseClientCommand, stringOption } from './args.ts';
+import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
+import { CliError } from './errors.ts';
+import { formatSpan, formatTime, printJson, table } from './format.ts';
+import { endedAt, outcomeOf } from './outcome.ts';
+
+const STATES: string[] = JobState.anyOf.map((s) => s.const);
+
+const MAX_PAGE = 250;
+/** --project filters here, not in the service: it reads at most this many pages looking for matches. */
+const MAX_PAGES_FILTERED = 40;
+const WATCH_INTERVAL_MS = 2000;
+/** A watch ends by itself after a day, so that a forgotten terminal does not poll forever. */
+const WATCH_MAX_MS = 24 * 3600 * 1000;
+
+export const JOBS_USAGE = `Usage: ucompute jobs [options]
+
+Lists jobs, newest first: id, application, state (with the ranks that exited non-zero, as in
+"SUCCESS (exit 1 on rank 0)"), creation time, time run (ELAPSED), time left before the job's
+limit (LEFT), name, and the backend's latest word.
+
+Options:
+  --state STATE       only jobs in this state (${STATES.join(', ')})
+  --app NAME          only jobs of this application
+  --project ID        only jobs in this project's workspace
+  --limit N           at most N jobs (default 50)
+  --watch             redraw the list every ${WATCH_INTERVAL_MS / 1000} s when it changes, until Ctrl-C
+
+${CLIENT_OPTIONS_USAGE}`;
+
+interface ListOptions {
+  state: string | undefined;
+  app: string | undefined;
+  project: string | undefined;
+  limit: number;
+}
+
+export async function jobsCommand(argv: string[]): Promise<number> {
+  const { values, positionals, help } = parseClientCommand(argv, JOBS_USAGE, {
+    state: { type: 'string' },
+    app: { type: 'string' },
+    project: { type: 'string' },
+    limit: { type: 'string' },
+    watch: { type: 'boolean' },
+  });
+  if (help) return 0;
+  if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${JOBS_USAGE}`);
+  const state = stringOption(values, 'state')?.toUpperCase();
+  if (state !== undefined && !STATES.includes(state)) {
+    throw new CliError(`--state: "${values.state}" is not one of ${STATES.join(', ')}`);
+  }
+  const limitText = stringOption(values, 'limit') ?? '50';
+  const limit = Number(limitText);
+  if (!/^\d+$/.test(limitText) || !Number.isSafeInteger(limit) || limit < 1) {
+    throw new CliError(`--limit: "${limitText}" must be a whole number of at least 1`);
+  }
+  const options = {
+    state,
+    app: stringOption(values, 'app'),
+    project: stringOption(values, 'project'),
+    limit,
+  };
+  const client = await connect(clientFlags(values));
+  const json = values.json === true;
+  if (values.watch === true) return watchJobs(client, options, json);
+
+  const { items, next } = await listJobs(client, options);
+  if (json) printJson({ items, next });
+  else process.stdout.write(jobsTable(items, Date.now()));
+  return 0;
+}
+
+/** Pages of at most MAX_PAGE, newest first, until the limit or the last page. */
+async function listJobs(client: Client, o: ListOptions): Promise<{ items: Job[]; next: string | null }> {
+  const items: Job[] = [];
+  let next: string | null | undefined;
+  const pages = o.project !== undefined ? MAX_PAGES_FILTERED : Math.ceil(o.limit / MAX_PAGE);
+  for (let page = 0; items.length < o.limit && page <= pages; page++) {
+    const response = await client.get<{ items: Job[]; next: string | null }>('/api/jobs/browse', {
+      itemsPerPage: o.project !== undefined ? MAX_PAGE : Math.min(o.limit - items.length, MAX_PAGE),
+      next: next ?? undefined,
+      filterState: o.state,
+      filterApplication: o.app,
+    });
+    const wanted = response.items.filter((j) => o.project === undefined || j.owner.project === o.project);
+    items.push(...wanted.slice(0, o.limit - items.length));
+    next = response.next;
+    if (!next) break;
+  }
+  return { items, next: next ?? null };
+}
+
+export function jobsTable(jobs: Job[], now: number): string {
+  return table(
+    ['ID', 'APP', 'STATE', 'CREATED', 'ELAPSED', 'LEFT', 'NAME', 'STATUS'],
+    jobs.map((j) => [
+      j.id,
+      `${j.specification.application.name}@${j.specification.application.version}`,
+      outcomeOf(j),
+      formatTime(j.createdAt),
+      elapsed(j, now),
+      left(j, now),
+      j.specification.name ?? '',
+      // The latest word from the backend: a waiting job's reason and queue position, say.
+      j.updates.findLast((u) => u.status !== undefined)?.status ?? '',
+    ]),
+  );
+}
+
+/** Time run: from its start to its end, or to now while it runs. */
+function elapsed(job: Job, now: number): string {
+  const started = job.status.startedAt;
+  return started === undefined ? '-' : formatSpan((endedAt(job) ?? now) - started);
+}
+
+/** Time before the job's limit, while it runs. */
+function left(job: Job, now: number): string {
+  const expires = job.status.expiresAt;
+  return expires === undefined || endedAt(job) !== undefined ? '-' : formatSpan(expires - now);
+}
+
+/**
+ * Redraws the list when it changes (a terminal is cleared first; elsewhere each listing follows
+ * the last), every WATCH_INTERVAL_MS until Ctrl-C or WATCH_MAX_MS. With JSON, one line per change.
+ */
+async function watchJobs(client: Client, o: ListOptions, json: boolean): Promise<number> {
+  const interrupted = new AbortController();
+  const stop = () => interrupted.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const clear = process.stdout.isTTY ? '\x1b[H\x1b[2J' : '';
+  let shown = '';
+  try {
+    for (let tick = 0; tick <= WATCH_MAX_MS / WATCH_INTERVAL_MS && !interrupted.signal.aborted; tick++) {
+      const { items, next } = await listJobs(client, o);
+      const text = json ? `${JSON.stringify({ items, next })}\n` : jobsTable(items, Date.now());
+      if (text !== shown) {
+        process.stdout.write(json ? text : `${clear}${formatTime(Date.now())}\n${text}\n`);
+        shown = text;
+      }
+      await sleep(WATCH_INTERVAL_MS, undefined, { signal: interrupted.signal }).catch(() => {});
+    }
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+  return 0;
+}

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { removeBridgeNetwork } from '../src/backends/local/network.ts';
+import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
+import { ROOT } from './support/fixtures.ts';
+import { needs } from './support/local-tools.ts';
+import { type Served, startServe, stopServe } from './support/serve.ts';
+
+/**
+ * An application's exit code on the local backend, through the CLI: the job stays SUCCESS (the
+ * platform ran it to its end), `jobs` and `show` say which rank exited non-zero, and `run
+ * --wait/--follow` exit with the application's code, as `srun` does.
+ */
+
+const TIMEOUT = { timeout: 180_000 };
+const prerequisites = await needs('bwrap', 'nft', 'ip', 'nsenter', 'setpriv');
+const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
+
+const tmp = mkdtempSync(join(tmpdir(), 'ucompute-exit-'));
+// Its own bridge and subnet, so that it meets no other runtime on this machine.
+const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
+const bridge = `ux${tag}`.slice(0, 9);
+const subnet = `10.${200 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`;
+let server: Served | undefined;
+
+const EXITS_APP = `application: v1
+name: exits
+version: "1.0"
+title: Exits with a code
+authors: [tests]
+description: Prints a line, then exits with the code it is given.
+tool: { name: debian, version: "12" }
+invocation: [sh, -c, 'echo "exiting with $1"; exit "$1"', sh, { type: var, vars: code }]
+parameters:
+  code: { type: integer, title: Exit code }
+`;
+
+before(async () => {
+  if (prerequisites.skip) return;
+  const apps = join(tmp, 'apps');
+  mkdirSync(apps);
+  writeFileSync(join(apps, 'exits.yml'), EXITS_APP);
+  server = await startServe(mkdtempSync(join(tmp, 'data-')), {
+    env: childEnv,
+    args: ['--backend', 'local', '--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
+    // The debian tool runs on the host's userland: a configuration turns that on explicitly.
+    config: `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet}, poolSize: 2 }\n`,
+  });
+});
+
+after(async () => {
+  await stopServe(server);
+  if (!prerequisites.skip) {
+    // The pods' network namespaces the service kept ready, then the bridge itself.
+    for (const line of execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n')) {
+      const name = line.split(' ')[0];
+      if (name?.startsWith(`${bridge}-`)) execFileSync('ip', ['netns', 'del', name]);
+    }
+    await removeBridgeNetwork(bridge);
+  }
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+const cli = (args: string[]) =>
+  runCli([...args, '--url', server!.url, '--data-dir', server!.dataDir], { env: childEnv });
+
+describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
+  test('run --follow exits with the application code; jobs and show say SUCCESS (exit 3 on rank 0)', async () => {
+    const followed = await cli(['run', 'exits', '--param', 'code=3', '--follow']);
+    assertExit(followed, 3);
+    const id = followed.stdout.split('\n')[0]!;
+    assert.match(followed.stdout, /^exiting with 3$/m);
+    assert.match(followed.stderr, new RegExp(`^${id}: SUCCESS \\(exit 3 on rank 0\\)$`, 'm'));
+
+    const jobs = await cli(['jobs']);
+    assertExit(jobs, 0);
+    assert.match(jobs.stdout, new RegExp(`^${id}\\s+exits@1\\.0\\s+SUCCESS \\(exit 3 on rank 0\\)\\s`, 'm'));
+    const show = await cli(['show', id]);
+    assertExit(show, 0);
+    assert.match(show.stdout, /^state\s+SUCCESS \(exit 3 on rank 0\)$/m);
+    assert.match(show.stdout, /^exit codes\s+rank 0: 3$/m);
+  });
+
+  test('run --wait of a clean run exits 0 and shows a plain SUCCESS', async () => {
+    const waited = await cli(['run', 'exits', '--param', 'code=0', '--wait']);
+    assertExit(waited, 0);
+    const [id, final] = waited.stdout.trim().split('\n');
+    assert.match(final!, new RegExp(`^${id}: SUCCESS \\((?!exit)`));
+    const show = await cli(['show', id!]);
+    assert.match(show.stdout, /^state\s+SUCCESS$/m);
+  });
+
+  test('run --wait exits with the code too, and logs -f of the ended job agrees', async () => {
+    const waited = await cli(['run', 'exits', '--param', 'code=42', '--wait']);
+    assertExit(waited, 42);
+    const id = waited.stdout.split('\n')[0]!;
+    const logs = await cli(['logs', id, '-f']);
+    assertExit(logs, 42);
+    assert.match(logs.stdout, /^exiting with 42$/m);
+  });
+});

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { openTestBackend } from '../support/local-backend.ts';
+import { needs } from '../support/local-tools.ts';
+import { serving, spawnServe } from '../support/serve.ts';
+
+const modeOf = async (path: string) => (await stat(path)).mode & 0o777;
+
+async function serveOnce(t: { after(fn: () => Promise<void>): void }, dataDir: string) {
+  const child = spawnServe(['--data-dir', dataDir]);
+  t.after(async () => {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+  });
+  await serving(child);
+}
+
+// Passable by others (x), not listable: the local sandbox binds job folders by path as containers'
+// unprivileged host users.
+test('the data folder is 0711, the database and the admin token 0600, from their creation', async (t) => {
+  const parent = await mkdtemp(join(tmpdir(), 'ucompute-perms-'));
+  t.after(() => rm(parent, { recursive: true, force: true }));
+  const dataDir = join(parent, 'data');
+  await serveOnce(t, dataDir);
+  assert.equal(await modeOf(dataDir), 0o711);
+  assert.equal(await modeOf(join(dataDir, 'ucompute.db')), 0o600);
+  assert.equal(await modeOf(join(dataDir, 'ucompute.db-wal')), 0o600);
+  assert.equal(await modeOf(join(dataDir, 'admin.token')), 0o600);
+});
+
+test('a data folder an earlier version left open to others is closed', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-perms-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  await chmod(dataDir, 0o755);
+  await serveOnce(t, dataDir);
+  assert.equal(await modeOf(dataDir), 0o711);
+});
+
+test(
+  "the local backend's job state and pod state are private",
+  await needs('bwrap', 'nft', 'ip'),
+  async (t) => {
+    const home = await mkdtemp(join(tmpdir(), 'ucompute-perms-'));
+    t.after(() => rm(home, { recursive: true, force: true }));
+    await mkdir(join(home, 'local'));
+    await openTestBackend(t, { dir: home });
+    assert.equal(await modeOf(join(home, 'local', 'jobs')), 0o711);
+    assert.equal(await modeOf(join(home, 'local', 'runtime', 'pods')), 0o711);
+  },
+);

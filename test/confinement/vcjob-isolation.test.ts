@@ -1,0 +1,216 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { detectCgroups } from '../../src/backends/local/cgroups.ts';
+import { run } from '../../src/backends/local/exec.ts';
+import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
+import { openLocalBackend } from '../../src/backends/local/open.ts';
+import type { BackendEvent } from '../../src/jobs/backend.ts';
+import { assertExit, BIN, CHILD_ENV, runCli } from '../support/cli.ts';
+import { needs } from '../support/local-tools.ts';
+import { shellTask, vcjob } from '../support/vcjob.ts';
+
+/**
+ * `vcjob run` beside a running ucompute (issue 9 item 6): its own state, namespaces and bridge, a
+ * lock on the state folder, nothing left behind, also after SIGINT; and a RestartJob that
+ * recreates pods while others start never crashes on a busy cgroup.
+ */
+
+const tools = await needs('bwrap', 'nft', 'ip');
+const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 4);
+
+/** A server-like local backend on its own test bridge, in a data folder of its own. */
+async function server(t: { after(fn: () => Promise<void>): void }, name: string) {
+  const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-server-'));
+  const network = {
+    bridge: `ut${name}${tag}`.slice(0, 9),
+    subnet: `10.${200 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`,
+    poolSize: 2,
+  };
+  const backend = await openLocalBackend({
+    config: { gracePeriodMs: 200, network },
+    dataDir,
+    storageRoot: join(dataDir, 'storage'),
+    storageClaim: 'ucompute-storage',
+    embedded: true,
+  });
+  const events: BackendEvent[] = [];
+  backend.onEvent((e) => events.push(e));
+  t.after(async () => {
+    for (const id of await backend.knownJobs()) await backend.cancel(id);
+    await backend.close();
+    await removeBridgeNetwork(network.bridge);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const reached = async (id: string, states: string[], ms = 30_000) => {
+    for (let i = 0; i < ms / 20; i++) {
+      const e = events.find((e) => e.jobId === id && states.includes(e.state));
+      if (e) return e;
+      await sleep(20);
+    }
+    assert.fail(`job ${id} never reached ${states.join(' or ')}`);
+  };
+  return { backend, dataDir, network, reached, events };
+}
+
+const namespaces = async (prefix: string) =>
+  (await run('ip', ['netns', 'list']))
+    .split('\n')
+    .filter((l) => l.startsWith(prefix))
+    .map((l) => l.split(' ')[0]!);
+const links = async () => (await readdir('/sys/class/net')).filter((l) => l.startsWith('ucv'));
+const stateFolders = async () =>
+  (await readdir(tmpdir())).filter((f) => f.startsWith('ucompute-vcjob-state-'));
+
+const manifest = (name: string, script: string) =>
+  `apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: { name: ${name} }\nspec:\n  tasks:\n    - name: t\n      replicas: 1\n      template: { spec: { restartPolicy: Never, containers: [{ name: c, image: debian, command: [sh, -c, ${JSON.stringify(script)}] }] } }\n`;
+
+test(
+  'a second process on the same state folder is refused, naming the folder; the lock goes with the first',
+  tools,
+  async (t) => {
+    const first = await server(t, 'l');
+    const second = await openLocalBackend({
+      config: { network: first.network },
+      dataDir: first.dataDir,
+      storageRoot: join(first.dataDir, 'storage'),
+      storageClaim: 'ucompute-storage',
+      embedded: true,
+    }).then(
+      async (opened) => {
+        await opened.close();
+        return null;
+      },
+      (error: Error) => error,
+    );
+    assert.match(
+      String(second?.message),
+      /the local state folder .*\/local is in use by another ucompute process/,
+    );
+    await first.backend.close();
+    const again = await openLocalBackend({
+      config: { network: first.network },
+      dataDir: first.dataDir,
+      storageRoot: join(first.dataDir, 'storage'),
+      storageClaim: 'ucompute-storage',
+      embedded: true,
+    });
+    await again.close();
+  },
+);
+
+test(
+  "vcjob run beside a server on its data folder leaves the server's namespaces and jobs alone and nothing behind",
+  tools,
+  async (t) => {
+    const s = await server(t, 'v');
+    await s.backend.submitVolcanoJob(`long-${tag}`, vcjob('long', [shellTask('t', 1, 'sleep 600')]));
+    await s.reached(`long-${tag}`, ['RUNNING']);
+    const serverNamespaces = await namespaces(`${s.network.bridge}-`);
+    assert.ok(serverNamespaces.length > 0, 'the server holds namespaces (its pod and its pool)');
+    const [linksBefore, foldersBefore] = [await links(), await stateFolders()];
+
+    const file = join(s.dataDir, 'quick.yaml');
+    await writeFile(file, manifest('quick', 'echo quick run'));
+    // The configuration even names the server's bridge: the run takes a bridge of its own anyway.
+    const config = join(s.dataDir, 'config.json');
+    await writeFile(config, JSON.stringify({ local: { network: s.network, hostUserland: true } }));
+    const result = await runCli(['vcjob', 'run', file, '--data-dir', s.dataDir, '--config', config]);
+    assertExit(result, 0);
+    assert.match(result.stdout, /^\[0\] quick run$/m);
+
+    assert.deepEqual(
+      (await namespaces(`${s.network.bridge}-`)).filter((n) => serverNamespaces.includes(n)).sort(),
+      serverNamespaces.sort(),
+      "every namespace of the server's is still there",
+    );
+    assert.ok(
+      !s.events.some((e) => e.jobId === `long-${tag}` && e.state !== 'RUNNING' && e.state !== 'IN_QUEUE'),
+    );
+    assert.deepEqual(await links(), linksBefore, 'the run removed its bridge');
+    assert.deepEqual(await stateFolders(), foldersBefore, 'the run removed its state folder');
+
+    // The server still starts jobs: its pool and bridge work.
+    await s.backend.submitVolcanoJob(`after-${tag}`, vcjob('after', [shellTask('t', 1, 'true')]));
+    const end = await s.reached(`after-${tag}`, ['SUCCESS', 'FAILURE']);
+    assert.equal(end.state, 'SUCCESS', end.status);
+  },
+);
+
+test('SIGINT ends the running job, its pods and the run; nothing is left running', tools, async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-sigint-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const marker = `ucompute-sigint-${tag}`;
+  const file = join(dataDir, 'sleepy.yaml');
+  await writeFile(file, manifest('sleepy', `echo started; sleep 600; : ${marker}`));
+  const [linksBefore, foldersBefore] = [await links(), await stateFolders()];
+
+  const child = spawn(process.execPath, [BIN, 'vcjob', 'run', file, '--data-dir', dataDir, '--follow'], {
+    env: CHILD_ENV,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.after(() => {
+    child.kill('SIGKILL');
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+  });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => {
+    stderr += c;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  for (let i = 0; i < 1500 && !stdout.includes('started'); i++) await sleep(20);
+  assert.match(stdout, /started/, `the job ran; stderr: ${stderr}`);
+  const running = async () => (await run('pgrep', ['-f', marker]).catch(() => '')).trim();
+  assert.notEqual(await running(), '', 'the container process runs');
+
+  child.kill('SIGINT');
+  const code = await Promise.race([exited, sleep(30_000).then(() => 'timeout')]);
+  assert.equal(code, 1, `exit code; stderr: ${stderr}`);
+  assert.match(stderr, /phase (Aborted|Terminated|Failed)/);
+  assert.equal(await running(), '', 'no container process is left');
+  assert.deepEqual(await links(), linksBefore, 'the run removed its bridge');
+  assert.deepEqual(await stateFolders(), foldersBefore, 'the run removed its state folder');
+});
+
+test(
+  'RestartJob while other pods start their containers recreates them without a cgroup EBUSY crash',
+  tools,
+  async (t) => {
+    const s = await server(t, 'r');
+    const id = `restart-${tag}`;
+    // Init containers of different lengths keep main containers starting while the policy fires.
+    const starting = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => {
+      const task = shellTask(`busy${i}`, 1, 'sleep 600');
+      task.template.spec!.initContainers = [
+        { name: 'init', image: 'debian', command: ['sh', '-c', `sleep 0.0${i}`] },
+      ];
+      return task;
+    });
+    const failing = shellTask('fail', 1, 'exit 3', {
+      extra: { policies: [{ event: 'PodFailed', action: 'RestartJob' }] },
+    });
+    await s.backend.submitVolcanoJob(id, vcjob('restart', [...starting, failing], { maxRetry: 100 }));
+    const restarts = () => s.events.filter((e) => e.jobId === id && /restarting/.test(e.status)).length;
+    for (let i = 0; i < 3000 && restarts() < 3; i++) await sleep(20);
+    assert.ok(restarts() >= 3, 'the job restarted');
+    // And a cancel while pods start again.
+    await s.backend.cancel(id);
+    const end = await s.reached(id, ['SUCCESS', 'FAILURE'], 60_000);
+    assert.match(end.status, /Terminated/);
+    for (const h of (await detectCgroups()).hierarchies) {
+      const left = await readdir(join(h.root, 'ucompute')).catch(() => [] as string[]);
+      assert.deepEqual(
+        left.filter((d) => d.startsWith(id)),
+        [],
+        `no cgroup of the job is left in ${h.root}`,
+      );
+    }
+  },
+);

@@ -1,0 +1,69 @@
+/** The local backend with its real runtime (bubblewrap, cgroups, a network namespace per pod), for tests. */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
+import { openLocalBackend } from '../../src/backends/local/open.ts';
+import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
+import type { LocalConfig } from '../../src/model/config.ts';
+
+/**
+ * Opens the backend on `dir` (a new folder, removed afterwards, when left out) on its own bridge
+ * and subnet; after the test its jobs are cancelled and it is closed.
+ */
+export async function openTestBackend(
+  t: { after(fn: () => Promise<void>): void },
+  o: { dir?: string; config?: LocalConfig } = {},
+) {
+  const home = o.dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
+  const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
+  const bridge = `ub${tag}`.slice(0, 9);
+  const backend = await openLocalBackend({
+    config: {
+      gracePeriodMs: 500,
+      network: { bridge, subnet: `10.${150 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24` },
+      ...o.config,
+    },
+    dataDir: home,
+    storageRoot: join(home, 'storage'),
+    storageClaim: 'ucompute-storage',
+    embedded: true,
+  });
+  const events: BackendEvent[] = [];
+  backend.onEvent((e) => events.push(e));
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await backend.close();
+  };
+  t.after(async () => {
+    if (!closed) {
+      for (const id of await backend.knownJobs()) await backend.cancel(id);
+      await close();
+    }
+    await removeBridgeNetwork(bridge);
+    if (!o.dir) await rm(home, { recursive: true, force: true });
+  });
+  const final = (id: string) =>
+    events.find((e) => e.jobId === id && (e.state === 'SUCCESS' || e.state === 'FAILURE'));
+  const ended = async (id: string, ms = 20_000) => {
+    for (let i = 0; i < ms / 20 && !final(id); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(final(id), `job ${id} ended`);
+    return final(id)!;
+  };
+  const running = async (id: string) => {
+    for (let i = 0; i < 500 && !events.some((e) => e.jobId === id && e.state === 'RUNNING'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  const output = async (id: string) => {
+    const chunks: LogChunk[] = [];
+    for await (const c of backend.logs(id, { follow: false })) chunks.push(c);
+    const byRank: Record<number, string> = {};
+    for (const c of chunks) byRank[c.rank] = (byRank[c.rank] ?? '') + (c.stdout ?? '');
+    return byRank;
+  };
+  return { home, backend, events, ended, running, output, close };
+}
