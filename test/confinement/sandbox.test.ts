@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import {
   container,
   errors,
+  eventually,
   missingPrerequisite,
   output,
   outputDir,
@@ -167,7 +168,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
       files: [{ path: '/etc/secret/key', content: 'secret-file', mode: 0o600 }],
     });
     await p.start(spec);
-    for (let i = 0; i < 100 && (await output(spec)) === ''; i++) await new Promise((r) => setTimeout(r, 20));
+    await eventually('the container printed', async () => (await output(spec).catch(() => '')) !== '');
     assert.equal(await output(spec), 'secret-file secret-xyz\n', await errors(spec));
     const leaks: string[] = [];
     for (const pid of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {
