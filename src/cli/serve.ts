@@ -207,11 +207,10 @@ async function bootstrapAdmin(
 
 /**
  * The data folder (database, admin token, jobs' state and logs) is ucompute's alone: created 0700,
- * and one an earlier version left open to others is closed. Passing through it (x, not r or w) is
- * left to the local backend, whose sandbox binds job folders by path as containers' host users.
+ * and one an earlier version left open to others is closed.
  */
 async function privateFolder(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const { mode } = await stat(dir);
-  if ((mode & 0o066) !== 0) await chmod(dir, mode & 0o711);
+  if ((mode & 0o077) !== 0) await chmod(dir, 0o700);
 }

@@ -18,14 +18,12 @@ async function serveOnce(t: { after(fn: () => Promise<void>): void }, dataDir: s
   await serving(child);
 }
 
-// Passable by others (x), not listable: the local sandbox binds job folders by path as containers'
-// unprivileged host users.
-test('the data folder is 0711, the database and the admin token 0600, from their creation', async (t) => {
+test('the data folder is 0700, the database and the admin token 0600, from their creation', async (t) => {
   const parent = await mkdtemp(join(tmpdir(), 'ucompute-perms-'));
   t.after(() => rm(parent, { recursive: true, force: true }));
   const dataDir = join(parent, 'data');
   await serveOnce(t, dataDir);
-  assert.equal(await modeOf(dataDir), 0o711);
+  assert.equal(await modeOf(dataDir), 0o700);
   assert.equal(await modeOf(join(dataDir, 'ucompute.db')), 0o600);
   assert.equal(await modeOf(join(dataDir, 'ucompute.db-wal')), 0o600);
   assert.equal(await modeOf(join(dataDir, 'admin.token')), 0o600);
@@ -36,7 +34,7 @@ test('a data folder an earlier version left open to others is closed', async (t)
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   await chmod(dataDir, 0o755);
   await serveOnce(t, dataDir);
-  assert.equal(await modeOf(dataDir), 0o711);
+  assert.equal(await modeOf(dataDir), 0o700);
 });
 
 test(
@@ -47,6 +45,9 @@ test(
     t.after(() => rm(home, { recursive: true, force: true }));
     await mkdir(join(home, 'local'));
     await openTestBackend(t, { dir: home });
+    // Passable by others (x), not listable: the sandbox binds a job's files by path as the
+    // containers' unprivileged host users.
+    assert.equal(await modeOf(home), 0o711);
     assert.equal(await modeOf(join(home, 'local', 'jobs')), 0o711);
     assert.equal(await modeOf(join(home, 'local', 'runtime', 'pods')), 0o711);
   },
