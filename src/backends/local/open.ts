@@ -53,9 +53,11 @@ export async function openLocalBackend(
 async function openLocked(o: OpenLocalOptions, stateDir: string) {
   const capacity = o.config.capacity;
   // Bubblewrap binds job folders, inputs and pod files by path as the container's host user (an
-  // unprivileged id), so the data folder must let others pass (not list): 0711 at least.
-  await mkdir(o.dataDir, { recursive: true });
-  await chmod(o.dataDir, (await stat(o.dataDir)).mode | 0o111);
+  // unprivileged id), so the data and state folders must let others pass (not list): 0711 at least.
+  for (const folder of [o.dataDir, stateDir]) {
+    await mkdir(folder, { recursive: true });
+    await chmod(folder, (await stat(folder)).mode | 0o111);
+  }
   const logs = { ...DEFAULT_LOGS, ...o.config.logs };
   const runtime = await createRuntime({
     logs,
