@@ -31,6 +31,7 @@ async function lifecycle(runtime: Runtime, output: string, name: string): Promis
   const pod = await runtime.createPod({
     name,
     jobId: 'bench',
+    owner: 'bench',
     hostname: name,
     limits: { cpuMillis: 1000, memoryBytes: 256 * 1024 * 1024, pids: null },
     shmBytes: null,
@@ -43,6 +44,7 @@ async function lifecycle(runtime: Runtime, output: string, name: string): Promis
     workingDir: null,
     uid: 0,
     gid: 0,
+    ...pod.hostIds(0, 0),
     mounts: [],
     files: [{ path: '/etc/hosts', content: `${pod.ip} ${name}\n`, mode: 0o644 }],
     stdout: join(output, `${name}.out`),

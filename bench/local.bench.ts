@@ -149,7 +149,8 @@ function timedPod(pod: Pod, m: Marks): Pod {
     name: pod.name,
     jobId: pod.jobId,
     ip: pod.ip,
-    volumeDir: (v) => pod.volumeDir(v),
+    volumeDir: (v, owner) => pod.volumeDir(v, owner),
+    hostIds: (uid, gid) => pod.hostIds(uid, gid),
     async start(c) {
       m.start0 ??= now();
       const running = await pod.start(c);

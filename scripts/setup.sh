@@ -23,10 +23,12 @@ if ! node_is_recent; then
   node_is_recent || { echo "setup: could not provide Node >= 22.18" >&2; exit 1; }
 fi
 
-# Debian packages the local backend and its tests use: the sandbox, the pod network, the MPI
-# job of the tests (Open MPI over the ssh plugin's keys), and the image store (skopeo, umoci;
-# mmdebstrap builds images from Debian packages; busybox-static is the tests' image; wrk drives the API benchmark).
-packages="bubblewrap nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static wrk chromium jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm"
+# Debian packages the local backend and its tests use: the sandbox (and libseccomp's Python binding
+# that compiles its seccomp filter), the pod network, the MPI job of the tests (Open MPI over the ssh
+# plugin's keys), the image store (skopeo, umoci; mmdebstrap builds images from Debian packages;
+# busybox-static is the tests' image), the interactive examples and their browser tests (Chromium,
+# Jupyter, TigerVNC, xterm), and wrk, which drives the API benchmark.
+packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static wrk chromium jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm"
 missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -168,7 +168,6 @@ test(
   tools,
   async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-restart-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
     const first = await openTestBackend(t, { dir });
     await mkdir(join(dir, 'control'));
     await writeFile(join(dir, 'control/go'), '');
@@ -186,6 +185,8 @@ test(
     await new Promise((r) => setTimeout(r, 500));
 
     const second = await openTestBackend(t, { dir });
+    // After the backends' own clean-up (hooks run in order): the runtime unmounts its tmpfs at close.
+    t.after(() => rm(dir, { recursive: true, force: true }));
     assert.deepEqual([...(await second.backend.knownJobs())], ['long']);
     assert.equal(second.backend.phaseOf('long'), 'Running');
     await rm(join(dir, 'control/go'));

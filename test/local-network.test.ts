@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Pod } from '../src/backends/local/runtime.ts';
 import {
   container,
   eventually,
@@ -8,13 +7,14 @@ import {
   outputDir,
   probeArgv,
   serverArgv,
+  type TestPod,
   testRuntime,
 } from './support/local-runtime.ts';
 
 const skip = await missingPrerequisite();
 
 /** What the pod's server answers, once it listens. */
-async function reply(pod: Pod, port: number): Promise<string> {
+async function reply(pod: TestPod, port: number): Promise<string> {
   let text = '';
   await eventually(`pod ${pod.name} answers on ${port}`, async () => {
     try {
@@ -54,7 +54,7 @@ describe('local runtime network', { skip: skip ?? false }, () => {
     await Promise.all([a, b, stranger].map((p) => reply(p, 7000)));
 
     let probes = 0;
-    const reaches = async (from: Pod, to: Pod) => {
+    const reaches = async (from: TestPod, to: TestPod) => {
       const probe = await from.start(container(out, `probe-${probes++}`, probeArgv(to.ip, 7000)));
       return (await probe.exited).exitCode === 0;
     };

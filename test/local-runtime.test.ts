@@ -284,6 +284,7 @@ describe('unsandboxed local runtime', { skip: skip ?? false }, () => {
     const p = await runtime.createPod({
       name: `plain-${process.pid}`,
       jobId: 'plain',
+      owner: 'default',
       hostname: 'plain',
       limits: { cpuMillis: null, memoryBytes: null, pids: null },
       shmBytes: null,
@@ -296,11 +297,15 @@ describe('unsandboxed local runtime', { skip: skip ?? false }, () => {
       uid: 1000,
       gid: 1000,
     });
-    assert.deepEqual(await (await p.start(spec)).exited, { exitCode: 0, signal: null, oomKilled: false });
+    assert.deepEqual(await (await p.start({ ...spec, hostUid: 1000, hostGid: 1000 })).exited, {
+      exitCode: 0,
+      signal: null,
+      oomKilled: false,
+    });
     assert.equal(await output(spec), '1000 /usr hi []\n');
     const withFile = container(out, 'file', ['true'], {
       files: [{ path: '/etc/x', content: '', mode: 0o644 }],
     });
-    await assert.rejects(p.start(withFile), /cannot place \/etc\/x/);
+    await assert.rejects(p.start({ ...withFile, hostUid: 0, hostGid: 0 }), /cannot place \/etc\/x/);
   });
 });

@@ -278,6 +278,16 @@ export const LocalConfig = Type.Object(
     /** Image name to the root folder of its files (no image config); checked before the image store. */
     images: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }))),
     /**
+     * As root, each owner's containers run in a user namespace on its own 65,536 host ids, from
+     * `first` on (container uid U of the k-th owner is host uid first + k·65536 + U).
+     */
+    userNamespaces: Type.Optional(
+      Type.Object(
+        { first: Type.Optional(Type.Integer({ minimum: 65536, maximum: 2 ** 32 - 2 * 65536 })) },
+        closed,
+      ),
+    ),
+    /**
      * An image neither here nor in the image store runs on the host userland view (true) or fails
      * the job (false). Default: true on the embedded defaults (no configuration file), else false.
      */

@@ -12,7 +12,11 @@ describe('container output', { skip: skip ?? false }, () => {
     const { pod, stateDir } = await testRuntime(t, { logs: { maxSizeBytes: MAX, maxFiles: 3 } });
     const out = await outputDir(t);
     const p = await pod('flood');
-    assert.equal((await stat(join(stateDir, 'pods', p.name))).mode & 0o777, 0o700, 'pod state is private');
+    assert.equal(
+      (await stat(join(stateDir, 'pods', p.name))).mode & 0o777,
+      0o711,
+      'pod state is not listable',
+    );
     const flood = container(out, 'flood', [
       'sh',
       '-c',

@@ -5,12 +5,12 @@ import { createServer } from 'node:net';
 import { describe, test } from 'node:test';
 import { run } from '../../src/backends/local/exec.ts';
 import { bridgeNetwork } from '../../src/backends/local/network.ts';
-import type { Pod } from '../../src/backends/local/runtime.ts';
 import {
   container,
   missingPrerequisite,
   outputDir,
   probeArgv,
+  type TestPod,
   type TestRuntime,
   testRuntime,
 } from '../support/local-runtime.ts';
@@ -94,7 +94,7 @@ const gatewayOf = (rt: TestRuntime) => {
 
 async function prober(t: { after(fn: () => Promise<void>): void }, rt: TestRuntime) {
   const out = await outputDir(t);
-  const pod: Pod = await rt.pod('egress');
+  const pod: TestPod = await rt.pod('egress');
   let probes = 0;
   return async (ip: string, port = PORT) => {
     const probe = await pod.start(container(out, `probe-${probes++}`, probeArgv(ip, port)));

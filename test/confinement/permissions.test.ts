@@ -45,7 +45,10 @@ test(
     t.after(() => rm(home, { recursive: true, force: true }));
     await mkdir(join(home, 'local'));
     await openTestBackend(t, { dir: home });
-    assert.equal(await modeOf(join(home, 'local', 'jobs')), 0o700);
-    assert.equal(await modeOf(join(home, 'local', 'runtime', 'pods')), 0o700);
+    // Passable by others (x), not listable: the sandbox binds a job's files by path as the
+    // containers' unprivileged host users.
+    assert.equal(await modeOf(home), 0o711);
+    assert.equal(await modeOf(join(home, 'local', 'jobs')), 0o711);
+    assert.equal(await modeOf(join(home, 'local', 'runtime', 'pods')), 0o711);
   },
 );

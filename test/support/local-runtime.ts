@@ -6,7 +6,13 @@ import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type LocalRuntimeOptions } from '../../src/backends/local/create-runtime.ts';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import type { ContainerSpec, Pod, PodSpec, Runtime } from '../../src/backends/local/runtime.ts';
+import type {
+  ContainerSpec,
+  Pod,
+  PodSpec,
+  RunningContainer,
+  Runtime,
+} from '../../src/backends/local/runtime.ts';
 import { needs } from './local-tools.ts';
 
 /**
@@ -25,13 +31,23 @@ export async function outputDir(t: { after(fn: () => Promise<void>): void }): Pr
   return dir;
 }
 
+/** A container whose host ids are the pod's for its uid and gid unless given. */
+export type TestContainer = Omit<ContainerSpec, 'hostUid' | 'hostGid'> &
+  Partial<Pick<ContainerSpec, 'hostUid' | 'hostGid'>>;
+
+/** A pod whose containers' host ids and volumes' owners default to the pod's own. */
+export type TestPod = Omit<Pod, 'start' | 'volumeDir'> & {
+  start(container: TestContainer): Promise<RunningContainer>;
+  volumeDir(volume: string, owner?: { hostUid: number; hostGid: number }): Promise<string>;
+};
+
 export interface TestRuntime {
   runtime: Runtime;
   stateDir: string;
   options: LocalRuntimeOptions;
   bridge: string;
   /** Creates a pod that is destroyed after the test, whatever happens. */
-  pod(name: string, spec?: Partial<PodSpec>): Promise<Pod>;
+  pod(name: string, spec?: Partial<PodSpec>): Promise<TestPod>;
   /** A unique name for this test file's run. */
   name(base: string): string;
 }
@@ -81,24 +97,29 @@ export async function testRuntime(
       const pod = await runtime.createPod({
         name: `${name}-${tag}`,
         jobId: `job-${tag}`,
+        owner: 'default',
         hostname: name,
         limits: { cpuMillis: null, memoryBytes: null, pids: null },
         shmBytes: null,
         ...spec,
       });
       pods.push(pod);
-      return pod;
+      return {
+        ...pod,
+        start: (c) => pod.start({ ...pod.hostIds(c.uid, c.gid), ...c }),
+        volumeDir: (volume, owner = pod.hostIds(0, 0)) => pod.volumeDir(volume, owner),
+      };
     },
   };
 }
 
-/** A container on the host's userland whose output goes to files in `dir`. */
+/** A container on the host userland view whose output goes to files in `dir`. */
 export function container(
   dir: string,
   name: string,
   argv: string[],
   extra: Partial<ContainerSpec> = {},
-): ContainerSpec {
+): TestContainer {
   return {
     name,
     root: { kind: 'host-view' },
@@ -118,8 +139,8 @@ export function container(
 /** The tests' Node, bound where it is: it may live under /tmp (CI's .tools), which pods do not share. */
 const NODE_MOUNT = { source: dirname(process.execPath), target: dirname(process.execPath), readOnly: true };
 
-export const output = (spec: ContainerSpec) => readFile(spec.stdout, 'utf8');
-export const errors = (spec: ContainerSpec) => readFile(spec.stderr, 'utf8');
+export const output = (spec: TestContainer) => readFile(spec.stdout, 'utf8');
+export const errors = (spec: TestContainer) => readFile(spec.stderr, 'utf8');
 
 /** Polls until `check` holds, at most `timeoutMs`. */
 export async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 5000) {

@@ -53,6 +53,8 @@ export function processRuntime(
         name: spec.name,
         jobId: spec.jobId,
         ip,
+        // Plain processes run as the test's own user.
+        hostIds: () => ({ hostUid: process.getuid!(), hostGid: process.getgid!() }),
         async volumeDir(volume) {
           const d = join(dir, spec.name, volume);
           await mkdir(d, { recursive: true });

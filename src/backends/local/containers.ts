@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { closeSync, fstatSync } from 'node:fs';
+import { chown, mkdir } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { containerProcess } from '../../volcano/expansion.ts';
 import type { PodPlan } from '../../volcano/job-plugins.ts';
@@ -14,6 +15,7 @@ import type {
 } from '../../volcano/types.ts';
 import { imageArgv, imageEnv, imageUser } from './images/oci-config.ts';
 import type { ImageResolver } from './images/resolve.ts';
+import { openWithoutSymlinks } from './open-path.ts';
 import type { ContainerSpec, FileContent, Mount, Pod, ResourceLimits } from './runtime.ts';
 import type { Resources } from './scheduler.ts';
 
@@ -157,31 +159,6 @@ export async function containerSpec(
       : `image ${c.image} has no entrypoint here (${image.root.kind === 'host-view' ? "it runs on the host's userland view" : 'a folder from local.images'})`;
     throw new Error(`${where}.command: ${why}; give a command`);
   }
-  const mounts: Mount[] = [{ source: ctx.hostsFile, target: '/etc/hosts', readOnly: true }];
-  const files: FileContent[] = plan.files.map((f) => ({ ...f }));
-  for (const [i, m] of (c.volumeMounts ?? []).entries()) {
-    const at = `${where}.volumeMounts[${i}]`;
-    const volume = spec.volumes?.find((v) => v.name === m.name);
-    if (!volume) throw new Error(`${at}.name: the pod has no volume ${m.name}`);
-    if (m.mountPath === SHM_PATH && volume.emptyDir?.medium === 'Memory') continue; // the runtime's /dev/shm
-    const source = await volumeSource(ctx, volume, at);
-    if (source.kind === 'files') {
-      for (const [key, content] of Object.entries(source.entries)) {
-        files.push({ path: `${m.mountPath.replace(/\/+$/, '')}/${key}`, content, mode: source.mode });
-      }
-      continue;
-    }
-    const path = inside(source.path, m.subPath, at);
-    // The kubelet creates a missing sub-path folder; so do we.
-    await mkdir(path, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== 'EEXIST') throw e; // a file, such as an input file
-    });
-    mounts.push({
-      source: path,
-      target: m.mountPath,
-      readOnly: m.readOnly === true || source.readOnly,
-    });
-  }
   const { uid, gid } = await imageUser(
     image.root.kind === 'folder' ? image.root.path : '/',
     image.config ?? {},
@@ -190,6 +167,35 @@ export async function containerSpec(
       runAsGroup: c.securityContext?.runAsGroup ?? spec.securityContext?.runAsGroup,
     },
   );
+  const hostIds = ctx.pod.hostIds(uid, gid);
+  const mounts: Mount[] = [{ source: ctx.hostsFile, target: '/etc/hosts', readOnly: true }];
+  const files: FileContent[] = plan.files.map((f) => ({ ...f }));
+  for (const [i, m] of (c.volumeMounts ?? []).entries()) {
+    const at = `${where}.volumeMounts[${i}]`;
+    const volume = spec.volumes?.find((v) => v.name === m.name);
+    if (!volume) throw new Error(`${at}.name: the pod has no volume ${m.name}`);
+    if (m.mountPath === SHM_PATH && volume.emptyDir?.medium === 'Memory') continue; // the runtime's /dev/shm
+    const source = await volumeSource(ctx, volume, at, hostIds);
+    if (source.kind === 'files') {
+      for (const [key, content] of Object.entries(source.entries)) {
+        files.push({ path: `${m.mountPath.replace(/\/+$/, '')}/${key}`, content, mode: source.mode });
+      }
+      continue;
+    }
+    const path = inside(source.path, m.subPath, at);
+    if (source.createsSubPaths) {
+      // The kubelet creates a missing sub-path folder; so do we, in the folders that are the job's own.
+      await mkdir(path, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EEXIST') throw e;
+      });
+    }
+    if (source.owned && !m.readOnly && !source.readOnly) await giveToContainer(path, hostIds);
+    mounts.push({
+      source: path,
+      target: m.mountPath,
+      readOnly: m.readOnly === true || source.readOnly,
+    });
+  }
   return {
     name: c.name,
     root: image.root,
@@ -199,6 +205,7 @@ export async function containerSpec(
     workingDir: c.workingDir ?? image.config?.WorkingDir ?? null,
     uid,
     gid,
+    ...hostIds,
     mounts,
     files,
     stdout: ctx.stdout,
@@ -206,19 +213,73 @@ export async function containerSpec(
   };
 }
 
+/**
+ * A writable folder ucompute made for the job (its job folder, a claim's folder) becomes the
+ * container user's: owned by its host ids, so that a non-root container can write its output. Only
+ * a folder root still owns (nothing the job made), never through a symlink, never recursively.
+ */
+async function giveToContainer(path: string, ids: { hostUid: number; hostGid: number }): Promise<void> {
+  let fd: number;
+  try {
+    fd = openWithoutSymlinks(path);
+  } catch {
+    return; // Missing or a symlink: the runtime refuses the mount with its reason.
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory() && stat.uid === 0 && ids.hostUid !== 0) {
+      await chown(`/proc/self/fd/${fd}`, ids.hostUid, ids.hostGid);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 type VolumeSource =
-  | { kind: 'path'; path: string; readOnly: boolean }
+  | {
+      kind: 'path';
+      path: string;
+      readOnly: boolean;
+      createsSubPaths: boolean;
+      /** Storage or a claim (ucompute's folders): what ucompute made there goes to the container's user. */
+      owned: boolean;
+    }
   | { kind: 'files'; entries: Record<string, string>; mode: number };
 
-async function volumeSource(ctx: ContainerContext, v: Volume, at: string): Promise<VolumeSource> {
+async function volumeSource(
+  ctx: ContainerContext,
+  v: Volume,
+  at: string,
+  owner: { hostUid: number; hostGid: number },
+): Promise<VolumeSource> {
   const { sources } = ctx;
   if (v.persistentVolumeClaim) {
     const claim = v.persistentVolumeClaim.claimName;
-    const path = claim === sources.storageClaim ? sources.storageRoot : join(sources.claimsRoot, claim);
-    return { kind: 'path', path, readOnly: v.persistentVolumeClaim.readOnly === true };
+    // The storage holds users' files and inputs: nothing is created there on a job's behalf (the job
+    // folder exists already); other claims are folders of their own.
+    const storage = claim === sources.storageClaim;
+    const path = storage ? sources.storageRoot : join(sources.claimsRoot, claim);
+    return {
+      kind: 'path',
+      path,
+      readOnly: v.persistentVolumeClaim.readOnly === true,
+      createsSubPaths: !storage,
+      owned: true,
+    };
   }
-  if (v.emptyDir) return { kind: 'path', path: await ctx.pod.volumeDir(v.name), readOnly: false };
-  if (v.hostPath) return { kind: 'path', path: v.hostPath.path, readOnly: false };
+  if (v.emptyDir) {
+    return {
+      kind: 'path',
+      path: await ctx.pod.volumeDir(v.name, owner),
+      readOnly: false,
+      createsSubPaths: true,
+      owned: false, // volumeDir gave it already
+    };
+  }
+  if (v.hostPath) {
+    // The operator's folder, allowed by configuration: its owner stays.
+    return { kind: 'path', path: v.hostPath.path, readOnly: false, createsSubPaths: false, owned: false };
+  }
   if (v.configMap || v.secret) {
     const kind = v.configMap ? 'ConfigMap' : 'Secret';
     const source = v.configMap ?? v.secret!;

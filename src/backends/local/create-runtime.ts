@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,8 @@ import {
   detectCgroups,
   podCgroupDirs,
 } from './cgroups.ts';
-import { which } from './exec.ts';
+import { run, which } from './exec.ts';
+import { hostView } from './host-view.ts';
 import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
 import {
@@ -27,6 +28,8 @@ import {
   watchContainers,
 } from './pod.ts';
 import type { Pod, Runtime } from './runtime.ts';
+import { compiledSeccomp } from './seccomp.ts';
+import { DEFAULT_FIRST_ID, type IdRanges, idRanges } from './userns.ts';
 
 export interface LocalRuntimeOptions {
   /** Where pods' records, files and emptyDir volumes live; a restart must find the same folder. */
@@ -46,6 +49,11 @@ export interface LocalRuntimeOptions {
   logs?: Partial<LogRotation>;
   /** How often containers of recovered pods are checked for their end. Default 500 ms. */
   recoveredPollMs?: number;
+  /**
+   * The first host id of the owners' id ranges (65,536 ids each) when running as root. Default
+   * 1,000,000; the ranges must not overlap host users' ids.
+   */
+  firstHostId?: number;
 }
 
 /** One pod cannot take every process id of the host (pid_max is often 32768). */
@@ -63,6 +71,28 @@ async function podResolvConf(): Promise<string> {
   return readFile('/run/systemd/resolve/resolv.conf', 'utf8').catch(() => kept.join('\n'));
 }
 
+/** statfs type of a tmpfs. */
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * The folder for containers' files (see PodContext.secretsDir): as root a tmpfs, mounted here until
+ * the runtime closes (running containers keep the files bound in them).
+ */
+async function secretsDir(stateDir: string, root: boolean): Promise<string> {
+  const dir = join(stateDir, 'secrets');
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  if (root && (await statfs(dir)).type !== TMPFS_MAGIC) {
+    await run('/usr/bin/mount', [
+      '-t',
+      'tmpfs',
+      '-o',
+      'mode=0711,size=256m,nosuid,nodev',
+      'ucompute-secrets',
+      dir,
+    ]);
+  }
+  return dir;
+}
 /** The name servers a resolv.conf lists. */
 const nameserversOf = (resolvConf: string) =>
   [...resolvConf.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!).filter((ip) => isIP(ip) !== 0);
@@ -88,7 +118,18 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   } else {
     const bwrap = await which('bwrap');
     if (!bwrap) throw new Error(BWRAP_MISSING);
-    sandbox = { kind: 'bwrap', bwrap, root };
+    await mkdir(options.stateDir, { recursive: true, mode: 0o711 });
+    const ids = root
+      ? await idRanges(join(options.stateDir, 'userns'), options.firstHostId ?? DEFAULT_FIRST_ID)
+      : null;
+    sandbox = {
+      kind: 'bwrap',
+      bwrap,
+      root,
+      hostView: await hostView(join(options.stateDir, 'host-view')),
+      seccomp: await compiledSeccomp(options.stateDir),
+      ids,
+    };
   }
   let cgroups: CgroupLayout | null = null;
   if (root) {
@@ -99,15 +140,15 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   } else {
     warnings.push('not root: no cgroups, so CPU, memory and process limits are not enforced');
     if (sandbox.kind === 'bwrap')
-      warnings.push("not root: containers run as ucompute's own user, whatever uid they ask for");
+      warnings.push(
+        "not root: container ids are not remapped: containers run as ucompute's own user, whatever uid they ask for",
+      );
   }
   const podsDir = join(options.stateDir, 'pods');
-  await mkdir(podsDir, { recursive: true, mode: 0o700 });
-  // Unsandboxed containers that run as another user reach their volumes through these folders;
-  // bubblewrap binds them (as root, or as their owner), so that pods' state stays private.
-  if (sandbox.kind === 'none') {
-    for (const folder of [options.stateDir, podsDir]) await chmod(folder, (await stat(folder)).mode | 0o111);
-  }
+  await mkdir(podsDir, { recursive: true, mode: 0o711 });
+  // Bubblewrap 0.8 finds what it binds by path, as the container's host user: the folders on the way
+  // can be passed, not listed; what lies in them is the container's own (0600) or public.
+  for (const folder of [options.stateDir, podsDir]) await chmod(folder, 0o711);
   // Addresses of pods an earlier process left are taken before the pool of namespaces fills.
   const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
     .filter((r): r is PodRecord => r !== null)
@@ -129,6 +170,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
 
   const context: PodContext = {
     podsDir,
+    secretsDir: await secretsDir(options.stateDir, root && sandbox.kind === 'bwrap'),
     sandbox,
     cgroups,
     network,
@@ -147,7 +189,9 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   );
 
   const sandboxDescription =
-    sandbox.kind === 'bwrap' ? `bubblewrap (${root ? 'root' : 'user namespaces'})` : 'unsandboxed processes';
+    sandbox.kind === 'bwrap'
+      ? `bubblewrap (${root ? 'a user namespace per owner, seccomp' : "ucompute's own user, seccomp"})`
+      : 'unsandboxed processes';
   const description = [
     `local runtime: ${sandboxDescription}`,
     cgroups ? describeCgroups(cgroups) : 'no cgroups',
@@ -165,13 +209,15 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       checkName('pod', spec.name);
       const dir = podDir(context, spec.name);
       try {
-        await mkdir(dir, { mode: podDirMode(context) });
+        await mkdir(dir, { mode: podDirMode });
       } catch {
         throw new Error(`pod ${spec.name} already exists in ${context.podsDir}`);
       }
       try {
+        const ranges: IdRanges | null = sandbox.kind === 'bwrap' ? sandbox.ids : null;
         const record: PodRecord = {
           spec,
+          idBase: ranges ? await ranges.base(spec.owner) : null,
           network: await network.acquire(),
           cgroups: cgroups ? podCgroupDirs(cgroups, spec.name) : [],
           peers: [],
@@ -215,6 +261,15 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     async close() {
       stopWatching();
       await network.close();
+      if (sandbox.kind === 'bwrap') await sandbox.ids?.close();
+      // Once: a second close (or one after the folder is gone) finds nothing mounted.
+      if (
+        root &&
+        sandbox.kind === 'bwrap' &&
+        (await statfs(context.secretsDir).catch(() => null))?.type === TMPFS_MAGIC
+      ) {
+        await run('/usr/bin/umount', ['--lazy', context.secretsDir]);
+      }
       launcher.close();
     },
   };

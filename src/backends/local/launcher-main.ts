@@ -26,10 +26,18 @@ function runCommand(id: number, file: string, args: string[], input: string | un
 function spawnDetached(id: number, request: Extract<LauncherRequest, { spawn: unknown }>['spawn']) {
   const fds: number[] = [];
   try {
-    for (const file of [request.stdout, request.stderr]) if (file) fds.push(openSync(file, 'a'));
+    const output: ('ignore' | number)[] = ['ignore', 'ignore'];
+    if (request.stdout && request.stderr) {
+      for (const [i, file] of [request.stdout, request.stderr].entries()) {
+        output[i] = openSync(file, 'a');
+        fds.push(output[i] as number);
+      }
+    }
+    const extra = (request.readFds ?? []).map((file) => openSync(file, 'r'));
+    fds.push(...extra);
     const child = spawn(request.file, request.args, {
       detached: true,
-      stdio: request.stdout && request.stderr ? ['ignore', fds[0]!, fds[1]!] : 'ignore',
+      stdio: ['ignore', ...output, ...extra],
       cwd: request.cwd,
       env: request.env,
     });

@@ -29,6 +29,8 @@ export interface DetachedCommand {
   /** Files the process's stdout and stderr are appended to; none: they go nowhere. */
   stdout?: string;
   stderr?: string;
+  /** Files opened read-only for the process as its descriptors 3, 4, … (e.g. what bubblewrap reads). */
+  readFds?: string[];
 }
 
 /** The protocol: one JSON object per line each way. */

@@ -1,4 +1,14 @@
-import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
@@ -135,7 +145,9 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   const now = options.now ?? Date.now;
   const grace = options.gracePeriodMs ?? 5000;
   const jobsDir = join(stateDir, 'jobs');
-  await mkdir(jobsDir, { recursive: true, mode: 0o700 });
+  // Passable, not listable: a job's /etc/hosts is bound from here by path as containers' host users.
+  await mkdir(jobsDir, { recursive: true, mode: 0o711 });
+  await chmod(jobsDir, 0o711);
   const runs = new Map<string, JobRun>();
   const endedOrder: string[] = [];
   const listeners: ((e: BackendEvent) => void)[] = [];
@@ -533,6 +545,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
           rec.pod = await runtime.createPod({
             name: runtimePodName(run, rec.plan),
             jobId: run.id,
+            owner: run.job.metadata.namespace ?? 'default',
             hostname: rec.plan.hostname,
             limits: { ...podLimits(rec.plan), pids: pidsLimit(run.job) },
             shmBytes: podShmBytes(rec.plan),

@@ -242,6 +242,20 @@ export async function bridgeNetwork(
           ),
         ),
       );
+      // Containers' root is root of their own user namespace only, which does not own the pod's
+      // network namespace: low ports are open to every user of it, as Docker and containerd do.
+      await Promise.all(
+        made.map((n) =>
+          machine.run('ip', [
+            'netns',
+            'exec',
+            n.netns,
+            'sysctl',
+            '-qw',
+            'net.ipv4.ip_unprivileged_port_start=0',
+          ]),
+        ),
+      );
     } catch (error) {
       await Promise.all(made.map((n) => release(n, [])));
       throw error;

@@ -1,3 +1,4 @@
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { LocalConfig } from '../../model/config.ts';
@@ -51,6 +52,12 @@ export async function openLocalBackend(
 
 async function openLocked(o: OpenLocalOptions, stateDir: string) {
   const capacity = o.config.capacity;
+  // Bubblewrap binds job folders, inputs and pod files by path as the container's host user (an
+  // unprivileged id), so the data and state folders must let others pass (not list): 0711 at least.
+  for (const folder of [o.dataDir, stateDir]) {
+    await mkdir(folder, { recursive: true });
+    await chmod(folder, (await stat(folder)).mode | 0o111);
+  }
   const logs = { ...DEFAULT_LOGS, ...o.config.logs };
   const runtime = await createRuntime({
     logs,
@@ -58,6 +65,7 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     stateDir: join(stateDir, 'runtime'),
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
     ...(o.config.network ? { network: o.config.network } : {}),
+    ...(o.config.userNamespaces?.first !== undefined ? { firstHostId: o.config.userNamespaces.first } : {}),
     ...(capacity
       ? {
           capacity: {

@@ -1,3 +1,4 @@
+import { closeSync } from 'node:fs';
 import { access, chmod, chown, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
@@ -7,24 +8,44 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as nodePty from 'node-pty';
 import type { ShellOptions } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
+import { folderView, type RootView } from './host-view.ts';
 import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
-import type { ContainerExit, ContainerSpec, Pod, PodSpec, RunningContainer } from './runtime.ts';
-import {
-  bwrapArgs,
-  DEFAULT_SHM_BYTES,
-  dropInside,
-  fileSource,
-  type Placement,
-  rootFolder,
-} from './sandbox.ts';
+import { openWithoutSymlinks } from './open-path.ts';
+import type {
+  ContainerExit,
+  ContainerRoot,
+  ContainerSpec,
+  Pod,
+  PodSpec,
+  RunningContainer,
+} from './runtime.ts';
+import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
+import { checkContainerIds, type IdRanges } from './userns.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
-export type Sandbox = { kind: 'bwrap'; bwrap: string; root: boolean } | { kind: 'none'; root: boolean };
+export type Sandbox =
+  | {
+      kind: 'bwrap';
+      bwrap: string;
+      root: boolean;
+      /** The host userland view, built once. */
+      hostView: RootView;
+      /** The compiled seccomp program. */
+      seccomp: string;
+      /** Owners' id ranges when running as root (container ids are remapped); null otherwise. */
+      ids: IdRanges | null;
+    }
+  | { kind: 'none'; root: boolean };
 
 /** What every pod of a runtime shares. */
 export interface PodContext {
   podsDir: string;
+  /**
+   * Where containers' files (Secrets, ConfigMaps, keys) are written: a tmpfs as root, so that they
+   * never reach the disk.
+   */
+  secretsDir: string;
   sandbox: Sandbox;
   /** null: no cgroups (not root); processes are found by process group instead. */
   cgroups: CgroupLayout | null;
@@ -42,6 +63,8 @@ export interface PodContext {
 /** What the state folder keeps about a pod, so that a restarted ucompute finds it again. */
 export interface PodRecord {
   spec: PodSpec;
+  /** The first host id of the owner's range; null when container ids are not remapped. */
+  idBase: number | null;
   network: PodNetwork;
   cgroups: string[];
   peers: string[];
@@ -195,9 +218,16 @@ function signalAll(pids: readonly number[], signal: NodeJS.Signals) {
 }
 
 export const podDir = (context: PodContext, name: string) => join(context.podsDir, name);
+/** A container's files, on the secrets tmpfs. */
+const secretsOf = (context: PodContext, pod: string, container: string) =>
+  join(context.secretsDir, pod, container);
 
-/** Pods' state is ucompute's alone; unsandboxed containers of other users must reach their volumes. */
-export const podDirMode = (context: PodContext) => (context.sandbox.kind === 'none' ? 0o711 : 0o700);
+/**
+ * Pods' folders can be passed, not listed, by other users: bubblewrap 0.8 binds by path as the
+ * container's host user, and unsandboxed containers of other users reach their volumes; what lies
+ * in them is the container's own or public.
+ */
+export const podDirMode = 0o711;
 
 /** A pod's object, for a new pod and for one found again after a restart. */
 export function podHandle(context: PodContext, record: PodRecord, found: Map<string, ContainerHandle>): Pod {
@@ -286,16 +316,27 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     if (previous && !previous.ended) {
       throw new Error(`container ${spec.name} of pod ${record.spec.name} is still running`);
     }
+    if (record.idBase !== null) checkContainerIds(spec.uid, spec.gid);
+    const ids = hostIds(spec.uid, spec.gid);
+    if (spec.hostUid !== ids.hostUid || spec.hostGid !== ids.hostGid) {
+      throw new Error(
+        `container ${spec.name}: hostUid/hostGid ${spec.hostUid}/${spec.hostGid} are not the host ids of uid/gid ${spec.uid}/${spec.gid} in pod ${record.spec.name} (${ids.hostUid}/${ids.hostGid})`,
+      );
+    }
     const stateDir = join(containersDir, spec.name);
-    await rm(stateDir, { recursive: true, force: true });
-    await mkdir(join(stateDir, 'files'), { recursive: true });
-    const placements = await writeFiles(spec, join(stateDir, 'files'));
+    const secrets = secretsOf(context, record.spec.name, spec.name);
+    await Promise.all([stateDir, secrets].map((d) => rm(d, { recursive: true, force: true })));
+    await mkdir(stateDir, { recursive: true, mode: 0o711 });
+    await mkdir(secrets, { recursive: true, mode: 0o711 });
+    const placements = await writeFiles(spec, secrets);
     const containerRecord: ContainerRecord = {
-      spec,
+      // Without its environment (Secrets among it), which stays off the disk: a shell in a
+      // recovered container takes it from the container's process.
+      spec: { ...spec, env: {} },
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
-    await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord));
-    const command = await containerCommand(context, record, spec, placements, dir);
+    await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
+    const { argv: command, env, readFds } = await containerCommand(context, record, spec, placements, dir);
     await Promise.all(
       [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
     );
@@ -318,8 +359,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
             String(maxFiles),
             ...command,
           ],
+          // Descriptors 3 onwards: what bubblewrap reads, numbered as its arguments say.
+          readFds,
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
-          env: { PATH: HOST_PATH },
+          env,
         },
         () => void handle?.check(),
       )
@@ -331,6 +374,13 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     // It may have ended before its handle existed.
     void handle.check();
     return handle.running;
+  }
+
+  function hostIds(uid: number, gid: number) {
+    if (record.idBase !== null) return { hostUid: record.idBase + uid, hostGid: record.idBase + gid };
+    // Unsandboxed as root: the container's own ids (see dropPrivileges); otherwise ucompute's own.
+    if (context.sandbox.kind === 'none' && context.sandbox.root) return { hostUid: uid, hostGid: gid };
+    return { hostUid: process.getuid!(), hostGid: process.getgid!() };
   }
 
   /** Writes the container's files below its state folder; returns everything to place in the sandbox. */
@@ -350,9 +400,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     const placements: Placement[] = spec.mounts.map((m) => ({ ...m }));
     for (const [index, file] of spec.files.entries()) {
       const source = fileSource(filesDir, index, file.path);
-      await writeFile(source, file.content);
+      await writeFile(source, file.content, { mode: 0o600 });
+      const owner = hostIds(file.uid ?? spec.uid, file.gid ?? spec.gid);
+      await chown(source, owner.hostUid, owner.hostGid);
       await chmod(source, file.mode);
-      await chown(source, file.uid ?? spec.uid, file.gid ?? spec.gid);
       placements.push({ source, target: file.path, readOnly: true });
     }
     if (!spec.files.some((f) => f.path === '/etc/resolv.conf')) {
@@ -365,16 +416,31 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     const last = [...containers.values()].at(-1);
     if (!last) throw new Error(`pod ${record.spec.name} has no container to open a shell in`);
     const spec = last.spec;
-    const env = { TERM: 'xterm-256color', ...spec.env };
     let argv: string[];
+    let containerEnv = spec.env;
     if (context.sandbox.kind === 'none') {
       argv = [...dropPrivileges(context, spec), '/bin/sh'];
     } else {
       const target = await containerProcess(last);
+      // The container's own (a recovered container's record does not keep it).
+      containerEnv = await processEnvironment(target);
       const userns = (await readlink(`/proc/${target}/ns/user`)) !== (await readlink('/proc/self/ns/user'));
       const flags = ['-m', '-u', '-i', '-p', '-n', ...(userns ? ['-U'] : []), '-r', '-w'];
       const ids = userns || context.sandbox.root ? ['-S', String(spec.uid), '-G', String(spec.gid)] : [];
-      argv = ['nsenter', '-t', String(target), ...flags, ...ids, '--', await shellIn(rootFolder(spec))];
+      argv = [
+        '/usr/bin/nsenter',
+        '-t',
+        String(target),
+        ...flags,
+        ...ids,
+        '--',
+        await shellIn(context, spec.root),
+      ];
+    }
+    // The shell starts through root's programs on the host: none of the variables that change them.
+    const env: Record<string, string> = { TERM: 'xterm-256color' };
+    for (const [name, value] of Object.entries(containerEnv)) {
+      if (SHELL_NAME.test(name) && (!ROOT_SENSITIVE.test(name) || name === 'PATH')) env[name] = value;
     }
     const pty = nodePty.spawn(
       '/bin/sh',
@@ -384,7 +450,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         cols: options.cols,
         rows: options.rows,
         cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
-        env: { ...env, PATH: context.sandbox.kind === 'none' ? (spec.env.PATH ?? HOST_PATH) : HOST_PATH },
+        env: { ...env, PATH: env.PATH ?? HOST_PATH },
         encoding: null,
       },
     );
@@ -395,14 +461,26 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     name: record.spec.name,
     jobId: record.spec.jobId,
     ip: record.network.ip,
-    async volumeDir(volume) {
+    async volumeDir(volume, owner) {
       checkName('volume', volume);
       const path = join(dir, 'volumes', volume);
-      await mkdir(path, { recursive: true });
-      // Like Kubernetes' emptyDir: writable by whichever user the containers run as.
-      await chmod(path, 0o777);
+      await mkdir(join(dir, 'volumes'), { recursive: true, mode: 0o711 });
+      const created = await mkdir(path).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === 'EEXIST') return false;
+          throw error;
+        },
+      );
+      if (created) {
+        // Like Kubernetes' emptyDir: writable by whichever user the containers run as; owned by the
+        // first one's host ids, so that files created there belong to the owner's range.
+        await chown(path, owner.hostUid, owner.hostGid);
+        await chmod(path, 0o777);
+      }
       return path;
     },
+    hostIds,
     start,
     containers: () => [...containers.values()].map((c) => c.running),
     async allowPeers(ips) {
@@ -428,6 +506,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         await removeCgroups();
         await context.network.release(record.network, record.peers);
         await rm(dir, { recursive: true, force: true });
+        await rm(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
       })();
       return destroying;
     },
@@ -529,33 +608,105 @@ export function watchContainers(handles: () => Iterable<ContainerHandle>, interv
 
 function dropPrivileges(context: PodContext, spec: ContainerSpec): string[] {
   if (!context.sandbox.root || spec.uid === 0) return [];
-  return ['setpriv', `--reuid=${spec.uid}`, `--regid=${spec.gid}`, '--clear-groups'];
+  return ['/usr/bin/setpriv', `--reuid=${spec.uid}`, `--regid=${spec.gid}`, '--clear-groups'];
 }
 
-/** The argv the supervisor runs: environment, network, user, sandbox, then the container's command. */
+/**
+ * Variables that change how the root processes before bubblewrap (the supervisor shell, nsenter,
+ * setpriv) behave: the dynamic loader's and libc's, locales, the shell's own. A container's value
+ * for them reaches it through bubblewrap's arguments, never through those processes' environment.
+ */
+const ROOT_SENSITIVE =
+  /^(LD_.*|GCONV_PATH|GETCONF_DIR|GLIBC_TUNABLES|MALLOC_.*|LOCPATH|NLSPATH|LC_.*|LANG|LANGUAGE|HOSTALIASES|LOCALDOMAIN|RES_OPTIONS|RESOLV_.*|NIS_PATH|TZ|TZDIR|TMPDIR|PATH|PWD|OLDPWD|IFS|ENV|BASH_ENV|PS4|CDPATH|SHELLOPTS|POSIXLY_CORRECT)$/;
+/** What the shell passes on to the programs it runs: valid shell names only. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+interface SupervisorCommand {
+  argv: string[];
+  /** The supervisor's environment. */
+  env: Record<string, string>;
+  /** Files the supervisor gets open (read-only) as descriptors 3, 4, …: bubblewrap reads them. */
+  readFds: string[];
+}
+
+/**
+ * What the supervisor runs: network, user, sandbox, then the container's command. The container's
+ * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), never
+ * through arguments, except the few variables that would change how root's programs run.
+ */
 async function containerCommand(
   context: PodContext,
   pod: PodRecord,
   spec: ContainerSpec,
   placements: readonly Placement[],
   dir: string,
-): Promise<string[]> {
-  const env = ['env', '-i', ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`)];
+): Promise<SupervisorCommand> {
   const sandbox = context.sandbox;
-  if (sandbox.kind === 'none') return [...env, ...dropPrivileges(context, spec), ...spec.argv];
-  await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx' }).catch(() => undefined);
+  if (sandbox.kind === 'none') {
+    const env = ['env', '-i', ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`)];
+    return {
+      argv: [...env, ...dropPrivileges(context, spec), ...spec.argv],
+      env: { PATH: HOST_PATH },
+      readFds: [],
+    };
+  }
+  await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
+    () => undefined,
+  );
+  const readFds: string[] = [];
+  const pass = (file: string) => readFds.push(file) + 2;
+  let user: { kind: 'userns'; fd: number } | { kind: 'unshare' } = { kind: 'unshare' };
+  let becomeUser: string[] = [];
+  if (pod.idBase !== null && sandbox.ids) {
+    user = { kind: 'userns', fd: pass(await sandbox.ids.namespaceFile(pod.idBase, spec.uid, spec.gid)) };
+    becomeUser = [
+      '/usr/bin/setpriv',
+      `--reuid=${spec.hostUid}`,
+      `--regid=${spec.hostGid}`,
+      '--clear-groups',
+      '--',
+    ];
+  }
+  const seccompFd = pass(sandbox.seccomp);
+  for (const p of placements) {
+    // Bubblewrap 0.8 binds by path; a symlink on the way is refused here, before it could follow it.
+    try {
+      closeSync(openWithoutSymlinks(p.source));
+    } catch (error) {
+      throw new Error(`container ${spec.name}: ${p.target} cannot be mounted: ${(error as Error).message}`);
+    }
+  }
   const bwrap = await bwrapArgs(sandbox.bwrap, spec, placements, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
-    privileged: sandbox.root,
+    view: await rootView(context, spec.root),
+    user,
+    seccompFd,
   });
-  return [
-    ...env,
+  const env: Record<string, string> = {};
+  const setenv: string[] = ['--unsetenv', 'PATH', '--unsetenv', 'PWD'];
+  for (const [name, value] of Object.entries(spec.env)) {
+    if (SHELL_NAME.test(name) && !ROOT_SENSITIVE.test(name)) env[name] = value;
+    else setenv.push('--setenv', name, value);
+  }
+  env.PATH = HOST_PATH;
+  // bwrap's own arguments end with `--`; the variables go before it.
+  const argv = [
     ...context.network.enter(pod.network),
-    ...bwrap,
-    ...(sandbox.root ? dropInside(spec) : []),
+    ...becomeUser,
+    ...bwrap.slice(0, -1),
+    ...setenv,
+    '--',
     ...spec.argv,
   ];
+  return { argv, env, readFds };
+}
+
+/** What a container sees as `/`. */
+function rootView(context: PodContext, root: ContainerRoot): Promise<RootView> {
+  if (root.kind === 'folder') return folderView(root.path);
+  if (context.sandbox.kind !== 'bwrap') throw new Error('the unsandboxed runtime has no root view');
+  return Promise.resolve(context.sandbox.hostView);
 }
 
 /** The process of a running container a shell joins, once bubblewrap has set the container up. */
@@ -594,13 +745,25 @@ async function commandProcess(supervisor: number): Promise<number | null> {
   return null;
 }
 
+/** A process's environment (root reads any). */
+async function processEnvironment(pid: number): Promise<Record<string, string>> {
+  const text = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+  const pairs = text.split('\0').filter((entry) => entry.includes('='));
+  return Object.fromEntries(
+    pairs.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+  );
+}
+
 /** The first of these the image has, as UCloud (and the Kubernetes backend) chooses; else sh. */
 const SHELLS = ['/bin/bash', '/usr/bin/bash', '/bin/zsh', '/usr/bin/zsh', '/bin/fish', '/usr/bin/fish'];
 
-async function shellIn(root: string): Promise<string> {
+async function shellIn(context: PodContext, root: ContainerRoot): Promise<string> {
+  const view = await rootView(context, root);
   for (const shell of SHELLS) {
+    const path = view.hostPath(shell);
+    if (path === null) continue;
     try {
-      await access(join(root, shell));
+      await access(path);
       return shell;
     } catch {}
   }

@@ -23,6 +23,11 @@ export interface PodSpec {
   name: string;
   /** The job it belongs to; every pod of a job can be found and cleaned by it. */
   jobId: string;
+  /**
+   * Who the job belongs to (the Kubernetes namespace of its Volcano Job): each owner's containers
+   * run on their own range of host user ids.
+   */
+  owner: string;
   /** The pod's hostname (its name, unless the task template fixed one). */
   hostname: string;
   limits: ResourceLimits;
@@ -48,8 +53,9 @@ export interface FileContent {
 }
 
 /**
- * What a container's `/` is: an image's root folder (read-only), or the host userland view that
- * images missing from the store fall back to where the configuration allows it.
+ * What a container's `/` is, read-only: an image's root folder, or the host userland view (the
+ * host's /usr, /bin, /sbin, /lib* and a filtered /etc, nothing else of the host) that images missing
+ * from the store fall back to where the configuration allows it.
  */
 export type ContainerRoot = { kind: 'folder'; path: string } | { kind: 'host-view' };
 
@@ -63,6 +69,12 @@ export interface ContainerSpec {
   workingDir: string | null;
   uid: number;
   gid: number;
+  /**
+   * The host ids the container's user writes files as (`Pod.hostIds` of uid and gid): the owner of
+   * what ucompute creates for the container to write in (its job folder, emptyDir volumes).
+   */
+  hostUid: number;
+  hostGid: number;
   mounts: Mount[];
   files: FileContent[];
   /**
@@ -97,8 +109,13 @@ export interface Pod {
   readonly jobId: string;
   /** The address other pods (and the session proxy) reach it at. */
   readonly ip: string;
-  /** A host folder for one of the pod's emptyDir volumes, created on first use, removed with the pod. */
-  volumeDir(volume: string): Promise<string>;
+  /**
+   * A host folder for one of the pod's emptyDir volumes, created on first use, owned by the given
+   * host ids (the container's `hostUid`/`hostGid`), removed with the pod.
+   */
+  volumeDir(volume: string, owner: { hostUid: number; hostGid: number }): Promise<string>;
+  /** The host ids a container user of this pod runs as (its owner's id range, when ids are remapped). */
+  hostIds(uid: number, gid: number): { hostUid: number; hostGid: number };
   /** Starts a container in the pod; resolves once its process runs. */
   start(container: ContainerSpec): Promise<RunningContainer>;
   /** Containers started in this pod (for a recovered pod: those found still known). */

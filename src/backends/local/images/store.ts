@@ -56,11 +56,15 @@ export const imageStoreDir = (dataDir: string) => join(dataDir, 'images');
 const hexOf = (id: string) => id.slice(id.indexOf(':') + 1);
 const nameFile = (name: string) => encodeURIComponent(name);
 
-/** The store in `dir`, created 0700 if missing. */
+/**
+ * The store in `dir`, created if missing: names and work in progress private (0700); the store and
+ * each image's folders passable, not listable (0711), since bubblewrap binds an image's root folder
+ * by path as the container's unprivileged host user.
+ */
 export async function openImageStore(dir: string): Promise<ImageStore> {
   await mkdir(join(dir, 'names'), { recursive: true, mode: 0o700 });
   await mkdir(join(dir, 'tmp'), { recursive: true, mode: 0o700 });
-  await chmod(dir, 0o700);
+  await chmod(dir, 0o711);
   const rootless = process.getuid?.() !== 0;
 
   async function record(id: string): Promise<ImageRecord | null> {
@@ -108,6 +112,7 @@ export async function openImageStore(dir: string): Promise<ImageStore> {
         const size = Number((await run('du', ['-sb', join(unpacked, 'bundle', 'rootfs')])).split('\t')[0]);
         const r: ImageRecord = { id: image.digest, size, created: image.created, config: image.config };
         await writeFile(join(unpacked, 'image.json'), JSON.stringify(r));
+        for (const folder of [unpacked, join(unpacked, 'bundle')]) await chmod(folder, 0o711);
         // Another import of the same image may have finished meanwhile; its copy is as good.
         await rename(unpacked, join(dir, hexOf(image.digest))).catch(async (e: NodeJS.ErrnoException) => {
           if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e;
