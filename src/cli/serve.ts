@@ -118,7 +118,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     requireCredits: config.accounting?.requireCredits ?? true,
     ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
   });
-  const app = await buildServer({ service, store, env, logger: log });
+  const app = await buildServer({ service, store, env, storageRoot, logger: log });
   await service.start();
   const address = await app.listen({ port, host });
 

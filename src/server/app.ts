@@ -14,6 +14,7 @@ import { compileValidator, errorResponse } from './errors.ts';
 import { accountingRoutes } from './routes/accounting.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { catalogRoutes } from './routes/catalog.ts';
+import { fileRoutes } from './routes/files.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { HealthResponse } from './schemas.ts';
 
@@ -21,6 +22,8 @@ export interface ServerDeps {
   service: JobService;
   store: Store;
   env: JobEnvironment;
+  /** The storage folder the drives live in: with it, the server offers the files API. */
+  storageRoot?: string;
   /** Fastify's `logger` option (pino options or true/false), or a ready pino logger. */
   logger?: boolean | object;
 }
@@ -175,6 +178,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   catalogRoutes(api, env);
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));
+  if (deps.storageRoot !== undefined) fileRoutes(api, store, deps.storageRoot);
 
   return app;
 }
