@@ -182,10 +182,12 @@ export function driveFiles(root: string, drives: readonly string[]) {
           }
           if (s.uid !== owner.uid || s.gid !== owner.gid) await handle.chown(owner.uid, owner.gid);
           if (offset === 0) await handle.truncate(0);
-          await pipeline(content, handle.createWriteStream({ start: offset, autoClose: false }));
-        } finally {
+        } catch (error) {
           await handle.close();
+          throw error;
         }
+        // The stream closes the handle when it ends or fails.
+        await pipeline(content, handle.createWriteStream({ start: offset }));
         return entryAt(parent, name, checked.path);
       });
     },
@@ -286,18 +288,16 @@ async function copyEntry(from: FileHandle, name: string, to: FileHandle, newName
   }
   if (!s.isFile()) return;
   const input = await open(at(from, name), READ);
-  try {
-    const output = await open(at(to, newName), WRITE | constants.O_EXCL, 0o644);
-    try {
-      await output.chown(owner.uid, owner.gid);
-      await pipeline(
-        input.createReadStream({ autoClose: false }),
-        output.createWriteStream({ autoClose: false }),
-      );
-    } finally {
-      await output.close();
-    }
-  } finally {
+  const output = await open(at(to, newName), WRITE | constants.O_EXCL, 0o644).catch(async (e: unknown) => {
     await input.close();
+    throw e;
+  });
+  try {
+    await output.chown(owner.uid, owner.gid);
+  } catch (error) {
+    await Promise.all([input.close(), output.close()]);
+    throw error;
   }
+  // The streams close their handles when they end or fail.
+  await pipeline(input.createReadStream(), output.createWriteStream());
 }
