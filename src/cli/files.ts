@@ -226,6 +226,7 @@ function progress(label: string, done: number, total: number): Transform {
     // A terminal gets one line rewritten; a file or a pipe one line per percent.
     process.stderr.write(process.stderr.isTTY ? `\r${line}` : `${line}\n`);
   };
+  report();
   return new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       sent += chunk.length;
