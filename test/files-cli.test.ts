@@ -28,10 +28,13 @@ after(async () => {
 test('put, ls, cat, get, mv, cp and rm round a file through the drive', async () => {
   const local = join(dir, 'moby.txt');
   await writeFile(local, 'Call me Ishmael.\n');
-  assert.equal((await files('mkdir', '/home/local/books')).code, 0);
-  const put = await files('put', local, '/home/local/books/');
+  const put = await files('put', local, '/home/local/books/moby.txt');
   assert.equal(put.code, 0, put.stderr);
-  assert.equal(put.stdout, '/home/local/books/moby.txt\n');
+  assert.equal(put.stdout, '/home/local/books/moby.txt\n', 'the new folder books is made');
+  const into = await files('put', local, '/home/local/books');
+  assert.equal(into.stdout, '/home/local/books/moby.txt\n', 'a folder as PATH takes the local name');
+  assert.equal((await files('mkdir', '/home/local/empty/inner')).code, 0);
+  assert.match((await files('ls', '/home/local/empty')).stdout, /^inner\/\s+folder\s+-\s/m);
   const ls = await files('ls', '/home/local/books');
   assert.match(ls.stdout, /^NAME\s+TYPE\s+SIZE\s+MODIFIED\nmoby\.txt\s+file\s+17\s/);
   assert.equal((await files('cat', '/home/local/books/moby.txt')).stdout, 'Call me Ishmael.\n');

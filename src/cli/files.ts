@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { parentPath } from '../model/paths.ts';
 import { clientFlags, parseClientCommand } from './args.ts';
 import { ApiError, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
@@ -16,8 +17,9 @@ The files of the drives you may reach: your home /home/<you> and /projects/<id> 
 
 Commands:
   ls PATH                 list a folder (or describe a file)
-  put LOCAL PATH          upload a file (PATH may name a folder to put it in; --resume continues
-                          a broken upload at the size the file has on the service)
+  put LOCAL PATH          upload a file (PATH may name a folder to put it in; missing folders
+                          are made; --resume continues a broken upload at the size the file
+                          has on the service)
   get PATH [LOCAL]        download a file (LOCAL: a file, a folder, or - for standard output;
                           default: its name in the current folder; --resume continues a download)
   cat PATH                print a file
@@ -164,6 +166,8 @@ async function put(client: Client, local: string, remote: string, resume: boolea
       throw new CliError(`--resume: ${path} is larger (${found.size} bytes) than ${local}`);
     offset = found.size;
   }
+  // A new file's folder is made first, so that `put` into a new folder works in one step.
+  if (typeof found === 'string') await client.post('/api/files/folder', { path: parentPath(path) });
   const content = createReadStream(local, { start: offset });
   const body = size >= SHOW_PROGRESS_FROM ? content.pipe(progress(`put ${path}`, offset, size)) : content;
   return (await client
