@@ -214,7 +214,11 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
     const job = await retrieve(responses[0]!.id);
     const spec = job.specification;
     assert.deepEqual(spec.application, { name: 'word-count', version: '1.0' });
-    assert.deepEqual(spec.product, { id: 'u1-standard-1', category: 'u1-standard' }, 'the first product');
+    assert.deepEqual(
+      spec.product,
+      { id: 'u1-standard-1', category: 'u1-standard', provider: 'ucompute' },
+      'the first product, with the provider filled in as UCloud does',
+    );
     assert.equal(spec.name, 'counting words');
     assert.deepEqual(spec.timeAllocation, { hours: 1, minutes: 30, seconds: 0 });
     assert.deepEqual(spec.parameters, {
@@ -243,7 +247,11 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
     assert.match(final!, new RegExp(`^${id}: SUCCESS`));
     const job = await retrieve(id!);
     assert.equal(job.specification.replicas, 2);
-    assert.deepEqual(job.specification.product, { id: 'u1-standard-2', category: 'u1-standard' });
+    assert.deepEqual(job.specification.product, {
+      id: 'u1-standard-2',
+      category: 'u1-standard',
+      provider: 'ucompute',
+    });
     assert.deepEqual(job.specification.parameters?.command, { type: 'text', value: 'echo hi' });
 
     const logs = await client(['logs', id!]);

@@ -389,3 +389,47 @@ test('a configured context is used; an unknown one names the field', async (t) =
     /kubernetes.context: no context "nope" in the kubeconfig \(it has: fake, other\)/,
   );
 });
+
+test('suspend deletes the running job without reporting an end; a submit of the same build runs the same job again', async (t) => {
+  const cluster = await fakeCluster(t);
+  const { backend, events, event } = backendOn(t, cluster);
+  const b = await build(ONE, { id: 'sus1', config: cluster.config() });
+  await backend.submit('sus1', b);
+  cluster.volcano.admit('sus1');
+  cluster.volcano.run('sus1');
+  await event((e) => e.jobId === 'sus1' && e.state === 'RUNNING');
+  const before = events.length;
+  await backend.suspend('sus1');
+  assert.deepEqual(leftovers(cluster.api), [], 'its objects are gone: its resources are free');
+  assert.equal((await backend.knownJobs()).has('sus1'), false);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(
+    events.slice(before).filter((e) => e.jobId === 'sus1'),
+    [],
+    'a suspended job is not lost, and has not ended',
+  );
+  await backend.submit('sus1', b);
+  assert.ok(cluster.api.get('jobs', 'ucompute-u-alice', 'j-sus1'), 'the same Volcano Job again');
+  cluster.volcano.admit('sus1');
+  cluster.volcano.run('sus1');
+  await eventually(() => events.slice(before).some((e) => e.jobId === 'sus1' && e.state === 'RUNNING'));
+  // Suspending a job the cluster does not have is fine.
+  await backend.suspend('never');
+});
+
+test('capacity sums the allocatable cores and memory of the nodes', async (t) => {
+  const cluster = await fakeCluster(t);
+  const { backend } = backendOn(t, cluster);
+  for (const [name, cpu, memory] of [
+    ['n1', '4', '16Gi'],
+    ['n2', '3500m', '8388608Ki'],
+  ] as const) {
+    cluster.api.apply('nodes', {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name },
+      status: { allocatable: { cpu, memory } },
+    });
+  }
+  assert.deepEqual(await backend.capacity(), { cpu: 7.5, memory: 24 * 2 ** 30 });
+});

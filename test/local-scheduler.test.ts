@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fairOrder, type RunningJob, schedule, type WaitingJob } from '../src/backends/local/scheduler.ts';
+import {
+  fairOrder,
+  queueStatus,
+  type RunningJob,
+  schedule,
+  type WaitingJob,
+} from '../src/backends/local/scheduler.ts';
 
 const GiB = 2 ** 30;
 const machine = { cpuMillis: 8000, memoryBytes: 32 * GiB };
@@ -113,4 +119,24 @@ test('owners at equal shares take turns: the one served longest ago goes first',
       .start,
     ['b1'],
   );
+});
+
+test('a draining backlog changes the statuses of the head of the queue only, not of every job behind', () => {
+  const one = { cpuMillis: 1000, memoryBytes: GiB };
+  const n = 100;
+  let backlog = Array.from({ length: n }, (_, i) => waiting(`j${i}`, 'alice', one, i));
+  const said = new Map<string, string>();
+  let changes = 0;
+  for (let step = 0; step < n; step++) {
+    const decision = schedule(one, [], backlog, 0);
+    for (const [id, w] of decision.waiting) {
+      const status = queueStatus(w);
+      if (said.get(id) !== status) changes++;
+      said.set(id, status);
+    }
+    backlog = backlog.filter((j) => !decision.start.includes(j.id));
+  }
+  // Every job told in full at each step would be n²/2 = 5,000 status updates; the head only, about 11n.
+  assert.ok(changes < (n * n) / 4, `${changes} status changes`);
+  assert.match(said.get('j99')!, /^In the queue, position 1: waiting for 1 CPU/);
 });

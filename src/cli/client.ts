@@ -211,13 +211,15 @@ function queryString(query: Record<string, string | number | undefined>): string
   return s ? `?${s}` : '';
 }
 
+/** UCloud's `{why, errorCode}` (older servers: `message`), with our field-level `issues`. */
 function errorBody(body: unknown): { message?: string; issues: { path: string; message: string }[] } {
   if (typeof body !== 'object' || body === null) return { issues: [] };
-  const b = body as { message?: unknown; issues?: unknown };
+  const b = body as { why?: unknown; message?: unknown; issues?: unknown };
   const issues = Array.isArray(b.issues)
     ? (b.issues as ApiIssue[]).map((i) => ({ path: String(i.path ?? ''), message: String(i.message ?? '') }))
     : [];
-  return { ...(typeof b.message === 'string' ? { message: b.message } : {}), issues };
+  const message = typeof b.why === 'string' ? b.why : b.message;
+  return { ...(typeof message === 'string' ? { message } : {}), issues };
 }
 
 /** The system error code behind a failed fetch or socket (fetch wraps it in `cause`). */

@@ -12,11 +12,32 @@ export interface Caller {
   admin: boolean;
 }
 
+/** UCloud's browse request: PaginationRequestV2, JobIncludeFlags' filters and its sort flags. */
 export interface BrowseOptions {
   itemsPerPage?: number;
   next?: string;
   filterState?: JobState;
   filterApplication?: string;
+  filterCreatedBy?: string;
+  filterCreatedAfter?: number;
+  filterCreatedBefore?: number;
+  filterProvider?: string;
+  filterProductId?: string;
+  filterProductCategory?: string;
+  /** Comma-separated job ids. */
+  filterIds?: string;
+  hideProvider?: string;
+  filterType?: 'VMS_ONLY' | 'JOBS_ONLY';
+  /** Free text in the job's id, name or application (search). */
+  query?: string;
+  /** Jobs sort by creation only (`createdAt`, UCloud's default). */
+  sortDirection?: 'ascending' | 'descending';
+}
+
+/** UCloud's page size: nothing or less than one means 50, and no page holds more than 1000. */
+export function pageSize(itemsPerPage: number | undefined): number {
+  if (itemsPerPage === undefined || itemsPerPage <= 0) return 50;
+  return Math.min(itemsPerPage, 1000);
 }
 
 export interface UsageQuery {
@@ -140,17 +161,44 @@ export function jobAccess(store: Store) {
       });
     },
 
-    browse(caller: Caller, o: BrowseOptions = {}): { items: Job[]; next: string | null } {
-      const limit = Math.min(Math.max(o.itemsPerPage ?? 50, 1), 250);
+    browse(
+      caller: Caller,
+      o: BrowseOptions,
+      provider: string,
+    ): { items: Job[]; next: string | null; itemsPerPage: number } {
+      const limit = pageSize(o.itemsPerPage);
+      // Every job here is this provider's container job: other providers and VMs have none.
+      const elsewhere =
+        (o.filterProvider !== undefined && o.filterProvider !== provider) ||
+        o.hideProvider === provider ||
+        o.filterType === 'VMS_ONLY';
+      if (elsewhere) return { items: [], next: null, itemsPerPage: limit };
+      const optional = <K extends string, V>(key: K, value: V | undefined) =>
+        (value !== undefined ? { [key]: value } : {}) as Partial<Record<K, V>>;
       const records = store.browseJobs({
         visibility: caller.admin ? 'all' : visibility(caller),
-        ...(o.filterState !== undefined ? { state: o.filterState } : {}),
-        ...(o.filterApplication !== undefined ? { application: o.filterApplication } : {}),
-        ...(o.next !== undefined ? { before: o.next } : {}),
+        ...optional('state', o.filterState),
+        ...optional('application', o.filterApplication),
+        ...optional('createdBy', o.filterCreatedBy),
+        ...optional('createdAfter', o.filterCreatedAfter),
+        ...optional('createdBefore', o.filterCreatedBefore),
+        ...optional('productId', o.filterProductId),
+        ...optional('productCategory', o.filterProductCategory),
+        ...optional(
+          'ids',
+          o.filterIds?.split(',').map((id) => id.trim()),
+        ),
+        ...optional('query', o.query),
+        ...optional('before', o.next),
+        ascending: o.sortDirection === 'ascending',
         limit: limit + 1,
       });
       const page = records.slice(0, limit);
-      return { items: page.map(toJob), next: records.length > limit ? (page.at(-1)?.id ?? null) : null };
+      return {
+        items: page.map(toJob),
+        next: records.length > limit ? (page.at(-1)?.id ?? null) : null,
+        itemsPerPage: limit,
+      };
     },
   };
 }

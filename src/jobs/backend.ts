@@ -34,6 +34,14 @@ export interface Backend {
   submit(jobId: string, build: JobBuild): Promise<void>;
   /** Stops every replica of the job; a job that is already gone is fine. */
   cancel(jobId: string): Promise<void>;
+  /**
+   * Stops every replica and forgets the job without reporting an end (UCloud's SUSPENDED): the
+   * resources are freed, the job's folder and output stay, and a later `submit` of the same build
+   * runs the same job again. A job the backend does not have is fine.
+   */
+  suspend(jobId: string): Promise<void>;
+  /** What this backend can run at most, for utilization: cores and bytes of memory. */
+  capacity(): Promise<{ cpu: number; memory: number }>;
   /** The deadline moved; backends that enforce time themselves are told. */
   extend(jobId: string, expiresAt: number): Promise<void>;
   /** Ids of the jobs this backend still has, for reconciliation after a restart. */

@@ -1,6 +1,6 @@
 import type { SimpleDuration } from '../model/application.ts';
 import { durationMillis } from '../model/application.ts';
-import { isFinal, type JobUpdate } from '../model/job.ts';
+import { isFinal, JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
 import type { JobRecord, Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { Backend } from './backend.ts';
@@ -10,7 +10,8 @@ import type { JobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment, maxTimeAllocationMillis } from './prepare.ts';
 import type { JobUpdates } from './updates.ts';
 
-// What callers change on their jobs after creation: cancel them, and give them more time.
+// What callers change on their jobs after creation: cancel, suspend and resume them, give them
+// more time, rename them.
 
 export interface ExtendItem {
   jobId: string;
@@ -24,7 +25,14 @@ export interface ControlOptions {
   access: JobAccess;
   updates: JobUpdates;
   monitor: JobMonitor;
+  /** Queues a stored job for submission (its stored build, when it has one). */
+  resubmit: (id: string) => void;
   now: () => number;
+}
+
+export interface RenameItem {
+  id: string;
+  newTitle: string;
 }
 
 export function jobControl(o: ControlOptions) {
@@ -47,6 +55,61 @@ export function jobControl(o: ControlOptions) {
       for (const job of jobs)
         if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
       for (const job of jobs) await o.monitor.stop(job.id, 'The job was cancelled');
+    },
+
+    /**
+     * UCloud's suspend: the backend stops the job's replicas and frees their resources; the job,
+     * its build and its folder stay, and unsuspend runs the same job again. Only queued and
+     * running jobs can be suspended; charging and the clock stop with them.
+     */
+    async suspend(caller: Caller, ids: readonly string[]): Promise<void> {
+      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      for (const job of jobs) {
+        if (job.state !== 'RUNNING' && job.state !== 'IN_QUEUE')
+          throw conflict(`job ${job.id} is ${job.state}; only queued or running jobs can be suspended`);
+      }
+      for (const job of jobs) {
+        await backend.suspend(job.id);
+        await updates.update(
+          job.id,
+          { state: 'SUSPENDED', status: 'The job was suspended; its folder is kept' },
+          {},
+          () => store.markUnsubmitted(job.id),
+        );
+      }
+    },
+
+    /** Queues suspended jobs again, with the build they had: the same job, folder and outputs. */
+    async unsuspend(caller: Caller, ids: readonly string[]): Promise<void> {
+      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      for (const job of jobs) {
+        if (job.state !== 'SUSPENDED') throw conflict(`job ${job.id} is ${job.state}, not SUSPENDED`);
+      }
+      for (const job of jobs) {
+        const queued = await updates.update(job.id, {
+          state: 'IN_QUEUE',
+          status: 'The job is in the queue again',
+          expectedState: 'SUSPENDED',
+        });
+        if (queued) o.resubmit(job.id);
+      }
+    },
+
+    /** UCloud's rename: a new name (as a job's name is checked), or none with an empty title. */
+    rename(caller: Caller, items: readonly RenameItem[]): void {
+      const jobs = items.map((item) => access.visibleJob(caller, item.id));
+      items.forEach((item, i) => {
+        if (
+          item.newTitle.length > 200 ||
+          (item.newTitle !== '' && !new RegExp(JOB_NAME_PATTERN).test(item.newTitle))
+        )
+          throw badRequest(`items[${i}].newTitle: must be at most 200 letters, digits, spaces and ():_-`);
+      });
+      store.transaction(() => {
+        for (const [i, item] of items.entries()) {
+          store.renameJob(jobs[i]!.id, item.newTitle === '' ? null : item.newTitle);
+        }
+      });
     },
 
     async extend(caller: Caller, items: readonly ExtendItem[]): Promise<void> {

@@ -12,18 +12,35 @@ import {
   type Wallet,
 } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
-import { type ExtendItem, jobControl } from './control.ts';
+import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
 import { type CreateOptions, jobIntake } from './intake.ts';
 import { pluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
 import { jobMonitor } from './monitor.ts';
-import type { JobEnvironment } from './prepare.ts';
+import { findProduct, type JobEnvironment } from './prepare.ts';
+import { type IncludeFlags, presentJob } from './presentation.ts';
 import { jobSubmission } from './submission.ts';
 import { jobUpdates, type UpdateListener } from './updates.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
+export type { RenameItem } from './control.ts';
 export type { CreateOptions } from './intake.ts';
 export type { Logger } from './log.ts';
+export type { IncludeFlags } from './presentation.ts';
+
+/** UCloud's PageV2. */
+export interface JobPage {
+  items: Job[];
+  next: string | null;
+  itemsPerPage: number;
+}
+
+/** UCloud's ComputeUtilization: what the backend offers, what running jobs use, and the queue. */
+export interface Utilization {
+  capacity: { cpu: number; memory: number };
+  usedCapacity: { cpu: number; memory: number };
+  queueStatus: { running: number; pending: number };
+}
 export type { UpdateListener } from './updates.ts';
 
 export interface ServiceOptions {
@@ -50,11 +67,19 @@ export interface ServiceOptions {
 export interface JobService {
   /** Checks the items whole, stores them durably, and answers their ids (once per Idempotency-Key). */
   create(caller: Caller, items: unknown, options?: CreateOptions): Promise<string[]>;
-  browse(caller: Caller, options?: BrowseOptions): { items: Job[]; next: string | null };
+  /** A page of the jobs the caller sees, as UCloud's browse and search answer it. */
+  browse(caller: Caller, options?: BrowseOptions & IncludeFlags): JobPage;
   /** The job, or 404 when the caller may not see it. */
-  retrieve(caller: Caller, id: string): Job;
+  retrieve(caller: Caller, id: string, flags?: IncludeFlags): Job;
   terminate(caller: Caller, ids: readonly string[]): Promise<void>;
   extend(caller: Caller, items: readonly ExtendItem[]): Promise<void>;
+  /** Frees a queued or running job's resources, keeping the job and its folder (409 otherwise). */
+  suspend(caller: Caller, ids: readonly string[]): Promise<void>;
+  /** Queues suspended jobs again: the same jobs, folders and builds. */
+  unsuspend(caller: Caller, ids: readonly string[]): Promise<void>;
+  rename(caller: Caller, items: readonly RenameItem[]): void;
+  /** The utilization of the machines the job's product runs on (here: the backend's). */
+  utilization(caller: Caller, jobId: string): Promise<Utilization>;
   /** Follows a job's updates from now on, with the job as it stands. */
   follow(caller: Caller, id: string, listener: UpdateListener): { job: Job; unsubscribe: () => void };
   logs(
@@ -124,7 +149,16 @@ export function createJobService(options: ServiceOptions): JobService {
       submission.accept(jobs);
     },
   });
-  const control = jobControl({ store, env, backend, access, updates, monitor: monitoring, now });
+  const control = jobControl({
+    store,
+    env,
+    backend,
+    access,
+    updates,
+    monitor: monitoring,
+    resubmit: submission.enqueue,
+    now,
+  });
 
   let monitorTimer: NodeJS.Timeout | undefined;
   let pass: Promise<void> | undefined;
@@ -133,10 +167,36 @@ export function createJobService(options: ServiceOptions): JobService {
 
   return {
     create: intake.create,
-    browse: access.browse,
-    retrieve: (caller, id) => access.toJob(access.visibleJob(caller, id)),
+    browse(caller, o = {}) {
+      const page = access.browse(caller, o, env.config.provider);
+      return { ...page, items: page.items.map((job) => presentJob(job, env, o)) };
+    },
+    retrieve: (caller, id, flags) => presentJob(access.toJob(access.visibleJob(caller, id)), env, flags),
     terminate: control.terminate,
     extend: control.extend,
+    suspend: control.suspend,
+    unsuspend: control.unsuspend,
+    rename: control.rename,
+
+    async utilization(caller, jobId) {
+      access.visibleJob(caller, jobId);
+      const used = { cpu: 0, memory: 0 };
+      const running = store.runningJobs();
+      for (const job of running) {
+        const { id, category } = job.specification.product;
+        const product = findProduct(env.products, id, category);
+        if (!product) continue;
+        const replicas = job.specification.replicas ?? 1;
+        used.cpu += product.cpu * replicas;
+        used.memory += product.memoryInGigs * 2 ** 30 * replicas;
+      }
+      const pending = store.countByState().IN_QUEUE ?? 0;
+      return {
+        capacity: await backend.capacity(),
+        usedCapacity: used,
+        queueStatus: { running: running.length, pending },
+      };
+    },
     update: (id, u, extra) => updates.update(id, u, extra),
     monitor: monitoring.monitor,
     accountsOf: access.accountsOf,
@@ -146,7 +206,8 @@ export function createJobService(options: ServiceOptions): JobService {
     follow(caller, id, listener) {
       const record = access.visibleJob(caller, id);
       const unsubscribe = updates.listen(id, listener);
-      return { job: access.toJob(record), unsubscribe };
+      const flags = { includeApplication: true, includeProduct: true, includeSupport: true };
+      return { job: presentJob(access.toJob(record), env, flags), unsubscribe };
     },
 
     logs(caller, id, o) {

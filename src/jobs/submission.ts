@@ -84,7 +84,8 @@ export function jobSubmission(o: SubmissionOptions) {
   /** Builds (once) and submits a stored job; the backend makes a repeated submit harmless. */
   async function submit(id: string): Promise<void> {
     const record = store.getJob(id);
-    if (!record || isFinal(record.state) || record.submitted) return;
+    // A suspended job waits for unsuspend, also when a restart's recovery queues it.
+    if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return;
     let build: JobBuild;
     if (record.build === null) {
       let job = prepared.get(id);
@@ -134,9 +135,16 @@ export function jobSubmission(o: SubmissionOptions) {
     try {
       await backend.submit(id, build);
       failures.delete(id);
+      const state = store.getJob(id)!.state;
+      // Suspended while the submission was under way: the backend must not run it, and
+      // unsuspend submits it again.
+      if (state === 'SUSPENDED') {
+        await backend.suspend(id);
+        return;
+      }
       store.markSubmitted(id);
       // Cancelled while the submission was under way: the backend must not keep it.
-      if (isFinal(store.getJob(id)!.state)) await backend.cancel(id);
+      if (isFinal(state)) await backend.cancel(id);
     } catch (e) {
       // A backend can refuse for a moment (an API server restarting): try again, waiting longer
       // each time, before the job fails. The job stays queued and durable meanwhile.

@@ -145,6 +145,8 @@ export function jobUpdates(o: UpdatesOptions) {
     return store.transaction(() =>
       batch.flatMap((e) => {
         const current = store.jobState(e.jobId);
+        // A suspended job is in no backend: what arrives for it was said before it was suspended.
+        if (current === 'SUSPENDED') return [];
         // The same state again is news about the job (a queue position, ready replicas): status only.
         const u: JobUpdate =
           current === e.state

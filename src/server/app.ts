@@ -9,8 +9,8 @@ import type { Caller, JobService } from '../jobs/service.ts';
 import { JOB_STATES } from '../model/job.ts';
 import type { Store } from '../store/store.ts';
 import { type Api, publicRoute, type TypeBoxTypeProvider } from './api.ts';
-import { authenticate, chooseProtocol } from './auth.ts';
-import { compileValidator, errorResponse } from './errors.ts';
+import { authenticate, callerForToken, chooseProtocol } from './auth.ts';
+import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { accountingRoutes } from './routes/accounting.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { catalogRoutes } from './routes/catalog.ts';
@@ -79,7 +79,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       ),
   });
   await app.register(fastifyWebsocket, {
-    // Clients send nothing but close frames; browsers pass the token as a subprotocol.
+    // Clients send close frames and (UCloud's protocol at /api/jobs) small calls; browsers pass
+    // the token of /api/jobs/follow as a subprotocol.
     options: { maxPayload: 4096, handleProtocols: chooseProtocol },
   });
 
@@ -147,7 +148,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
 
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ message: `there is no ${request.method} ${request.url.split('?')[0]}` }),
+    reply.code(404).send(errorBody(404, `there is no ${request.method} ${request.url.split('?')[0]}`)),
   );
 
   // ---- routes ----------------------------------------------------------------------------------
@@ -174,7 +175,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   api.get('/openapi.json', { config: publicRoute, schema: { hide: true } }, async () => app.swagger());
 
-  jobRoutes(api, service);
+  jobRoutes(api, service, env, (token) => callerForToken(store, token));
   catalogRoutes(api, env);
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));

@@ -17,9 +17,15 @@ export function authenticate(store: Store, request: FastifyRequest): Caller {
       'this call needs an API token: send the header Authorization: Bearer <token>',
     );
   }
+  const caller = callerForToken(store, token);
+  if (!caller) throw new ServiceError(401, 'the API token is not valid');
+  return caller;
+}
+
+/** Who holds this token, if anyone (UCloud's WebSocket calls carry it in each message). */
+export function callerForToken(store: Store, token: string): Caller | undefined {
   const user = token !== '' ? store.userForToken(token) : undefined;
-  if (!user) throw new ServiceError(401, 'the API token is not valid');
-  return { username: user.name, admin: user.admin };
+  return user ? { username: user.name, admin: user.admin } : undefined;
 }
 
 /** The Bearer token, or '' when one is offered in a bad shape; undefined when none is offered. */

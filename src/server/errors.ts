@@ -67,25 +67,46 @@ function validationIssues(error: FastifyError): Issue[] {
   });
 }
 
+const ERROR_CODES: Readonly<Record<number, string>> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  402: 'PAYMENT_REQUIRED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  426: 'UPGRADE_REQUIRED',
+  500: 'INTERNAL_ERROR',
+  507: 'INSUFFICIENT_STORAGE',
+};
+
+/** UCloud's error shape (`why`, `errorCode`), with `message` for older clients and our `issues`. */
+export function errorBody(status: number, why: string, issues?: Issue[]): ErrorBody {
+  const errorCode = ERROR_CODES[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST');
+  return { why, errorCode, message: why, ...(issues !== undefined ? { issues } : {}) };
+}
+
 /** What a failure becomes on the wire: never a stack trace, and 500 only for the unexpected. */
 export function errorResponse(error: FastifyError): { status: number; body: ErrorBody } {
   if (error.validation) {
     const issues = validationIssues(error);
-    return { status: 400, body: { message: issues.map(formatIssue).join('; '), issues } };
+    return { status: 400, body: errorBody(400, issues.map(formatIssue).join('; '), issues) };
   }
   if (error instanceof ValidationError) {
-    return { status: 400, body: { message: error.issues.map(formatIssue).join('; '), issues: error.issues } };
+    return { status: 400, body: errorBody(400, error.issues.map(formatIssue).join('; '), error.issues) };
   }
-  if (error instanceof ServiceError) return { status: error.status, body: { message: error.message } };
+  if (error instanceof ServiceError)
+    return { status: error.status, body: errorBody(error.status, error.message) };
   // Every write is a transaction, so a full disk left the store as it was: say so, not 500.
   if (isDiskFull(error)) {
     const full = insufficientStorage();
-    return { status: full.status, body: { message: full.message } };
+    return { status: full.status, body: errorBody(full.status, full.message) };
   }
   // Fastify's own refusals (bad JSON, wrong content type, body too large) are safe to repeat.
   const status = error.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500 && error.code?.startsWith('FST_')) {
-    return { status, body: { message: error.message } };
+    return { status, body: errorBody(status, error.message) };
   }
-  return { status: 500, body: { message: 'internal error (the server log has the details)' } };
+  return { status: 500, body: errorBody(500, 'internal error (the server log has the details)') };
 }

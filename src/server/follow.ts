@@ -13,18 +13,31 @@ interface Log {
   error(obj: object, msg?: string): void;
 }
 
+/** How a follow ended: the job ended and its logs are complete, or it could not go on. */
+export type FollowEnd = 'ended' | 'not-found' | 'failed';
+
+/** Where a follow's messages go: one WebSocket per job, or one stream of UCloud's protocol. */
+export interface FollowSink {
+  send(message: FollowMessage): void;
+  /** Bytes sent but not yet taken by the client. */
+  buffered(): number;
+  /** Called once, unless the follow was stopped first. */
+  end(outcome: FollowEnd): void;
+}
+
 /**
- * Streams a job's updates and log chunks over a WebSocket until the job has ended and its logs
- * are complete, or the client goes away. Logs are read once the job has started: before that the
- * backend may not know the job and would end the stream at once.
+ * Streams a job's updates and log chunks until the job has ended and its logs are complete, or
+ * `stop` is called. The first message carries the job as it stands (`initialJob`) and every update
+ * so far. Logs are read once the job has started: before that the backend may not know the job
+ * and would end the stream at once. Returns `stop`.
  */
-export function followJob(
+export function followStream(
   service: JobService,
-  socket: WebSocket,
   caller: Caller,
   id: string,
+  sink: FollowSink,
   log: Log,
-): void {
+): () => void {
   const abort = new AbortController();
   let closed = false;
   let final = false;
@@ -33,17 +46,20 @@ export function followJob(
   let unsubscribe = () => {};
 
   const send = (message: FollowMessage) => {
-    if (!closed && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+    if (!closed) sink.send(message);
   };
-  const finish = (code: number, reason: string) => {
-    if (closed) return;
+  const stop = () => {
+    if (closed) return false;
     closed = true;
     abort.abort();
     unsubscribe();
-    socket.close(code, reason);
+    return true;
+  };
+  const finish = (outcome: FollowEnd) => {
+    if (stop()) sink.end(outcome);
   };
   const maybeEnd = () => {
-    if (final && logsEnded) finish(1000, 'the job has ended');
+    if (final && logsEnded) finish('ended');
   };
   const startLogs = () => {
     if (logsStarted) return;
@@ -51,9 +67,10 @@ export function followJob(
     (async () => {
       for await (const chunk of service.logs(caller, id, { follow: true, signal: abort.signal })) {
         if (closed) return;
-        send({ updates: [], log: [chunk] });
+        // No channel: the rank's own output, as UCloud's clients read it.
+        send({ updates: [], log: [{ ...chunk, channel: null }] });
         // Backpressure: the next chunk is read once the client took most of what is queued.
-        while (!closed && socket.bufferedAmount > FOLLOW_BUFFERED_BYTES) await sleep(10);
+        while (!closed && sink.buffered() > FOLLOW_BUFFERED_BYTES) await sleep(10);
       }
     })().then(
       () => {
@@ -62,16 +79,10 @@ export function followJob(
       },
       (err: unknown) => {
         log.error({ err, jobId: id }, 'following logs failed');
-        finish(1011, 'reading the logs failed');
+        finish('failed');
       },
     );
   };
-
-  socket.on('close', () => {
-    closed = true;
-    abort.abort();
-    unsubscribe();
-  });
 
   let first: ReturnType<JobService['follow']>;
   try {
@@ -89,16 +100,46 @@ export function followJob(
   } catch (err) {
     const status = err instanceof ServiceError ? err.status : 500;
     if (status >= 500) log.error({ err, jobId: id }, 'following a job failed');
-    finish(status === 404 ? 4404 : 1011, status === 404 ? 'the job was not found' : 'internal error');
-    return;
+    finish(status === 404 ? 'not-found' : 'failed');
+    return stop;
   }
   unsubscribe = first.unsubscribe;
-  if (closed) {
-    unsubscribe();
-    return;
-  }
   const { job } = first;
-  send({ updates: job.updates, log: [], newStatus: job.status });
+  send({ initialJob: job, updates: job.updates, log: [], newStatus: job.status });
   final = isFinal(job.status.state);
   if (final || job.status.startedAt !== undefined) startLogs();
+  return () => {
+    stop();
+  };
+}
+
+/** /api/jobs/follow: one job per WebSocket, closed by the server when the job has ended. */
+export function followJob(
+  service: JobService,
+  socket: WebSocket,
+  caller: Caller,
+  id: string,
+  log: Log,
+): void {
+  const closeFor: Record<FollowEnd, [number, string]> = {
+    ended: [1000, 'the job has ended'],
+    'not-found': [4404, 'the job was not found'],
+    failed: [1011, 'internal error'],
+  };
+  const stop = followStream(
+    service,
+    caller,
+    id,
+    {
+      send(message) {
+        if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+      },
+      buffered: () => socket.bufferedAmount,
+      end(outcome) {
+        socket.close(...closeFor[outcome]);
+      },
+    },
+    log,
+  );
+  socket.on('close', stop);
 }

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Application, ApplicationType, SimpleDuration, Tool } from '../model/application.ts';
 import { JOB_ID_PATTERN } from '../model/ids.ts';
-import { Job, JobSpecification, JobState, JobStatus, JobUpdate } from '../model/job.ts';
+import { ComputeSupport, Job, JobSpecification, JobState, JobStatus, JobUpdate } from '../model/job.ts';
 import { PROJECT_ID_PATTERN, ProjectId, USERNAME_PATTERN, Username } from '../model/owner.ts';
 import { Product } from '../model/product.ts';
 import { closed, StringEnum } from '../model/schema.ts';
@@ -23,10 +23,12 @@ const bulk = <T extends Parameters<typeof Type.Array>[0]>(item: T) =>
 
 export const ErrorBody = Type.Object(
   {
-    message: Type.String(),
+    why: Type.String({ description: 'what went wrong (UCloud clients read this)' }),
+    errorCode: Type.String({ description: 'the kind of failure, e.g. BAD_REQUEST, NOT_FOUND' }),
+    message: Type.String({ description: 'the same text as `why`, for older clients' }),
     issues: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
   },
-  { description: 'what went wrong; `issues` name the offending fields' },
+  { description: 'what went wrong, as UCloud answers it; `issues` name the offending fields' },
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
@@ -44,43 +46,149 @@ export const CreateHeaders = Type.Object({
   project: Type.Optional(ProjectId),
 });
 
-export const CreateRequest = Type.Object({ items: bulk(JobSpecification) }, closed);
+/** UCloud's BulkRequest: `type: "bulk"` is what its clients send; the items are what counts. */
+const bulkType = { type: Type.Optional(Type.Literal('bulk')) };
+
+export const CreateRequest = Type.Object({ ...bulkType, items: bulk(JobSpecification) }, closed);
 export const CreateResponse = Type.Object({ responses: Type.Array(Type.Object({ id: Type.String() })) });
 
-export const BrowseQuery = Type.Object(
-  {
-    itemsPerPage: Type.Optional(Type.Integer({ minimum: 1, maximum: 250 })),
-    next: Type.Optional(
-      Type.String({ pattern: JOB_ID_PATTERN, description: 'the `next` token of the previous page' }),
-    ),
-    filterState: Type.Optional(JobState),
-    filterApplication: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-  },
-  closed,
-);
+/** UCloud's JobIncludeFlags: what a job is shown with, and which jobs a page holds. */
+const includeFlags = {
+  includeApplication: Type.Optional(Type.Boolean({ description: 'embed status.resolvedApplication' })),
+  includeProduct: Type.Optional(Type.Boolean({ description: 'embed status.resolvedProduct' })),
+  includeSupport: Type.Optional(Type.Boolean({ description: 'embed status.resolvedSupport' })),
+  includeParameters: Type.Optional(
+    Type.Boolean({ description: 'accepted; status.jobParametersJson is always there' }),
+  ),
+  includeUpdates: Type.Optional(Type.Boolean({ description: 'accepted; updates are always there' })),
+  includeOthers: Type.Optional(Type.Boolean({ description: 'accepted; there are no access lists' })),
+};
+const filterFlags = {
+  filterState: Type.Optional(JobState),
+  filterApplication: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  filterCreatedBy: Type.Optional(Username),
+  filterCreatedAfter: Type.Optional(Type.Integer({ minimum: 0, description: 'epoch ms, inclusive' })),
+  filterCreatedBefore: Type.Optional(Type.Integer({ minimum: 0, description: 'epoch ms, exclusive' })),
+  filterProvider: Type.Optional(Type.String({ maxLength: 64 })),
+  filterProductId: Type.Optional(Type.String({ maxLength: 64 })),
+  filterProductCategory: Type.Optional(Type.String({ maxLength: 64 })),
+  filterIds: Type.Optional(
+    Type.String({
+      pattern: `^${JOB_ID_PATTERN.slice(1, -1)}(,${JOB_ID_PATTERN.slice(1, -1)}){0,999}$`,
+      description: 'comma-separated job ids',
+    }),
+  ),
+  hideProvider: Type.Optional(Type.String({ maxLength: 64 })),
+  filterType: Type.Optional(StringEnum(['VMS_ONLY', 'JOBS_ONLY'])),
+};
+/** UCloud's PaginationRequestV2 and sort flags. */
+const pageFlags = {
+  itemsPerPage: Type.Optional(
+    Type.Integer({ description: 'default 50 (also for 0 or less), at most 1000 (more is cut to 1000)' }),
+  ),
+  next: Type.Optional(
+    Type.String({ pattern: JOB_ID_PATTERN, description: 'the `next` token of the previous page' }),
+  ),
+  consistency: Type.Optional(StringEnum(['PREFER', 'REQUIRE'], 'accepted; every page is consistent')),
+  itemsToSkip: Type.Optional(
+    Type.Integer({ minimum: 0, description: 'accepted and ignored, as UCloud does' }),
+  ),
+  sortBy: Type.Optional(
+    Type.String({ maxLength: 64, description: 'accepted; jobs sort by creation time (createdAt) only' }),
+  ),
+  sortDirection: Type.Optional(StringEnum(['ascending', 'descending'], 'default: descending (newest first)')),
+};
+
+export const BrowseQuery = Type.Object({ ...pageFlags, ...includeFlags, ...filterFlags }, closed);
 export const BrowseResponse = Type.Object({
   items: Type.Array(Job),
   next: Type.Union([Type.String(), Type.Null()]),
+  itemsPerPage: Type.Integer(),
 });
+
+export const SearchRequest = Type.Object(
+  {
+    query: Type.String({ maxLength: 200, description: "text in a job's id, name or application" }),
+    // The web client puts its page flags (itemsPerPage: 250) in `flags` too; the outer ones win.
+    flags: Type.Optional(Type.Object({ ...pageFlags, ...includeFlags, ...filterFlags }, closed)),
+    ...pageFlags,
+  },
+  closed,
+);
+
+export const RetrieveQuery = Type.Object({ id: JobId, ...includeFlags }, closed);
 
 export const JobIdQuery = Type.Object({ id: JobId }, closed);
 
-export const TerminateRequest = Type.Object({ items: bulk(Type.Object({ id: JobId }, closed)) }, closed);
-export const ExtendRequest = Type.Object(
-  { items: bulk(Type.Object({ jobId: JobId, requestedTime: SimpleDuration }, closed)) },
+export const TerminateRequest = Type.Object(
+  { ...bulkType, items: bulk(Type.Object({ id: JobId }, closed)) },
   closed,
 );
+export const ExtendRequest = Type.Object(
+  { ...bulkType, items: bulk(Type.Object({ jobId: JobId, requestedTime: SimpleDuration }, closed)) },
+  closed,
+);
+export const JobIdsRequest = TerminateRequest;
+export const RenameRequest = Type.Object(
+  {
+    ...bulkType,
+    items: bulk(
+      Type.Object(
+        { id: JobId, newTitle: Type.String({ maxLength: 200, description: 'empty: no name' }) },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
+export const UtilizationQuery = Type.Object({ jobId: JobId }, closed);
+const CpuAndMemory = Type.Object({
+  cpu: Type.Number({ description: 'cores' }),
+  memory: Type.Number({ description: 'bytes' }),
+});
+export const UtilizationResponse = Type.Object({
+  capacity: CpuAndMemory,
+  usedCapacity: CpuAndMemory,
+  queueStatus: Type.Object({ running: Type.Integer(), pending: Type.Integer() }),
+});
+/** UCloud's SupportByProvider: each product (named as UCloud names it) with what it supports. */
+export const ProductSupportResponse = Type.Object({
+  productsByProvider: Type.Record(
+    Type.String(),
+    Type.Array(
+      Type.Object({
+        product: Type.Object({
+          type: Type.Literal('compute'),
+          name: Type.String(),
+          category: Type.Object({ name: Type.String(), provider: Type.String() }),
+          description: Type.String(),
+          cpu: Type.Integer(),
+          memoryInGigs: Type.Integer(),
+          gpu: Type.Integer(),
+          pricePerUnit: Type.Number(),
+        }),
+        support: ComputeSupport,
+      }),
+    ),
+  ),
+});
+
 export const BulkEmptyResponse = Type.Object({ responses: Type.Array(Type.Object({})) });
 
-/** One WebSocket message of /api/jobs/follow (documented as its 101 response). */
+/**
+ * One WebSocket message of /api/jobs/follow (documented as its 101 response), and the payload of
+ * each `{type: "message"}` of UCloud's `jobs.follow` at /api/jobs.
+ */
 export const FollowMessage = Type.Object(
   {
+    initialJob: Type.Optional(Job),
     updates: Type.Array(JobUpdate),
     log: Type.Array(
       Type.Object({
         rank: Type.Integer(),
         stdout: Type.Optional(Type.String()),
         stderr: Type.Optional(Type.String()),
+        channel: Type.Optional(Type.Null({ description: "null: the rank's own output" })),
       }),
     ),
     newStatus: Type.Optional(JobStatus),

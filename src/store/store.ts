@@ -71,7 +71,19 @@ export interface BrowseQuery {
   visibility: JobVisibility | 'all';
   state?: JobState;
   application?: string;
-  /** Ids sort by creation time; the page starts after this id, newest first. */
+  createdBy?: string;
+  /** Epoch ms, inclusive. */
+  createdAfter?: number;
+  /** Epoch ms, exclusive. */
+  createdBefore?: number;
+  productId?: string;
+  productCategory?: string;
+  ids?: readonly string[];
+  /** Case-insensitive text in the job's id, name or application name. */
+  query?: string;
+  /** Oldest first; newest first by default. */
+  ascending?: boolean;
+  /** Ids sort by creation time; the page starts after this id, in the page's order. */
   before?: string;
   limit: number;
 }
@@ -304,11 +316,21 @@ export function openStore(path: string) {
       );
     },
     /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */
+    /** Gives a job another name (null: none); the rest of its specification stays. */
+    renameJob(id: string, name: string | null): void {
+      sql(
+        "update jobs set specification = case when ? is null then json_remove(specification, '$.name') else json_set(specification, '$.name', ?) end where id = ?",
+      ).run(name, name, id);
+    },
     saveBuild(id: string, build: string): void {
       sql('update jobs set build = ? where id = ?').run(build, id);
     },
     markSubmitted(id: string): void {
       sql('update jobs set submitted = 1 where id = ?').run(id);
+    },
+    /** The backend no longer has the job (suspended): the next submission sends it again. */
+    markUnsubmitted(id: string): void {
+      sql('update jobs set submitted = 0 where id = ?').run(id);
     },
     browseJobs(q: BrowseQuery): JobRecord[] {
       const where: string[] = [];
@@ -335,13 +357,36 @@ export function openStore(path: string) {
         where.push('application = ?');
         values.push(q.application);
       }
+      const equal: [string, string | number | undefined][] = [
+        ['created_by = ?', q.createdBy],
+        ['created_at >= ?', q.createdAfter],
+        ['created_at < ?', q.createdBefore],
+        ["json_extract(specification, '$.product.id') = ?", q.productId],
+        ["json_extract(specification, '$.product.category') = ?", q.productCategory],
+      ];
+      for (const [condition, value] of equal) {
+        if (value === undefined) continue;
+        where.push(condition);
+        values.push(value);
+      }
+      if (q.ids !== undefined) {
+        where.push(`id in (${q.ids.map(() => '?').join(', ')})`);
+        values.push(...q.ids);
+      }
+      if (q.query !== undefined) {
+        where.push(
+          "(instr(lower(id || ' ' || application || ' ' || coalesce(json_extract(specification, '$.name'), '')), lower(?)) > 0)",
+        );
+        values.push(q.query);
+      }
       if (q.before !== undefined) {
-        where.push('id < ?');
+        where.push(q.ascending === true ? 'id > ?' : 'id < ?');
         values.push(q.before);
       }
       const clause = where.length > 0 ? `where ${where.join(' and ')}` : '';
+      const order = q.ascending === true ? 'asc' : 'desc';
       return (
-        sql(`select * from jobs ${clause} order by id desc limit ?`).all(...values, q.limit) as Row[]
+        sql(`select * from jobs ${clause} order by id ${order} limit ?`).all(...values, q.limit) as Row[]
       ).map(toJob);
     },
     activeJobs(): JobRecord[] {

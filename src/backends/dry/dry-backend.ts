@@ -1,3 +1,4 @@
+import { availableParallelism, totalmem } from 'node:os';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
 
 export interface DryOptions {
@@ -86,6 +87,20 @@ export function dryBackend(options: DryOptions = {}): Backend {
       if (job.ended) return;
       job.ended = true;
       wake(jobId, job);
+    },
+    async suspend(jobId) {
+      const job = jobs.get(jobId);
+      if (!job) return;
+      clearTimeout(job.timer);
+      job.ended = true;
+      wake(jobId, job);
+      // Forgotten, so that a submit runs it again.
+      ended.delete(jobId);
+      jobs.delete(jobId);
+    },
+    async capacity() {
+      // Nothing runs, but this machine is where it would.
+      return { cpu: availableParallelism(), memory: totalmem() };
     },
     async extend() {
       // ucompute's own monitor enforces deadlines; nothing runs here to be told.

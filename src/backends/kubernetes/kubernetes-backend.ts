@@ -6,6 +6,7 @@ import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from '../../volcano/labels.ts';
 import { logFileName } from '../../volcano/names.ts';
+import { parseQuantity } from '../../volcano/quantity.ts';
 import type { KubernetesObject, VolcanoJob } from '../../volcano/types.ts';
 import { apiMessage, type Connection, connect, statusCode } from './connection.ts';
 import { type Follower, follow } from './follow.ts';
@@ -48,6 +49,9 @@ const POD_GROUP = { apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup
 const OURS = `${MANAGED_BY_LABEL}=${MANAGED_BY},${JOB_ID_LABEL}`;
 
 const LIST_PAGE = 500;
+/** How long suspend waits for a deleted Volcano Job to be gone (its pods' grace period). */
+const SUSPEND_WAIT_ATTEMPTS = 120;
+const SUSPEND_WAIT_MS = 500;
 
 /** Orphans younger than this may belong to a submission of another ucompute process still under way. */
 const ORPHAN_MIN_AGE_MS = 10 * 60_000;
@@ -83,6 +87,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const scope = single ? settings.namespace : undefined;
   const listeners: ((e: BackendEvent) => void)[] = [];
   const views = new Map<string, JobView>();
+  /** Suspended jobs whose Volcano Job's deletion is still to be seen: not a lost job. */
+  const suspended = new Set<string>();
   const inFlight = new Set<string>();
   const seenShared = new Set<string>();
   let closed = false;
@@ -276,6 +282,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   function jobDeleted(job: JobSummary): void {
     const view = views.get(job.jobId);
     views.delete(job.jobId);
+    if (suspended.delete(job.jobId)) return;
     if (!view || view.done || inFlight.has(job.jobId)) return;
     view.done = true;
     emit({
@@ -425,6 +432,47 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       } catch (e) {
         throw new Error(`could not cancel job ${jobId} on the cluster: ${apiMessage(e)}`);
       }
+    },
+
+    /**
+     * Delete and recreate (Volcano's AbortJob would keep the PodGroup and the job's queue place):
+     * the job's logs are saved and its objects removed; its folder is on the shared storage and
+     * stays. The next submit creates the same Volcano Job again, so this waits until it is gone.
+     */
+    async suspend(jobId) {
+      await start();
+      const view = views.get(jobId);
+      const namespace = view?.job?.namespace;
+      if (view) {
+        view.done = true;
+        for (const w of view.waiters) w();
+        if (view.job) await saveLogs(view.job, view);
+      }
+      suspended.add(jobId);
+      try {
+        await removeJob(jobId, namespace);
+        for (let i = 0; i < SUSPEND_WAIT_ATTEMPTS; i++) {
+          const left = await listLabelled(VOLCANO_JOB, `${JOB_ID_LABEL}=${jobId}`, namespace);
+          if (left.items.length === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, SUSPEND_WAIT_MS));
+        }
+      } catch (e) {
+        throw new Error(`could not suspend job ${jobId} on the cluster: ${apiMessage(e)}`);
+      }
+      views.delete(jobId);
+    },
+
+    /** The allocatable cores and memory of the cluster's nodes. */
+    async capacity() {
+      const nodes = await objects.list('v1', 'Node');
+      let cpu = 0;
+      let memory = 0;
+      for (const node of nodes.items as { status?: { allocatable?: Record<string, string> } }[]) {
+        const allocatable = node.status?.allocatable ?? {};
+        cpu += allocatable.cpu !== undefined ? parseQuantity(allocatable.cpu) : 0;
+        memory += allocatable.memory !== undefined ? parseQuantity(allocatable.memory) : 0;
+      }
+      return { cpu, memory };
     },
 
     async extend() {

@@ -39,7 +39,16 @@ import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources }
 import { LOG_CHUNK_BYTES, type LogCursor, logParts, readLogChunk } from './log-files.ts';
 import { DEFAULT_LOGS, type LogRotation } from './pod.ts';
 import type { ContainerExit, Pod, Runtime } from './runtime.ts';
-import { describe, fits, minus, NO_RESOURCES, plus, type Resources, schedule } from './scheduler.ts';
+import {
+  describe,
+  fits,
+  minus,
+  NO_RESOURCES,
+  plus,
+  queueStatus,
+  type Resources,
+  schedule,
+} from './scheduler.ts';
 
 export interface LocalBackendOptions {
   runtime: Runtime;
@@ -133,7 +142,10 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   const pending: BackendEvent[] = [];
   let closed = false;
 
+  /** Jobs being suspended: their runs end, but the jobs do not. */
+  const silenced = new Set<string>();
   const emit = (e: BackendEvent) => {
+    if (silenced.has(e.jobId)) return;
     if (listeners.length === 0) pending.push(e);
     for (const l of listeners) l(e);
   };
@@ -250,11 +262,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       case 'Pending':
         if (run.startedAt !== null)
           return { state: 'RUNNING', status: 'The job is starting its replicas again' };
-        if (waiting)
-          return {
-            state: 'IN_QUEUE',
-            status: `In the queue, position ${waiting.position}: ${waiting.reason}`,
-          };
+        if (waiting) return { state: 'IN_QUEUE', status: queueStatus(waiting) };
         return run.admitted ? { state: 'IN_QUEUE', status: 'The job is starting' } : undefined;
       case 'Running':
         return { state: 'RUNNING', status: 'The job is running' };
@@ -339,6 +347,17 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     if (run.admitted && (run.phase === 'Pending' || run.phase === 'Running')) await createPods(run);
     await save(run);
     report(run);
+  }
+
+  /** Ends the run: a queued one at once, an admitted one through TerminateJob. */
+  async function terminate(run: JobRun): Promise<void> {
+    if (isFinalPhase(run.phase)) return;
+    if (!run.admitted) {
+      run.phase = 'Terminated';
+      await step(run, () => finish(run));
+      return;
+    }
+    await step(run, () => kill(run, 'TerminateJob'));
   }
 
   /** Carries out a policy's action (or a cancel) on the job. */
@@ -934,13 +953,30 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
     async cancel(jobId) {
       const run = runs.get(jobId);
-      if (!run || isFinalPhase(run.phase)) return;
-      if (!run.admitted) {
-        run.phase = 'Terminated';
-        await step(run, () => finish(run));
-        return;
+      if (run) await terminate(run);
+    },
+
+    async suspend(jobId) {
+      const run = runs.get(jobId);
+      if (!run) return;
+      // Its end is not the job's end: nothing it says reaches the service, and once its pods are
+      // gone (their output saved to the job's folder) the run is forgotten, so a submit starts it anew.
+      silenced.add(jobId);
+      try {
+        await terminate(run);
+        await run.ended;
+        runs.delete(jobId);
+        const kept = endedOrder.indexOf(jobId);
+        if (kept >= 0) endedOrder.splice(kept, 1);
+        await rm(jobDir(jobId), { recursive: true, force: true });
+      } finally {
+        silenced.delete(jobId);
       }
-      await step(run, () => kill(run, 'TerminateJob'));
+    },
+
+    async capacity() {
+      const { cpuMillis, memoryBytes } = runtime.capacity;
+      return { cpu: cpuMillis / 1000, memory: memoryBytes };
     },
 
     async extend() {

@@ -119,6 +119,28 @@ export function fairOrder(
   return order;
 }
 
+/**
+ * Jobs whose waiting is told in detail (exact position, what is free now). Each change of a status is a
+ * stored update: a deep queue told in detail would write one for every job behind whenever the queue
+ * moves or a job ends (n²/2 updates for a backlog of n).
+ */
+export const POSITIONS_SAID = 10;
+
+/** Why a job waits for resources; what is free now only at the head of the queue (see POSITIONS_SAID). */
+const waitingFor = (demand: Resources, free: Resources, position: number) =>
+  position <= POSITIONS_SAID
+    ? `waiting for ${describe(demand)} (${describe(free)} free now)`
+    : `waiting for ${describe(demand)}`;
+
+/** A waiting job's status: its exact position at the head of the queue only (see POSITIONS_SAID). */
+export function queueStatus(waiting: Waiting): string {
+  const where =
+    waiting.position <= POSITIONS_SAID
+      ? `position ${waiting.position}`
+      : `behind ${POSITIONS_SAID} or more jobs`;
+  return `In the queue, ${where}: ${waiting.reason}`;
+}
+
 export function schedule(
   capacity: Resources,
   running: RunningJob[],
@@ -139,10 +161,8 @@ export function schedule(
     }
     if (!reservation) {
       reservation = reserve(job, free, running);
-      queued.set(job.id, {
-        position: ++position,
-        reason: `waiting for ${describe(job.demand)} (${describe(free)} free now)`,
-      });
+      position++;
+      queued.set(job.id, { position, reason: waitingFor(job.demand, free, position) });
       continue;
     }
     const endsInTime = job.timeLimitMs !== null && now + job.timeLimitMs <= reservation.at;
@@ -153,11 +173,12 @@ export function schedule(
       if (!endsInTime) reservation.spare = minus(reservation.spare, job.demand);
       continue;
     }
+    position++;
     queued.set(job.id, {
-      position: ++position,
+      position,
       reason: fits(job.demand, free)
         ? `waiting for ${describe(job.demand)}, behind a larger job that has the next turn`
-        : `waiting for ${describe(job.demand)} (${describe(free)} free now)`,
+        : waitingFor(job.demand, free, position),
     });
   }
   return { start, waiting: queued };

@@ -7,6 +7,7 @@ import { closed } from '../../model/schema.ts';
 import { driveFiles, drivesOf, FileError } from '../../storage/files.ts';
 import type { Store } from '../../store/store.ts';
 import { type Api, errors } from '../api.ts';
+import { errorBody } from '../errors.ts';
 
 const FileEntry = Type.Object({
   name: Type.String(),
@@ -122,9 +123,9 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
         return reply
           .code(416)
           .header('content-range', `bytes */${file.size}`)
-          .send({
-            message: `the range ${request.headers.range} lies outside the file's ${file.size} bytes`,
-          });
+          .send(
+            errorBody(416, `the range ${request.headers.range} lies outside the file's ${file.size} bytes`),
+          );
       }
       const { start, end } = range ?? { start: 0, end: file.size - 1 };
       reply

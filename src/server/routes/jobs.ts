@@ -1,7 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import type { JobService } from '../../jobs/service.ts';
+import type { JobEnvironment } from '../../jobs/prepare.ts';
+import { computeSupport } from '../../jobs/presentation.ts';
+import type { Caller, JobService } from '../../jobs/service.ts';
 import { Job } from '../../model/job.ts';
-import { type Api, errors } from '../api.ts';
+import { normalisedDuration, readJobSpecification } from '../../model/job-request.ts';
+import { type Api, errors, publicRoute } from '../api.ts';
+import { errorBody } from '../errors.ts';
 import { followJob } from '../follow.ts';
 import {
   BrowseQuery,
@@ -13,11 +17,73 @@ import {
   ExtendRequest,
   FollowMessage,
   JobIdQuery,
+  JobIdsRequest,
+  ProductSupportResponse,
+  RenameRequest,
+  RetrieveQuery,
+  SearchRequest,
   TerminateRequest,
+  UtilizationQuery,
+  UtilizationResponse,
 } from '../schemas.ts';
+import { serveUCloudSocket } from '../ucloud-socket.ts';
 
-/** Jobs: create, browse, retrieve, terminate, extend, and follow over a WebSocket. */
-export function jobRoutes(api: Api, service: JobService): void {
+/** Each item read as UCloud's clients write it; what has no effect here is logged, not refused. */
+function readCreateRequest(body: unknown, log: { debug(obj: object, msg: string): void }): unknown {
+  if (typeof body !== 'object' || body === null || !Array.isArray((body as { items?: unknown }).items)) {
+    return body;
+  }
+  const b = body as { items: unknown[] };
+  const items = b.items.map((item, i) => {
+    const { specification, ignored } = readJobSpecification(item);
+    if (ignored.length > 0) log.debug({ item: i, ignored }, 'job fields without effect here were ignored');
+    return specification;
+  });
+  return { ...b, items };
+}
+
+/** Each requested time read as UCloud reads it: `{minutes: 90}` is an hour and a half. */
+function readExtendRequest(body: unknown): unknown {
+  const items = (body as { items?: unknown } | null)?.items;
+  if (!Array.isArray(items)) return body;
+  const read = items.map((item: unknown) => {
+    const time = (item as { requestedTime?: unknown } | null)?.requestedTime;
+    if (typeof time !== 'object' || time === null || Array.isArray(time)) return item;
+    return { ...(item as object), requestedTime: normalisedDuration(time as Record<string, unknown>) };
+  });
+  return { ...(body as object), items: read };
+}
+
+/**
+ * Jobs, as UCloud's jobs API has them: create, browse, search, retrieve, retrieveProducts,
+ * retrieveUtilization, terminate, suspend, unsuspend, extend, rename, and follow over a WebSocket.
+ */
+export function jobRoutes(
+  api: Api,
+  service: JobService,
+  env: JobEnvironment,
+  callerFor: (token: string) => Caller | undefined,
+): void {
+  api.route({
+    method: 'GET',
+    url: '/api/jobs',
+    config: publicRoute,
+    schema: {
+      summary: "Follow jobs with UCloud's WebSocket protocol (jobs.follow)",
+      description:
+        'A WebSocket. Send `{call: "jobs.follow", streamId, payload: {id}, bearer}`; each stream ' +
+        'answers `{type: "message", streamId, payload}` (the first with `initialJob`, then ' +
+        '`updates`, `log` and `newStatus`) and ends with `{type: "response", streamId, status}`. ' +
+        'The token travels in each call, as UCloud does, so the upgrade itself needs none.',
+      tags: ['jobs'],
+      security: [],
+      response: { 101: FollowMessage, ...errors },
+    },
+    handler: async (_request, reply) =>
+      reply.code(426).header('upgrade', 'websocket').send(errorBody(426, 'this call needs a WebSocket')),
+    wsHandler: (socket, request) => serveUCloudSocket(socket, service, callerFor, request.log),
+  });
+
   api.post(
     '/api/jobs',
     {
@@ -29,6 +95,10 @@ export function jobRoutes(api: Api, service: JobService): void {
         headers: CreateHeaders,
         body: CreateRequest,
         response: { 200: CreateResponse, ...errors },
+      },
+      // UCloud's clients send more than a job needs here; read it before the strict checks.
+      preValidation: async (request) => {
+        request.body = readCreateRequest(request.body, request.log) as typeof request.body;
       },
     },
     async (request) => {
@@ -44,7 +114,7 @@ export function jobRoutes(api: Api, service: JobService): void {
     '/api/jobs/browse',
     {
       schema: {
-        summary: 'Browse jobs, newest first',
+        summary: 'Browse jobs, newest first (UCloud PageV2)',
         tags: ['jobs'],
         querystring: BrowseQuery,
         response: { 200: BrowseResponse, ...errors },
@@ -53,17 +123,124 @@ export function jobRoutes(api: Api, service: JobService): void {
     async (request) => service.browse(request.caller, request.query),
   );
 
+  api.post(
+    '/api/jobs/search',
+    {
+      schema: {
+        summary: "Search jobs by text in their id, name or application (UCloud's search)",
+        tags: ['jobs'],
+        body: SearchRequest,
+        response: { 200: BrowseResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const { flags, ...page } = request.body;
+      return service.browse(request.caller, { ...flags, ...page });
+    },
+  );
+
   api.get(
     '/api/jobs/retrieve',
     {
       schema: {
         summary: 'Retrieve one job',
         tags: ['jobs'],
-        querystring: JobIdQuery,
+        querystring: RetrieveQuery,
         response: { 200: Job, ...errors },
       },
     },
-    async (request) => service.retrieve(request.caller, request.query.id),
+    async (request) => service.retrieve(request.caller, request.query.id, request.query),
+  );
+
+  api.get(
+    '/api/jobs/retrieveProducts',
+    {
+      schema: {
+        summary: "The products and what each supports (UCloud's SupportByProvider)",
+        tags: ['jobs'],
+        response: { 200: ProductSupportResponse, ...errors },
+      },
+    },
+    async () => {
+      const provider = env.config.provider;
+      const supported = env.products.map((p) => ({
+        product: {
+          type: 'compute' as const,
+          name: p.id,
+          category: { name: p.category, provider },
+          description: p.description ?? '',
+          cpu: p.cpu,
+          memoryInGigs: p.memoryInGigs,
+          gpu: p.gpu ?? 0,
+          pricePerUnit: p.pricePerUnit,
+        },
+        support: computeSupport(p, provider),
+      }));
+      return { productsByProvider: { [provider]: supported } };
+    },
+  );
+
+  api.get(
+    '/api/jobs/retrieveUtilization',
+    {
+      schema: {
+        summary: "Capacity, use and queue of the machines a job's product runs on",
+        tags: ['jobs'],
+        querystring: UtilizationQuery,
+        response: { 200: UtilizationResponse, ...errors },
+      },
+    },
+    async (request) => service.utilization(request.caller, request.query.jobId),
+  );
+
+  api.post(
+    '/api/jobs/suspend',
+    {
+      schema: {
+        summary: 'Suspend queued or running jobs: resources freed, job and folder kept',
+        tags: ['jobs'],
+        body: JobIdsRequest,
+        response: { 200: BulkEmptyResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const ids = request.body.items.map((i) => i.id);
+      await service.suspend(request.caller, ids);
+      return { responses: ids.map(() => ({})) };
+    },
+  );
+
+  api.post(
+    '/api/jobs/unsuspend',
+    {
+      schema: {
+        summary: 'Queue suspended jobs again: the same jobs, with their folders',
+        tags: ['jobs'],
+        body: JobIdsRequest,
+        response: { 200: BulkEmptyResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const ids = request.body.items.map((i) => i.id);
+      await service.unsuspend(request.caller, ids);
+      return { responses: ids.map(() => ({})) };
+    },
+  );
+
+  api.post(
+    '/api/jobs/rename',
+    {
+      schema: {
+        summary: 'Rename jobs',
+        tags: ['jobs'],
+        body: RenameRequest,
+        response: { 200: BulkEmptyResponse, ...errors },
+      },
+    },
+    async (request) => {
+      service.rename(request.caller, request.body.items);
+      return { responses: request.body.items.map(() => ({})) };
+    },
   );
 
   api.post(
@@ -92,6 +269,9 @@ export function jobRoutes(api: Api, service: JobService): void {
         body: ExtendRequest,
         response: { 200: BulkEmptyResponse, ...errors },
       },
+      preValidation: async (request) => {
+        request.body = readExtendRequest(request.body) as typeof request.body;
+      },
     },
     async (request) => {
       await service.extend(request.caller, request.body.items);
@@ -118,7 +298,7 @@ export function jobRoutes(api: Api, service: JobService): void {
       service.retrieve(request.caller, request.query.id);
     },
     handler: async (_request, reply) =>
-      reply.code(426).header('upgrade', 'websocket').send({ message: 'this call needs a WebSocket' }),
+      reply.code(426).header('upgrade', 'websocket').send(errorBody(426, 'this call needs a WebSocket')),
     wsHandler: (socket, request) => {
       const { id } = request.query as { id: string };
       followJob(service, socket, request.caller, id, request.log);

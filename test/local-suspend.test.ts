@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { openLocalBackend } from '../src/backends/local/open.ts';
+import type { BackendEvent } from '../src/jobs/backend.ts';
+import { needs } from './support/local-tools.ts';
+import { shellTask, vcjob } from './support/vcjob.ts';
+
+/** Suspend on the local backend with its real runtime: the pods go, the job does not end. */
+
+const tools = await needs('bwrap', 'nft', 'ip');
+
+test(
+  'suspend stops the pods without ending the job; the same job runs again when submitted',
+  tools,
+  async (t) => {
+    const home = await mkdtemp(join(tmpdir(), 'ucompute-suspend-'));
+    const backend = await openLocalBackend({
+      config: { gracePeriodMs: 500 },
+      dataDir: home,
+      storageRoot: join(home, 'storage'),
+      storageClaim: 'ucompute-storage',
+      embedded: true,
+    });
+    t.after(async () => {
+      for (const id of await backend.knownJobs()) await backend.cancel(id);
+      await backend.close();
+      await rm(home, { recursive: true, force: true });
+    });
+    const events: BackendEvent[] = [];
+    backend.onEvent((e) => events.push(e));
+    const runningSince = async (from: number) => {
+      for (let i = 0; i < 500; i++) {
+        if (events.slice(from).some((e) => e.jobId === 'napper' && e.state === 'RUNNING')) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.fail(`napper never ran: ${JSON.stringify(events)}`);
+    };
+    const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 577');
+    const job = vcjob('napper', [shellTask('t', 2, 'sleep 577')]);
+
+    await backend.submitVolcanoJob('napper', job);
+    await runningSince(0);
+    assert.ok(sleeping());
+    const before = events.length;
+    await backend.suspend('napper');
+    assert.equal(sleeping(), false, 'its processes are gone: its resources are free');
+    assert.equal((await backend.knownJobs()).has('napper'), false, 'the backend forgot the run');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(
+      events.slice(before).filter((e) => e.jobId === 'napper'),
+      [],
+      'a suspended job has not ended',
+    );
+
+    const resumed = events.length;
+    await backend.submitVolcanoJob('napper', job);
+    await runningSince(resumed);
+    assert.ok(sleeping(), 'the same job runs again');
+    // Suspending a job the backend does not have is fine.
+    await backend.suspend('never');
+    const { cpu, memory } = await backend.capacity();
+    assert.ok(cpu > 0 && memory > 0);
+  },
+);
