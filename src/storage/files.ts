@@ -111,8 +111,6 @@ export function driveFiles(root: string, drives: readonly string[]) {
   }
 
   return {
-    drives,
-
     async stat(path: string): Promise<FileEntry> {
       const checked = check(path, 'path');
       if (checked.path === checked.drive) {
