@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
-import { openJobFolder, writeNewFile } from '../src/backends/local/job-folder.ts';
+import { openFolder, writeNewFile } from '../src/storage/folders.ts';
 import { needs } from './support/local-tools.ts';
 
 const asRoot = await needs('dd');
@@ -21,18 +21,18 @@ test('a job folder reached through a symlink is refused, and nothing is created 
   await mkdir(join(root, 'home/alice'), { recursive: true });
   await symlink(elsewhere, join(root, 'home/alice/Jobs'));
   await assert.rejects(
-    openJobFolder(root, 'home/alice/Jobs/1'),
+    openFolder(root, 'home/alice/Jobs/1', { create: true }),
     /Jobs in home\/alice\/Jobs\/1 is not a folder/,
   );
   await assert.rejects(lstat(join(elsewhere, '1')), { code: 'ENOENT' });
-  await assert.rejects(openJobFolder(root, 'home/../../etc'), /leaves the storage/);
+  await assert.rejects(openFolder(root, 'home/../../etc', { create: true }), /leaves the storage/);
 });
 
 test('missing folders are made, owned like the folder above them', asRoot, async (t) => {
   const root = await storage(t);
   await mkdir(join(root, 'home/bob'), { recursive: true });
   await chown(join(root, 'home/bob'), 11042, 11042);
-  const folder = await openJobFolder(root, 'home/bob/Jobs/7');
+  const folder = await openFolder(root, 'home/bob/Jobs/7', { create: true });
   await folder.close();
   assert.equal((await stat(join(root, 'home/bob/Jobs/7'))).uid, 11042);
 });
@@ -47,7 +47,7 @@ test(
     await mkdir(join(root, 'job'));
     await chown(join(root, 'job'), 11042, 11042);
     await symlink(victim, join(root, 'job/planted'));
-    const folder = await openJobFolder(root, 'job');
+    const folder = await openFolder(root, 'job', { create: true });
     t.after(() => folder.close());
     assert.equal(await writeNewFile(folder, 'planted', Readable.from(['x'])), false);
     assert.equal(await readFile(victim, 'utf8'), 'original');

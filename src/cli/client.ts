@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import WebSocket from 'ws';
 import { ADMIN_TOKEN_FILE, DEFAULT_PORT, defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
@@ -30,6 +31,16 @@ export interface Client {
   readonly url: string;
   get<T>(path: string, query?: Record<string, string | number | undefined>): Promise<T>;
   post<T>(path: string, body: unknown, headers?: Record<string, string>): Promise<T>;
+  /**
+   * A request whose body or answer is a stream of bytes (files): the answer, once the service
+   * accepted it; a refusal throws like `get`.
+   */
+  bytes(
+    method: 'GET' | 'PUT',
+    path: string,
+    query: Record<string, string | number | undefined>,
+    init?: { headers?: Record<string, string>; body?: Readable },
+  ): Promise<Response>;
   /**
    * Opens a WebSocket to `path`. Attach listeners before awaiting `opened` (the first messages
    * may arrive with the upgrade); `opened` rejects like `get` when the upgrade is refused.
@@ -130,8 +141,37 @@ export async function connect(flags: ClientFlags): Promise<Client> {
     return parsedBody as T;
   }
 
+  async function bytes(
+    method: 'GET' | 'PUT',
+    path: string,
+    query: Record<string, string | number | undefined>,
+    init: { headers?: Record<string, string>; body?: Readable } = {},
+  ): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(`${url}${path}${queryString(query)}`, {
+        method,
+        headers: { ...auth, ...init.headers },
+        // A streamed request body is sent as it is read (undici needs `duplex` to say so).
+        ...(init.body ? { body: Readable.toWeb(init.body) as ReadableStream, duplex: 'half' } : {}),
+      });
+    } catch (e) {
+      throw unreachable(e);
+    }
+    if (response.ok) return response;
+    const text = await response.text();
+    let parsedBody: unknown;
+    try {
+      parsedBody = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsedBody = { message: text };
+    }
+    throw refused(response.status, parsedBody);
+  }
+
   return {
     url,
+    bytes,
     get: (path, query = {}) => request('GET', `${path}${queryString(query)}`),
     post: (path, body, headers) => request('POST', path, body, headers),
     socket(path, query) {

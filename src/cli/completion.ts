@@ -3,6 +3,7 @@ import { APPS_SHOW_USAGE } from './app-show.ts';
 import { APPS_VALIDATE_USAGE } from './apps.ts';
 import { parseCommandLine } from './args.ts';
 import { CliError } from './errors.ts';
+import { FILES_USAGE } from './files.ts';
 import { IMAGES_USAGE } from './images.ts';
 import { JOBS_USAGE } from './job-list.ts';
 import { APPS_USAGE, CANCEL_USAGE, EXTEND_USAGE, LOGS_USAGE, PRODUCTS_USAGE, SHOW_USAGE } from './jobs.ts';
@@ -36,6 +37,7 @@ function commandWords(): Record<string, string[]> {
     jobs: options(JOBS_USAGE),
     show: options(SHOW_USAGE),
     logs: ['-f', ...options(LOGS_USAGE)],
+    files: ['ls', 'put', 'get', 'cat', 'mkdir', 'mv', 'cp', 'rm', ...options(FILES_USAGE)],
     cancel: options(CANCEL_USAGE),
     extend: options(EXTEND_USAGE),
     balance: options(BALANCE_USAGE),

@@ -20,6 +20,9 @@ Client commands (they talk to \`ucompute serve\`; see --url, --token, $UCOMPUTE_
   run APP[@VERSION]     submit a job (--param NAME=VALUE, --file, --product, --time, --wait, --follow)
   jobs                  list jobs (--state, --app, --project, --limit, --watch)
   show ID               one job: state, times, expiry, output, exit codes, credits, updates
+  files ls|put|get|cat|mkdir|mv|cp|rm
+                        your drives' files (/home/<you>, /projects/<id>): e.g.
+                        files put moby.txt /home/<you>/books/moby.txt
   logs ID [-f]          a job's output; -f follows it until the job ends (--rank N: one rank)
   cancel ID...          stop jobs
   extend ID DURATION    add time to a job's time limit (45s, 90m, 2h, 1h30m, 1d)
@@ -50,6 +53,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   jobs: async (argv) => (await import('./job-list.ts')).jobsCommand(argv),
   show: async (argv) => (await import('./jobs.ts')).showCommand(argv),
   logs: async (argv) => (await import('./jobs.ts')).logsCommand(argv),
+  files: async (argv) => (await import('./files.ts')).filesCommand(argv),
   cancel: async (argv) => (await import('./jobs.ts')).cancelCommand(argv),
   extend: async (argv) => (await import('./jobs.ts')).extendCommand(argv),
   balance: async (argv) => (await import('./usage.ts')).balanceCommand(argv),

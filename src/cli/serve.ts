@@ -121,7 +121,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     requireCredits: config.accounting?.requireCredits ?? true,
     ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
   });
-  const app = await buildServer({ service, store, env, backend, logger: log });
+  const app = await buildServer({ service, store, env, backend, storageRoot, logger: log });
   await service.start();
   const address = await app.listen({ port, host });
 

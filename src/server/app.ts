@@ -19,6 +19,7 @@ import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { accountingRoutes } from './routes/accounting.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { catalogRoutes } from './routes/catalog.ts';
+import { fileRoutes } from './routes/files.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { HealthResponse } from './schemas.ts';
@@ -29,6 +30,8 @@ export interface ServerDeps {
   env: JobEnvironment;
   /** Where interactive sessions connect to (the service's own backend). */
   backend: Pick<Backend, 'connect' | 'shell'>;
+  /** The storage folder the drives live in: with it, the server offers the files API. */
+  storageRoot?: string;
   /** Fastify's `logger` option (pino options or true/false), or a ready pino logger. */
   logger?: boolean | object;
 }
@@ -203,6 +206,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));
   sessionRoutes(api, sessions, deps.backend);
+  if (deps.storageRoot !== undefined) fileRoutes(api, store, deps.storageRoot);
 
   return app;
 }

@@ -15,6 +15,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'pino';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
+import { diskUse, openFolder, writeNewFile } from '../../storage/folders.ts';
 import {
   DEFAULT_MAX_RETRY,
   dependenciesMet,
@@ -45,7 +46,6 @@ import type {
   VolcanoJobPhase,
 } from '../../volcano/types.ts';
 import { containerSpec, podLimits, podRequest, podShmBytes, type VolumeSources } from './containers.ts';
-import { diskUse, openJobFolder, writeNewFile } from './job-folder.ts';
 import { LOG_CHUNK_BYTES, type LogCursor, logParts, readLogChunk } from './log-files.ts';
 import { DEFAULT_LOGS, type LogRotation } from './pod.ts';
 import type { ContainerExit, Pod, Runtime } from './runtime.ts';
@@ -723,7 +723,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     let folder: FileHandle | undefined;
     let rank = 0;
     try {
-      folder = await openJobFolder(options.volumes.storageRoot, relative);
+      folder = await openFolder(options.volumes.storageRoot, relative, { create: true });
       for (; rank < totalReplicas(run.job); rank++) {
         for (const [stream, name] of [
           ['out', logFileName(rank)],
@@ -760,7 +760,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     measuring.add(run.id);
     let folder: FileHandle | undefined;
     try {
-      folder = await openJobFolder(options.volumes.storageRoot, relative);
+      folder = await openFolder(options.volumes.storageRoot, relative, { create: true });
       const used = await diskUse(folder);
       if (used > limit && !isFinalPhase(run.phase)) {
         await step(run, async () => {

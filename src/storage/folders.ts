@@ -5,41 +5,39 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 /**
- * What the server does in a job's folder on the job's behalf, without following anything the job
- * planted there: the folder is opened one name at a time with O_NOFOLLOW below the storage root
+ * What the server does in storage on a user's or a job's behalf, without following anything a job
+ * planted there: a folder is opened one name at a time with O_NOFOLLOW below the storage root
  * (Node has no openat, so `/proc/self/fd/<dir>/<name>` stands in for it), and whatever is written
- * there is written by a child process that runs as the folder's owner, through that descriptor.
+ * into a job's folder is written by a child process that runs as the folder's owner, through that
+ * descriptor.
  */
 
-const DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+export const DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
-const at = (dir: FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
+/** The name `name` in the open folder `dir`, as a path that resolves through the descriptor. */
+export const at = (dir: FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
 
 /**
- * The job folder `relative` below `root`, opened without following a symlink in any of its names;
- * missing folders are created (as the owner of the folder above them).
+ * The folder `relative` below `root`, opened without following a symlink in any of its names;
+ * with `create`, missing folders are created (as the owner of the folder above them).
  */
-export async function openJobFolder(root: string, relative: string): Promise<FileHandle> {
+export async function openFolder(
+  root: string,
+  relative: string,
+  { create }: { create: boolean },
+): Promise<FileHandle> {
   const names = relative.split('/').filter((n) => n !== '' && n !== '.');
-  if (names.includes('..')) throw new Error(`the job folder ${relative} leaves the storage`);
+  if (names.includes('..')) throw new Error(`the folder ${relative} leaves the storage`);
   let dir = await open(root, DIRECTORY);
   try {
     for (const name of names) {
       const parent = dir;
       try {
-        await mkdir(at(parent, name), { mode: 0o755 }).then(
-          async () => {
-            const owner = await parent.stat();
-            const created = await open(at(parent, name), DIRECTORY);
-            await created.chown(owner.uid, owner.gid).finally(() => created.close());
-          },
-          (e: NodeJS.ErrnoException) => {
-            if (e.code !== 'EEXIST') throw e;
-          },
-        );
+        if (create) await makeFolder(parent, name);
         dir = await open(at(parent, name), DIRECTORY).catch((e: NodeJS.ErrnoException) => {
-          throw new Error(
+          throw new StorageError(
             e.code === 'ELOOP' || e.code === 'ENOTDIR' ? `${name} in ${relative} is not a folder` : e.message,
+            e.code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR',
           );
         });
       } finally {
@@ -51,6 +49,30 @@ export async function openJobFolder(root: string, relative: string): Promise<Fil
     await dir.close().catch(() => undefined);
     throw error;
   }
+}
+
+/** A folder could not be reached: `code` says whether it is missing or not a folder. */
+export class StorageError extends Error {
+  readonly code: 'ENOENT' | 'ENOTDIR';
+
+  constructor(message: string, code: 'ENOENT' | 'ENOTDIR') {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Makes folder `name` in `parent` unless it exists, owned like `parent`. */
+export async function makeFolder(parent: FileHandle, name: string): Promise<void> {
+  await mkdir(at(parent, name), { mode: 0o755 }).then(
+    async () => {
+      const owner = await parent.stat();
+      const created = await open(at(parent, name), DIRECTORY);
+      await created.chown(owner.uid, owner.gid).finally(() => created.close());
+    },
+    (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    },
+  );
 }
 
 /**

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { CHILD_ENV, runCli } from './support/cli.ts';
+import { type Served, startServe, stopServe } from './support/serve.ts';
+
+/** `ucompute files ...` against a real `ucompute serve` (dry backend), as its admin user `local`. */
+
+let served: Served | undefined;
+let dir = '';
+const files = (...args: string[]) =>
+  runCli(['files', ...args], {
+    env: { ...CHILD_ENV, UCOMPUTE_URL: served!.url, UCOMPUTE_DATA_DIR: served!.dataDir, UCOMPUTE_TOKEN: '' },
+  });
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ucompute-files-cli-'));
+  served = await startServe(join(dir, 'data'));
+});
+after(async () => {
+  await stopServe(served);
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('put, ls, cat, get, mv, cp and rm round a file through the drive', async () => {
+  const local = join(dir, 'moby.txt');
+  await writeFile(local, 'Call me Ishmael.\n');
+  const put = await files('put', local, '/home/local/books/moby.txt');
+  assert.equal(put.code, 0, put.stderr);
+  assert.equal(put.stdout, '/home/local/books/moby.txt\n', 'the new folder books is made');
+  const into = await files('put', local, '/home/local/books');
+  assert.equal(into.stdout, '/home/local/books/moby.txt\n', 'a folder as PATH takes the local name');
+  assert.equal((await files('mkdir', '/home/local/empty/inner')).code, 0);
+  assert.match((await files('ls', '/home/local/empty')).stdout, /^inner\/\s+folder\s+-\s/m);
+  const ls = await files('ls', '/home/local/books');
+  assert.match(ls.stdout, /^NAME\s+TYPE\s+SIZE\s+MODIFIED\nmoby\.txt\s+file\s+17\s/);
+  assert.equal((await files('cat', '/home/local/books/moby.txt')).stdout, 'Call me Ishmael.\n');
+  assert.equal((await files('cp', '/home/local/books', '/home/local/copy')).code, 0);
+  assert.equal((await files('mv', '/home/local/copy/moby.txt', '/home/local/copy/whale.txt')).code, 0);
+  const got = await files('get', '/home/local/copy/whale.txt', dir);
+  assert.equal(got.code, 0, got.stderr);
+  assert.equal(await readFile(join(dir, 'whale.txt'), 'utf8'), 'Call me Ishmael.\n');
+  const removed = await files('rm', '/home/local/copy/whale.txt');
+  assert.equal(removed.stdout, '/home/local/copy/whale.txt -> /home/local/Trash/whale.txt\n');
+  const gone = await files('cat', '/home/local/copy/whale.txt');
+  assert.equal(gone.code, 1);
+  assert.match(gone.stderr, /error: \/home\/local\/copy\/whale\.txt was not found/);
+});
+
+test('a large put shows its progress on stderr, and --resume continues broken transfers', async () => {
+  const content = randomBytes(20 * 1024 * 1024);
+  const local = join(dir, 'large.bin');
+  await writeFile(local, content.subarray(0, 7 * 1024 * 1024));
+  const first = await files('put', local, '/home/local/large.bin');
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(first.stderr, '', 'small files go up without progress');
+  await writeFile(local, content);
+  const resumed = await files('put', '--resume', local, '/home/local/large.bin');
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assert.match(resumed.stderr, /^put \/home\/local\/large\.bin: 35% \(7\.0 of 20\.0 MiB\)$/m);
+  assert.match(resumed.stderr, /^put \/home\/local\/large\.bin: 100% \(20\.0 of 20\.0 MiB\)$/m);
+  const copy = join(dir, 'copy.bin');
+  await writeFile(copy, content);
+  await truncate(copy, 5 * 1024 * 1024);
+  assert.equal((await files('get', '--resume', '/home/local/large.bin', copy)).code, 0);
+  assert.ok((await readFile(copy)).equals(content));
+  assert.ok((await readFile(join(served!.dataDir, 'storage/home/local/large.bin'))).equals(content));
+});
+
+test('bad paths and usage mistakes are refused with the reason', async () => {
+  const leaving = await files('cat', '/home/local/../../etc/passwd');
+  assert.equal(leaving.code, 2);
+  assert.match(leaving.stderr, /path: must be an absolute path without \. or \.\. segments/);
+  const other = await files('ls', '/home/bob');
+  assert.equal(other.code, 1);
+  assert.match(other.stderr, /\/home\/bob was not found/);
+  const usage = await files('mv', '/home/local/a');
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /files mv takes 2 arguments\n\nUsage: ucompute files COMMAND/);
+});

@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict';
+import { chown, lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import { buildServer } from '../src/server/app.ts';
+import { openStore } from '../src/store/store.ts';
+import { env } from './support/fixtures.ts';
+import { needs } from './support/local-tools.ts';
+
+/**
+ * The files API through `app.inject()`, over a storage folder of its own: alice and bob each have
+ * a home, both are members of `climate`, nobody of `secret`. "Jobs" plant symlinks in alice's home
+ * by writing to the storage folder directly, as a job would through its mount.
+ */
+
+type Who = 'alice' | 'bob';
+
+async function world(t: { after(fn: () => Promise<void>): void }) {
+  const root = await mkdtemp(join(tmpdir(), 'ucompute-files-'));
+  const store = openStore(':memory:');
+  for (const name of ['alice', 'bob']) store.createUser(name, false);
+  store.createProject('climate', 'Climate');
+  store.createProject('secret', 'Secret');
+  store.setMember('climate', 'alice', 'PI');
+  store.setMember('climate', 'bob', 'USER');
+  const tokens = { alice: store.createToken('alice', 'test'), bob: store.createToken('bob', 'test') };
+  const backend = dryBackend({ runForMs: null });
+  const service = createJobService({ store, env: env(), backend });
+  const app = await buildServer({ service, store, env: env(), backend, storageRoot: root });
+  t.after(async () => {
+    await app.close();
+    await service.stop();
+    await backend.close();
+    store.close();
+    await rm(root, { recursive: true, force: true });
+  });
+  const call = (who: Who, options: InjectOptions) =>
+    app.inject({ ...options, headers: { authorization: `Bearer ${tokens[who]}`, ...options.headers } });
+  return { root, app, call, ...helpers(call) };
+}
+
+function helpers(call: (who: Who, o: InjectOptions) => Promise<LightMyRequestResponse>) {
+  const q = (path: string) => `path=${encodeURIComponent(path)}`;
+  return {
+    upload: (who: Who, path: string, body: string | Buffer, offset?: number) =>
+      call(who, {
+        method: 'PUT',
+        url: `/api/files/upload?${q(path)}${offset !== undefined ? `&offset=${offset}` : ''}`,
+        headers: { 'content-type': 'application/octet-stream' },
+        payload: body,
+      }),
+    download: (who: Who, path: string, range?: string) =>
+      call(who, { method: 'GET', url: `/api/files/download?${q(path)}`, headers: range ? { range } : {} }),
+    stat: (who: Who, path: string) => call(who, { method: 'GET', url: `/api/files/stat?${q(path)}` }),
+    browse: (who: Who, path: string, extra = '') =>
+      call(who, { method: 'GET', url: `/api/files/browse?${q(path)}${extra}` }),
+    post: (who: Who, what: 'folder' | 'move' | 'copy' | 'trash', payload: object) =>
+      call(who, { method: 'POST', url: `/api/files/${what}`, payload }),
+  };
+}
+
+test('a file goes up, comes down whole or by range, and a broken upload continues at its size', async (t) => {
+  const w = await world(t);
+  const up = await w.upload('alice', '/home/alice/books/moby.txt', 'Call me Ishmael.');
+  assert.equal(up.statusCode, 404, 'the folder books does not exist yet');
+  assert.equal((await w.post('alice', 'folder', { path: '/home/alice/books' })).statusCode, 200);
+  const written = await w.upload('alice', '/home/alice/books/moby.txt', 'Call me ');
+  assert.equal(written.statusCode, 200, written.body);
+  assert.equal(written.json().size, 8);
+  const wrongOffset = await w.upload('alice', '/home/alice/books/moby.txt', 'Ishmael.', 3);
+  assert.equal(wrongOffset.statusCode, 409);
+  assert.match(wrongOffset.json().message, /continue at offset 8/);
+  assert.equal((await w.upload('alice', '/home/alice/books/moby.txt', 'Ishmael.', 8)).statusCode, 200);
+  assert.equal(await readFile(join(w.root, 'home/alice/books/moby.txt'), 'utf8'), 'Call me Ishmael.');
+
+  const whole = await w.download('alice', '/home/alice/books/moby.txt');
+  assert.equal(whole.statusCode, 200);
+  assert.equal(whole.body, 'Call me Ishmael.');
+  assert.equal(whole.headers['accept-ranges'], 'bytes');
+  const part = await w.download('alice', '/home/alice/books/moby.txt', 'bytes=8-14');
+  assert.equal(part.statusCode, 206);
+  assert.equal(part.body, 'Ishmael');
+  assert.equal(part.headers['content-range'], 'bytes 8-14/16');
+  assert.equal((await w.download('alice', '/home/alice/books/moby.txt', 'bytes=-1')).body, '.');
+  const outside = await w.download('alice', '/home/alice/books/moby.txt', 'bytes=16-');
+  assert.equal(outside.statusCode, 416);
+  assert.equal(outside.headers['content-range'], 'bytes */16');
+
+  // Starting again (offset 0) replaces the file.
+  await w.upload('alice', '/home/alice/books/moby.txt', 'Loomings');
+  assert.equal((await w.download('alice', '/home/alice/books/moby.txt')).body, 'Loomings');
+});
+
+test('a folder is listed by name a page at a time, and stat describes one entry', async (t) => {
+  const w = await world(t);
+  await w.post('alice', 'folder', { path: '/home/alice/many' });
+  for (const name of ['e', 'a', 'd', 'c', 'b']) await w.upload('alice', `/home/alice/many/${name}`, name);
+  const names: string[] = [];
+  let next = '';
+  for (let page = 0; page < 5; page++) {
+    const r = (await w.browse('alice', '/home/alice/many', `&itemsPerPage=2${next}`)).json();
+    names.push(...r.items.map((i: { name: string }) => i.name));
+    if (r.next === null) break;
+    next = `&next=${encodeURIComponent(r.next)}`;
+  }
+  assert.deepEqual(names, ['a', 'b', 'c', 'd', 'e']);
+  const entry = (await w.stat('alice', '/home/alice/many/c')).json();
+  assert.deepEqual(
+    { ...entry, modifiedAt: 0 },
+    {
+      name: 'c',
+      path: '/home/alice/many/c',
+      type: 'file',
+      size: 1,
+      modifiedAt: 0,
+    },
+  );
+  assert.equal((await w.stat('alice', '/home/alice/many')).json().type, 'folder');
+  // A user's home exists from the first look.
+  assert.deepEqual((await w.browse('bob', '/home/bob')).json(), { items: [], next: null });
+});
+
+test('move and copy never overwrite, copy takes whole folders, and nothing moves into itself', async (t) => {
+  const w = await world(t);
+  await w.post('alice', 'folder', { path: '/home/alice/a/b' });
+  await w.upload('alice', '/home/alice/a/b/f.txt', 'data');
+  const copied = await w.post('alice', 'copy', { from: '/home/alice/a', to: '/projects/climate/a' });
+  assert.equal(copied.statusCode, 200, copied.body);
+  assert.equal(await readFile(join(w.root, 'projects/climate/a/b/f.txt'), 'utf8'), 'data');
+  assert.equal((await w.download('bob', '/projects/climate/a/b/f.txt')).body, 'data');
+  const over = await w.post('alice', 'copy', { from: '/home/alice/a', to: '/projects/climate/a' });
+  assert.equal(over.statusCode, 409);
+  assert.equal(
+    (await w.post('alice', 'move', { from: '/home/alice/a', to: '/home/alice/a/b/a' })).statusCode,
+    400,
+  );
+  const moved = await w.post('alice', 'move', { from: '/home/alice/a/b/f.txt', to: '/home/alice/g.txt' });
+  assert.equal(moved.statusCode, 200, moved.body);
+  assert.equal(moved.json().path, '/home/alice/g.txt');
+  await assert.rejects(lstat(join(w.root, 'home/alice/a/b/f.txt')), { code: 'ENOENT' });
+  assert.equal(
+    (await w.post('alice', 'move', { from: '/home/alice/g.txt', to: '/home/alice/a' })).statusCode,
+    409,
+  );
+  assert.equal((await w.post('alice', 'move', { from: '/home/alice', to: '/home/alice2' })).statusCode, 400);
+});
+
+test('delete moves to the drive trash under a free name, and the trash keeps the content', async (t) => {
+  const w = await world(t);
+  await w.upload('alice', '/home/alice/x.txt', 'first');
+  const trashed = await w.post('alice', 'trash', { path: '/home/alice/x.txt' });
+  assert.equal(trashed.statusCode, 200, trashed.body);
+  assert.equal(trashed.json().path, '/home/alice/Trash/x.txt');
+  await w.upload('alice', '/home/alice/x.txt', 'second');
+  assert.equal(
+    (await w.post('alice', 'trash', { path: '/home/alice/x.txt' })).json().path,
+    '/home/alice/Trash/x.txt (2)',
+  );
+  assert.equal(await readFile(join(w.root, 'home/alice/Trash/x.txt'), 'utf8'), 'first');
+  assert.equal(await readFile(join(w.root, 'home/alice/Trash/x.txt (2)'), 'utf8'), 'second');
+  await assert.rejects(lstat(join(w.root, 'home/alice/x.txt')), { code: 'ENOENT' });
+  assert.equal((await w.post('alice', 'trash', { path: '/home/alice/Trash/x.txt' })).statusCode, 400);
+  assert.equal((await w.post('bob', 'trash', { path: '/home/bob' })).statusCode, 400);
+});
+
+test("another user's drive and projects one is not a member of are not found", async (t) => {
+  const w = await world(t);
+  await w.upload('bob', '/home/bob/secret.txt', 'bob only');
+  await mkdir(join(w.root, 'projects/secret'), { recursive: true });
+  await writeFile(join(w.root, 'projects/secret/plan.txt'), 'secret');
+  for (const path of ['/home/bob/secret.txt', '/projects/secret/plan.txt', '/home/bobby', '/']) {
+    assert.equal((await w.download('alice', path)).statusCode, 404, path);
+    assert.equal((await w.stat('alice', path)).statusCode, 404, path);
+  }
+  assert.equal((await w.upload('alice', '/home/bob/planted.txt', 'x')).statusCode, 404);
+  assert.equal((await w.post('alice', 'trash', { path: '/home/bob/secret.txt' })).statusCode, 404);
+  assert.equal(
+    (await w.post('alice', 'copy', { from: '/home/bob/secret.txt', to: '/home/alice/s' })).statusCode,
+    404,
+  );
+  assert.equal((await w.post('alice', 'move', { from: '/home/alice', to: '/home/bob/a' })).statusCode, 400);
+  await assert.rejects(lstat(join(w.root, 'home/bob/planted.txt')), { code: 'ENOENT' });
+  assert.equal(await readFile(join(w.root, 'home/bob/secret.txt'), 'utf8'), 'bob only');
+});
+
+test('.. and encoded .. are refused before anything is read', async (t) => {
+  const w = await world(t);
+  await w.upload('bob', '/home/bob/secret.txt', 'bob only');
+  for (const url of [
+    '/api/files/download?path=/home/alice/../bob/secret.txt',
+    '/api/files/download?path=/home/alice/%2e%2e/bob/secret.txt',
+    '/api/files/download?path=%2Fhome%2Falice%2F%2E%2E%2Fbob%2Fsecret.txt',
+    '/api/files/download?path=home/bob/secret.txt',
+    '/api/files/stat?path=/home/alice/./x',
+  ]) {
+    const r = await w.call('alice', { method: 'GET', url });
+    assert.equal(r.statusCode, 400, url);
+    assert.match(r.json().message, /path: must be an absolute path without \. or \.\. segments/);
+  }
+  const up = await w.call('alice', {
+    method: 'PUT',
+    url: '/api/files/upload?path=/home/alice/%2e%2e/bob/secret.txt',
+    headers: { 'content-type': 'application/octet-stream' },
+    payload: 'overwritten',
+  });
+  assert.equal(up.statusCode, 400);
+  assert.equal(await readFile(join(w.root, 'home/bob/secret.txt'), 'utf8'), 'bob only');
+});
+
+test('symlinks a job planted in a drive lead nowhere: not read, written, listed or moved through', async (t) => {
+  const w = await world(t);
+  const outside = await mkdtemp(join(tmpdir(), 'ucompute-outside-'));
+  t.after(() => rm(outside, { recursive: true, force: true }));
+  await writeFile(join(outside, 'victim'), 'original');
+  await w.upload('bob', '/home/bob/secret.txt', 'bob only');
+  await mkdir(join(w.root, 'home/alice'), { recursive: true });
+  // What a job of alice's can do through its mount of /home/alice:
+  await symlink('/', join(w.root, 'home/alice/root'));
+  await symlink(outside, join(w.root, 'home/alice/outside'));
+  await symlink(join(w.root, 'home/bob'), join(w.root, 'home/alice/bob'));
+  await symlink('../bob/secret.txt', join(w.root, 'home/alice/secret.txt'));
+  await symlink(join(outside, 'victim'), join(w.root, 'home/alice/victim'));
+
+  for (const path of [
+    '/home/alice/root/etc/passwd',
+    '/home/alice/bob/secret.txt',
+    '/home/alice/secret.txt',
+  ]) {
+    const r = await w.download('alice', path);
+    assert.equal(r.statusCode, 400, `${path}: ${r.body}`);
+    assert.doesNotMatch(r.body, /bob only|root:/);
+  }
+  assert.equal((await w.browse('alice', '/home/alice/root')).statusCode, 400);
+  assert.equal((await w.browse('alice', '/home/alice/bob')).statusCode, 400);
+  assert.equal((await w.stat('alice', '/home/alice/bob/secret.txt')).statusCode, 400);
+  assert.equal((await w.stat('alice', '/home/alice/bob')).json().type, 'link');
+
+  assert.equal((await w.upload('alice', '/home/alice/victim', 'written')).statusCode, 400);
+  assert.equal((await w.upload('alice', '/home/alice/outside/new', 'written')).statusCode, 400);
+  assert.equal((await w.upload('alice', '/home/alice/bob/secret.txt', 'written')).statusCode, 400);
+  assert.equal((await w.post('alice', 'folder', { path: '/home/alice/outside/made' })).statusCode, 400);
+  assert.equal(
+    (await w.post('alice', 'copy', { from: '/home/alice/bob/secret.txt', to: '/home/alice/copy' }))
+      .statusCode,
+    400,
+  );
+  assert.equal(
+    (await w.post('alice', 'move', { from: '/home/alice/bob/secret.txt', to: '/home/alice/mine' }))
+      .statusCode,
+    400,
+  );
+  assert.equal(await readFile(join(outside, 'victim'), 'utf8'), 'original');
+  await assert.rejects(lstat(join(outside, 'new')), { code: 'ENOENT' });
+  await assert.rejects(lstat(join(outside, 'made')), { code: 'ENOENT' });
+  assert.equal(await readFile(join(w.root, 'home/bob/secret.txt'), 'utf8'), 'bob only');
+
+  // A copied link stays a link (it is never followed); trashing a link moves the link only.
+  const copied = await w.post('alice', 'copy', { from: '/home/alice/secret.txt', to: '/home/alice/copy' });
+  assert.equal(copied.json().type, 'link');
+  assert.equal((await w.post('alice', 'trash', { path: '/home/alice/bob' })).statusCode, 200);
+  assert.equal(await readFile(join(w.root, 'home/bob/secret.txt'), 'utf8'), 'bob only');
+  assert.equal((await lstat(join(w.root, 'home/alice/Trash/bob'))).isSymbolicLink(), true);
+});
+
+test('what the server writes is owned like the drive it writes in', await needs(), async (t) => {
+  const w = await world(t);
+  await mkdir(join(w.root, 'home/alice'), { recursive: true });
+  await chown(join(w.root, 'home/alice'), 11042, 11042);
+  await w.post('alice', 'folder', { path: '/home/alice/data/raw' });
+  await w.upload('alice', '/home/alice/data/raw/x', 'x');
+  await w.post('alice', 'copy', { from: '/home/alice/data', to: '/home/alice/copy' });
+  await w.post('alice', 'trash', { path: '/home/alice/copy' });
+  for (const path of ['data', 'data/raw', 'data/raw/x', 'Trash', 'Trash/copy', 'Trash/copy/raw/x']) {
+    const s = await stat(join(w.root, 'home/alice', path));
+    assert.deepEqual([path, s.uid, s.gid], [path, 11042, 11042]);
+  }
+  assert.equal((await stat(join(w.root, 'home/alice/data/raw/x'))).mode & 0o777, 0o644);
+});
