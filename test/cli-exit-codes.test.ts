@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -20,7 +20,9 @@ const TIMEOUT = { timeout: 180_000 };
 const prerequisites = await needs('bwrap', 'nft', 'ip', 'nsenter', 'setpriv');
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
+// Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-exit-'));
+chmodSync(tmp, 0o711);
 // Its own bridge and subnet, so that it meets no other runtime on this machine.
 const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
 const bridge = `ux${tag}`.slice(0, 9);

@@ -18,7 +18,7 @@ export const CLIENT_OPTIONS_USAGE = `Connection options (every command that talk
   --url URL           the service (default $UCOMPUTE_URL, else http://127.0.0.1:${DEFAULT_PORT})
   --token TOKEN       API token (default $UCOMPUTE_TOKEN, else <data-dir>/${ADMIN_TOKEN_FILE})
   --data-dir DIR      where \`ucompute serve\` wrote its admin token
-                      (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
+                      (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
   --json              print the API's responses as JSON instead of tables`;
 
 export interface ClientFlags {

@@ -18,9 +18,14 @@ export const DEFAULT_PORT = 7080;
 export const ADMIN_USER = 'local';
 export const ADMIN_TOKEN_FILE = 'admin.token';
 
-/** `$UCOMPUTE_DATA_DIR`, else `$XDG_DATA_HOME/ucompute`, else `~/.local/share/ucompute`. */
+/**
+ * `$UCOMPUTE_DATA_DIR`; as root `/var/lib/ucompute` (a system service's place: the sandbox's
+ * unprivileged container users must pass through its parents, which root's home does not let them);
+ * else `$XDG_DATA_HOME/ucompute`, else `~/.local/share/ucompute`.
+ */
 export function defaultDataDir(): string {
   if (process.env.UCOMPUTE_DATA_DIR) return process.env.UCOMPUTE_DATA_DIR;
+  if (process.getuid?.() === 0) return '/var/lib/ucompute';
   const xdg = process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
   return join(xdg, 'ucompute');
 }

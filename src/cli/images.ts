@@ -27,8 +27,8 @@ Commands:
   rm NAME...            removes names; an image goes with its last name
 
 Options:
-  --data-dir DIR        data folder (default: the configuration's, else $UCOMPUTE_DATA_DIR or
-                        ~/.local/share/ucompute)
+  --data-dir DIR        data folder (default: the configuration's, else $UCOMPUTE_DATA_DIR,
+                        /var/lib/ucompute as root, else ~/.local/share/ucompute)
   --config FILE         ucompute configuration (its dataDir applies)`;
 
 export async function imagesCommand(argv: string[]): Promise<number> {

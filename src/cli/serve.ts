@@ -39,7 +39,7 @@ Options:
   --config FILE       YAML configuration (see README)
   --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST         listen address (default 127.0.0.1)
-  --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR or ~/.local/share/ucompute)
+  --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
   --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
                       A change to a file under them reloads the catalogue (no restart); a
                       change that does not load is logged and the catalogue in use stays

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -57,6 +57,8 @@ async function until(what: string, condition: () => Promise<boolean>, tries = 30
 
 describe('the example apps on the local backend, in a browser', { ...tools, timeout: 240_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-jupyter-'));
+  // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
+  chmodSync(tmp, 0o711);
   const bridge = `uj${process.pid % 100_000}`;
   let server: ChildProcess | undefined;
   let url: string;

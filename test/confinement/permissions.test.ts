@@ -42,13 +42,15 @@ test(
   await needs('bwrap', 'nft', 'ip'),
   async (t) => {
     const home = await mkdtemp(join(tmpdir(), 'ucompute-perms-'));
-    t.after(() => rm(home, { recursive: true, force: true }));
     await mkdir(join(home, 'local'));
-    await openTestBackend(t, { dir: home });
+    const { close } = await openTestBackend(t, { dir: home });
     // Passable by others (x), not listable: the sandbox binds a job's files by path as the
     // containers' unprivileged host users.
     assert.equal(await modeOf(home), 0o711);
     assert.equal(await modeOf(join(home, 'local', 'jobs')), 0o711);
     assert.equal(await modeOf(join(home, 'local', 'runtime', 'pods')), 0o711);
+    // The runtime's tmpfs for containers' files is unmounted at close, before the folder goes.
+    await close();
+    await rm(home, { recursive: true, force: true });
   },
 );

@@ -1,5 +1,5 @@
 import { chmod, mkdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LocalConfig } from '../../model/config.ts';
 import { createRuntime } from './create-runtime.ts';
@@ -58,6 +58,9 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     await mkdir(folder, { recursive: true });
     await chmod(folder, (await stat(folder)).mode | 0o111);
   }
+  if (process.getuid?.() === 0 && !o.config.unsandboxed) {
+    for (const folder of [stateDir, o.storageRoot]) await checkPassable(folder);
+  }
   const logs = { ...DEFAULT_LOGS, ...o.config.logs };
   const runtime = await createRuntime({
     logs,
@@ -98,4 +101,20 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     ...(o.log ? { log: o.log } : {}),
   });
   return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });
+}
+
+/**
+ * Every folder above `path` must let others pass: containers' host users are unprivileged ids, and
+ * bubblewrap binds by path as them. Refused at start, naming the folder, rather than every job failing.
+ */
+async function checkPassable(path: string): Promise<void> {
+  for (let folder = dirname(resolve(path)); ; folder = dirname(folder)) {
+    const mode = (await stat(folder)).mode;
+    if ((mode & 0o001) === 0) {
+      throw new Error(
+        `${folder} (mode ${(mode & 0o777).toString(8)}) does not let others pass, which the sandbox needs to reach ${path} as a container's unprivileged host user: put the data folder elsewhere (as root the default is /var/lib/ucompute) or allow it with chmod o+x ${folder}`,
+      );
+    }
+    if (folder === '/') return;
+  }
 }
