@@ -114,6 +114,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     env,
     backend,
     storage,
+    inputs: storage,
     log,
     requireCredits: config.accounting?.requireCredits ?? true,
     ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),

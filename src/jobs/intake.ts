@@ -4,10 +4,11 @@ import { newJobId } from '../model/ids.ts';
 import { isFinal } from '../model/job.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
+import type { InputStorage } from '../storage/job-storage.ts';
 import type { Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import { conflict, forbidden, paymentRequired } from './errors.ts';
-import { type JobEnvironment, prepareJob } from './prepare.ts';
+import { checkInputs, type JobEnvironment, prepareJob } from './prepare.ts';
 
 // Intake: a request's jobs checked whole, then made durable together with other requests' in one
 // transaction, once per Idempotency-Key.
@@ -23,6 +24,8 @@ export interface IntakeOptions {
   access: JobAccess;
   now: () => number;
   requireCredits: boolean;
+  /** Where input files and folders are checked at submit; without it they are not. */
+  storage?: InputStorage;
   /** Called with the jobs made durable, in order, once per job. */
   accepted: (jobs: PreparedJob[]) => void;
 }
@@ -153,6 +156,16 @@ export function jobIntake(o: IntakeOptions) {
         issues.addAll(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
       }
     });
+    const storage = o.storage;
+    if (storage) {
+      await Promise.all(
+        records.map(async ({ prepared }, i) => {
+          const found = new IssueList();
+          await checkInputs(prepared, storage, found);
+          issues.addAll(found.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
+        }),
+      );
+    }
     // A peer opens a network path both ways: it must be a job the caller may act on, still active.
     records.forEach(({ prepared }, i) => {
       for (const peer of prepared.parameters.peers) {

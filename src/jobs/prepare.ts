@@ -9,6 +9,7 @@ import type { AppParameterValue } from '../model/parameter-value.ts';
 import type { Product } from '../model/product.ts';
 import { parser } from '../model/validate.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
+import type { EntryKind, InputStorage } from '../storage/job-storage.ts';
 
 const jobSpecification = parser(JobSpecification);
 
@@ -168,4 +169,28 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
     parameters: parameters!,
     timeAllocationMillis,
   };
+}
+
+const INPUT_KINDS: Record<string, EntryKind> = { input_file: 'file', input_directory: 'folder' };
+
+/**
+ * Issues for input files and folders that are not there, or not of their parameter's kind, as
+ * `sbatch` refuses a missing script: found now, not when the job starts. Nothing is created.
+ */
+export async function checkInputs(job: PreparedJob, storage: InputStorage, issues: IssueList): Promise<void> {
+  const drive = ownerDrive(job.owner);
+  await Promise.all(
+    job.application.invocation.parameters.map(async (parameter) => {
+      const wanted = INPUT_KINDS[parameter.type];
+      const value = job.parameters.values[parameter.name];
+      if (wanted === undefined || value?.type !== 'file') return;
+      const found = await storage.entryKind(value.path, drive);
+      if (found === wanted) return;
+      const path = `specification.parameters.${parameter.name}`;
+      if (found === 'missing') issues.add(path, `${value.path} does not exist`);
+      else if (found === 'outside') issues.add(path, `${value.path} leads out of ${drive} through a link`);
+      else
+        issues.add(path, `${value.path} is not a ${wanted}${found === 'other' ? '' : ` (it is a ${found})`}`);
+    }),
+  );
 }
