@@ -389,3 +389,25 @@ test('a configured context is used; an unknown one names the field', async (t) =
     /kubernetes.context: no context "nope" in the kubeconfig \(it has: fake, other\)/,
   );
 });
+
+test('the largest machine is the largest allocatable of the schedulable nodes, followed as nodes come and go', async (t) => {
+  const cluster = await fakeCluster(t);
+  const { backend } = backendOn(t, cluster);
+  const node = (name: string, cpu: string, memory: string, unschedulable = false) => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name },
+    spec: { unschedulable },
+    status: { allocatable: { cpu, memory } },
+  });
+  await backend.knownJobs(); // starts following
+  assert.equal(backend.largestMachine(), null, 'unknown before any node is seen');
+  cluster.api.apply('nodes', node('small', '1900m', '7Gi'));
+  cluster.api.apply('nodes', node('wide', '16', '4Gi'));
+  cluster.api.apply('nodes', node('cordoned', '64', '256Gi', true));
+  const GiB = 2 ** 30;
+  const expected = { cpuMillis: 16_000, memoryBytes: 7 * GiB, holdsEveryReplica: false };
+  await eventually(() => JSON.stringify(backend.largestMachine()) === JSON.stringify(expected));
+  cluster.api.remove('nodes', undefined, 'wide');
+  await eventually(() => backend.largestMachine()?.cpuMillis === 1900);
+});

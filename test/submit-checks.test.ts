@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import type { LargestMachine } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { directoryStorage } from '../src/storage/directory.ts';
@@ -23,12 +24,15 @@ symlinkSync('../bob/secret.txt', join(root, 'home/alice/bobs-secret.txt'));
 symlinkSync('../bob', join(root, 'home/alice/bobs-home'));
 symlinkSync('books/moby.txt', join(root, 'home/alice/moby-link.txt'));
 
-function service() {
+const GiB = 2 ** 30;
+
+/** The dry backend, with the largest machine given (null: unknown, as the dry backend says). */
+function service(machine: LargestMachine | null = null) {
   const store = openStore(':memory:');
   const jobs = createJobService({
     store,
     env: env(),
-    backend: dryBackend({ runForMs: null }),
+    backend: { ...dryBackend({ runForMs: null }), largestMachine: () => machine },
     inputs: directoryStorage(root),
     requireCredits: false,
   });
@@ -100,5 +104,39 @@ describe('inputs are checked at submit', () => {
     );
     assert.deepEqual(issues, ['items[1].specification.parameters.input: /home/alice/nothing does not exist']);
     assert.equal(rows(), 2);
+  });
+});
+
+const mpi = (product: string, replicas: number) => ({
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: { id: product, category: 'u1-standard' },
+  replicas,
+});
+
+describe('a job that fits no machine is refused at submit', () => {
+  const twoCpus = { cpuMillis: 2000, memoryBytes: 8 * GiB };
+
+  test('one replica larger than the largest machine, with the reason; nothing is stored', async () => {
+    const { jobs, rows } = service({ ...twoCpus, holdsEveryReplica: false });
+    assert.deepEqual(await issuesOf(jobs.create(alice, [mpi('u1-standard-8', 1)])), [
+      'items[0].specification.product: u1-standard-8 needs 8 CPUs per replica; the largest machine here has 2 CPUs',
+      'items[0].specification.product: u1-standard-8 needs 32 GiB of memory per replica; the largest machine here has 8 GiB of memory',
+    ]);
+    assert.equal(rows(), 0);
+  });
+
+  test('where replicas share one machine they must fit it together; elsewhere each on its own', async () => {
+    const local = service({ ...twoCpus, holdsEveryReplica: true });
+    assert.deepEqual(await issuesOf(local.jobs.create(alice, [mpi('u1-standard-1', 3)])), [
+      'items[0].specification.replicas: 3 replicas of u1-standard-1 need 3 CPUs together on the one machine here, which has 2 CPUs',
+    ]);
+    assert.equal((await local.jobs.create(alice, [mpi('u1-standard-1', 2)])).length, 1);
+    const cluster = service({ ...twoCpus, holdsEveryReplica: false });
+    assert.equal((await cluster.jobs.create(alice, [mpi('u1-standard-1', 3)])).length, 1);
+  });
+
+  test('an unknown largest machine refuses nothing', async () => {
+    const { jobs } = service(null);
+    assert.equal((await jobs.create(alice, [mpi('u1-standard-8', 1)])).length, 1);
   });
 });

@@ -10,6 +10,7 @@ import type { Product } from '../model/product.ts';
 import { parser } from '../model/validate.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { EntryKind, InputStorage } from '../storage/job-storage.ts';
+import type { LargestMachine } from './backend.ts';
 
 const jobSpecification = parser(JobSpecification);
 
@@ -193,4 +194,31 @@ export async function checkInputs(job: PreparedJob, storage: InputStorage, issue
         issues.add(path, `${value.path} is not a ${wanted}${found === 'other' ? '' : ` (it is a ${found})`}`);
     }),
   );
+}
+
+const GIB = 2 ** 30;
+const cpus = (millis: number) => `${+(millis / 1000).toFixed(2)} CPU${millis === 1000 ? '' : 's'}`;
+const gibs = (bytes: number) => `${+(bytes / GIB).toFixed(2)} GiB of memory`;
+
+/**
+ * Issues for a job no machine of the backend can ever hold, as `sbatch` refuses a job larger than
+ * every node: it would otherwise wait or fail later. Nothing is said when the machine is unknown.
+ */
+export function checkFits(job: PreparedJob, machine: LargestMachine | null, issues: IssueList): void {
+  if (machine === null) return;
+  const { product, replicas } = job;
+  const together = machine.holdsEveryReplica && replicas > 1;
+  const count = together ? replicas : 1;
+  const need = { cpuMillis: product.cpu * 1000 * count, memoryBytes: product.memoryInGigs * GIB * count };
+  const what = together ? `${replicas} replicas of ${product.id} need` : `${product.id} needs`;
+  const where = together
+    ? 'together on the one machine here, which has'
+    : 'per replica; the largest machine here has';
+  const path = together ? 'specification.replicas' : 'specification.product';
+  if (need.cpuMillis > machine.cpuMillis) {
+    issues.add(path, `${what} ${cpus(need.cpuMillis)} ${where} ${cpus(machine.cpuMillis)}`);
+  }
+  if (need.memoryBytes > machine.memoryBytes) {
+    issues.add(path, `${what} ${gibs(need.memoryBytes)} ${where} ${gibs(machine.memoryBytes)}`);
+  }
 }

@@ -120,6 +120,7 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     now,
     requireCredits,
+    largestMachine: () => backend.largestMachine(),
     ...(options.inputs ? { storage: options.inputs } : {}),
     accepted(jobs) {
       const ids = jobs.map((j) => j.id);

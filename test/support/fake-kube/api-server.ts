@@ -26,6 +26,7 @@ export interface ResourceType {
 
 export const RESOURCES: ResourceType[] = [
   { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false },
+  { group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false },
   { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true },
   { group: '', version: 'v1', plural: 'services', kind: 'Service', namespaced: true },
   { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true },
