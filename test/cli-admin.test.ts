@@ -8,7 +8,7 @@ import { parseDate } from '../src/cli/dates.ts';
 import { buysInHours } from '../src/cli/usage.ts';
 import type { Product } from '../src/model/product.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
-import { type Served, startServe, stopServe } from './support/serve.ts';
+import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
 
 /** `ucompute admin`, `balance` and `usage` against a real `ucompute serve` (dry backend, jobs held until cancelled). */
 
@@ -23,6 +23,7 @@ before(async () => {
     env: childEnv,
     config: 'dry:\n  runForMs: null\n',
   });
+  putFile(server, '/home/local/a.txt');
 });
 
 after(async () => {

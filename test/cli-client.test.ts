@@ -10,7 +10,7 @@ import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job } from '../src/model/job.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
-import { type Served, startServe, stopServe } from './support/serve.ts';
+import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
 
 /** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
 
@@ -36,6 +36,9 @@ before(async () => {
     startServer(mkdtempSync(join(tmp, 'dry-'))),
     startServer(mkdtempSync(join(tmp, 'held-')), 'dry:\n  runForMs: null\n'),
   ]);
+  for (const server of [dry, held]) {
+    for (const input of ['/home/local/a.txt', '/home/local/books/a.txt']) putFile(server!, input);
+  }
 });
 
 after(async () => {

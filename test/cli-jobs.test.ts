@@ -9,7 +9,7 @@ import { commandExitCode, failedRanks, outcomeOf } from '../src/cli/outcome.ts';
 import type { Job } from '../src/model/job.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
-import { type Served, startServe, stopServe } from './support/serve.ts';
+import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
 
 /**
  * The client commands for people: job id prefixes, `jobs --watch/--project` with ELAPSED and LEFT,
@@ -45,6 +45,8 @@ before(async () => {
     // mpi-hello runs as root: with a configuration, the operator says so.
     config: 'dry:\n  runForMs: null\nsecurity:\n  allowRootApps: true\n',
   });
+  putFile(server, '/home/local/a.txt');
+  putFile(server, '/projects/optics/a.txt');
 });
 
 after(async () => {

@@ -63,6 +63,8 @@ test('kill -9 while jobs are submitted: every acknowledged job exists exactly on
   writeFileSync(config, 'accounting:\n  initialCredits: 100000000\nmonitorIntervalMs: 60000\n');
 
   let server = await startServer(dataDir, config);
+  // Inputs are checked at submit: the one every job reads is there.
+  writeFileSync(join(dataDir, 'storage/home/local/in.txt'), 'a b a\n');
   const token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
   /** Resolves when a server is up; replaced while one is down. */
   let up: Promise<Server> = Promise.resolve(server);
@@ -81,7 +83,7 @@ test('kill -9 while jobs are submitted: every acknowledged job exists exactly on
           application: { name: 'word-count', version: '1.0' },
           product: { id: 'u1-standard-1', category: 'u1-standard' },
           name: `crash ${n}`,
-          parameters: { input: { type: 'file', path: `/home/local/in/${n}.txt` } },
+          parameters: { input: { type: 'file', path: '/home/local/in.txt' } },
         },
       ],
     });

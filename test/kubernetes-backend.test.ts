@@ -83,10 +83,10 @@ test('the single strategy puts everything in the configured namespace and queue,
       c.resource === 'namespaces' || c.resource === 'queues' ? c.verb !== 'create' : true,
     ),
   );
-  // Watches and lists stay in the one namespace.
+  // Watches and lists stay in the one namespace, but for the nodes' sizes (cluster-scoped, read-only).
   assert.ok(
     cluster.api.calls
-      .filter((c) => c.verb === 'watch' || c.verb === 'list')
+      .filter((c) => (c.verb === 'watch' || c.verb === 'list') && c.resource !== 'nodes')
       .every((c) => c.namespace === 'ucompute-jobs'),
   );
 });
@@ -239,7 +239,7 @@ test('an expired watch lists again: changes made meanwhile, deletions included, 
   const lost = await event((e) => e.jobId === 'w2' && e.state === 'FAILURE');
   assert.match(lost.status, /lost track of this job/);
   assert.ok(lists() > listed, 'the jobs were listed again');
-  await eventually(() => cluster.api.openWatches() === 3);
+  await eventually(() => cluster.api.openWatches() === 4); // jobs, pods, PodGroups and nodes
 });
 
 test('a crash between the companions and the job: the resubmission finds what exists and creates the rest', async (t) => {
@@ -432,4 +432,26 @@ test('capacity sums the allocatable cores and memory of the nodes', async (t) =>
     });
   }
   assert.deepEqual(await backend.capacity(), { cpu: 7.5, memory: 24 * 2 ** 30 });
+});
+
+test('the largest machine is the largest allocatable of the schedulable nodes, followed as nodes come and go', async (t) => {
+  const cluster = await fakeCluster(t);
+  const { backend } = backendOn(t, cluster);
+  const node = (name: string, cpu: string, memory: string, unschedulable = false) => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name },
+    spec: { unschedulable },
+    status: { allocatable: { cpu, memory } },
+  });
+  await backend.knownJobs(); // starts following
+  assert.equal(backend.largestMachine(), null, 'unknown before any node is seen');
+  cluster.api.apply('nodes', node('small', '1900m', '7Gi'));
+  cluster.api.apply('nodes', node('wide', '16', '4Gi'));
+  cluster.api.apply('nodes', node('cordoned', '64', '256Gi', true));
+  const GiB = 2 ** 30;
+  const expected = { cpuMillis: 16_000, memoryBytes: 7 * GiB, holdsEveryReplica: false };
+  await eventually(() => JSON.stringify(backend.largestMachine()) === JSON.stringify(expected));
+  cluster.api.remove('nodes', undefined, 'wide');
+  await eventually(() => backend.largestMachine()?.cpuMillis === 1900);
 });

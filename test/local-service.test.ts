@@ -89,6 +89,38 @@ test(
   },
 );
 
+test(
+  'mpi-hello with one replica runs every process on it, without ssh, and ends',
+  await needs('bwrap', 'nft', 'ip', 'mpiexec'),
+  async (t) => {
+    const { storageRoot, store, service, settled } = await setup(t);
+    const [id] = await service.create({ username: 'alice', admin: false }, [
+      {
+        application: { name: 'mpi-hello', version: '1.0' },
+        product: { id: 'u1-standard-2', category: 'u1-standard' },
+        parameters: { slots: { type: 'integer', value: 3 } },
+        timeAllocation: { hours: 0, minutes: 5, seconds: 0 },
+      },
+    ]);
+    const job = await settled(id!, 60_000);
+    assert.equal(job.state, 'SUCCESS', JSON.stringify(store.updatesOf(id!)));
+    assert.deepEqual(job.exitCodes, { 0: 0 }, JSON.stringify(store.updatesOf(id!)));
+    const stdout = join(storageRoot, 'home/alice/Jobs/MPI hello', id!, 'stdout-0.log');
+    let lines: string[] = [];
+    for (let i = 0; i < 100 && lines.length < 3; i++) {
+      lines = (await readFile(stdout, 'utf8').catch(() => ''))
+        .split('\n')
+        .filter((l) => l.startsWith('hello'));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.deepEqual(lines.map((l) => l.replace(/ on .*/, '')).sort(), [
+      'hello from rank 0 of 3',
+      'hello from rank 1 of 3',
+      'hello from rank 2 of 3',
+    ]);
+  },
+);
+
 test('expiry stops a running job and leaves nothing of it behind', tools, async (t) => {
   const { store, service, settled } = await setup(t);
   const [id] = await service.create({ username: 'alice', admin: false }, [

@@ -117,6 +117,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     backend,
     plugins: [...PLUGINS, sessionRevocation(store)],
     storage,
+    inputs: storage,
     log,
     requireCredits: config.accounting?.requireCredits ?? true,
     ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),

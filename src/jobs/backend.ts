@@ -25,6 +25,20 @@ export interface ShellOptions {
   rows: number;
 }
 
+/** What a machine offers a job. */
+export interface MachineSize {
+  cpuMillis: number;
+  memoryBytes: number;
+}
+
+/**
+ * The largest machine a backend has, and whether every replica of a job runs on that one machine
+ * (so that together they must fit it) or each may run on a machine of its own.
+ */
+export interface LargestMachine extends MachineSize {
+  holdsEveryReplica: boolean;
+}
+
 /**
  * Where jobs run. JobManagement hands it the built objects; it reports back through events.
  * Every operation is idempotent: a repeated submit or cancel after a crash does no harm.
@@ -46,6 +60,8 @@ export interface Backend {
   extend(jobId: string, expiresAt: number): Promise<void>;
   /** Ids of the jobs this backend still has, for reconciliation after a restart. */
   knownJobs(): Promise<Set<string>>;
+  /** The largest machine a job may be given, for refusing at submit one that never fits; null when unknown. */
+  largestMachine(): LargestMachine | null;
   onEvent(listener: (event: BackendEvent) => void): void;
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;

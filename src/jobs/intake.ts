@@ -4,10 +4,12 @@ import { newJobId } from '../model/ids.ts';
 import { isFinal } from '../model/job.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
+import type { InputStorage } from '../storage/job-storage.ts';
 import type { Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
+import type { LargestMachine } from './backend.ts';
 import { conflict, forbidden, paymentRequired } from './errors.ts';
-import { type JobEnvironment, prepareJob } from './prepare.ts';
+import { checkFits, checkInputs, type JobEnvironment, prepareJob } from './prepare.ts';
 
 // Intake: a request's jobs checked whole, then made durable together with other requests' in one
 // transaction, once per Idempotency-Key.
@@ -23,6 +25,10 @@ export interface IntakeOptions {
   access: JobAccess;
   now: () => number;
   requireCredits: boolean;
+  /** The backend's largest machine, read at each request (it may change, e.g. as nodes join). */
+  largestMachine: () => LargestMachine | null;
+  /** Where input files and folders are checked at submit; without it they are not. */
+  storage?: InputStorage;
   /** Called with the jobs made durable, in order, once per job. */
   accepted: (jobs: PreparedJob[]) => void;
 }
@@ -144,15 +150,29 @@ export function jobIntake(o: IntakeOptions) {
     const createdAt = now();
     const issues = new IssueList();
     const records: Pending['records'] = [];
+    const machine = o.largestMachine();
     items.forEach((item, i) => {
       try {
         const prepared = prepareJob(item, { id: newJobId(createdAt), owner, createdAt }, env);
+        const fits = new IssueList();
+        checkFits(prepared, machine, fits);
+        fits.throwIfAny();
         records.push({ prepared, price: prepared.product.pricePerUnit });
       } catch (e) {
         if (!(e instanceof ValidationError)) throw e;
         issues.addAll(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
       }
     });
+    const storage = o.storage;
+    if (storage) {
+      await Promise.all(
+        records.map(async ({ prepared }, i) => {
+          const found = new IssueList();
+          await checkInputs(prepared, storage, found);
+          issues.addAll(found.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
+        }),
+      );
+    }
     // A peer opens a network path both ways: it must be a job the caller may act on, still active.
     records.forEach(({ prepared }, i) => {
       for (const peer of prepared.parameters.peers) {

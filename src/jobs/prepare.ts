@@ -9,6 +9,8 @@ import type { AppParameterValue } from '../model/parameter-value.ts';
 import type { Product } from '../model/product.ts';
 import { parser } from '../model/validate.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
+import type { EntryKind, InputStorage } from '../storage/job-storage.ts';
+import type { LargestMachine } from './backend.ts';
 
 const jobSpecification = parser(JobSpecification);
 
@@ -168,4 +170,55 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
     parameters: parameters!,
     timeAllocationMillis,
   };
+}
+
+const INPUT_KINDS: Record<string, EntryKind> = { input_file: 'file', input_directory: 'folder' };
+
+/**
+ * Issues for input files and folders that are not there, or not of their parameter's kind, as
+ * `sbatch` refuses a missing script: found now, not when the job starts. Nothing is created.
+ */
+export async function checkInputs(job: PreparedJob, storage: InputStorage, issues: IssueList): Promise<void> {
+  const drive = ownerDrive(job.owner);
+  await Promise.all(
+    job.application.invocation.parameters.map(async (parameter) => {
+      const wanted = INPUT_KINDS[parameter.type];
+      const value = job.parameters.values[parameter.name];
+      if (wanted === undefined || value?.type !== 'file') return;
+      const found = await storage.entryKind(value.path, drive);
+      if (found === wanted) return;
+      const path = `specification.parameters.${parameter.name}`;
+      if (found === 'missing') issues.add(path, `${value.path} does not exist`);
+      else if (found === 'outside') issues.add(path, `${value.path} leads out of ${drive} through a link`);
+      else
+        issues.add(path, `${value.path} is not a ${wanted}${found === 'other' ? '' : ` (it is a ${found})`}`);
+    }),
+  );
+}
+
+const GIB = 2 ** 30;
+const cpus = (millis: number) => `${+(millis / 1000).toFixed(2)} CPU${millis === 1000 ? '' : 's'}`;
+const gibs = (bytes: number) => `${+(bytes / GIB).toFixed(2)} GiB of memory`;
+
+/**
+ * Issues for a job no machine of the backend can ever hold, as `sbatch` refuses a job larger than
+ * every node: it would otherwise wait or fail later. Nothing is said when the machine is unknown.
+ */
+export function checkFits(job: PreparedJob, machine: LargestMachine | null, issues: IssueList): void {
+  if (machine === null) return;
+  const { product, replicas } = job;
+  const together = machine.holdsEveryReplica && replicas > 1;
+  const count = together ? replicas : 1;
+  const need = { cpuMillis: product.cpu * 1000 * count, memoryBytes: product.memoryInGigs * GIB * count };
+  const what = together ? `${replicas} replicas of ${product.id} need` : `${product.id} needs`;
+  const where = together
+    ? 'together on the one machine here, which has'
+    : 'per replica; the largest machine here has';
+  const path = together ? 'specification.replicas' : 'specification.product';
+  if (need.cpuMillis > machine.cpuMillis) {
+    issues.add(path, `${what} ${cpus(need.cpuMillis)} ${where} ${cpus(machine.cpuMillis)}`);
+  }
+  if (need.memoryBytes > machine.memoryBytes) {
+    issues.add(path, `${what} ${gibs(need.memoryBytes)} ${where} ${gibs(machine.memoryBytes)}`);
+  }
 }

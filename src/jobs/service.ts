@@ -1,7 +1,7 @@
 import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin } from '../plugins/plugin.ts';
-import type { JobStorage } from '../storage/job-storage.ts';
+import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
 import type { JobChanges, Store } from '../store/store.ts';
 import {
   type BrowseOptions,
@@ -49,6 +49,8 @@ export interface ServiceOptions {
   backend: Backend;
   plugins?: readonly JobPlugin[];
   storage?: JobStorage;
+  /** Where jobs' input files and folders are checked at submit (400 when one is not there). */
+  inputs?: InputStorage;
   now?: () => number;
   log?: Logger;
   /** How often running jobs are monitored (expiry, charges). */
@@ -143,6 +145,8 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     now,
     requireCredits,
+    largestMachine: () => backend.largestMachine(),
+    ...(options.inputs ? { storage: options.inputs } : {}),
     accepted(jobs) {
       const ids = jobs.map((j) => j.id);
       for (const l of createdListeners) l(ids);

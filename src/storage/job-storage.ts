@@ -6,3 +6,14 @@ export interface JobStorage {
   ensureFolder(path: string): Promise<void>;
   writeFile(path: string, content: string): Promise<void>;
 }
+
+/**
+ * What a drive path holds, as seen from its drive: `outside` when a symlink on the way leads out
+ * of the drive.
+ */
+export type EntryKind = 'file' | 'folder' | 'other' | 'missing' | 'outside';
+
+/** What intake asks of storage to check a job's inputs at submit; it never creates anything. */
+export interface InputStorage {
+  entryKind(path: string, drive: string): Promise<EntryKind>;
+}

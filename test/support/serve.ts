@@ -1,7 +1,7 @@
 /** `ucompute serve` as a child process, for the tests that talk to a real server. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { BIN, CHILD_ENV } from './cli.ts';
 import { ROOT } from './fixtures.ts';
 
@@ -80,4 +80,11 @@ export async function stopServe(served: Served | undefined): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
   await exited;
   clearTimeout(timer);
+}
+
+/** Puts a file into the server's storage (a drive path), for jobs whose inputs are checked at submit. */
+export function putFile(served: Served, path: string, content = 'b a b c b a\n'): void {
+  const target = join(served.dataDir, 'storage', path);
+  mkdirSync(dirname(target), { recursive: true });
+  writeFileSync(target, content);
 }

@@ -1,5 +1,5 @@
 import { Watch } from '@kubernetes/client-node';
-import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
+import type { Backend, BackendEvent, LogChunk, MachineSize } from '../../jobs/backend.ts';
 import type { Logger } from '../../jobs/service.ts';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
@@ -10,6 +10,7 @@ import { parseQuantity } from '../../volcano/quantity.ts';
 import type { KubernetesObject, VolcanoJob } from '../../volcano/types.ts';
 import { apiMessage, type Connection, connect, statusCode } from './connection.ts';
 import { type Follower, follow } from './follow.ts';
+import { largestNode, summarizeNode } from './nodes.ts';
 import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
 import {
   FINAL_PHASES,
@@ -173,34 +174,40 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const watch = new Watch(conn.kubeConfig);
   const collection = (apiVersion: string, plural: string) =>
     `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}${scope ? `/namespaces/${scope}` : ''}/${plural}`;
-  /** Lists in pages, so that 10,000 jobs never sit in memory as one response. */
-  const lister = (apiVersion: string, kind: string) => async (page: (items: unknown[]) => void) => {
-    let continueToken: string | undefined;
-    let resourceVersion = '';
-    do {
-      const list = await objects.list(
-        apiVersion,
-        kind,
-        scope,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        OURS,
-        LIST_PAGE,
-        continueToken,
-      );
-      page(list.items);
-      resourceVersion ||= list.metadata?.resourceVersion ?? '';
-      continueToken =
-        list.metadata?._continue ?? (list.metadata as { continue?: string } | undefined)?.continue;
-    } while (continueToken);
-    return resourceVersion;
-  };
+  /**
+   * Lists in pages, so that 10,000 jobs never sit in memory as one response: our objects in our
+   * scope, or with `everything` every object of a cluster-scoped kind.
+   */
+  const lister =
+    (apiVersion: string, kind: string, everything = false) =>
+    async (page: (items: unknown[]) => void) => {
+      let continueToken: string | undefined;
+      let resourceVersion = '';
+      do {
+        const list = await objects.list(
+          apiVersion,
+          kind,
+          everything ? undefined : scope,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          everything ? undefined : OURS,
+          LIST_PAGE,
+          continueToken,
+        );
+        page(list.items);
+        resourceVersion ||= list.metadata?.resourceVersion ?? '';
+        continueToken =
+          list.metadata?._continue ?? (list.metadata as { continue?: string } | undefined)?.continue;
+      } while (continueToken);
+      return resourceVersion;
+    };
   const failed = (what: string) => (error: unknown) =>
     log?.warn({ err: error }, `following ${what} failed (${apiMessage(error)}); listing again shortly`);
 
   let followers: Follower<unknown>[] = [];
+  let nodes: Follower<MachineSize> | undefined;
   let started: Promise<void> | undefined;
   /** Starts the watches on first use, once a listener can hear what the first list reports. */
   function start(): Promise<void> {
@@ -263,7 +270,19 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
         deleted: () => {},
         failed: failed('PodGroups'),
       });
-      followers = [jobs, pods, groups] as Follower<unknown>[];
+      // Only for refusing jobs that fit no node: submissions never wait for it.
+      nodes = follow<MachineSize>({
+        what: 'nodes',
+        watch,
+        path: '/api/v1/nodes',
+        labelSelector: '',
+        list: lister('v1', 'Node', true),
+        summarize: summarizeNode,
+        changed: () => {},
+        deleted: () => {},
+        failed: failed('nodes'),
+      });
+      followers = [jobs, pods, groups, nodes] as Follower<unknown>[];
       // Jobs first: pods and groups are kept only for jobs known (or being submitted).
       await jobs.ready;
       await Promise.all([pods.ready, groups.ready]);
@@ -477,6 +496,12 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
 
     async extend() {
       // ucompute's monitor enforces deadlines (Expiry); the Volcano Job carries none to move.
+    },
+
+    largestMachine() {
+      // Unknown until the nodes are listed (or when they cannot be): nothing is refused then.
+      const largest = nodes && nodes.items.size > 0 ? largestNode(nodes.items.values()) : null;
+      return largest && { ...largest, holdsEveryReplica: false };
     },
 
     async knownJobs() {

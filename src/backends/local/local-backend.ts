@@ -958,6 +958,9 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   return {
     name: 'local',
 
+    // One machine: every replica of a job runs on it, beside one another.
+    largestMachine: () => ({ ...runtime.capacity, holdsEveryReplica: true }),
+
     async submit(jobId: string, build: JobBuild): Promise<void> {
       await submitJob(jobId, build.volcanoJob, build.companions);
     },
