@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -167,6 +167,7 @@ test(
   tools,
   async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-images-config-'));
+    await chmod(dir, 0o711); // containers' host users pass through to the data folder
     const bridge = `uc${process.pid.toString(36).slice(-3)}${Math.random().toString(36).slice(2, 5)}`.slice(
       0,
       9,
