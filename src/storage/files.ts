@@ -110,6 +110,34 @@ export function driveFiles(root: string, drives: readonly string[]) {
     }
   }
 
+  /**
+   * A move or copy: both paths below a drive, the target not inside the source, the source there
+   * and the target's name free; `act` gets the two parent folders and names. Answers the target.
+   */
+  async function transfer(
+    from: string,
+    to: string,
+    act: (
+      sourceParent: FileHandle,
+      sourceName: string,
+      targetParent: FileHandle,
+      targetName: string,
+    ) => Promise<void>,
+  ): Promise<string> {
+    const source = checkBelowDrive(from, 'from');
+    const target = checkBelowDrive(to, 'to');
+    if (isInside(target.path, source.path))
+      throw new FileError(400, `to: ${target.path} lies inside ${source.path}`);
+    await inParent(source, (sourceParent, sourceName) =>
+      inParent(target, async (targetParent, targetName) => {
+        await entryAt(sourceParent, sourceName, source.path);
+        await absent(targetParent, targetName, target.path);
+        await act(sourceParent, sourceName, targetParent, targetName);
+      }),
+    );
+    return target.path;
+  }
+
   return {
     async stat(path: string): Promise<FileEntry> {
       const checked = check(path, 'path');
@@ -201,33 +229,17 @@ export function driveFiles(root: string, drives: readonly string[]) {
     },
 
     async move(from: string, to: string): Promise<FileEntry> {
-      const source = checkBelowDrive(from, 'from');
-      const target = checkBelowDrive(to, 'to');
-      if (isInside(target.path, source.path))
-        throw new FileError(400, `to: ${target.path} lies inside ${source.path}`);
-      await inParent(source, (sourceParent, sourceName) =>
-        inParent(target, async (targetParent, targetName) => {
-          await entryAt(sourceParent, sourceName, source.path);
-          await absent(targetParent, targetName, target.path);
-          await rename(at(sourceParent, sourceName), at(targetParent, targetName));
-        }),
-      );
-      return this.stat(target.path);
+      const target = await transfer(from, to, async (sourceParent, sourceName, targetParent, targetName) => {
+        await rename(at(sourceParent, sourceName), at(targetParent, targetName));
+      });
+      return this.stat(target);
     },
 
     async copy(from: string, to: string): Promise<FileEntry> {
-      const source = checkBelowDrive(from, 'from');
-      const target = checkBelowDrive(to, 'to');
-      if (isInside(target.path, source.path))
-        throw new FileError(400, `to: ${target.path} lies inside ${source.path}`);
-      await inParent(source, (sourceParent, sourceName) =>
-        inParent(target, async (targetParent, targetName) => {
-          await entryAt(sourceParent, sourceName, source.path);
-          await absent(targetParent, targetName, target.path);
-          await copyEntry(sourceParent, sourceName, targetParent, targetName);
-        }),
+      const target = await transfer(from, to, (sourceParent, sourceName, targetParent, targetName) =>
+        copyEntry(sourceParent, sourceName, targetParent, targetName),
       );
-      return this.stat(target.path);
+      return this.stat(target);
     },
 
     /** Moves the file or folder into `<drive>/Trash`, under a free name; answers where it went. */
