@@ -130,13 +130,7 @@ export async function connect(flags: ClientFlags): Promise<Client> {
     } catch (e) {
       throw unreachable(e);
     }
-    const text = await response.text();
-    let parsedBody: unknown;
-    try {
-      parsedBody = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsedBody = { message: text };
-    }
+    const parsedBody = await answerBody(response);
     if (!response.ok) throw refused(response.status, parsedBody);
     return parsedBody as T;
   }
@@ -159,14 +153,7 @@ export async function connect(flags: ClientFlags): Promise<Client> {
       throw unreachable(e);
     }
     if (response.ok) return response;
-    const text = await response.text();
-    let parsedBody: unknown;
-    try {
-      parsedBody = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsedBody = { message: text };
-    }
-    throw refused(response.status, parsedBody);
+    throw refused(response.status, await answerBody(response));
   }
 
   return {
@@ -202,6 +189,16 @@ export async function connect(flags: ClientFlags): Promise<Client> {
       return { ws, opened };
     },
   };
+}
+
+/** An answer's JSON body; text that is not JSON becomes `{message}`. */
+async function answerBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return { message: text };
+  }
 }
 
 function queryString(query: Record<string, string | number | undefined>): string {
