@@ -10,7 +10,7 @@ import * as nodePty from 'node-pty';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
 import { ROOT } from '../support/fixtures.ts';
-import { call, processesWithArgument, type World, world } from '../support/interactive.ts';
+import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 
 /**
@@ -69,18 +69,6 @@ function bash(options: ShellOptions) {
   pty.onExit(() => stream.push(null));
   return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows) });
 }
-
-/** How many colours (up to 3) a sample of the noVNC canvas's pixels has: 1 is a blank screen (the desktop is black with a white xterm). */
-const DISTINCT_COLOURS = `(() => {
-  const c = document.querySelector('#screen canvas');
-  if (!c || c.width < 100) return 0;
-  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  const colours = new Set();
-  for (let i = 0; i < data.length && colours.size < 3; i += 4 * 97) {
-    colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
-  }
-  return colours.size;
-})()`;
 
 describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
   let w: World;

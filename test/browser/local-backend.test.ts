@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { ROOT } from '../support/fixtures.ts';
-import { processesWithArgument } from '../support/interactive.ts';
+import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
 
@@ -196,15 +196,3 @@ describe('the example apps on the local backend, in a browser', { ...tools, time
     await page.screenshot({ path: join(ARTIFACTS, 'terminal-local.png') });
   });
 });
-
-/** How many colours (up to 3) a sample of the noVNC canvas's pixels has: 1 is a blank screen. */
-const DISTINCT_COLOURS = `(() => {
-  const c = document.querySelector('#screen canvas');
-  if (!c || c.width < 100) return 0;
-  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  const colours = new Set();
-  for (let i = 0; i < data.length && colours.size < 3; i += 4 * 97) {
-    colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
-  }
-  return colours.size;
-})()`;

@@ -193,3 +193,18 @@ export function processesWithArgument(secret: string): number[] {
   }
   return found;
 }
+
+/**
+ * A page expression: how many colours (up to 3) a sample of the noVNC canvas's pixels has; 1 is a
+ * blank screen (the example desktop is black with a white xterm).
+ */
+export const DISTINCT_COLOURS = `(() => {
+  const c = document.querySelector('#screen canvas');
+  if (!c || c.width < 100) return 0;
+  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const colours = new Set();
+  for (let i = 0; i < data.length && colours.size < 3; i += 4 * 97) {
+    colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  }
+  return colours.size;
+})()`;
