@@ -3,13 +3,11 @@
  * symlink one job plants never gives another job a host path.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { openLocalBackend } from '../../src/backends/local/open.ts';
-import type { BackendEvent } from '../../src/jobs/backend.ts';
 import type { TaskSpec } from '../../src/volcano/types.ts';
+import { openTestBackend } from '../support/local-backend.ts';
 import { missingPrerequisite } from '../support/local-runtime.ts';
 import { shellTask, vcjob } from '../support/vcjob.ts';
 
@@ -18,32 +16,10 @@ const tools = prerequisite ? { skip: prerequisite } : {};
 const CLAIM = 'ucompute-storage';
 const JOB_UID = 11042;
 
+/** The backend on a bridge of its own (the tasks' image is not in the store: they run on the host view). */
 async function open(t: { after(fn: () => Promise<void>): void }) {
-  const home = await mkdtemp(join(tmpdir(), 'ucompute-confinement-'));
-  const storageRoot = join(home, 'storage');
-  const backend = await openLocalBackend({
-    config: { gracePeriodMs: 500 },
-    dataDir: home,
-    storageRoot,
-    storageClaim: CLAIM,
-    // The tasks' image is not in the store: they run on the host userland view.
-    embedded: true,
-  });
-  const events: BackendEvent[] = [];
-  backend.onEvent((e) => events.push(e));
-  t.after(async () => {
-    for (const id of await backend.knownJobs()) await backend.cancel(id);
-    await backend.close();
-    await rm(home, { recursive: true, force: true });
-  });
-  const ended = async (id: string) => {
-    const final = () =>
-      events.find((e) => e.jobId === id && (e.state === 'SUCCESS' || e.state === 'FAILURE'));
-    for (let i = 0; i < 1000 && !final(); i++) await new Promise((r) => setTimeout(r, 20));
-    assert.ok(final(), `job ${id} ended`);
-    return final()!;
-  };
-  return { storageRoot, backend, ended };
+  const { home, backend, ended } = await openTestBackend(t);
+  return { storageRoot: join(home, 'storage'), backend, ended };
 }
 
 /** A task of owner `namespace`'s job running `script` as `uid`, with storage sub-paths mounted. */
