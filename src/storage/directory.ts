@@ -1,6 +1,7 @@
-import { mkdir, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { lstat, mkdir, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { normalisePath } from '../model/paths.ts';
+import { isInside, normalisePath } from '../model/paths.ts';
 import type { EntryKind, InputStorage, JobStorage } from './job-storage.ts';
 
 /**
@@ -15,15 +16,27 @@ export function directoryStorage(
     if (normalised === undefined) throw new Error(`not a storage path: ${path}`);
     return join(root, normalised);
   };
-  /** The real path, or undefined when nothing is there (a dangling link included). */
-  const real = async (path: string): Promise<string | undefined> => {
+  /** `fn`'s answer, or undefined when nothing is there (a dangling link included). */
+  const unlessMissing = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
     try {
-      return await realpath(path);
+      return await fn();
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
       throw e;
     }
+  };
+  const kindOf = (stats: Stats): EntryKind =>
+    stats.isFile() ? 'file' : stats.isDirectory() ? 'folder' : 'other';
+  /** Resolves every link of both paths (a syscall per segment of each, the root's included). */
+  const entryKindThroughLinks = async (path: string, drive: string): Promise<EntryKind> => {
+    const [target, driveRoot] = await Promise.all([
+      unlessMissing(() => realpath(resolve(path))),
+      unlessMissing(() => realpath(resolve(drive))),
+    ]);
+    if (target === undefined || driveRoot === undefined) return 'missing';
+    if (target !== driveRoot && !target.startsWith(`${driveRoot}${sep}`)) return 'outside';
+    return kindOf(await stat(target));
   };
   return {
     resolve,
@@ -38,12 +51,20 @@ export function directoryStorage(
       await rename(temporary, target);
     },
     async entryKind(path, drive): Promise<EntryKind> {
-      // Checked after resolving every link: the job mounts what the links lead to.
-      const [target, driveRoot] = await Promise.all([real(resolve(path)), real(resolve(drive))]);
-      if (target === undefined || driveRoot === undefined) return 'missing';
-      if (target !== driveRoot && !target.startsWith(`${driveRoot}${sep}`)) return 'outside';
-      const stats = await stat(target);
-      return stats.isFile() ? 'file' : stats.isDirectory() ? 'folder' : 'other';
+      // Checked after resolving every link: the job mounts what the links lead to. Usually no
+      // link lies between the drive and the path, and one lstat per segment from the drive down
+      // (made together) shows that; only a link found on the way costs resolving both paths.
+      const target = normalisePath(path);
+      const driveRoot = normalisePath(drive);
+      if (target === undefined || driveRoot === undefined || !isInside(target, driveRoot)) {
+        return entryKindThroughLinks(path, drive);
+      }
+      const below = target.slice(driveRoot.length).split('/').slice(1);
+      const steps = [driveRoot, ...below.map((_, i) => `${driveRoot}/${below.slice(0, i + 1).join('/')}`)];
+      const found = await Promise.all(steps.map((step) => unlessMissing(() => lstat(join(root, step)))));
+      if (found.some((stats) => stats?.isSymbolicLink())) return entryKindThroughLinks(path, drive);
+      const last = found.at(-1);
+      return found.includes(undefined) || last === undefined ? 'missing' : kindOf(last);
     },
   };
 }
