@@ -1,5 +1,5 @@
-import type { Stats } from 'node:fs';
-import { lstat, mkdir, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { lstatSync, type Stats } from 'node:fs';
+import { mkdir, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { isInside, normalisePath } from '../model/paths.ts';
 import type { EntryKind, InputStorage, JobStorage } from './job-storage.ts';
@@ -53,18 +53,22 @@ export function directoryStorage(
     async entryKind(path, drive): Promise<EntryKind> {
       // Checked after resolving every link: the job mounts what the links lead to. Usually no
       // link lies between the drive and the path, and one lstat per segment from the drive down
-      // (made together) shows that; only a link found on the way costs resolving both paths.
+      // shows that; only a link found on the way costs resolving both paths. The lstats are made
+      // here rather than in the thread pool: handing each over costs several times the call.
       const target = normalisePath(path);
       const driveRoot = normalisePath(drive);
       if (target === undefined || driveRoot === undefined || !isInside(target, driveRoot)) {
         return entryKindThroughLinks(path, drive);
       }
-      const below = target.slice(driveRoot.length).split('/').slice(1);
-      const steps = [driveRoot, ...below.map((_, i) => `${driveRoot}/${below.slice(0, i + 1).join('/')}`)];
-      const found = await Promise.all(steps.map((step) => unlessMissing(() => lstat(join(root, step)))));
-      if (found.some((stats) => stats?.isSymbolicLink())) return entryKindThroughLinks(path, drive);
-      const last = found.at(-1);
-      return found.includes(undefined) || last === undefined ? 'missing' : kindOf(last);
+      let step = driveRoot;
+      let stats = lstatSync(join(root, step), { throwIfNoEntry: false });
+      for (const segment of target.slice(driveRoot.length).split('/').slice(1)) {
+        if (stats === undefined || !stats.isDirectory()) break;
+        step = `${step}/${segment}`;
+        stats = lstatSync(join(root, step), { throwIfNoEntry: false });
+      }
+      if (stats?.isSymbolicLink()) return entryKindThroughLinks(path, drive);
+      return stats === undefined || step !== target ? 'missing' : kindOf(stats);
     },
   };
 }
