@@ -70,7 +70,9 @@ function destroy(pool: Pool): void {
 
 /** The connection pool manages sockets; a port-forward stream gets the few socket calls it makes. */
 function socketLike(stream: Duplex): Socket {
-  if (stream instanceof Socket) return stream;
+  // A request's head and body are separate writes: Nagle's algorithm would hold the body back
+  // until the app acknowledges the head.
+  if (stream instanceof Socket) return stream.setNoDelay(true);
   const s = stream as Duplex & Partial<Socket>;
   s.setKeepAlive ??= () => s as Socket;
   s.setNoDelay ??= () => s as Socket;
