@@ -160,6 +160,7 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     updates,
     monitor: monitoring,
+    hooks,
     resubmit: submission.enqueue,
     now,
   });
