@@ -35,7 +35,8 @@ function initialBundle(): { files: string[]; gzipped: number; raw: number } {
   return { files, gzipped, raw };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 
 builtWebApp();
 const bundle = initialBundle();
@@ -77,8 +78,15 @@ try {
   }
   await browser.close();
   times.sort((a, b) => a - b);
-  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-  console.log(`commit ${commit}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}, ${RUNS} runs`);
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  }).trim();
+  console.log(
+    `commit ${commit}, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}, ${RUNS} runs`,
+  );
   console.log(
     `initial bundle: ${(bundle.gzipped / 1024).toFixed(1)} KiB gzipped (${(bundle.raw / 1024).toFixed(1)} KiB raw) in ${bundle.files.length} files: ${bundle.files.join(', ')}`,
   );

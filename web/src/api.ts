@@ -40,7 +40,9 @@ export async function call(method: string, path: string, init: RequestInit = {})
   const headers = new Headers(init.headers);
   const csrf = session.value?.csrfToken;
   if (STATE_CHANGING.has(method) && csrf !== undefined) headers.set('x-csrf-token', csrf);
-  const response = await fetch(path, { ...init, method, headers, credentials: 'same-origin' });
+  const send = () => fetch(path, { ...init, method, headers, credentials: 'same-origin' });
+  // A read is safe to repeat: one lost to a dropped connection (the machine's network changed) is sent again.
+  const response = await send().catch((e: unknown) => (method === 'GET' ? send() : Promise.reject(e)));
   if (response.ok) return response;
   const error = await refusal(response);
   if (response.status === 401 && !path.startsWith('/api/auth/')) session.value = null;

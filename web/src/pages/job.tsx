@@ -72,7 +72,9 @@ export function JobPage({ id }: { id: string }) {
     setOpened(null);
     void retrieve();
     const stop = followJob(id, (message) => {
-      if (message.initialJob === undefined && message.updates.length > 0) {
+      // A (re)started follow sends the logs from their beginning.
+      if (message.initialJob !== undefined) setLogs({});
+      else if (message.updates.length > 0) {
         // Cost, end time and output folder change with the updates: the job is read again.
         void retrieve();
       }
