@@ -37,7 +37,9 @@ export async function seriousViolations(page: Page): Promise<string[]> {
   const violations = await page.evaluate(
     async () =>
       (
-        (await (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe.run()) as {
+        (await (
+          globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }
+        ).axe.run()) as {
           violations: Violation[];
         }
       ).violations,
