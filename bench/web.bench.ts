@@ -69,15 +69,24 @@ try {
   await page.getByRole('heading', { name: 'Applications' }).waitFor();
 
   const times: number[] = [];
+  const browseTimes: number[] = [];
   for (let run = 0; run < RUNS + 1; run++) {
     await page.goto(`${url}/jobs`);
     await page.locator('table.jobs tbody tr').nth(99).waitFor();
-    // Milliseconds since this navigation started, read as the list is there.
-    const ms = await page.evaluate(() => performance.now());
-    if (run > 0) times.push(ms);
+    // Milliseconds since this navigation started, read as the list is there, and the page of jobs' own call.
+    const [ms, browse] = await page.evaluate(() => [
+      performance.now(),
+      performance.getEntriesByType('resource').find((e) => e.name.includes('/api/jobs/browse'))?.duration ??
+        0,
+    ]);
+    if (run > 0) {
+      times.push(ms!);
+      browseTimes.push(browse!);
+    }
   }
   await browser.close();
   times.sort((a, b) => a - b);
+  browseTimes.sort((a, b) => a - b);
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
     cwd: ROOT,
     encoding: 'utf8',
@@ -91,7 +100,7 @@ try {
     `initial bundle: ${(bundle.gzipped / 1024).toFixed(1)} KiB gzipped (${(bundle.raw / 1024).toFixed(1)} KiB raw) in ${bundle.files.length} files: ${bundle.files.join(', ')}`,
   );
   console.log(
-    `job list with ${JOBS} jobs, navigation to first 100 rows drawn: p50 ${percentile(times, 0.5).toFixed(0)} ms, min ${times[0]!.toFixed(0)} ms, max ${times.at(-1)!.toFixed(0)} ms`,
+    `job list with ${JOBS} jobs, navigation to first 100 rows drawn: p50 ${percentile(times, 0.5).toFixed(0)} ms, min ${times[0]!.toFixed(0)} ms, max ${times.at(-1)!.toFixed(0)} ms (of which the browse call p50 ${percentile(browseTimes, 0.5).toFixed(0)} ms)`,
   );
 } finally {
   await w.close();
