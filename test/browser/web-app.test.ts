@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { ROOT } from '../support/fixtures.ts';
+import { DISTINCT_COLOURS } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
 import { builtWebApp, capture, DESKTOP } from '../support/web-app.ts';
@@ -17,13 +18,34 @@ import { builtWebApp, capture, DESKTOP } from '../support/web-app.ts';
  * word-count in the catalogue, upload a file, launch it from its form (an invalid value first, then
  * the file picked from the drive), watch it reach SUCCESS with its output on the job page, see the
  * usage chart move; open a terminal in a running job and run a command, extend it and cancel it;
- * open the Jupyter example. Each page is photographed at desktop and phone widths into
+ * open the Jupyter example and see the job list follow its end; draw the desktop example with noVNC.
+ * Each page is photographed at desktop and phone widths into
  * test-artifacts/web and checked with axe-core (no serious or critical violations). One browser,
  * one page for the whole file.
  */
 
-const tools = await needs('bwrap', 'nft', 'ip', 'chromium', 'jupyter-notebook');
+const tools = await needs('bwrap', 'nft', 'ip', 'chromium', 'jupyter-notebook', 'Xvnc', 'xterm');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'web');
+
+/** An application whose Markdown description holds a script, an event handler and a javascript: link. */
+const HOSTILE_APP = `application: v1
+name: hostile
+version: "1.0"
+title: Hostile description
+authors: [test]
+description: |
+  **Bold** text.
+
+  <script>window.scripted = true</script>
+
+  <img src="x" alt="x" onerror="window.handled = true">
+
+  [a link](javascript:window.linked=true)
+tags: [test]
+tool: { name: debian, version: "12" }
+applicationType: BATCH
+invocation: [ "true" ]
+`;
 
 async function until(what: string, condition: () => Promise<boolean>, tries = 300): Promise<void> {
   for (let i = 0; i < tries; i++) {
@@ -76,7 +98,14 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       config,
       `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet} }\n`,
     );
-    server = spawnServe(['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local']);
+    // Beside the examples, an app whose description carries HTML that must not reach the page.
+    const hostile = join(tmp, 'hostile-apps');
+    mkdirSync(hostile);
+    writeFileSync(join(hostile, 'hostile.yml'), HOSTILE_APP);
+    server = spawnServe([
+      ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
+      ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', hostile],
+    ]);
     // The interface is used at localhost, as `ucompute serve` prints it for a browser.
     url = (await serving(server)).replace('127.0.0.1', 'localhost');
     token = readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim();
@@ -87,7 +116,8 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       // Chromium logs every refused call; the sign-in check (401) and the invalid form (400) are meant.
       // The local backend adds network interfaces for its pods, and Chromium then drops connections
       // in flight (ERR_NETWORK_CHANGED), which the interface repeats.
-      const expected = /status of 40[01]|ERR_NETWORK_CHANGED/;
+      // noVNC logs each refused try while the desktop starts (4502), which the page repeats.
+      const expected = /status of 40[01]|ERR_NETWORK_CHANGED|Failed when connecting: .*code: 4502/;
       if (message.type() === 'error' && !expected.test(message.text())) pageErrors.push(message.text());
     });
   });
@@ -133,6 +163,17 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     assert.equal(await page.getByRole('link', { name: 'Word count' }).count(), 0);
     // Markdown is rendered: the description's `ucompute open ID` is code, not backticks.
     assert.equal(await page.locator('.app .description code').first().textContent(), 'ucompute open ID');
+  });
+
+  test("a description's HTML is sanitised: no script, no event handler, no javascript: link", async () => {
+    await page.getByLabel('Search applications').fill('hostile');
+    const description = page.locator('.app', { hasText: 'Hostile description' }).locator('.description');
+    await description.locator('strong', { hasText: 'Bold' }).waitFor();
+    assert.equal(await description.locator('script').count(), 0);
+    assert.equal(await description.locator('[onerror]').count(), 0);
+    assert.equal(await description.locator('a[href^="javascript:"]').count(), 0);
+    // The HTML is shown as the text it is.
+    await description.getByText('<script>window.scripted = true</script>').waitFor();
   });
 
   let usageBefore = 0;
@@ -242,6 +283,32 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     assert.match(await app.title(), /Jupyter|Home/);
     await app.screenshot({ path: join(ARTIFACTS, 'jupyter.png') });
     await app.close();
+
+    // The list follows it live: its end reaches the row with no reload.
+    await page.goto(`${url}/jobs`);
+    const row = page.locator(`tr[data-job="${id}"]`);
+    await row.locator('.state-running').waitFor();
+    await page.evaluate(() => {
+      (globalThis as unknown as { notReloaded: boolean }).notReloaded = true;
+    });
+    await api('/api/jobs/terminate', { items: [{ id }] });
+    await row.locator('.state-success, .state-failure').waitFor({ timeout: 60_000 });
+    assert.equal(
+      await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
+      true,
+    );
+  });
+
+  test('the desktop example: noVNC on the job page draws its screen', async () => {
+    await page.goto(`${url}/apps/desktop`);
+    await page.getByRole('button', { name: 'Submit' }).click();
+    await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
+    const id = jobIdOfPage();
+    await page.locator('h1 .state-running').waitFor({ timeout: 120_000 });
+    // Until Xvnc listens the relay closes at once; the page tries again by itself.
+    await page.getByRole('button', { name: 'Open desktop' }).click();
+    await until('a drawn desktop', async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2);
+    await capture(page, ARTIFACTS, 'job-desktop');
     await api('/api/jobs/terminate', { items: [{ id }] });
   });
 

@@ -34,6 +34,22 @@ async function refusal(response: Response): Promise<ApiError> {
 }
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const READ_ATTEMPTS = 4;
+
+/**
+ * A read is safe to repeat: one lost to a dropped connection (the browser drops connections in
+ * flight when the machine's network changes) is sent again, a few times, after a short pause.
+ */
+async function repeated(send: () => Promise<Response>): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (e) {
+      if (attempt >= READ_ATTEMPTS) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
+}
 
 /** A fetch of the API; a 401 signs the interface out (the sign-in page shows). */
 export async function call(method: string, path: string, init: RequestInit = {}): Promise<Response> {
@@ -41,8 +57,7 @@ export async function call(method: string, path: string, init: RequestInit = {})
   const csrf = session.value?.csrfToken;
   if (STATE_CHANGING.has(method) && csrf !== undefined) headers.set('x-csrf-token', csrf);
   const send = () => fetch(path, { ...init, method, headers, credentials: 'same-origin' });
-  // A read is safe to repeat: one lost to a dropped connection (the machine's network changed) is sent again.
-  const response = await send().catch((e: unknown) => (method === 'GET' ? send() : Promise.reject(e)));
+  const response = await (method === 'GET' ? repeated(send) : send());
   if (response.ok) return response;
   const error = await refusal(response);
   if (response.status === 401 && !path.startsWith('/api/auth/')) session.value = null;

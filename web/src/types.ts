@@ -65,6 +65,7 @@ export interface AppSummary {
   version: string;
   title: string;
   description: string;
+  tags: string[];
   applicationType: ApplicationType;
   parameters: { name: string; type: string; title: string; optional: boolean }[];
 }

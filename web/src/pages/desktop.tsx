@@ -10,27 +10,59 @@ interface Props {
   password?: string;
 }
 
+/** Tries while the job's VNC server is still starting (the relay closes at once until it listens). */
+const START_ATTEMPTS = 30;
+const RETRY_MS = 1500;
+
 /** The job's desktop: noVNC on the VNC relay at /api/jobs/vnc. */
 export function JobDesktop({ jobId, rank, secret, password }: Props) {
   const host = useRef<HTMLDivElement>(null);
   const [status, setStatus] = useState('Connecting…');
   useEffect(() => {
-    const url = socketUrl(`/api/jobs/vnc?jobId=${jobId}&rank=${rank}`);
-    const rfb = new RFB(host.current!, url, { wsProtocols: ['binary', `session.${secret}`] });
-    rfb.scaleViewport = true;
-    rfb.addEventListener('connect', () => setStatus(''));
-    rfb.addEventListener('disconnect', (event) =>
-      setStatus(
-        (event as CustomEvent<{ clean: boolean }>).detail.clean ? 'The desktop has closed.' : 'Disconnected.',
-      ),
-    );
-    rfb.addEventListener('credentialsrequired', () => rfb.sendCredentials({ password: password ?? '' }));
-    return () => rfb.disconnect();
+    let rfb: RFB | null = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let closed = false;
+    const connect = (attempt: number) => {
+      let connected = false;
+      const current = new RFB(host.current!, socketUrl(`/api/jobs/vnc?jobId=${jobId}&rank=${rank}`), {
+        wsProtocols: ['binary', `session.${secret}`],
+      });
+      rfb = current;
+      current.scaleViewport = true;
+      current.addEventListener('connect', () => {
+        connected = true;
+        setStatus('');
+      });
+      current.addEventListener('disconnect', (event) => {
+        rfb = null;
+        if (closed) return;
+        if (!connected && attempt < START_ATTEMPTS) {
+          setStatus('Waiting for the desktop to start…');
+          timer = setTimeout(() => connect(attempt + 1), RETRY_MS);
+          return;
+        }
+        const clean = (event as CustomEvent<{ clean: boolean }>).detail.clean;
+        setStatus(clean ? 'The desktop has closed.' : 'Disconnected.');
+      });
+      current.addEventListener('credentialsrequired', () =>
+        current.sendCredentials({ password: password ?? '' }),
+      );
+    };
+    connect(1);
+    return () => {
+      closed = true;
+      clearTimeout(timer);
+      rfb?.disconnect();
+    };
   }, [jobId, rank, secret]);
   return (
     <div class="desktop-frame">
       <div ref={host} id="screen" class="desktop" role="application" aria-label="Remote desktop" />
-      {status !== '' && <p class="muted">{status}</p>}
+      {status !== '' && (
+        <p class="muted" role="status">
+          {status}
+        </p>
+      )}
     </div>
   );
 }
