@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, getJson, postJson } from '../api.ts';
 import { initialRaw, ParameterField, parameterValue, type RawValue } from '../components/parameter-field.tsx';
+import { fieldOf } from '../field-of.ts';
 import { credits, estimatedCost, number, pricePerHour } from '../format.ts';
 import { markdownHtml } from '../markdown.ts';
 import { Link, navigate } from '../router.tsx';
@@ -12,16 +13,6 @@ interface Loaded {
   products: Product[];
   wallets: Wallet[];
   peers: Job[];
-}
-
-/** Where a server issue belongs: a parameter's name, or one of the form's own fields. */
-export function fieldOf(path: string): string {
-  const parameter = /(?:^|\.)parameters\.([^.[\]]+)/.exec(path);
-  if (parameter) return `param:${parameter[1]}`;
-  for (const field of ['product', 'timeAllocation', 'replicas', 'name']) {
-    if (new RegExp(`(?:^|\\.)${field}(?:$|[.[])`).test(path)) return field;
-  }
-  return 'form';
 }
 
 const DEFAULT_TIME: Duration = { hours: 1, minutes: 0, seconds: 0 };

@@ -4,28 +4,9 @@ import 'uplot/dist/uPlot.min.css';
 import { getJson } from '../api.ts';
 import { credits, number } from '../format.ts';
 import type { UsageItem, Wallet } from '../types.ts';
+import { seriesOf } from '../usage-series.ts';
 
-const DAY = 24 * 3600 * 1000;
 const COLOURS = ['#1d5fa8', '#b3541e', '#2e7d32', '#7b1fa2', '#a11d3a', '#00838f'];
-
-/** Credits per day, one series per product category, for the last 30 days (UTC days). */
-export function seriesOf(
-  items: UsageItem[],
-  from: number,
-  to: number,
-): { days: number[]; byCategory: Map<string, number[]> } {
-  const first = Math.floor(from / DAY) * DAY;
-  const days: number[] = [];
-  for (let day = first; day < to; day += DAY) days.push(day);
-  const byCategory = new Map<string, number[]>();
-  for (const item of items) {
-    const series = byCategory.get(item.category) ?? days.map(() => 0);
-    const i = Math.floor((item.start - first) / DAY);
-    if (i >= 0 && i < series.length) series[i] = (series[i] ?? 0) + item.credits;
-    byCategory.set(item.category, series);
-  }
-  return { days, byCategory };
-}
 
 /** Allocations with what is left, and a chart of credits used per day per product category. */
 export function UsagePage() {
@@ -48,8 +29,9 @@ export function UsagePage() {
 
   useEffect(() => {
     const host = chart.current;
-    if (!usage || !host) return;
-    const { days, byCategory } = seriesOf(usage.items, usage.from, usage.to);
+    if (!usage || !wallets || !host) return;
+    const known = [...new Set(wallets.map((w) => w.category))];
+    const { days, byCategory } = seriesOf(usage.items, known, usage.from, usage.to);
     const categories = [...byCategory.keys()].sort();
     const plot = new uPlot(
       {
@@ -65,7 +47,8 @@ export function UsagePage() {
           })),
         ],
         axes: [{}, { label: 'credits', size: 70 }],
-        scales: { x: { time: true } },
+        // From zero, and a visible axis when nothing was used yet.
+        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       },
       [days.map((d) => d / 1000), ...categories.map((c) => byCategory.get(c)!)],
       host,
@@ -76,7 +59,7 @@ export function UsagePage() {
       window.removeEventListener('resize', resize);
       plot.destroy();
     };
-  }, [usage]);
+  }, [usage, wallets]);
 
   const total = (usage?.items ?? []).reduce((sum, i) => sum + i.credits, 0);
   return (
