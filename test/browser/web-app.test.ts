@@ -318,6 +318,26 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await capture(page, ARTIFACTS, 'admin');
   });
 
+  test('a one-time sign-in link (what `ucompute web` prints) opens the interface signed in', async () => {
+    const { url: link } = await api<{ url: string }>('/api/auth/links', {});
+    const context = await browser!.newContext({ viewport: DESKTOP });
+    try {
+      const fresh = await context.newPage();
+      await fresh.goto(link.replace('127.0.0.1', 'localhost'));
+      await fresh.getByRole('heading', { name: 'Applications' }).waitFor();
+      assert.doesNotMatch(fresh.url(), /ticket/);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('signing out leads back to the sign-in page, also after a reload', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API token').waitFor();
+    await page.reload();
+    await page.getByLabel('API token').waitFor();
+  });
+
   test('no page threw or logged an error', () => {
     assert.deepEqual(pageErrors, []);
   });
