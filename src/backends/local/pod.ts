@@ -1,4 +1,3 @@
-import { closeSync } from 'node:fs';
 import { access, chmod, chown, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
@@ -11,7 +10,6 @@ import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from '.
 import { folderView, type RootView } from './host-view.ts';
 import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
-import { openWithoutSymlinks } from './open-path.ts';
 import type {
   ContainerExit,
   ContainerRoot,
@@ -336,7 +334,12 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
-    const { argv: command, env, readFds } = await containerCommand(context, record, spec, placements, dir);
+    const {
+      argv: command,
+      env,
+      readFds,
+      pathFds,
+    } = await containerCommand(context, record, spec, placements, dir);
     await Promise.all(
       [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
     );
@@ -361,6 +364,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
           ],
           // Descriptors 3 onwards: what bubblewrap reads, numbered as its arguments say.
           readFds,
+          pathFds,
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
           env,
         },
@@ -627,6 +631,8 @@ interface SupervisorCommand {
   env: Record<string, string>;
   /** Files the supervisor gets open (read-only) as descriptors 3, 4, …: bubblewrap reads them. */
   readFds: string[];
+  /** Paths it gets open (O_PATH) as the descriptors after those: bubblewrap binds them. */
+  pathFds: string[];
 }
 
 /**
@@ -648,6 +654,7 @@ async function containerCommand(
       argv: [...env, ...dropPrivileges(context, spec), ...spec.argv],
       env: { PATH: HOST_PATH },
       readFds: [],
+      pathFds: [],
     };
   }
   await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
@@ -668,15 +675,11 @@ async function containerCommand(
     ];
   }
   const seccompFd = pass(sandbox.seccomp);
-  for (const p of placements) {
-    // Bubblewrap 0.8 binds by path; a symlink on the way is refused here, before it could follow it.
-    try {
-      closeSync(openWithoutSymlinks(p.source));
-    } catch (error) {
-      throw new Error(`container ${spec.name}: ${p.target} cannot be mounted: ${(error as Error).message}`);
-    }
-  }
-  const bwrap = await bwrapArgs(sandbox.bwrap, spec, placements, {
+  // Opened by the launcher after the files, without following a symlink: a symlink is refused, and
+  // a folder a job swaps for one afterwards is not what bubblewrap binds (it binds the descriptor).
+  const pathFds = placements.map((p) => p.source);
+  const open = placements.map((p, i) => ({ ...p, fd: 3 + readFds.length + i }));
+  const bwrap = await bwrapArgs(sandbox.bwrap, spec, open, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
     view: await rootView(context, spec.root),
@@ -699,7 +702,7 @@ async function containerCommand(
     '--',
     ...spec.argv,
   ];
-  return { argv, env, readFds };
+  return { argv, env, readFds, pathFds };
 }
 
 /** What a container sees as `/`. */

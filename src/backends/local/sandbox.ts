@@ -10,6 +10,12 @@ export interface Placement {
   readOnly: boolean;
 }
 
+/**
+ * A placement whose source bubblewrap has open at descriptor `fd` (O_PATH, opened without
+ * following symlinks): it binds that descriptor, never the path again.
+ */
+export type OpenPlacement = Placement & { fd: number };
+
 export interface SandboxOptions {
   hostname: string;
   shmBytes: number;
@@ -101,7 +107,7 @@ const depth = (path: string) => path.split('/').filter(Boolean).length;
 export async function bwrapArgs(
   bwrap: string,
   container: ContainerSpec,
-  placements: readonly Placement[],
+  placements: readonly OpenPlacement[],
   options: SandboxOptions,
 ): Promise<string[]> {
   const view = options.view;
@@ -113,8 +119,12 @@ export async function bwrapArgs(
     if (folder) mirrored.add(folder);
   }
   const args = [bwrap];
-  if (options.user.kind === 'userns') args.push('--userns', String(options.user.fd));
-  else args.push('--unshare-user');
+  if (options.user.kind === 'userns') {
+    // bubblewrap never closes the namespace's descriptor, which the command would inherit; its
+    // --block-fd descriptor it reads (a namespace file answers at once, EINVAL) and closes.
+    const fd = String(options.user.fd);
+    args.push('--userns', fd, '--block-fd', fd);
+  } else args.push('--unshare-user');
   args.push('--uid', String(container.uid), '--gid', String(container.gid));
   // --die-with-parent: the container ends with its command, as with pid 1 in Kubernetes, not when
   // the last daemon it left ends (bubblewrap's init would wait for those, holding the output open).
@@ -130,15 +140,27 @@ export async function bwrapArgs(
   for (const p of ordered) {
     // Folders bubblewrap would create on the way are private (0700); an image's folders are 0755.
     for (const folder of await missingFolders(view, p.target)) args.push('--perms', '0755', '--dir', folder);
-    args.push(p.readOnly ? '--ro-bind' : '--bind', p.source, p.target);
+    // bubblewrap binds /proc/self/fd/N, then dies ("Race condition binding dirfd") unless the
+    // mount is the descriptor's file (device and inode): a path changed meanwhile fails closed.
+    args.push(p.readOnly ? '--ro-bind-fd' : '--bind-fd', String(p.fd), p.target);
   }
   // The root and the tmpfs copies stay read-only like the rest of the view, once their mount points exist.
   for (const folder of ['/', ...mirrored]) args.push('--remount-ro', folder);
   args.push('--chdir', container.workingDir ?? '/');
-  args.push('--cap-drop', 'ALL');
-  if (container.uid === 0) for (const cap of ROOT_CAPABILITIES) args.push('--cap-add', cap);
-  args.push('--seccomp', String(options.seccompFd));
+  args.push(...privilegeArgs(container.uid, options.seccompFd));
   args.push('--');
+  return args;
+}
+
+/**
+ * What a process of a container may do, for its command and for every shell opened in it alike:
+ * capabilities (Docker's default set for uid 0, none otherwise) and the seccomp filter at
+ * `seccompFd`; bubblewrap always sets no_new_privs.
+ */
+export function privilegeArgs(uid: number, seccompFd: number): string[] {
+  const args = ['--cap-drop', 'ALL'];
+  if (uid === 0) for (const cap of ROOT_CAPABILITIES) args.push('--cap-add', cap);
+  args.push('--seccomp', String(seccompFd));
   return args;
 }
 
