@@ -18,7 +18,14 @@ import type {
   PodSpec,
   RunningContainer,
 } from './runtime.ts';
-import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
+import {
+  bwrapArgs,
+  containerCapabilities,
+  DEFAULT_SHM_BYTES,
+  fileSource,
+  type Placement,
+} from './sandbox.ts';
+import { enterContainerArgv } from './shell-entry.ts';
 import { checkContainerIds, type IdRanges } from './userns.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
@@ -428,18 +435,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       const target = await containerProcess(last);
       // The container's own (a recovered container's record does not keep it).
       containerEnv = await processEnvironment(target);
-      const userns = (await readlink(`/proc/${target}/ns/user`)) !== (await readlink('/proc/self/ns/user'));
-      const flags = ['-m', '-u', '-i', '-p', '-n', ...(userns ? ['-U'] : []), '-r', '-w'];
-      const ids = userns || context.sandbox.root ? ['-S', String(spec.uid), '-G', String(spec.gid)] : [];
-      argv = [
-        '/usr/bin/nsenter',
-        '-t',
-        String(target),
-        ...flags,
-        ...ids,
-        '--',
+      // Confined as the container's command is: its namespaces, user, capabilities and seccomp.
+      argv = enterContainerArgv(target, spec, context.sandbox.seccomp, containerCapabilities(spec.uid), [
         await shellIn(context, spec.root),
-      ];
+      ]);
     }
     // The shell starts through root's programs on the host: none of the variables that change them.
     const env: Record<string, string> = { TERM: 'xterm-256color' };

@@ -54,6 +54,9 @@ const ROOT_CAPABILITIES = [
   'CAP_AUDIT_WRITE',
 ];
 
+/** What a container's processes keep, its command and every shell opened in it alike. */
+export const containerCapabilities = (uid: number): readonly string[] => (uid === 0 ? ROOT_CAPABILITIES : []);
+
 async function existsIn(view: RootView, path: string) {
   const host = view.hostPath(path);
   return host !== null && (await lstat(host).catch(() => null)) !== null;
@@ -147,20 +150,10 @@ export async function bwrapArgs(
   // The root and the tmpfs copies stay read-only like the rest of the view, once their mount points exist.
   for (const folder of ['/', ...mirrored]) args.push('--remount-ro', folder);
   args.push('--chdir', container.workingDir ?? '/');
-  args.push(...privilegeArgs(container.uid, options.seccompFd));
+  args.push('--cap-drop', 'ALL');
+  for (const cap of containerCapabilities(container.uid)) args.push('--cap-add', cap);
+  args.push('--seccomp', String(options.seccompFd));
   args.push('--');
-  return args;
-}
-
-/**
- * What a process of a container may do, for its command and for every shell opened in it alike:
- * capabilities (Docker's default set for uid 0, none otherwise) and the seccomp filter at
- * `seccompFd`; bubblewrap always sets no_new_privs.
- */
-export function privilegeArgs(uid: number, seccompFd: number): string[] {
-  const args = ['--cap-drop', 'ALL'];
-  if (uid === 0) for (const cap of ROOT_CAPABILITIES) args.push('--cap-add', cap);
-  args.push('--seccomp', String(seccompFd));
   return args;
 }
 
