@@ -25,7 +25,7 @@ for (const [who, ids] of [
   ['root', { uid: 0, gid: 0 }],
   ['non-root', { uid: 1000, gid: 1000 }],
 ] as const) {
-  test(`a shell in a ${who} container has the container's limits and cannot make a read-only mount writable`, {
+  test(`a shell in a ${who} container has the container's limits and cannot make a read-only mount writable or use ucompute's descriptors`, {
     skip: skip ?? false,
   }, async (t) => {
     const { pod } = await testRuntime(t);
@@ -56,6 +56,8 @@ for (const [who, ids] of [
         LIMITS('/tmp/shell'),
         `diff /tmp/container /tmp/shell && echo "SAME""-LIMITS"`,
         'mount -o remount,bind,rw /data; touch /data/planted && echo "WRO""TE"',
+        // What the shell's commands inherit: the terminal only.
+        `echo "<$(sh -c 'ls /proc/$$/fd' | tr '\\n' ' ')>"`,
         'echo "DO""NE"',
       ].join('; ') + '\n',
     );
@@ -65,6 +67,7 @@ for (const [who, ids] of [
     shell.end();
     assert.match(seen, /SAME-LIMITS/, seen);
     assert.doesNotMatch(seen, /WROTE/, seen);
+    assert.match(seen, /<0 1 2 >/, seen);
     assert.deepEqual(await readdir(data), []);
   });
 }

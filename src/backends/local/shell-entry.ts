@@ -77,6 +77,8 @@ if child == 0:
     # Python ignores these itself; an ignored signal would stay ignored in the shell.
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
+    # Whatever ucompute inherited (the terminal is 0 to 2): not the container's.
+    os.closerange(3, 2**31 - 1)
     class Program(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
     code = ctypes.create_string_buffer(program, len(program))
