@@ -346,7 +346,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       env,
       readFds,
       pathFds,
-    } = await containerCommand(context, record, spec, placements, dir);
+    } = await containerCommand(context, record, spec, placements, dir, secrets);
     await Promise.all(
       [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
     );
@@ -636,8 +636,8 @@ interface SupervisorCommand {
 
 /**
  * What the supervisor runs: network, user, sandbox, then the container's command. The container's
- * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), never
- * through arguments, except the few variables that would change how root's programs run.
+ * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), or
+ * through a file in the container's `secrets` folder, never through arguments.
  */
 async function containerCommand(
   context: PodContext,
@@ -645,6 +645,7 @@ async function containerCommand(
   spec: ContainerSpec,
   placements: readonly Placement[],
   dir: string,
+  secrets: string,
 ): Promise<SupervisorCommand> {
   const sandbox = context.sandbox;
   if (sandbox.kind === 'none') {
@@ -674,6 +675,19 @@ async function containerCommand(
     ];
   }
   const seccompFd = pass(sandbox.seccomp);
+  const env: Record<string, string> = {};
+  const setenv: string[] = ['--unsetenv', 'PATH', '--unsetenv', 'PWD'];
+  for (const [name, value] of Object.entries(spec.env)) {
+    if (SHELL_NAME.test(name) && !ROOT_SENSITIVE.test(name)) env[name] = value;
+    else setenv.push('--setenv', name, value);
+  }
+  env.PATH = HOST_PATH;
+  // The variables the supervisor's shell cannot carry (names it drops, or that change root's
+  // programs) reach bubblewrap as arguments read from a file on the secrets tmpfs (--args), never
+  // on a command line, which every host user can read.
+  const setenvFile = join(secrets, 'environment');
+  await writeFile(setenvFile, setenv.map((arg) => `${arg}\0`).join(''), { mode: 0o600 });
+  const setenvFd = pass(setenvFile);
   // Opened by the launcher after the files, without following a symlink: a symlink is refused, and
   // a folder a job swaps for one afterwards is not what bubblewrap binds (it binds the descriptor).
   const pathFds = placements.map((p) => p.source);
@@ -685,19 +699,13 @@ async function containerCommand(
     user,
     seccompFd,
   });
-  const env: Record<string, string> = {};
-  const setenv: string[] = ['--unsetenv', 'PATH', '--unsetenv', 'PWD'];
-  for (const [name, value] of Object.entries(spec.env)) {
-    if (SHELL_NAME.test(name) && !ROOT_SENSITIVE.test(name)) env[name] = value;
-    else setenv.push('--setenv', name, value);
-  }
-  env.PATH = HOST_PATH;
   // bwrap's own arguments end with `--`; the variables go before it.
   const argv = [
     ...context.network.enter(pod.network),
     ...becomeUser,
     ...bwrap.slice(0, -1),
-    ...setenv,
+    '--args',
+    String(setenvFd),
     '--',
     ...spec.argv,
   ];
