@@ -689,7 +689,7 @@ async function containerCommand(
   await writeFile(setenvFile, setenv.map((arg) => `${arg}\0`).join(''), { mode: 0o600 });
   const setenvFd = pass(setenvFile);
   // Opened by the launcher after the files, without following a symlink: a symlink is refused, and
-  // a folder a job swaps for one afterwards is not what bubblewrap binds (it binds the descriptor).
+  // a folder a job swaps for one afterwards is not what bubblewrap binds (see bwrapArgs).
   const pathFds = placements.map((p) => p.source);
   const open = placements.map((p, i) => ({ ...p, fd: 3 + readFds.length + i }));
   const bwrap = await bwrapArgs(sandbox.bwrap, spec, open, {

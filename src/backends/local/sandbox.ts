@@ -12,7 +12,7 @@ export interface Placement {
 
 /**
  * A placement whose source bubblewrap has open at descriptor `fd` (O_PATH, opened without
- * following symlinks): it binds that descriptor, never the path again.
+ * following symlinks): what it binds is that descriptor's file or nothing.
  */
 export type OpenPlacement = Placement & { fd: number };
 
@@ -143,8 +143,9 @@ export async function bwrapArgs(
   for (const p of ordered) {
     // Folders bubblewrap would create on the way are private (0700); an image's folders are 0755.
     for (const folder of await missingFolders(view, p.target)) args.push('--perms', '0755', '--dir', folder);
-    // bubblewrap binds /proc/self/fd/N, then dies ("Race condition binding dirfd") unless the
-    // mount is the descriptor's file (device and inode): a path changed meanwhile fails closed.
+    // bubblewrap resolves the descriptor to the path its file has now, binds that, then dies
+    // ("Race condition binding dirfd") unless the mount is the descriptor's file (device and
+    // inode): a path changed in between fails closed.
     args.push(p.readOnly ? '--ro-bind-fd' : '--bind-fd', String(p.fd), p.target);
   }
   // The root and the tmpfs copies stay read-only like the rest of the view, once their mount points exist.
