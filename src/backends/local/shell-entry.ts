@@ -14,7 +14,7 @@ import { PYTHON } from './seccomp.ts';
  * then the command. The shell's process is a child (a pid namespace applies to children).
  */
 const ENTER = `
-import ctypes, os, signal, sys
+import ctypes, fcntl, os, signal, sys
 target, uid, gid, seccomp_file, caps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 command = sys.argv[6:]
 libc = ctypes.CDLL(None, use_errno=True)
@@ -32,15 +32,26 @@ for name in filter(None, caps.split(",")):
     value = ctypes.c_int()
     check(libcap.cap_from_name(name.encode(), ctypes.byref(value)), "capability " + name)
     keep.add(value.value)
-# As root the user namespace is entered last (root may enter the others from outside); otherwise
-# first, for the rights it gives over the others.
-spaces = ["ipc", "uts", "net", "pid", "mnt"]
-spaces = spaces + ["user"] if os.geteuid() == 0 else ["user"] + spaces
+# The container's user namespace is entered last: root may enter the others from outside. Without
+# root, first the user namespace that owns them, for the rights it gives there (bubblewrap makes
+# the container's own inside that one). Those the container shares with ucompute (the host
+# network, without root) are not entered again.
+own = lambda pid, ns: os.readlink("/proc/" + pid + "/ns/" + ns)
+spaces = [ns for ns in ["ipc", "uts", "net", "pid", "mnt", "user"] if own(target, ns) != own("self", ns)]
 fds = [(ns, os.open("/proc/" + target + "/ns/" + ns, os.O_RDONLY)) for ns in spaces]
+if os.geteuid() != 0:
+    NS_GET_USERNS = 0xB701
+    fds.insert(0, ("user", fcntl.ioctl(dict(fds)["mnt"], NS_GET_USERNS)))
 root = os.open("/proc/" + target + "/root", os.O_RDONLY | os.O_DIRECTORY)
 cwd = os.open("/proc/" + target + "/cwd", os.O_RDONLY | os.O_DIRECTORY)
-for ns, fd in fds:
-    check(libc.setns(fd, 0), "entering the container's " + ns + " namespace")
+# Read now: once in the mount namespace, /proc is the container's, where this process has no pid.
+entered = {own("self", "user")}
+fds = [(ns, fd, os.readlink("/proc/self/fd/" + str(fd))) for ns, fd in fds]
+for ns, fd, identity in fds:
+    # The owning user namespace may be the container's own: it is entered once.
+    if identity not in entered:
+        check(libc.setns(fd, 0), "entering the container's " + ns + " namespace")
+        entered.add(identity)
     os.close(fd)
 os.fchdir(root)
 os.chroot(".")
