@@ -188,7 +188,9 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
       files: [{ path: '/etc/secret/key', content: 'secret-file', mode: 0o600 }],
     });
     await p.start(spec);
-    await eventually('the container printed', async () => (await output(spec).catch(() => '')).endsWith('\n'));
+    await eventually('the container printed', async () =>
+      (await output(spec).catch(() => '')).endsWith('\n'),
+    );
     assert.equal(await output(spec), 'secret-file secret-xyz secret-abc\n', await errors(spec));
     const leaks: string[] = [];
     for (const pid of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {
