@@ -9,7 +9,8 @@ import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { Backend } from '../jobs/backend.ts';
-import { AUTHORIZE_PATH, type Sessions, UI_COOKIE } from './sessions.ts';
+import { cookiePairs, UI_COOKIE } from './cookies.ts';
+import { AUTHORIZE_PATH, type Sessions } from './sessions.ts';
 
 // The web proxy: every job's web app on its own origin, reached only with a session for exactly
 // that job and rank. Requests for any other host go to the API.
@@ -78,16 +79,11 @@ export function webProxy(o: ProxyOptions) {
    */
   function splitCookies(req: IncomingMessage): { ours: string[]; others: string } {
     const cookieName = cookieNameOf(req);
-    const header = req.headers.cookie;
     const ours: string[] = [];
     const others: string[] = [];
-    for (const part of (header ?? '').split(';')) {
-      const pair = part.trim();
-      if (pair === '') continue;
-      const eq = pair.indexOf('=');
-      const name = eq > 0 ? pair.slice(0, eq) : '';
-      if (name === cookieName) ours.push(pair.slice(eq + 1));
-      else if (name !== UI_COOKIE) others.push(pair);
+    for (const { name, value, text } of cookiePairs(req.headers.cookie)) {
+      if (name === cookieName) ours.push(value);
+      else if (name !== UI_COOKIE) others.push(text);
     }
     return { ours, others: others.join('; ') };
   }
