@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { Dispatcher } from 'undici';
 import type { Backend } from '../jobs/backend.ts';
+import { cookiePairs, UI_COOKIE } from './cookies.ts';
 import { AUTHORIZE_PATH, type Sessions } from './sessions.ts';
 import { upstreams } from './upstream.ts';
 
@@ -59,26 +60,22 @@ export function webProxy(o: ProxyOptions) {
   }
 
   /**
-   * The request's cookies without ours, when one of ours (a page on a sibling origin may have set
-   * more than one) is a session for exactly this job and rank; undefined without such a session.
+   * The request's cookies without ours and without the web interface's (an app never sees a
+   * session of the API), when one of ours (a page on a sibling origin may have set more than one)
+   * is a session for exactly this job and rank; undefined without such a session.
    */
   function signedIn(req: IncomingMessage, target: AppTarget): { others: string } | undefined {
     const cookieName = cookieNameOf(req);
-    const header = req.headers.cookie;
-    if (header === undefined) return undefined;
     let valid = false;
-    let others = '';
-    for (const part of header.split(';')) {
-      const pair = part.trim();
-      if (pair === '') continue;
-      const eq = pair.indexOf('=');
-      if (eq > 0 && pair.slice(0, eq) === cookieName) {
-        valid ||= sessions.use(pair.slice(eq + 1), 'WEB', target.jobId, target.rank) !== undefined;
-      } else {
-        others = others === '' ? pair : `${others}; ${pair}`;
+    const others: string[] = [];
+    for (const { name, value, text } of cookiePairs(req.headers.cookie)) {
+      if (name === cookieName) {
+        valid ||= sessions.use(value, 'WEB', target.jobId, target.rank) !== undefined;
+      } else if (name !== UI_COOKIE) {
+        others.push(text);
       }
     }
-    return valid ? { others } : undefined;
+    return valid ? { others: others.join('; ') } : undefined;
   }
 
   function forwardedHeaders(req: IncomingMessage, cookies: string): IncomingHttpHeaders {
