@@ -20,7 +20,7 @@ export interface FakeCluster {
 
 /** A fake API server with the Volcano stand-in and a kubeconfig for it; all cleaned up after the test. */
 export async function fakeCluster(
-  t: TestContext,
+  t: { after(cleanup: () => unknown): void },
   options: { autopilot?: boolean } & FakeApiServerOptions = {},
 ): Promise<FakeCluster> {
   const api = await startFakeApiServer(options);
