@@ -592,15 +592,17 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
   function portForward(ws: WebSocket, target: Target, port: number): void {
     const local = forwards.get(`${target.namespace}/${target.name}`);
     const portBytes = Buffer.from([port & 0xff, port >> 8]);
-    // Each channel's first frame names the port (data channel 0, error channel 1).
+    // Each channel's first frame names the port (data channel 0, error channel 1). The error
+    // channel's comes once the pod's port answered: after the client has its stream in hand.
     ws.send(Buffer.concat([Buffer.from([0]), portBytes]));
-    ws.send(Buffer.concat([Buffer.from([1]), portBytes]));
     if (local === undefined) {
+      ws.send(Buffer.concat([Buffer.from([1]), portBytes]));
       ws.send(Buffer.concat([Buffer.from([1]), Buffer.from(`no listener on port ${port}`)]));
       ws.close();
       return;
     }
     const tcp = tcpConnect({ host: '127.0.0.1', port: local });
+    tcp.once('connect', () => setTimeout(() => ws.send(Buffer.concat([Buffer.from([1]), portBytes])), 20));
     tcp.on('data', (d: Buffer) => ws.send(Buffer.concat([Buffer.from([0]), d])));
     tcp.on('close', () => ws.close());
     tcp.on('error', () => ws.close());
