@@ -25,12 +25,6 @@ export interface ShellOptions {
   rows: number;
 }
 
-/**
- * An interactive shell in a replica, resizable. Once the shell has ended, `exitCode` holds its
- * exit code (128+n for signal n) before the stream ends; absent or null when it is not known.
- */
-export type ShellStream = Duplex & { resize(o: ShellOptions): void; exitCode?: number | null };
-
 /** What a machine offers a job. */
 export interface MachineSize {
   cpuMillis: number;
@@ -72,7 +66,11 @@ export interface Backend {
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
   /** An interactive shell in one replica. */
-  shell(jobId: string, rank: number, options: ShellOptions): Promise<ShellStream>;
+  shell(
+    jobId: string,
+    rank: number,
+    options: ShellOptions,
+  ): Promise<Duplex & { resize(o: ShellOptions): void }>;
   /** A byte stream to a port of one replica, for the session proxy. */
   connect(jobId: string, rank: number, port: number): Promise<Duplex>;
   close(): Promise<void>;

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { connect as tcpConnect } from 'node:net';
 import { Duplex, PassThrough, Writable } from 'node:stream';
-import { Exec, Log, PortForward, type V1Status } from '@kubernetes/client-node';
-import type { LogChunk, ShellOptions, ShellStream } from '../../jobs/backend.ts';
+import { Exec, Log, PortForward } from '@kubernetes/client-node';
+import type { LogChunk, ShellOptions } from '../../jobs/backend.ts';
 import { USER_CONTAINER_NAME } from '../../volcano/names.ts';
 import type { Connection } from './connection.ts';
 import type { PodSummary } from './states.ts';
@@ -115,34 +115,15 @@ export async function* podLog(
   }
 }
 
-/**
- * The exit code in an exec's final status (the kubelet's status channel): 0 for Success, the
- * `ExitCode` cause of a NonZeroExitCode failure; null when the status does not say.
- */
-export function execExitCode(status: V1Status): number | null {
-  if (status.status === 'Success') return 0;
-  const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
-  const code = Number(cause?.message);
-  return cause && Number.isInteger(code) ? code : null;
-}
-
-/**
- * An interactive shell in a pod's user container: `exec` with a terminal, resizable. Once the
- * shell has ended, `exitCode` holds its exit code (null when the API server did not say) before
- * the stream ends.
- */
-export async function podShell(conn: Connection, pod: PodRef, size: ShellOptions): Promise<ShellStream> {
+/** An interactive shell in a pod's user container: `exec` with a terminal, resizable. */
+export async function podShell(
+  conn: Connection,
+  pod: PodRef,
+  size: ShellOptions,
+): Promise<Duplex & { resize(o: ShellOptions): void }> {
   const input = new PassThrough();
   // Exec resizes the terminal when its output stream has columns and rows and emits 'resize'.
   const output = Object.assign(new PassThrough(), { columns: size.cols, rows: size.rows });
-  const duplex = Object.assign(Duplex.from({ readable: output, writable: input }), {
-    exitCode: null as number | null,
-    resize(o: ShellOptions) {
-      output.columns = o.cols;
-      output.rows = o.rows;
-      output.emit('resize');
-    },
-  });
   const socket = await new Exec(conn.kubeConfig).exec(
     pod.namespace,
     pod.name,
@@ -152,13 +133,17 @@ export async function podShell(conn: Connection, pod: PodRef, size: ShellOptions
     null,
     input,
     true,
-    (status) => {
-      duplex.exitCode = execExitCode(status);
-    },
   );
   socket.on('close', () => output.end());
+  const duplex = Duplex.from({ readable: output, writable: input });
   duplex.on('close', () => socket.close());
-  return duplex;
+  return Object.assign(duplex, {
+    resize(o: ShellOptions) {
+      output.columns = o.cols;
+      output.rows = o.rows;
+      output.emit('resize');
+    },
+  });
 }
 
 /**

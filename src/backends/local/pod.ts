@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as nodePty from 'node-pty';
-import type { ShellOptions, ShellStream } from '../../jobs/backend.ts';
+import type { ShellOptions } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
 import { folderView, type RootView } from './host-view.ts';
 import type { Launcher } from './launcher.ts';
@@ -770,7 +770,7 @@ async function shellIn(context: PodContext, root: ContainerRoot): Promise<string
   return '/bin/sh';
 }
 
-function ptyStream(pty: nodePty.IPty): ShellStream {
+function ptyStream(pty: nodePty.IPty): Duplex & { resize(o: ShellOptions): void } {
   const stream = new Duplex({
     read() {},
     write(chunk: Buffer, _encoding, callback) {
@@ -786,14 +786,7 @@ function ptyStream(pty: nodePty.IPty): ShellStream {
       callback(error);
     },
   });
-  const shell = Object.assign(stream, {
-    exitCode: null as number | null,
-    resize: (o: ShellOptions) => pty.resize(o.cols, o.rows),
-  });
   pty.onData((data) => stream.push(data));
-  pty.onExit(({ exitCode, signal }) => {
-    shell.exitCode = signal ? 128 + signal : exitCode;
-    stream.push(null);
-  });
-  return shell;
+  pty.onExit(() => stream.push(null));
+  return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows) });
 }

@@ -547,7 +547,13 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
       const channel = data[0];
       const payload = data.subarray(1).toString('utf8');
       if (channel === 4) {
-        resizes.push(terminalSize(payload));
+        const size = JSON.parse(payload) as {
+          Width?: number;
+          Height?: number;
+          width?: number;
+          height?: number;
+        };
+        resizes.push({ cols: size.Width ?? size.width ?? 0, rows: size.Height ?? size.height ?? 0 });
         return;
       }
       if (channel !== 0) return;
@@ -581,9 +587,10 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
       const payload = data.subarray(1);
       if (data[0] === 0) pty.write(payload.toString('utf8'));
       if (data[0] === 4) {
-        const size = terminalSize(payload.toString('utf8'));
-        resizes.push(size);
-        pty.resize(size.cols, size.rows);
+        // client-node sends {width, height}.
+        const size = JSON.parse(payload.toString('utf8')) as { width: number; height: number };
+        resizes.push({ cols: size.width, rows: size.height });
+        pty.resize(size.width, size.height);
       }
     });
     ws.on('close', () => pty.kill());
@@ -679,12 +686,6 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-/** A resize message (channel 4): the kubelet reads `Width`/`Height`; clients send either case. */
-function terminalSize(text: string): { cols: number; rows: number } {
-  const size = JSON.parse(text) as { Width?: number; Height?: number; width?: number; height?: number };
-  return { cols: size.Width ?? size.width ?? 0, rows: size.Height ?? size.height ?? 0 };
 }
 
 /** The status the kubelet sends on the exec status channel when the command has ended. */
