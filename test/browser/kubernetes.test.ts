@@ -140,12 +140,13 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
           '-geometry',
           '800x600',
         ],
-        { env: { PATH: SYSTEM_PATH, HOME: work }, stdio: 'ignore' },
+        { cwd: work, env: { PATH: SYSTEM_PATH, HOME: work }, stdio: 'ignore' },
       ),
     );
     await until('Xtigervnc listening', () => listening(vncPort));
     children.push(
       spawn('xterm', ['-geometry', '80x24+10+10', '-bg', 'white', '-fg', 'black'], {
+        cwd: work,
         env: { PATH: SYSTEM_PATH, HOME: work, DISPLAY: display },
         stdio: 'ignore',
       }),
