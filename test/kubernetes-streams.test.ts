@@ -209,3 +209,29 @@ test('connect: port-forward streams serve a keep-alive pool: reused, dropped whe
   assert.equal(await get('/d'), '/d on connection 3');
   assert.equal(forwards(), 3);
 });
+
+test('connect: a stream to a rank closes when the rank ends, and every stream when the job ends', async (t) => {
+  const cluster = await fakeCluster(t);
+  const app = createServer(() => {});
+  app.listen(0, '127.0.0.1');
+  await once(app, 'listening');
+  t.after(() => app.close());
+  const { backend, event } = backendOn(t, cluster);
+  await backend.submit('pf3', await build(TWO, { id: 'pf3', config: cluster.config() }));
+  cluster.volcano.admit('pf3');
+  cluster.volcano.run('pf3');
+  await event((e) => e.jobId === 'pf3' && e.state === 'RUNNING');
+  for (const rank of [0, 1])
+    cluster.api.forwardPort(NS, `j-pf3-job-${rank}`, (app.address() as AddressInfo).port);
+  const [zero, one, again] = await Promise.all([
+    backend.connect('pf3', 0, 8888),
+    backend.connect('pf3', 1, 8888),
+    backend.connect('pf3', 1, 8888),
+  ]);
+  // The fake API server keeps port-forwards open whatever happens to the pod: ucompute closes them.
+  cluster.volcano.exit('pf3', 1, 0);
+  await eventually(() => one!.destroyed && again!.destroyed);
+  assert.equal(zero!.destroyed, false);
+  cluster.volcano.finish('pf3', [0, 0]);
+  await eventually(() => zero!.destroyed);
+});
