@@ -126,24 +126,15 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
         },
       ),
     );
-    const display = `:${60 + (process.pid % 30)}`;
-    children.push(
-      spawn(
-        'Xtigervnc',
-        [
-          display,
-          '-SecurityTypes',
-          'None',
-          '-localhost',
-          '-rfbport',
-          String(vncPort),
-          '-geometry',
-          '800x600',
-        ],
-        { cwd: work, env: { PATH: SYSTEM_PATH, HOME: work }, stdio: 'ignore' },
-      ),
+    // A display number of its own: the local browser tests use 40 to 89.
+    const display = `:${100 + (process.pid % 100)}`;
+    const xvnc = spawn(
+      'Xtigervnc',
+      [display, '-SecurityTypes', 'None', '-localhost', '-rfbport', String(vncPort), '-geometry', '800x600'],
+      { cwd: work, env: { PATH: SYSTEM_PATH, HOME: work }, stdio: 'ignore' },
     );
-    await until('Xtigervnc listening', () => listening(vncPort));
+    children.push(xvnc);
+    await until('Xtigervnc listening', () => listening(vncPort), 600);
     children.push(
       spawn('xterm', ['-geometry', '80x24+10+10', '-bg', 'white', '-fg', 'black'], {
         cwd: work,
