@@ -58,3 +58,22 @@ test(
     assert.equal(await readFile(join(root, 'job/fresh'), 'utf8'), 'hello');
   },
 );
+
+test("in a folder of the server's own user, a new file is written in place, never over a name or through a symlink", async (t) => {
+  const root = await storage(t);
+  const victim = join(await storage(t), 'victim');
+  await writeFile(victim, 'original');
+  await mkdir(join(root, 'job'));
+  await symlink(victim, join(root, 'job/planted'));
+  await symlink(join(root, 'nowhere'), join(root, 'job/dangling'));
+  const folder = await openFolder(root, 'job', { create: true });
+  t.after(() => folder.close());
+  assert.equal(await writeNewFile(folder, 'planted', Readable.from(['x'])), false);
+  assert.equal(await readFile(victim, 'utf8'), 'original');
+  assert.equal(await writeNewFile(folder, 'dangling', Readable.from(['x'])), false);
+  await assert.rejects(lstat(join(root, 'nowhere')), { code: 'ENOENT' });
+  assert.equal(await writeNewFile(folder, 'fresh', Readable.from(['hello', Buffer.from(' world')])), true);
+  assert.equal(await readFile(join(root, 'job/fresh'), 'utf8'), 'hello world');
+  assert.equal(await writeNewFile(folder, 'fresh', Readable.from(['again'])), false);
+  assert.equal(await readFile(join(root, 'job/fresh'), 'utf8'), 'hello world');
+});

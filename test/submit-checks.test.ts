@@ -93,6 +93,10 @@ describe('inputs are checked at submit', () => {
     assert.deepEqual(await issuesOf(jobs.create(alice, [fileServer('/home/alice/bobs-home')])), [
       'items[0].specification.parameters.folder: /home/alice/bobs-home leads out of /home/alice through a link',
     ]);
+    // A link halfway down the path leads out as well as one at its end.
+    assert.deepEqual(await issuesOf(jobs.create(alice, [wordCount('/home/alice/bobs-home/secret.txt')])), [
+      'items[0].specification.parameters.input: /home/alice/bobs-home/secret.txt leads out of /home/alice through a link',
+    ]);
     assert.equal(rows(), 0);
     assert.equal((await jobs.create(alice, [wordCount('/home/alice/moby-link.txt')])).length, 1);
   });

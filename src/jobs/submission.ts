@@ -135,7 +135,7 @@ export function jobSubmission(o: SubmissionOptions) {
     try {
       await backend.submit(id, build);
       failures.delete(id);
-      const state = store.getJob(id)!.state;
+      const state = store.jobState(id)!;
       // Suspended while the submission was under way: the backend must not run it, and
       // unsuspend submits it again.
       if (state === 'SUSPENDED') {

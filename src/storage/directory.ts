@@ -1,7 +1,8 @@
+import { lstatSync, type Stats } from 'node:fs';
 import { mkdir, realpath, rename, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { Readable } from 'node:stream';
-import { baseName, normalisePath, parentPath } from '../model/paths.ts';
+import { baseName, isInside, normalisePath, parentPath } from '../model/paths.ts';
 import { at, openFolder, writeNewFile } from './folders.ts';
 import type { EntryKind, InputStorage, JobStorage } from './job-storage.ts';
 
@@ -18,15 +19,27 @@ export function directoryStorage(
     return result;
   };
   const resolve = (path: string): string => join(root, normalised(path));
-  /** The real path, or undefined when nothing is there (a dangling link included). */
-  const real = async (path: string): Promise<string | undefined> => {
+  /** `fn`'s answer, or undefined when nothing is there (a dangling link included). */
+  const unlessMissing = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
     try {
-      return await realpath(path);
+      return await fn();
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
       throw e;
     }
+  };
+  const kindOf = (stats: Stats): EntryKind =>
+    stats.isFile() ? 'file' : stats.isDirectory() ? 'folder' : 'other';
+  /** Resolves every link of both paths (a syscall per segment of each, the root's included). */
+  const entryKindThroughLinks = async (path: string, drive: string): Promise<EntryKind> => {
+    const [target, driveRoot] = await Promise.all([
+      unlessMissing(() => realpath(resolve(path))),
+      unlessMissing(() => realpath(resolve(drive))),
+    ]);
+    if (target === undefined || driveRoot === undefined) return 'missing';
+    if (target !== driveRoot && !target.startsWith(`${driveRoot}${sep}`)) return 'outside';
+    return kindOf(await stat(target));
   };
   return {
     resolve,
@@ -51,12 +64,24 @@ export function directoryStorage(
       }
     },
     async entryKind(path, drive): Promise<EntryKind> {
-      // Checked after resolving every link: the job mounts what the links lead to.
-      const [target, driveRoot] = await Promise.all([real(resolve(path)), real(resolve(drive))]);
-      if (target === undefined || driveRoot === undefined) return 'missing';
-      if (target !== driveRoot && !target.startsWith(`${driveRoot}${sep}`)) return 'outside';
-      const stats = await stat(target);
-      return stats.isFile() ? 'file' : stats.isDirectory() ? 'folder' : 'other';
+      // Checked after resolving every link: the job mounts what the links lead to. Usually no
+      // link lies between the drive and the path, and one lstat per segment from the drive down
+      // shows that; only a link found on the way costs resolving both paths. The lstats are made
+      // here rather than in the thread pool: handing each over costs several times the call.
+      const target = normalisePath(path);
+      const driveRoot = normalisePath(drive);
+      if (target === undefined || driveRoot === undefined || !isInside(target, driveRoot)) {
+        return entryKindThroughLinks(path, drive);
+      }
+      let step = driveRoot;
+      let stats = lstatSync(join(root, step), { throwIfNoEntry: false });
+      for (const segment of target.slice(driveRoot.length).split('/').slice(1)) {
+        if (stats === undefined || !stats.isDirectory()) break;
+        step = `${step}/${segment}`;
+        stats = lstatSync(join(root, step), { throwIfNoEntry: false });
+      }
+      if (stats?.isSymbolicLink()) return entryKindThroughLinks(path, drive);
+      return stats === undefined || step !== target ? 'missing' : kindOf(stats);
     },
   };
 }

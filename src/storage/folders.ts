@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
  * planted there: a folder is opened one name at a time with O_NOFOLLOW below the storage root
  * (Node has no openat, so `/proc/self/fd/<dir>/<name>` stands in for it), and whatever is written
  * into a job's folder is written by a child process that runs as the folder's owner, through that
- * descriptor.
+ * descriptor (by the server itself when the folder is the server's own).
  */
 
 export const DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -82,6 +82,11 @@ export async function makeFolder(parent: FileHandle, name: string): Promise<void
  */
 export async function writeNewFile(folder: FileHandle, name: string, content: Readable): Promise<boolean> {
   const owner = await folder.stat();
+  // In a folder of the server's own user the child would run as the server: the same open, made
+  // here, spares forking the server for every file (5 ms of its CPU per job's folder).
+  if (owner.uid === process.geteuid?.() && owner.gid === process.getegid?.()) {
+    return writeNewFileHere(folder, name, content);
+  }
   const child = spawn(
     'dd',
     [`of=/proc/self/fd/3/${name}`, 'conv=excl', 'oflag=nofollow', 'bs=64K', 'status=none'],
@@ -105,6 +110,25 @@ export async function writeNewFile(folder: FileHandle, name: string, content: Re
   if (code === 0) return true;
   if (errors.includes('File exists')) return false;
   throw new Error(errors.trim().replace(/^dd: /, '') || `dd ended with code ${code}`);
+}
+
+const NEW_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/** writeNewFile with the server's own credentials: the open dd makes, made in this process. */
+async function writeNewFileHere(folder: FileHandle, name: string, content: Readable): Promise<boolean> {
+  let file: FileHandle;
+  try {
+    file = await open(at(folder, name), NEW_FILE, 0o666);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  }
+  try {
+    await file.writeFile(content);
+  } finally {
+    await file.close();
+  }
+  return true;
 }
 
 /** Bytes the folder uses on disk (`du`, in a child: the walk's cost stays off the event loop). */

@@ -167,7 +167,10 @@ export function openStore(path: string) {
   // ucompute is the database's only user: holding the lock spares lock calls on every
   // transaction (and lets WAL keep its index in memory). A second ucompute on the folder is refused.
   db.exec('pragma locking_mode = exclusive; pragma journal_mode = wal; pragma synchronous = normal');
-  db.exec('pragma foreign_keys = on; pragma busy_timeout = 5000; pragma cache_size = -65536');
+  // An 8 MiB page cache holds what is hot (the newest jobs and their index pages); a larger one
+  // (64 MiB before) only filled up with old jobs as they were stored, and the server's memory grew
+  // with it, by 100 MiB over 100,000 jobs.
+  db.exec('pragma foreign_keys = on; pragma busy_timeout = 5000; pragma cache_size = -8192');
   // Checkpoint every 64 MiB of log rather than 4: hot pages (the newest jobs, their indexes) are
   // rewritten by every transaction, and a longer log copies each back to the database once.
   db.exec('pragma wal_autocheckpoint = 16384');
