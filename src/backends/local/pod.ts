@@ -281,7 +281,13 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
-    const { argv: command, env, readFds } = await containerCommand(context, record, spec, placements, dir);
+    const {
+      argv: command,
+      env,
+      readFds,
+      netns,
+      hostIds: supervisorIds,
+    } = await containerCommand(context, record, spec, placements, dir);
     await Promise.all(
       [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
     );
@@ -293,6 +299,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       stdout: spec.stdout,
       stderr: spec.stderr,
       logs: context.logs,
+      netns,
+      hostIds: supervisorIds,
       argv: command,
     });
     const pid = await context.launcher
@@ -553,10 +561,10 @@ function dropPrivileges(context: PodContext, spec: ContainerSpec): string[] {
 }
 
 /**
- * Variables that change how the root processes before bubblewrap (the supervisor, nsenter,
- * setpriv, a shell's sh) behave: the dynamic loader's and libc's, locales, Perl's (PERL5OPT and
- * PERL5LIB load code into the supervisor), the shell's own. A container's value
- * for them reaches it through bubblewrap's arguments, never through those processes' environment.
+ * Variables that change how the root processes before bubblewrap (the supervisor, a shell's sh,
+ * nsenter and setpriv) behave: the dynamic loader's and libc's, locales, Perl's (PERL5OPT and
+ * PERL5LIB load code into the supervisor), the shell's own. A container's value for them reaches
+ * it through bubblewrap's arguments, never through those processes' environment.
  */
 const ROOT_SENSITIVE =
   /^(LD_.*|PERL.*|GCONV_PATH|GETCONF_DIR|GLIBC_TUNABLES|MALLOC_.*|LOCPATH|NLSPATH|LC_.*|LANG|LANGUAGE|HOSTALIASES|LOCALDOMAIN|RES_OPTIONS|RESOLV_.*|NIS_PATH|TZ|TZDIR|TMPDIR|PATH|PWD|OLDPWD|IFS|ENV|BASH_ENV|PS4|CDPATH|SHELLOPTS|POSIXLY_CORRECT)$/;
@@ -569,12 +577,16 @@ interface SupervisorCommand {
   env: Record<string, string>;
   /** Files the supervisor gets open (read-only) as descriptors 3, 4, …: bubblewrap reads them. */
   readFds: string[];
+  /** What the supervisor joins and becomes before it runs `argv` (see supervisor.ts). */
+  netns: string | null;
+  hostIds: { uid: number; gid: number } | null;
 }
 
 /**
- * What the supervisor runs: network, user, sandbox, then the container's command. The container's
- * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), never
- * through arguments, except the few variables that would change how root's programs run.
+ * What the supervisor runs: the sandbox, then the container's command, in the pod's network and as
+ * the container's host ids. The container's environment goes through the supervisor's environment
+ * (root's /proc/PID/environ is 0400), never through arguments, except the few variables that would
+ * change how root's programs run.
  */
 async function containerCommand(
   context: PodContext,
@@ -590,6 +602,8 @@ async function containerCommand(
       argv: [...env, ...dropPrivileges(context, spec), ...spec.argv],
       env: { PATH: HOST_PATH },
       readFds: [],
+      netns: null,
+      hostIds: null,
     };
   }
   await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
@@ -598,16 +612,10 @@ async function containerCommand(
   const readFds: string[] = [];
   const pass = (file: string) => readFds.push(file) + 2;
   let user: { kind: 'userns'; fd: number } | { kind: 'unshare' } = { kind: 'unshare' };
-  let becomeUser: string[] = [];
+  let hostIds: SupervisorCommand['hostIds'] = null;
   if (pod.idBase !== null && sandbox.ids) {
     user = { kind: 'userns', fd: pass(await sandbox.ids.namespaceFile(pod.idBase, spec.uid, spec.gid)) };
-    becomeUser = [
-      '/usr/bin/setpriv',
-      `--reuid=${spec.hostUid}`,
-      `--regid=${spec.hostGid}`,
-      '--clear-groups',
-      '--',
-    ];
+    hostIds = { uid: spec.hostUid, gid: spec.hostGid };
   }
   const seccompFd = pass(sandbox.seccomp);
   for (const p of placements) {
@@ -633,15 +641,8 @@ async function containerCommand(
   }
   env.PATH = HOST_PATH;
   // bwrap's own arguments end with `--`; the variables go before it.
-  const argv = [
-    ...context.network.enter(pod.network),
-    ...becomeUser,
-    ...bwrap.slice(0, -1),
-    ...setenv,
-    '--',
-    ...spec.argv,
-  ];
-  return { argv, env, readFds };
+  const argv = [...bwrap.slice(0, -1), ...setenv, '--', ...spec.argv];
+  return { argv, env, readFds, netns: context.network.namespaceFile(pod.network), hostIds };
 }
 
 /** What a container sees as `/`. */

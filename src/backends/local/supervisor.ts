@@ -5,16 +5,17 @@
  * exit status in the state folder once the output is written: the status survives a ucompute
  * restart, and a reader that sees it finds the whole output.
  *
- * It is a Perl script because Perl is always there (Debian's perl-base is Essential) and one Perl
- * process does what took eight processes in sh (the shell, mkfifo, a subshell, `head` and `wc` per
- * stream): on a 2-core machine the processes a pod spawns are what bounds the jobs per second.
+ * It is a Perl script (see perl.ts): one Perl process does what took eight processes and two more
+ * programs before bubblewrap in sh (the shell, mkfifo, a subshell, `head` and `wc` per stream;
+ * nsenter and setpriv).
  */
+
+import { CLONE_NEWNET, PERL, setnsNumber } from './perl.ts';
 
 /** In every supervisor's command line: a recorded pid is a supervisor only while this is there. */
 export const SUPERVISOR_NAME = 'ucompute-supervisor';
 /** Exit status recorded when the supervisor could not put itself into the pod's cgroups. */
 export const CGROUP_JOIN_FAILED = 125;
-const PERL = '/usr/bin/perl';
 
 export interface SupervisedCommand {
   /** The container's state folder: `pid` and `exit` are written there. */
@@ -23,6 +24,10 @@ export interface SupervisedCommand {
   cgroupProcs: readonly string[];
   stdout: string;
   stderr: string;
+  /** The pod's network namespace, joined before the command starts; null: the host's network. */
+  netns: string | null;
+  /** Host ids the command starts as (root's supplementary groups dropped); null: the supervisor's. */
+  hostIds: { uid: number; gid: number } | null;
   /** A file is rotated once it holds `maxSizeBytes`; `maxFiles` are kept per stream (at least 2). */
   logs: { maxSizeBytes: number; maxFiles: number };
   argv: readonly string[];
@@ -30,7 +35,9 @@ export interface SupervisedCommand {
 
 /**
  * Arguments: state folder, `:`-separated cgroup.procs files, stdout file, stderr file, rotation
- * size, files kept, command. A caught signal (unlike an ignored one) is reset for the child, so
+ * size, files kept, network namespace file or '', `uid:gid` or '', setns's number, command. The
+ * child joins the namespace and becomes the ids before it runs the command, and checks it did; a
+ * failure is told on the container's stderr with status 126. A caught signal (unlike an ignored one) is reset for the child, so
  * SIGTERM reaches the command while the supervisor stays to record how it ended. Each stream is
  * copied as it comes (long lines and binary output pass untouched); a file that reaches the size
  * shifts (`f` -> `f.1` -> …, the oldest dropped) and a new one starts, as does a non-empty file
@@ -43,11 +50,12 @@ export interface SupervisedCommand {
  */
 const SCRIPT = `
 $SIG{$_} = sub {} for qw(TERM INT HUP);
-my (undef, $state, $cgroups, $out, $err, $max, $keep, @command) = @ARGV;
+my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, @command) = @ARGV;
 sub put { my ($file, $text) = @_; open(my $f, '>', $file) or return 0; print $f $text; close($f) }
 put("$state/pid", "$$\\n");
 my $status = 0;
 for (split /:/, $cgroups) { put($_, "$$\\n") or $status = ${CGROUP_JOIN_FAILED} }
+sub refuse { print STDERR "ucompute-supervisor: $_[0]\\n"; exit 126 }
 sub rotate {
   my $file = shift;
   for (my $i = $keep - 1; $i > 1; $i--) { rename("$file." . ($i - 1), "$file.$i") if -e "$file." . ($i - 1) }
@@ -66,6 +74,18 @@ if ($status == 0) {
   die "fork: $!" unless defined $child;
   if ($child == 0) {
     open(STDOUT, '>&', $outWrite) and open(STDERR, '>&', $errWrite) or exit 126;
+    if ($netns ne '') {
+      open(my $ns, '<', $netns) or refuse("$netns: $!");
+      syscall($setns, fileno($ns), ${CLONE_NEWNET}) == 0 or refuse("setns $netns: $!");
+    }
+    if ($ids ne '') {
+      my ($uid, $gid) = split /:/, $ids;
+      $) = "$gid $gid";
+      $( = $gid;
+      ($<, $>) = ($uid, $uid);
+      my $became = join(':', $<, $>, $(, $));
+      refuse("could not become $ids ($became)") unless $became eq "$uid:$uid:$gid $gid:$gid $gid";
+    }
     exec { $command[0] } @command;
     print STDERR "$command[0]: $!\\n";
     exit($! == 2 ? 127 : 126);
@@ -112,6 +132,9 @@ export function supervisorCommand(command: SupervisedCommand): { file: string; a
     command.stderr,
     String(command.logs.maxSizeBytes),
     String(command.logs.maxFiles),
+    command.netns ?? '',
+    command.hostIds ? `${command.hostIds.uid}:${command.hostIds.gid}` : '',
+    command.netns ? String(setnsNumber()) : '',
     ...command.argv,
   ];
   return { file: PERL, args };
