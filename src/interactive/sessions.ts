@@ -47,6 +47,9 @@ const TOUCH_EVERY_MS = 60_000;
 /** The path on an app's origin that trades a ticket for the session cookie. */
 export const AUTHORIZE_PATH = '/_ucompute/authorize';
 
+/** The web interface's cookie: host-only on the API's host; job origins never receive it. */
+export const UI_COOKIE = 'ucompute_session';
+
 const newSecret = (): string => randomBytes(32).toString('base64url');
 
 export type Sessions = ReturnType<typeof interactiveSessions>;

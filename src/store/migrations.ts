@@ -106,4 +106,19 @@ export const MIGRATIONS: readonly string[] = [
   );
   create index sessions_by_job on sessions(job_id);
   `,
+  // Web interface sign-ins: sessions behind the UI's cookie and one-time sign-in links, by hash.
+  `
+  create table ui_sessions (
+    hash text primary key,
+    username text not null references users(name),
+    created_at integer not null,
+    last_used_at integer not null,
+    expires_at integer not null
+  );
+  create table sign_in_links (
+    hash text primary key,
+    username text not null references users(name),
+    expires_at integer not null
+  );
+  `,
 ];
