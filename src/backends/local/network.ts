@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { isIPv4, isIPv6 } from 'node:net';
 import { PRIVATE_RANGES } from '../../plugins/connect-to-job.ts';
 import { run } from './exec.ts';
-import { CLONE_NEWNET, PERL, setnsNumber } from './perl.ts';
+import { CLONE_NEWNET, PERL, syscallNumber } from './perl.ts';
 
 /** A pod's network identity. */
 export interface PodNetwork {
@@ -213,7 +213,7 @@ export async function bridgeNetwork(
   },
 ): Promise<Network> {
   const { reserved, nameservers } = machine;
-  const setns = setnsNumber();
+  const setns = syscallNumber('setns');
   const bridge = options.bridge ?? 'ucompute0';
   const egress: EgressPolicy = {
     allowTo: options.allowEgressTo ?? [],

@@ -6,13 +6,19 @@
  */
 export const PERL = '/usr/bin/perl';
 
-/** setns(2)'s number for Perl's `syscall`: x86-64's, and the generic table's (arm64, riscv64). */
-const SETNS_NUMBERS: Partial<Record<NodeJS.Architecture, number>> = { x64: 308, arm64: 268, riscv64: 268 };
+/**
+ * System call numbers for Perl's `syscall`, which has none of its own for these: x86-64's, and
+ * the generic table's (arm64, riscv64).
+ */
+const SYSCALLS = {
+  setns: { x64: 308, arm64: 268, riscv64: 268 },
+  setgroups: { x64: 116, arm64: 159, riscv64: 159 },
+} satisfies Record<string, Partial<Record<NodeJS.Architecture, number>>>;
 
-/** setns(2)'s number on this machine; an error names the architecture it is not known for. */
-export function setnsNumber(): number {
-  const number = SETNS_NUMBERS[process.arch];
-  if (number === undefined) throw new Error(`setns's system call number is not known on ${process.arch}`);
+/** The number of a system call on this machine; an error names the architecture it is not known for. */
+export function syscallNumber(name: keyof typeof SYSCALLS): number {
+  const number = (SYSCALLS[name] as Partial<Record<NodeJS.Architecture, number>>)[process.arch];
+  if (number === undefined) throw new Error(`${name}'s system call number is not known on ${process.arch}`);
   return number;
 }
 

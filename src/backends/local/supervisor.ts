@@ -10,7 +10,7 @@
  * nsenter and setpriv).
  */
 
-import { CLONE_NEWNET, PERL, setnsNumber } from './perl.ts';
+import { CLONE_NEWNET, PERL, syscallNumber } from './perl.ts';
 
 /** In every supervisor's command line: a recorded pid is a supervisor only while this is there. */
 export const SUPERVISOR_NAME = 'ucompute-supervisor';
@@ -26,7 +26,7 @@ export interface SupervisedCommand {
   stderr: string;
   /** The pod's network namespace, joined before the command starts; null: the host's network. */
   netns: string | null;
-  /** Host ids the command starts as (root's supplementary groups dropped); null: the supervisor's. */
+  /** Host ids the command starts as, without supplementary groups; null: the supervisor's. */
   hostIds: { uid: number; gid: number } | null;
   /** A file is rotated once it holds `maxSizeBytes`; `maxFiles` are kept per stream (at least 2). */
   logs: { maxSizeBytes: number; maxFiles: number };
@@ -35,7 +35,8 @@ export interface SupervisedCommand {
 
 /**
  * Arguments: state folder, `:`-separated cgroup.procs files, stdout file, stderr file, rotation
- * size, files kept, network namespace file or '', `uid:gid` or '', setns's number, command. The
+ * size, files kept, network namespace file or '', `uid:gid` or '', the numbers of setns and
+ * setgroups, command. The
  * child joins the namespace and becomes the ids before it runs the command, and checks it did; a
  * failure is told on the container's stderr with status 126. A caught signal (unlike an ignored one) is reset for the child, so
  * SIGTERM reaches the command while the supervisor stays to record how it ended. Each stream is
@@ -50,7 +51,7 @@ export interface SupervisedCommand {
  */
 const SCRIPT = `
 $SIG{$_} = sub {} for qw(TERM INT HUP);
-my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, @command) = @ARGV;
+my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, $setgroups, @command) = @ARGV;
 sub put { my ($file, $text) = @_; open(my $f, '>', $file) or return 0; print $f $text; close($f) }
 put("$state/pid", "$$\\n");
 my $status = 0;
@@ -80,11 +81,12 @@ if ($status == 0) {
     }
     if ($ids ne '') {
       my ($uid, $gid) = split /:/, $ids;
-      $) = "$gid $gid";
+      syscall($setgroups, 0, 0) == 0 or refuse("setgroups: $!");
+      $) = $gid;
       $( = $gid;
       ($<, $>) = ($uid, $uid);
       my $became = join(':', $<, $>, $(, $));
-      refuse("could not become $ids ($became)") unless $became eq "$uid:$uid:$gid $gid:$gid $gid";
+      refuse("could not become $ids ($became)") unless $became eq "$uid:$uid:$gid:$gid";
     }
     exec { $command[0] } @command;
     print STDERR "$command[0]: $!\\n";
@@ -134,7 +136,8 @@ export function supervisorCommand(command: SupervisedCommand): { file: string; a
     String(command.logs.maxFiles),
     command.netns ?? '',
     command.hostIds ? `${command.hostIds.uid}:${command.hostIds.gid}` : '',
-    command.netns ? String(setnsNumber()) : '',
+    command.netns ? String(syscallNumber('setns')) : '',
+    command.hostIds ? String(syscallNumber('setgroups')) : '',
     ...command.argv,
   ];
   return { file: PERL, args };
