@@ -100,21 +100,25 @@ function processTimes(pid: number | 'self'): number[] {
 
 /**
  * CPU seconds of this process, and of its descendants: those that ended, plus the live launcher
- * with the processes it started and waited for (supervisors, ip, nft, nsenter, bwrap, true, …).
+ * with the processes it started and waited for (supervisors, ip, bwrap, true, …); and
+ * of the launcher's own process alone (the live Node child).
  */
-function cpuSeconds(): { self: number; children: number } {
+function cpuSeconds(): { self: number; children: number; launcher: number } {
   const [user, system, childUser, childSystem] = processTimes('self');
   let children = childUser! + childSystem!;
+  let launcher = 0;
   for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== process.pid) continue;
-      children += processTimes(Number(entry)).reduce((a, b) => a + b, 0);
+      const [u, s, cu, cs] = processTimes(Number(entry));
+      children += u! + s! + cu! + cs!;
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('launcher-main')) launcher += u! + s!;
     } catch {
       // Ended meanwhile: its time is in our children's now.
     }
   }
-  return { self: user! + system!, children };
+  return { self: user! + system!, children, launcher };
 }
 
 // ---- the backend, with the runtime's calls timed ----------------------------------------------
@@ -395,7 +399,7 @@ try {
     ['createPod done → container start called (hosts, peers)', (m) => m.start0! - m.createPod1!],
     ['pod.start (files, bwrap args, spawn of the supervisor)', (m) => m.start1! - m.start0!],
     ['started → RUNNING event (state file)', (m) => m.running! - m.start1!],
-    ['RUNNING → `true` exited (supervisor, nsenter, bwrap, true)', (m) => m.exited! - m.running!],
+    ['RUNNING → `true` exited (supervisor, bwrap, true)', (m) => m.exited! - m.running!],
     ['exited → pod destroy called', (m) => m.destroy0! - m.exited!],
     ['pod destroy (cgroups, veth and netns removed, folder)', (m) => m.destroy1! - m.destroy0!],
     ['destroyed → SUCCESS event', (m) => m.ended! - m.destroy1!],
@@ -419,7 +423,7 @@ try {
   const batchFailed = batchIds.filter((id) => marks.get(id)!.state !== 'SUCCESS').length;
   if (batchFailed > 0) notes.push(`${batchFailed} of the ${JOBS} jobs did not succeed`);
   notes.push(
-    `${JOBS} jobs: submitting (${CONCURRENT_SUBMIT ? 'all at once' : 'one after the other'}) took ${f2((submitted - t0) / 1000)} s; at most ${peakRunning} ran at once (capacity ${runtime.capacity.cpuMillis / 1000} CPUs, 10m each); CPU used: ${f1(cpu1.self - cpu0.self)} s by ucompute's process, ${f1(cpu1.children - cpu0.children)} s by its descendants (launcher, supervisors, ip, nsenter, bwrap, true), in ${f1(wall)} s on ${cpus().length} cores`,
+    `${JOBS} jobs: submitting (${CONCURRENT_SUBMIT ? 'all at once' : 'one after the other'}) took ${f2((submitted - t0) / 1000)} s; at most ${peakRunning} ran at once (capacity ${runtime.capacity.cpuMillis / 1000} CPUs, 10m each); CPU used: ${f1(cpu1.self - cpu0.self)} s by ucompute's process, ${f1(cpu1.children - cpu0.children)} s by its descendants (launcher, supervisors, ip, bwrap, true), of which ${f1(cpu1.launcher - cpu0.launcher)} s by the launcher's own process, in ${f1(wall)} s on ${cpus().length} cores`,
   );
 
   // 3. podman.

@@ -70,4 +70,12 @@ describe('local runtime network', { skip: skip ?? false }, () => {
     await a.allowPeers([]);
     assert.equal(await reaches(b, a), false, 'a no longer allows b');
   });
+
+  test('a container that is not root listens on a low port of its pod, as with Docker', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const web = await pod('low-port');
+    await web.start(container(out, 'web', serverArgv(80, 'low'), { uid: 1000, gid: 1000 }));
+    assert.equal(await reply(web, 80), 'low');
+  });
 });

@@ -106,6 +106,21 @@ describe('local runtime', { skip: skip ?? false }, () => {
     assert.equal(existsSync('/tmp/private'), false);
   });
 
+  test("Perl's variables reach the container, never the root supervisor that starts it", async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const marker = join(out, 'perl-ran-as-root');
+    // PERL5OPT can run code: `-M5;…` becomes `use 5;…` in any Perl that starts with it.
+    const perl5opt = `-M5;open(my$f,q{>},q{${marker}});`;
+    const spec = container(out, 'perl-env', ['sh', '-c', 'echo "$PERL5OPT"'], {
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', PERL5OPT: perl5opt },
+    });
+    const started = await pod('perl-env').then((p) => p.start(spec));
+    assert.equal((await started.exited).exitCode, 0);
+    assert.equal((await output(spec)).trim(), perl5opt);
+    assert.equal(existsSync(marker), false, 'the supervisor ran code from PERL5OPT');
+  });
+
   test('exit codes and signals are reported', async (t) => {
     const { pod } = await testRuntime(t);
     const out = await outputDir(t);

@@ -26,6 +26,7 @@ import {
   type Placement,
 } from './sandbox.ts';
 import { enterContainerArgv } from './shell-entry.ts';
+import { CGROUP_JOIN_FAILED, SUPERVISOR_NAME, supervisorCommand } from './supervisor.ts';
 import { checkContainerIds, type IdRanges } from './userns.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
@@ -81,10 +82,7 @@ interface ContainerRecord {
   oomBase: number;
 }
 
-const SUPERVISOR_NAME = 'ucompute-supervisor';
 const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-/** Exit status of the supervisor when it could not put itself into the pod's cgroups. */
-const CGROUP_JOIN_FAILED = 125;
 
 /** How each container's stdout and stderr files are rotated (the kubelet's containerLogMax*). */
 export interface LogRotation {
@@ -97,60 +95,7 @@ export interface LogRotation {
 /** The kubelet's defaults for containerLogMaxSize and containerLogMaxFiles. */
 export const DEFAULT_LOGS: LogRotation = { maxSizeBytes: 10 * 2 ** 20, maxFiles: 5 };
 
-/**
- * Joins the pod's cgroups before anything of the container runs, then runs the container in the
- * foreground and records its exit status in the state folder: the status survives a ucompute
- * restart. The trap keeps the supervisor alive through SIGTERM until its child ended (a caught
- * signal, unlike an ignored one, is reset for the child). Arguments: state folder,
- * `:`-separated cgroup.procs files, stdout file, stderr file, rotation size, files kept, command.
- *
- * The container's output reaches its files through a FIFO per stream read by a writer that the
- * supervisor starts, so that it keeps running while ucompute is down: `head -c` copies at most one
- * file's size (GNU head never reads past it), unbuffered (stdbuf -o0: its stdio buffer would hold
- * small output back until the container ends; dd's count_bytes loses bytes on partial pipe reads),
- * then the files shift (`f` -> `f.1` -> … , the oldest
- * dropped) and a new `head` continues. Unlike svlogd or multilog this needs no extra package, keeps
- * the two streams apart and passes long lines and binary output through untouched. The files live
- * in ucompute's own state folder (0700), which no container sees, so nothing a job plants is
- * followed. The writers ignore SIGTERM: they end when the container's side of the FIFO closes, after
- * writing everything it wrote; the exit status is recorded after that, so a reader that sees it
- * finds the whole output. (bubblewrap's --die-with-parent ends whatever the command left behind;
- * unsandboxed, a daemon that keeps the output open keeps the container running until it ends.)
- */
-const SUPERVISOR = `state=$1; cgroups=$2; out=$3; err=$4; max=$5; keep=$6; shift 6
-echo $$ > "$state/pid"
-status=0
-IFS=:
-for f in $cgroups; do echo $$ > "$f" || status=${CGROUP_JOIN_FAILED}; done
-unset IFS
-trap : TERM INT HUP
-rotate() {
-  i=$((keep - 1))
-  while [ $i -gt 1 ]; do
-    if [ -e "$1.$((i - 1))" ]; then mv -f "$1.$((i - 1))" "$1.$i"; fi
-    i=$((i - 1))
-  done
-  mv -f "$1" "$1.1"
-}
-write_log() {
-  trap '' TERM INT HUP
-  while :; do
-    if [ -s "$1" ]; then rotate "$1"; fi
-    stdbuf -o0 head -c "$max" > "$1" || exit 1
-    [ "$(wc -c < "$1")" -lt "$max" ] && exit 0
-  done
-}
-if [ $status = 0 ]; then
-  mkfifo -m 600 "$state/stdout" "$state/stderr"
-  write_log "$out" < "$state/stdout" &
-  write_log "$err" < "$state/stderr" &
-  "$@" > "$state/stdout" 2> "$state/stderr"; status=$?
-  wait
-fi
-echo $status > "$state/exit"
-`;
-
-/** Like SUPERVISOR's first part, for shells: joins the cgroups, then becomes the command. */
+/** For shells: joins the pod's cgroups, as the supervisor does, then becomes the command. */
 const JOIN_AND_EXEC = `cgroups=$1; shift
 IFS=:
 for f in $cgroups; do echo $$ > "$f" || exit ${CGROUP_JOIN_FAILED}; done
@@ -164,7 +109,7 @@ export function checkName(kind: string, name: string): void {
   if (!NAME.test(name)) throw new Error(`${kind} name ${JSON.stringify(name)} is not a valid name`);
 }
 
-const procsFiles = (dirs: readonly string[]) => dirs.map((d) => join(d, 'cgroup.procs')).join(':');
+const procsFiles = (dirs: readonly string[]) => dirs.map((d) => join(d, 'cgroup.procs'));
 
 /** 128+n is how a shell (and bubblewrap) reports a child ended by signal n, as Kubernetes does. */
 function exitFromStatus(status: number, oomKilled: boolean): ContainerExit {
@@ -346,29 +291,29 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       env,
       readFds,
       pathFds,
+      netns,
+      hostIds: supervisorIds,
     } = await containerCommand(context, record, spec, placements, dir, secrets);
     await Promise.all(
       [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
     );
     if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
-    const { maxSizeBytes, maxFiles } = context.logs;
     let handle: ContainerHandle | null = null;
+    const { file, args } = supervisorCommand({
+      stateDir,
+      cgroupProcs: procsFiles(record.cgroups),
+      stdout: spec.stdout,
+      stderr: spec.stderr,
+      logs: context.logs,
+      netns,
+      hostIds: supervisorIds,
+      argv: command,
+    });
     const pid = await context.launcher
       .spawnDetached(
         {
-          file: '/bin/sh',
-          args: [
-            '-c',
-            SUPERVISOR,
-            SUPERVISOR_NAME,
-            stateDir,
-            procsFiles(record.cgroups),
-            spec.stdout,
-            spec.stderr,
-            String(maxSizeBytes),
-            String(maxFiles),
-            ...command,
-          ],
+          file,
+          args,
           // Descriptors 3 onwards: what bubblewrap reads, numbered as its arguments say.
           readFds,
           pathFds,
@@ -447,7 +392,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     }
     const pty = nodePty.spawn(
       '/bin/sh',
-      ['-c', JOIN_AND_EXEC, 'ucompute-shell', procsFiles(record.cgroups), ...argv],
+      ['-c', JOIN_AND_EXEC, 'ucompute-shell', procsFiles(record.cgroups).join(':'), ...argv],
       {
         name: env.TERM,
         cols: options.cols,
@@ -615,12 +560,13 @@ function dropPrivileges(context: PodContext, spec: ContainerSpec): string[] {
 }
 
 /**
- * Variables that change how the root processes before bubblewrap (the supervisor shell, nsenter,
- * setpriv) behave: the dynamic loader's and libc's, locales, the shell's own. A container's value
- * for them reaches it through bubblewrap's arguments, never through those processes' environment.
+ * Variables that change how the root processes before bubblewrap (the supervisor, a shell's sh,
+ * nsenter and setpriv) behave: the dynamic loader's and libc's, locales, Perl's (PERL5OPT and
+ * PERL5LIB load code into the supervisor), the shell's own. A container's value for them reaches
+ * it through bubblewrap's arguments, never through those processes' environment.
  */
 const ROOT_SENSITIVE =
-  /^(LD_.*|GCONV_PATH|GETCONF_DIR|GLIBC_TUNABLES|MALLOC_.*|LOCPATH|NLSPATH|LC_.*|LANG|LANGUAGE|HOSTALIASES|LOCALDOMAIN|RES_OPTIONS|RESOLV_.*|NIS_PATH|TZ|TZDIR|TMPDIR|PATH|PWD|OLDPWD|IFS|ENV|BASH_ENV|PS4|CDPATH|SHELLOPTS|POSIXLY_CORRECT)$/;
+  /^(LD_.*|PERL.*|GCONV_PATH|GETCONF_DIR|GLIBC_TUNABLES|MALLOC_.*|LOCPATH|NLSPATH|LC_.*|LANG|LANGUAGE|HOSTALIASES|LOCALDOMAIN|RES_OPTIONS|RESOLV_.*|NIS_PATH|TZ|TZDIR|TMPDIR|PATH|PWD|OLDPWD|IFS|ENV|BASH_ENV|PS4|CDPATH|SHELLOPTS|POSIXLY_CORRECT)$/;
 /** What the shell passes on to the programs it runs: valid shell names only. */
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -632,12 +578,16 @@ interface SupervisorCommand {
   readFds: string[];
   /** Paths it gets open (O_PATH) as the descriptors after those: bubblewrap binds them. */
   pathFds: string[];
+  /** What the supervisor joins and becomes before it runs `argv` (see supervisor.ts). */
+  netns: string | null;
+  hostIds: { uid: number; gid: number } | null;
 }
 
 /**
- * What the supervisor runs: network, user, sandbox, then the container's command. The container's
- * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), or
- * through a file in the container's `secrets` folder, never through arguments.
+ * What the supervisor runs: the sandbox, then the container's command, in the pod's network and as
+ * the container's host ids. The container's environment goes through the supervisor's environment
+ * (root's /proc/PID/environ is 0400), or through a file in the container's `secrets` folder, never
+ * through arguments.
  */
 async function containerCommand(
   context: PodContext,
@@ -655,6 +605,8 @@ async function containerCommand(
       env: { PATH: HOST_PATH },
       readFds: [],
       pathFds: [],
+      netns: null,
+      hostIds: null,
     };
   }
   await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
@@ -663,16 +615,10 @@ async function containerCommand(
   const readFds: string[] = [];
   const pass = (file: string) => readFds.push(file) + 2;
   let user: { kind: 'userns'; fd: number } | { kind: 'unshare' } = { kind: 'unshare' };
-  let becomeUser: string[] = [];
+  let hostIds: SupervisorCommand['hostIds'] = null;
   if (pod.idBase !== null && sandbox.ids) {
     user = { kind: 'userns', fd: pass(await sandbox.ids.namespaceFile(pod.idBase, spec.uid, spec.gid)) };
-    becomeUser = [
-      '/usr/bin/setpriv',
-      `--reuid=${spec.hostUid}`,
-      `--regid=${spec.hostGid}`,
-      '--clear-groups',
-      '--',
-    ];
+    hostIds = { uid: spec.hostUid, gid: spec.hostGid };
   }
   const seccompFd = pass(sandbox.seccomp);
   const env: Record<string, string> = {};
@@ -682,8 +628,8 @@ async function containerCommand(
     else setenv.push('--setenv', name, value);
   }
   env.PATH = HOST_PATH;
-  // The variables the supervisor's shell cannot carry (names it drops, or that change root's
-  // programs) reach bubblewrap as arguments read from a file on the secrets tmpfs (--args), never
+  // The variables kept out of the supervisor's environment (names a shell would drop, or that
+  // change root's programs) reach bubblewrap as arguments read from a file on the secrets tmpfs (--args), never
   // on a command line, which every host user can read.
   const setenvFile = join(secrets, 'environment');
   await writeFile(setenvFile, setenv.map((arg) => `${arg}\0`).join(''), { mode: 0o600 });
@@ -700,16 +646,8 @@ async function containerCommand(
     seccompFd,
   });
   // bwrap's own arguments end with `--`; the variables go before it.
-  const argv = [
-    ...context.network.enter(pod.network),
-    ...becomeUser,
-    ...bwrap.slice(0, -1),
-    '--args',
-    String(setenvFd),
-    '--',
-    ...spec.argv,
-  ];
-  return { argv, env, readFds, pathFds };
+  const argv = [...bwrap.slice(0, -1), '--args', String(setenvFd), '--', ...spec.argv];
+  return { argv, env, readFds, pathFds, netns: context.network.namespaceFile(pod.network), hostIds };
 }
 
 /** What a container sees as `/`. */
