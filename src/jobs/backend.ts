@@ -25,6 +25,13 @@ export interface ShellOptions {
   rows: number;
 }
 
+/** An interactive shell: its terminal's bytes both ways, its size, and how it ended. */
+export interface ShellStream extends Duplex {
+  resize(o: ShellOptions): void;
+  /** The shell's exit code once it has ended (128+n when signal n ended it); null when unknown. */
+  readonly exitCode: Promise<number | null>;
+}
+
 /** What a machine offers a job. */
 export interface MachineSize {
   cpuMillis: number;
@@ -66,11 +73,7 @@ export interface Backend {
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
   /** An interactive shell in one replica. */
-  shell(
-    jobId: string,
-    rank: number,
-    options: ShellOptions,
-  ): Promise<Duplex & { resize(o: ShellOptions): void }>;
+  shell(jobId: string, rank: number, options: ShellOptions): Promise<ShellStream>;
   /** A byte stream to a port of one replica, for the session proxy. */
   connect(jobId: string, rank: number, port: number): Promise<Duplex>;
   close(): Promise<void>;

@@ -528,7 +528,7 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
     });
   });
 
-  /** A pretend shell: echoes what it is sent; `exit` ends it with a Success status. */
+  /** A pretend shell: echoes what it is sent; `exit [code]` ends it with its status (Success for 0). */
   function fakeShell(ws: WebSocket, query: URLSearchParams): void {
     const send = (channel: number, text: string) =>
       ws.send(Buffer.concat([Buffer.from([channel]), Buffer.from(text)]));
@@ -547,8 +547,23 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
         return;
       }
       if (channel !== 0) return;
-      if (payload.trim() === 'exit') {
-        send(3, JSON.stringify({ metadata: {}, status: 'Success' }));
+      const exit = /^exit(?: (\d+))?$/.exec(payload.trim());
+      if (exit) {
+        const code = exit[1] ?? '0';
+        send(
+          3,
+          JSON.stringify(
+            code === '0'
+              ? { metadata: {}, status: 'Success' }
+              : {
+                  metadata: {},
+                  status: 'Failure',
+                  message: `command terminated with non-zero exit code: exit status ${code}`,
+                  reason: 'NonZeroExitCode',
+                  details: { causes: [{ reason: 'ExitCode', message: code }] },
+                },
+          ),
+        );
         ws.close();
         return;
       }
