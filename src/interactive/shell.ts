@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { WebSocket } from 'ws';
-import type { Backend, ShellOptions, ShellStream } from '../jobs/backend.ts';
+import type { Backend, ShellStream } from '../jobs/backend.ts';
 import type { Sessions } from './sessions.ts';
 
 // UCloud's terminal protocol over a WebSocket, one JSON object per message. The client sends
