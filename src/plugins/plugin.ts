@@ -20,6 +20,8 @@ export interface PreparedJob {
   parameters: CheckedParameters;
   /** Null when the job runs without a time limit. */
   timeAllocationMillis: number | null;
+  /** Whether the job gets an SSH endpoint: asked for where its application offers it, or required. */
+  sshEnabled: boolean;
 }
 
 /** What `onCreate` builds: the Volcano Job, its companion objects, and what to report back. */
