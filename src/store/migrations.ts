@@ -106,4 +106,16 @@ export const MIGRATIONS: readonly string[] = [
   );
   create index sessions_by_job on sessions(job_id);
   `,
+  // Users' SSH public keys, which jobs with sshEnabled accept.
+  `
+  create table ssh_keys (
+    id text primary key,
+    owner text not null references users(name),
+    title text not null,
+    key text not null,
+    fingerprint text not null,
+    created_at integer not null
+  );
+  create index ssh_keys_by_owner on ssh_keys(owner, id);
+  `,
 ];
