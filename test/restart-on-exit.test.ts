@@ -8,7 +8,7 @@ import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
-import { exitsInARow, isRestartExit, restartDelayMs } from '../src/jobs/restarts.ts';
+import { exitsInARow, isRestartExit, restartDelayMs } from '../src/jobs/restart-policy.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { isFinal, type JobUpdate } from '../src/model/job.ts';

@@ -6,7 +6,7 @@ import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
 import type { Logger } from './log.ts';
-import { isRestartExit, restartExit } from './restarts.ts';
+import { isRestartExit, restartExit } from './restart-policy.ts';
 
 // Updates: every change of a job goes through the state machine in a transaction, then to the
 // job's followers and the plugins' hooks. Backend events arrive here too, written in batches.
