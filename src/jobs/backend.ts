@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { JobBuild } from '../plugins/plugin.ts';
+import type { SshEndpoint } from '../volcano/types.ts';
 
 /**
  * What a backend reports about a job: it waits (with the reason, e.g. its queue position), it
@@ -76,5 +77,10 @@ export interface Backend {
   shell(jobId: string, rank: number, options: ShellOptions): Promise<ShellStream>;
   /** A byte stream to a port of one replica, for the session proxy. */
   connect(jobId: string, rank: number, port: number): Promise<Duplex>;
+  /**
+   * Where users reach port 22 of the running job's rank 0 from outside (sshEnabled jobs): opened
+   * on the first call, the same endpoint afterwards, released when the job ends or is suspended.
+   */
+  sshEndpoint(jobId: string): Promise<SshEndpoint>;
   close(): Promise<void>;
 }

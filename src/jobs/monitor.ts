@@ -76,6 +76,10 @@ export function jobMonitor(o: MonitorOptions) {
           : Number.POSITIVE_INFINITY,
       };
     },
+    sshEndpoint: (jobId) => backend.sshEndpoint(jobId),
+    addStatus: async (jobId, status) => {
+      await updates.update(jobId, { status });
+    },
     stopJobsOf: async (account, category, status) => {
       for (const record of store.activeJobs()) {
         if (accountOf(ownerOf(record)) !== account) continue;

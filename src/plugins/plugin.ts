@@ -5,7 +5,7 @@ import type { JobSpecification, JobState } from '../model/job.ts';
 import type { Owner } from '../model/owner.ts';
 import type { Product } from '../model/product.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
-import type { Companion, VolcanoJob } from '../volcano/types.ts';
+import type { Companion, SshEndpoint, VolcanoJob } from '../volcano/types.ts';
 
 /** A job that passed validation: everything a plugin needs to know about it, resolved. */
 export interface PreparedJob {
@@ -43,6 +43,8 @@ export interface CreateContext {
   config: ResolvedPipelineConfig;
   peers: ReadonlyMap<string, PeerLocation>;
   storage?: JobStorage;
+  /** The owner's SSH public keys (authorized_keys lines), read for jobs with sshEnabled. */
+  authorizedKeys?: readonly string[];
 }
 
 /** A submitted job as the plugins see it after creation (do not mutate). */
@@ -78,6 +80,10 @@ export interface LifecycleContext {
   charge(charge: Charge): { creditsLeft: number };
   /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
   stopJobsOf(account: string, category: string, status: string): Promise<void>;
+  /** Opens (once) where users reach port 22 of the job's rank 0 (Backend.sshEndpoint). */
+  sshEndpoint(jobId: string): Promise<SshEndpoint>;
+  /** Adds a line to the job's updates without changing its state. */
+  addStatus(jobId: string, status: string): Promise<void>;
 }
 
 /**

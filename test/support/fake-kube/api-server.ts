@@ -134,6 +134,7 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
   const forwards = new Map<string, number>();
   const hanging = new Set<ServerResponse>();
   let uid = 0;
+  let nodePorts = 0;
 
   const keyOf = (namespace: string | undefined, name: string) => `${namespace ?? ''}/${name}`;
 
@@ -389,6 +390,10 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
         object.metadata.uid = `uid-${++uid}`;
         object.metadata.creationTimestamp = new Date().toISOString();
         object.metadata.generation = 1;
+        if (type.plural === 'services' && object.spec?.type === 'NodePort') {
+          // As the API server: a node port from 30000-32767 for each port that names none.
+          for (const port of object.spec.ports ?? []) port.nodePort ??= 30000 + (nodePorts++ % 2768);
+        }
         if (type.plural === 'namespaces') {
           object.metadata.labels = {
             ...object.metadata.labels,
