@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import { type Duplex, pipeline } from 'node:stream';
 
 /** The host ports sshEnabled jobs get, and where they listen. */
 export interface SshPorts {
@@ -29,12 +29,8 @@ export function sshForwards(o: SshForwardsOptions) {
   function relay(jobId: string, client: Socket): void {
     client.on('error', () => client.destroy());
     o.connect(jobId).then(
-      (upstream) => {
-        upstream.on('error', () => client.destroy());
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-        client.pipe(upstream).pipe(client);
-      },
+      // Both ways until each side ends; an error on either ends both.
+      (upstream) => pipeline(client, upstream, client, () => {}),
       (err: unknown) => {
         o.log?.warn({ err, jobId }, 'an ssh connection could not reach its job');
         client.destroy();
@@ -44,7 +40,7 @@ export function sshForwards(o: SshForwardsOptions) {
 
   /** Binds `port` for the job; false when something else holds it. */
   async function bind(jobId: string, port: number): Promise<boolean> {
-    const server = createServer((client) => relay(jobId, client));
+    const server = createServer({ allowHalfOpen: true }, (client) => relay(jobId, client));
     server.listen({ port, host: o.listen, exclusive: true });
     try {
       await Promise.race([once(server, 'listening'), once(server, 'error').then(([e]) => Promise.reject(e))]);
