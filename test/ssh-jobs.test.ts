@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -15,8 +16,9 @@ import { directoryStorage } from '../src/storage/directory.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, env, products } from './support/fixtures.ts';
-import { testNetwork } from './support/local-backend.ts';
+import { openTestBackend, testNetwork } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** Jobs with sshEnabled: the owner's keys log in to rank 0 through the endpoint the backend opens. */
 
@@ -131,9 +133,8 @@ test(
 
     // The port is released when the job ends.
     await service.terminate(alice, [id!]);
-    const { createConnection } = await import('node:net');
     const refused = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ host: '127.0.0.1', port });
+      const socket = connect(port, '127.0.0.1');
       socket.once('connect', () => {
         socket.destroy();
         resolve(false);
@@ -141,6 +142,47 @@ test(
       socket.once('error', () => resolve(true));
     });
     assert.ok(refused, 'nothing listens on the port of an ended job');
+  },
+);
+
+test(
+  'local backend: a running job keeps its SSH port across a restart of ucompute; the port goes with the job',
+  tools,
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ucompute-ssh-restart-'));
+    const first = 21000 + (process.pid % 2000) * 10;
+    const config = { ssh: { firstPort: first, lastPort: first + 9 } };
+    // Port 22 of rank 0 says hello to every connection.
+    const server =
+      'import socket\ns = socket.create_server(("", 22))\nwhile True:\n    c, _ = s.accept()\n    c.sendall(b"hello\\n")\n    c.close()';
+    const job = vcjob('greeter', [shellTask('t', 1, `exec python3 -c '${server}'`)]);
+    const hello = async (port: number) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      for await (const chunk of socket) text += chunk;
+      return text;
+    };
+    const before = await openTestBackend(t, { dir, config });
+    await before.backend.submitVolcanoJob('greeter', job);
+    await before.running('greeter');
+    const { port } = await before.backend.sshEndpoint('greeter');
+    let answer = '';
+    // The server may still be starting: a few tries, bounded.
+    for (let i = 0; i < 50 && answer === ''; i++) {
+      answer = await hello(port).catch(() => '');
+      if (answer === '') await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(answer, 'hello\n');
+    await before.close();
+
+    const after = await openTestBackend(t, { dir, config });
+    // After the backends' own clean-up (hooks run in order): the runtime unmounts its tmpfs at close.
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    assert.equal(await hello(port), 'hello\n', 'bound again at start, before anyone asks');
+    assert.deepEqual(await after.backend.sshEndpoint('greeter'), { host: '127.0.0.1', port });
+    await after.backend.cancel('greeter');
+    await after.ended('greeter');
+    await assert.rejects(hello(port), /ECONNREFUSED/);
   },
 );
 
