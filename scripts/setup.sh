@@ -48,5 +48,11 @@ if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
   cp package-lock.json "$stamp"
 fi
 
+# The web interface, which `ucompute serve` serves at /: built again when its sources changed.
+if [ ! -f web/dist/index.html ] || [ -n "$(find web/src web/index.html web/vite.config.ts package-lock.json -newer web/dist/index.html -print -quit)" ]; then
+  echo "setup: building the web interface (web/dist)" >&2
+  npm run --silent build:web >&2
+fi
+
 cd "$root"
 if [ "$#" -gt 0 ]; then exec "$@"; fi

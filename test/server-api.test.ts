@@ -725,13 +725,11 @@ describe('API happy paths', () => {
   test('apps, products, wallets and usage', async () => {
     const w = await world();
     try {
-      const apps = await ok<{ items: { name: string; version: string; parameters: { name: string }[] }[] }>(
-        w,
-        {
-          url: '/api/apps',
-        },
-      );
+      const apps = await ok<{
+        items: { name: string; version: string; tags: string[]; parameters: { name: string }[] }[];
+      }>(w, { url: '/api/apps' });
       const wc = apps.items.find((a) => a.name === 'word-count');
+      assert.deepEqual(wc?.tags, ['text', 'batch']);
       assert.deepEqual(
         wc?.parameters.map((p) => p.name),
         ['input', 'ignoreCase', 'top'],

@@ -28,6 +28,7 @@ Client commands (they talk to \`ucompute serve\`; see --url, --token, $UCOMPUTE_
   extend ID DURATION    add time to a job's time limit (45s, 90m, 2h, 1h30m, 1d)
   open ID [--rank N]    a one-time link to a job's web app or desktop
   shell ID [--rank N]   a terminal in a running job
+  web [--url-only]      a one-time link that signs a browser in to the web interface (opens it)
   balance               your credits left per product category
   usage                 credits charged per day or hour (--since 2026-11-01, --until, --by)
   admin ...             administrators: users, projects, members, grants of credits, tokens
@@ -62,6 +63,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   completion: async (argv) => (await import('./completion.ts')).completionCommand(argv),
   open: async (argv) => (await import('./open.ts')).openCommand(argv),
   shell: async (argv) => (await import('./shell.ts')).shellCommand(argv),
+  web: async (argv) => (await import('./web.ts')).webCommand(argv),
 };
 
 export async function main(argv: string[]): Promise<number> {

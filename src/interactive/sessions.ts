@@ -46,7 +46,6 @@ const TOUCH_EVERY_MS = 60_000;
 
 /** The path on an app's origin that trades a ticket for the session cookie. */
 export const AUTHORIZE_PATH = '/_ucompute/authorize';
-
 const newSecret = (): string => randomBytes(32).toString('base64url');
 
 export type Sessions = ReturnType<typeof interactiveSessions>;

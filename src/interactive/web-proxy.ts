@@ -9,6 +9,7 @@ import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { Backend } from '../jobs/backend.ts';
+import { cookiePairs, UI_COOKIE } from './cookies.ts';
 import { AUTHORIZE_PATH, type Sessions } from './sessions.ts';
 
 // The web proxy: every job's web app on its own origin, reached only with a session for exactly
@@ -72,18 +73,17 @@ export function webProxy(o: ProxyOptions) {
     return sessions.parseAppHost(host.replace(/:[0-9]+$/, ''));
   }
 
-  /** Our cookie's values (a page on a sibling origin may have set more than one) and the rest. */
+  /**
+   * Our cookie's values (a page on a sibling origin may have set more than one) and the rest,
+   * without the web interface's cookie: an app never sees a session of the API.
+   */
   function splitCookies(req: IncomingMessage): { ours: string[]; others: string } {
     const cookieName = cookieNameOf(req);
-    const header = req.headers.cookie;
     const ours: string[] = [];
     const others: string[] = [];
-    for (const part of (header ?? '').split(';')) {
-      const pair = part.trim();
-      if (pair === '') continue;
-      const eq = pair.indexOf('=');
-      if (eq > 0 && pair.slice(0, eq) === cookieName) ours.push(pair.slice(eq + 1));
-      else others.push(pair);
+    for (const { name, value, text } of cookiePairs(req.headers.cookie)) {
+      if (name === cookieName) ours.push(value);
+      else if (name !== UI_COOKIE) others.push(text);
     }
     return { ours, others: others.join('; ') };
   }

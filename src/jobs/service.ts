@@ -155,7 +155,7 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     now,
     requireCredits,
-    largestMachine: () => backend.largestMachine(),
+    largestMachine: () => backend.machines().largest,
     ...(options.inputs ? { storage: options.inputs } : {}),
     accepted(jobs) {
       const ids = jobs.map((j) => j.id);
@@ -170,6 +170,7 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     updates,
     monitor: monitoring,
+    hooks,
     resubmit: submission.enqueue,
     now,
   });
@@ -206,7 +207,7 @@ export function createJobService(options: ServiceOptions): JobService {
       }
       const pending = store.countByState().IN_QUEUE ?? 0;
       return {
-        capacity: await backend.capacity(),
+        capacity: backend.machines().total,
         usedCapacity: used,
         queueStatus: { running: running.length, pending },
       };

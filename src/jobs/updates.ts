@@ -47,6 +47,8 @@ export function activeJob(record: JobRecord): ActiveJob | undefined {
     startedAt: record.startedAt,
     expiresAt: record.expiresAt,
     chargedPeriods: record.chargedPeriods,
+    runStartedAt: record.runStartedAt,
+    timeRunBeforeMs: record.timeRunBeforeMs,
     volcanoJob,
   };
 }

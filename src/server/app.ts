@@ -15,16 +15,19 @@ import { sshKeys } from '../jobs/ssh-keys.ts';
 import { JOB_STATES } from '../model/job.ts';
 import type { Store } from '../store/store.ts';
 import { type Api, publicRoute, type TypeBoxTypeProvider } from './api.ts';
-import { authenticate, callerForToken, chooseProtocol } from './auth.ts';
+import { authenticate, callerForToken, chooseProtocol, cookieSession } from './auth.ts';
 import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { accountingRoutes } from './routes/accounting.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { authRoutes } from './routes/auth.ts';
 import { catalogRoutes } from './routes/catalog.ts';
 import { fileRoutes } from './routes/files.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { sshKeyRoutes } from './routes/ssh.ts';
 import { HealthResponse } from './schemas.ts';
+import { webSignIns } from './sign-in.ts';
+import { isAppRequest, serveWebApp, WEB_APP_ROOT } from './web-app.ts';
 
 export interface ServerDeps {
   service: JobService;
@@ -36,11 +39,16 @@ export interface ServerDeps {
   storageRoot?: string;
   /** Fastify's `logger` option (pino options or true/false), or a ready pino logger. */
   logger?: boolean | object;
+  /** The built web interface (default: web/dist of this checkout). */
+  webRoot?: string;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Who is calling; set by the authentication hook on every non-public route. */
+    /**
+     * Who is calling; set by the authentication hook on every non-public route, and on a public
+     * WebSocket signed in by the web interface's cookie (null on other public routes).
+     */
     caller: Caller;
   }
   interface FastifyContextConfig {
@@ -63,6 +71,7 @@ const BODY_LIMIT = 8 * 1024 * 1024;
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { service, store, env } = deps;
   const sessions = interactiveSessions({ store, env, service });
+  const signIns = webSignIns(store);
   const proxy = webProxy({ sessions, backend: deps.backend, log: { warn: (o, m) => app.log.warn(o, m) } });
   // Requests for a job's app origin go to the web proxy, all others to the API.
   const upgrades = new EventEmitter();
@@ -145,9 +154,17 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   // ---- hooks and errors ------------------------------------------------------------------------
 
-  app.addHook('onRequest', async (request) => {
-    if (request.is404 || request.routeOptions.config.public === true) return;
-    request.caller = authenticate(store, request);
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404) return;
+    if (request.routeOptions.config.public === true) {
+      // A public WebSocket (UCloud's at /api/jobs) may be signed in by the cookie: from our pages only.
+      if (request.headers.upgrade !== undefined) {
+        const signedIn = cookieSession(signIns, request, reply);
+        if (signedIn) request.caller = signedIn.session.caller;
+      }
+      return;
+    }
+    request.caller = authenticate(store, signIns, request, reply);
     if (request.routeOptions.config.admin === true && !request.caller.admin) {
       throw new ServiceError(403, 'this call is for administrators only');
     }
@@ -175,8 +192,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return reply.code(status).send(body);
   });
 
+  // Any other page path is the web interface's (its own client-side routes).
+  const webRoot = deps.webRoot ?? WEB_APP_ROOT;
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorBody(404, `there is no ${request.method} ${request.url.split('?')[0]}`)),
+    isAppRequest(request)
+      ? serveWebApp(webRoot, request, reply)
+      : reply.code(404).send(errorBody(404, `there is no ${request.method} ${request.url.split('?')[0]}`)),
   );
 
   // ---- routes ----------------------------------------------------------------------------------
@@ -203,6 +224,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   api.get('/openapi.json', { config: publicRoute, schema: { hide: true } }, async () => app.swagger());
 
+  authRoutes(api, store, signIns);
   jobRoutes(api, service, env, (token) => callerForToken(store, token));
   catalogRoutes(api, env);
   accountingRoutes(api, service);

@@ -1,25 +1,95 @@
-import type { FastifyRequest } from 'fastify';
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { cookiePairs, UI_COOKIE } from '../interactive/cookies.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller } from '../jobs/service.ts';
 import type { Store } from '../store/store.ts';
+import { reachedBy } from './routes/sessions.ts';
+import { SESSION_LIFETIME_MS, type SignIns, type UiSession } from './sign-in.ts';
 
 // Who is calling: Bearer tokens in the Authorization header, or (WebSockets from browsers) offered
-// as a subprotocol.
+// as a subprotocol; or the web interface's session cookie, which a browser sends by itself and so
+// counts only with the session's CSRF token (state-changing calls) or from our own origin
+// (WebSockets).
 
 const BEARER = /^Bearer[ ]+([^\s]+)[ ]*$/i;
 const PROTOCOL_PREFIX = 'bearer.';
 
-export function authenticate(store: Store, request: FastifyRequest): Caller {
+export function authenticate(
+  store: Store,
+  signIns: SignIns,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Caller {
   const token = tokenOf(request);
   if (token === undefined) {
+    const signedIn = cookieSession(signIns, request, reply);
+    if (signedIn) return signedIn.session.caller;
     throw new ServiceError(
       401,
-      'this call needs an API token: send the header Authorization: Bearer <token>',
+      cookiePairs(request.headers.cookie).some((c) => c.name === UI_COOKIE)
+        ? 'the sign-in has ended: sign in again'
+        : 'this call needs an API token: send the header Authorization: Bearer <token>',
     );
   }
   const caller = callerForToken(store, token);
   if (!caller) throw new ServiceError(401, 'the API token is not valid');
   return caller;
+}
+
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * The valid web session a request's cookie carries, if any, checked for how it is used: a
+ * state-changing call must carry the session's token in `X-CSRF-Token`, a WebSocket must come from
+ * this server's own origin (403 otherwise). A use that extends the session sends the cookie again.
+ */
+export function cookieSession(
+  signIns: SignIns,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): { secret: string; session: UiSession } | undefined {
+  const secrets = cookiePairs(request.headers.cookie).filter((c) => c.name === UI_COOKIE);
+  for (const { value: secret } of secrets) {
+    const session = signIns.resume(secret);
+    if (!session) continue;
+    if (request.headers.upgrade !== undefined) {
+      if (request.headers.origin !== reachedBy(request).origin) {
+        throw new ServiceError(403, "a WebSocket signed in by cookie must come from this server's own pages");
+      }
+    } else if (
+      STATE_CHANGING.has(request.method) &&
+      !sameSecret(request.headers['x-csrf-token'], session.csrfToken)
+    ) {
+      throw new ServiceError(
+        403,
+        'a call signed in by cookie must carry the header X-CSRF-Token of its session',
+      );
+    }
+    if (session.extended) reply.header('set-cookie', sessionCookie(request, secret));
+    return { secret, session };
+  }
+  return undefined;
+}
+
+function sameSecret(given: string | string[] | undefined, expected: string): boolean {
+  if (typeof given !== 'string' || given.length !== expected.length) return false;
+  return timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+}
+
+/**
+ * The session cookie: host-only (no Domain, so job origins never receive it), HttpOnly, sent only
+ * by our own site's pages, and Secure over TLS.
+ */
+export function sessionCookie(request: FastifyRequest, secret: string): string {
+  const secure = request.protocol === 'https' ? '; Secure' : '';
+  return `${UI_COOKIE}=${secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_LIFETIME_MS / 1000}${secure}`;
+}
+
+/** The answer's instruction to forget the session cookie. */
+export function clearedCookie(request: FastifyRequest): string {
+  const secure = request.protocol === 'https' ? '; Secure' : '';
+  return `${UI_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${secure}`;
 }
 
 /** Who holds this token, if anyone (UCloud's WebSocket calls carry it in each message). */

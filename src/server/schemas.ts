@@ -204,6 +204,7 @@ export const AppSummary = Type.Object({
   version: Type.String(),
   title: Type.String(),
   description: Type.String(),
+  tags: Type.Array(Type.String()),
   applicationType: ApplicationType,
   parameters: Type.Array(
     Type.Object({ name: Type.String(), type: Type.String(), title: Type.String(), optional: Type.Boolean() }),

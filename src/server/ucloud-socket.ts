@@ -31,6 +31,8 @@ export function serveUCloudSocket(
   socket: WebSocket,
   service: JobService,
   callerFor: (token: string) => Caller | undefined,
+  /** Who signed the socket in with the web interface's cookie: calls without `bearer` are theirs. */
+  signedIn: Caller | undefined,
   log: Log,
 ): void {
   const streams = new Map<string, () => void>();
@@ -47,7 +49,7 @@ export function serveUCloudSocket(
     if (typeof call === 'string') return respond('unknown', 400, call);
     const { streamId } = call;
     if (call.call !== 'jobs.follow') return respond(streamId, 404, `there is no call ${call.call} here`);
-    const caller = typeof call.bearer === 'string' ? callerFor(call.bearer) : undefined;
+    const caller = typeof call.bearer === 'string' ? callerFor(call.bearer) : signedIn;
     if (!caller) return respond(streamId, 401, 'the call needs a valid API token in `bearer`');
     const id = (call.payload as { id?: unknown } | null)?.id;
     if (typeof id !== 'string') return respond(streamId, 400, 'payload.id: must be a job id');

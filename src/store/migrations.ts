@@ -106,6 +106,29 @@ export const MIGRATIONS: readonly string[] = [
   );
   create index sessions_by_job on sessions(job_id);
   `,
+  // Web interface sign-ins: sessions behind the UI's cookie and one-time sign-in links, by hash.
+  `
+  create table ui_sessions (
+    hash text primary key,
+    username text not null references users(name),
+    created_at integer not null,
+    last_used_at integer not null,
+    expires_at integer not null
+  );
+  create table sign_in_links (
+    hash text primary key,
+    username text not null references users(name),
+    expires_at integer not null
+  );
+  `,
+  // A job is charged for the time it ran, over all its runs (suspended, it stops; resumed, it goes
+  // on from its new start): the current run's start (none while no run is under way) and the time
+  // of the runs before it. A job suspended before this kept no such time: it counts from 0.
+  `
+  alter table jobs add column run_started_at integer;
+  alter table jobs add column time_run_before_ms integer not null default 0;
+  update jobs set run_started_at = started_at where state in ('RUNNING', 'CANCELING');
+  `,
   // Users' SSH public keys, which jobs with sshEnabled accept.
   `
   create table ssh_keys (

@@ -30,6 +30,10 @@ export interface JobRecord {
   pricePerUnit: number;
   creditsCharged: number;
   chargedPeriods: number;
+  /** When the current run started; null while none is under way (queued, suspended). */
+  runStartedAt: number | null;
+  /** How long the job's runs before the current one ran, in all. */
+  timeRunBeforeMs: number;
   /** The JobBuild as submitted (JSON), kept so that plugins and recovery read the same objects. */
   build: string | null;
   updateCount: number;
@@ -39,6 +43,8 @@ export interface JobRecord {
 export interface JobChanges {
   state?: JobState;
   startedAt?: number | null;
+  runStartedAt?: number | null;
+  timeRunBeforeMs?: number;
   expiresAt?: number | null;
   timeAllocationMs?: number | null;
   outputFolder?: string;
@@ -134,6 +140,15 @@ const toSession = (r: Row): SessionRecord => ({
   expiresAt: Number(r.expires_at),
 });
 
+/** A signed-in browser of the web interface (its cookie's secret is known by hash only). */
+export interface UiSessionRecord {
+  hash: string;
+  username: string;
+  createdAt: number;
+  lastUsedAt: number;
+  expiresAt: number;
+}
+
 export type Store = ReturnType<typeof openStore>;
 
 /**
@@ -209,6 +224,8 @@ export function openStore(path: string) {
     pricePerUnit: Number(r.price_per_unit),
     creditsCharged: Number(r.credits_charged),
     chargedPeriods: Number(r.charged_periods),
+    runStartedAt: r.run_started_at === null ? null : Number(r.run_started_at),
+    timeRunBeforeMs: Number(r.time_run_before_ms),
     build: (r.build as string | null) ?? null,
     updateCount: Number(r.update_count),
   });
@@ -325,6 +342,8 @@ export function openStore(path: string) {
       };
       if (changes.state !== undefined) set('state', changes.state);
       if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
+      if (changes.runStartedAt !== undefined) set('run_started_at', changes.runStartedAt);
+      if (changes.timeRunBeforeMs !== undefined) set('time_run_before_ms', changes.timeRunBeforeMs);
       if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
       if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
       if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
@@ -476,6 +495,48 @@ export function openStore(path: string) {
     },
     deleteExpiredSessions(at: number): void {
       sql('delete from sessions where expires_at <= ?').run(at);
+    },
+
+    // Web interface sessions and one-time sign-in links, by the hash of their secret.
+    insertUiSession(s: UiSessionRecord): void {
+      sql(
+        'insert into ui_sessions (hash, username, created_at, last_used_at, expires_at) values (?, ?, ?, ?, ?)',
+      ).run(s.hash, s.username, s.createdAt, s.lastUsedAt, s.expiresAt);
+    },
+    uiSession(hash: string): UiSessionRecord | undefined {
+      const r = sql('select * from ui_sessions where hash = ?').get(hash) as Row | undefined;
+      return (
+        r && {
+          hash: r.hash as string,
+          username: r.username as string,
+          createdAt: Number(r.created_at),
+          lastUsedAt: Number(r.last_used_at),
+          expiresAt: Number(r.expires_at),
+        }
+      );
+    },
+    touchUiSession(hash: string, at: number, expiresAt: number): void {
+      sql('update ui_sessions set last_used_at = ?, expires_at = ? where hash = ?').run(at, expiresAt, hash);
+    },
+    deleteUiSession(hash: string): void {
+      sql('delete from ui_sessions where hash = ?').run(hash);
+    },
+    insertSignInLink(hash: string, username: string, expiresAt: number): void {
+      sql('insert into sign_in_links (hash, username, expires_at) values (?, ?, ?)').run(
+        hash,
+        username,
+        expiresAt,
+      );
+    },
+    /** Removes the link and answers whose it was, in one step: a link signs in once. */
+    takeSignInLink(hash: string): { username: string; expiresAt: number } | undefined {
+      const r = sql('delete from sign_in_links where hash = ? returning *').get(hash) as Row | undefined;
+      return r && { username: r.username as string, expiresAt: Number(r.expires_at) };
+    },
+    /** Forgets expired web sessions and sign-in links. */
+    deleteExpiredSignIns(at: number): void {
+      sql('delete from ui_sessions where expires_at <= ?').run(at);
+      sql('delete from sign_in_links where expires_at <= ?').run(at);
     },
 
     // Allocations and charges.

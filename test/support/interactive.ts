@@ -47,6 +47,8 @@ export interface WorldOptions {
   revocation?: boolean;
   /** Backend operations to replace, given the test app's port. */
   backend?: (connectTo: number) => Partial<Backend>;
+  /** The built web interface the server serves. */
+  webRoot?: string;
 }
 
 export async function world(options: WorldOptions = {}): Promise<World> {
@@ -82,7 +84,14 @@ export async function world(options: WorldOptions = {}): Promise<World> {
       done();
     },
   });
-  const app = await buildServer({ service, store, env: env(), backend, logger: pino(sink) });
+  const app = await buildServer({
+    service,
+    store,
+    env: env(),
+    backend,
+    logger: pino(sink),
+    ...(options.webRoot !== undefined ? { webRoot: options.webRoot } : {}),
+  });
   await service.start();
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as AddressInfo).port;

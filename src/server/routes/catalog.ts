@@ -25,6 +25,7 @@ export function catalogRoutes(api: Api, env: JobEnvironment): void {
       version: a.metadata.version,
       title: a.metadata.title,
       description: a.metadata.description,
+      tags: a.metadata.tags,
       applicationType: a.invocation.applicationType,
       parameters: a.invocation.parameters.map((p) => ({
         name: p.name,

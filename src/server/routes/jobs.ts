@@ -74,14 +74,16 @@ export function jobRoutes(
         'A WebSocket. Send `{call: "jobs.follow", streamId, payload: {id}, bearer}`; each stream ' +
         'answers `{type: "message", streamId, payload}` (the first with `initialJob`, then ' +
         '`updates`, `log` and `newStatus`) and ends with `{type: "response", streamId, status}`. ' +
-        'The token travels in each call, as UCloud does, so the upgrade itself needs none.',
+        'The token travels in each call, as UCloud does, so the upgrade itself needs none; a call ' +
+        "without one counts as the web interface's signed-in user (the cookie, from its own pages).",
       tags: ['jobs'],
       security: [],
       response: { 101: FollowMessage, ...errors },
     },
     handler: async (_request, reply) =>
       reply.code(426).header('upgrade', 'websocket').send(errorBody(426, 'this call needs a WebSocket')),
-    wsHandler: (socket, request) => serveUCloudSocket(socket, service, callerFor, request.log),
+    wsHandler: (socket, request) =>
+      serveUCloudSocket(socket, service, callerFor, request.caller ?? undefined, request.log),
   });
 
   api.post(

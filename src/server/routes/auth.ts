@@ -1,0 +1,146 @@
+import { Type } from '@sinclair/typebox';
+import { closed, StringEnum } from '../../model/schema.ts';
+import type { Store } from '../../store/store.ts';
+import { type Api, errors, publicRoute } from '../api.ts';
+import { callerForToken, clearedCookie, cookieSession, sessionCookie } from '../auth.ts';
+import { errorBody } from '../errors.ts';
+import type { SignIns, UiSession } from '../sign-in.ts';
+import { reachedBy } from './sessions.ts';
+
+const SignInRequest = Type.Object({ token: Type.String({ minLength: 1, maxLength: 1024 }) }, closed);
+
+const SignedIn = Type.Object({
+  user: Type.Object({
+    username: Type.String(),
+    admin: Type.Boolean(),
+    projects: Type.Array(Type.Object({ id: Type.String(), role: StringEnum(['PI', 'ADMIN', 'USER']) })),
+  }),
+  csrfToken: Type.String({ description: 'Send it as the header X-CSRF-Token on every state-changing call' }),
+});
+
+const SignInLink = Type.Object({
+  url: Type.String({ description: 'Opens the web interface signed in, once' }),
+  expiresAt: Type.Integer({ description: 'Epoch milliseconds' }),
+});
+
+const LinkQuery = Type.Object({ ticket: Type.Optional(Type.String({ maxLength: 1024 })) });
+
+/** The page of a used, expired or unknown sign-in link. */
+const EXPIRED_LINK_PAGE =
+  '<!doctype html><meta charset="utf-8"><title>ucompute</title>' +
+  '<p>This sign-in link was used already or has expired (a link works once, within two minutes).</p>' +
+  '<p>For a new one, run <code>ucompute web</code>, or sign in with an API token.</p>';
+
+/**
+ * Signing in to the web interface: an API token or a one-time link traded for the session cookie,
+ * the session read back and ended. The cookie then opens every call a token does.
+ */
+export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
+  const answer = (session: UiSession) => ({
+    user: signIns.userOf(session.caller),
+    csrfToken: session.csrfToken,
+  });
+
+  api.post(
+    '/api/auth/session',
+    {
+      config: publicRoute,
+      schema: {
+        summary: 'Sign the browser in with an API token',
+        description:
+          'Sets the HttpOnly cookie `ucompute_session` (12 hours, extended by use). Calls signed in ' +
+          "by it that change anything must carry the answer's `csrfToken` as `X-CSRF-Token`.",
+        tags: ['auth'],
+        security: [],
+        body: SignInRequest,
+        response: { 200: SignedIn, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const caller = callerForToken(store, request.body.token);
+      if (!caller) return reply.code(401).send(errorBody(401, 'the API token is not valid'));
+      const { secret, session } = signIns.start(caller.username);
+      reply.header('set-cookie', sessionCookie(request, secret)).header('cache-control', 'no-store');
+      return answer(session);
+    },
+  );
+
+  api.get(
+    '/api/auth/session',
+    {
+      config: publicRoute,
+      schema: {
+        summary: 'Who the browser is signed in as',
+        tags: ['auth'],
+        security: [],
+        response: { 200: SignedIn, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const signedIn = cookieSession(signIns, request, reply);
+      if (!signedIn) return reply.code(401).send(errorBody(401, 'the browser is not signed in'));
+      reply.header('cache-control', 'no-store');
+      return answer(signedIn.session);
+    },
+  );
+
+  api.delete(
+    '/api/auth/session',
+    {
+      schema: {
+        summary: 'Sign the browser out',
+        description: "Ends the cookie's session and clears the cookie.",
+        tags: ['auth'],
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const signedIn = cookieSession(signIns, request, reply);
+      if (signedIn) signIns.end(signedIn.secret);
+      return reply.code(204).header('set-cookie', clearedCookie(request)).send(null);
+    },
+  );
+
+  api.post(
+    '/api/auth/links',
+    {
+      schema: {
+        summary: 'A one-time sign-in link for the web interface',
+        description: 'Signs a browser in as the caller once, within two minutes (`ucompute web`).',
+        tags: ['auth'],
+        response: { 200: SignInLink, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { secret, expiresAt } = signIns.createLink(request.caller.username);
+      reply.header('cache-control', 'no-store');
+      return { url: `${reachedBy(request).origin}/auth/link?ticket=${secret}`, expiresAt };
+    },
+  );
+
+  api.get(
+    '/auth/link',
+    {
+      config: publicRoute,
+      schema: {
+        summary: 'Use a sign-in link: sets the session cookie and redirects to the interface',
+        tags: ['auth'],
+        security: [],
+        querystring: LinkQuery,
+      },
+    },
+    async (request, reply) => {
+      // The secret leaves the address bar at once, and no page here refers anyone to it.
+      reply.headers({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+      const signedIn = signIns.redeemLink(request.query.ticket ?? '');
+      if (!signedIn) {
+        return reply.code(410).header('content-type', 'text/html; charset=utf-8').send(EXPIRED_LINK_PAGE);
+      }
+      return reply
+        .code(303)
+        .header('location', '/')
+        .header('set-cookie', sessionCookie(request, signedIn.secret))
+        .send();
+    },
+  );
+}

@@ -1,0 +1,107 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Caller } from '../jobs/service.ts';
+import { hashToken, type Role, type Store } from '../store/store.ts';
+
+// Signing in to the web interface: an API token, or a one-time link made by the CLI, is traded for
+// a session whose secret lives in an HttpOnly cookie. Every secret is 256 random bits; the store
+// keeps only its hash.
+
+const HOUR = 3_600_000;
+/** A session ends after this long without use (sliding). */
+export const SESSION_LIFETIME_MS = 12 * HOUR;
+/** A sign-in link is used once, within this long. */
+export const LINK_LIFETIME_MS = 2 * 60_000;
+/** A session's expiry is written at most this often, not on every request. */
+const TOUCH_EVERY_MS = 60_000;
+
+/** Who is signed in, as the interface shows it. */
+export interface SignedInUser {
+  username: string;
+  admin: boolean;
+  projects: { id: string; role: Role }[];
+}
+
+/** A valid session: who holds it, the token its state-changing requests carry, and its expiry. */
+export interface UiSession {
+  caller: Caller;
+  csrfToken: string;
+  expiresAt: number;
+  /** The expiry moved on with this use: the cookie is to be sent again. */
+  extended: boolean;
+}
+
+const newSecret = (): string => randomBytes(32).toString('base64url');
+
+/**
+ * The CSRF token of a session, derived from its secret: a page of the interface reads it from the
+ * sign-in answer, another site's page can neither read it nor work the secret back from it.
+ */
+export const csrfTokenOf = (secret: string): string =>
+  createHash('sha256').update(`ucompute-csrf:${secret}`).digest('base64url');
+
+export type SignIns = ReturnType<typeof webSignIns>;
+
+export function webSignIns(store: Store, now: () => number = Date.now) {
+  function callerOf(username: string): Caller | undefined {
+    const user = store.getUser(username);
+    return user && { username: user.name, admin: user.admin };
+  }
+
+  /** Starts a session for a user; answers the cookie's secret. */
+  function start(username: string): { secret: string; session: UiSession } {
+    const caller = callerOf(username);
+    if (!caller) throw new Error(`no user ${username}`);
+    store.deleteExpiredSignIns(now());
+    const secret = newSecret();
+    const at = now();
+    const expiresAt = at + SESSION_LIFETIME_MS;
+    store.insertUiSession({ hash: hashToken(secret), username, createdAt: at, lastUsedAt: at, expiresAt });
+    return { secret, session: { caller, csrfToken: csrfTokenOf(secret), expiresAt, extended: false } };
+  }
+
+  return {
+    start,
+
+    /** The session behind a cookie's secret if it is unexpired; its use extends it. */
+    resume(secret: string): UiSession | undefined {
+      if (secret === '') return undefined;
+      const hash = hashToken(secret);
+      const record = store.uiSession(hash);
+      const at = now();
+      if (!record || record.expiresAt <= at) return undefined;
+      const caller = callerOf(record.username);
+      if (!caller) return undefined;
+      const extended = at - record.lastUsedAt >= TOUCH_EVERY_MS;
+      const expiresAt = extended ? at + SESSION_LIFETIME_MS : record.expiresAt;
+      if (extended) store.touchUiSession(hash, at, expiresAt);
+      return { caller, csrfToken: csrfTokenOf(secret), expiresAt, extended };
+    },
+
+    /** Signs a session out: its secret opens nothing any more. */
+    end(secret: string): void {
+      store.deleteUiSession(hashToken(secret));
+    },
+
+    /** A one-time sign-in link's secret for a user. */
+    createLink(username: string): { secret: string; expiresAt: number } {
+      const secret = newSecret();
+      const expiresAt = now() + LINK_LIFETIME_MS;
+      store.insertSignInLink(hashToken(secret), username, expiresAt);
+      return { secret, expiresAt };
+    },
+
+    /** Uses a link up (even when it has expired) and starts a session if it was still valid. */
+    redeemLink(secret: string): { secret: string; session: UiSession } | undefined {
+      if (secret === '') return undefined;
+      const link = store.takeSignInLink(hashToken(secret));
+      if (!link || link.expiresAt <= now() || !callerOf(link.username)) return undefined;
+      return start(link.username);
+    },
+
+    /** What the interface shows of a signed-in user. */
+    userOf(caller: Caller): SignedInUser {
+      const projects = store.memberships(caller.username).map((m) => ({ id: m.projectId, role: m.role }));
+      return { username: caller.username, admin: caller.admin, projects };
+    },
+  };
+}

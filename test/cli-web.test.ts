@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
+import { type Served, startServe, stopServe } from './support/serve.ts';
+
+/** `ucompute web`: the one-time sign-in link, printed, and handed to a browser without the secret. */
+
+const {
+  UCOMPUTE_URL: _url,
+  UCOMPUTE_TOKEN: _token,
+  UCOMPUTE_DATA_DIR: _dataDir,
+  BROWSER: _b,
+  ...env
+} = CHILD_ENV;
+
+const tmp = mkdtempSync(join(tmpdir(), 'ucompute-web-cli-'));
+let served: Served | undefined;
+
+before(async () => {
+  served = await startServe(mkdtempSync(join(tmp, 'data-')), { env });
+});
+
+after(async () => {
+  await stopServe(served);
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+const on = () => ['--url', served!.url, '--data-dir', served!.dataDir];
+
+/** Uses a sign-in link as a browser would: the status and the cookie it sets. */
+async function use(link: string): Promise<{ status: number; cookie: string }> {
+  const answer = await fetch(link, { redirect: 'manual' });
+  return { status: answer.status, cookie: answer.headers.get('set-cookie') ?? '' };
+}
+
+test('web --url-only prints only a link that signs in once', { timeout: 60_000 }, async () => {
+  const result = await runCli(['web', '--url-only', ...on()], { env });
+  assertExit(result, 0);
+  const lines = result.stdout.trim().split('\n');
+  assert.equal(lines.length, 1, result.stdout);
+  const link = new URL(lines[0] ?? '');
+  assert.equal(link.origin, served!.url);
+  assert.equal(link.pathname, '/auth/link');
+  const first = await use(link.href);
+  assert.equal(first.status, 303);
+  assert.match(first.cookie, /^ucompute_session=/);
+  assert.equal((await use(link.href)).status, 410);
+});
+
+test('web hands the browser a private page leading to the link, never the link', {
+  timeout: 60_000,
+}, async () => {
+  // A "browser" that records the arguments it was started with.
+  const seen = join(tmp, 'browser-args');
+  const browser = join(tmp, 'browser.sh');
+  writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}'\n`);
+  chmodSync(browser, 0o755);
+  const result = await runCli(['web', ...on()], { env: { ...env, BROWSER: browser } });
+  assertExit(result, 0);
+  const link = result.stdout.split('\n')[0] ?? '';
+  assert.match(link, /\/auth\/link\?ticket=/);
+  assert.match(result.stdout, /opened in your browser/);
+  for (let i = 0; i < 100 && !statSync(seen, { throwIfNoEntry: false }); i++) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const args = readFileSync(seen, 'utf8').trim();
+  const ticket = new URL(link).searchParams.get('ticket') ?? '';
+  assert.ok(!args.includes(ticket), 'the secret is not on the command line');
+  const page = fileURLToPath(args);
+  assert.equal(statSync(page).mode & 0o077, 0, 'only the user reads the page');
+  assert.ok(readFileSync(page, 'utf8').includes(link), 'the page leads to the link');
+  assert.equal((await use(link)).status, 303);
+});
+
+test('web without a browser prints the link and says it works once', { timeout: 60_000 }, async () => {
+  const { DISPLAY: _d, WAYLAND_DISPLAY: _w, ...headless } = env;
+  const result = await runCli(['web', ...on()], { env: headless });
+  assertExit(result, 0);
+  assert.match(result.stdout, /^http:\/\/.*\/auth\/link\?ticket=\S+\n\(works once, within two minutes\)\n$/);
+});

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { fieldOf } from '../web/src/field-of.ts';
+import { estimatedCost, pricePerHour } from '../web/src/format.ts';
+import type { Product } from '../web/src/types.ts';
+import { seriesOf } from '../web/src/usage-series.ts';
+
+// The web interface's own arithmetic and mapping, without a browser.
+
+const standard: Product = {
+  id: 'u1-standard-2',
+  category: 'u1-standard',
+  cpu: 2,
+  memoryInGigs: 4,
+  pricePerUnit: 1,
+};
+const gpu: Product = {
+  id: 'u1-gpu-1',
+  category: 'u1-gpu',
+  cpu: 8,
+  memoryInGigs: 48,
+  gpu: 1,
+  pricePerUnit: 60,
+  unitOfPrice: 'CREDITS_PER_HOUR',
+  pricedPer: 'GPU',
+};
+
+describe('the web interface', () => {
+  test('prices per hour count vCPUs, or GPUs for GPU-priced products, per period', () => {
+    assert.equal(pricePerHour(standard), 120);
+    assert.equal(pricePerHour(gpu), 60);
+  });
+
+  test('a run is estimated at every period it may start, for each replica', () => {
+    assert.equal(estimatedCost(standard, 1, { hours: 1, minutes: 0, seconds: 0 }), 120);
+    assert.equal(estimatedCost(standard, 3, { hours: 0, minutes: 1, seconds: 1 }), 2 * 2 * 3);
+    // Per hour: 61 minutes are two started hours.
+    assert.equal(estimatedCost(gpu, 1, { hours: 1, minutes: 1, seconds: 0 }), 120);
+  });
+
+  test("a server issue is shown at the field it names, whichever form of the job's path it has", () => {
+    assert.equal(fieldOf('items[0].parameters.top'), 'param:top');
+    assert.equal(fieldOf('items[0].specification.parameters.top.value'), 'param:top');
+    assert.equal(fieldOf('items[0].product.id'), 'product');
+    assert.equal(fieldOf('items[0].specification.timeAllocation'), 'timeAllocation');
+    assert.equal(fieldOf('items[0].name'), 'name');
+    assert.equal(fieldOf('items[0].replicas'), 'replicas');
+    // The application's name is not the job's.
+    assert.equal(fieldOf('items[0].application.name'), 'form');
+    assert.equal(fieldOf('items[0]'), 'form');
+  });
+
+  test('usage is summed per UTC day and category, with a flat line for categories not used', () => {
+    const day = 24 * 3600 * 1000;
+    const from = Date.UTC(2026, 0, 1);
+    const { days, byCategory } = seriesOf(
+      [
+        { owner: 'user:a', category: 'u1-standard', start: from + day, credits: 5 },
+        { owner: 'project:p', category: 'u1-standard', start: from + day, credits: 2 },
+        { owner: 'user:a', category: 'u1-gpu', start: from + 2 * day, credits: 7 },
+      ],
+      ['u1-standard', 'u1-secure'],
+      from,
+      from + 3 * day,
+    );
+    assert.deepEqual(days, [from, from + day, from + 2 * day]);
+    assert.deepEqual(byCategory.get('u1-standard'), [0, 7, 0]);
+    assert.deepEqual(byCategory.get('u1-gpu'), [0, 0, 7]);
+    assert.deepEqual(byCategory.get('u1-secure'), [0, 0, 0]);
+  });
+});

@@ -1,0 +1,67 @@
+import type { Duration, Product, UnitOfPrice } from './types.ts';
+
+// How numbers, times and prices read on the page.
+
+const PERIOD_MINUTES: Record<UnitOfPrice, number> = {
+  CREDITS_PER_MINUTE: 1,
+  CREDITS_PER_HOUR: 60,
+  CREDITS_PER_DAY: 24 * 60,
+};
+
+/** Credits one replica of a product costs per hour (price × units, per period). */
+export function pricePerHour(product: Product): number {
+  const units = product.pricedPer === 'GPU' ? (product.gpu ?? 0) : product.cpu;
+  const minutes = PERIOD_MINUTES[product.unitOfPrice ?? 'CREDITS_PER_MINUTE'];
+  return (units * product.pricePerUnit * 60) / minutes;
+}
+
+/** What a run costs at most: every period it may run, started ones included, for each replica. */
+export function estimatedCost(product: Product, replicas: number, duration: Duration): number {
+  const minutes = PERIOD_MINUTES[product.unitOfPrice ?? 'CREDITS_PER_MINUTE'];
+  const periods = Math.ceil(durationMillis(duration) / 60_000 / minutes);
+  const units = product.pricedPer === 'GPU' ? (product.gpu ?? 0) : product.cpu;
+  return periods * units * product.pricePerUnit * replicas;
+}
+
+export function durationMillis(d: Duration): number {
+  return ((d.hours * 60 + d.minutes) * 60 + d.seconds) * 1000;
+}
+
+const numbers = new Intl.NumberFormat('en', { maximumFractionDigits: 2 });
+export const credits = (n: number): string => `${numbers.format(n)} credits`;
+export const number = (n: number): string => numbers.format(n);
+
+export function bytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
+export const when = (epochMs: number): string => dateTime.format(new Date(epochMs));
+
+/** `1 h 05 min`, `42 s`: how long something lasts or is left. */
+export function span(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (h > 0) return `${h} h ${String(m).padStart(2, '0')} min`;
+  if (m > 0) return `${m} min ${String(s).padStart(2, '0')} s`;
+  return `${s} s`;
+}
+
+export const STATE_LABEL: Record<string, string> = {
+  IN_QUEUE: 'In queue',
+  RUNNING: 'Running',
+  CANCELING: 'Cancelling',
+  SUCCESS: 'Success',
+  FAILURE: 'Failure',
+  EXPIRED: 'Expired',
+  SUSPENDED: 'Suspended',
+};

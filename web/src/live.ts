@@ -1,0 +1,32 @@
+import { socketTo } from './api.ts';
+import type { FollowMessage } from './types.ts';
+
+/** Reconnections after a socket broke (not closed by the server), each after a short pause. */
+const RECONNECTS = 5;
+const PAUSE_MS = 1000;
+
+/**
+ * Follows one job over /api/jobs/follow: its updates and log chunks, pushed by the server, which
+ * closes the socket (1000) once the job has ended and its logs are complete. A broken socket is
+ * opened again; the server then starts over with `initialJob` and the logs from their beginning.
+ * Returns `stop`.
+ */
+export function followJob(id: string, onMessage: (message: FollowMessage) => void): () => void {
+  let stopped = false;
+  let socket: WebSocket;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const open = (attempt: number) => {
+    socket = socketTo(`/api/jobs/follow?id=${encodeURIComponent(id)}`);
+    socket.onmessage = (event) => onMessage(JSON.parse(String(event.data)) as FollowMessage);
+    socket.onclose = (event) => {
+      const broken = event.code !== 1000 && event.code !== 4404;
+      if (!stopped && broken && attempt < RECONNECTS) timer = setTimeout(() => open(attempt + 1), PAUSE_MS);
+    };
+  };
+  open(0);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    socket.close();
+  };
+}

@@ -1,0 +1,246 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { getJson, postJson } from '../api.ts';
+import { joinPath, parentOf, userDrives } from '../drives.ts';
+import { bytes, when } from '../format.ts';
+import { navigate, queryOf } from '../router.tsx';
+import type { FileEntry } from '../types.ts';
+import { uploadFile } from '../upload.ts';
+
+interface Upload {
+  key: number;
+  name: string;
+  size: number;
+  sent: number;
+  error?: string;
+}
+
+let uploadCount = 0;
+
+/** The user's drives: browse, upload (drag and drop, large files), download, new folder, rename, move, delete. */
+export function FilesPage() {
+  const [drives, setDrives] = useState<string[]>([]);
+  const folder = queryOf().get('path') ?? drives[0] ?? null;
+  const [entries, setEntries] = useState<FileEntry[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [uploads, setUploads] = useState<Upload[]>([]);
+  const [dragging, setDragging] = useState(false);
+  const [version, setVersion] = useState(0);
+  const fileInput = useRef<HTMLInputElement>(null);
+
+  useEffect(() => {
+    void userDrives().then(setDrives);
+  }, []);
+  useEffect(() => {
+    if (folder === null) return;
+    setError(null);
+    getJson<{ items: FileEntry[] }>('/api/files/browse', { path: folder, itemsPerPage: 1000 })
+      .then((page) => setEntries(page.items))
+      .catch((e: Error) => {
+        setEntries([]);
+        setError(e.message);
+      });
+  }, [folder, version]);
+
+  const go = (path: string) => navigate(`/files?path=${encodeURIComponent(path)}`);
+  const reload = () => setVersion((v) => v + 1);
+  const act = async (work: Promise<unknown>) => {
+    setError(null);
+    try {
+      await work;
+    } catch (e) {
+      setError((e as Error).message);
+    }
+    reload();
+  };
+
+  const upload = async (files: FileList | File[]) => {
+    if (folder === null) return;
+    for (const file of Array.from(files)) {
+      const key = ++uploadCount;
+      const track = (change: Partial<Upload>) =>
+        setUploads((all) => all.map((u) => (u.key === key ? { ...u, ...change } : u)));
+      setUploads((all) => [...all, { key, name: file.name, size: file.size, sent: 0 }]);
+      try {
+        await uploadFile(file, joinPath(folder, file.name), (sent) => track({ sent }));
+      } catch (e) {
+        track({ error: (e as Error).message });
+      }
+      reload();
+    }
+  };
+
+  const rename = (entry: FileEntry) => {
+    const name = prompt(`New name for ${entry.name}`, entry.name);
+    if (name && name !== entry.name)
+      void act(postJson('/api/files/move', { from: entry.path, to: joinPath(parentOf(entry.path), name) }));
+  };
+  const move = (entry: FileEntry) => {
+    const to = prompt(`Move ${entry.name} to (a full path)`, entry.path);
+    if (to && to !== entry.path) void act(postJson('/api/files/move', { from: entry.path, to }));
+  };
+  const trash = (entry: FileEntry) => {
+    if (confirm(`Move ${entry.name} to the trash?`))
+      void act(postJson('/api/files/trash', { path: entry.path }));
+  };
+  const newFolder = () => {
+    const name = prompt('Name of the new folder');
+    if (name && folder !== null) void act(postJson('/api/files/folder', { path: joinPath(folder, name) }));
+  };
+
+  const atDrive = folder !== null && drives.includes(folder);
+  // Dropping files is a shortcut for the "Upload files" button, which the keyboard reaches.
+  return (
+    // biome-ignore lint/a11y/noStaticElementInteractions: a drop zone; the upload button does the same
+    <section
+      class={`files${dragging ? ' dragging' : ''}`}
+      onDragOver={(e) => {
+        e.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={(e) => {
+        e.preventDefault();
+        setDragging(false);
+        if (e.dataTransfer?.files) void upload(e.dataTransfer.files);
+      }}
+    >
+      <h1>Files</h1>
+      <div class="toolbar">
+        <label>
+          Drive{' '}
+          <select
+            value={drives.find((d) => folder?.startsWith(d)) ?? ''}
+            onChange={(e) => go(e.currentTarget.value)}
+          >
+            {drives.map((d) => (
+              <option key={d} value={d}>
+                {d}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" onClick={newFolder}>
+          New folder
+        </button>
+        <button type="button" onClick={() => fileInput.current?.click()}>
+          Upload files
+        </button>
+        <input
+          ref={fileInput}
+          type="file"
+          multiple
+          class="visually-hidden"
+          aria-label="Files to upload"
+          onChange={(e) => {
+            const files = e.currentTarget.files;
+            if (files) void upload(Array.from(files));
+            e.currentTarget.value = '';
+          }}
+        />
+      </div>
+      <p class="path">
+        {folder}
+        {!atDrive && folder !== null && (
+          <>
+            {' '}
+            <button type="button" class="link" onClick={() => go(parentOf(folder))}>
+              ↑ Up
+            </button>
+          </>
+        )}
+      </p>
+      <p class="hint">Drop files here to upload them into this folder.</p>
+      {uploads.length > 0 && (
+        <ul class="uploads" aria-label="Uploads">
+          {uploads.map((u) => (
+            <li key={u.key}>
+              {u.name}{' '}
+              <progress
+                max={u.size || 1}
+                value={u.size === 0 ? 1 : u.sent}
+                aria-label={`Upload of ${u.name}`}
+              />{' '}
+              {u.error !== undefined ? (
+                <span class="error">{u.error}</span>
+              ) : (
+                <span class="muted">
+                  {u.sent >= u.size ? 'done' : `${bytes(u.sent)} of ${bytes(u.size)}`}
+                </span>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      {error !== null && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {entries !== null && (
+        <table class="file-table" aria-label="Files">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col" class="wide">
+                Size
+              </th>
+              <th scope="col" class="wide">
+                Modified
+              </th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {entries.map((e) => (
+              <tr key={e.path}>
+                <td>
+                  {e.type === 'folder' ? (
+                    <button type="button" class="link" onClick={() => go(e.path)}>
+                      📁 {e.name}
+                    </button>
+                  ) : (
+                    <a href={`/api/files/download?path=${encodeURIComponent(e.path)}`} download={e.name}>
+                      {e.name}
+                    </a>
+                  )}
+                </td>
+                <td class="wide">{e.type === 'file' ? bytes(e.size) : ''}</td>
+                <td class="wide">{when(e.modifiedAt)}</td>
+                <td class="row-actions">
+                  <button
+                    type="button"
+                    class="small"
+                    onClick={() => rename(e)}
+                    aria-label={`Rename ${e.name}`}
+                  >
+                    Rename
+                  </button>
+                  <button type="button" class="small" onClick={() => move(e)} aria-label={`Move ${e.name}`}>
+                    Move
+                  </button>
+                  <button
+                    type="button"
+                    class="small danger"
+                    onClick={() => trash(e)}
+                    aria-label={`Delete ${e.name}`}
+                  >
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+            {entries.length === 0 && error === null && (
+              <tr>
+                <td colSpan={4} class="muted">
+                  This folder is empty.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

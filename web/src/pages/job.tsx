@@ -1,0 +1,438 @@
+import { lazy, Suspense } from 'preact/compat';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, getJson, postJson } from '../api.ts';
+import { StateBadge } from '../components/state-badge.tsx';
+import { bytes, credits, span, when } from '../format.ts';
+import { followJob } from '../live.ts';
+import { Link } from '../router.tsx';
+import {
+  FINAL_STATES,
+  type FileEntry,
+  type Job,
+  type JobUpdate,
+  type ParameterValue,
+  type Utilization,
+} from '../types.ts';
+
+// xterm.js and noVNC load only when a terminal or a desktop is opened.
+const JobTerminal = lazy(() => import('./terminal.tsx').then((m) => ({ default: m.JobTerminal })));
+const JobDesktop = lazy(() => import('./desktop.tsx').then((m) => ({ default: m.JobDesktop })));
+
+/** Log text kept per rank: the newest part of a long log. */
+const LOG_KEPT = 512 * 1024;
+
+type Opened =
+  | { kind: 'shell'; sessionIdentifier: string }
+  | { kind: 'vnc'; secret: string; password?: string; rank: number }
+  | null;
+
+interface SessionAnswer {
+  responses: {
+    session:
+      | { type: 'web'; redirectClientTo: string }
+      | { type: 'vnc'; url: string; password?: string }
+      | { type: 'shell'; sessionIdentifier: string };
+  }[];
+}
+
+function shown(value: ParameterValue): string {
+  switch (value.type) {
+    case 'file':
+      return value.path;
+    case 'peer':
+      return `${value.jobId} as ${value.hostname}`;
+    case 'license_server':
+    case 'network':
+    case 'ingress':
+      return value.id;
+    default:
+      return String(value.value);
+  }
+}
+
+/** A job: state timeline, logs per rank, its sessions, extend and cancel, output files, parameters and cost. */
+export function JobPage({ id }: { id: string }) {
+  const [job, setJob] = useState<Job | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [logs, setLogs] = useState<Record<number, string>>({});
+  const [rank, setRank] = useState(0);
+  const [opened, setOpened] = useState<Opened>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [utilization, setUtilization] = useState<Utilization | null>(null);
+  const [now, setNow] = useState(Date.now());
+
+  const retrieve = () =>
+    getJson<Job>('/api/jobs/retrieve', { id, includeApplication: 'true', includeSupport: 'true' })
+      .then(setJob)
+      .catch((e: Error) => setError(e.message));
+
+  useEffect(() => {
+    setJob(null);
+    setLogs({});
+    setOpened(null);
+    void retrieve();
+    const stop = followJob(id, (message) => {
+      // A (re)started follow sends the logs from their beginning.
+      if (message.initialJob !== undefined) setLogs({});
+      else if (message.updates.length > 0) {
+        // Cost, end time and output folder change with the updates: the job is read again.
+        void retrieve();
+      }
+      if (message.log.length > 0) {
+        setLogs((current) => {
+          const next = { ...current };
+          for (const chunk of message.log) {
+            const text = (next[chunk.rank] ?? '') + (chunk.stdout ?? '') + (chunk.stderr ?? '');
+            next[chunk.rank] = text.length > LOG_KEPT ? text.slice(-LOG_KEPT) : text;
+          }
+          return next;
+        });
+      }
+    });
+    const tick = setInterval(() => setNow(Date.now()), 1000);
+    return () => {
+      stop();
+      clearInterval(tick);
+    };
+  }, [id]);
+
+  const state = job?.status.state;
+  useEffect(() => {
+    if (state !== 'IN_QUEUE') return;
+    getJson<Utilization>('/api/jobs/retrieveUtilization', { jobId: id })
+      .then(setUtilization)
+      .catch(() => setUtilization(null));
+  }, [state, job?.updates.length]);
+
+  if (error !== null) return <p class="error">{error}</p>;
+  if (job === null) return <p class="loading">Loading…</p>;
+
+  const app = job.status.resolvedApplication;
+  const support = job.status.resolvedSupport?.support.docker;
+  const running = job.status.state === 'RUNNING';
+  const final = FINAL_STATES.has(job.status.state);
+  const replicas = job.specification.replicas ?? 1;
+  const latest = [...job.updates].reverse().find((u) => u.status !== undefined)?.status;
+
+  const open = async (sessionType: 'WEB' | 'VNC' | 'SHELL') => {
+    setNotice(null);
+    try {
+      const answer = await postJson<SessionAnswer>('/api/jobs/interactiveSession', {
+        items: [{ id, rank, sessionType }],
+      });
+      const session = answer.responses[0]!.session;
+      if (session.type === 'web') window.open(session.redirectClientTo, '_blank', 'noopener');
+      else if (session.type === 'shell')
+        setOpened({ kind: 'shell', sessionIdentifier: session.sessionIdentifier });
+      else {
+        const secret = new URL(session.url).hash.slice(1);
+        setOpened({
+          kind: 'vnc',
+          secret,
+          rank,
+          ...(session.password !== undefined ? { password: session.password } : {}),
+        });
+      }
+    } catch (e) {
+      setNotice((e as Error).message);
+    }
+  };
+
+  return (
+    <section class="job">
+      <p class="crumbs">
+        <Link href="/jobs">Jobs</Link> › {job.specification.name ?? job.id}
+      </p>
+      <h1>
+        {job.specification.name ?? job.id} <StateBadge state={job.status.state} />
+      </h1>
+      {job.status.state === 'IN_QUEUE' && (
+        <p class="pending" role="status">
+          {latest ?? 'Waiting for a machine.'}
+          {utilization !== null &&
+            ` (${utilization.queueStatus.pending} waiting, ${utilization.queueStatus.running} running on these machines)`}
+        </p>
+      )}
+      <dl class="facts">
+        <dt>Application</dt>
+        <dd>
+          {app?.metadata.title ?? job.specification.application.name} {job.specification.application.version}
+        </dd>
+        <dt>Machine</dt>
+        <dd>
+          {job.specification.product.id}
+          {replicas > 1 ? ` × ${replicas}` : ''}
+        </dd>
+        <dt>Created</dt>
+        <dd>{when(job.createdAt)}</dd>
+        {job.status.startedAt !== undefined && (
+          <>
+            <dt>Started</dt>
+            <dd>{when(job.status.startedAt)}</dd>
+          </>
+        )}
+        {job.status.expiresAt !== undefined && (
+          <>
+            <dt>Ends</dt>
+            <dd data-testid="ends">
+              {when(job.status.expiresAt)}
+              {!final && <span class="muted"> ({span(job.status.expiresAt - now)} left)</span>}
+            </dd>
+          </>
+        )}
+        <dt>Cost so far</dt>
+        <dd data-testid="cost">{credits(job.billing.creditsCharged)}</dd>
+        {job.status.exitCode !== undefined && (
+          <>
+            <dt>Exit code</dt>
+            <dd>
+              {Object.entries(job.status.exitCode)
+                .map(([r, code]) => (replicas > 1 ? `rank ${r}: ${code}` : String(code)))
+                .join(', ')}
+            </dd>
+          </>
+        )}
+      </dl>
+
+      {!final && (
+        <fieldset class="actions">
+          <legend class="visually-hidden">Job actions</legend>
+          {replicas > 1 && (
+            <label>
+              Rank{' '}
+              <select value={rank} onChange={(e) => setRank(Number(e.currentTarget.value))}>
+                {Array.from({ length: replicas }, (_, r) => (
+                  <option key={r} value={r}>
+                    {r}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+          {app?.invocation.applicationType === 'WEB' && (
+            <button type="button" class="primary" disabled={!running} onClick={() => void open('WEB')}>
+              Open interface
+            </button>
+          )}
+          {app?.invocation.applicationType === 'VNC' && (
+            <button type="button" class="primary" disabled={!running} onClick={() => void open('VNC')}>
+              Open desktop
+            </button>
+          )}
+          {support?.terminal !== false && (
+            <button type="button" disabled={!running} onClick={() => void open('SHELL')}>
+              Open terminal
+            </button>
+          )}
+          <Extend
+            job={job}
+            onDone={(message) => {
+              setNotice(message);
+              void retrieve();
+            }}
+          />
+          <Cancel
+            id={id}
+            onDone={(message) => {
+              setNotice(message);
+              void retrieve();
+            }}
+          />
+        </fieldset>
+      )}
+      {notice !== null && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
+      {opened !== null && !final && (
+        <Suspense fallback={<p class="loading">Loading…</p>}>
+          {opened.kind === 'shell' ? (
+            <JobTerminal sessionIdentifier={opened.sessionIdentifier} />
+          ) : (
+            <JobDesktop jobId={id} rank={opened.rank} secret={opened.secret} password={opened.password} />
+          )}
+        </Suspense>
+      )}
+
+      <h2>Logs</h2>
+      <Logs logs={logs} replicas={replicas} />
+
+      <h2>Timeline</h2>
+      <Timeline updates={job.updates} />
+
+      <h2>Parameters</h2>
+      <table class="parameters">
+        <tbody>
+          {Object.entries(job.specification.parameters ?? {}).map(([name, value]) => (
+            <tr key={name}>
+              <th scope="row">{name}</th>
+              <td>{shown(value)}</td>
+            </tr>
+          ))}
+          {Object.keys(job.specification.parameters ?? {}).length === 0 && (
+            <tr>
+              <td class="muted">No parameters.</td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+
+      {job.output.outputFolder !== undefined && (
+        <OutputFiles folder={job.output.outputFolder} refresh={job.updates.length} />
+      )}
+    </section>
+  );
+}
+
+function Logs({ logs, replicas }: { logs: Record<number, string>; replicas: number }) {
+  const [rank, setRank] = useState(0);
+  const pre = useRef<HTMLPreElement>(null);
+  const text = logs[rank] ?? '';
+  useEffect(() => {
+    const el = pre.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  }, [text]);
+  return (
+    <div class="logs">
+      {replicas > 1 && (
+        <div class="tabs" role="tablist" aria-label="Rank">
+          {Array.from({ length: replicas }, (_, r) => (
+            <button key={r} type="button" role="tab" aria-selected={r === rank} onClick={() => setRank(r)}>
+              Rank {r}
+            </button>
+          ))}
+        </div>
+      )}
+      <pre
+        ref={pre}
+        class="log"
+        role="log"
+        aria-live="off"
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling log must be reachable by keyboard
+        tabIndex={0}
+        aria-label={`Output of rank ${rank}`}
+        data-rank={rank}
+      >
+        {text === '' ? 'No output yet.' : text}
+      </pre>
+    </div>
+  );
+}
+
+function Timeline({ updates }: { updates: JobUpdate[] }) {
+  return (
+    <ol class="timeline">
+      {updates
+        .filter((u) => u.state !== undefined || u.status !== undefined)
+        .map((u, i) => (
+          <li key={`${u.timestamp}-${i}`}>
+            <time dateTime={new Date(u.timestamp).toISOString()}>{when(u.timestamp)}</time>
+            {u.state !== undefined && <StateBadge state={u.state} />}
+            {u.status !== undefined && <span>{u.status}</span>}
+          </li>
+        ))}
+    </ol>
+  );
+}
+
+const EXTENSIONS = [1, 4, 12, 24];
+
+function Extend({ job, onDone }: { job: Job; onDone: (message: string) => void }) {
+  const [hours, setHours] = useState('1');
+  if (job.status.state !== 'RUNNING' && job.status.state !== 'IN_QUEUE') return null;
+  const extend = async () => {
+    try {
+      await postJson('/api/jobs/extend', {
+        items: [{ jobId: job.id, requestedTime: { hours: Number(hours), minutes: 0, seconds: 0 } }],
+      });
+      const updated = await getJson<Job>('/api/jobs/retrieve', { id: job.id });
+      const ends = updated.status.expiresAt;
+      onDone(ends !== undefined ? `Extended: the job now ends at ${when(ends)}.` : `Extended by ${hours} h.`);
+    } catch (e) {
+      onDone(e instanceof ApiError ? `Not extended: ${e.message}` : String(e));
+    }
+  };
+  return (
+    <span class="extend">
+      <label>
+        Extend by{' '}
+        <select value={hours} onChange={(e) => setHours(e.currentTarget.value)}>
+          {EXTENSIONS.map((h) => (
+            <option key={h} value={h}>
+              {h} h
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="button" onClick={() => void extend()}>
+        Extend
+      </button>
+    </span>
+  );
+}
+
+function Cancel({ id, onDone }: { id: string; onDone: (message: string) => void }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const cancel = async () => {
+    dialog.current?.close();
+    try {
+      await postJson('/api/jobs/terminate', { items: [{ id }] });
+      onDone('The job is being cancelled.');
+    } catch (e) {
+      onDone(`Not cancelled: ${(e as Error).message}`);
+    }
+  };
+  return (
+    <>
+      <button type="button" class="danger" onClick={() => dialog.current?.showModal()}>
+        Cancel job
+      </button>
+      <dialog ref={dialog} aria-labelledby="cancel-title">
+        <h2 id="cancel-title">Cancel this job?</h2>
+        <p>Its processes are stopped; the output written so far is kept.</p>
+        <div class="actions">
+          <button type="button" class="danger" onClick={() => void cancel()}>
+            Yes, cancel the job
+          </button>
+          <button type="button" onClick={() => dialog.current?.close()}>
+            Keep it running
+          </button>
+        </div>
+      </dialog>
+    </>
+  );
+}
+
+function OutputFiles({ folder, refresh }: { folder: string; refresh: number }) {
+  const [entries, setEntries] = useState<FileEntry[] | null>(null);
+  useEffect(() => {
+    getJson<{ items: FileEntry[] }>('/api/files/browse', { path: folder, itemsPerPage: 200 })
+      .then((page) => setEntries(page.items))
+      .catch(() => setEntries(null));
+  }, [folder, refresh]);
+  return (
+    <>
+      <h2>Output</h2>
+      <p>
+        <Link href={`/files?path=${encodeURIComponent(folder)}`}>{folder}</Link>
+      </p>
+      {entries !== null && (
+        <ul class="listing">
+          {entries.map((e) => (
+            <li key={e.path}>
+              {e.type === 'file' ? (
+                <a href={`/api/files/download?path=${encodeURIComponent(e.path)}`} download={e.name}>
+                  {e.name}
+                </a>
+              ) : (
+                <Link href={`/files?path=${encodeURIComponent(e.path)}`}>{e.name}/</Link>
+              )}{' '}
+              <span class="muted">{e.type === 'file' ? bytes(e.size) : ''}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}

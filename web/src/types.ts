@@ -1,0 +1,180 @@
+// The shapes of the public API as the interface reads them (see /openapi.json): only the fields used.
+
+export type JobState = 'IN_QUEUE' | 'RUNNING' | 'CANCELING' | 'SUCCESS' | 'FAILURE' | 'EXPIRED' | 'SUSPENDED';
+export const JOB_STATES: readonly JobState[] = [
+  'IN_QUEUE',
+  'RUNNING',
+  'CANCELING',
+  'SUCCESS',
+  'FAILURE',
+  'EXPIRED',
+  'SUSPENDED',
+];
+export const FINAL_STATES: ReadonlySet<JobState> = new Set(['SUCCESS', 'FAILURE', 'EXPIRED']);
+
+export interface User {
+  username: string;
+  admin: boolean;
+  projects?: { id: string; title?: string; role?: string }[];
+}
+
+export interface Session {
+  user: User;
+  csrfToken: string;
+}
+
+export interface Duration {
+  hours: number;
+  minutes: number;
+  seconds: number;
+}
+
+export type ParameterValue =
+  | { type: 'file'; path: string; readOnly?: boolean }
+  | { type: 'boolean'; value: boolean }
+  | { type: 'text'; value: string }
+  | { type: 'textarea'; value: string }
+  | { type: 'integer'; value: number }
+  | { type: 'floating_point'; value: number }
+  | { type: 'peer'; hostname: string; jobId: string }
+  | { type: 'license_server'; id: string }
+  | { type: 'network'; id: string }
+  | { type: 'ingress'; id: string };
+
+interface ParameterCommon {
+  name: string;
+  optional: boolean;
+  title: string;
+  description: string;
+  defaultValue?: ParameterValue;
+}
+export type Parameter = ParameterCommon &
+  (
+    | { type: 'input_file' | 'input_directory' | 'text' | 'textarea' | 'ingress' | 'network_ip' }
+    | { type: 'integer' | 'floating_point'; min?: number; max?: number; step?: number; unitName?: string }
+    | { type: 'boolean'; trueValue: string; falseValue: string }
+    | { type: 'enumeration'; options: { name: string; value: string }[] }
+    | { type: 'peer'; suggestedApplication?: string }
+    | { type: 'license_server'; tagged: string[] }
+  );
+
+export type ApplicationType = 'BATCH' | 'VNC' | 'WEB';
+
+export interface AppSummary {
+  name: string;
+  version: string;
+  title: string;
+  description: string;
+  tags: string[];
+  applicationType: ApplicationType;
+  parameters: { name: string; type: string; title: string; optional: boolean }[];
+}
+
+export interface Application {
+  metadata: {
+    name: string;
+    version: string;
+    title: string;
+    description: string;
+    tags: string[];
+    authors: string[];
+  };
+  invocation: {
+    parameters: Parameter[];
+    applicationType: ApplicationType;
+    allowMultiNode: boolean;
+    web?: { port: number };
+    vnc?: { port: number };
+  };
+}
+
+export interface Tool {
+  defaultNumberOfNodes: number;
+  defaultTimeAllocation?: Duration;
+}
+
+export type UnitOfPrice = 'CREDITS_PER_MINUTE' | 'CREDITS_PER_HOUR' | 'CREDITS_PER_DAY';
+
+export interface Product {
+  id: string;
+  category: string;
+  cpu: number;
+  memoryInGigs: number;
+  gpu?: number;
+  pricePerUnit: number;
+  unitOfPrice?: UnitOfPrice;
+  pricedPer?: 'vCPU' | 'GPU';
+  maxTimeAllocationHours?: number;
+  description?: string;
+}
+
+export interface JobUpdate {
+  timestamp: number;
+  state?: JobState;
+  status?: string;
+  outputFolder?: string;
+  newTimeAllocation?: number;
+}
+
+export interface Job {
+  id: string;
+  owner: { createdBy: string; project?: string };
+  specification: {
+    application: { name: string; version: string };
+    product: { id: string; category: string };
+    name?: string;
+    replicas?: number;
+    parameters?: Record<string, ParameterValue>;
+    timeAllocation?: Duration | null;
+  };
+  status: {
+    state: JobState;
+    startedAt?: number;
+    expiresAt?: number;
+    exitCode?: Record<string, number>;
+    resolvedApplication?: { metadata: Application['metadata']; invocation: Application['invocation'] };
+    resolvedSupport?: {
+      support: { docker: { web: boolean; vnc: boolean; terminal: boolean; timeExtension: boolean } };
+    };
+  };
+  updates: JobUpdate[];
+  createdAt: number;
+  output: { outputFolder?: string };
+  billing: { creditsCharged: number; pricePerUnit: number };
+}
+
+export interface FollowMessage {
+  initialJob?: Job;
+  updates: JobUpdate[];
+  log: { rank: number; stdout?: string; stderr?: string }[];
+  newStatus?: Job['status'];
+}
+
+export interface FileEntry {
+  name: string;
+  path: string;
+  type: 'file' | 'folder' | 'link' | 'other';
+  size: number;
+  modifiedAt: number;
+}
+
+export interface Wallet {
+  owner: string;
+  category: string;
+  allocated: number;
+  used: number;
+  balance: number;
+}
+
+export interface UsageItem {
+  owner: string;
+  category: string;
+  start: number;
+  credits: number;
+}
+
+export interface Utilization {
+  capacity: { cpu: number; memory: number };
+  usedCapacity: { cpu: number; memory: number };
+  queueStatus: { running: number; pending: number };
+}
