@@ -151,6 +151,14 @@ test(
     assert.equal(store.getJob(id!)!.state, 'SUSPENDED');
     assert.match(exits()[0]!.status!, /exit code 0 on every rank\); restarting in 10 s \(restartOnExit\)$/);
     const exitedAt = exits()[0]!.timestamp;
+    // Its run is paid as at a suspension: the started minute too.
+    const charged = () =>
+      store
+        .charges('user:alice', 0, Number.MAX_SAFE_INTEGER)
+        .filter((c) => c.jobId === id)
+        .map((c) => c.chargeId);
+    await wait('the run is charged', () => charged().length === 1, 5_000);
+    assert.deepEqual(charged(), [`${id}:0-0`]);
     await wait('it runs again', () => runs() === 2, 40_000);
     const again = updates().find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
     assert.ok(again.timestamp - exitedAt >= 10_000, 'not before its back-off');

@@ -76,10 +76,14 @@ export function jobUpdates(o: UpdatesOptions) {
     const next = decision.changes.state ?? before.state;
     const ending = next !== before.state && isFinal(next);
     const starting = next === 'RUNNING' && before.state !== 'RUNNING' && hooks.hasStart;
+    // A restartOnExit job's run ended: it pays for it as for a suspension.
+    const exiting = isRestartExit(u) && before.state === 'RUNNING';
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
     store.appendUpdate(before, u, changes);
     const job =
-      ending || starting ? activeJob({ ...before, ...decision.changes, ...extra, state: next }) : undefined;
+      ending || starting || exiting
+        ? activeJob({ ...before, ...decision.changes, ...extra, state: next })
+        : undefined;
     return { id, update: u, previous: before.state, next, ...(job ? { job } : {}) };
   }
 
@@ -87,9 +91,13 @@ export function jobUpdates(o: UpdatesOptions) {
   async function applied(a: Applied): Promise<void> {
     notify(a.id, a.update);
     if (isFinal(a.next)) ending.delete(a.id);
-    if (isRestartExit(a.update)) o.exited(a.id);
-    if (!a.job) return;
     const lifecycle = o.lifecycle();
+    if (isRestartExit(a.update)) {
+      if (a.job) await hooks.suspend(lifecycle, a.job);
+      o.exited(a.id);
+      return;
+    }
+    if (!a.job) return;
     if (a.next === 'RUNNING') await hooks.start(lifecycle, a.job);
     if (isFinal(a.next)) {
       await hooks.complete(lifecycle, a.job);

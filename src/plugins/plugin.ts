@@ -99,7 +99,10 @@ export interface JobPlugin {
   onCreate?(ctx: CreateContext, job: PreparedJob, build: JobBuild): void | Promise<void>;
   onJobStart?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
   onJobComplete?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
-  /** A running job's replicas were stopped to suspend it (before it is stored as SUSPENDED). */
+  /**
+   * A running job's replicas were stopped to suspend it (before it is stored as SUSPENDED), or
+   * ended in a restartOnExit job, which is SUSPENDED until it runs again.
+   */
   onJobSuspend?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
   /** Must tolerate a cleanup that already partly happened. */
   onCleanup?(ctx: LifecycleContext, jobId: string): void | Promise<void>;
