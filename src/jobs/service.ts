@@ -21,7 +21,7 @@ import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
 import { jobRestarts } from './restarts.ts';
 import { jobSubmission } from './submission.ts';
-import { jobUpdates, type UpdateListener } from './updates.ts';
+import { jobUpdates, type StateListener, type UpdateListener } from './updates.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 export type { RenameItem } from './control.ts';
@@ -92,6 +92,8 @@ export interface JobService {
   ): AsyncIterable<LogChunk>;
   /** Called with the ids of every batch of jobs made durable; returns the unsubscribe function. */
   onCreated(listener: (ids: string[]) => void): () => void;
+  /** Called with a job and its new state whenever a job's state changes; returns the unsubscribe function. */
+  onStateChange(listener: StateListener): () => void;
   /** The accounts whose credits and usage a caller sees: their own, and the projects they lead. */
   accountsOf(caller: Caller): string[];
   wallets(caller: Caller): Wallet[];
@@ -234,6 +236,7 @@ export function createJobService(options: ServiceOptions): JobService {
       createdListeners.add(listener);
       return () => createdListeners.delete(listener);
     },
+    onStateChange: updates.onStateChange,
 
     async start() {
       await monitoring.recover(submission.enqueue);

@@ -12,6 +12,7 @@ import { isRestartExit, restartExit } from './restart-policy.ts';
 // job's followers and the plugins' hooks. Backend events arrive here too, written in batches.
 
 export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
+export type StateListener = (id: string, state: JobState) => void;
 
 export interface UpdatesOptions {
   store: Store;
@@ -58,6 +59,7 @@ export type JobUpdates = ReturnType<typeof jobUpdates>;
 export function jobUpdates(o: UpdatesOptions) {
   const { store, hooks, now, log } = o;
   const listeners = new Map<string, Set<UpdateListener>>();
+  const stateListeners = new Set<StateListener>();
   /** Jobs being ended by ucompute (cancel, expiry, credits): their end is not an exit to restart from. */
   const ending = new Set<string>();
   let stopped = false;
@@ -89,6 +91,7 @@ export function jobUpdates(o: UpdatesOptions) {
 
   /** Tells followers, then runs the plugins' hooks for a change of state. */
   async function applied(a: Applied): Promise<void> {
+    if (a.next !== a.previous) for (const l of stateListeners) l(a.id, a.next);
     notify(a.id, a.update);
     if (isFinal(a.next)) ending.delete(a.id);
     const lifecycle = o.lifecycle();
@@ -206,6 +209,12 @@ export function jobUpdates(o: UpdatesOptions) {
         set.delete(listener);
         if (set.size === 0) listeners.delete(id);
       };
+    },
+
+    /** Adds a listener to every job's changes of state; returns the unsubscribe function. */
+    onStateChange(listener: StateListener): () => void {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
     },
 
     /** Writes the backend events already received; later ones are ignored. */

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { Watch } from '@kubernetes/client-node';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
 import type { Logger } from '../../jobs/service.ts';
@@ -388,6 +389,22 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     }
   }
 
+  /**
+   * Closes a stream to a rank once the rank or its job has ended, so that nothing the proxy keeps
+   * (a pooled port-forward, a relay) outlives the pod it reached.
+   */
+  function closedWithPod<S extends Duplex>(jobId: string, rank: number, stream: S): S {
+    const view = views.get(jobId);
+    if (!view) return stream;
+    const check = () => {
+      const pod = view.pods.get(rank);
+      if (view.done || !pod || pod.ended) stream.destroy();
+    };
+    view.waiters.add(check);
+    stream.once('close', () => view.waiters.delete(check));
+    return stream;
+  }
+
   const podsOf = (jobId: string): PeerPod | undefined => {
     const view = views.get(jobId);
     const pod = view?.pods.get(0);
@@ -527,7 +544,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     },
 
     async connect(jobId, rank, port) {
-      return connectToPod(conn, await runningPod(jobId, rank), port);
+      return closedWithPod(jobId, rank, await connectToPod(conn, await runningPod(jobId, rank), port));
     },
 
     /** The node port the API server gave the job's Service `j-<id>-ssh`, on `kubernetes.sshHost`. */
