@@ -28,7 +28,7 @@ fi
 # plugin's keys), the image store (skopeo, umoci; mmdebstrap builds images from Debian packages;
 # busybox-static is the tests' image), the interactive examples and their browser tests (Chromium,
 # Jupyter, TigerVNC, xterm), and wrk, which drives the API benchmark.
-packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static wrk chromium jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm"
+packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static wrk chromium jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm libnss-wrapper"
 missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -59,7 +59,16 @@ describe('loading', () => {
     const catalog = await loadCatalog('examples/apps');
     assert.deepEqual(
       catalog.list().map((a) => a.application.metadata.name),
-      ['desktop', 'file-server', 'http-check', 'jupyter', 'mpi-hello', 'terminal', 'word-count'],
+      [
+        'desktop',
+        'file-server',
+        'http-check',
+        'jupyter',
+        'mpi-hello',
+        'ssh-server',
+        'terminal',
+        'word-count',
+      ],
     );
   });
 

@@ -343,7 +343,7 @@ describe('apps validate', () => {
   test('the example catalogue is valid', async () => {
     const result = await run(['apps', 'validate', 'examples/apps']);
     assertExit(result, 0);
-    assert.equal(result.stdout, '7 applications in 8 files: all valid\n');
+    assert.equal(result.stdout, '8 applications in 9 files: all valid\n');
     assert.equal(result.stderr, '');
   });
 

@@ -20,21 +20,31 @@ const desktop = { application: { name: 'desktop', version: '1.0' }, product: STA
 /** What the fake shells saw. */
 const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[] }[] = [];
 
-/** A "shell" that answers every input with `you said: <input>` and ends on `exit` (its output ends; like a pty's, the stream does not close). */
+/**
+ * A "shell" that answers every input with `you said: <input>` and ends on `exit [code]` (its
+ * output ends; like a pty's, the stream does not close), with that exit code.
+ */
 function fakeShell(jobId: string, rank: number, size: ShellOptions) {
   const record = { jobId, rank, sizes: [size], input: [] as string[] };
   shells.push(record);
+  let exited!: (code: number) => void;
+  const exitCode = new Promise<number>((resolve) => {
+    exited = resolve;
+  });
   const stream = new Duplex({
     read() {},
     write(chunk: Buffer, _encoding, done) {
       const text = chunk.toString();
       record.input.push(text);
-      if (text === 'exit') stream.push(null);
-      else stream.push(`you said: ${text}`);
+      const exit = /^exit(?: (\d+))?$/.exec(text);
+      if (exit) {
+        stream.push(null);
+        exited(Number(exit[1] ?? 0));
+      } else stream.push(`you said: ${text}`);
       done();
     },
   });
-  return Object.assign(stream, { resize: (o: ShellOptions) => record.sizes.push(o) });
+  return Object.assign(stream, { resize: (o: ShellOptions) => record.sizes.push(o), exitCode });
 }
 
 let echo: Server;
@@ -115,7 +125,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     t.socket.send(JSON.stringify({ type: 'input', data: 'exit' }));
     const closed = await t.closed;
     assert.equal(closed.code, 1000);
-    assert.deepEqual(t.messages.at(-1), { type: 'closed' });
+    assert.deepEqual(t.messages.at(-1), { type: 'closed', exitCode: 0 });
     assert.deepEqual(shells[0], {
       jobId: id,
       rank: 0,
@@ -181,6 +191,18 @@ describe('the terminal', { timeout: 60_000 }, () => {
     await until(() => stdout.includes('you said: hello'));
     child.stdin.write('exit');
     assert.equal(await exited, 0);
+  });
+
+  test("ucompute shell exits with the shell's exit code, as ssh does", async () => {
+    const child = spawn(process.execPath, [BIN, 'shell', id, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const before = shells.length;
+    await until(() => shells.length === before + 1);
+    child.stdin.write('exit 3');
+    assert.equal(await exited, 3);
   });
 
   test('ucompute open prints the one-time link of a desktop', async () => {

@@ -1,7 +1,7 @@
 /**
  * The RBAC rules in deploy/ against what the backend really calls: a scenario walks every code
  * path (submit per owner with a peer and a minikube Service, follow, logs, shell, port-forward,
- * cancel, end of a job, reconciliation) on the fake API server, which records each call as
+ * an ssh endpoint, cancel, end of a job, reconciliation) on the fake API server, which records each call as
  * (verb, group, resource). Every call must be granted, and every grant used (or explained).
  * Also: the manifests in deploy/ that the fixtures have schemas for are valid, and the
  * configuration in the ConfigMap is a valid ucompute configuration.
@@ -32,9 +32,7 @@ const manifests: any[] = readdirSync(join(ROOT, 'deploy'))
 
 /** Granted but not called in the scenario, on purpose. */
 const EXPLAINED = new Map([
-  ['create //secrets', 'a companion kind the builder may emit; no plugin does today'],
   ['create //configmaps', 'a companion kind the builder may emit; no plugin does today'],
-  ['delete //secrets', 'removed with their job when there are some; no plugin emits them today'],
   ['delete //configmaps', 'removed with their job when there are some; no plugin emits them today'],
   ['get //pods/exec', 'API servers before 1.31 authorize WebSocket upgrades as get'],
   ['get //pods/portforward', 'API servers before 1.31 authorize WebSocket upgrades as get'],
@@ -64,6 +62,14 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
     parameters: { server: { type: 'peer', hostname: 'server', jobId: 'rbac1' } },
   };
   await backend.submit('rbac2', await build(peer, { id: 'rbac2', config: cluster.config(extra) }));
+  // A job with sshEnabled: its keys' Secret and its Service, whose node port is read back.
+  const ssh = { ...web, application: { name: 'ssh-server', version: '1.0' } };
+  await backend.submit('rbac3', await build(ssh, { id: 'rbac3', config: cluster.config(extra) }));
+  cluster.volcano.admit('rbac3');
+  cluster.volcano.run('rbac3');
+  await event((e) => e.jobId === 'rbac3' && e.state === 'RUNNING');
+  assert.equal((await backend.sshEndpoint('rbac3')).host, '127.0.0.1');
+  await backend.cancel('rbac3');
   for await (const _ of backend.logs('rbac1', { follow: false })) void _;
   const shell = await backend.shell('rbac1', 0, { cols: 80, rows: 24 });
   shell.resume().write('exit\n');

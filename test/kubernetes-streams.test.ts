@@ -122,8 +122,22 @@ test('shell: exec with a terminal into the rank, input, resize and exit', async 
   ]);
   shell.write('exit\n');
   await once(shell, 'end');
+  assert.equal(await shell.exitCode, 0);
   const exec = cluster.api.calls.find((c) => c.resource === 'pods/exec');
   assert.equal(exec?.name, 'j-sh1-job-1');
+});
+
+test("shell: the exit code from the exec's status", async (t) => {
+  const cluster = await fakeCluster(t);
+  const { backend, event } = backendOn(t, cluster);
+  await backend.submit('sh2', await build(TWO, { id: 'sh2', config: cluster.config() }));
+  cluster.volcano.admit('sh2');
+  cluster.volcano.run('sh2');
+  await event((e) => e.jobId === 'sh2' && e.state === 'RUNNING');
+  const shell = await backend.shell('sh2', 0, { cols: 80, rows: 24 });
+  shell.resume();
+  shell.write('exit 3\n');
+  assert.equal(await shell.exitCode, 3);
 });
 
 test('connect: a byte stream to a pod port through port-forward when outside the cluster', async (t) => {

@@ -246,7 +246,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
     await Promise.all(pods.map((p) => p.destroy(0)));
   });
 
-  test('a shell runs inside the container, as its user, and follows resizes', async (t) => {
+  test('a shell runs inside the container, as its user, follows resizes, and tells its exit code', async (t) => {
     const { pod } = await testRuntime(t);
     const out = await outputDir(t);
     const p = await pod('shell', { hostname: 'shell-host' });
@@ -262,9 +262,10 @@ describe('local runtime', { skip: skip ?? false }, () => {
     shell.write('echo "<$(stty size)>"\n');
     await eventually('the size changes', () => seen.includes('<30 100>'));
     const ended = new Promise((resolve) => shell.once('end', resolve));
-    shell.write('exit\n');
+    shell.write('exit 3\n');
     shell.resume();
     await ended;
+    assert.equal(await shell.exitCode, 3, "the shell's exit code");
   });
 
   test('connect reaches a port the pod listens on', async (t) => {

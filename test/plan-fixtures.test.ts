@@ -29,6 +29,7 @@ function minimalParameters(name: string, drive: string): Record<string, AppParam
     case 'terminal':
     case 'desktop':
     case 'jupyter':
+    case 'ssh-server':
       return {};
     default:
       throw new Error(`no minimal parameters for ${name}: add the new example application here`);
@@ -84,6 +85,7 @@ test('the minimal parameters cover every example application', () => {
     'http-check',
     'jupyter',
     'mpi-hello',
+    'ssh-server',
     'terminal',
     'word-count',
   ]);
@@ -107,7 +109,9 @@ describe('every application × every product × replicas × time limit', () => {
               }),
             );
             const kinds = objects.map((o) => o.kind);
-            assert.deepEqual(kinds, ['Job', 'Namespace', 'Queue', 'NetworkPolicy']);
+            // An app with ssh MANDATORY has its keys and its SSH Service too.
+            const ssh = app.invocation.ssh.mode === 'MANDATORY' ? ['Secret', 'Service'] : [];
+            assert.deepEqual(kinds, ['Job', 'Namespace', 'Queue', 'NetworkPolicy', ...ssh]);
           });
         }
       }
@@ -230,14 +234,20 @@ describe('owners and configurations', () => {
     for (const [label, config] of configs) {
       test(`${name} with the ${label} configuration`, async () => {
         const objects = await checkPlan(spec(name, { replicas }), { config });
+        const ssh = app.invocation.ssh.mode === 'MANDATORY';
         if (config.kubernetes?.minikube) {
-          const services = objects.filter((o) => o.kind === 'Service');
+          const services = objects.filter((o) => o.kind === 'Service' && !o.metadata.name.endsWith('-ssh'));
           assert.equal(services.length, app.invocation.applicationType === 'BATCH' ? 0 : 1);
         }
         if (config.kubernetes?.namespaceStrategy === 'single') {
           assert.deepEqual(
             objects.map((o) => o.kind),
-            ['Job', 'NetworkPolicy', ...(config.kubernetes.minikube ? ['Service'] : [])],
+            [
+              'Job',
+              'NetworkPolicy',
+              ...(ssh ? ['Secret', 'Service'] : []),
+              ...(config.kubernetes.minikube ? ['Service'] : []),
+            ],
           );
           for (const o of objects) assert.equal(o.metadata.namespace, 'batch');
         }

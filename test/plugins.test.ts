@@ -85,7 +85,7 @@ function invocationWord(name: string, index: number): string {
 }
 
 describe('plugin order', () => {
-  test('is exactly UCloud order (SPEC §2)', () => {
+  test("is exactly UCloud's order (SPEC §2), with IM2's Ssh after Proxy", () => {
     assert.deepEqual(
       PLUGINS.map((p) => p.name),
       [
@@ -103,6 +103,7 @@ describe('plugin order', () => {
         'KataContainer',
         'ConnectToJob',
         'Proxy',
+        'Ssh',
         'FileOutput',
       ],
     );

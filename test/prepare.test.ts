@@ -18,14 +18,12 @@ function issuesOf(spec: unknown): string[] {
   return [];
 }
 
-test('fields whose features are not built yet are refused, not ignored', () => {
-  assert.deepEqual(issuesOf({ ...terminal, restartOnExit: true }), [
-    'specification.restartOnExit: restarting jobs on exit is not offered by this provider yet',
-  ]);
+test('sshEnabled where the application offers ssh; restartOnExit for every application, as UCloud', () => {
   assert.deepEqual(issuesOf({ ...terminal, sshEnabled: true }), [
     'specification.sshEnabled: terminal does not offer ssh',
   ]);
-  assert.deepEqual(issuesOf({ ...terminal, restartOnExit: false, sshEnabled: false }), []);
+  assert.deepEqual(issuesOf({ ...terminal, restartOnExit: true, sshEnabled: false }), []);
+  assert.equal(prepare({ ...terminal, sshEnabled: false }).sshEnabled, false);
 });
 
 test('a time allocation of zero is refused; omitted, the tool default applies; null means none', () => {

@@ -120,6 +120,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       storage,
       log,
       values.config === undefined,
+      host,
     );
     opened.push(() => backend.close());
     const service = createJobService({
@@ -182,6 +183,8 @@ async function makeBackend(
   storage: JobStorage,
   log: Logger,
   embedded: boolean,
+  /** The server's listen address: the local backend binds jobs' SSH ports there. */
+  host: string,
 ): Promise<{ backend: Backend; about: string }> {
   if (name === 'dry') {
     const runForMs = config.dry?.runForMs;
@@ -195,6 +198,7 @@ async function makeBackend(
       storageRoot,
       storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
       embedded,
+      listen: host,
       log,
     }).catch((e: Error) => {
       throw new CliError(`the local backend cannot start: ${e.message}`, 1);

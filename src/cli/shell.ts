@@ -7,7 +7,8 @@ import { jobAndRank, openSession } from './open.ts';
 export const SHELL_USAGE = `Usage: ucompute shell ID [--rank N] [options]
 
 A terminal in a running job's replica, in this terminal: the first of bash, zsh, fish and sh the
-job's image has, as the job's user. Leave it as you leave the shell (exit, Ctrl-D).
+job's image has, as the job's user. Leave it as you leave the shell (exit, Ctrl-D); like ssh, the
+command exits with the shell's exit code.
 
 Options:
   --rank N            which replica (default 0)
@@ -31,11 +32,11 @@ export async function shellCommand(argv: string[]): Promise<number> {
 
   const { ws, opened } = client.socket('/api/jobs/shell', {});
   const send = (message: ShellRequest) => ws.send(JSON.stringify(message));
-  let ended = false;
+  let ended: { exitCode?: number } | undefined;
   ws.on('message', (raw) => {
     const message = JSON.parse(String(raw)) as ShellResponse;
     if (message.type === 'data') process.stdout.write(message.data);
-    else if (message.type === 'closed') ended = true;
+    else if (message.type === 'closed') ended = message;
   });
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
@@ -53,7 +54,7 @@ export async function shellCommand(argv: string[]): Promise<number> {
   try {
     const { code, reason } = await closed;
     if (!ended) throw new CliError(`the terminal was closed: ${reason || `code ${code}`}`, 1);
-    return 0;
+    return ended.exitCode ?? 0;
   } finally {
     process.stdout.off('resize', onResize);
     process.stdin.off('data', onInput);

@@ -1,25 +1,31 @@
-import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { WebSocket } from 'ws';
-import type { Backend, ShellOptions } from '../jobs/backend.ts';
+import type { Backend, ShellStream } from '../jobs/backend.ts';
 import type { Sessions } from './sessions.ts';
 
 // UCloud's terminal protocol over a WebSocket, one JSON object per message. The client sends
 // `initialize {sessionIdentifier, cols, rows}` first, then `input {data}` and `resize {cols, rows}`;
-// the server answers `data {data}`, `ack` for each input, and `closed` when the shell has ended.
+// the server answers `data {data}`, `ack` for each input, and `closed` when the shell has ended,
+// with the shell's `exitCode` where it is known (a field UCloud's clients ignore).
 
 export type ShellRequest =
   | { type: 'initialize'; sessionIdentifier: string; cols: number; rows: number }
   | { type: 'input'; data: string }
   | { type: 'resize'; cols: number; rows: number };
 
-export type ShellResponse = { type: 'data'; data: string } | { type: 'ack' } | { type: 'closed' };
+export type ShellResponse =
+  | { type: 'data'; data: string }
+  | { type: 'ack' }
+  | { type: 'closed'; exitCode?: number };
 
 /** Input held while the shell opens; a client that sends more is not waiting for it. */
 const MAX_PENDING_BYTES = 1024 * 1024;
 
 /** How long a client has to initialize before the socket is closed. */
 const INITIALIZE_WITHIN_MS = 10_000;
+
+/** How long a shell whose output ended may take to tell its exit code. */
+const EXIT_CODE_WITHIN_MS = 2_000;
 
 export interface ShellDeps {
   sessions: Sessions;
@@ -29,7 +35,7 @@ export interface ShellDeps {
 
 /** Runs one terminal session on a WebSocket, from `initialize` until either side ends. */
 export function serveShell(socket: WebSocket, deps: ShellDeps): void {
-  let shell: (Duplex & { resize(o: ShellOptions): void }) | undefined;
+  let shell: ShellStream | undefined;
   let starting = false;
   // What a client sends right after initialize, while the shell is being opened.
   const pending: ShellRequest[] = [];
@@ -78,9 +84,13 @@ export function serveShell(socket: WebSocket, deps: ShellDeps): void {
           opened.on('data', (chunk: Buffer) => send({ type: 'data', data: decoder.write(chunk) }));
           opened.on('error', () => opened.destroy());
           // A pty's stream ends when the shell exits but may never close: its input side is open.
-          const ended = () => {
+          let ending = false;
+          const ended = async () => {
+            if (ending) return;
+            ending = true;
+            const exitCode = await exitCodeOf(opened);
             if (socket.readyState !== WebSocket.OPEN) return;
-            send({ type: 'closed' });
+            send({ type: 'closed', ...(exitCode !== null ? { exitCode } : {}) });
             close(1000, 'the shell has ended');
           };
           opened.on('end', ended);
@@ -106,7 +116,7 @@ export function serveShell(socket: WebSocket, deps: ShellDeps): void {
     else pending.push(message);
   });
 
-  function apply(to: Duplex & { resize(o: ShellOptions): void }, message: ShellRequest): void {
+  function apply(to: ShellStream, message: ShellRequest): void {
     if (message.type === 'input') {
       to.write(message.data);
       send({ type: 'ack' });
@@ -114,6 +124,15 @@ export function serveShell(socket: WebSocket, deps: ShellDeps): void {
       to.resize({ cols: message.cols, rows: message.rows });
     }
   }
+}
+
+/** The shell's exit code, or null when it does not tell one soon after its output ended. */
+function exitCodeOf(shell: ShellStream): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), EXIT_CODE_WITHIN_MS);
+  });
+  return Promise.race([shell.exitCode, late]).finally(() => clearTimeout(timer));
 }
 
 const isSize = (n: unknown): n is number =>

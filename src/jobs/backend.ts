@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { JobBuild } from '../plugins/plugin.ts';
+import type { SshEndpoint } from '../volcano/types.ts';
 
 /**
  * What a backend reports about a job: it waits (with the reason, e.g. its queue position), it
@@ -23,6 +24,13 @@ export interface LogChunk {
 export interface ShellOptions {
   cols: number;
   rows: number;
+}
+
+/** An interactive shell: its terminal's bytes both ways, its size, and how it ended. */
+export interface ShellStream extends Duplex {
+  resize(o: ShellOptions): void;
+  /** The shell's exit code once it has ended (128+n when signal n ended it); null when unknown. */
+  readonly exitCode: Promise<number | null>;
 }
 
 /** What a machine offers a job. */
@@ -72,12 +80,13 @@ export interface Backend {
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
   /** An interactive shell in one replica. */
-  shell(
-    jobId: string,
-    rank: number,
-    options: ShellOptions,
-  ): Promise<Duplex & { resize(o: ShellOptions): void }>;
+  shell(jobId: string, rank: number, options: ShellOptions): Promise<ShellStream>;
   /** A byte stream to a port of one replica, for the session proxy. */
   connect(jobId: string, rank: number, port: number): Promise<Duplex>;
+  /**
+   * Where users reach port 22 of the running job's rank 0 from outside (sshEnabled jobs): opened
+   * on the first call, the same endpoint afterwards, released when the job ends or is suspended.
+   */
+  sshEndpoint(jobId: string): Promise<SshEndpoint>;
   close(): Promise<void>;
 }

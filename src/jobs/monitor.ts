@@ -30,6 +30,7 @@ export function jobMonitor(o: MonitorOptions) {
 
   /** Ends an active job as SUCCESS with `status` (cancelled, out of credits). */
   async function stop(id: string, status: string): Promise<void> {
+    updates.endForGood(id);
     await backend.cancel(id);
     await updates.update(id, { state: 'SUCCESS', status, expectedDifferentState: true });
   }
@@ -42,6 +43,7 @@ export function jobMonitor(o: MonitorOptions) {
       // Decided on the stored deadline: the caller's copy of the job may predate an extend.
       const job = store.getJob(jobId);
       if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
+      updates.endForGood(jobId);
       await backend.cancel(jobId);
       await updates.update(jobId, {
         state: 'EXPIRED',
@@ -73,6 +75,10 @@ export function jobMonitor(o: MonitorOptions) {
           ? access.wallet(account, c.category, now()).balance
           : Number.POSITIVE_INFINITY,
       };
+    },
+    sshEndpoint: (jobId) => backend.sshEndpoint(jobId),
+    addStatus: async (jobId, status) => {
+      await updates.update(jobId, { status });
     },
     stopJobsOf: async (account, category, status) => {
       for (const record of store.activeJobs()) {

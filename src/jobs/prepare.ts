@@ -117,18 +117,12 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
       `${application.metadata.name} runs as root (runAsRoot), which this provider's configuration does not allow (security.allowRootApps)`,
     );
   }
-  // Accepted fields must do something: these two wait for the features behind them.
-  if (spec.sshEnabled === true) {
-    issues.add(
-      'specification.sshEnabled',
-      invocation.ssh.mode === 'DISABLED'
-        ? `${application.metadata.name} does not offer ssh`
-        : 'ssh access to jobs is not offered by this provider yet',
-    );
+  // As UCloud: ssh where the application offers it, and always where it requires it.
+  const sshMode = invocation.ssh.mode;
+  if (spec.sshEnabled === true && sshMode === 'DISABLED') {
+    issues.add('specification.sshEnabled', `${application.metadata.name} does not offer ssh`);
   }
-  if (spec.restartOnExit === true) {
-    issues.add('specification.restartOnExit', 'restarting jobs on exit is not offered by this provider yet');
-  }
+  const sshEnabled = sshMode === 'MANDATORY' || (sshMode === 'OPTIONAL' && spec.sshEnabled === true);
 
   let timeAllocationMillis: number | null = null;
   if (spec.timeAllocation !== null) {
@@ -169,6 +163,7 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
     replicas,
     parameters: parameters!,
     timeAllocationMillis,
+    sshEnabled,
   };
 }
 

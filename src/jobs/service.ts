@@ -19,6 +19,7 @@ import type { Logger } from './log.ts';
 import { jobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
+import { jobRestarts } from './restarts.ts';
 import { jobSubmission } from './submission.ts';
 import { jobUpdates, type StateListener, type UpdateListener } from './updates.ts';
 
@@ -127,6 +128,7 @@ export function createJobService(options: ServiceOptions): JobService {
     hooks,
     now,
     lifecycle: () => monitoring.lifecycle,
+    exited: (id) => restarts.schedule(id),
     ...(log ? { log } : {}),
   });
   const monitoring = jobMonitor({ store, env, backend, hooks, updates, access, now, requireCredits });
@@ -138,6 +140,14 @@ export function createJobService(options: ServiceOptions): JobService {
     updates,
     retryMs: options.submitRetryMs ?? 1000,
     ...(options.storage ? { storage: options.storage } : {}),
+    ...(log ? { log } : {}),
+  });
+  const restarts = jobRestarts({
+    store,
+    backend,
+    updates,
+    resubmit: submission.enqueue,
+    now,
     ...(log ? { log } : {}),
   });
   const createdListeners = new Set<(ids: string[]) => void>();
@@ -230,6 +240,7 @@ export function createJobService(options: ServiceOptions): JobService {
 
     async start() {
       await monitoring.recover(submission.enqueue);
+      restarts.recover();
       const interval = options.monitorIntervalMs ?? 1000;
       const tick = () => {
         pass = monitoring
@@ -246,6 +257,7 @@ export function createJobService(options: ServiceOptions): JobService {
 
     async stop() {
       submission.stop();
+      restarts.stop();
       clearTimeout(monitorTimer);
       await pass;
       updates.stop();

@@ -9,6 +9,7 @@ import { isDiskFull } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
 import { type JobEnvironment, prepareJob } from './prepare.ts';
+import { sshKeys } from './ssh-keys.ts';
 import type { JobUpdates } from './updates.ts';
 
 // Submission: accepted jobs are built once (every plugin's onCreate) and handed to the backend, a
@@ -43,6 +44,7 @@ export function jobSubmission(o: SubmissionOptions) {
   let head = 0;
   const prepared = new Map<string, PreparedJob>();
   const failures = new Map<string, number>();
+  const keys = sshKeys(store);
   let submitting = 0;
   let stopped = false;
 
@@ -107,6 +109,7 @@ export function jobSubmission(o: SubmissionOptions) {
         config: env.config,
         peers: peerLocations(job),
         ...(o.storage ? { storage: o.storage } : {}),
+        ...(job.sshEnabled ? { authorizedKeys: keys.authorizedKeys(record.createdBy) } : {}),
       });
       if ('failure' in created) {
         await updates.update(id, {

@@ -6,6 +6,7 @@ import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
 import type { Logger } from './log.ts';
+import { isRestartExit, restartExit } from './restart-policy.ts';
 
 // Updates: every change of a job goes through the state machine in a transaction, then to the
 // job's followers and the plugins' hooks. Backend events arrive here too, written in batches.
@@ -18,6 +19,8 @@ export interface UpdatesOptions {
   hooks: PluginHooks;
   /** What the hooks may do; read when a hook runs (it needs `update` itself). */
   lifecycle: () => LifecycleContext;
+  /** Called when a restartOnExit job's end was written as SUSPENDED, to run it again. */
+  exited: (id: string) => void;
   now: () => number;
   log?: Logger;
 }
@@ -57,6 +60,8 @@ export function jobUpdates(o: UpdatesOptions) {
   const { store, hooks, now, log } = o;
   const listeners = new Map<string, Set<UpdateListener>>();
   const stateListeners = new Set<StateListener>();
+  /** Jobs being ended by ucompute (cancel, expiry, credits): their end is not an exit to restart from. */
+  const ending = new Set<string>();
   let stopped = false;
 
   /**
@@ -73,10 +78,14 @@ export function jobUpdates(o: UpdatesOptions) {
     const next = decision.changes.state ?? before.state;
     const ending = next !== before.state && isFinal(next);
     const starting = next === 'RUNNING' && before.state !== 'RUNNING' && hooks.hasStart;
+    // A restartOnExit job's run ended: it pays for it as for a suspension.
+    const exiting = isRestartExit(u) && before.state === 'RUNNING';
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
     store.appendUpdate(before, u, changes);
     const job =
-      ending || starting ? activeJob({ ...before, ...decision.changes, ...extra, state: next }) : undefined;
+      ending || starting || exiting
+        ? activeJob({ ...before, ...decision.changes, ...extra, state: next })
+        : undefined;
     return { id, update: u, previous: before.state, next, ...(job ? { job } : {}) };
   }
 
@@ -84,8 +93,14 @@ export function jobUpdates(o: UpdatesOptions) {
   async function applied(a: Applied): Promise<void> {
     if (a.next !== a.previous) for (const l of stateListeners) l(a.id, a.next);
     notify(a.id, a.update);
-    if (!a.job) return;
+    if (isFinal(a.next)) ending.delete(a.id);
     const lifecycle = o.lifecycle();
+    if (isRestartExit(a.update)) {
+      if (a.job) await hooks.suspend(lifecycle, a.job);
+      o.exited(a.id);
+      return;
+    }
+    if (!a.job) return;
     if (a.next === 'RUNNING') await hooks.start(lifecycle, a.job);
     if (isFinal(a.next)) {
       await hooks.complete(lifecycle, a.job);
@@ -153,19 +168,34 @@ export function jobUpdates(o: UpdatesOptions) {
         // A suspended job is in no backend: what arrives for it was said before it was suspended.
         if (current === 'SUSPENDED') return [];
         // The same state again is news about the job (a queue position, ready replicas): status only.
-        const u: JobUpdate =
+        let u: JobUpdate =
           current === e.state
             ? { status: e.status, timestamp: e.at, expectedState: e.state }
             : { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true };
-        return write(e.jobId, u, e.exitCodes ? { exitCodes: e.exitCodes } : {}) ?? [];
+        const exitCodes = e.exitCodes ? { exitCodes: e.exitCodes } : {};
+        if (u.state !== undefined && isFinal(u.state) && restartsOnExit(e.jobId)) {
+          u = restartExit({ status: e.status, timestamp: e.at }, store.updatesOf(e.jobId));
+          return write(e.jobId, u, exitCodes, () => store.markUnsubmitted(e.jobId)) ?? [];
+        }
+        return write(e.jobId, u, exitCodes) ?? [];
       }),
     );
+  }
+
+  /** Whether the end the backend reports is an exit to restart from (UCloud's allowRestart). */
+  function restartsOnExit(id: string): boolean {
+    return store.getJob(id)?.specification.restartOnExit === true && !ending.has(id);
   }
 
   return {
     update,
     notify,
     onBackendEvent,
+
+    /** The job is being ended for good (cancel, expiry, credits): its end is not restarted from. */
+    endForGood(id: string): void {
+      ending.add(id);
+    },
 
     /** Adds a follower of one job's updates; returns the unsubscribe function. */
     listen(id: string, listener: UpdateListener): () => void {

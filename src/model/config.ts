@@ -47,6 +47,8 @@ export const PipelineConfig = Type.Object(
           serviceNamespace: Type.Optional(DnsLabel),
           minikube: Type.Optional(Type.Boolean()),
           allowInternet: Type.Optional(Type.Boolean()),
+          /** The address users reach NodePorts by (jobs' SSH endpoints); default: the API server's host. */
+          sshHost: Type.Optional(Type.String({ minLength: 1 })),
           kubeconfig: Type.Optional(
             Type.String({
               minLength: 1,
@@ -187,6 +189,7 @@ export interface ResolvedPipelineConfig {
     serviceNamespace: string;
     minikube: boolean;
     allowInternet: boolean;
+    sshHost: string | null;
     /** Null: in-cluster, else $KUBECONFIG, else ~/.kube/config. */
     kubeconfig: string | null;
     /** Null: the kubeconfig's current context. */
@@ -244,6 +247,7 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       serviceNamespace: k.serviceNamespace ?? 'ucompute',
       minikube: k.minikube ?? false,
       allowInternet: k.allowInternet ?? true,
+      sshHost: k.sshHost ?? null,
       kubeconfig: k.kubeconfig ?? null,
       context: k.context ?? null,
       nodeSelectors: k.nodeSelectors ?? {},
@@ -323,6 +327,21 @@ export const LocalConfig = Type.Object(
     diskLimitBytes: Type.Optional(Type.Integer({ minimum: 1 })),
     /** How often a running job's folder is measured against `diskLimitBytes`. Default 10 s. */
     diskCheckIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+    /**
+     * SSH endpoints of sshEnabled jobs: one host port each from `firstPort` to `lastPort` (default
+     * 2200-2299), bound on the server's listen address; `host` is the name printed in the job's
+     * updates (default: the listen address, or this machine's name when it listens everywhere).
+     */
+    ssh: Type.Optional(
+      Type.Object(
+        {
+          firstPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+          lastPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+          host: Type.Optional(Type.String({ minLength: 1 })),
+        },
+        closed,
+      ),
+    ),
     /** The pod network when running as root. */
     network: Type.Optional(
       Type.Object(

@@ -13,11 +13,13 @@ import { parameterPlugin } from './parameter.ts';
 import type { JobPlugin } from './plugin.ts';
 import { proxyPlugin } from './proxy.ts';
 import { sharedMemoryPlugin } from './shared-memory.ts';
+import { sshPlugin } from './ssh.ts';
 import { taskPlugin } from './task.ts';
 
 /**
  * The one ordered plugin list (UCloud's order). Every hook of every plugin runs in this order;
- * Task comes first because the others change what it builds. Minikube and KataContainer decide
+ * Task comes first because the others change what it builds; Ssh (UCloud/IM2's) comes after
+ * ConnectToJob, whose NetworkPolicy it opens for port 22. Minikube and KataContainer decide
  * from the configuration and the product whether they do anything.
  */
 export const PLUGINS: readonly JobPlugin[] = [
@@ -35,5 +37,6 @@ export const PLUGINS: readonly JobPlugin[] = [
   kataContainerPlugin,
   connectToJobPlugin,
   proxyPlugin,
+  sshPlugin,
   fileOutputPlugin,
 ];

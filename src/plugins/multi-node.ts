@@ -4,7 +4,8 @@ import { addVolume, mount, podSpec, restrictedSecurityContext, userContainer } f
 import type { JobPlugin } from './plugin.ts';
 
 export const MULTI_NODE_PATH = '/etc/ucloud';
-const VOLUME = 'ucloud-multinode';
+/** The emptyDir at /etc/ucloud, which init containers write into. */
+export const MULTI_NODE_VOLUME = 'ucloud-multinode';
 
 /**
  * MultiNode: every replica finds the others in `/etc/ucloud`: `rank.txt`, `number_of_nodes.txt`,
@@ -26,8 +27,8 @@ export const multiNodePlugin: JobPlugin = {
       `awk '{ print; print > ("node-" (NR - 1) ".txt") }' ${hostFile} > nodes.txt`,
     ].join('\n');
 
-    addVolume(build, { name: VOLUME, emptyDir: {} });
-    mount(userContainer(build), { name: VOLUME, mountPath: MULTI_NODE_PATH });
+    addVolume(build, { name: MULTI_NODE_VOLUME, emptyDir: {} });
+    mount(userContainer(build), { name: MULTI_NODE_VOLUME, mountPath: MULTI_NODE_PATH });
     const spec = podSpec(build);
     spec.initContainers = [
       ...(spec.initContainers ?? []),
@@ -37,7 +38,7 @@ export const multiNodePlugin: JobPlugin = {
         imagePullPolicy: 'IfNotPresent',
         command: ['sh', '-c', script],
         resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } },
-        volumeMounts: [{ name: VOLUME, mountPath: MULTI_NODE_PATH }],
+        volumeMounts: [{ name: MULTI_NODE_VOLUME, mountPath: MULTI_NODE_PATH }],
         securityContext: restrictedSecurityContext(ctx.config.jobUid),
       },
     ];

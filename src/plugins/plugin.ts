@@ -5,7 +5,7 @@ import type { JobSpecification, JobState } from '../model/job.ts';
 import type { Owner } from '../model/owner.ts';
 import type { Product } from '../model/product.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
-import type { Companion, VolcanoJob } from '../volcano/types.ts';
+import type { Companion, SshEndpoint, VolcanoJob } from '../volcano/types.ts';
 
 /** A job that passed validation: everything a plugin needs to know about it, resolved. */
 export interface PreparedJob {
@@ -20,6 +20,8 @@ export interface PreparedJob {
   parameters: CheckedParameters;
   /** Null when the job runs without a time limit. */
   timeAllocationMillis: number | null;
+  /** Whether the job gets an SSH endpoint: asked for where its application offers it, or required. */
+  sshEnabled: boolean;
 }
 
 /** What `onCreate` builds: the Volcano Job, its companion objects, and what to report back. */
@@ -41,6 +43,8 @@ export interface CreateContext {
   config: ResolvedPipelineConfig;
   peers: ReadonlyMap<string, PeerLocation>;
   storage?: JobStorage;
+  /** The owner's SSH public keys (authorized_keys lines), read for jobs with sshEnabled. */
+  authorizedKeys?: readonly string[];
 }
 
 /** A submitted job as the plugins see it after creation (do not mutate). */
@@ -80,6 +84,10 @@ export interface LifecycleContext {
   charge(charge: Charge): { creditsLeft: number };
   /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
   stopJobsOf(account: string, category: string, status: string): Promise<void>;
+  /** Opens (once) where users reach port 22 of the job's rank 0 (Backend.sshEndpoint). */
+  sshEndpoint(jobId: string): Promise<SshEndpoint>;
+  /** Adds a line to the job's updates without changing its state. */
+  addStatus(jobId: string, status: string): Promise<void>;
 }
 
 /**
@@ -91,7 +99,10 @@ export interface JobPlugin {
   onCreate?(ctx: CreateContext, job: PreparedJob, build: JobBuild): void | Promise<void>;
   onJobStart?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
   onJobComplete?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
-  /** A running job's replicas were stopped to suspend it (before it is stored as SUSPENDED). */
+  /**
+   * A running job's replicas were stopped to suspend it (before it is stored as SUSPENDED), or
+   * ended in a restartOnExit job, which is SUSPENDED until it runs again.
+   */
   onJobSuspend?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
   /** Must tolerate a cleanup that already partly happened. */
   onCleanup?(ctx: LifecycleContext, jobId: string): void | Promise<void>;

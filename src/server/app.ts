@@ -11,6 +11,7 @@ import type { Backend } from '../jobs/backend.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
+import { sshKeys } from '../jobs/ssh-keys.ts';
 import { JOB_STATES } from '../model/job.ts';
 import type { Store } from '../store/store.ts';
 import { type Api, publicRoute, type TypeBoxTypeProvider } from './api.ts';
@@ -23,6 +24,7 @@ import { catalogRoutes } from './routes/catalog.ts';
 import { fileRoutes } from './routes/files.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { sessionRoutes } from './routes/sessions.ts';
+import { sshKeyRoutes } from './routes/ssh.ts';
 import { HealthResponse } from './schemas.ts';
 import { webSignIns } from './sign-in.ts';
 import { isAppRequest, serveWebApp, WEB_APP_ROOT } from './web-app.ts';
@@ -241,6 +243,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));
   sessionRoutes(api, sessions, deps.backend);
+  sshKeyRoutes(api, sshKeys(store));
   if (deps.storageRoot !== undefined) fileRoutes(api, store, deps.storageRoot);
 
   return app;

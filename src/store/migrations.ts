@@ -129,4 +129,16 @@ export const MIGRATIONS: readonly string[] = [
   alter table jobs add column time_run_before_ms integer not null default 0;
   update jobs set run_started_at = started_at where state in ('RUNNING', 'CANCELING');
   `,
+  // Users' SSH public keys, which jobs with sshEnabled accept.
+  `
+  create table ssh_keys (
+    id text primary key,
+    owner text not null references users(name),
+    title text not null,
+    key text not null,
+    fingerprint text not null,
+    created_at integer not null
+  );
+  create index ssh_keys_by_owner on ssh_keys(owner, id);
+  `,
 ];

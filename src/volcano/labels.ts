@@ -17,6 +17,8 @@ export const FAIR_SHARE_WEIGHT_ANNOTATION = 'ucompute.dev/fair-share-weight';
 export const WEB_PORT_ANNOTATION = 'ucompute.dev/web-port';
 export const VNC_PORT_ANNOTATION = 'ucompute.dev/vnc-port';
 export const PEERS_ANNOTATION = 'ucompute.dev/peers';
+/** On jobs with sshEnabled: the port rank 0's sshd listens on, which gets an endpoint at start. */
+export const SSH_PORT_ANNOTATION = 'ucompute.dev/ssh-port';
 /** Most processes of each replica, from the product (the local backend's pids cgroup). */
 export const PIDS_LIMIT_ANNOTATION = 'ucompute.dev/pids-limit';
 

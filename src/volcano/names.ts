@@ -45,5 +45,15 @@ export function ownerNamespace(config: ResolvedPipelineConfig, owner: Owner): st
 /** The NetworkPolicy that opens a job to its peers. */
 export const networkPolicyName = (jobId: string) => `policy-${jobId}`;
 
+/** The Service that forwards a job's SSH port to its rank 0 (UCloud's `j-<id>-ssh`). */
+export const sshServiceName = (jobId: string) => `j-${jobId}-ssh`;
+/** The Secret with the public keys a job with sshEnabled accepts. */
+export const sshKeysSecretName = (jobId: string) => `j-${jobId}-ssh-keys`;
+/** Where those keys are in the job's containers (UCloud's path), and the file's name there. */
+export const SSH_KEYS_FOLDER = '/etc/ucloud/ssh';
+export const SSH_KEYS_FILE = 'authorized_keys.ucloud';
+/** The port sshd listens on in a job with sshEnabled. */
+export const SSH_PORT = 22;
+
 /** Each rank's log is saved as `stdout-<rank>.log` in the job folder when the job ends. */
 export const logFileName = (rank: number) => `stdout-${rank}.log`;

@@ -221,6 +221,8 @@ export interface ServicePort {
   port: number;
   targetPort?: number | string;
   protocol?: 'TCP' | 'UDP';
+  /** A NodePort Service's port on every node (given by the API server when left out). */
+  nodePort?: number;
 }
 
 export interface Service extends KubernetesObject {
@@ -276,3 +278,9 @@ export interface Secret extends KubernetesObject {
 }
 
 export type Companion = Namespace | VolcanoQueue | Service | NetworkPolicy | ConfigMap | Secret;
+
+/** Where users reach a job's sshd: `ssh ucloud@<host> -p <port>`. */
+export interface SshEndpoint {
+  host: string;
+  port: number;
+}

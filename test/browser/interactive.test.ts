@@ -66,8 +66,13 @@ function bash(options: ShellOptions) {
     },
   });
   pty.onData((data) => stream.push(data));
-  pty.onExit(() => stream.push(null));
-  return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows) });
+  const exitCode = new Promise<number>((resolve) =>
+    pty.onExit((e) => {
+      stream.push(null);
+      resolve(e.exitCode);
+    }),
+  );
+  return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows), exitCode });
 }
 
 describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {

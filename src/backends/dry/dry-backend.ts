@@ -126,6 +126,9 @@ export function dryBackend(options: DryOptions = {}): Backend {
     async connect() {
       throw new Error('the dry backend runs no processes: there is no port to connect to');
     },
+    async sshEndpoint() {
+      throw new Error('the dry backend runs no processes: there is no sshd to reach');
+    },
     async close() {
       for (const job of jobs.values()) {
         clearTimeout(job.timer);

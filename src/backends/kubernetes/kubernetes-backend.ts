@@ -6,8 +6,8 @@ import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from '../../volcano/labels.ts';
-import { logFileName } from '../../volcano/names.ts';
-import type { KubernetesObject, VolcanoJob } from '../../volcano/types.ts';
+import { logFileName, SSH_PORT, sshServiceName } from '../../volcano/names.ts';
+import type { KubernetesObject, Service, VolcanoJob } from '../../volcano/types.ts';
 import { apiMessage, type Connection, connect, statusCode } from './connection.ts';
 import { type Follower, follow } from './follow.ts';
 import { machinesOf, type NodeSummary, summarizeNode } from './nodes.ts';
@@ -545,6 +545,21 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
 
     async connect(jobId, rank, port) {
       return closedWithPod(jobId, rank, await connectToPod(conn, await runningPod(jobId, rank), port));
+    },
+
+    /** The node port the API server gave the job's Service `j-<id>-ssh`, on `kubernetes.sshHost`. */
+    async sshEndpoint(jobId) {
+      await start();
+      const namespace = views.get(jobId)?.job?.namespace ?? scope ?? settings.namespace;
+      const name = sshServiceName(jobId);
+      const service = (await objects.read({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name, namespace },
+      })) as Service;
+      const port = service.spec?.ports?.find((p) => p.port === SSH_PORT)?.nodePort;
+      if (port === undefined) throw new Error(`the Service ${namespace}/${name} has no node port`);
+      return { host: settings.sshHost ?? new URL(conn.server).hostname, port };
     },
 
     reconcile,

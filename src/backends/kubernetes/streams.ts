@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { connect as tcpConnect } from 'node:net';
 import { Duplex, PassThrough, Writable } from 'node:stream';
-import { Exec, Log, PortForward } from '@kubernetes/client-node';
-import type { LogChunk, ShellOptions } from '../../jobs/backend.ts';
+import { Exec, Log, PortForward, type V1Status } from '@kubernetes/client-node';
+import type { LogChunk, ShellOptions, ShellStream } from '../../jobs/backend.ts';
 import { USER_CONTAINER_NAME } from '../../volcano/names.ts';
 import type { Connection } from './connection.ts';
 import type { PodSummary } from './states.ts';
@@ -116,14 +116,14 @@ export async function* podLog(
 }
 
 /** An interactive shell in a pod's user container: `exec` with a terminal, resizable. */
-export async function podShell(
-  conn: Connection,
-  pod: PodRef,
-  size: ShellOptions,
-): Promise<Duplex & { resize(o: ShellOptions): void }> {
+export async function podShell(conn: Connection, pod: PodRef, size: ShellOptions): Promise<ShellStream> {
   const input = new PassThrough();
   // Exec resizes the terminal when its output stream has columns and rows and emits 'resize'.
   const output = Object.assign(new PassThrough(), { columns: size.cols, rows: size.rows });
+  let exited!: (code: number | null) => void;
+  const exitCode = new Promise<number | null>((resolve) => {
+    exited = resolve;
+  });
   const socket = await new Exec(conn.kubeConfig).exec(
     pod.namespace,
     pod.name,
@@ -133,8 +133,12 @@ export async function podShell(
     null,
     input,
     true,
+    (status) => exited(execExitCode(status)),
   );
-  socket.on('close', () => output.end());
+  socket.on('close', () => {
+    output.end();
+    exited(null); // no status came: how it ended is unknown (a second resolve changes nothing)
+  });
   const duplex = Duplex.from({ readable: output, writable: input });
   duplex.on('close', () => socket.close());
   return Object.assign(duplex, {
@@ -143,7 +147,19 @@ export async function podShell(
       output.rows = o.rows;
       output.emit('resize');
     },
+    exitCode,
   });
+}
+
+/**
+ * The exit code in the status an exec ends with: `Success` is 0; a command that exited otherwise
+ * is `Failure` with reason `NonZeroExitCode` and the code as the message of an `ExitCode` cause.
+ */
+export function execExitCode(status: V1Status): number | null {
+  if (status.status === 'Success') return 0;
+  const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
+  const code = Number(cause?.message);
+  return Number.isInteger(code) ? code : null;
 }
 
 /**

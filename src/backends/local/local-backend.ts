@@ -37,10 +37,11 @@ import {
   PEERS_ANNOTATION,
   PIDS_LIMIT_ANNOTATION,
 } from '../../volcano/labels.ts';
-import { logFileName, volcanoJobName } from '../../volcano/names.ts';
+import { logFileName, SSH_PORT, volcanoJobName } from '../../volcano/names.ts';
 import type {
   Companion,
   Container,
+  SshEndpoint,
   VolcanoAction,
   VolcanoJob,
   VolcanoJobPhase,
@@ -59,6 +60,7 @@ import {
   type Resources,
   schedule,
 } from './scheduler.ts';
+import { type SshPorts, sshForwards } from './ssh-forwards.ts';
 
 export interface LocalBackendOptions {
   runtime: Runtime;
@@ -73,9 +75,14 @@ export interface LocalBackendOptions {
   diskLimitBytes?: number;
   /** How often a running job's folder is measured. Default 10 s. */
   diskCheckIntervalMs?: number;
+  /** The host ports of sshEnabled jobs, and the host name users reach them by. */
+  ssh?: { ports: SshPorts; host: string };
   now?: () => number;
   log?: Logger;
 }
+
+/** Without configuration: ports 2200-2299 on loopback. */
+const DEFAULT_SSH = { ports: { listen: '127.0.0.1', first: 2200, last: 2299 }, host: '127.0.0.1' };
 
 /** Ended jobs whose state and logs are kept; older ones are removed. */
 const ENDED_KEPT = 10_000;
@@ -108,6 +115,8 @@ interface SavedJob {
   plugins: PluginState;
   /** Why the platform ended the job, when it did. */
   fault?: string;
+  /** The host port of its SSH endpoint, opened again after a restart of ucompute. */
+  sshPort?: number;
   pods: { name: string; phase: PodPhase; exit?: ContainerExit; fault?: string; restarts: number }[];
 }
 
@@ -150,6 +159,15 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   await chmod(jobsDir, 0o711);
   const runs = new Map<string, JobRun>();
   const endedOrder: string[] = [];
+  const sshSettings = options.ssh ?? DEFAULT_SSH;
+  const ssh = {
+    host: sshSettings.host,
+    forwards: sshForwards({
+      ...sshSettings.ports,
+      connect: async (jobId) => runningPod(jobId, 0).connect(SSH_PORT),
+      ...(options.log ? { log: options.log } : {}),
+    }),
+  };
   const listeners: ((e: BackendEvent) => void)[] = [];
   const pending: BackendEvent[] = [];
   let closed = false;
@@ -192,6 +210,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       submittedAt: run.submittedAt,
       plugins: run.plugins,
       ...(run.fault ? { fault: run.fault } : {}),
+      ...(run.sshPort !== undefined ? { sshPort: run.sshPort } : {}),
       pods: [...run.pods.values()].map((p) => ({
         name: p.plan.name,
         phase: p.phase,
@@ -694,6 +713,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   }
 
   async function finish(run: JobRun): Promise<void> {
+    ssh.forwards.close(run.id);
     await Promise.all([...run.pods.values()].map((p) => p.pod?.destroy(grace)));
     for (const p of run.pods.values()) p.pod = undefined;
     // The job's time ends with its pods: copying its output (or failing to) is not charged.
@@ -897,6 +917,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         });
       }
       if (lost.length === 0) report(run);
+      if (run.sshPort !== undefined) await openSsh(run);
     }
     for (const orphan of pods.values()) await orphan.destroy(0);
     reschedule();
@@ -947,6 +968,16 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     const run = runs.get(jobId);
     if (!run || isFinalPhase(run.phase)) throw new Error(`job ${jobId} is not running here`);
     return run;
+  }
+
+  /** The job's SSH port, the one it had when there was one (it is in the job's updates). */
+  async function openSsh(run: JobRun): Promise<SshEndpoint> {
+    const port = await ssh.forwards.open(run.id, run.sshPort);
+    if (port !== run.sshPort) {
+      run.sshPort = port;
+      await save(run);
+    }
+    return { host: ssh.host, port };
   }
 
   function runningPod(jobId: string, rank: number): Pod {
@@ -1022,6 +1053,10 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       return runningPod(jobId, rank).connect(port);
     },
 
+    async sshEndpoint(jobId) {
+      return openSsh(activeRun(jobId));
+    },
+
     phaseOf(jobId) {
       return runs.get(jobId)?.phase;
     },
@@ -1032,6 +1067,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
     async close() {
       closed = true;
+      ssh.forwards.closeAll();
       clearInterval(diskTimer);
       await Promise.all([...runs.values()].map((r) => r.chain));
       await runtime.close();

@@ -1,4 +1,5 @@
 import { chmod, mkdir, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LocalConfig } from '../../model/config.ts';
@@ -20,6 +21,8 @@ export interface OpenLocalOptions {
    * fall back to the host userland view unless `local.hostUserland` says otherwise.
    */
   embedded: boolean;
+  /** The server's listen address, where jobs' SSH ports are bound (default 127.0.0.1). */
+  listen?: string;
   log?: Logger;
 }
 
@@ -98,9 +101,20 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     ...(o.config.diskCheckIntervalMs !== undefined
       ? { diskCheckIntervalMs: o.config.diskCheckIntervalMs }
       : {}),
+    ssh: sshSettings(o.config.ssh ?? {}, o.listen ?? '127.0.0.1'),
     ...(o.log ? { log: o.log } : {}),
   });
   return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });
+}
+
+/** Ports 2200-2299 by default, named by the listen address unless that is every address. */
+function sshSettings(ssh: NonNullable<LocalConfig['ssh']>, listen: string) {
+  const first = ssh.firstPort ?? 2200;
+  const last = ssh.lastPort ?? (ssh.firstPort !== undefined ? first + 99 : 2299);
+  if (last < first)
+    throw new Error(`local.ssh.lastPort (${last}) must not be below local.ssh.firstPort (${first})`);
+  const everywhere = listen === '0.0.0.0' || listen === '::';
+  return { ports: { listen, first, last }, host: ssh.host ?? (everywhere ? hostname() : listen) };
 }
 
 /**

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as nodePty from 'node-pty';
-import type { ShellOptions } from '../../jobs/backend.ts';
+import type { ShellOptions, ShellStream } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
 import { folderView, type RootView } from './host-view.ts';
 import type { Launcher } from './launcher.ts';
@@ -718,7 +718,7 @@ async function shellIn(context: PodContext, root: ContainerRoot): Promise<string
   return '/bin/sh';
 }
 
-function ptyStream(pty: nodePty.IPty): Duplex & { resize(o: ShellOptions): void } {
+function ptyStream(pty: nodePty.IPty): ShellStream {
   const stream = new Duplex({
     read() {},
     write(chunk: Buffer, _encoding, callback) {
@@ -735,6 +735,11 @@ function ptyStream(pty: nodePty.IPty): Duplex & { resize(o: ShellOptions): void 
     },
   });
   pty.onData((data) => stream.push(data));
-  pty.onExit(() => stream.push(null));
-  return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows) });
+  const exitCode = new Promise<number>((resolve) =>
+    pty.onExit(({ exitCode, signal }) => {
+      stream.push(null);
+      resolve(signal ? 128 + signal : exitCode);
+    }),
+  );
+  return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows), exitCode });
 }

@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import type { ShellOptions } from '../../jobs/backend.ts';
+import type { ShellOptions, ShellStream } from '../../jobs/backend.ts';
 
 /**
  * What the local job controller asks of the machine: sandboxed pods. A pod is a network identity
@@ -123,7 +123,7 @@ export interface Pod {
   /** The addresses this pod may exchange traffic with besides its own; replaces the previous set. */
   allowPeers(ips: readonly string[]): Promise<void>;
   /** An interactive shell (a pty) inside the pod's last started container, as its user. */
-  shell(options: ShellOptions): Promise<Duplex & { resize(o: ShellOptions): void }>;
+  shell(options: ShellOptions): Promise<ShellStream>;
   /** A TCP stream to a port the pod listens on. */
   connect(port: number): Promise<Duplex>;
   /** SIGTERM to every process, SIGKILL after `graceMs`, then removes its cgroups, network, folders. Idempotent. */

@@ -143,6 +143,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
   const forwards = new Map<string, number>();
   const hanging = new Set<ServerResponse>();
   let uid = 0;
+  let nodePorts = 0;
 
   const keyOf = (namespace: string | undefined, name: string) => `${namespace ?? ''}/${name}`;
 
@@ -398,6 +399,10 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
         object.metadata.uid = `uid-${++uid}`;
         object.metadata.creationTimestamp = new Date().toISOString();
         object.metadata.generation = 1;
+        if (type.plural === 'services' && object.spec?.type === 'NodePort') {
+          // As the API server: a node port from 30000-32767 for each port that names none.
+          for (const port of object.spec.ports ?? []) port.nodePort ??= 30000 + (nodePorts++ % 2768);
+        }
         if (type.plural === 'namespaces') {
           object.metadata.labels = {
             ...object.metadata.labels,
@@ -538,7 +543,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
     });
   });
 
-  /** A pretend shell: echoes what it is sent; `exit` ends it with a Success status. */
+  /** A pretend shell: echoes what it is sent; `exit [code]` ends it with its status (Success for 0). */
   function fakeShell(ws: WebSocket, query: URLSearchParams): void {
     const send = (channel: number, text: string) =>
       ws.send(Buffer.concat([Buffer.from([channel]), Buffer.from(text)]));
@@ -557,8 +562,23 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
         return;
       }
       if (channel !== 0) return;
-      if (payload.trim() === 'exit') {
-        send(3, JSON.stringify({ metadata: {}, status: 'Success' }));
+      const exit = /^exit(?: (\d+))?$/.exec(payload.trim());
+      if (exit) {
+        const code = exit[1] ?? '0';
+        send(
+          3,
+          JSON.stringify(
+            code === '0'
+              ? { metadata: {}, status: 'Success' }
+              : {
+                  metadata: {},
+                  status: 'Failure',
+                  message: `command terminated with non-zero exit code: exit status ${code}`,
+                  reason: 'NonZeroExitCode',
+                  details: { causes: [{ reason: 'ExitCode', message: code }] },
+                },
+          ),
+        );
         ws.close();
         return;
       }
