@@ -53,6 +53,7 @@ export type JobUpdates = ReturnType<typeof jobUpdates>;
 export function jobUpdates(o: UpdatesOptions) {
   const { store, hooks, now, log } = o;
   const listeners = new Map<string, Set<UpdateListener>>();
+  const everyJob = new Set<UpdateListener>();
   let stopped = false;
 
   /**
@@ -106,9 +107,10 @@ export function jobUpdates(o: UpdatesOptions) {
 
   function notify(id: string, u?: JobUpdate): void {
     const set = listeners.get(id);
-    if (!set || !u) return;
+    if (!u || (!set && everyJob.size === 0)) return;
     const job = store.getJob(id)!;
-    for (const l of set) l(u, job);
+    for (const l of set ?? []) l(u, job);
+    for (const l of everyJob) l(u, job);
   }
 
   // Backend events that arrive together are written in one transaction: a backend reports many
@@ -174,6 +176,12 @@ export function jobUpdates(o: UpdatesOptions) {
         set.delete(listener);
         if (set.size === 0) listeners.delete(id);
       };
+    },
+
+    /** Adds a follower of every job's updates; returns the unsubscribe function. */
+    listenAll(listener: UpdateListener): () => void {
+      everyJob.add(listener);
+      return () => everyJob.delete(listener);
     },
 
     /** Writes the backend events already received; later ones are ignored. */
