@@ -192,6 +192,52 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await capture(page, ARTIFACTS, 'files');
   });
 
+  test("new folder, rename, move and delete ask in the interface's dialogs, with the server's refusal at the field", async () => {
+    await page.goto(`${url}/files`);
+    await page.locator('.path', { hasText: '/home/local' }).waitFor();
+    await page.getByRole('button', { name: 'New folder' }).click();
+    const create = page.getByRole('dialog', { name: 'New folder' });
+    await page.getByLabel('Name of the new folder in /home/local').fill('results');
+    await create.getByRole('button', { name: 'Create folder' }).click();
+    await page.getByRole('button', { name: '📁 results' }).waitFor();
+    assert.equal(await create.count(), 0);
+
+    // A name that is taken: the server's message at the field, the dialog still open.
+    const renameButton = page.getByRole('button', { name: 'Rename results' });
+    await renameButton.click();
+    const rename = page.getByRole('dialog', { name: 'Rename results' });
+    await rename.getByLabel('New name').fill('moby.txt');
+    await rename.getByRole('button', { name: 'Rename' }).click();
+    await rename.locator('.field.invalid .error', { hasText: 'exists' }).waitFor();
+    assert.equal(await rename.getByLabel('New name').getAttribute('aria-invalid'), 'true');
+    await capture(page, ARTIFACTS, 'files-rename-refused');
+    // Escape closes it, and focus goes back to the button that opened it.
+    await page.keyboard.press('Escape');
+    await rename.waitFor({ state: 'detached' });
+    assert.equal(
+      await page.evaluate(() => document.activeElement?.getAttribute('aria-label')),
+      'Rename results',
+    );
+    // Focus stays in the dialog: Tab from its last button comes back inside it.
+    await renameButton.click();
+    for (let i = 0; i < 4; i++) await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.closest('dialog') !== null), true);
+    await rename.getByLabel('New name').fill('outputs');
+    await rename.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('button', { name: '📁 outputs' }).waitFor();
+
+    await page.getByRole('button', { name: 'Move outputs' }).click();
+    await page.getByLabel('New path (a full path, with the name)').fill('/home/local/moved');
+    await page.getByRole('button', { name: 'Move', exact: true }).click();
+    await page.getByRole('button', { name: '📁 moved' }).waitFor();
+
+    await page.getByRole('button', { name: 'Delete moved' }).click();
+    await page.getByRole('dialog', { name: 'Delete moved?' }).waitFor();
+    await capture(page, ARTIFACTS, 'files-delete');
+    await page.getByRole('button', { name: 'Move to the trash' }).click();
+    await page.getByRole('button', { name: '📁 moved' }).waitFor({ state: 'detached' });
+  });
+
   test('word-count from its form: an invalid value is shown at its field, then the job runs to SUCCESS', async () => {
     await page.goto(`${url}/apps/word-count`);
     const top = page.getByLabel('How many words to show');
@@ -293,6 +339,23 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     });
     await api('/api/jobs/terminate', { items: [{ id }] });
     await row.locator('.state-success, .state-failure').waitFor({ timeout: 60_000 });
+
+    // A job submitted elsewhere (the API, as the CLI and other tabs do) joins the open list.
+    const created = await api<{ responses: { id: string }[] }>('/api/jobs', {
+      items: [
+        {
+          application: { name: 'terminal', version: '1.0' },
+          product: { id: 'u1-standard-1', category: 'u1-standard' },
+          parameters: {},
+        },
+      ],
+    });
+    const other = page.locator(`tr[data-job="${created.responses[0]?.id}"]`);
+    await other.waitFor();
+    assert.equal(await page.locator('tbody tr').first().getAttribute('data-job'), created.responses[0]?.id);
+    await other.locator('.state-running').waitFor({ timeout: 120_000 });
+    await api('/api/jobs/terminate', { items: [{ id: created.responses[0]?.id }] });
+    await other.locator('.state-success, .state-failure').waitFor({ timeout: 60_000 });
     assert.equal(
       await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
       true,
