@@ -113,11 +113,12 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     page = await browser.newPage({ viewport: DESKTOP });
     page.on('pageerror', (error) => pageErrors.push(String(error)));
     page.on('console', (message) => {
-      // Chromium logs every refused call; the sign-in check (401) and the invalid form (400) are meant.
+      // Chromium logs every refused call; the sign-in check (401), the invalid form (400) and the
+      // taken name in the rename dialog (409) are meant.
       // The local backend adds network interfaces for its pods, and Chromium then drops connections
       // in flight (ERR_NETWORK_CHANGED), which the interface repeats.
       // noVNC logs each refused try while the desktop starts (4502), which the page repeats.
-      const expected = /status of 40[01]|ERR_NETWORK_CHANGED|Failed when connecting: .*code: 4502/;
+      const expected = /status of 40[019]|ERR_NETWORK_CHANGED|Failed when connecting: .*code: 4502/;
       if (message.type() === 'error' && !expected.test(message.text())) pageErrors.push(message.text());
     });
   });
