@@ -81,6 +81,17 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   const jobState = async (id: string) =>
     (await api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state;
   const jobIdOfPage = () => /\/jobs\/([a-z0-9]+)$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
+  /** The focused element's label, and whether it is inside a dialog. */
+  const focused = () =>
+    page.evaluate(() => {
+      type Focused = { getAttribute(name: string): string | null; closest(selector: string): unknown };
+      const active = (globalThis as unknown as { document: { activeElement: Focused | null } }).document
+        .activeElement;
+      return {
+        label: active?.getAttribute('aria-label') ?? null,
+        inDialog: active?.closest('dialog') != null,
+      };
+    });
   const usageTotal = async () => {
     await page.goto(`${url}/usage`);
     const total = page.getByTestId('usage-total');
@@ -215,14 +226,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     // Escape closes it, and focus goes back to the button that opened it.
     await page.keyboard.press('Escape');
     await rename.waitFor({ state: 'detached' });
-    assert.equal(
-      await page.evaluate(() => document.activeElement?.getAttribute('aria-label')),
-      'Rename results',
-    );
+    assert.deepEqual(await focused(), { label: 'Rename results', inDialog: false });
     // Focus stays in the dialog: Tab from its last button comes back inside it.
     await renameButton.click();
     for (let i = 0; i < 4; i++) await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.closest('dialog') !== null), true);
+    assert.equal((await focused()).inDialog, true);
     await rename.getByLabel('New name').fill('outputs');
     await rename.getByRole('button', { name: 'Rename' }).click();
     await page.getByRole('button', { name: '📁 outputs' }).waitFor();
