@@ -4,20 +4,40 @@
  * and 64 (driven by wrk), and WebSocket echo round trips per second (one client, one message at a
  * time). The app is a Node server in its own process; our proxy is `buildServer` in this process
  * over the dry backend, whose `connect` reaches the app; configurable-http-proxy runs from
- * CHP_BIN (default /tmp/chp/node_modules/.bin/configurable-http-proxy: `npm install --prefix
- * /tmp/chp configurable-http-proxy@4`).
+ * CHP_BIN (default /tmp/chp/node_modules/.bin/configurable-http-proxy, installed there with
+ * `npm install --prefix /tmp/chp configurable-http-proxy@4` when missing).
  *
- *   node bench/proxy.bench.ts [--seconds 5]
+ * On a shared machine the load changes from one case to the next: each concurrency is measured
+ * in `--rounds` rounds, the three paths one after the other in an order that turns each round,
+ * and the ratios that the targets are about are taken within a round.
+ *
+ *   node bench/proxy.bench.ts [--seconds 5] [--rounds 3]
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
+import { loadavg } from 'node:os';
 import { parseArgs, promisify } from 'node:util';
 import WebSocket from 'ws';
 import { call, world } from '../test/support/interactive.ts';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '5' }, rounds: { type: 'string', default: '3' } },
+});
 const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
 const CHP_BIN = process.env.CHP_BIN ?? '/tmp/chp/node_modules/.bin/configurable-http-proxy';
+if (!existsSync(CHP_BIN) && process.env.CHP_BIN === undefined) {
+  console.error('installing configurable-http-proxy 4 into /tmp/chp');
+  await promisify(execFile)('npm', [
+    'install',
+    '--prefix',
+    '/tmp/chp',
+    '--no-audit',
+    '--no-fund',
+    'configurable-http-proxy@4',
+  ]);
+}
 
 const APP = `
 const http = require('node:http');
@@ -172,23 +192,45 @@ try {
     ['ucompute proxy', `127.0.0.1:${w.port}`, ours],
     ['configurable-http-proxy', `127.0.0.1:${chpPort}`, {}],
   ];
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ');
+  console.log(`load average at the start: ${load()}\n`);
   console.log(`HTTP, ${SECONDS} s per case (wrk):`);
-  console.log('| path | concurrency | requests/s | p50 ms | p99 ms |');
-  console.log('| --- | --- | --- | --- | --- |');
+  console.log('| concurrency | round | path | requests/s | p50 ms | p99 ms |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  const ratios: string[] = [];
   for (const connections of [1, 16, 64]) {
-    for (const [name, address, headers] of targets) {
-      const r = await wrk(`http://${address}/`, connections, headers);
-      console.log(
-        `| ${name} | ${connections} | ${Math.round(r.rps)} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`,
+    for (let round = 1; round <= ROUNDS; round++) {
+      const measured = new Map<string, Load>();
+      for (let i = 0; i < targets.length; i++) {
+        const [name, address, headers] = targets[(i + round - 1) % targets.length]!;
+        const r = await wrk(`http://${address}/`, connections, headers);
+        measured.set(name, r);
+        console.log(
+          `| ${connections} | ${round} | ${name} | ${Math.round(r.rps)} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`,
+        );
+      }
+      const direct = measured.get('direct')!;
+      const proxy = measured.get('ucompute proxy')!;
+      const chp = measured.get('configurable-http-proxy')!;
+      ratios.push(
+        `| ${connections} | ${round} | ${(proxy.rps / chp.rps).toFixed(2)} | ${(proxy.p50 - direct.p50).toFixed(3)} | ${(chp.p50 - direct.p50).toFixed(3)} |`,
       );
     }
   }
+  console.log("\nWithin each round: our requests/s over configurable-http-proxy's, and p50 added to direct:");
+  console.log('| concurrency | round | ours / chp requests/s | ours added p50 ms | chp added p50 ms |');
+  console.log('| --- | --- | --- | --- | --- |');
+  for (const line of ratios) console.log(line);
   console.log('\nWebSocket echo, one client, one message in flight:');
   console.log('| path | round trips/s |');
   console.log('| --- | --- |');
   for (const [name, address, headers] of targets) {
     console.log(`| ${name} | ${Math.round(await echoes(`ws://${address}/`, headers))} |`);
   }
+  console.log(`\nload average at the end: ${load()}`);
 } finally {
   chp.kill();
   app.kill();

@@ -3,10 +3,10 @@ import { describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import type { Product } from '../src/model/product.ts';
-import { NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
+import { type Product, periodMillis } from '../src/model/product.ts';
+import { accountingPlugin, NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
-import type { Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
+import type { ActiveJob, Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
 import { openStore } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { rejectsWith, until } from './support/service.ts';
@@ -23,6 +23,26 @@ const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 const STANDARD_2 = { id: 'u1-standard-2', category: 'u1-standard' };
 const GPU_1 = { id: 'u1-gpu-1', category: 'u1-gpu' };
 const FREE: Product = { id: 'u1-free', category: 'u1-free', cpu: 1, memoryInGigs: 1, pricePerUnit: 0 };
+/** One vCPU at 1 credit per minute, hour or day. */
+const PER: Record<'MINUTE' | 'HOUR' | 'DAY', Product> = {
+  MINUTE: { id: 'per-minute', category: 'per-minute', cpu: 1, memoryInGigs: 1, pricePerUnit: 1 },
+  HOUR: {
+    id: 'per-hour',
+    category: 'per-hour',
+    cpu: 1,
+    memoryInGigs: 1,
+    pricePerUnit: 1,
+    unitOfPrice: 'CREDITS_PER_HOUR',
+  },
+  DAY: {
+    id: 'per-day',
+    category: 'per-day',
+    cpu: 1,
+    memoryInGigs: 1,
+    pricePerUnit: 1,
+    unitOfPrice: 'CREDITS_PER_DAY',
+  },
+};
 
 /** mpi-hello takes no parameters and runs on several replicas; no time limit unless asked. */
 const mpi = (extra: Record<string, unknown> = {}) => ({
@@ -41,10 +61,11 @@ function harness(o: HarnessOptions = {}) {
   const clock = { now: T0 };
   const now = () => clock.now;
   const store = openStore(':memory:');
+  const backend = o.backend ?? dryBackend({ runForMs: null, now });
   const service = createJobService({
     store,
-    env: { ...env(), products: [...products, FREE] },
-    backend: o.backend ?? dryBackend({ runForMs: null, now }),
+    env: { ...env(), products: [...products, FREE, ...Object.values(PER)] },
+    backend,
     now,
     requireCredits: true,
     ...(o.plugins ? { plugins: o.plugins } : {}),
@@ -70,7 +91,7 @@ function harness(o: HarnessOptions = {}) {
     clock.now = T0 + at;
     await service.monitor();
   };
-  return { clock, store, service, grant, job, state, charges, running, monitorAt };
+  return { clock, store, backend, service, grant, job, state, charges, running, monitorAt };
 }
 
 describe('charges', () => {
@@ -212,6 +233,117 @@ describe('charges', () => {
       h.charges('user:alice').map((c) => c.credits),
       [0],
     );
+  });
+});
+
+describe('suspension', () => {
+  const WAIT = 3 * DAY;
+  const periodsOf = (h: ReturnType<typeof harness>, owner: string) =>
+    h.charges(owner).reduce((sum, c) => sum + c.periods, 0);
+
+  for (const [unit, expected] of [
+    ['MINUTE', 120],
+    ['HOUR', 2],
+    ['DAY', 1],
+  ] as const) {
+    test(`90 minutes, suspended ${WAIT / DAY} days, 30 minutes: the periods of 120 minutes (per ${unit})`, async () => {
+      const h = harness();
+      const product = PER[unit];
+      h.grant('user:alice', product.category, 1_000_000);
+      const id = await h.running(mpi({ product: { id: product.id, category: product.category } }));
+      await h.monitorAt(90 * MINUTE);
+      await h.service.suspend(alice, [id]);
+      assert.equal(h.state(id), 'SUSPENDED');
+      // Up to the suspension, as at an end: the started period too.
+      assert.equal(periodsOf(h, 'user:alice'), Math.ceil((90 * MINUTE) / periodMillis(product.unitOfPrice)));
+      const atSuspension = h.charges('user:alice').length;
+
+      await h.monitorAt(WAIT / 2);
+      assert.equal(h.charges('user:alice').length, atSuspension, 'nothing while suspended');
+      h.clock.now = T0 + WAIT;
+      await h.service.unsuspend(alice, [id]);
+      await until(`${id} runs again`, () => h.state(id) === 'RUNNING');
+      await h.monitorAt(WAIT + 20 * MINUTE);
+      h.clock.now = T0 + WAIT + 30 * MINUTE;
+      await h.service.terminate(alice, [id]);
+
+      assert.equal(periodsOf(h, 'user:alice'), expected);
+      assert.equal(h.job(id).billing.creditsCharged, expected);
+      const ids = h.charges('user:alice').map((c) => c.chargeId);
+      assert.equal(new Set(ids).size, ids.length, 'each charge names its own periods');
+    });
+  }
+
+  test('a job cancelled while suspended, or queued again, pays nothing more', async () => {
+    const h = harness();
+    h.grant('user:alice', 'per-minute', 1_000_000);
+    const spec = mpi({ product: { id: 'per-minute', category: 'per-minute' } });
+    const suspended = await h.running(spec);
+    const requeued = await h.running(spec);
+    h.clock.now = T0 + 10 * MINUTE;
+    await h.service.suspend(alice, [suspended, requeued]);
+    await h.service.unsuspend(alice, [requeued]);
+    h.clock.now = T0 + DAY;
+    await h.service.terminate(alice, [suspended]);
+    assert.equal(h.job(suspended).billing.creditsCharged, 10);
+    // The requeued job's suspension was charged; a queued job has no run under way.
+    assert.equal(h.job(requeued).billing.creditsCharged, 10);
+  });
+
+  test('a restart while suspended or after resuming charges no period twice', async () => {
+    const h = harness();
+    h.grant('user:alice', 'per-minute', 1_000_000);
+    const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
+    await h.monitorAt(90 * MINUTE);
+    await h.service.suspend(alice, [id]);
+    await h.service.stop();
+
+    // A restart: a new service over the same store and backend, then another after the resume.
+    const restart = async () => {
+      const service = createJobService({
+        store: h.store,
+        env: { ...env(), products: [...products, ...Object.values(PER)] },
+        backend: h.backend,
+        now: () => h.clock.now,
+        requireCredits: true,
+      });
+      await service.start();
+      return service;
+    };
+    let service = await restart();
+    h.clock.now = T0 + DAY;
+    await service.monitor();
+    await service.unsuspend(alice, [id]);
+    await until(`${id} runs again`, () => h.state(id) === 'RUNNING');
+    h.clock.now = T0 + DAY + 15 * MINUTE;
+    await service.monitor();
+    await service.stop();
+    service = await restart();
+    await service.monitor();
+    h.clock.now = T0 + DAY + 30 * MINUTE;
+    await service.monitor();
+    await service.terminate(alice, [id]);
+    await service.stop();
+
+    assert.equal(periodsOf(h, 'user:alice'), 120);
+    assert.equal(h.job(id).billing.creditsCharged, 120);
+  });
+
+  test('a suspension charge made again (a retry) charges nothing', async () => {
+    // Sits before Accounting and keeps the context and job of the suspension, to replay it.
+    const seen: { ctx: LifecycleContext; job: ActiveJob }[] = [];
+    const spy: JobPlugin = { name: 'Spy', onJobSuspend: (ctx, job) => void seen.push({ ctx, job }) };
+    const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
+    const h = harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
+    h.grant('user:alice', 'per-minute', 1_000_000);
+    const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
+    h.clock.now = T0 + 90 * MINUTE + 1;
+    await h.service.suspend(alice, [id]);
+    assert.equal(h.job(id).billing.creditsCharged, 91);
+    const { ctx, job } = seen[0]!;
+    await accountingPlugin.onJobSuspend?.(ctx, job);
+    assert.equal(h.job(id).billing.creditsCharged, 91);
+    assert.equal(h.charges('user:alice').length, 1);
   });
 });
 

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
+import { interactiveSessions } from '../src/interactive/sessions.ts';
 import { hashToken } from '../src/store/store.ts';
+import { env } from './support/fixtures.ts';
 import { call, type World, world } from './support/interactive.ts';
 
 /**
@@ -239,7 +244,12 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     const old = Date.now() - 3_600_000;
     w.store.touchSession(hash, old, old + 1000 * 3_600_000);
     await call(w.port, { host: appHost(w, a), path: '/', headers: { cookie } });
-    const session = w.store.session(hash);
+    // Written with the other sessions' use every few seconds, not on each request.
+    let session = w.store.session(hash);
+    for (let i = 0; i < 100 && session && session.lastUsedAt === old; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      session = w.store.session(hash);
+    }
     assert.ok(session && session.lastUsedAt > old);
     assert.ok(session.expiresAt >= session.lastUsedAt + 10 * 3_600_000 - 1000);
   });
@@ -284,6 +294,18 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     });
     assert.equal(answer.status, 200);
     assert.equal(JSON.parse(answer.body).bytes, body.length);
+  });
+
+  test('Expect: 100-continue: the browser is asked for the body, the app gets it', async () => {
+    const { cookie } = await signIn(w, a);
+    const headers = { host: appHost(w, a), cookie, expect: '100-continue', 'content-length': '5' };
+    const req = request({ host: '127.0.0.1', port: w.port, method: 'POST', path: '/upload', headers });
+    req.on('continue', () => req.end('hello'));
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    assert.equal(res.statusCode, 200);
+    assert.equal(JSON.parse(Buffer.concat(chunks).toString()).bytes, 5);
   });
 
   test('server-sent events arrive as they are sent', async () => {
@@ -364,6 +386,92 @@ describe('revocation', { timeout: 60_000 }, () => {
       await w.service.terminate({ username: 'alice', admin: false }, [id]);
       for (let i = 0; i < 200 && w.store.session(hash); i++) await new Promise((r) => setTimeout(r, 10));
       assert.equal(w.store.session(hash), undefined);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe('sessions in use', { timeout: 60_000 }, () => {
+  const HOUR = 3_600_000;
+  const alice = { username: 'alice', admin: false };
+  const reached = { protocol: 'http', origin: 'http://localhost:1', portSuffix: ':1' } as const;
+
+  /** A web session's secret on a running job, with sessions on a clock the test moves. */
+  async function webSession(w: World, clock: { now: number }) {
+    const id = await running(w, fileServer);
+    const sessions = interactiveSessions({
+      store: w.store,
+      env: env(),
+      service: w.service,
+      now: () => clock.now,
+    });
+    const [opened] = sessions.open(alice, [{ id, rank: 0, sessionType: 'WEB' }], reached);
+    assert.equal(opened?.type, 'web');
+    const ticket = new URL(opened.type === 'web' ? opened.redirectClientTo : '').searchParams.get('ticket');
+    const secret = sessions.trade(ticket ?? '', id, 0);
+    assert.ok(secret);
+    return { id, sessions, secret };
+  }
+
+  test('a session kept in memory expires when its time is up', async () => {
+    const w = await world();
+    const clock = { now: Date.now() };
+    const { id, sessions, secret } = await webSession(w, clock);
+    try {
+      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      clock.now += 10 * HOUR + 1;
+      assert.equal(sessions.use(secret, 'WEB', id, 0), undefined);
+    } finally {
+      sessions.close();
+      await w.close();
+    }
+  });
+
+  test('its last use and extended expiry reach the store (at the latest at close)', async () => {
+    const w = await world();
+    const clock = { now: Date.now() };
+    const { id, sessions, secret } = await webSession(w, clock);
+    try {
+      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      clock.now += HOUR;
+      assert.ok(sessions.use(secret, 'WEB', id, 0));
+    } finally {
+      sessions.close();
+    }
+    const stored = w.store.session(hashToken(secret));
+    await w.close();
+    assert.equal(stored?.lastUsedAt, clock.now);
+    assert.equal(stored?.expiresAt, clock.now + 10 * HOUR);
+  });
+
+  test('connections to a job’s app close when the job ends', async () => {
+    const sockets: Socket[] = [];
+    const w = await world({
+      backend: (port) => ({
+        connect: async () => {
+          const socket = connect(port, '127.0.0.1');
+          await once(socket, 'connect');
+          sockets.push(socket);
+          return socket;
+        },
+      }),
+    });
+    try {
+      const id = await running(w, fileServer);
+      const { cookie } = await signIn(w, id);
+      assert.equal(
+        (await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status,
+        200,
+      );
+      assert.equal(sockets.length, 1);
+      assert.equal(sockets[0]?.destroyed, false);
+      await w.service.terminate(alice, [id]);
+      // Kept alive, the app's connection would stay open for its keep-alive time (about 4 s).
+      for (let i = 0; i < 150 && sockets.some((s) => !s.destroyed); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.ok(sockets.every((s) => s.destroyed));
     } finally {
       await w.close();
     }

@@ -417,7 +417,7 @@ test('suspend deletes the running job without reporting an end; a submit of the 
   await backend.suspend('never');
 });
 
-test('capacity sums the allocatable cores and memory of the nodes', async (t) => {
+test('the total sums the allocatable cores and memory of the nodes, from the one node watch', async (t) => {
   const cluster = await fakeCluster(t);
   const { backend } = backendOn(t, cluster);
   for (const [name, cpu, memory] of [
@@ -431,7 +431,11 @@ test('capacity sums the allocatable cores and memory of the nodes', async (t) =>
       status: { allocatable: { cpu, memory } },
     });
   }
-  assert.deepEqual(await backend.capacity(), { cpu: 7.5, memory: 24 * 2 ** 30 });
+  assert.deepEqual(backend.machines().total, { cpu: 0, memory: 0 }, 'unknown before following');
+  await backend.knownJobs(); // starts following
+  const total = { cpu: 7.5, memory: 24 * 2 ** 30 };
+  await eventually(() => JSON.stringify(backend.machines().total) === JSON.stringify(total));
+  assert.equal(cluster.api.calls.filter((c) => c.resource === 'nodes' && c.verb === 'list').length, 1);
 });
 
 test('the largest machine is the largest allocatable of the schedulable nodes, followed as nodes come and go', async (t) => {
@@ -445,13 +449,15 @@ test('the largest machine is the largest allocatable of the schedulable nodes, f
     status: { allocatable: { cpu, memory } },
   });
   await backend.knownJobs(); // starts following
-  assert.equal(backend.largestMachine(), null, 'unknown before any node is seen');
+  assert.equal(backend.machines().largest, null, 'unknown before any node is seen');
   cluster.api.apply('nodes', node('small', '1900m', '7Gi'));
   cluster.api.apply('nodes', node('wide', '16', '4Gi'));
   cluster.api.apply('nodes', node('cordoned', '64', '256Gi', true));
   const GiB = 2 ** 30;
   const expected = { cpuMillis: 16_000, memoryBytes: 7 * GiB, holdsEveryReplica: false };
-  await eventually(() => JSON.stringify(backend.largestMachine()) === JSON.stringify(expected));
+  await eventually(() => JSON.stringify(backend.machines().largest) === JSON.stringify(expected));
+  // The cordoned node counts in the total, not as a machine a job may be given.
+  assert.deepEqual(backend.machines().total, { cpu: 81.9, memory: 267 * GiB });
   cluster.api.remove('nodes', undefined, 'wide');
-  await eventually(() => backend.largestMachine()?.cpuMillis === 1900);
+  await eventually(() => backend.machines().largest?.cpuMillis === 1900);
 });

@@ -82,7 +82,6 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
   cluster.volcano.finish('rbac1', [0]);
   await event((e) => e.jobId === 'rbac1' && e.state === 'SUCCESS');
   await backend.cancel('rbac2');
-  await backend.capacity();
   await backend.reconcile();
   await eventually(() => cluster.api.list('jobs').length === 0);
   assert.deepEqual(cluster.api.invalid, []);

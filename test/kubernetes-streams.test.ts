@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
+import { Agent, createServer as createHttpServer, get as httpGet } from 'node:http';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { test } from 'node:test';
 import type { LogChunk } from '../src/jobs/backend.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
@@ -127,7 +128,8 @@ test('shell: exec with a terminal into the rank, input, resize and exit', async 
 
 test('connect: a byte stream to a pod port through port-forward when outside the cluster', async (t) => {
   const cluster = await fakeCluster(t);
-  const echo = createServer((socket) => socket.pipe(socket));
+  // Echoes one message, then closes its side.
+  const echo = createServer((socket) => socket.once('data', (d) => socket.end(d)));
   echo.listen(0, '127.0.0.1');
   await once(echo, 'listening');
   t.after(() => echo.close());
@@ -143,9 +145,93 @@ test('connect: a byte stream to a pod port through port-forward when outside the
   stream.setEncoding('utf8').on('data', (d: string) => {
     back += d;
   });
+  const closed = once(stream, 'close');
   stream.write('ping');
   await eventually(() => back === 'ping');
-  stream.end();
+  // The pod's side closed: the stream closes (both ways), as a TCP socket would.
+  await closed;
   const forward = cluster.api.calls.find((c) => c.resource === 'pods/portforward');
   assert.equal(forward?.name, 'j-pf1-job-0');
+});
+
+test('connect: port-forward streams serve a keep-alive pool: reused, dropped when the app closes them, released when idle', async (t) => {
+  const cluster = await fakeCluster(t);
+  let connections = 0;
+  let open = 0;
+  const app = createHttpServer((req, res) => res.end(`${req.url} on connection ${connections}`));
+  app.on('connection', (socket: Socket) => {
+    connections++;
+    open++;
+    socket.on('close', () => open--);
+  });
+  app.listen(0, '127.0.0.1');
+  await once(app, 'listening');
+  t.after(() => {
+    app.closeAllConnections();
+    app.close();
+  });
+  const { backend, event } = backendOn(t, cluster);
+  await backend.submit('pf2', await build(TWO, { id: 'pf2', config: cluster.config() }));
+  cluster.volcano.admit('pf2');
+  cluster.volcano.run('pf2');
+  await event((e) => e.jobId === 'pf2' && e.state === 'RUNNING');
+  cluster.api.forwardPort(NS, 'j-pf2-job-0', (app.address() as AddressInfo).port);
+  const pool = new Agent({ keepAlive: true, timeout: 300 });
+  pool.createConnection = (_options, done) => {
+    backend.connect('pf2', 0, 8888).then(
+      (stream) => done?.(null, stream as Socket),
+      (error: Error) => done?.(error, undefined as never),
+    );
+    return undefined as never;
+  };
+  t.after(() => pool.destroy());
+  const get = (path: string) =>
+    new Promise<string>((resolve, reject) => {
+      httpGet({ host: 'app.invalid', path, agent: pool }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => {
+          body += d;
+        });
+        res.on('end', () => resolve(body));
+      }).on('error', reject);
+    });
+  const forwards = () => cluster.api.calls.filter((c) => c.resource === 'pods/portforward').length;
+  assert.equal(await get('/a'), '/a on connection 1');
+  assert.equal(await get('/b'), '/b on connection 1');
+  assert.equal(forwards(), 1);
+  // The app closes its idle connection: the pool must not send the next request into it.
+  app.closeIdleConnections();
+  await eventually(() => Object.keys(pool.freeSockets).length === 0);
+  assert.equal(await get('/c'), '/c on connection 2');
+  assert.equal(forwards(), 2);
+  // Idle past the pool's timeout: the stream is released, and the app sees its connection end.
+  await eventually(() => Object.keys(pool.freeSockets).length === 0 && open === 0, 5000);
+  assert.equal(await get('/d'), '/d on connection 3');
+  assert.equal(forwards(), 3);
+});
+
+test('connect: a stream to a rank closes when the rank ends, and every stream when the job ends', async (t) => {
+  const cluster = await fakeCluster(t);
+  const app = createServer(() => {});
+  app.listen(0, '127.0.0.1');
+  await once(app, 'listening');
+  t.after(() => app.close());
+  const { backend, event } = backendOn(t, cluster);
+  await backend.submit('pf3', await build(TWO, { id: 'pf3', config: cluster.config() }));
+  cluster.volcano.admit('pf3');
+  cluster.volcano.run('pf3');
+  await event((e) => e.jobId === 'pf3' && e.state === 'RUNNING');
+  for (const rank of [0, 1])
+    cluster.api.forwardPort(NS, `j-pf3-job-${rank}`, (app.address() as AddressInfo).port);
+  const [zero, one, again] = await Promise.all([
+    backend.connect('pf3', 0, 8888),
+    backend.connect('pf3', 1, 8888),
+    backend.connect('pf3', 1, 8888),
+  ]);
+  // The fake API server keeps port-forwards open whatever happens to the pod: ucompute closes them.
+  cluster.volcano.exit('pf3', 1, 0);
+  await eventually(() => one!.destroyed && again!.destroyed);
+  assert.equal(zero!.destroyed, false);
+  cluster.volcano.finish('pf3', [0, 0]);
+  await eventually(() => zero!.destroyed);
 });

@@ -49,6 +49,8 @@ function record(state: JobState, overrides: Partial<JobRecord> = {}): JobRecord 
     pricePerUnit: 1,
     creditsCharged: 0,
     chargedPeriods: 0,
+    runStartedAt: running ? T0 : null,
+    timeRunBeforeMs: 0,
     build: null,
     updateCount: 1,
     ...overrides,
@@ -100,9 +102,29 @@ describe('the transition table', () => {
       assert.deepEqual(decision.kind === 'apply' && decision.changes, {
         state: 'RUNNING',
         startedAt: T0 + 7,
+        runStartedAt: T0 + 7,
         expiresAt: null,
       });
     }
+  });
+
+  test('a suspension ends the run and adds its time; the next run starts its own clock', () => {
+    const running = record('RUNNING', { runStartedAt: T0 + HOUR, timeRunBeforeMs: 5000 });
+    const suspended = decideUpdate(running, { timestamp: T0 + 2 * HOUR, state: 'SUSPENDED' });
+    assert.deepEqual(suspended.kind === 'apply' && suspended.changes, {
+      state: 'SUSPENDED',
+      runStartedAt: null,
+      timeRunBeforeMs: HOUR + 5000,
+    });
+    const queued = record('IN_QUEUE', { runStartedAt: null, timeRunBeforeMs: 7000 });
+    const fromQueue = decideUpdate(queued, { timestamp: T0 + 3 * HOUR, state: 'SUSPENDED' });
+    assert.deepEqual(fromQueue.kind === 'apply' && fromQueue.changes, { state: 'SUSPENDED' });
+    const resumed = decideUpdate(record('SUSPENDED', { runStartedAt: null, timeRunBeforeMs: 7000 }), {
+      timestamp: T0 + 4 * HOUR,
+      state: 'RUNNING',
+    });
+    assert.equal(resumed.kind === 'apply' && resumed.changes.runStartedAt, T0 + 4 * HOUR);
+    assert.equal(resumed.kind === 'apply' && resumed.changes.timeRunBeforeMs, undefined);
   });
 });
 

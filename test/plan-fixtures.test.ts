@@ -4,7 +4,7 @@ import { planJob } from '../src/jobs/plan.ts';
 import type { PipelineConfig } from '../src/model/config.ts';
 import type { Owner } from '../src/model/owner.ts';
 import type { AppParameterValue } from '../src/model/parameter-value.ts';
-import type { KubernetesObject } from '../src/volcano/types.ts';
+import type { KubernetesObject, VolcanoJob } from '../src/volcano/types.ts';
 import { CREATED_AT, catalog, env, JOB_ID, products } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
 
@@ -113,6 +113,29 @@ describe('every application × every product × replicas × time limit', () => {
       }
     }
   }
+});
+
+test('the interactive examples run common public images on a cluster, Jupyter with flags of Notebook 6 and 7', async () => {
+  const images: Record<string, string | undefined> = {};
+  for (const name of ['jupyter', 'desktop', 'terminal']) {
+    const [job] = await checkPlan(spec(name));
+    const container = (job as VolcanoJob).spec.tasks[0]?.template.spec.containers[0];
+    images[name] = container?.image;
+    if (name === 'jupyter') {
+      // Debian's Notebook 6 reads NotebookApp's settings; the image's Notebook 7 is a Jupyter Server app.
+      for (const flag of [
+        '--NotebookApp.token=',
+        '--ServerApp.token=',
+        '--ServerApp.allow_remote_access=True',
+      ])
+        assert.ok(container?.command?.includes(flag), flag);
+    }
+  }
+  assert.deepEqual(images, {
+    jupyter: 'quay.io/jupyter/base-notebook:notebook-7.2.2',
+    desktop: 'docker.io/consol/debian-xfce-vnc:v2.0.4',
+    terminal: 'debian:bookworm-slim',
+  });
 });
 
 describe('peers, extra folders and opened files', () => {

@@ -32,7 +32,10 @@ function service(machine: LargestMachine | null = null) {
   const jobs = createJobService({
     store,
     env: env(),
-    backend: { ...dryBackend({ runForMs: null }), largestMachine: () => machine },
+    backend: {
+      ...dryBackend({ runForMs: null }),
+      machines: () => ({ total: { cpu: 64, memory: 2 ** 40 }, largest: machine }),
+    },
     inputs: directoryStorage(root),
     requireCredits: false,
   });

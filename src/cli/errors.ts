@@ -10,6 +10,17 @@ export class CliError extends Error {
   }
 }
 
+/** An error that only a mistake in ucompute's own code makes (its stack trace is worth printing). */
+export function isProgrammingError(error: unknown): boolean {
+  return (
+    error instanceof TypeError ||
+    error instanceof ReferenceError ||
+    error instanceof RangeError ||
+    error instanceof SyntaxError ||
+    (error instanceof Error && error.name === 'AssertionError')
+  );
+}
+
 /** Prints an error for a person and returns the exit code: 2 for bad input, 1 otherwise. */
 export function reportError(error: unknown): number {
   if (error instanceof ValidationError) {

@@ -10,6 +10,7 @@ import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
+import { ValidationError } from '../model/errors.ts';
 import { accountOf } from '../model/owner.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import { buildServer } from '../server/app.ts';
@@ -27,7 +28,7 @@ import {
   EXAMPLE_APPS,
   EXAMPLE_PRODUCTS,
 } from './defaults.ts';
-import { CliError } from './errors.ts';
+import { CliError, isProgrammingError } from './errors.ts';
 
 export const SERVE_USAGE = `Usage: ucompute serve [options]
 
@@ -81,67 +82,96 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new CliError('--backend must be dry, local or kubernetes');
   }
 
-  const appFolders = values.apps ?? [config.apps ?? EXAMPLE_APPS].flat();
-  const [firstCatalog, products] = await Promise.all([
-    loadCatalog(appFolders),
-    loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
-  ]);
-  await privateFolder(dataDir);
-  const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
-  const catalog = reloadingCatalog(firstCatalog, appFolders, log);
-  const store = openStore(join(dataDir, 'ucompute.db'));
-  const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
-  const storage = directoryStorage(storageRoot);
-  const env = { catalog: catalog.catalog, products, config: resolvePipelineConfig(config) };
+  // What is open, closed the last first: on SIGINT/SIGTERM, and when start-up fails, so that the
+  // process ends then too.
+  const opened: (() => unknown)[] = [];
+  const closeAll = async () => {
+    for (const close of opened.reverse()) await close();
+  };
+  try {
+    const appFolders = values.apps ?? [config.apps ?? EXAMPLE_APPS].flat();
+    const [firstCatalog, products] = await Promise.all([
+      loadCatalog(appFolders),
+      loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
+    ]);
+    await privateFolder(dataDir);
+    const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
+    const catalog = reloadingCatalog(firstCatalog, appFolders, log);
+    opened.push(() => catalog.close());
+    const store = openStore(join(dataDir, 'ucompute.db'));
+    opened.push(() => store.close());
+    const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
+    const storage = directoryStorage(storageRoot);
+    const env = { catalog: catalog.catalog, products, config: resolvePipelineConfig(config) };
 
-  const token = await bootstrapAdmin(
-    store,
-    dataDir,
-    products.map((p) => p.category),
-    config.accounting?.initialCredits,
-  );
-  await storage.ensureFolder(`/home/${ADMIN_USER}`);
+    const token = await bootstrapAdmin(
+      store,
+      dataDir,
+      products.map((p) => p.category),
+      config.accounting?.initialCredits,
+    );
+    await storage.ensureFolder(`/home/${ADMIN_USER}`);
 
-  const { backend, about } = await makeBackend(
-    backendName,
-    config,
-    dataDir,
-    storageRoot,
-    storage,
-    log,
-    values.config === undefined,
-  );
-  const service = createJobService({
-    store,
-    env,
-    backend,
-    plugins: [...PLUGINS, sessionRevocation(store)],
-    storage,
-    inputs: storage,
-    log,
-    requireCredits: config.accounting?.requireCredits ?? true,
-    ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
-  });
-  const app = await buildServer({ service, store, env, backend, storageRoot, logger: log });
-  await service.start();
-  const address = await app.listen({ port, host });
+    const { backend, about } = await makeBackend(
+      backendName,
+      config,
+      dataDir,
+      storageRoot,
+      storage,
+      log,
+      values.config === undefined,
+    );
+    opened.push(() => backend.close());
+    const service = createJobService({
+      store,
+      env,
+      backend,
+      plugins: [...PLUGINS, sessionRevocation(store)],
+      storage,
+      inputs: storage,
+      log,
+      requireCredits: config.accounting?.requireCredits ?? true,
+      ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
+    });
+    opened.push(() => service.stop());
+    const app = await buildServer({ service, store, env, backend, storageRoot, logger: log });
+    opened.push(() => app.close());
+    await service.start();
+    const address = await app.listen({ port, host }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EADDRINUSE') throw e;
+      throw new CliError(`${host}:${port} is in use (another ucompute serve?): choose another --port`, 1);
+    });
 
-  process.stdout.write(
-    `ucompute is serving on ${address} (backend ${backend.name}: ${about}; data in ${dataDir})\n` +
-      `admin token: ${join(dataDir, ADMIN_TOKEN_FILE)}${token.created ? ' (new)' : ''}\n`,
-  );
+    process.stdout.write(
+      `ucompute is serving on ${address} (backend ${backend.name}: ${about}; data in ${dataDir})\n` +
+        `admin token: ${join(dataDir, ADMIN_TOKEN_FILE)}${token.created ? ' (new)' : ''}\n`,
+    );
+  } catch (error) {
+    await closeAll().catch(() => {});
+    throw startupError(error);
+  }
 
   await new Promise<void>((done) => {
     const stop = () => done();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  catalog.close();
-  await app.close();
-  await service.stop();
-  await backend.close();
-  store.close();
+  await closeAll();
   return 0;
+}
+
+/**
+ * What a failed start-up tells the operator. The machine, the cluster or the configuration is at
+ * fault far more often than ucompute: its message is enough, and a stack trace only buries it. A
+ * programming error (a TypeError and its kind) keeps its stack, for the bug report.
+ */
+function startupError(error: unknown): unknown {
+  if (error instanceof CliError || error instanceof ValidationError || isProgrammingError(error))
+    return error;
+  const e = error as NodeJS.ErrnoException;
+  // reportError names the missing file.
+  if (e?.code === 'ENOENT' && e.path) return error;
+  return new CliError(`ucompute cannot start: ${e instanceof Error ? e.message : String(e)}`, 1);
 }
 
 async function makeBackend(

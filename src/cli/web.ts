@@ -4,8 +4,8 @@ import { access, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
-import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, connect } from './client.ts';
+import { clientFlags, parseClientCommand } from './args.ts';
+import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { CliError } from './errors.ts';
 
 export const WEB_USAGE = `Usage: ucompute web [--url-only] [options]
@@ -26,17 +26,12 @@ interface SignInLink {
 }
 
 export async function webCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { ...CLIENT_OPTIONS, 'url-only': { type: 'boolean' } },
+  const { values, positionals, help } = parseClientCommand(argv, WEB_USAGE, {
+    'url-only': { type: 'boolean' },
   });
-  if (values.help) {
-    process.stdout.write(`${WEB_USAGE}\n`);
-    return 0;
-  }
+  if (help) return 0;
   if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${WEB_USAGE}`);
-  const client = await connect(values);
+  const client = await connect(clientFlags(values));
   const link = await client.post<SignInLink>('/api/auth/links', {});
   if (values.json) {
     process.stdout.write(`${JSON.stringify(link)}\n`);

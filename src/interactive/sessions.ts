@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../jobs/errors.ts';
+import type { Logger } from '../jobs/log.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import type { Application } from '../model/application.ts';
@@ -41,15 +42,13 @@ const LIFETIMES: Readonly<Record<SessionRecord['kind'], number>> = {
 };
 /** Ports of this many jobs are kept; then the list starts again. */
 const MAX_KEPT_PORTS = 10_000;
-/** A sliding session's expiry is written at most this often, not on every request. */
-const TOUCH_EVERY_MS = 60_000;
+/** Web and VNC sessions kept in memory (the oldest loaded goes first); others are read again. */
+const MAX_CACHED_SESSIONS = 10_000;
+/** The last use (and the expiry it extends) of sessions in use is written this often, and at close. */
+const WRITE_USE_EVERY_MS = 5_000;
 
 /** The path on an app's origin that trades a ticket for the session cookie. */
 export const AUTHORIZE_PATH = '/_ucompute/authorize';
-
-/** The web interface's cookie: host-only on the API's host; job origins never receive it. */
-export const UI_COOKIE = 'ucompute_session';
-
 const newSecret = (): string => randomBytes(32).toString('base64url');
 
 export type Sessions = ReturnType<typeof interactiveSessions>;
@@ -58,6 +57,7 @@ export interface SessionOptions {
   store: Store;
   env: JobEnvironment;
   service: JobService;
+  log?: Pick<Logger, 'error'>;
   now?: () => number;
 }
 
@@ -66,6 +66,57 @@ export function interactiveSessions(o: SessionOptions) {
   const now = o.now ?? Date.now;
   const { domain, hostPrefix } = env.config.sessions;
   const ports = new Map<string, number | undefined>();
+  /**
+   * Web and VNC sessions by hash, as read from the store and then used: a request costs no
+   * store access but the job's state. Their last use reaches the store every few seconds.
+   */
+  const cached = new Map<string, SessionRecord>();
+  /** Hashes of cached sessions used since their last use was written. */
+  const used = new Set<string>();
+  const writing = setInterval(writeUse, WRITE_USE_EVERY_MS);
+  writing.unref();
+
+  /** Writes the last use of the sessions used since the last time; kept for later if it fails. */
+  function writeUse(): void {
+    if (used.size === 0) return;
+    try {
+      store.transaction(() => {
+        for (const hash of used) {
+          const session = cached.get(hash);
+          if (session) store.touchSession(hash, session.lastUsedAt, session.expiresAt);
+        }
+      });
+      used.clear();
+    } catch (err) {
+      o.log?.error({ err }, 'could not record the use of sessions');
+    }
+  }
+
+  /** The web or VNC session of a hash, from memory or else from the store (then kept). */
+  function cachedSession(hash: string): SessionRecord | undefined {
+    const known = cached.get(hash);
+    if (known) return known;
+    const session = store.session(hash);
+    if (!session || (session.kind !== 'WEB' && session.kind !== 'VNC')) return undefined;
+    if (cached.size >= MAX_CACHED_SESSIONS) {
+      const oldest = cached.keys().next().value as string;
+      if (used.has(oldest)) writeUse();
+      cached.delete(oldest);
+    }
+    cached.set(hash, session);
+    return session;
+  }
+
+  /** Forgets cached sessions, their last use written first; all of them, or one job's. */
+  function forgetSessions(jobId?: string): void {
+    writeUse();
+    for (const [hash, session] of cached) {
+      if (jobId === undefined || session.jobId === jobId) {
+        cached.delete(hash);
+        used.delete(hash);
+      }
+    }
+  }
 
   function applicationOf(jobId: string): Application | undefined {
     const job = store.getJob(jobId);
@@ -113,11 +164,11 @@ export function interactiveSessions(o: SessionOptions) {
     return application;
   }
 
-  /** The session record behind a secret if it is of `kinds`, unexpired and its job still running. */
-  function valid(secret: string, kinds: readonly SessionRecord['kind'][]): SessionRecord | undefined {
+  /** The ticket or shell session behind a secret if it is of `kind`, unexpired and its job running. */
+  function valid(secret: string, kind: 'TICKET' | 'SHELL'): SessionRecord | undefined {
     if (secret === '') return undefined;
     const session = store.session(hashToken(secret));
-    if (!session || !kinds.includes(session.kind) || session.expiresAt <= now()) return undefined;
+    if (!session || session.kind !== kind || session.expiresAt <= now()) return undefined;
     if (store.jobState(session.jobId) !== 'RUNNING') return undefined;
     return session;
   }
@@ -137,6 +188,8 @@ export function interactiveSessions(o: SessionOptions) {
 
     /** Opens one session per item; every item is checked before any is opened. */
     open(caller: Caller, items: readonly SessionRequest[], reached: Reached): OpenSession[] {
+      // Sessions extended in memory have their new expiry written before the expired ones go.
+      writeUse();
       store.deleteExpiredSessions(now());
       const applications = items.map((item, i) => check(caller, item, i));
       return items.map((item, i): OpenSession => {
@@ -167,7 +220,7 @@ export function interactiveSessions(o: SessionOptions) {
      * ticket is unknown, used, expired or for another job or rank.
      */
     trade(ticket: string, jobId: string, rank: number): string | undefined {
-      const session = valid(ticket, ['TICKET']);
+      const session = valid(ticket, 'TICKET');
       if (!session) return undefined;
       // Taken, so a ticket opens one session only, even when two requests race for it.
       const taken = store.takeSession(session.hash);
@@ -176,22 +229,27 @@ export function interactiveSessions(o: SessionOptions) {
     },
 
     /**
-     * The session for `secret` if it is of `kind` and for exactly this job and rank; its use is
-     * recorded and extends it (sliding lifetime).
+     * The session for `secret` if it is of `kind`, for exactly this job and rank, unexpired and its
+     * job running; its use is recorded and extends it (sliding lifetime).
      */
     use(secret: string, kind: 'WEB' | 'VNC', jobId: string, rank: number): SessionRecord | undefined {
-      const session = valid(secret, [kind]);
-      if (!session || session.jobId !== jobId || session.rank !== rank) return undefined;
-      const at = now();
-      if (at - session.lastUsedAt >= TOUCH_EVERY_MS) {
-        store.touchSession(session.hash, at, at + LIFETIMES[kind]);
+      if (secret === '') return undefined;
+      const hash = hashToken(secret);
+      const session = cachedSession(hash);
+      if (!session || session.kind !== kind || session.jobId !== jobId || session.rank !== rank) {
+        return undefined;
       }
+      const at = now();
+      if (session.expiresAt <= at || store.jobState(jobId) !== 'RUNNING') return undefined;
+      session.lastUsedAt = at;
+      session.expiresAt = at + LIFETIMES[kind];
+      used.add(hash);
       return session;
     },
 
     /** A shell session opens one terminal: its identifier is used up here. */
     takeShell(secret: string): SessionRecord | undefined {
-      const session = valid(secret, ['SHELL']);
+      const session = valid(secret, 'SHELL');
       return session && store.takeSession(session.hash);
     },
 
@@ -204,6 +262,17 @@ export function interactiveSessions(o: SessionOptions) {
       if (ports.size >= MAX_KEPT_PORTS) ports.clear();
       ports.set(key, port);
       return port;
+    },
+
+    /** Forgets a job's cached sessions (it stopped running; they are read again if it runs again). */
+    forgetJob(jobId: string): void {
+      forgetSessions(jobId);
+    },
+
+    /** Writes the last use of sessions and stops. */
+    close(): void {
+      clearInterval(writing);
+      forgetSessions();
     },
   };
 }

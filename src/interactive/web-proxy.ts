@@ -1,15 +1,11 @@
-import {
-  Agent,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  request,
-  type ServerResponse,
-} from 'node:http';
-import { Socket } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
+import type { Dispatcher } from 'undici';
 import type { Backend } from '../jobs/backend.ts';
-import { AUTHORIZE_PATH, type Sessions, UI_COOKIE } from './sessions.ts';
+import { cookiePairs, UI_COOKIE } from './cookies.ts';
+import { AUTHORIZE_PATH, type Sessions } from './sessions.ts';
+import { upstreams } from './upstream.ts';
 
 // The web proxy: every job's web app on its own origin, reached only with a session for exactly
 // that job and rank. Requests for any other host go to the API.
@@ -25,8 +21,8 @@ export interface ProxyOptions {
   log: { warn(obj: object, msg?: string): void };
 }
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the proxy sets itself. */
-const NOT_FORWARDED = new Set([
+/** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded, either way. */
+const HOP_BY_HOP = [
   'connection',
   'keep-alive',
   'proxy-authenticate',
@@ -36,34 +32,25 @@ const NOT_FORWARDED = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
+];
+const NOT_FORWARDED_BACK = new Set(HOP_BY_HOP);
+/**
+ * Request headers the app does not get: hop-by-hop, our credentials, the ones the proxy sets
+ * itself, and `Expect` (this server already answered `100 Continue`; the body follows at once).
+ */
+const NOT_FORWARDED = new Set([
+  ...HOP_BY_HOP,
   'authorization',
   'cookie',
+  'expect',
   'x-forwarded-for',
   'x-forwarded-proto',
   'x-forwarded-host',
 ]);
 
 export function webProxy(o: ProxyOptions) {
-  const { sessions, backend } = o;
-  const agents = new Map<string, Agent>();
-
-  /** One keep-alive agent per job and rank, whose connections the backend makes. */
-  function agentFor(target: AppTarget, port: number): Agent {
-    const key = `${target.jobId}/${target.rank}/${port}`;
-    let agent = agents.get(key);
-    if (!agent) {
-      agent = new Agent({ keepAlive: true, timeout: 60_000 });
-      agent.createConnection = (_options, done) => {
-        backend.connect(target.jobId, target.rank, port).then(
-          (stream) => done?.(null, socketLike(stream)),
-          (err: Error) => done?.(err, undefined as never),
-        );
-        return undefined as never;
-      };
-      agents.set(key, agent);
-    }
-    return agent;
-  }
+  const { sessions } = o;
+  const apps = upstreams(o.backend);
 
   /** The job and rank a request's Host names, or undefined when it is not an app's origin. */
   function targetOf(req: IncomingMessage): AppTarget | undefined {
@@ -73,41 +60,34 @@ export function webProxy(o: ProxyOptions) {
   }
 
   /**
-   * Our cookie's values (a page on a sibling origin may have set more than one) and the rest,
-   * without the web interface's cookie: an app never sees a session of the API.
+   * The request's cookies without ours and without the web interface's (an app never sees a
+   * session of the API), when one of ours (a page on a sibling origin may have set more than one)
+   * is a session for exactly this job and rank; undefined without such a session.
    */
-  function splitCookies(req: IncomingMessage): { ours: string[]; others: string } {
+  function signedIn(req: IncomingMessage, target: AppTarget): { others: string } | undefined {
     const cookieName = cookieNameOf(req);
-    const header = req.headers.cookie;
-    const ours: string[] = [];
+    let valid = false;
     const others: string[] = [];
-    for (const part of (header ?? '').split(';')) {
-      const pair = part.trim();
-      if (pair === '') continue;
-      const eq = pair.indexOf('=');
-      const name = eq > 0 ? pair.slice(0, eq) : '';
-      if (name === cookieName) ours.push(pair.slice(eq + 1));
-      else if (name !== UI_COOKIE) others.push(pair);
+    for (const { name, value, text } of cookiePairs(req.headers.cookie)) {
+      if (name === cookieName) {
+        valid ||= sessions.use(value, 'WEB', target.jobId, target.rank) !== undefined;
+      } else if (name !== UI_COOKIE) {
+        others.push(text);
+      }
     }
-    return { ours, others: others.join('; ') };
+    return valid ? { others: others.join('; ') } : undefined;
   }
 
-  function hasSession(req: IncomingMessage, target: AppTarget): boolean {
-    return splitCookies(req).ours.some(
-      (secret) => sessions.use(secret, 'WEB', target.jobId, target.rank) !== undefined,
-    );
-  }
-
-  function forwardedHeaders(req: IncomingMessage): IncomingHttpHeaders {
+  function forwardedHeaders(req: IncomingMessage, cookies: string): IncomingHttpHeaders {
     const headers: IncomingHttpHeaders = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (!NOT_FORWARDED.has(name)) headers[name] = value;
+    const given = req.headers;
+    for (const name in given) {
+      if (!NOT_FORWARDED.has(name)) headers[name] = given[name];
     }
-    const { others } = splitCookies(req);
-    if (others !== '') headers.cookie = others;
+    if (cookies !== '') headers.cookie = cookies;
     headers['x-forwarded-for'] = req.socket.remoteAddress ?? '';
     headers['x-forwarded-proto'] = overTls(req) ? 'https' : 'http';
-    headers['x-forwarded-host'] = req.headers.host ?? '';
+    headers['x-forwarded-host'] = given.host ?? '';
     return headers;
   }
 
@@ -133,6 +113,46 @@ export function webProxy(o: ProxyOptions) {
     res.end(body);
   }
 
+  /** Relays the app's answer to one request as it comes, at the pace the browser reads it. */
+  function relay(res: ServerResponse, target: AppTarget): Dispatcher.DispatchHandler {
+    let clientGone = false;
+    return {
+      onRequestStart(controller) {
+        res.on('close', () => {
+          if (res.writableFinished) return;
+          clientGone = true;
+          controller.abort(new Error('the browser went away'));
+        });
+      },
+      onResponseStart(_controller, status, headers, statusMessage) {
+        const forwarded: IncomingHttpHeaders = {};
+        for (const name in headers) {
+          if (!NOT_FORWARDED_BACK.has(name)) forwarded[name] = headers[name];
+        }
+        if (statusMessage) res.writeHead(status, statusMessage, forwarded);
+        else res.writeHead(status, forwarded);
+        // A response without a length (server-sent events, other streams) may wait long for its
+        // first chunk: its headers go out now. Others go out with their body, in one packet.
+        if (headers['content-length'] === undefined) res.flushHeaders();
+      },
+      onResponseData(controller, chunk) {
+        if (res.write(chunk)) return;
+        controller.pause();
+        res.once('drain', () => controller.resume());
+      },
+      onResponseEnd() {
+        res.end();
+      },
+      onResponseError(_controller, err) {
+        if (clientGone) return;
+        o.log.warn({ err, jobId: target.jobId, rank: target.rank }, 'the web app did not answer');
+        if (!res.headersSent)
+          page(res, 502, 'The app is not answering (yet). Try again in a moment.', target);
+        else res.destroy();
+      },
+    };
+  }
+
   return {
     targetOf,
 
@@ -148,51 +168,39 @@ export function webProxy(o: ProxyOptions) {
         return;
       }
       const port = sessions.portOf(target.jobId, 'WEB');
-      if (!hasSession(req, target) || port === undefined) {
+      const session = port === undefined ? undefined : signedIn(req, target);
+      if (!session || port === undefined) {
         page(res, 401, 'You are not signed in to this app.', target);
         return;
       }
-      const upstream = request({
-        agent: agentFor(target, port),
-        method: req.method,
-        path: url.pathname + url.search,
-        headers: forwardedHeaders(req),
-      });
-      upstream.on('response', (answer) => {
-        const headers: IncomingHttpHeaders = {};
-        for (const [name, value] of Object.entries(answer.headers)) {
-          if (!NOT_FORWARDED.has(name) || name === 'cookie') headers[name] = value;
-        }
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, headers);
-        // A response without a length (server-sent events, other streams) may wait long for its
-        // first chunk: its headers go out now. Others go out with their body, in one packet.
-        if (answer.headers['content-length'] === undefined) res.flushHeaders();
-        answer.pipe(res);
-      });
-      upstream.on('error', (err) => {
-        o.log.warn({ err, jobId: target.jobId, rank: target.rank }, 'the web app did not answer');
-        if (!res.headersSent)
-          page(res, 502, 'The app is not answering (yet). Try again in a moment.', target);
-        else res.destroy();
-      });
-      res.on('close', () => {
-        if (!res.writableFinished) upstream.destroy();
-      });
-      req.pipe(upstream);
+      apps.pool(target.jobId, target.rank, port).dispatch(
+        {
+          method: req.method as Dispatcher.HttpMethod,
+          path: url.pathname + url.search,
+          headers: forwardedHeaders(req, session.others),
+          // Without a length or chunked coding a request has no body (RFC 9112 §6.3).
+          body:
+            req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined
+              ? null
+              : req,
+        },
+        relay(res, target),
+      );
     },
 
     /** Relays one WebSocket (or other upgrade) at an app's origin, only with a session. */
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: AppTarget): void {
       const url = normalised(req.url);
       const port = sessions.portOf(target.jobId, 'WEB');
-      if (!url || port === undefined || !hasSession(req, target)) {
+      const session = url && port !== undefined ? signedIn(req, target) : undefined;
+      if (!url || port === undefined || !session) {
         socket.end('HTTP/1.1 401 Unauthorized\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
         return;
       }
       socket.on('error', () => socket.destroy());
-      backend.connect(target.jobId, target.rank, port).then(
+      apps.connect(target.jobId, target.rank, port).then(
         (app) => {
-          const headers = forwardedHeaders(req);
+          const headers = forwardedHeaders(req, session.others);
           headers.connection = 'upgrade';
           headers.upgrade = req.headers.upgrade ?? 'websocket';
           let head1 = `${req.method} ${url.pathname}${url.search} HTTP/1.1\r\n`;
@@ -214,10 +222,10 @@ export function webProxy(o: ProxyOptions) {
       );
     },
 
-    close(): void {
-      for (const agent of agents.values()) agent.destroy();
-      agents.clear();
-    },
+    /** Closes the connections to a job's app once it stops running. */
+    forget: apps.forget,
+
+    close: apps.close,
   };
 }
 
@@ -237,18 +245,6 @@ function normalised(target: string | undefined): URL | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Keep-alive agents manage sockets; a port-forward stream gets the few socket calls they make. */
-function socketLike(stream: Duplex): Socket {
-  if (stream instanceof Socket) return stream;
-  const s = stream as Duplex & Partial<Socket>;
-  s.setKeepAlive ??= () => s as Socket;
-  s.setNoDelay ??= () => s as Socket;
-  s.setTimeout ??= () => s as Socket;
-  s.ref ??= () => s as Socket;
-  s.unref ??= () => s as Socket;
-  return s as Socket;
 }
 
 const overTls = (req: IncomingMessage): boolean => req.socket instanceof TLSSocket;

@@ -39,6 +39,14 @@ export interface LargestMachine extends MachineSize {
   holdsEveryReplica: boolean;
 }
 
+/** A backend's machines, one view for utilization and for the submit-time fit check. */
+export interface Machines {
+  /** The cores and bytes of memory of all of them together (utilization); zero while unknown. */
+  total: { cpu: number; memory: number };
+  /** The largest machine a job may be given, for refusing at submit one that never fits; null when unknown. */
+  largest: LargestMachine | null;
+}
+
 /**
  * Where jobs run. JobManagement hands it the built objects; it reports back through events.
  * Every operation is idempotent: a repeated submit or cancel after a crash does no harm.
@@ -54,14 +62,12 @@ export interface Backend {
    * runs the same job again. A job the backend does not have is fine.
    */
   suspend(jobId: string): Promise<void>;
-  /** What this backend can run at most, for utilization: cores and bytes of memory. */
-  capacity(): Promise<{ cpu: number; memory: number }>;
+  /** The machines jobs run on, as last seen (never waits: submissions read it). */
+  machines(): Machines;
   /** The deadline moved; backends that enforce time themselves are told. */
   extend(jobId: string, expiresAt: number): Promise<void>;
   /** Ids of the jobs this backend still has, for reconciliation after a restart. */
   knownJobs(): Promise<Set<string>>;
-  /** The largest machine a job may be given, for refusing at submit one that never fits; null when unknown. */
-  largestMachine(): LargestMachine | null;
   onEvent(listener: (event: BackendEvent) => void): void;
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;

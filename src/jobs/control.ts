@@ -5,10 +5,11 @@ import type { JobRecord, Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { Backend } from './backend.ts';
 import { badRequest, conflict } from './errors.ts';
+import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
 import type { JobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment, maxTimeAllocationMillis } from './prepare.ts';
-import type { JobUpdates } from './updates.ts';
+import { activeJob, type JobUpdates } from './updates.ts';
 
 // What callers change on their jobs after creation: cancel, suspend and resume them, give them
 // more time, rename them.
@@ -25,6 +26,7 @@ export interface ControlOptions {
   access: JobAccess;
   updates: JobUpdates;
   monitor: JobMonitor;
+  hooks: PluginHooks;
   /** Queues a stored job for submission (its stored build, when it has one). */
   resubmit: (id: string) => void;
   now: () => number;
@@ -70,6 +72,11 @@ export function jobControl(o: ControlOptions) {
       }
       for (const job of jobs) {
         await backend.suspend(job.id);
+        // Charged up to now before the job is stored as suspended: a crash in between leaves a
+        // running job, whose later end charges only the periods this charge did not cover.
+        const running = store.getJob(job.id);
+        const active = running?.state === 'RUNNING' ? activeJob(running) : undefined;
+        if (active) await o.hooks.suspend(o.monitor.lifecycle, active);
         await updates.update(
           job.id,
           { state: 'SUSPENDED', status: 'The job was suspended; its folder is kept' },

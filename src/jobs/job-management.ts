@@ -79,16 +79,17 @@ export async function buildJob(
 }
 
 /**
- * The one place the five hooks run, each in the list's order, under one rule: a job whose
+ * The one place the six hooks run, each in the list's order, under one rule: a job whose
  * `onCreate` fails has no build, so creation answers the failure for the job to end with; a
- * failure of any later hook (`onJobStart`, `onJobComplete`, `onCleanup`, `onJobMonitoring`) is
- * logged with its plugin and hook, and the other plugins still run, since the job's state is
- * already decided by then.
+ * failure of any later hook (`onJobStart`, `onJobComplete`, `onJobSuspend`, `onCleanup`,
+ * `onJobMonitoring`) is logged with its plugin and hook, and the other plugins still run, since
+ * the job's state is already decided by then.
  */
 export interface PluginHooks {
   create(job: PreparedJob, ctx: CreateContext): Promise<{ build: JobBuild } | { failure: string }>;
   start(ctx: LifecycleContext, job: ActiveJob): Promise<void>;
   complete(ctx: LifecycleContext, job: ActiveJob): Promise<void>;
+  suspend(ctx: LifecycleContext, job: ActiveJob): Promise<void>;
   cleanup(ctx: LifecycleContext, jobId: string): Promise<void>;
   monitoring(ctx: LifecycleContext, jobs: readonly ActiveJob[]): Promise<void>;
   /** Whether any plugin has an onJobStart (when none has, starting jobs need not be read back). */
@@ -116,6 +117,7 @@ export function pluginHooks(plugins: readonly JobPlugin[], log?: Logger): Plugin
     },
     start: (ctx, job) => each('onJobStart', (p) => p.onJobStart?.(ctx, job)),
     complete: (ctx, job) => each('onJobComplete', (p) => p.onJobComplete?.(ctx, job)),
+    suspend: (ctx, job) => each('onJobSuspend', (p) => p.onJobSuspend?.(ctx, job)),
     cleanup: (ctx, jobId) => each('onCleanup', (p) => p.onCleanup?.(ctx, jobId)),
     monitoring: (ctx, jobs) => each('onJobMonitoring', (p) => p.onJobMonitoring?.(ctx, jobs)),
     hasStart: plugins.some((p) => p.onJobStart !== undefined),

@@ -39,7 +39,13 @@ export function decideUpdate(job: JobRecord, update: JobUpdate): Decision {
     changes.state = next;
     if (next === 'RUNNING') {
       changes.startedAt = update.timestamp;
+      changes.runStartedAt = update.timestamp;
       changes.expiresAt = job.timeAllocationMs === null ? null : update.timestamp + job.timeAllocationMs;
+    }
+    // A suspension ends the run: its time counts, the time suspended does not.
+    if (next === 'SUSPENDED' && job.runStartedAt !== null) {
+      changes.timeRunBeforeMs = job.timeRunBeforeMs + Math.max(0, update.timestamp - job.runStartedAt);
+      changes.runStartedAt = null;
     }
   }
   if (update.newTimeAllocation !== undefined) {

@@ -21,7 +21,7 @@ import { jobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
 import { jobSubmission } from './submission.ts';
-import { jobUpdates, type UpdateListener } from './updates.ts';
+import { jobUpdates, type StateListener, type UpdateListener } from './updates.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 export type { RenameItem } from './control.ts';
@@ -98,6 +98,8 @@ export interface JobService {
   watchJobs(caller: Caller, lastId: string | undefined, listener: JobEventListener): Watch;
   /** Called with the ids of every batch of jobs made durable; returns the unsubscribe function. */
   onCreated(listener: (ids: string[]) => void): () => void;
+  /** Called with a job and its new state whenever a job's state changes; returns the unsubscribe function. */
+  onStateChange(listener: StateListener): () => void;
   /** The accounts whose credits and usage a caller sees: their own, and the projects they lead. */
   accountsOf(caller: Caller): string[];
   wallets(caller: Caller): Wallet[];
@@ -163,7 +165,7 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     now,
     requireCredits,
-    largestMachine: () => backend.largestMachine(),
+    largestMachine: () => backend.machines().largest,
     ...(options.inputs ? { storage: options.inputs } : {}),
     accepted(jobs) {
       const ids = jobs.map((j) => j.id);
@@ -179,6 +181,7 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     updates,
     monitor: monitoring,
+    hooks,
     resubmit: submission.enqueue,
     now,
   });
@@ -218,7 +221,7 @@ export function createJobService(options: ServiceOptions): JobService {
       }
       const pending = store.countByState().IN_QUEUE ?? 0;
       return {
-        capacity: await backend.capacity(),
+        capacity: backend.machines().total,
         usedCapacity: used,
         queueStatus: { running: running.length, pending },
       };
@@ -247,6 +250,7 @@ export function createJobService(options: ServiceOptions): JobService {
       createdListeners.add(listener);
       return () => createdListeners.delete(listener);
     },
+    onStateChange: updates.onStateChange,
 
     async start() {
       await monitoring.recover(submission.enqueue);

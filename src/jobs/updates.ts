@@ -11,6 +11,7 @@ import type { Logger } from './log.ts';
 // job's followers and the plugins' hooks. Backend events arrive here too, written in batches.
 
 export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
+export type StateListener = (id: string, state: JobState) => void;
 
 export interface UpdatesOptions {
   store: Store;
@@ -44,6 +45,8 @@ export function activeJob(record: JobRecord): ActiveJob | undefined {
     startedAt: record.startedAt,
     expiresAt: record.expiresAt,
     chargedPeriods: record.chargedPeriods,
+    runStartedAt: record.runStartedAt,
+    timeRunBeforeMs: record.timeRunBeforeMs,
     volcanoJob,
   };
 }
@@ -54,6 +57,7 @@ export function jobUpdates(o: UpdatesOptions) {
   const { store, hooks, now, log } = o;
   const listeners = new Map<string, Set<UpdateListener>>();
   const everyJob = new Set<UpdateListener>();
+  const stateListeners = new Set<StateListener>();
   let stopped = false;
 
   /**
@@ -79,6 +83,7 @@ export function jobUpdates(o: UpdatesOptions) {
 
   /** Tells followers, then runs the plugins' hooks for a change of state. */
   async function applied(a: Applied): Promise<void> {
+    if (a.next !== a.previous) for (const l of stateListeners) l(a.id, a.next);
     notify(a.id, a.update);
     if (!a.job) return;
     const lifecycle = o.lifecycle();
@@ -182,6 +187,12 @@ export function jobUpdates(o: UpdatesOptions) {
     listenAll(listener: UpdateListener): () => void {
       everyJob.add(listener);
       return () => everyJob.delete(listener);
+    },
+
+    /** Adds a listener to every job's changes of state; returns the unsubscribe function. */
+    onStateChange(listener: StateListener): () => void {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
     },
 
     /** Writes the backend events already received; later ones are ignored. */

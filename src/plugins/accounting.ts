@@ -1,4 +1,4 @@
-import { type ChargeBasis, credits, periodsDue } from '../accounting/charges.ts';
+import { type ChargeBasis, credits, periodsDue, timeRun } from '../accounting/charges.ts';
 import { accountOf } from '../model/owner.ts';
 import { chargeUnits, type UnitOfPrice } from '../model/product.ts';
 import {
@@ -12,7 +12,10 @@ import type { ActiveJob, JobPlugin, LifecycleContext } from './plugin.ts';
 
 export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
 
-/** Charges the periods a job owes up to now; stops the owner's jobs when its credits ran out. */
+/**
+ * Charges the periods the job owes for the time it has run up to now (`final`: its run ends now);
+ * stops the owner's jobs when its credits ran out.
+ */
 async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
   const annotations = job.volcanoJob.metadata.annotations ?? {};
   const basis: ChargeBasis = {
@@ -20,7 +23,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     pricePerUnit: Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0),
     unitOfPrice: (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice,
   };
-  const periods = periodsDue(job.startedAt, ctx.now(), basis.unitOfPrice, job.chargedPeriods, final);
+  const periods = periodsDue(timeRun(job, ctx.now()), basis.unitOfPrice, job.chargedPeriods, final);
   if (periods === 0) return;
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
   const { creditsLeft } = ctx.charge({
@@ -40,7 +43,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
  * Accounting: the charging basis travels with the job, so that periodic and final charges need
  * no catalogue lookup: units (replicas × vCPU, or × GPU for GPU-priced products), the price of a
  * unit per period, and the period. While the job runs, every whole period is charged; at the end
- * the started period too. Each charge covers named periods, so a retry never charges twice. An
+ * the started period too, and so at a suspension; the time suspended costs nothing. Each charge covers named periods, so a retry never charges twice. An
  * owner whose credits run out has its running jobs stopped.
  */
 export const accountingPlugin: JobPlugin = {
@@ -55,6 +58,11 @@ export const accountingPlugin: JobPlugin = {
     for (const job of batch) if (job.state === 'RUNNING') await chargeJob(ctx, job, false);
   },
   async onJobComplete(ctx, job) {
+    await chargeJob(ctx, job, true);
+  },
+  // A suspended job pays up to the suspension, as at an end (the started period too); resumed, it
+  // pays on from its new start, the period paid ahead first.
+  async onJobSuspend(ctx, job) {
     await chargeJob(ctx, job, true);
   },
 };

@@ -50,8 +50,12 @@ export interface ActiveJob {
   state: JobState;
   startedAt: number | null;
   expiresAt: number | null;
-  /** Periods already charged to the owner's allocation. */
+  /** Periods already charged to the owner's allocation, for every run of the job. */
   chargedPeriods: number;
+  /** When the current run started; null while none is under way (queued, suspended). */
+  runStartedAt: number | null;
+  /** How long the job's runs before the current one ran, in all. */
+  timeRunBeforeMs: number;
   /** The Volcano Job as built by onCreate: the plugins' annotations travel on it. */
   volcanoJob: VolcanoJob;
 }
@@ -79,7 +83,7 @@ export interface LifecycleContext {
 }
 
 /**
- * A job plugin (UCloud's JobManagementPlugin): a name and up to five hooks, no state of its own.
+ * A job plugin (UCloud's JobManagementPlugin): a name and up to six hooks, no state of its own.
  * JobManagement calls every hook in the order of the one plugin list.
  */
 export interface JobPlugin {
@@ -87,6 +91,8 @@ export interface JobPlugin {
   onCreate?(ctx: CreateContext, job: PreparedJob, build: JobBuild): void | Promise<void>;
   onJobStart?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
   onJobComplete?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
+  /** A running job's replicas were stopped to suspend it (before it is stored as SUSPENDED). */
+  onJobSuspend?(ctx: LifecycleContext, job: ActiveJob): void | Promise<void>;
   /** Must tolerate a cleanup that already partly happened. */
   onCleanup?(ctx: LifecycleContext, jobId: string): void | Promise<void>;
   onJobMonitoring?(ctx: LifecycleContext, batch: readonly ActiveJob[]): void | Promise<void>;

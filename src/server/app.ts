@@ -68,9 +68,20 @@ const BODY_LIMIT = 8 * 1024 * 1024;
  */
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { service, store, env } = deps;
-  const sessions = interactiveSessions({ store, env, service });
+  const sessions = interactiveSessions({
+    store,
+    env,
+    service,
+    log: { error: (o, m) => app.log.error(o, m) },
+  });
   const signIns = webSignIns(store);
   const proxy = webProxy({ sessions, backend: deps.backend, log: { warn: (o, m) => app.log.warn(o, m) } });
+  // A job that stops running leaves no cached sessions and no connections to its app behind.
+  const stopWatching = service.onStateChange((id, state) => {
+    if (state === 'RUNNING') return;
+    sessions.forgetJob(id);
+    proxy.forget(id);
+  });
   // Requests for a job's app origin go to the web proxy, all others to the API.
   const upgrades = new EventEmitter();
   const app = fastify({
@@ -147,6 +158,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const stopCounting = service.onCreated((ids) => submitted.inc(ids.length));
   app.addHook('onClose', async () => {
     stopCounting();
+    stopWatching();
+    sessions.close();
     proxy.close();
   });
 

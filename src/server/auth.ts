@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { UI_COOKIE } from '../interactive/sessions.ts';
+import { cookiePairs, UI_COOKIE } from '../interactive/cookies.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller } from '../jobs/service.ts';
 import type { Store } from '../store/store.ts';
@@ -27,7 +27,7 @@ export function authenticate(
     if (signedIn) return signedIn.session.caller;
     throw new ServiceError(
       401,
-      request.headers.cookie?.includes(`${UI_COOKIE}=`)
+      cookiePairs(request.headers.cookie).some((c) => c.name === UI_COOKIE)
         ? 'the sign-in has ended: sign in again'
         : 'this call needs an API token: send the header Authorization: Bearer <token>',
     );
@@ -50,7 +50,9 @@ export function credentialHolds(
   const token = tokenOf(request);
   if (token !== undefined) return () => callerForToken(store, token)?.username === caller.username;
   // The cookie that signed the request in is the first one that opens a session.
-  const secret = cookieValues(request.headers.cookie, UI_COOKIE).find((s) => signIns.holds(s));
+  const secret = cookiePairs(request.headers.cookie).find(
+    (c) => c.name === UI_COOKIE && signIns.holds(c.value),
+  )?.value;
   return () => secret !== undefined && signIns.holds(secret);
 }
 
@@ -66,7 +68,8 @@ export function cookieSession(
   request: FastifyRequest,
   reply: FastifyReply,
 ): { secret: string; session: UiSession } | undefined {
-  for (const secret of cookieValues(request.headers.cookie, UI_COOKIE)) {
+  const secrets = cookiePairs(request.headers.cookie).filter((c) => c.name === UI_COOKIE);
+  for (const { value: secret } of secrets) {
     const session = signIns.resume(secret);
     if (!session) continue;
     if (request.headers.upgrade !== undefined) {
@@ -91,17 +94,6 @@ export function cookieSession(
 function sameSecret(given: string | string[] | undefined, expected: string): boolean {
   if (typeof given !== 'string' || given.length !== expected.length) return false;
   return timingSafeEqual(Buffer.from(given), Buffer.from(expected));
-}
-
-/** Every value of cookie `name` in a Cookie header (a sibling origin may have set one more). */
-export function cookieValues(header: string | undefined, name: string): string[] {
-  const values: string[] = [];
-  for (const part of (header ?? '').split(';')) {
-    const pair = part.trim();
-    const eq = pair.indexOf('=');
-    if (eq > 0 && pair.slice(0, eq) === name) values.push(pair.slice(eq + 1));
-  }
-  return values;
 }
 
 /**

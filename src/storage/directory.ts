@@ -1,6 +1,8 @@
-import { mkdir, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, realpath, rename, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { normalisePath } from '../model/paths.ts';
+import { Readable } from 'node:stream';
+import { baseName, normalisePath, parentPath } from '../model/paths.ts';
+import { at, openFolder, writeNewFile } from './folders.ts';
 import type { EntryKind, InputStorage, JobStorage } from './job-storage.ts';
 
 /**
@@ -10,11 +12,12 @@ import type { EntryKind, InputStorage, JobStorage } from './job-storage.ts';
 export function directoryStorage(
   root: string,
 ): JobStorage & InputStorage & { resolve(path: string): string } {
-  const resolve = (path: string): string => {
-    const normalised = normalisePath(path);
-    if (normalised === undefined) throw new Error(`not a storage path: ${path}`);
-    return join(root, normalised);
+  const normalised = (path: string): string => {
+    const result = normalisePath(path);
+    if (result === undefined) throw new Error(`not a storage path: ${path}`);
+    return result;
   };
+  const resolve = (path: string): string => join(root, normalised(path));
   /** The real path, or undefined when nothing is there (a dangling link included). */
   const real = async (path: string): Promise<string | undefined> => {
     try {
@@ -27,15 +30,25 @@ export function directoryStorage(
   };
   return {
     resolve,
+    // Both through folders opened without following links (./folders.ts): earlier jobs may have
+    // planted symlinks in the user's drives, where the server writes as root.
     async ensureFolder(path) {
-      await mkdir(resolve(path), { recursive: true });
+      await mkdir(root, { recursive: true }); // The operator's, made on first use.
+      await (await openFolder(root, normalised(path), { create: true })).close();
     },
     async writeFile(path, content) {
-      // Write beside, then rename: a crash never leaves half a file.
-      const target = resolve(path);
-      const temporary = `${target}.${process.pid}.tmp`;
-      await writeFile(temporary, content);
-      await rename(temporary, target);
+      const target = normalised(path);
+      const folder = await openFolder(root, parentPath(target), { create: false });
+      try {
+        // Written beside, then renamed over the name (never through it): a crash never leaves half a file.
+        const temporary = `${baseName(target)}.${process.pid}.tmp`;
+        if (!(await writeNewFile(folder, temporary, Readable.from([content])))) {
+          throw new Error(`${parentPath(target)}/${temporary} exists already`);
+        }
+        await rename(at(folder, temporary), at(folder, baseName(target)));
+      } finally {
+        await folder.close();
+      }
     },
     async entryKind(path, drive): Promise<EntryKind> {
       // Checked after resolving every link: the job mounts what the links lead to.

@@ -121,4 +121,12 @@ export const MIGRATIONS: readonly string[] = [
     expires_at integer not null
   );
   `,
+  // A job is charged for the time it ran, over all its runs (suspended, it stops; resumed, it goes
+  // on from its new start): the current run's start (none while no run is under way) and the time
+  // of the runs before it. A job suspended before this kept no such time: it counts from 0.
+  `
+  alter table jobs add column run_started_at integer;
+  alter table jobs add column time_run_before_ms integer not null default 0;
+  update jobs set run_started_at = started_at where state in ('RUNNING', 'CANCELING');
+  `,
 ];

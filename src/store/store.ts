@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
@@ -30,6 +30,10 @@ export interface JobRecord {
   pricePerUnit: number;
   creditsCharged: number;
   chargedPeriods: number;
+  /** When the current run started; null while none is under way (queued, suspended). */
+  runStartedAt: number | null;
+  /** How long the job's runs before the current one ran, in all. */
+  timeRunBeforeMs: number;
   /** The JobBuild as submitted (JSON), kept so that plugins and recovery read the same objects. */
   build: string | null;
   updateCount: number;
@@ -39,6 +43,8 @@ export interface JobRecord {
 export interface JobChanges {
   state?: JobState;
   startedAt?: number | null;
+  runStartedAt?: number | null;
+  timeRunBeforeMs?: number;
   expiresAt?: number | null;
   timeAllocationMs?: number | null;
   outputFolder?: string;
@@ -218,6 +224,8 @@ export function openStore(path: string) {
     pricePerUnit: Number(r.price_per_unit),
     creditsCharged: Number(r.credits_charged),
     chargedPeriods: Number(r.charged_periods),
+    runStartedAt: r.run_started_at === null ? null : Number(r.run_started_at),
+    timeRunBeforeMs: Number(r.time_run_before_ms),
     build: (r.build as string | null) ?? null,
     updateCount: Number(r.update_count),
   });
@@ -334,6 +342,8 @@ export function openStore(path: string) {
       };
       if (changes.state !== undefined) set('state', changes.state);
       if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
+      if (changes.runStartedAt !== undefined) set('run_started_at', changes.runStartedAt);
+      if (changes.timeRunBeforeMs !== undefined) set('time_run_before_ms', changes.timeRunBeforeMs);
       if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
       if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
       if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
@@ -613,7 +623,7 @@ function toAllocation(r: Row): AllocationRecord {
 }
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 function migrate(db: DatabaseSync): void {

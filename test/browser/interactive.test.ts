@@ -5,7 +5,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import * as nodePty from 'node-pty';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
@@ -158,7 +158,14 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     });
     await until('Jupyter answering', async () => (await fetch(`http://127.0.0.1:${jupyterPort}/api`)).ok);
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  });
+
+  // A page per flow: a notebook left open asks "leave page?" when the next flow navigates away.
+  beforeEach(async () => {
     page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+  });
+  afterEach(async () => {
+    await page?.close({ runBeforeUnload: false });
   });
 
   after(async () => {

@@ -3,7 +3,8 @@
  * symlink one job plants never gives another job a host path.
  */
 import assert from 'node:assert/strict';
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { TaskSpec } from '../../src/volcano/types.ts';
@@ -86,5 +87,28 @@ test(
       assert.equal(end.state, 'FAILURE', `the ${name} input was mounted: ${end.status}`);
       assert.match(end.status ?? '', /is a symlink/);
     }
+  },
+);
+
+test(
+  'a sub-path the backend creates in a claim is never created through a symlink a job planted there',
+  tools,
+  async (t) => {
+    const { home, backend, ended } = await openTestBackend(t);
+    // An earlier job of the claim made `link` point at a host folder.
+    const elsewhere = await mkdtemp(join(tmpdir(), 'ucompute-elsewhere-'));
+    t.after(() => rm(elsewhere, { recursive: true, force: true }));
+    const claim = join(home, 'local', 'claims', 'scratch');
+    await mkdir(claim, { recursive: true });
+    await symlink(elsewhere, join(claim, 'link'));
+    const task: TaskSpec = shellTask('main', 1, 'ls /scratch');
+    const spec = task.template.spec;
+    spec.volumes = [{ name: 'scratch', persistentVolumeClaim: { claimName: 'scratch' } }];
+    spec.containers[0]!.volumeMounts = [{ name: 'scratch', mountPath: '/scratch', subPath: 'link/made' }];
+    await backend.submitVolcanoJob('subpath', vcjob('subpath', [task]));
+    const end = await ended('subpath');
+    assert.equal(end.state, 'FAILURE', end.status);
+    assert.match(end.status ?? '', /subPath: link in link\/made is not a folder/);
+    assert.deepEqual(await readdir(elsewhere), []);
   },
 );

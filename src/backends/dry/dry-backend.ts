@@ -61,8 +61,8 @@ export function dryBackend(options: DryOptions = {}): Backend {
 
   return {
     name: 'dry',
-    // Nothing runs, so no job is too large.
-    largestMachine: () => null,
+    // Nothing runs, so no job is too large; but this machine is where it would.
+    machines: () => ({ total: { cpu: availableParallelism(), memory: totalmem() }, largest: null }),
     async submit(jobId, build) {
       if (jobs.has(jobId)) return;
       const task = build.volcanoJob.spec.tasks[0];
@@ -99,10 +99,6 @@ export function dryBackend(options: DryOptions = {}): Backend {
       // Forgotten, so that a submit runs it again.
       ended.delete(jobId);
       jobs.delete(jobId);
-    },
-    async capacity() {
-      // Nothing runs, but this machine is where it would.
-      return { cpu: availableParallelism(), memory: totalmem() };
     },
     async extend() {
       // ucompute's own monitor enforces deadlines; nothing runs here to be told.

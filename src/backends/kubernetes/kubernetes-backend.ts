@@ -1,16 +1,16 @@
+import type { Duplex } from 'node:stream';
 import { Watch } from '@kubernetes/client-node';
-import type { Backend, BackendEvent, LogChunk, MachineSize } from '../../jobs/backend.ts';
+import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
 import type { Logger } from '../../jobs/service.ts';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from '../../volcano/labels.ts';
 import { logFileName } from '../../volcano/names.ts';
-import { parseQuantity } from '../../volcano/quantity.ts';
 import type { KubernetesObject, VolcanoJob } from '../../volcano/types.ts';
 import { apiMessage, type Connection, connect, statusCode } from './connection.ts';
 import { type Follower, follow } from './follow.ts';
-import { largestNode, summarizeNode } from './nodes.ts';
+import { machinesOf, type NodeSummary, summarizeNode } from './nodes.ts';
 import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
 import {
   FINAL_PHASES,
@@ -207,7 +207,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     log?.warn({ err: error }, `following ${what} failed (${apiMessage(error)}); listing again shortly`);
 
   let followers: Follower<unknown>[] = [];
-  let nodes: Follower<MachineSize> | undefined;
+  let nodes: Follower<NodeSummary> | undefined;
   let started: Promise<void> | undefined;
   /** Starts the watches on first use, once a listener can hear what the first list reports. */
   function start(): Promise<void> {
@@ -270,8 +270,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
         deleted: () => {},
         failed: failed('PodGroups'),
       });
-      // Only for refusing jobs that fit no node: submissions never wait for it.
-      nodes = follow<MachineSize>({
+      // The machines (utilization, refusing jobs that fit no node): submissions never wait for it.
+      nodes = follow<NodeSummary>({
         what: 'nodes',
         watch,
         path: '/api/v1/nodes',
@@ -389,6 +389,22 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     }
   }
 
+  /**
+   * Closes a stream to a rank once the rank or its job has ended, so that nothing the proxy keeps
+   * (a pooled port-forward, a relay) outlives the pod it reached.
+   */
+  function closedWithPod<S extends Duplex>(jobId: string, rank: number, stream: S): S {
+    const view = views.get(jobId);
+    if (!view) return stream;
+    const check = () => {
+      const pod = view.pods.get(rank);
+      if (view.done || !pod || pod.ended) stream.destroy();
+    };
+    view.waiters.add(check);
+    stream.once('close', () => view.waiters.delete(check));
+    return stream;
+  }
+
   const podsOf = (jobId: string): PeerPod | undefined => {
     const view = views.get(jobId);
     const pod = view?.pods.get(0);
@@ -481,27 +497,13 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       views.delete(jobId);
     },
 
-    /** The allocatable cores and memory of the cluster's nodes. */
-    async capacity() {
-      const nodes = await objects.list('v1', 'Node');
-      let cpu = 0;
-      let memory = 0;
-      for (const node of nodes.items as { status?: { allocatable?: Record<string, string> } }[]) {
-        const allocatable = node.status?.allocatable ?? {};
-        cpu += allocatable.cpu !== undefined ? parseQuantity(allocatable.cpu) : 0;
-        memory += allocatable.memory !== undefined ? parseQuantity(allocatable.memory) : 0;
-      }
-      return { cpu, memory };
-    },
-
     async extend() {
       // ucompute's monitor enforces deadlines (Expiry); the Volcano Job carries none to move.
     },
 
-    largestMachine() {
+    machines() {
       // Unknown until the nodes are listed (or when they cannot be): nothing is refused then.
-      const largest = nodes && nodes.items.size > 0 ? largestNode(nodes.items.values()) : null;
-      return largest && { ...largest, holdsEveryReplica: false };
+      return machinesOf(nodes?.items.values() ?? []);
     },
 
     async knownJobs() {
@@ -542,7 +544,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     },
 
     async connect(jobId, rank, port) {
-      return connectToPod(conn, await runningPod(jobId, rank), port);
+      return closedWithPod(jobId, rank, await connectToPod(conn, await runningPod(jobId, rank), port));
     },
 
     reconcile,

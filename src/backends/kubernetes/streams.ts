@@ -156,25 +156,86 @@ export async function connectToPod(conn: Connection, pod: PodRef, port: number):
     await once(socket, 'connect');
     return socket;
   }
-  const input = new PassThrough();
-  const output = new PassThrough();
-  let duplex: Duplex | undefined;
-  const errors = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      duplex?.destroy(new Error(`port-forward to ${pod.name}:${port} failed: ${chunk.toString('utf8')}`));
-      done();
-    },
-  });
+  const stream = portForwardStream(`${pod.name}:${port}`);
   const socket = (await new PortForward(conn.kubeConfig).portForward(
     pod.namespace,
     pod.name,
     [port],
-    output,
-    errors,
-    input,
+    stream.fromPod,
+    stream.errors,
+    stream.toPod,
   )) as { on(event: 'close', f: () => void): void; close(): void };
-  socket.on('close', () => output.end());
-  duplex = Duplex.from({ readable: output, writable: input });
-  duplex.on('close', () => socket.close());
-  return duplex;
+  socket.on('close', () => stream.push(null));
+  stream.on('close', () => socket.close());
+  return stream;
+}
+
+/**
+ * One port-forward as the socket a keep-alive pool expects: it ends both ways when the pod's
+ * side closes (a pool must not hand out a stream whose far end is gone), fails with the API
+ * server's message, and `setTimeout` emits 'timeout' after that long without traffic, which is
+ * how an http.Agent releases an idle connection.
+ */
+function portForwardStream(target: string) {
+  const toPod = new PassThrough();
+  let idleMs = 0;
+  let idleTimer: NodeJS.Timeout | undefined;
+  const active = () => {
+    if (idleTimer) idleTimer.refresh();
+  };
+  const stream = new Duplex({
+    allowHalfOpen: false,
+    read() {},
+    write(chunk: Buffer, _encoding, done) {
+      active();
+      toPod.write(chunk, done);
+    },
+    final(done) {
+      toPod.end();
+      done();
+    },
+    destroy(error, done) {
+      clearTimeout(idleTimer);
+      toPod.destroy();
+      done(error);
+    },
+  });
+  const fromPod = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      active();
+      stream.push(chunk);
+      done();
+    },
+  });
+  // The error channel's first frame carries only the port number: an empty write here.
+  const errors = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      if (chunk.length > 0) {
+        stream.destroy(new Error(`port-forward to ${target} failed: ${chunk.toString('utf8')}`));
+      }
+      done();
+    },
+  });
+  const socketCalls = {
+    get timeout() {
+      return idleMs;
+    },
+    setTimeout(ms: number, callback?: () => void) {
+      clearTimeout(idleTimer);
+      idleTimer = undefined;
+      idleMs = ms;
+      // As net.Socket: a callback is added once, and taken off again with a zero timeout.
+      if (callback && ms === 0) stream.removeListener('timeout', callback);
+      else if (callback) stream.once('timeout', callback);
+      if (ms > 0) idleTimer = setTimeout(() => stream.emit('timeout'), ms);
+      return stream;
+    },
+    // TCP options and event-loop references belong to the API server's connection, not to this stream.
+    setKeepAlive: () => stream,
+    setNoDelay: () => stream,
+    ref: () => stream,
+    unref: () => stream,
+  };
+  Object.defineProperties(stream, Object.getOwnPropertyDescriptors(socketCalls));
+  return Object.assign(stream, { fromPod, errors, toPod });
 }

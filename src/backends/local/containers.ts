@@ -1,6 +1,7 @@
 import { closeSync, fstatSync } from 'node:fs';
 import { chown, mkdir } from 'node:fs/promises';
-import { join, normalize } from 'node:path';
+import { join, normalize, relative } from 'node:path';
+import { openFolder } from '../../storage/folders.ts';
 import { containerProcess } from '../../volcano/expansion.ts';
 import type { PodPlan } from '../../volcano/job-plugins.ts';
 import { bytes, cpuMillis } from '../../volcano/quantity.ts';
@@ -184,10 +185,15 @@ export async function containerSpec(
     }
     const path = inside(source.path, m.subPath, at);
     if (source.createsSubPaths) {
-      // The kubelet creates a missing sub-path folder; so do we, in the folders that are the job's own.
-      await mkdir(path, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== 'EEXIST') throw e;
-      });
+      // The kubelet creates a missing sub-path folder; so do we, in the folders that are the job's
+      // own: below the volume's folder never through a symlink a container planted there.
+      await mkdir(source.path, { recursive: true });
+      const folder = await openFolder(source.path, relative(source.path, path), { create: true }).catch(
+        (e: Error) => {
+          throw new Error(`${at}.subPath: ${e.message}`);
+        },
+      );
+      await folder.close();
     }
     if (source.owned && !m.readOnly && !source.readOnly) await giveToContainer(path, hostIds);
     mounts.push({

@@ -10,6 +10,7 @@ import {
   podCgroupDirs,
 } from './cgroups.ts';
 import { run, which } from './exec.ts';
+import { requireProtectedHardlinks } from './hardlink-protection.ts';
 import { hostView } from './host-view.ts';
 import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
@@ -118,6 +119,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   } else {
     const bwrap = await which('bwrap');
     if (!bwrap) throw new Error(BWRAP_MISSING);
+    if (root) await requireProtectedHardlinks();
     await mkdir(options.stateDir, { recursive: true, mode: 0o711 });
     const ids = root
       ? await idRanges(join(options.stateDir, 'userns'), options.firstHostId ?? DEFAULT_FIRST_ID)

@@ -6,8 +6,12 @@
 import { execFile, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { closeInheritedDescriptors } from './inherited-fds.ts';
 import type { LauncherAnswer, LauncherRequest } from './launcher.ts';
+import { openWithoutSymlinks } from './open-path.ts';
 
+// What ucompute inherited from its own parent is not passed on to supervisors and containers.
+closeInheritedDescriptors();
 // ucompute went away: nobody is left to answer.
 process.stdout.on('error', () => process.exit(0));
 const answer = (a: LauncherAnswer) => process.stdout.write(`${JSON.stringify(a)}\n`);
@@ -33,8 +37,15 @@ function spawnDetached(id: number, request: Extract<LauncherRequest, { spawn: un
         fds.push(output[i] as number);
       }
     }
-    const extra = (request.readFds ?? []).map((file) => openSync(file, 'r'));
-    fds.push(...extra);
+    // Each one kept as soon as it is open: the finally closes them whatever fails after.
+    const kept = (fd: number) => {
+      fds.push(fd);
+      return fd;
+    };
+    const extra = [
+      ...(request.readFds ?? []).map((file) => kept(openSync(file, 'r'))),
+      ...(request.pathFds ?? []).map((path) => kept(openWithoutSymlinks(path))),
+    ];
     const child = spawn(request.file, request.args, {
       detached: true,
       stdio: ['ignore', ...output, ...extra],

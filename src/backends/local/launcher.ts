@@ -31,6 +31,12 @@ export interface DetachedCommand {
   stderr?: string;
   /** Files opened read-only for the process as its descriptors 3, 4, … (e.g. what bubblewrap reads). */
   readFds?: string[];
+  /**
+   * Paths opened (O_PATH) without following a symlink anywhere on the way (see open-path.ts), as
+   * the descriptors after `readFds`: what bubblewrap binds by descriptor, so that a path a job
+   * changes after this open cannot redirect the bind. A path that cannot be opened so fails the start.
+   */
+  pathFds?: string[];
 }
 
 /** The protocol: one JSON object per line each way. */

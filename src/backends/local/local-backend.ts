@@ -959,7 +959,13 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     name: 'local',
 
     // One machine: every replica of a job runs on it, beside one another.
-    largestMachine: () => ({ ...runtime.capacity, holdsEveryReplica: true }),
+    machines: () => {
+      const { cpuMillis, memoryBytes } = runtime.capacity;
+      return {
+        total: { cpu: cpuMillis / 1000, memory: memoryBytes },
+        largest: { cpuMillis, memoryBytes, holdsEveryReplica: true },
+      };
+    },
 
     async submit(jobId: string, build: JobBuild): Promise<void> {
       await submitJob(jobId, build.volcanoJob, build.companions);
@@ -988,11 +994,6 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       } finally {
         silenced.delete(jobId);
       }
-    },
-
-    async capacity() {
-      const { cpuMillis, memoryBytes } = runtime.capacity;
-      return { cpu: cpuMillis / 1000, memory: memoryBytes };
     },
 
     async extend() {

@@ -1,4 +1,3 @@
-import { closeSync } from 'node:fs';
 import { access, chmod, chown, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
@@ -11,7 +10,6 @@ import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from '.
 import { folderView, type RootView } from './host-view.ts';
 import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
-import { openWithoutSymlinks } from './open-path.ts';
 import type {
   ContainerExit,
   ContainerRoot,
@@ -20,7 +18,14 @@ import type {
   PodSpec,
   RunningContainer,
 } from './runtime.ts';
-import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from './sandbox.ts';
+import {
+  bwrapArgs,
+  containerCapabilities,
+  DEFAULT_SHM_BYTES,
+  fileSource,
+  type Placement,
+} from './sandbox.ts';
+import { enterContainerArgv } from './shell-entry.ts';
 import { checkContainerIds, type IdRanges } from './userns.ts';
 
 /** How containers are isolated; chosen once by the runtime factory. */
@@ -336,7 +341,12 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
     await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
-    const { argv: command, env, readFds } = await containerCommand(context, record, spec, placements, dir);
+    const {
+      argv: command,
+      env,
+      readFds,
+      pathFds,
+    } = await containerCommand(context, record, spec, placements, dir, secrets);
     await Promise.all(
       [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
     );
@@ -361,6 +371,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
           ],
           // Descriptors 3 onwards: what bubblewrap reads, numbered as its arguments say.
           readFds,
+          pathFds,
           cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
           env,
         },
@@ -424,18 +435,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       const target = await containerProcess(last);
       // The container's own (a recovered container's record does not keep it).
       containerEnv = await processEnvironment(target);
-      const userns = (await readlink(`/proc/${target}/ns/user`)) !== (await readlink('/proc/self/ns/user'));
-      const flags = ['-m', '-u', '-i', '-p', '-n', ...(userns ? ['-U'] : []), '-r', '-w'];
-      const ids = userns || context.sandbox.root ? ['-S', String(spec.uid), '-G', String(spec.gid)] : [];
-      argv = [
-        '/usr/bin/nsenter',
-        '-t',
-        String(target),
-        ...flags,
-        ...ids,
-        '--',
+      // Confined as the container's command is: its namespaces, user, capabilities and seccomp.
+      argv = enterContainerArgv(target, spec, context.sandbox.seccomp, containerCapabilities(spec.uid), [
         await shellIn(context, spec.root),
-      ];
+      ]);
     }
     // The shell starts through root's programs on the host: none of the variables that change them.
     const env: Record<string, string> = { TERM: 'xterm-256color' };
@@ -627,12 +630,14 @@ interface SupervisorCommand {
   env: Record<string, string>;
   /** Files the supervisor gets open (read-only) as descriptors 3, 4, …: bubblewrap reads them. */
   readFds: string[];
+  /** Paths it gets open (O_PATH) as the descriptors after those: bubblewrap binds them. */
+  pathFds: string[];
 }
 
 /**
  * What the supervisor runs: network, user, sandbox, then the container's command. The container's
- * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), never
- * through arguments, except the few variables that would change how root's programs run.
+ * environment goes through the supervisor's environment (root's /proc/PID/environ is 0400), or
+ * through a file in the container's `secrets` folder, never through arguments.
  */
 async function containerCommand(
   context: PodContext,
@@ -640,6 +645,7 @@ async function containerCommand(
   spec: ContainerSpec,
   placements: readonly Placement[],
   dir: string,
+  secrets: string,
 ): Promise<SupervisorCommand> {
   const sandbox = context.sandbox;
   if (sandbox.kind === 'none') {
@@ -648,6 +654,7 @@ async function containerCommand(
       argv: [...env, ...dropPrivileges(context, spec), ...spec.argv],
       env: { PATH: HOST_PATH },
       readFds: [],
+      pathFds: [],
     };
   }
   await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
@@ -668,21 +675,6 @@ async function containerCommand(
     ];
   }
   const seccompFd = pass(sandbox.seccomp);
-  for (const p of placements) {
-    // Bubblewrap 0.8 binds by path; a symlink on the way is refused here, before it could follow it.
-    try {
-      closeSync(openWithoutSymlinks(p.source));
-    } catch (error) {
-      throw new Error(`container ${spec.name}: ${p.target} cannot be mounted: ${(error as Error).message}`);
-    }
-  }
-  const bwrap = await bwrapArgs(sandbox.bwrap, spec, placements, {
-    hostname: pod.spec.hostname,
-    shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
-    view: await rootView(context, spec.root),
-    user,
-    seccompFd,
-  });
   const env: Record<string, string> = {};
   const setenv: string[] = ['--unsetenv', 'PATH', '--unsetenv', 'PWD'];
   for (const [name, value] of Object.entries(spec.env)) {
@@ -690,16 +682,34 @@ async function containerCommand(
     else setenv.push('--setenv', name, value);
   }
   env.PATH = HOST_PATH;
+  // The variables the supervisor's shell cannot carry (names it drops, or that change root's
+  // programs) reach bubblewrap as arguments read from a file on the secrets tmpfs (--args), never
+  // on a command line, which every host user can read.
+  const setenvFile = join(secrets, 'environment');
+  await writeFile(setenvFile, setenv.map((arg) => `${arg}\0`).join(''), { mode: 0o600 });
+  const setenvFd = pass(setenvFile);
+  // Opened by the launcher after the files, without following a symlink: a symlink is refused, and
+  // a folder a job swaps for one afterwards is not what bubblewrap binds (see bwrapArgs).
+  const pathFds = placements.map((p) => p.source);
+  const open = placements.map((p, i) => ({ ...p, fd: 3 + readFds.length + i }));
+  const bwrap = await bwrapArgs(sandbox.bwrap, spec, open, {
+    hostname: pod.spec.hostname,
+    shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
+    view: await rootView(context, spec.root),
+    user,
+    seccompFd,
+  });
   // bwrap's own arguments end with `--`; the variables go before it.
   const argv = [
     ...context.network.enter(pod.network),
     ...becomeUser,
     ...bwrap.slice(0, -1),
-    ...setenv,
+    '--args',
+    String(setenvFd),
     '--',
     ...spec.argv,
   ];
-  return { argv, env, readFds };
+  return { argv, env, readFds, pathFds };
 }
 
 /** What a container sees as `/`. */

@@ -10,6 +10,12 @@ export interface Placement {
   readOnly: boolean;
 }
 
+/**
+ * A placement whose source bubblewrap has open at descriptor `fd` (O_PATH, opened without
+ * following symlinks): what it binds is that descriptor's file or nothing.
+ */
+export type OpenPlacement = Placement & { fd: number };
+
 export interface SandboxOptions {
   hostname: string;
   shmBytes: number;
@@ -47,6 +53,9 @@ const ROOT_CAPABILITIES = [
   'CAP_KILL',
   'CAP_AUDIT_WRITE',
 ];
+
+/** What a container's processes keep, its command and every shell opened in it alike. */
+export const containerCapabilities = (uid: number): readonly string[] => (uid === 0 ? ROOT_CAPABILITIES : []);
 
 async function existsIn(view: RootView, path: string) {
   const host = view.hostPath(path);
@@ -101,7 +110,7 @@ const depth = (path: string) => path.split('/').filter(Boolean).length;
 export async function bwrapArgs(
   bwrap: string,
   container: ContainerSpec,
-  placements: readonly Placement[],
+  placements: readonly OpenPlacement[],
   options: SandboxOptions,
 ): Promise<string[]> {
   const view = options.view;
@@ -113,8 +122,12 @@ export async function bwrapArgs(
     if (folder) mirrored.add(folder);
   }
   const args = [bwrap];
-  if (options.user.kind === 'userns') args.push('--userns', String(options.user.fd));
-  else args.push('--unshare-user');
+  if (options.user.kind === 'userns') {
+    // bubblewrap never closes the namespace's descriptor, which the command would inherit; its
+    // --block-fd descriptor it reads (a namespace file answers at once, EINVAL) and closes.
+    const fd = String(options.user.fd);
+    args.push('--userns', fd, '--block-fd', fd);
+  } else args.push('--unshare-user');
   args.push('--uid', String(container.uid), '--gid', String(container.gid));
   // --die-with-parent: the container ends with its command, as with pid 1 in Kubernetes, not when
   // the last daemon it left ends (bubblewrap's init would wait for those, holding the output open).
@@ -130,13 +143,16 @@ export async function bwrapArgs(
   for (const p of ordered) {
     // Folders bubblewrap would create on the way are private (0700); an image's folders are 0755.
     for (const folder of await missingFolders(view, p.target)) args.push('--perms', '0755', '--dir', folder);
-    args.push(p.readOnly ? '--ro-bind' : '--bind', p.source, p.target);
+    // bubblewrap resolves the descriptor to the path its file has now, binds that, then dies
+    // ("Race condition binding dirfd") unless the mount is the descriptor's file (device and
+    // inode): a path changed in between fails closed.
+    args.push(p.readOnly ? '--ro-bind-fd' : '--bind-fd', String(p.fd), p.target);
   }
   // The root and the tmpfs copies stay read-only like the rest of the view, once their mount points exist.
   for (const folder of ['/', ...mirrored]) args.push('--remount-ro', folder);
   args.push('--chdir', container.workingDir ?? '/');
   args.push('--cap-drop', 'ALL');
-  if (container.uid === 0) for (const cap of ROOT_CAPABILITIES) args.push('--cap-add', cap);
+  for (const cap of containerCapabilities(container.uid)) args.push('--cap-add', cap);
   args.push('--seccomp', String(options.seccompFd));
   args.push('--');
   return args;

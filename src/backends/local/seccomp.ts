@@ -36,7 +36,7 @@ with open(sys.argv[1], "wb") as out:
     f.export_bpf(out)
 `;
 
-const PYTHON = '/usr/bin/python3';
+export const PYTHON = '/usr/bin/python3';
 
 export const SECCOMP_MISSING =
   "the seccomp profile could not be compiled: install Debian's python3-seccomp (libseccomp's Python binding)";

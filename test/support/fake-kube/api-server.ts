@@ -10,6 +10,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect as tcpConnect } from 'node:net';
+import * as nodePty from 'node-pty';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { kubernetesObjectProblems } from '../kubernetes-schemas.ts';
 
@@ -110,7 +111,15 @@ export interface FakeApiServer {
   close(): Promise<void>;
 }
 
-export async function startFakeApiServer(): Promise<FakeApiServer> {
+export interface FakeApiServerOptions {
+  /**
+   * Exec runs a real `sh` on a pty in this folder (on the test machine), instead of the pretend
+   * echo shell: resizes reach the pty, and its exit code the status channel as the kubelet sends it.
+   */
+  realShellIn?: string;
+}
+
+export async function startFakeApiServer(options: FakeApiServerOptions = {}): Promise<FakeApiServer> {
   // Compiling a kind's schema takes a while the first time: done now, not in the middle of a test.
   for (const r of RESOURCES) {
     kubernetesObjectProblems({
@@ -523,8 +532,9 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
       return;
     }
     sockets.handleUpgrade(req, socket, head, (ws) => {
-      if (target.subresource === 'exec') fakeShell(ws, url.searchParams);
-      else portForward(ws, target, Number(url.searchParams.get('ports')));
+      if (target.subresource !== 'exec') portForward(ws, target, Number(url.searchParams.get('ports')));
+      else if (options.realShellIn !== undefined) realShell(ws, options.realShellIn);
+      else fakeShell(ws, url.searchParams);
     });
   });
 
@@ -556,18 +566,50 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
     });
   }
 
+  /** `sh` on a pty: stdin is channel 0, the terminal's output channel 1, sizes channel 4. */
+  function realShell(ws: WebSocket, cwd: string): void {
+    const pty = nodePty.spawn('/bin/sh', [], {
+      name: 'xterm-256color',
+      cols: 80,
+      rows: 24,
+      cwd,
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', TERM: 'xterm-256color', PS1: '$ ', HOME: cwd },
+      encoding: null,
+    });
+    pty.onData((data) => ws.send(Buffer.concat([Buffer.from([1]), data as unknown as Buffer])));
+    pty.onExit(({ exitCode, signal }) => {
+      // A shell ended by signal n reports 128+n, as the container runtime does.
+      const code = signal ? 128 + signal : exitCode;
+      ws.send(Buffer.concat([Buffer.from([3]), Buffer.from(JSON.stringify(execStatus(code)))]));
+      ws.close();
+    });
+    ws.on('message', (data: Buffer) => {
+      const payload = data.subarray(1);
+      if (data[0] === 0) pty.write(payload.toString('utf8'));
+      if (data[0] === 4) {
+        // client-node sends {width, height}.
+        const size = JSON.parse(payload.toString('utf8')) as { width: number; height: number };
+        resizes.push({ cols: size.width, rows: size.height });
+        pty.resize(size.width, size.height);
+      }
+    });
+    ws.on('close', () => pty.kill());
+  }
+
   function portForward(ws: WebSocket, target: Target, port: number): void {
     const local = forwards.get(`${target.namespace}/${target.name}`);
     const portBytes = Buffer.from([port & 0xff, port >> 8]);
-    // Each channel's first frame names the port (data channel 0, error channel 1).
+    // Each channel's first frame names the port (data channel 0, error channel 1). The error
+    // channel's comes once the pod's port answered: after the client has its stream in hand.
     ws.send(Buffer.concat([Buffer.from([0]), portBytes]));
-    ws.send(Buffer.concat([Buffer.from([1]), portBytes]));
     if (local === undefined) {
+      ws.send(Buffer.concat([Buffer.from([1]), portBytes]));
       ws.send(Buffer.concat([Buffer.from([1]), Buffer.from(`no listener on port ${port}`)]));
       ws.close();
       return;
     }
     const tcp = tcpConnect({ host: '127.0.0.1', port: local });
+    tcp.once('connect', () => setTimeout(() => ws.send(Buffer.concat([Buffer.from([1]), portBytes])), 20));
     tcp.on('data', (d: Buffer) => ws.send(Buffer.concat([Buffer.from([0]), d])));
     tcp.on('close', () => ws.close());
     tcp.on('error', () => ws.close());
@@ -643,6 +685,18 @@ export async function startFakeApiServer(): Promise<FakeApiServer> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
+  };
+}
+
+/** The status the kubelet sends on the exec status channel when the command has ended. */
+function execStatus(exitCode: number): Obj {
+  if (exitCode === 0) return { metadata: {}, status: 'Success' };
+  return {
+    metadata: {},
+    status: 'Failure',
+    message: `command terminated with non-zero exit code: exit status ${exitCode}`,
+    reason: 'NonZeroExitCode',
+    details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
   };
 }
 

@@ -6,7 +6,7 @@ import { kubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-b
 import type { BackendEvent } from '../../../src/jobs/backend.ts';
 import { type PipelineConfig, resolvePipelineConfig } from '../../../src/model/config.ts';
 import type { JobStorage } from '../../../src/storage/job-storage.ts';
-import { type FakeApiServer, startFakeApiServer } from './api-server.ts';
+import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer } from './api-server.ts';
 import { type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
 
 export interface FakeCluster {
@@ -20,10 +20,10 @@ export interface FakeCluster {
 
 /** A fake API server with the Volcano stand-in and a kubeconfig for it; all cleaned up after the test. */
 export async function fakeCluster(
-  t: TestContext,
-  options: { autopilot?: boolean } = {},
+  t: { after(cleanup: () => unknown): void },
+  options: { autopilot?: boolean } & FakeApiServerOptions = {},
 ): Promise<FakeCluster> {
-  const api = await startFakeApiServer();
+  const api = await startFakeApiServer(options);
   const volcano = volcanoStandIn(api, options);
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-kube-'));
   const kubeconfig = join(dir, 'kubeconfig');

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { assertExit, CHILD_ENV, type CliResult, runCli } from './support/cli.ts';
+import { needs } from './support/local-tools.ts';
+
+/**
+ * `ucompute serve` failing to start: the message alone (no stack trace) and a non-zero exit, and
+ * the process ends instead of waiting on what it had opened.
+ */
+
+const tmp = mkdtempSync(join(tmpdir(), 'ucompute-serve-errors-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+const serve = (args: string[]) =>
+  runCli(['serve', '--port', '0', ...args], { env: { ...CHILD_ENV, UCOMPUTE_LOG_LEVEL: 'error' } });
+
+function assertMessageOnly(result: CliResult, code: number, message: RegExp): void {
+  assertExit(result, code);
+  assert.match(result.stderr, message);
+  assert.doesNotMatch(result.stderr, /^\s+at /m, 'no stack trace');
+  assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+}
+
+test('a port in use: the address and what to do, exit 1', { timeout: 60_000 }, async () => {
+  const taken = createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => taken.once('listening', resolve));
+  try {
+    const port = (taken.address() as { port: number }).port;
+    const result = await runCli(
+      ['serve', '--backend', 'dry', '--port', String(port), '--data-dir', join(tmp, 'port')],
+      {
+        env: CHILD_ENV,
+      },
+    );
+    assertMessageOnly(result, 1, new RegExp(`^error: 127\\.0\\.0\\.1:${port} is in use.*--port`));
+  } finally {
+    taken.close();
+  }
+});
+
+test('a data folder that is a file: the system’s message, exit 1', { timeout: 60_000 }, async () => {
+  const file = join(tmp, 'a-file');
+  writeFileSync(file, '');
+  const result = await serve(['--backend', 'dry', '--data-dir', file]);
+  assertMessageOnly(result, 1, /^error: ucompute cannot start: EEXIST: .*a-file/);
+});
+
+test('a bad configuration names the field, exit 2', { timeout: 60_000 }, async () => {
+  const config = join(tmp, 'bad.yml');
+  writeFileSync(config, 'backend: locall\n');
+  const result = await serve(['--config', config, '--data-dir', join(tmp, 'config')]);
+  assertMessageOnly(result, 2, /^error: .*bad\.yml: backend: must be one of/);
+});
+
+test('a data folder the sandbox cannot pass: the folder and the fix, and the process ends', {
+  ...(await needs()),
+  timeout: 60_000,
+}, async () => {
+  const closed = join(tmp, 'closed');
+  mkdirSync(closed, { mode: 0o700 });
+  const result = await serve(['--backend', 'local', '--data-dir', join(closed, 'data')]);
+  assertMessageOnly(
+    result,
+    1,
+    /^error: the local backend cannot start: .*closed \(mode 700\) does not let others pass.*chmod o\+x/,
+  );
+});
