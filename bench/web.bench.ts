@@ -20,6 +20,8 @@ import { builtWebApp, WEB_DIST } from '../test/support/web-app.ts';
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '7' } } });
 const RUNS = Number(values.runs);
 const JOBS = 1000;
+/** The rows of the list's first page (web/src/pages/jobs.tsx). */
+const FIRST_PAGE = 50;
 
 /** The files index.html loads before anything is shown: its scripts, preloads and styles. */
 function initialBundle(): { files: string[]; gzipped: number; raw: number } {
@@ -72,7 +74,10 @@ try {
   const browseTimes: number[] = [];
   for (let run = 0; run < RUNS + 1; run++) {
     await page.goto(`${url}/jobs`);
-    await page.locator('table.jobs tbody tr').nth(99).waitFor();
+    await page
+      .locator('table.jobs tbody tr')
+      .nth(FIRST_PAGE - 1)
+      .waitFor();
     // Milliseconds since this navigation started, read as the list is there, and the page of jobs' own call.
     const [ms, browse] = await page.evaluate(() => [
       performance.now(),
@@ -100,7 +105,7 @@ try {
     `initial bundle: ${(bundle.gzipped / 1024).toFixed(1)} KiB gzipped (${(bundle.raw / 1024).toFixed(1)} KiB raw) in ${bundle.files.length} files: ${bundle.files.join(', ')}`,
   );
   console.log(
-    `job list with ${JOBS} jobs, navigation to first 100 rows drawn: p50 ${percentile(times, 0.5).toFixed(0)} ms, min ${times[0]!.toFixed(0)} ms, max ${times.at(-1)!.toFixed(0)} ms (of which the browse call p50 ${percentile(browseTimes, 0.5).toFixed(0)} ms)`,
+    `job list with ${JOBS} jobs, navigation to first ${FIRST_PAGE} rows drawn: p50 ${percentile(times, 0.5).toFixed(0)} ms, min ${times[0]!.toFixed(0)} ms, max ${times.at(-1)!.toFixed(0)} ms (of which the browse call p50 ${percentile(browseTimes, 0.5).toFixed(0)} ms)`,
   );
 } finally {
   await w.close();

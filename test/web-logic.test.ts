@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fieldOf } from '../web/src/field-of.ts';
 import { estimatedCost, pricePerHour } from '../web/src/format.ts';
-import type { Product } from '../web/src/types.ts';
+import { withJob } from '../web/src/job-list.ts';
+import type { Job, JobState, Product } from '../web/src/types.ts';
 import { seriesOf } from '../web/src/usage-series.ts';
 
 // The web interface's own arithmetic and mapping, without a browser.
@@ -67,5 +68,33 @@ describe('the web interface', () => {
     assert.deepEqual(byCategory.get('u1-standard'), [0, 7, 0]);
     assert.deepEqual(byCategory.get('u1-gpu'), [0, 0, 7]);
     assert.deepEqual(byCategory.get('u1-secure'), [0, 0, 0]);
+  });
+
+  test('the jobs list takes each pushed job in its place, keeps the newer version, and follows its filters', () => {
+    const job = (id: string, createdAt: number, state: JobState = 'RUNNING', updates = 1) =>
+      ({
+        id,
+        createdAt,
+        status: { state },
+        updates: Array.from({ length: updates }, () => ({ timestamp: createdAt })),
+        specification: { application: { name: 'app', version: '1' }, product: { id: 'p', category: 'c' } },
+      }) as unknown as Job;
+    const all = { state: '', app: '' };
+    const list = [job('c', 30), job('a', 10)];
+    const ids = (jobs: readonly Job[]) => jobs.map((j) => j.id);
+
+    assert.deepEqual(ids(withJob(list, job('b', 20), all, false)), ['c', 'b', 'a']);
+    assert.deepEqual(ids(withJob(list, job('d', 40), all, true)), ['d', 'c', 'a']);
+    // Older than every job shown: on a page not read yet, unless this is the last page.
+    assert.deepEqual(ids(withJob(list, job('z', 5), all, true)), ['c', 'a']);
+    assert.deepEqual(ids(withJob(list, job('z', 5), all, false)), ['c', 'a', 'z']);
+    const ended = withJob(list, job('a', 10, 'SUCCESS', 2), all, false);
+    assert.equal(ended[1]?.status.state, 'SUCCESS');
+    assert.equal(withJob(ended, job('a', 10, 'RUNNING', 1), all, false)[1]?.status.state, 'SUCCESS');
+    // Filtered by state: a job that leaves the state leaves the list, and one that enters it joins.
+    const running = { state: 'RUNNING', app: '' };
+    assert.deepEqual(ids(withJob(list, job('a', 10, 'SUCCESS', 2), running, false)), ['c']);
+    assert.deepEqual(ids(withJob(list, job('b', 20, 'SUCCESS'), running, false)), ['c', 'a']);
+    assert.deepEqual(ids(withJob(list, job('b', 20), { state: '', app: 'other' }, false)), ['c', 'a']);
   });
 });

@@ -39,7 +39,7 @@ export interface Client {
     method: 'GET' | 'PUT',
     path: string,
     query: Record<string, string | number | undefined>,
-    init?: { headers?: Record<string, string>; body?: Readable },
+    init?: { headers?: Record<string, string>; body?: Readable; signal?: AbortSignal },
   ): Promise<Response>;
   /**
    * Opens a WebSocket to `path`. Attach listeners before awaiting `opened` (the first messages
@@ -139,13 +139,14 @@ export async function connect(flags: ClientFlags): Promise<Client> {
     method: 'GET' | 'PUT',
     path: string,
     query: Record<string, string | number | undefined>,
-    init: { headers?: Record<string, string>; body?: Readable } = {},
+    init: { headers?: Record<string, string>; body?: Readable; signal?: AbortSignal } = {},
   ): Promise<Response> {
     let response: Response;
     try {
       response = await fetch(`${url}${path}${queryString(query)}`, {
         method,
         headers: { ...auth, ...init.headers },
+        ...(init.signal ? { signal: init.signal } : {}),
         // A streamed request body is sent as it is read (undici needs `duplex` to say so).
         ...(init.body ? { body: Readable.toWeb(init.body) as ReadableStream, duplex: 'half' } : {}),
       });

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Job, JobState } from '../model/job.ts';
 import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
@@ -11,8 +10,9 @@ const STATES: string[] = JobState.anyOf.map((s) => s.const);
 const MAX_PAGE = 250;
 /** --project filters here, not in the service: it reads at most this many pages looking for matches. */
 const MAX_PAGES_FILTERED = 40;
+/** How often a watch draws ELAPSED and LEFT again; it reads the list again only when a job changed. */
 const WATCH_INTERVAL_MS = 2000;
-/** A watch ends by itself after a day, so that a forgotten terminal does not poll forever. */
+/** A watch ends by itself after a day, so that a forgotten terminal does not watch forever. */
 const WATCH_MAX_MS = 24 * 3600 * 1000;
 
 export const JOBS_USAGE = `Usage: ucompute jobs [options]
@@ -26,7 +26,8 @@ Options:
   --app NAME          only jobs of this application
   --project ID        only jobs in this project's workspace
   --limit N           at most N jobs (default 50)
-  --watch             redraw the list every ${WATCH_INTERVAL_MS / 1000} s when it changes, until Ctrl-C
+  --watch             redraw the list when a job changes (pushed by the service) and its times
+                      every ${WATCH_INTERVAL_MS / 1000} s, until Ctrl-C
 
 ${CLIENT_OPTIONS_USAGE}`;
 
@@ -122,8 +123,28 @@ function left(job: Job, now: number): string {
 }
 
 /**
- * Redraws the list when it changes (a terminal is cleared first; elsewhere each listing follows
- * the last), every WATCH_INTERVAL_MS until Ctrl-C or WATCH_MAX_MS. With JSON, one line per change.
+ * Calls `changed` at each event of /api/jobs/events: a job changed, the stream is open (`ready`),
+ * or changes were lost (`resync`). Resolves when the stream ends; rejects when it cannot open
+ * (a service without it), so that the watch reads the list on every tick instead.
+ */
+async function followChanges(client: Client, signal: AbortSignal, changed: () => void): Promise<void> {
+  const response = await client.bytes('GET', '/api/jobs/events', {}, { signal });
+  if (!response.body) return;
+  let text = '';
+  for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
+    text += chunk;
+    const end = text.lastIndexOf('\n\n');
+    if (end < 0) continue;
+    if (/^event: /m.test(text.slice(0, end))) changed();
+    text = text.slice(end + 2);
+  }
+}
+
+/**
+ * Redraws the list when a job changes (a terminal is cleared first; elsewhere each listing
+ * follows the last), and its times every WATCH_INTERVAL_MS, until Ctrl-C or WATCH_MAX_MS. The
+ * list is read again when the service says a job changed, or on every tick when it cannot say.
+ * With JSON, one line per change.
  */
 async function watchJobs(client: Client, o: ListOptions, json: boolean): Promise<number> {
   const interrupted = new AbortController();
@@ -131,18 +152,50 @@ async function watchJobs(client: Client, o: ListOptions, json: boolean): Promise
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   const clear = process.stdout.isTTY ? '\x1b[H\x1b[2J' : '';
+  const deadline = Date.now() + WATCH_MAX_MS;
+  let stale = true;
+  let pushed = true;
+  let wake = () => {};
+  const changes = followChanges(client, interrupted.signal, () => {
+    stale = true;
+    wake();
+  }).then(
+    () => {
+      pushed = false;
+    },
+    () => {
+      pushed = false;
+    },
+  );
   let shown = '';
+  let list: { items: Job[]; next: string | null } | undefined;
   try {
-    for (let tick = 0; tick <= WATCH_MAX_MS / WATCH_INTERVAL_MS && !interrupted.signal.aborted; tick++) {
-      const { items, next } = await listJobs(client, o);
-      const text = json ? `${JSON.stringify({ items, next })}\n` : jobsTable(items, Date.now());
+    while (Date.now() < deadline && !interrupted.signal.aborted) {
+      if (stale || !pushed || list === undefined) {
+        stale = false;
+        list = await listJobs(client, o);
+      }
+      const text = json ? `${JSON.stringify(list)}\n` : jobsTable(list.items, Date.now());
       if (text !== shown) {
         process.stdout.write(json ? text : `${clear}${formatTime(Date.now())}\n${text}\n`);
         shown = text;
       }
-      await sleep(WATCH_INTERVAL_MS, undefined, { signal: interrupted.signal }).catch(() => {});
+      if (stale) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, WATCH_INTERVAL_MS);
+        function done() {
+          clearTimeout(timer);
+          interrupted.signal.removeEventListener('abort', done);
+          wake = () => {};
+          resolve();
+        }
+        wake = done;
+        interrupted.signal.addEventListener('abort', done);
+      });
     }
   } finally {
+    interrupted.abort();
+    await changes;
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
   }

@@ -91,7 +91,7 @@ export function jobAccess(store: Store) {
     };
   }
 
-  function canSee(caller: Caller, job: JobRecord): boolean {
+  function canSee(caller: Caller, job: Pick<JobRecord, 'createdBy' | 'project'>): boolean {
     if (caller.admin) return true;
     if (job.project === null) return job.createdBy === caller.username;
     const role = store.memberships(caller.username).find((m) => m.projectId === job.project)?.role;

@@ -2,7 +2,7 @@ import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
-import type { JobChanges, Store } from '../store/store.ts';
+import type { JobChanges, JobRecord, Store } from '../store/store.ts';
 import {
   type BrowseOptions,
   type Caller,
@@ -14,6 +14,7 @@ import {
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
 import { type CreateOptions, jobIntake } from './intake.ts';
+import { type JobEventListener, jobEvents, type Watch } from './job-events.ts';
 import { pluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
 import { jobMonitor } from './monitor.ts';
@@ -26,6 +27,7 @@ import { jobUpdates, type StateListener, type UpdateListener } from './updates.t
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 export type { RenameItem } from './control.ts';
 export type { CreateOptions } from './intake.ts';
+export type { JobEvent, JobEventListener, Watch } from './job-events.ts';
 export type { Logger } from './log.ts';
 export type { IncludeFlags } from './presentation.ts';
 
@@ -90,6 +92,11 @@ export interface JobService {
     id: string,
     options: { follow: boolean; signal?: AbortSignal },
   ): AsyncIterable<LogChunk>;
+  /**
+   * Watches the changes of every job the caller may see, from now on: with the id of the last
+   * change a client saw, also those it missed since (or 'resync' when they are no longer known).
+   */
+  watchJobs(caller: Caller, lastId: string | undefined, listener: JobEventListener): Watch;
   /** Called with the ids of every batch of jobs made durable; returns the unsubscribe function. */
   onCreated(listener: (ids: string[]) => void): () => void;
   /** Called with a job and its new state whenever a job's state changes; returns the unsubscribe function. */
@@ -150,6 +157,17 @@ export function createJobService(options: ServiceOptions): JobService {
     now,
     ...(log ? { log } : {}),
   });
+  const events = jobEvents({ access, env });
+  // Runs inside creating, updating and renaming jobs: it must never throw back into them.
+  const announce = (id: string, known?: JobRecord) => {
+    try {
+      const record = known ?? store.getJob(id);
+      if (record) events.changed(record);
+    } catch (err) {
+      log?.error({ err, jobId: id }, 'telling watchers of a change failed');
+    }
+  };
+  updates.listenAll((_update, record) => announce(record.id, record));
   const createdListeners = new Set<(ids: string[]) => void>();
   const intake = jobIntake({
     store,
@@ -163,6 +181,7 @@ export function createJobService(options: ServiceOptions): JobService {
       const ids = jobs.map((j) => j.id);
       for (const l of createdListeners) l(ids);
       submission.accept(jobs);
+      for (const id of ids) announce(id);
     },
   });
   const control = jobControl({
@@ -193,7 +212,10 @@ export function createJobService(options: ServiceOptions): JobService {
     extend: control.extend,
     suspend: control.suspend,
     unsuspend: control.unsuspend,
-    rename: control.rename,
+    rename(caller, items) {
+      control.rename(caller, items);
+      for (const item of items) announce(item.id);
+    },
 
     async utilization(caller, jobId) {
       access.visibleJob(caller, jobId);
@@ -231,6 +253,8 @@ export function createJobService(options: ServiceOptions): JobService {
       access.visibleJob(caller, id);
       return backend.logs(id, o);
     },
+
+    watchJobs: events.watch,
 
     onCreated(listener) {
       createdListeners.add(listener);

@@ -59,6 +59,7 @@ export type JobUpdates = ReturnType<typeof jobUpdates>;
 export function jobUpdates(o: UpdatesOptions) {
   const { store, hooks, now, log } = o;
   const listeners = new Map<string, Set<UpdateListener>>();
+  const everyJob = new Set<UpdateListener>();
   const stateListeners = new Set<StateListener>();
   /** Jobs being ended by ucompute (cancel, expiry, credits): their end is not an exit to restart from. */
   const ending = new Set<string>();
@@ -126,9 +127,10 @@ export function jobUpdates(o: UpdatesOptions) {
 
   function notify(id: string, u?: JobUpdate): void {
     const set = listeners.get(id);
-    if (!set || !u) return;
+    if (!u || (!set && everyJob.size === 0)) return;
     const job = store.getJob(id)!;
-    for (const l of set) l(u, job);
+    for (const l of set ?? []) l(u, job);
+    for (const l of everyJob) l(u, job);
   }
 
   // Backend events that arrive together are written in one transaction: a backend reports many
@@ -209,6 +211,12 @@ export function jobUpdates(o: UpdatesOptions) {
         set.delete(listener);
         if (set.size === 0) listeners.delete(id);
       };
+    },
+
+    /** Adds a follower of every job's updates; returns the unsubscribe function. */
+    listenAll(listener: UpdateListener): () => void {
+      everyJob.add(listener);
+      return () => everyJob.delete(listener);
     },
 
     /** Adds a listener to every job's changes of state; returns the unsubscribe function. */

@@ -15,7 +15,7 @@ import { sshKeys } from '../jobs/ssh-keys.ts';
 import { JOB_STATES } from '../model/job.ts';
 import type { Store } from '../store/store.ts';
 import { type Api, publicRoute, type TypeBoxTypeProvider } from './api.ts';
-import { authenticate, callerForToken, chooseProtocol, cookieSession } from './auth.ts';
+import { authenticate, callerForToken, chooseProtocol, cookieSession, credentialHolds } from './auth.ts';
 import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { accountingRoutes } from './routes/accounting.ts';
 import { adminRoutes } from './routes/admin.ts';
@@ -238,7 +238,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   api.get('/openapi.json', { config: publicRoute, schema: { hide: true } }, async () => app.swagger());
 
   authRoutes(api, store, signIns);
-  jobRoutes(api, service, env, (token) => callerForToken(store, token));
+  jobRoutes(api, service, env, (token) => callerForToken(store, token), {
+    holds: (request) => credentialHolds(store, signIns, request, request.caller),
+    onSignOut: signIns.onEnd,
+  });
   catalogRoutes(api, env);
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));

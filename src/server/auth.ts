@@ -37,6 +37,25 @@ export function authenticate(
   return caller;
 }
 
+/**
+ * Whether the credential an authenticated request came with still holds: its token still names
+ * the same user, or a cookie still opens an unexpired session (checked without extending it).
+ */
+export function credentialHolds(
+  store: Store,
+  signIns: SignIns,
+  request: FastifyRequest,
+  caller: Caller,
+): () => boolean {
+  const token = tokenOf(request);
+  if (token !== undefined) return () => callerForToken(store, token)?.username === caller.username;
+  // The cookie that signed the request in is the first one that opens a session.
+  const secret = cookiePairs(request.headers.cookie).find(
+    (c) => c.name === UI_COOKIE && signIns.holds(c.value),
+  )?.value;
+  return () => secret !== undefined && signIns.holds(secret);
+}
+
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**

@@ -197,6 +197,23 @@ export const FollowMessage = Type.Object(
 );
 export type FollowMessage = Static<typeof FollowMessage>;
 
+export const JobEventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({
+      maxLength: 100,
+      description: 'The id of the last event seen (EventSource sends it when it reconnects)',
+    }),
+  ),
+});
+
+export const JobEventsStream = Type.String({
+  description:
+    'Server-sent events. `job` (data: the job as browse shows it) for each job created, changed or ' +
+    'renamed; `ready` once the stream is open (or after the missed events a Last-Event-ID asked ' +
+    'for); `resync` when events were lost (too far behind, or a reconnect to another server ' +
+    'process): browse again. Comments every 15 s keep proxies open.',
+});
+
 // ---- catalogue and products --------------------------------------------------------------------
 
 export const AppSummary = Type.Object({

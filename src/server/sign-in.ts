@@ -59,8 +59,22 @@ export function webSignIns(store: Store, now: () => number = Date.now) {
     return { secret, session: { caller, csrfToken: csrfTokenOf(secret), expiresAt, extended: false } };
   }
 
+  const endListeners = new Set<() => void>();
+
   return {
     start,
+
+    /** Whether a cookie's secret opens an unexpired session, without extending it. */
+    holds(secret: string): boolean {
+      const record = secret === '' ? undefined : store.uiSession(hashToken(secret));
+      return record !== undefined && record.expiresAt > now() && callerOf(record.username) !== undefined;
+    },
+
+    /** Called after any session was signed out; returns the unsubscribe function. */
+    onEnd(listener: () => void): () => void {
+      endListeners.add(listener);
+      return () => endListeners.delete(listener);
+    },
 
     /** The session behind a cookie's secret if it is unexpired; its use extends it. */
     resume(secret: string): UiSession | undefined {
@@ -80,6 +94,7 @@ export function webSignIns(store: Store, now: () => number = Date.now) {
     /** Signs a session out: its secret opens nothing any more. */
     end(secret: string): void {
       store.deleteUiSession(hashToken(secret));
+      for (const l of endListeners) l();
     },
 
     /** A one-time sign-in link's secret for a user. */

@@ -81,6 +81,17 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   const jobState = async (id: string) =>
     (await api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state;
   const jobIdOfPage = () => /\/jobs\/([a-z0-9]+)$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
+  /** The focused element's label, and whether it is inside a dialog. */
+  const focused = () =>
+    page.evaluate(() => {
+      type Focused = { getAttribute(name: string): string | null; closest(selector: string): unknown };
+      const active = (globalThis as unknown as { document: { activeElement: Focused | null } }).document
+        .activeElement;
+      return {
+        label: active?.getAttribute('aria-label') ?? null,
+        inDialog: active?.closest('dialog') != null,
+      };
+    });
   const usageTotal = async () => {
     await page.goto(`${url}/usage`);
     const total = page.getByTestId('usage-total');
@@ -113,11 +124,12 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     page = await browser.newPage({ viewport: DESKTOP });
     page.on('pageerror', (error) => pageErrors.push(String(error)));
     page.on('console', (message) => {
-      // Chromium logs every refused call; the sign-in check (401) and the invalid form (400) are meant.
+      // Chromium logs every refused call; the sign-in check (401), the invalid form (400) and the
+      // taken name in the rename dialog (409) are meant.
       // The local backend adds network interfaces for its pods, and Chromium then drops connections
       // in flight (ERR_NETWORK_CHANGED), which the interface repeats.
       // noVNC logs each refused try while the desktop starts (4502), which the page repeats.
-      const expected = /status of 40[01]|ERR_NETWORK_CHANGED|Failed when connecting: .*code: 4502/;
+      const expected = /status of 40[019]|ERR_NETWORK_CHANGED|Failed when connecting: .*code: 4502/;
       if (message.type() === 'error' && !expected.test(message.text())) pageErrors.push(message.text());
     });
   });
@@ -190,6 +202,49 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await page.getByRole('link', { name: 'moby.txt' }).waitFor();
     await page.locator('.uploads', { hasText: 'done' }).waitFor();
     await capture(page, ARTIFACTS, 'files');
+  });
+
+  test("new folder, rename, move and delete ask in the interface's dialogs, with the server's refusal at the field", async () => {
+    await page.goto(`${url}/files`);
+    await page.locator('.path', { hasText: '/home/local' }).waitFor();
+    await page.getByRole('button', { name: 'New folder' }).click();
+    const create = page.getByRole('dialog', { name: 'New folder' });
+    await page.getByLabel('Name of the new folder in /home/local').fill('results');
+    await create.getByRole('button', { name: 'Create folder' }).click();
+    await page.getByRole('button', { name: '📁 results' }).waitFor();
+    assert.equal(await create.count(), 0);
+
+    // A name that is taken: the server's message at the field, the dialog still open.
+    const renameButton = page.getByRole('button', { name: 'Rename results' });
+    await renameButton.click();
+    const rename = page.getByRole('dialog', { name: 'Rename results' });
+    await rename.getByLabel('New name').fill('moby.txt');
+    await rename.getByRole('button', { name: 'Rename' }).click();
+    await rename.locator('.field.invalid .error', { hasText: 'exists' }).waitFor();
+    assert.equal(await rename.getByLabel('New name').getAttribute('aria-invalid'), 'true');
+    await capture(page, ARTIFACTS, 'files-rename-refused');
+    // Escape closes it, and focus goes back to the button that opened it.
+    await page.keyboard.press('Escape');
+    await rename.waitFor({ state: 'detached' });
+    assert.deepEqual(await focused(), { label: 'Rename results', inDialog: false });
+    // Focus stays in the dialog: Tab from its last button comes back inside it.
+    await renameButton.click();
+    for (let i = 0; i < 4; i++) await page.keyboard.press('Tab');
+    assert.equal((await focused()).inDialog, true);
+    await rename.getByLabel('New name').fill('outputs');
+    await rename.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('button', { name: '📁 outputs' }).waitFor();
+
+    await page.getByRole('button', { name: 'Move outputs' }).click();
+    await page.getByLabel('New path (a full path, with the name)').fill('/home/local/moved');
+    await page.getByRole('button', { name: 'Move', exact: true }).click();
+    await page.getByRole('button', { name: '📁 moved' }).waitFor();
+
+    await page.getByRole('button', { name: 'Delete moved' }).click();
+    await page.getByRole('dialog', { name: 'Delete moved?' }).waitFor();
+    await capture(page, ARTIFACTS, 'files-delete');
+    await page.getByRole('button', { name: 'Move to the trash' }).click();
+    await page.getByRole('button', { name: '📁 moved' }).waitFor({ state: 'detached' });
   });
 
   test('word-count from its form: an invalid value is shown at its field, then the job runs to SUCCESS', async () => {
@@ -293,6 +348,23 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     });
     await api('/api/jobs/terminate', { items: [{ id }] });
     await row.locator('.state-success, .state-failure').waitFor({ timeout: 60_000 });
+
+    // A job submitted elsewhere (the API, as the CLI and other tabs do) joins the open list.
+    const created = await api<{ responses: { id: string }[] }>('/api/jobs', {
+      items: [
+        {
+          application: { name: 'terminal', version: '1.0' },
+          product: { id: 'u1-standard-1', category: 'u1-standard' },
+          parameters: {},
+        },
+      ],
+    });
+    const other = page.locator(`tr[data-job="${created.responses[0]?.id}"]`);
+    await other.waitFor();
+    assert.equal(await page.locator('tbody tr').first().getAttribute('data-job'), created.responses[0]?.id);
+    await other.locator('.state-running').waitFor({ timeout: 120_000 });
+    await api('/api/jobs/terminate', { items: [{ id: created.responses[0]?.id }] });
+    await other.locator('.state-success, .state-failure').waitFor({ timeout: 60_000 });
     assert.equal(
       await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
       true,

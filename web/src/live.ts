@@ -1,5 +1,5 @@
 import { socketTo } from './api.ts';
-import type { FollowMessage } from './types.ts';
+import type { FollowMessage, Job } from './types.ts';
 
 /** Reconnections after a socket broke (not closed by the server), each after a short pause. */
 const RECONNECTS = 5;
@@ -29,4 +29,17 @@ export function followJob(id: string, onMessage: (message: FollowMessage) => voi
     clearTimeout(timer);
     socket.close();
   };
+}
+
+/**
+ * Watches every job the signed-in user sees over /api/jobs/events (one server-sent stream, signed
+ * in by the cookie): `onJob` with each job created or changed, `onResync` when changes were lost
+ * and the list is to be read again. EventSource reconnects by itself and resumes from the last
+ * event it saw. Returns `stop`.
+ */
+export function watchJobs(onJob: (job: Job) => void, onResync: () => void): () => void {
+  const source = new EventSource('/api/jobs/events');
+  source.addEventListener('job', (event) => onJob(JSON.parse(event.data) as Job));
+  source.addEventListener('resync', onResync);
+  return () => source.close();
 }

@@ -7,6 +7,7 @@ import { normalisedDuration, readJobSpecification } from '../../model/job-reques
 import { type Api, errors, publicRoute } from '../api.ts';
 import { errorBody } from '../errors.ts';
 import { followJob } from '../follow.ts';
+import { streamJobEvents } from '../job-events.ts';
 import {
   BrowseQuery,
   BrowseResponse,
@@ -16,6 +17,8 @@ import {
   CreateResponse,
   ExtendRequest,
   FollowMessage,
+  JobEventsHeaders,
+  JobEventsStream,
   JobIdQuery,
   JobIdsRequest,
   ProductSupportResponse,
@@ -54,15 +57,25 @@ function readExtendRequest(body: unknown): unknown {
   return { ...(body as object), items: read };
 }
 
+/** How the job event stream learns that its caller's sign-in ended. */
+export interface SignInChecks {
+  /** Whether the credential this request came with still holds. */
+  holds(request: FastifyRequest): () => boolean;
+  /** Called after any web session was signed out; returns the unsubscribe function. */
+  onSignOut(listener: () => void): () => void;
+}
+
 /**
  * Jobs, as UCloud's jobs API has them: create, browse, search, retrieve, retrieveProducts,
- * retrieveUtilization, terminate, suspend, unsuspend, extend, rename, and follow over a WebSocket.
+ * retrieveUtilization, terminate, suspend, unsuspend, extend, rename, and follow over a WebSocket;
+ * and (ucompute's own) one stream of the changes of every job the caller sees.
  */
 export function jobRoutes(
   api: Api,
   service: JobService,
   env: JobEnvironment,
   callerFor: (token: string) => Caller | undefined,
+  signIn: SignInChecks,
 ): void {
   api.route({
     method: 'GET',
@@ -138,6 +151,61 @@ export function jobRoutes(
     async (request) => {
       const { flags, ...page } = request.body;
       return service.browse(request.caller, { ...flags, ...page });
+    },
+  );
+
+  // Open streams, ended when the server closes (it would otherwise wait for them).
+  const streams = new Set<() => void>();
+  api.addHook('preClose', async () => {
+    for (const end of streams) end();
+  });
+
+  api.get(
+    '/api/jobs/events',
+    {
+      schema: {
+        summary: 'Follow the changes of every job the caller sees (server-sent events; ucompute)',
+        description:
+          'One stream for the jobs browse shows: each job as browse returns it whenever it is ' +
+          'created, changes state or status, is extended or renamed. Event ids resume: a client ' +
+          'that reconnects with Last-Event-ID gets what it missed, or `resync`. A client that does ' +
+          'not keep up has its backlog dropped and gets `resync` once it catches up. The stream ' +
+          'ends when its sign-in does (signed out or expired).',
+        tags: ['jobs'],
+        headers: JobEventsHeaders,
+        response: { 200: { content: { 'text/event-stream': { schema: JobEventsStream } } }, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const res = reply.raw;
+      reply.hijack();
+      res.writeHead(200, {
+        ...(reply.getHeaders() as Record<string, string>),
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        'x-accel-buffering': 'no',
+      });
+      const lastEventId = request.headers['last-event-id'];
+      const stream = streamJobEvents(
+        service,
+        request.caller,
+        {
+          write: (text) => res.write(text),
+          buffered: () => res.writableLength,
+          end: () => res.end(),
+        },
+        { signedIn: signIn.holds(request), ...(lastEventId !== undefined ? { lastEventId } : {}) },
+      );
+      const stopWatchingSignOut = signIn.onSignOut(stream.check);
+      const end = () => {
+        stream.stop();
+        stopWatchingSignOut();
+        streams.delete(end);
+        res.end();
+      };
+      streams.add(end);
+      res.on('drain', stream.check);
+      res.on('close', end);
     },
   );
 

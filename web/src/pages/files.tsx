@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson, postJson } from '../api.ts';
+import { ConfirmDialog, FieldDialog } from '../components/dialog.tsx';
 import { joinPath, parentOf, userDrives } from '../drives.ts';
 import { bytes, when } from '../format.ts';
 import { navigate, queryOf } from '../router.tsx';
@@ -16,6 +17,12 @@ interface Upload {
 
 let uploadCount = 0;
 
+/** The dialog open on the page, if any: what it asks, and for which entry. */
+type Asking =
+  | { kind: 'rename' | 'move' | 'trash'; entry: FileEntry }
+  | { kind: 'new-folder'; folder: string }
+  | null;
+
 /** The user's drives: browse, upload (drag and drop, large files), download, new folder, rename, move, delete. */
 export function FilesPage() {
   const [drives, setDrives] = useState<string[]>([]);
@@ -25,6 +32,7 @@ export function FilesPage() {
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [dragging, setDragging] = useState(false);
   const [version, setVersion] = useState(0);
+  const [asking, setAsking] = useState<Asking>(null);
   const fileInput = useRef<HTMLInputElement>(null);
 
   useEffect(() => {
@@ -43,13 +51,10 @@ export function FilesPage() {
 
   const go = (path: string) => navigate(`/files?path=${encodeURIComponent(path)}`);
   const reload = () => setVersion((v) => v + 1);
-  const act = async (work: Promise<unknown>) => {
+  /** A change asked for in a dialog: the listing is read again once it is done. */
+  const change = async (path: string, body: unknown) => {
+    await postJson(path, body);
     setError(null);
-    try {
-      await work;
-    } catch (e) {
-      setError((e as Error).message);
-    }
     reload();
   };
 
@@ -69,23 +74,58 @@ export function FilesPage() {
     }
   };
 
-  const rename = (entry: FileEntry) => {
-    const name = prompt(`New name for ${entry.name}`, entry.name);
-    if (name && name !== entry.name)
-      void act(postJson('/api/files/move', { from: entry.path, to: joinPath(parentOf(entry.path), name) }));
-  };
-  const move = (entry: FileEntry) => {
-    const to = prompt(`Move ${entry.name} to (a full path)`, entry.path);
-    if (to && to !== entry.path) void act(postJson('/api/files/move', { from: entry.path, to }));
-  };
-  const trash = (entry: FileEntry) => {
-    if (confirm(`Move ${entry.name} to the trash?`))
-      void act(postJson('/api/files/trash', { path: entry.path }));
-  };
-  const newFolder = () => {
-    const name = prompt('Name of the new folder');
-    if (name && folder !== null) void act(postJson('/api/files/folder', { path: joinPath(folder, name) }));
-  };
+  const close = () => setAsking(null);
+  const dialog = (() => {
+    if (asking === null) return null;
+    if (asking.kind === 'new-folder')
+      return (
+        <FieldDialog
+          title="New folder"
+          label={`Name of the new folder in ${asking.folder}`}
+          action="Create folder"
+          onSubmit={(name) => change('/api/files/folder', { path: joinPath(asking.folder, name) })}
+          onClose={close}
+        />
+      );
+    const { entry } = asking;
+    if (asking.kind === 'rename')
+      return (
+        <FieldDialog
+          title={`Rename ${entry.name}`}
+          label="New name"
+          initial={entry.name}
+          action="Rename"
+          onSubmit={async (name) => {
+            if (name !== entry.name)
+              await change('/api/files/move', { from: entry.path, to: joinPath(parentOf(entry.path), name) });
+          }}
+          onClose={close}
+        />
+      );
+    if (asking.kind === 'move')
+      return (
+        <FieldDialog
+          title={`Move ${entry.name}`}
+          label="New path (a full path, with the name)"
+          initial={entry.path}
+          action="Move"
+          onSubmit={async (to) => {
+            if (to !== entry.path) await change('/api/files/move', { from: entry.path, to });
+          }}
+          onClose={close}
+        />
+      );
+    return (
+      <ConfirmDialog
+        title={`Delete ${entry.name}?`}
+        action="Move to the trash"
+        onConfirm={() => change('/api/files/trash', { path: entry.path })}
+        onClose={close}
+      >
+        <p>It is moved to the drive's trash.</p>
+      </ConfirmDialog>
+    );
+  })();
 
   const atDrive = folder !== null && drives.includes(folder);
   // Dropping files is a shortcut for the "Upload files" button, which the keyboard reaches.
@@ -119,7 +159,7 @@ export function FilesPage() {
             ))}
           </select>
         </label>
-        <button type="button" onClick={newFolder}>
+        <button type="button" onClick={() => folder !== null && setAsking({ kind: 'new-folder', folder })}>
           New folder
         </button>
         <button type="button" onClick={() => fileInput.current?.click()}>
@@ -212,18 +252,23 @@ export function FilesPage() {
                   <button
                     type="button"
                     class="small"
-                    onClick={() => rename(e)}
+                    onClick={() => setAsking({ kind: 'rename', entry: e })}
                     aria-label={`Rename ${e.name}`}
                   >
                     Rename
                   </button>
-                  <button type="button" class="small" onClick={() => move(e)} aria-label={`Move ${e.name}`}>
+                  <button
+                    type="button"
+                    class="small"
+                    onClick={() => setAsking({ kind: 'move', entry: e })}
+                    aria-label={`Move ${e.name}`}
+                  >
                     Move
                   </button>
                   <button
                     type="button"
                     class="small danger"
-                    onClick={() => trash(e)}
+                    onClick={() => setAsking({ kind: 'trash', entry: e })}
                     aria-label={`Delete ${e.name}`}
                   >
                     Delete
@@ -241,6 +286,7 @@ export function FilesPage() {
           </tbody>
         </table>
       )}
+      {dialog}
     </section>
   );
 }

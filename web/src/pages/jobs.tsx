@@ -1,71 +1,98 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson } from '../api.ts';
 import { StateBadge } from '../components/state-badge.tsx';
 import { when } from '../format.ts';
-import { followJob } from '../live.ts';
+import { type ListFilter, withJob } from '../job-list.ts';
+import { watchJobs } from '../live.ts';
 import { Link, navigate, queryOf } from '../router.tsx';
-import { type AppSummary, FINAL_STATES, JOB_STATES, type Job } from '../types.ts';
+import { type AppSummary, JOB_STATES, type Job } from '../types.ts';
 
-const PAGE = 100;
-/** Jobs followed live at once: one WebSocket each, newest first. */
-const LIVE_AT_MOST = 25;
+/** Rows per page: a laptop screen's worth and some; "Show more" reads the next. */
+const PAGE = 50;
 
 interface Page {
   items: Job[];
   next: string | null;
 }
 
-/** The caller's jobs, newest first, filtered by state and application; unfinished ones follow live. */
+const browse = (filter: ListFilter, after?: string) =>
+  getJson<Page>('/api/jobs/browse', {
+    itemsPerPage: PAGE,
+    next: after,
+    filterState: filter.state || undefined,
+    filterApplication: filter.app || undefined,
+  });
+
+/**
+ * The unfiltered first page, asked for as the app starts on /jobs, alongside the session rather
+ * than after it: the rows are the first thing the page shows. Undefined when that read failed
+ * (not signed in yet): the page reads again.
+ */
+let startingPage: Promise<Page | undefined> | undefined =
+  location.pathname === '/jobs' && location.search === ''
+    ? browse({ state: '', app: '' }).catch(() => undefined)
+    : undefined;
+
+/** The caller's jobs, newest first, filtered by state and application; every change pushed live. */
 export function JobsPage() {
   const query = queryOf();
   const state = query.get('state') ?? '';
   const app = query.get('app') ?? '';
-  const [jobs, setJobs] = useState<Job[] | null>(null);
+  const [jobs, setJobs] = useState<readonly Job[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
   const [apps, setApps] = useState<AppSummary[]>([]);
   const [error, setError] = useState<string | null>(null);
+  // What is shown, as the stream's handler reads it between renders.
+  const shown = useRef<{ jobs: readonly Job[] | null; next: string | null }>({ jobs: null, next: null });
+  const show = (list: readonly Job[] | null, after: string | null) => {
+    shown.current = { jobs: list, next: after };
+    setJobs(list);
+    setNext(after);
+  };
 
-  const load = (after?: string) =>
-    getJson<Page>('/api/jobs/browse', {
-      itemsPerPage: PAGE,
-      next: after,
-      filterState: state || undefined,
-      filterApplication: app || undefined,
-    });
-
+  // One stream for every job: changes that arrive before the first page are applied on top of it.
   useEffect(() => {
-    setJobs(null);
-    load()
-      .then((page) => {
-        setJobs(page.items);
-        setNext(page.next);
-      })
-      .catch((e: Error) => setError(e.message));
+    const filter = { state, app };
+    let early: Job[] = [];
+    let current = true;
+    const read = (page: Promise<Page>) =>
+      page
+        .then((p) => {
+          if (!current) return;
+          const more = p.next !== null;
+          show(
+            early.reduce((list, job) => withJob(list, job, filter, more), p.items as readonly Job[]),
+            p.next,
+          );
+          early = [];
+        })
+        .catch((e: Error) => setError(e.message));
+    const stop = watchJobs(
+      (job) => {
+        const { jobs: list, next: after } = shown.current;
+        if (list === null) early.push(job);
+        else show(withJob(list, job, filter, after !== null), after);
+      },
+      () => void read(browse(filter)),
+    );
+    show(null, null);
+    const started = state === '' && app === '' ? startingPage : undefined;
+    startingPage = undefined;
+    void read(started ? started.then((page) => page ?? browse(filter)) : browse(filter));
+    return () => {
+      current = false;
+      stop();
+    };
   }, [state, app]);
+
+  // The filter's applications: secondary, read once the rows are there.
+  const listed = jobs !== null;
   useEffect(() => {
+    if (!listed || apps.length > 0) return;
     getJson<{ items: AppSummary[] }>('/api/apps')
       .then((r) => setApps(r.items))
       .catch(() => {});
-  }, []);
-
-  // Live state: the unfinished jobs shown are followed; each update replaces the job's status.
-  const unfinished = (jobs ?? [])
-    .filter((j) => !FINAL_STATES.has(j.status.state))
-    .slice(0, LIVE_AT_MOST)
-    .map((j) => j.id);
-  const key = unfinished.join(',');
-  useEffect(() => {
-    const stops = unfinished.map((id) =>
-      followJob(id, (message) => {
-        const status = message.initialJob?.status ?? message.newStatus;
-        if (status === undefined) return;
-        setJobs((current) => (current ?? []).map((j) => (j.id === id ? { ...j, status } : j)));
-      }),
-    );
-    return () => {
-      for (const stop of stops) stop();
-    };
-  }, [key]);
+  }, [listed]);
 
   const setFilter = (name: string, value: string) => {
     const q = queryOf();
@@ -145,11 +172,8 @@ export function JobsPage() {
         <button
           type="button"
           onClick={() =>
-            load(next)
-              .then((page) => {
-                setJobs([...(jobs ?? []), ...page.items]);
-                setNext(page.next);
-              })
+            browse({ state, app }, next)
+              .then((page) => show([...(shown.current.jobs ?? []), ...page.items], page.next))
               .catch((e: Error) => setError(e.message))
           }
         >

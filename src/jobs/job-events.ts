@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import type { Job } from '../model/job.ts';
+import type { JobRecord } from '../store/store.ts';
+import type { Caller, JobAccess } from './access.ts';
+import type { JobEnvironment } from './prepare.ts';
+import { presentJob } from './presentation.ts';
+
+// The changes of every job, for whoever may see each: one stream per caller instead of one follow
+// per job. Every change gets an id `<epoch>-<sequence>`; the most recent changes are kept so that a
+// client that reconnects with the last id it saw gets what it missed, or is told to read again.
+
+/** One job changed (created, moved on, renamed): the job as browse shows it now. */
+export interface JobEvent {
+  id: string;
+  job: Job;
+}
+
+export type JobEventListener = (event: JobEvent) => void;
+
+/** Where a watch starts: the changes missed since the given id, or 'resync' when they are lost. */
+export interface Watch {
+  /** The id of the newest change so far, to start from when nothing was missed. */
+  position: string;
+  missed: JobEvent[] | 'resync';
+  unsubscribe: () => void;
+}
+
+/** Changes kept for reconnecting clients (a few seconds' worth when many jobs move at once). */
+export const RECENT_CHANGES = 1000;
+
+interface Kept {
+  sequence: number;
+  owner: Pick<JobRecord, 'createdBy' | 'project'>;
+  event: JobEvent;
+}
+
+export type JobEvents = ReturnType<typeof jobEvents>;
+
+export function jobEvents(o: { access: JobAccess; env: JobEnvironment; recent?: number }) {
+  const { access, env } = o;
+  const recentAtMost = o.recent ?? RECENT_CHANGES;
+  // A new epoch per process: ids from before a restart cannot resume.
+  const epoch = randomBytes(6).toString('base64url');
+  let sequence = 0;
+  const recent: Kept[] = [];
+  /** Every change from this sequence on is in `recent`. */
+  let keptFrom = 1;
+  const watchers = new Set<{ caller: Caller; listener: JobEventListener }>();
+
+  const idOf = (n: number) => `${epoch}-${n}`;
+
+  /** The sequence number a client's Last-Event-ID names, if it is this process's and still resumable. */
+  function resumableFrom(lastId: string): number | undefined {
+    const [from, n] = lastId.split('-');
+    const last = Number(n);
+    if (from !== epoch || !Number.isSafeInteger(last) || last > sequence || last < keptFrom - 1) {
+      return undefined;
+    }
+    return last;
+  }
+
+  return {
+    /** Records a change of the job and tells every watcher who may see it. */
+    changed(record: JobRecord): void {
+      sequence++;
+      // Nobody watches: no job is presented; a client that comes back later reads again.
+      if (watchers.size === 0) {
+        recent.length = 0;
+        keptFrom = sequence + 1;
+        return;
+      }
+      const event = { id: idOf(sequence), job: presentJob(access.toJob(record), env) };
+      recent.push({ sequence, owner: { createdBy: record.createdBy, project: record.project }, event });
+      if (recent.length > recentAtMost) keptFrom = (recent.shift()?.sequence ?? 0) + 1;
+      for (const w of watchers) if (access.canSee(w.caller, record)) w.listener(event);
+    },
+
+    /**
+     * Watches the changes of every job the caller may see (as browse shows them). With the id of
+     * the last change a client saw, the visible changes since then come in `missed`.
+     */
+    watch(caller: Caller, lastId: string | undefined, listener: JobEventListener): Watch {
+      let missed: JobEvent[] | 'resync' = [];
+      if (lastId !== undefined) {
+        const last = resumableFrom(lastId);
+        missed =
+          last === undefined
+            ? 'resync'
+            : recent.filter((k) => k.sequence > last && access.canSee(caller, k.owner)).map((k) => k.event);
+      }
+      const watcher = { caller, listener };
+      watchers.add(watcher);
+      return { position: idOf(sequence), missed, unsubscribe: () => watchers.delete(watcher) };
+    },
+  };
+}

@@ -1,0 +1,297 @@
+import assert from 'node:assert/strict';
+import { get } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import type { Caller, JobEvent, JobService, Watch } from '../src/jobs/service.ts';
+import type { Job } from '../src/model/job.ts';
+import { EVENTS_BUFFERED_BYTES, streamJobEvents } from '../src/server/job-events.ts';
+import { openStore } from '../src/store/store.ts';
+import { type TestServer, testServer } from './support/server.ts';
+
+/**
+ * /api/jobs/events (issue 13): one stream of server-sent events with the changes of every job the
+ * caller sees, resumable by Last-Event-ID, bounded per client, and ended with the sign-in.
+ */
+
+const YEAR = 365 * 24 * 3600 * 1000;
+const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
+const sleepy = { application: { name: 'file-server', version: '1.0' }, product: STANDARD_1, parameters: {} };
+
+interface World extends TestServer {
+  port: number;
+  tokens: { alice: string; bob: string; carol: string };
+}
+
+/** alice and bob have credits; carol leads project `climate`, where bob is a USER member. */
+async function world(): Promise<World> {
+  const store = openStore(':memory:');
+  const now = Date.now();
+  for (const name of ['alice', 'bob', 'carol']) {
+    store.createUser(name, false);
+    store.grant(`user:${name}`, 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  }
+  store.createProject('climate', 'Climate');
+  store.setMember('climate', 'carol', 'PI');
+  store.setMember('climate', 'bob', 'USER');
+  store.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  const tokens = {
+    alice: store.createToken('alice', 'test'),
+    bob: store.createToken('bob', 'test'),
+    carol: store.createToken('carol', 'test'),
+  };
+  const server = await testServer(store);
+  await server.app.listen({ port: 0, host: '127.0.0.1' });
+  return { ...server, port: (server.app.server.address() as AddressInfo).port, tokens };
+}
+
+interface Received {
+  event: string;
+  id: string;
+  data: unknown;
+}
+
+interface Stream {
+  status: number;
+  received: Received[];
+  /** Resolves when the server ended the stream. */
+  ended: Promise<void>;
+  close(): void;
+}
+
+/** Opens the event stream with the given headers and parses what arrives. */
+function openEvents(w: World, headers: Record<string, string>): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const req = get({ host: '127.0.0.1', port: w.port, path: '/api/jobs/events', headers }, (res) => {
+      const received: Received[] = [];
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+        for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
+          const block = text.slice(0, end);
+          text = text.slice(end + 2);
+          const fields = new Map(
+            block
+              .split('\n')
+              .filter((line) => !line.startsWith(':'))
+              .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+          );
+          const event = fields.get('event');
+          if (event !== undefined) {
+            received.push({
+              event,
+              id: fields.get('id') ?? '',
+              data: JSON.parse(fields.get('data') ?? 'null'),
+            });
+          }
+        }
+      });
+      const ended = new Promise<void>((done) => res.on('close', () => done()));
+      resolve({ status: res.statusCode ?? 0, received, ended, close: () => req.destroy() });
+    });
+    req.on('error', reject);
+  });
+}
+
+async function until(what: string, condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(condition(), `timed out waiting for ${what}`);
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+async function create(w: World, token: string, project?: string): Promise<string> {
+  const answer = await w.app.inject({
+    method: 'POST',
+    url: '/api/jobs',
+    headers: { ...bearer(token), ...(project ? { project } : {}) },
+    payload: { items: [sleepy] },
+  });
+  assert.equal(answer.statusCode, 200, answer.body);
+  return (answer.json() as { responses: { id: string }[] }).responses[0]?.id ?? '';
+}
+
+const jobsIn = (s: Stream) => s.received.filter((r) => r.event === 'job').map((r) => r.data as Job);
+const statesOf = (s: Stream, id: string) =>
+  jobsIn(s)
+    .filter((j) => j.id === id)
+    .map((j) => j.status.state);
+
+describe('the job event stream', () => {
+  let w: World;
+  before(async () => {
+    w = await world();
+  });
+  after(() => w.close());
+
+  test('needs a sign-in', async () => {
+    const s = await openEvents(w, {});
+    assert.equal(s.status, 401);
+    s.close();
+  });
+
+  test("a caller gets their own and their projects' jobs as they change, never another user's", async () => {
+    const alice = await openEvents(w, bearer(w.tokens.alice));
+    const carol = await openEvents(w, bearer(w.tokens.carol));
+    assert.equal(alice.status, 200);
+    await until('ready', () => alice.received.some((r) => r.event === 'ready'));
+    await until('ready', () => carol.received.some((r) => r.event === 'ready'));
+
+    const own = await create(w, w.tokens.alice);
+    const bobs = await create(w, w.tokens.bob);
+    const bobsInClimate = await create(w, w.tokens.bob, 'climate');
+    await until('alice sees her job running', () => statesOf(alice, own).includes('RUNNING'));
+    assert.deepEqual(statesOf(alice, own).slice(0, 1), ['IN_QUEUE']);
+    await until('carol sees the project job running', () =>
+      statesOf(carol, bobsInClimate).includes('RUNNING'),
+    );
+    await w.service.terminate({ username: 'alice', admin: false }, [own]);
+    await until('alice sees her job end', () => statesOf(alice, own).includes('SUCCESS'));
+
+    assert.deepEqual(statesOf(alice, bobs), []);
+    assert.deepEqual(statesOf(alice, bobsInClimate), []);
+    assert.deepEqual(statesOf(carol, bobs), [], "a project's PI does not see a member's own jobs");
+    assert.deepEqual(statesOf(carol, own), []);
+    // Each event is the job as browse shows it, with its id resumable.
+    const last = jobsIn(alice).at(-1);
+    assert.equal(last?.specification.application.name, 'file-server');
+    assert.match(alice.received.at(-1)?.id ?? '', /^[\w-]+-\d+$/);
+    alice.close();
+    carol.close();
+  });
+
+  test('a renamed job is sent with its new name', async () => {
+    const alice = await openEvents(w, bearer(w.tokens.alice));
+    const id = await create(w, w.tokens.alice);
+    w.service.rename({ username: 'alice', admin: false }, [{ id, newTitle: 'renamed' }]);
+    await until('the new name', () =>
+      jobsIn(alice).some((j) => j.id === id && j.specification.name === 'renamed'),
+    );
+    alice.close();
+  });
+
+  test('a client that reconnects with Last-Event-ID gets what it missed, or resync', async () => {
+    const alice = await openEvents(w, bearer(w.tokens.alice));
+    await until('ready', () => alice.received.some((r) => r.event === 'ready'));
+    const first = await create(w, w.tokens.alice);
+    await until('the first job', () => statesOf(alice, first).includes('RUNNING'));
+    const lastSeen = alice.received.at(-1)?.id ?? '';
+    alice.close();
+    await alice.ended;
+
+    // Another watcher keeps the server remembering while alice is away.
+    const bob = await openEvents(w, bearer(w.tokens.bob));
+    await until('ready', () => bob.received.some((r) => r.event === 'ready'));
+    const missed = await create(w, w.tokens.alice);
+    const bobs = await create(w, w.tokens.bob);
+    await until('bob sees his job', () => statesOf(bob, bobs).includes('RUNNING'));
+    await until('the missed job runs', () => w.store.getJob(missed)?.state === 'RUNNING');
+
+    const back = await openEvents(w, { ...bearer(w.tokens.alice), 'last-event-id': lastSeen });
+    await until('ready', () => back.received.some((r) => r.event === 'ready'));
+    assert.equal(statesOf(back, missed)[0], 'IN_QUEUE');
+    assert.equal(statesOf(back, missed).at(-1), 'RUNNING');
+    assert.deepEqual(statesOf(back, bobs), []);
+    assert.deepEqual(statesOf(back, first), []);
+    back.close();
+
+    const unknown = await openEvents(w, { ...bearer(w.tokens.alice), 'last-event-id': 'elsewhere-12' });
+    await until('resync', () => unknown.received.some((r) => r.event === 'resync'));
+    assert.equal(
+      unknown.received.some((r) => r.event === 'ready'),
+      false,
+    );
+    unknown.close();
+    bob.close();
+  });
+
+  test('a stream signed in by the cookie works without a CSRF token and ends when it signs out', async () => {
+    const signIn = await w.app.inject({
+      method: 'POST',
+      url: '/api/auth/session',
+      payload: { token: w.tokens.alice },
+    });
+    assert.equal(signIn.statusCode, 200, signIn.body);
+    const cookie = String(signIn.headers['set-cookie']).split(';')[0] ?? '';
+    const { csrfToken } = signIn.json() as { csrfToken: string };
+
+    const s = await openEvents(w, { cookie });
+    assert.equal(s.status, 200);
+    const id = await create(w, w.tokens.alice);
+    await until('the job by cookie', () => statesOf(s, id).includes('RUNNING'));
+
+    const out = await w.app.inject({
+      method: 'DELETE',
+      url: '/api/auth/session',
+      headers: { cookie, 'x-csrf-token': csrfToken },
+    });
+    assert.equal(out.statusCode, 204, out.body);
+    let ended = false;
+    void s.ended.then(() => {
+      ended = true;
+    });
+    await until('the stream to end', () => ended);
+    s.close();
+  });
+});
+
+describe('a client that does not keep up', () => {
+  const caller: Caller = { username: 'alice', admin: false };
+  const job = { id: 'j1', status: { state: 'RUNNING' } } as unknown as Job;
+
+  /** A service whose watch hands out the listener, and a sink whose backlog the test sets. */
+  function fixture() {
+    let listener: (e: JobEvent) => void = () => {};
+    const service = {
+      watchJobs(_c: Caller, _last: string | undefined, l: (e: JobEvent) => void): Watch {
+        listener = l;
+        return { position: 'e-0', missed: [], unsubscribe: () => {} };
+      },
+    } as unknown as JobService;
+    const sink = { written: [] as string[], backlog: 0, ended: false };
+    const stream = streamJobEvents(
+      service,
+      caller,
+      {
+        write: (text) => {
+          sink.written.push(text);
+          sink.backlog += text.length;
+        },
+        buffered: () => sink.backlog,
+        end: () => {
+          sink.ended = true;
+        },
+      },
+      { signedIn: () => true },
+    );
+    return { emit: (n: number) => listener({ id: `e-${n}`, job }), sink, stream };
+  }
+
+  test('has its backlog dropped, then gets one resync once it drains', () => {
+    const { emit, sink, stream } = fixture();
+    sink.backlog = EVENTS_BUFFERED_BYTES + 1;
+    const before = sink.written.length;
+    for (let n = 1; n <= 1000; n++) emit(n);
+    assert.equal(sink.written.length, before, 'nothing is queued while the client is behind');
+
+    sink.backlog = 0;
+    stream.check();
+    assert.match(sink.written.at(-1) ?? '', /^id: e-1000\nevent: resync\n/);
+    emit(1001);
+    assert.match(sink.written.at(-1) ?? '', /^id: e-1001\nevent: job\n/);
+    stream.check();
+    assert.equal(sink.written.filter((t) => t.includes('event: resync')).length, 1);
+    stream.stop();
+  });
+
+  test('a client that catches up in time loses nothing', () => {
+    const { emit, sink, stream } = fixture();
+    for (let n = 1; n <= 10; n++) emit(n);
+    assert.equal(sink.written.filter((t) => t.includes('event: job')).length, 10);
+    assert.equal(
+      sink.written.some((t) => t.includes('resync')),
+      false,
+    );
+    stream.stop();
+  });
+});
