@@ -13,8 +13,10 @@ import { env } from './support/fixtures.ts';
  * What one job costs the store, counted rather than timed, so that a machine's load does not
  * hide a regression: jobs submitted one per request by 16 clients at once (as the API benchmark
  * does) and run to the end on the dry backend, with their job folders written. Issue 12's
- * benchmark lost a quarter of its throughput to costs like these growing unnoticed. The bounds
- * are what is written now (18 to 18.7 pages per job, 17.5 at 2eed240) with a tenth to spare.
+ * benchmark lost a quarter of its throughput to costs like these growing unnoticed. How many jobs
+ * share a transaction depends on timing, so the pages per job move with the machine's load: 18 to
+ * 19.6 alone, 20.6 beside the whole suite (17.5 at 2eed240). The bound leaves a quarter to spare:
+ * it holds under load and still fails when what a job writes grows by a third.
  */
 
 const JOBS = 160;
@@ -81,6 +83,6 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
   assert.deepEqual(updates, [], 'jobs with other than four updates');
   assert.ok(durable <= JOBS / 4, `${durable} syncs to disk for ${JOBS} jobs sent 16 at a time`);
   const perJob = frames() / JOBS;
-  assert.ok(perJob <= 20, `${perJob.toFixed(1)} pages written per job`);
+  assert.ok(perJob <= 25, `${perJob.toFixed(1)} pages written per job`);
   store.close();
 });

@@ -229,6 +229,13 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     assert.deepEqual(await focused(), { label: 'Rename results', inDialog: false });
     // Focus stays in the dialog: Tab from its last button comes back inside it.
     await renameButton.click();
+    // The dialog opens on the next render: Tab only once its field has focus.
+    await rename.getByLabel('New name').waitFor();
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as { document: { activeElement: { tagName: string } | null } }).document
+          .activeElement?.tagName === 'INPUT',
+    );
     for (let i = 0; i < 4; i++) await page.keyboard.press('Tab');
     assert.equal((await focused()).inDialog, true);
     await rename.getByLabel('New name').fill('outputs');
