@@ -1,6 +1,13 @@
 // The shapes of the public API as the interface reads them (see /openapi.json): only the fields used.
+// Where the server has a plain type of the same shape, it is imported (type-only: the bundle holds
+// no server code); the values below are restated, as importing them would bring the server's schemas.
 
-export type JobState = 'IN_QUEUE' | 'RUNNING' | 'CANCELING' | 'SUCCESS' | 'FAILURE' | 'EXPIRED' | 'SUSPENDED';
+import type { JobState } from '../../src/model/job.ts';
+
+export type { Wallet } from '../../src/jobs/access.ts';
+export type { FileEntry } from '../../src/storage/files.ts';
+export type { JobState };
+
 export const JOB_STATES: readonly JobState[] = [
   'IN_QUEUE',
   'RUNNING',
@@ -148,22 +155,6 @@ export interface FollowMessage {
   updates: JobUpdate[];
   log: { rank: number; stdout?: string; stderr?: string }[];
   newStatus?: Job['status'];
-}
-
-export interface FileEntry {
-  name: string;
-  path: string;
-  type: 'file' | 'folder' | 'link' | 'other';
-  size: number;
-  modifiedAt: number;
-}
-
-export interface Wallet {
-  owner: string;
-  category: string;
-  allocated: number;
-  used: number;
-  balance: number;
 }
 
 export interface UsageItem {

@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { ErrorAlert } from './error-alert.tsx';
 
 // The interface's own modal dialogs instead of the browser's prompt() and confirm(): a <dialog>
 // opened with showModal() keeps focus inside it and closes on Escape; focus goes back to what
@@ -33,6 +34,21 @@ function useAction(dialog: { current: HTMLDialogElement | null }) {
     }
   };
   return { error, busy, run };
+}
+
+/** A dialog's buttons: its own (the children), then Cancel, which closes it. */
+export function DialogActions(props: {
+  dialog: { current: HTMLDialogElement | null };
+  children: ComponentChildren;
+}) {
+  return (
+    <div class="actions">
+      {props.children}
+      <button type="button" onClick={() => props.dialog.current?.close()}>
+        Cancel
+      </button>
+    </div>
+  );
 }
 
 /** A modal form with one labelled text field; what the server refuses is shown at the field. */
@@ -72,20 +88,13 @@ export function FieldDialog(props: {
             aria-describedby={error !== null ? `${id}-error` : undefined}
             onInput={(e) => setValue(e.currentTarget.value)}
           />
-          {error !== null && (
-            <p id={`${id}-error`} class="error" role="alert">
-              {error}
-            </p>
-          )}
+          <ErrorAlert id={`${id}-error`} message={error} />
         </div>
-        <div class="actions">
+        <DialogActions dialog={dialog}>
           <button type="submit" class="primary" disabled={busy}>
             {props.action}
           </button>
-          <button type="button" onClick={() => dialog.current?.close()}>
-            Cancel
-          </button>
-        </div>
+        </DialogActions>
       </form>
     </dialog>
   );
@@ -107,19 +116,12 @@ export function ConfirmDialog(props: {
     <dialog ref={dialog} aria-labelledby={`${id}-title`} onClose={props.onClose}>
       <h2 id={`${id}-title`}>{props.title}</h2>
       {props.children}
-      {error !== null && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      <div class="actions">
+      <ErrorAlert message={error} />
+      <DialogActions dialog={dialog}>
         <button type="button" class="danger" disabled={busy} onClick={() => void run(props.onConfirm)}>
           {props.action}
         </button>
-        <button type="button" onClick={() => dialog.current?.close()}>
-          Cancel
-        </button>
-      </div>
+      </DialogActions>
     </dialog>
   );
 }

@@ -1,8 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { getJson } from '../api.ts';
 import { parentOf, userDrives } from '../drives.ts';
+import { useFolderListing } from '../folder-listing.ts';
 import { bytes } from '../format.ts';
-import type { FileEntry } from '../types.ts';
+import { DialogActions } from './dialog.tsx';
+import { DriveSelect } from './drive-select.tsx';
 
 interface Props {
   kind: 'file' | 'folder';
@@ -17,8 +18,6 @@ export function FilePicker({ kind, start, onPick, onClose }: Props) {
   const dialog = useRef<HTMLDialogElement>(null);
   const [drives, setDrives] = useState<string[]>([]);
   const [folder, setFolder] = useState<string | null>(null);
-  const [entries, setEntries] = useState<FileEntry[]>([]);
-  const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
     dialog.current?.showModal();
@@ -33,16 +32,9 @@ export function FilePicker({ kind, start, onPick, onClose }: Props) {
       );
     });
   }, []);
-  useEffect(() => {
-    if (folder === null) return;
-    setError(null);
-    getJson<{ items: FileEntry[] }>('/api/files/browse', { path: folder, itemsPerPage: 1000 })
-      .then((page) => setEntries(page.items))
-      .catch((e: Error) => {
-        setEntries([]);
-        setError(e.message);
-      });
-  }, [folder]);
+  const listing = useFolderListing(folder);
+  const { error } = listing;
+  const entries = listing.entries ?? [];
 
   const atDrive = folder !== null && drives.includes(folder);
   return (
@@ -50,17 +42,7 @@ export function FilePicker({ kind, start, onPick, onClose }: Props) {
       <h2 id="picker-title">Choose a {kind}</h2>
       <div class="toolbar">
         <label for="picker-drive">Drive</label>
-        <select
-          id="picker-drive"
-          value={drives.find((d) => folder?.startsWith(d)) ?? ''}
-          onChange={(e) => setFolder(e.currentTarget.value)}
-        >
-          {drives.map((d) => (
-            <option key={d} value={d}>
-              {d}
-            </option>
-          ))}
-        </select>
+        <DriveSelect id="picker-drive" drives={drives} folder={folder} onChange={setFolder} />
       </div>
       <p class="path" aria-live="polite">
         {folder}
@@ -95,16 +77,13 @@ export function FilePicker({ kind, start, onPick, onClose }: Props) {
         ))}
         {entries.length === 0 && error === null && <li class="muted">This folder is empty.</li>}
       </ul>
-      <div class="actions">
+      <DialogActions dialog={dialog}>
         {kind === 'folder' && folder !== null && (
           <button type="button" class="primary" onClick={() => onPick(folder)}>
             Use this folder
           </button>
         )}
-        <button type="button" onClick={() => dialog.current?.close()}>
-          Cancel
-        </button>
-      </div>
+      </DialogActions>
     </dialog>
   );
 }

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import type { Job, Parameter, ParameterValue } from '../types.ts';
+import { ErrorAlert } from './error-alert.tsx';
 import { FilePicker } from './file-picker.tsx';
 
 /** What the form holds for one parameter: text as typed (numbers too), '' for no value. */
@@ -214,11 +215,7 @@ export function ParameterField({ parameter: p, raw, error, peers, onChange }: Pr
           {range}
         </p>
       )}
-      {error !== undefined && (
-        <p id={errorId} class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert id={errorId} message={error} />
     </div>
   );
 }

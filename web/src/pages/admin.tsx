@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, postJson } from '../api.ts';
+import { Options } from '../components/options.tsx';
 
 interface FormSpec {
   title: string;
@@ -111,9 +112,7 @@ function AdminForm({ spec }: { spec: FormSpec }) {
                   value={values[f.name] ?? f.options?.[0]}
                   onChange={(e) => setValues({ ...values, [f.name]: e.currentTarget.value })}
                 >
-                  {f.options?.map((o) => (
-                    <option key={o}>{o}</option>
-                  ))}
+                  <Options values={f.options ?? []} />
                 </select>
               ) : (
                 <input

@@ -1,7 +1,10 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { getJson, postJson } from '../api.ts';
+import { postJson } from '../api.ts';
 import { ConfirmDialog, FieldDialog } from '../components/dialog.tsx';
+import { DriveSelect } from '../components/drive-select.tsx';
+import { ErrorAlert } from '../components/error-alert.tsx';
 import { joinPath, parentOf, userDrives } from '../drives.ts';
+import { useFolderListing } from '../folder-listing.ts';
 import { bytes, when } from '../format.ts';
 import { navigate, queryOf } from '../router.tsx';
 import type { FileEntry } from '../types.ts';
@@ -18,17 +21,21 @@ interface Upload {
 let uploadCount = 0;
 
 /** The dialog open on the page, if any: what it asks, and for which entry. */
-type Asking =
-  | { kind: 'rename' | 'move' | 'trash'; entry: FileEntry }
-  | { kind: 'new-folder'; folder: string }
-  | null;
+type Asking = { kind: EntryAction; entry: FileEntry } | { kind: 'new-folder'; folder: string } | null;
+
+type EntryAction = 'rename' | 'move' | 'trash';
+
+/** The buttons on each row, in order. */
+const ENTRY_ACTIONS: readonly { kind: EntryAction; label: string; danger?: boolean }[] = [
+  { kind: 'rename', label: 'Rename' },
+  { kind: 'move', label: 'Move' },
+  { kind: 'trash', label: 'Delete', danger: true },
+];
 
 /** The user's drives: browse, upload (drag and drop, large files), download, new folder, rename, move, delete. */
 export function FilesPage() {
   const [drives, setDrives] = useState<string[]>([]);
   const folder = queryOf().get('path') ?? drives[0] ?? null;
-  const [entries, setEntries] = useState<FileEntry[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [dragging, setDragging] = useState(false);
   const [version, setVersion] = useState(0);
@@ -38,23 +45,13 @@ export function FilesPage() {
   useEffect(() => {
     void userDrives().then(setDrives);
   }, []);
-  useEffect(() => {
-    if (folder === null) return;
-    setError(null);
-    getJson<{ items: FileEntry[] }>('/api/files/browse', { path: folder, itemsPerPage: 1000 })
-      .then((page) => setEntries(page.items))
-      .catch((e: Error) => {
-        setEntries([]);
-        setError(e.message);
-      });
-  }, [folder, version]);
+  const { entries, error } = useFolderListing(folder, version);
 
   const go = (path: string) => navigate(`/files?path=${encodeURIComponent(path)}`);
   const reload = () => setVersion((v) => v + 1);
   /** A change asked for in a dialog: the listing is read again once it is done. */
   const change = async (path: string, body: unknown) => {
     await postJson(path, body);
-    setError(null);
     reload();
   };
 
@@ -147,17 +144,7 @@ export function FilesPage() {
       <h1>Files</h1>
       <div class="toolbar">
         <label>
-          Drive{' '}
-          <select
-            value={drives.find((d) => folder?.startsWith(d)) ?? ''}
-            onChange={(e) => go(e.currentTarget.value)}
-          >
-            {drives.map((d) => (
-              <option key={d} value={d}>
-                {d}
-              </option>
-            ))}
-          </select>
+          Drive <DriveSelect drives={drives} folder={folder} onChange={go} />
         </label>
         <button type="button" onClick={() => folder !== null && setAsking({ kind: 'new-folder', folder })}>
           New folder
@@ -211,11 +198,7 @@ export function FilesPage() {
           ))}
         </ul>
       )}
-      {error !== null && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert message={error} />
       {entries !== null && (
         <table class="file-table" aria-label="Files">
           <thead>
@@ -249,30 +232,17 @@ export function FilesPage() {
                 <td class="wide">{e.type === 'file' ? bytes(e.size) : ''}</td>
                 <td class="wide">{when(e.modifiedAt)}</td>
                 <td class="row-actions">
-                  <button
-                    type="button"
-                    class="small"
-                    onClick={() => setAsking({ kind: 'rename', entry: e })}
-                    aria-label={`Rename ${e.name}`}
-                  >
-                    Rename
-                  </button>
-                  <button
-                    type="button"
-                    class="small"
-                    onClick={() => setAsking({ kind: 'move', entry: e })}
-                    aria-label={`Move ${e.name}`}
-                  >
-                    Move
-                  </button>
-                  <button
-                    type="button"
-                    class="small danger"
-                    onClick={() => setAsking({ kind: 'trash', entry: e })}
-                    aria-label={`Delete ${e.name}`}
-                  >
-                    Delete
-                  </button>
+                  {ENTRY_ACTIONS.map((a) => (
+                    <button
+                      key={a.kind}
+                      type="button"
+                      class={a.danger ? 'small danger' : 'small'}
+                      onClick={() => setAsking({ kind: a.kind, entry: e })}
+                      aria-label={`${a.label} ${e.name}`}
+                    >
+                      {a.label}
+                    </button>
+                  ))}
                 </td>
               </tr>
             ))}

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson } from '../api.ts';
+import { Options } from '../components/options.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
 import { when } from '../format.ts';
 import { type ListFilter, withJob } from '../job-list.ts';
@@ -110,11 +111,7 @@ export function JobsPage() {
           State{' '}
           <select value={state} onChange={(e) => setFilter('state', e.currentTarget.value)}>
             <option value="">All</option>
-            {JOB_STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
+            <Options values={JOB_STATES} />
           </select>
         </label>
         <label>

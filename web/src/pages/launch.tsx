@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, getJson, postJson } from '../api.ts';
+import { ErrorAlert } from '../components/error-alert.tsx';
 import { initialRaw, ParameterField, parameterValue, type RawValue } from '../components/parameter-field.tsx';
 import { fieldOf } from '../field-of.ts';
 import { credits, estimatedCost, number, pricePerHour } from '../format.ts';
@@ -107,12 +108,7 @@ export function LaunchPage({ name }: { name: string }) {
     }
   };
 
-  const fieldError = (field: string) =>
-    errors[field] !== undefined ? (
-      <p id={`${field}-error`} class="error" role="alert">
-        {errors[field]}
-      </p>
-    ) : null;
+  const fieldError = (field: string) => <ErrorAlert id={`${field}-error`} message={errors[field]} />;
 
   return (
     <section class="launch">
@@ -189,29 +185,19 @@ export function LaunchPage({ name }: { name: string }) {
           <div class={`field${errors.timeAllocation ? ' invalid' : ''}`}>
             <fieldset class="time">
               <legend>Time allocation</legend>
-              <label>
-                <input
-                  type="number"
-                  min={0}
-                  step={1}
-                  value={hours}
-                  onInput={(e) => setHours(e.currentTarget.value)}
-                  aria-invalid={errors.timeAllocation !== undefined}
-                />{' '}
-                hours
-              </label>
-              <label>
-                <input
-                  type="number"
-                  min={0}
-                  max={59}
-                  step={1}
-                  value={minutes}
-                  onInput={(e) => setMinutes(e.currentTarget.value)}
-                  aria-invalid={errors.timeAllocation !== undefined}
-                />{' '}
-                minutes
-              </label>
+              <TimePart
+                unit="hours"
+                value={hours}
+                onInput={setHours}
+                invalid={errors.timeAllocation !== undefined}
+              />
+              <TimePart
+                unit="minutes"
+                max={59}
+                value={minutes}
+                onInput={setMinutes}
+                invalid={errors.timeAllocation !== undefined}
+              />
             </fieldset>
             {product?.maxTimeAllocationHours !== undefined && (
               <p class="hint">At most {product.maxTimeAllocationHours} hours on this machine type.</p>
@@ -233,15 +219,35 @@ export function LaunchPage({ name }: { name: string }) {
           Estimated cost: <strong>{credits(estimate)}</strong> at most
           {balance !== undefined && <span class="muted"> · {credits(balance)} left</span>}
         </div>
-        {errors.form !== undefined && (
-          <p class="error" role="alert">
-            {errors.form}
-          </p>
-        )}
+        <ErrorAlert message={errors.form} />
         <button type="submit" class="primary" disabled={busy}>
           Submit
         </button>
       </form>
     </section>
+  );
+}
+
+/** One number of the time allocation (hours or minutes), labelled by its unit. */
+function TimePart(props: {
+  unit: string;
+  max?: number;
+  value: string;
+  onInput: (value: string) => void;
+  invalid: boolean;
+}) {
+  return (
+    <label>
+      <input
+        type="number"
+        min={0}
+        max={props.max}
+        step={1}
+        value={props.value}
+        onInput={(e) => props.onInput(e.currentTarget.value)}
+        aria-invalid={props.invalid}
+      />{' '}
+      {props.unit}
+    </label>
   );
 }

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, signIn } from '../api.ts';
+import { ErrorAlert } from '../components/error-alert.tsx';
 
 /** A token (from `ucompute web`, an administrator, or the data folder's admin.token) for a session cookie. */
 export function SignInPage() {
@@ -39,11 +40,7 @@ export function SignInPage() {
           aria-describedby={error !== null ? 'token-error' : undefined}
           required
         />
-        {error !== null && (
-          <p id="token-error" class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorAlert id="token-error" message={error} />
         <button type="submit" class="primary" disabled={busy}>
           Sign in
         </button>
