@@ -62,8 +62,10 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   const pageErrors: string[] = [];
 
   const api = <T>(path: string, body?: unknown): Promise<T> => serveClient(url, token).api<T>(path, body);
-  const jobState = async (id: string) =>
-    (await api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state;
+  const jobStatus = async (id: string) =>
+    (await api<{ status: { state: string; expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status;
+  const jobState = async (id: string) => (await jobStatus(id)).state;
+  const expiresAt = async (id: string) => (await jobStatus(id)).expiresAt;
   const jobIdOfPage = () => /\/jobs\/([a-z0-9]+)$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
   /** The focused element's label, and whether it is inside a dialog. */
   const focused = () =>
@@ -288,13 +290,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     );
     await capture(page, ARTIFACTS, 'job-terminal');
 
-    const before = (await api<{ status: { expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status
-      .expiresAt;
+    const before = await expiresAt(id);
     await page.getByLabel('Extend by').selectOption('1');
     await page.getByRole('button', { name: 'Extend', exact: true }).click();
     await page.getByText(/Extended: the job now ends at/).waitFor();
-    const extended = (await api<{ status: { expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status
-      .expiresAt;
+    const extended = await expiresAt(id);
     assert.equal(extended - before, 3600_000);
 
     await page.getByRole('button', { name: 'Cancel job' }).click();
