@@ -9,7 +9,15 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import * as nodePty from 'node-pty';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
-import { freePort, SYSTEM_PATH, startDesktop, startJupyter, until } from '../support/browser.ts';
+import {
+  fortyTwoInTerminal,
+  freePort,
+  onePlusOneInNotebook,
+  SYSTEM_PATH,
+  startDesktop,
+  startJupyter,
+  until,
+} from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -144,13 +152,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     assert.doesNotMatch(page.url(), /ticket/);
     assert.equal(new URL(page.url()).host, `app-${id}-0.localhost:${w.port}`);
     await page.goto(`http://app-${id}-0.localhost:${w.port}/notebooks/test.ipynb`);
-    await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 60_000 });
-    await page.click('.CodeMirror');
-    await page.keyboard.type('1+1');
-    await page.keyboard.press('Shift+Enter');
-    const output = page.locator('.output_subarea.output_result pre').first();
-    await output.waitFor({ timeout: 60_000 });
-    assert.equal((await output.textContent())?.trim(), '2');
+    assert.equal(await onePlusOneInNotebook(page, 60_000), '2');
     await page.screenshot({ path: join(ARTIFACTS, 'jupyter.png') });
   });
 
@@ -175,22 +177,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     const id = await running('terminal');
     const session = await open(id, 'SHELL');
     await page.goto(`http://localhost:${w.port}/sessions/shell#${session.sessionIdentifier}`);
-    await page.waitForSelector('.xterm-rows');
-    await until(
-      'a prompt',
-      async () => ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
-      200,
-      100,
-    );
-    await page.keyboard.type('echo $((6*7))');
-    await page.keyboard.press('Enter');
-    await until(
-      'the answer',
-      async () =>
-        (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
-      200,
-      100,
-    );
+    await fortyTwoInTerminal(page, 200, 100);
     await page.screenshot({ path: join(ARTIFACTS, 'terminal.png') });
     assert.deepEqual(processesWithArgument(session.sessionIdentifier), []);
   });

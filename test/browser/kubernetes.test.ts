@@ -5,7 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
-import { freePort, serveClient, startDesktop, startJupyter, until } from '../support/browser.ts';
+import {
+  fortyTwoInTerminal,
+  freePort,
+  onePlusOneInNotebook,
+  serveClient,
+  startDesktop,
+  startJupyter,
+  until,
+} from '../support/browser.ts';
 import { type FakeCluster, fakeCluster } from '../support/fake-kube/cluster.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
@@ -99,13 +107,7 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
     const origin = `http://app-${id}-0.localhost:${new URL(url).port}`;
     assert.equal(new URL(page.url()).origin, origin);
     await page.goto(`${origin}/notebooks/test.ipynb`);
-    await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 90_000 });
-    await page.click('.CodeMirror');
-    await page.keyboard.type('1+1');
-    await page.keyboard.press('Shift+Enter');
-    const output = page.locator('.output_subarea.output_result pre').first();
-    await output.waitFor({ timeout: 60_000 });
-    assert.equal((await output.textContent())?.trim(), '2');
+    assert.equal(await onePlusOneInNotebook(page, 90_000), '2');
     await page.screenshot({ path: join(ARTIFACTS, 'jupyter-kubernetes.png') });
     // Every byte went through the API server's port-forward of the job's pod.
     assert.ok(callsTo('pods/portforward', id) > 0);
@@ -143,15 +145,7 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
     const session = await client.open(id, 'SHELL');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
     await page.goto(`${url}/sessions/shell#${session.sessionIdentifier}`);
-    await page.waitForSelector('.xterm-rows');
-    await until('a prompt', async () =>
-      ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
-    );
-    await page.keyboard.type('echo $((6*7))');
-    await page.keyboard.press('Enter');
-    await until('the answer', async () =>
-      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
-    );
+    await fortyTwoInTerminal(page);
     await page.screenshot({ path: join(ARTIFACTS, 'terminal-kubernetes.png') });
     assert.equal(callsTo('pods/exec', id), 1);
     // The page's terminal size reached the pty (xterm.js fits the window: not the default 80x24).

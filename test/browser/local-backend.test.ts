@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import { localServeConfig, serveClient, until } from '../support/browser.ts';
+import { fortyTwoInTerminal, localServeConfig, serveClient, until } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -135,14 +135,7 @@ describe('the example apps on the local backend, in a browser', { ...tools, time
     const session = await client.open(id, 'SHELL');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
     await page.goto(`${url}/sessions/shell#${session.sessionIdentifier}`);
-    await until('a prompt', async () =>
-      ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
-    );
-    await page.keyboard.type('echo $((6*7))');
-    await page.keyboard.press('Enter');
-    await until('the answer', async () =>
-      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
-    );
+    await fortyTwoInTerminal(page);
     await page.screenshot({ path: join(ARTIFACTS, 'terminal-local.png') });
   });
 });

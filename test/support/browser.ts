@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
+import type { Page } from 'playwright-core';
 import { testNetwork } from './local-backend.ts';
 
 export const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -112,6 +113,43 @@ export async function startDesktop(work: string, display: string, port: number):
     stdio: 'ignore',
   });
   return [xvnc, xterm];
+}
+
+/**
+ * In the notebook open on `page`: waits up to `kernelMs` for its kernel, runs `1+1` in the first
+ * cell and gives the output (`2`).
+ */
+export async function onePlusOneInNotebook(page: Page, kernelMs: number): Promise<string | undefined> {
+  await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: kernelMs });
+  await page.click('.CodeMirror');
+  await page.keyboard.type('1+1');
+  await page.keyboard.press('Shift+Enter');
+  const output = page.locator('.output_subarea.output_result pre').first();
+  await output.waitFor({ timeout: 60_000 });
+  return (await output.textContent())?.trim();
+}
+
+/**
+ * In the xterm.js page on `page`: waits for the shell's `$` prompt, runs `echo $((6*7))` and waits
+ * for a row that is `42` (each wait `tries` × `everyMs`, as `until`).
+ */
+export async function fortyTwoInTerminal(page: Page, tries = 300, everyMs = 200): Promise<void> {
+  await page.waitForSelector('.xterm-rows');
+  await until(
+    'a prompt',
+    async () => ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
+    tries,
+    everyMs,
+  );
+  await page.keyboard.type('echo $((6*7))');
+  await page.keyboard.press('Enter');
+  await until(
+    'the answer',
+    async () =>
+      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
+    tries,
+    everyMs,
+  );
 }
 
 /**
