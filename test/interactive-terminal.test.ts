@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, connect, createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
 import { hashToken } from '../src/store/store.ts';
@@ -206,13 +210,37 @@ describe('the terminal', { timeout: 60_000 }, () => {
   });
 
   test('ucompute open prints the one-time link of a desktop', async () => {
-    const result = await runCli(['open', id, '--url', `http://127.0.0.1:${w.port}`], {
+    const result = await runCli(['open', id, '--url-only', '--url', `http://127.0.0.1:${w.port}`], {
       env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
     });
     assertExit(result, 0);
     const url = new URL(result.stdout.trim());
     assert.equal(url.pathname, '/sessions/vnc');
     assert.equal(w.store.session(hashToken(url.hash.slice(1)))?.kind, 'VNC');
+  });
+
+  test('ucompute open hands the browser a private page leading to the link, never the link', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'ucompute-open-'));
+    const seen = join(folder, 'browser-args');
+    const browser = join(folder, 'browser.sh');
+    writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}'\n`, { mode: 0o755 });
+    const result = await runCli(['open', id, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice, BROWSER: browser },
+    });
+    assertExit(result, 0);
+    const [link = '', said] = result.stdout.trim().split('\n');
+    assert.equal(said, 'opened in your browser');
+    await until(() => existsSync(seen));
+    const args = readFileSync(seen, 'utf8').trim();
+    assert.ok(!args.includes(new URL(link).hash.slice(1)), 'the secret is not on the command line');
+    const page = fileURLToPath(args);
+    assert.equal(statSync(page).mode & 0o077, 0, 'only the user reads the page');
+    // The link as the page's HTML writes it.
+    assert.ok(
+      readFileSync(page, 'utf8').includes(link.replaceAll('&', '&amp;')),
+      'the page leads to the link',
+    );
+    rmSync(folder, { recursive: true, force: true });
   });
 
   test('input before initialize is refused', async () => {

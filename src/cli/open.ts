@@ -1,16 +1,19 @@
 import { parseArgs } from 'node:util';
 import type { Job } from '../model/job.ts';
+import { openInBrowser } from './browser.ts';
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 
 export const OPEN_USAGE = `Usage: ucompute open ID [--rank N] [options]
 
 Opens the web app or remote desktop of a running job: prints a one-time link that signs your
-browser in to the app (valid for a minute). It is not handed to a browser by ucompute: a link
-on a command line is readable by every user of the machine.
+browser in to the app (valid for a minute), and opens it in your browser when there is one. The
+browser is handed a file only you can read that leads to the link, never the link itself: a
+command line is readable by every user of the machine.
 
 Options:
   --rank N            which replica (default 0)
+  --url-only          print the link only; open no browser
 
 ${CLIENT_OPTIONS_USAGE}`;
 
@@ -51,7 +54,7 @@ export async function openCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { ...CLIENT_OPTIONS, rank: { type: 'string' } },
+    options: { ...CLIENT_OPTIONS, rank: { type: 'string' }, 'url-only': { type: 'boolean' } },
   });
   if (values.help) {
     process.stdout.write(`${OPEN_USAGE}\n`);
@@ -73,7 +76,13 @@ export async function openCommand(argv: string[]): Promise<number> {
   }
   const session = await openSession(client, id, rank, type);
   const link = session.redirectClientTo ?? session.url ?? '';
-  if (values.json) process.stdout.write(`${JSON.stringify(session)}\n`);
-  else process.stdout.write(`${link}\n`);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(session)}\n`);
+    return 0;
+  }
+  process.stdout.write(`${link}\n`);
+  if (!values['url-only'] && (await openInBrowser(link, `Open ${name} (job ${id})`))) {
+    process.stdout.write('opened in your browser\n');
+  }
   return 0;
 }
