@@ -55,12 +55,18 @@ async function runningJupyter(cluster: FakeCluster, served: Served, ip?: string)
   return id;
 }
 
+/** A folder for the server's data, removed after the test. */
+async function dataDir(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-k8s-sessions-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 const portForwards = (cluster: FakeCluster, id: string) =>
   cluster.api.calls.filter((c) => c.resource === 'pods/portforward' && c.name === `j-${id}-job-0`).length;
 
 test('outside the cluster: the proxy reaches the app through port-forward, and keeps the stream for the next requests', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ucompute-k8s-sessions-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await dataDir(t);
   const cluster = await fakeCluster(t);
   const app = await webApp(t);
   const served = await serveOnKubernetes(t, cluster.config(), dir);
@@ -77,8 +83,7 @@ test('outside the cluster: the proxy reaches the app through port-forward, and k
 });
 
 test('in the cluster: the proxy reaches the app at the pod IP, without port-forward', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ucompute-k8s-sessions-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await dataDir(t);
   const cluster = await fakeCluster(t);
   // The pod's address is a loopback alias with Jupyter's port: what ucompute reaches in the cluster.
   const podIp = `127.${1 + (process.pid % 200)}.${Math.floor(Math.random() * 250) + 1}.${1 + Math.floor(Math.random() * 250)}`;
@@ -93,8 +98,7 @@ test('in the cluster: the proxy reaches the app at the pod IP, without port-forw
 });
 
 test('a restart of ucompute keeps the routes of running jobs: the same cookie reaches the app', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'ucompute-k8s-sessions-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const dir = await dataDir(t);
   const cluster = await fakeCluster(t);
   const app = await webApp(t);
   const first = await serveOnKubernetes(t, cluster.config(), dir);

@@ -1,16 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { removeBridgeNetwork } from '../src/backends/local/network.ts';
-import { openLocalBackend } from '../src/backends/local/open.ts';
-import { createJobService } from '../src/jobs/service.ts';
-import { directoryStorage } from '../src/storage/directory.ts';
-import { openStore } from '../src/store/store.ts';
-import { env } from './support/fixtures.ts';
-import { testNetwork } from './support/local-backend.ts';
+import { openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 
 /** ucompute jobs (catalogue apps through every plugin) on the local backend, with real processes. */
@@ -18,32 +11,18 @@ import { needs } from './support/local-tools.ts';
 const tools = await needs('bwrap', 'nft', 'ip');
 
 async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { cpu: 8, memoryInGigs: 32 }) {
-  const dir = await mkdtemp(join(tmpdir(), 'ucompute-service-'));
-  const storageRoot = join(dir, 'storage');
-  const network = testNetwork();
-  const backend = await openLocalBackend({
-    config: { gracePeriodMs: 500, capacity, network },
-    dataDir: dir,
+  const {
+    home: dir,
     storageRoot,
-    storageClaim: 'ucompute-storage',
-    embedded: true,
+    store,
+    service,
+  } = await openTestService(t, {
+    config: { capacity },
   });
-  const store = openStore(':memory:');
   for (const user of ['alice', 'bob']) {
     store.createUser(user, false);
     store.grant(`user:${user}`, 'u1-standard', 1_000_000, 0, Number.MAX_SAFE_INTEGER);
   }
-  const storage = directoryStorage(storageRoot);
-  const service = createJobService({ store, env: env(), backend, storage, monitorIntervalMs: 50 });
-  await service.start();
-  t.after(async () => {
-    await service.stop();
-    for (const id of await backend.knownJobs()) await backend.cancel(id);
-    await backend.close();
-    await removeBridgeNetwork(network.bridge);
-    store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
   const settled = async (id: string, ms = 20_000) => {
     for (let i = 0; i < ms / 20; i++) {
       const job = store.getJob(id)!;

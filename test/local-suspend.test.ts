@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { removeBridgeNetwork } from '../src/backends/local/network.ts';
-import { openLocalBackend } from '../src/backends/local/open.ts';
-import type { BackendEvent } from '../src/jobs/backend.ts';
-import { testNetwork } from './support/local-backend.ts';
+import { openTestBackend } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
@@ -19,23 +13,7 @@ test(
   'suspend stops the pods without ending the job; the same job runs again when submitted',
   tools,
   async (t) => {
-    const home = await mkdtemp(join(tmpdir(), 'ucompute-suspend-'));
-    const network = testNetwork();
-    const backend = await openLocalBackend({
-      config: { gracePeriodMs: 500, network },
-      dataDir: home,
-      storageRoot: join(home, 'storage'),
-      storageClaim: 'ucompute-storage',
-      embedded: true,
-    });
-    t.after(async () => {
-      for (const id of await backend.knownJobs()) await backend.cancel(id);
-      await backend.close();
-      await removeBridgeNetwork(network.bridge);
-      await rm(home, { recursive: true, force: true });
-    });
-    const events: BackendEvent[] = [];
-    backend.onEvent((e) => events.push(e));
+    const { backend, events } = await openTestBackend(t);
     const runningSince = async (from: number) => {
       for (let i = 0; i < 500; i++) {
         if (events.slice(from).some((e) => e.jobId === 'napper' && e.state === 'RUNNING')) return;

@@ -1,22 +1,18 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
-import { removeBridgeNetwork } from '../src/backends/local/network.ts';
-import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { exitsInARow, isRestartExit, restartDelayMs } from '../src/jobs/restart-policy.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { isFinal, type JobUpdate } from '../src/model/job.ts';
-import { directoryStorage } from '../src/storage/directory.ts';
 import { openStore } from '../src/store/store.ts';
 import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, env, products } from './support/fixtures.ts';
-import { testNetwork } from './support/local-backend.ts';
+import { openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 
 /** restartOnExit: a job whose containers end is SUSPENDED and runs again, backing off; cancel ends it. */
@@ -88,35 +84,8 @@ test(
   'local backend: a job that exits restarts in the same folder after its back-off; cancel ends it for good',
   tools,
   async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'ucompute-restart-'));
-    const storageRoot = join(dir, 'storage');
-    const network = testNetwork();
-    const backend = await openLocalBackend({
-      config: { gracePeriodMs: 500, network },
-      dataDir: dir,
-      storageRoot,
-      storageClaim: 'ucompute-storage',
-      embedded: true,
-    });
-    const store = openStore(':memory:');
+    const { storageRoot, store, service } = await openTestService(t, { requireCredits: false });
     store.createUser('alice', false);
-    const service = createJobService({
-      store,
-      env: env(),
-      backend,
-      storage: directoryStorage(storageRoot),
-      monitorIntervalMs: 50,
-      requireCredits: false,
-    });
-    await service.start();
-    t.after(async () => {
-      await service.stop();
-      for (const id of await backend.knownJobs()) await backend.cancel(id);
-      await backend.close();
-      await removeBridgeNetwork(network.bridge);
-      store.close();
-      await rm(dir, { recursive: true, force: true });
-    });
     await mkdir(join(storageRoot, 'home/alice'), { recursive: true });
     await writeFile(join(storageRoot, 'home/alice/words.txt'), 'b a b\n');
     const [id, sleeper] = await service.create(alice, [

@@ -7,16 +7,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
-import { removeBridgeNetwork } from '../src/backends/local/network.ts';
-import { openLocalBackend } from '../src/backends/local/open.ts';
-import { createJobService, type JobService } from '../src/jobs/service.ts';
+import { createJobService } from '../src/jobs/service.ts';
 import { sshKeys } from '../src/jobs/ssh-keys.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
-import { directoryStorage } from '../src/storage/directory.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
-import { catalog, env, products } from './support/fixtures.ts';
-import { openTestBackend, testNetwork } from './support/local-backend.ts';
+import { catalog, products } from './support/fixtures.ts';
+import { openTestBackend, openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
@@ -50,27 +47,16 @@ test(
   'local backend: the owner logs in with a registered key; a key of another user is refused',
   tools,
   async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'ucompute-ssh-'));
-    const storageRoot = join(dir, 'storage');
-    const network = testNetwork();
     // A port range of this test's own, so that tests beside it do not take its ports.
     const first = 20000 + (process.pid % 2000) * 10;
-    const backend = await openLocalBackend({
-      config: { gracePeriodMs: 500, network, ssh: { firstPort: first, lastPort: first + 9 } },
-      dataDir: dir,
-      storageRoot,
-      storageClaim: 'ucompute-storage',
-      embedded: true,
-    });
-    const store = openStore(':memory:');
-    let service: JobService | undefined;
-    t.after(async () => {
-      await service?.stop();
-      for (const id of await backend.knownJobs()) await backend.cancel(id);
-      await backend.close();
-      await removeBridgeNetwork(network.bridge);
-      store.close();
-      await rm(dir, { recursive: true, force: true });
+    const {
+      home: dir,
+      backend,
+      store,
+      service,
+    } = await openTestService(t, {
+      config: { ssh: { firstPort: first, lastPort: first + 9 } },
+      requireCredits: false,
     });
     for (const user of ['alice', 'bob']) {
       store.createUser(user, false);
@@ -81,15 +67,6 @@ test(
     keys.create({ username: 'bob', admin: false }, [
       { title: 'bob', key: await readFile(join(dir, 'bob.pub'), 'utf8') },
     ]);
-    service = createJobService({
-      store,
-      env: env(),
-      backend,
-      storage: directoryStorage(storageRoot),
-      monitorIntervalMs: 50,
-      requireCredits: false,
-    });
-    await service.start();
     // MANDATORY in the app: enabled although the request leaves sshEnabled out.
     const [id] = await service.create(alice, [sshServer]);
     const { host, port } = await announced(store, id!);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
@@ -9,40 +9,31 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import * as nodePty from 'node-pty';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
+import {
+  fortyTwoInTerminal,
+  freePort,
+  onePlusOneInNotebook,
+  SYSTEM_PATH,
+  startDesktop,
+  startJupyter,
+  until,
+} from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 
 /**
  * The three session kinds in Debian's Chromium, driven by playwright-core: Jupyter through the web
- * proxy (a cell's `1+1` gives `2`, over the kernel's WebSocket), the noVNC page on an Xvnc
+ * proxy (a cell's `1+1` gives `2`, over the kernel's WebSocket), the noVNC page on an Xtigervnc
  * desktop (its canvas is not blank), and the xterm.js page on a shell (`echo $((6*7))` gives 42).
  * The jobs' programs run on this machine as the test's own processes; the backend's `connect`
  * and `shell` reach them, so that what is tested is ucompute's side: sessions, proxy, relay,
  * pages. Screenshots go to test/browser/artifacts.
  */
 
-const tools = await needs('chromium', 'jupyter-notebook', 'Xvnc', 'xterm');
+const tools = await needs('chromium', 'jupyter-notebook', 'Xtigervnc', 'xterm');
 const ARTIFACTS = join(ROOT, 'test', 'browser', 'artifacts');
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
-const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-
-async function until(what: string, condition: () => Promise<boolean>, tries = 200): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await condition().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`${what} did not happen in time`);
-}
 
 /** A bash on a pty, as the backend's shell gives one. */
 function bash(options: ShellOptions) {
@@ -89,67 +80,8 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     work = mkdtempSync(join(tmpdir(), 'ucompute-browser-'));
     jupyterPort = await freePort();
     vncPort = await freePort();
-    const jupyterEnv = {
-      PATH: SYSTEM_PATH,
-      HOME: work,
-      JUPYTER_RUNTIME_DIR: join(work, 'runtime'),
-      JUPYTER_CONFIG_DIR: join(work, 'config'),
-      JUPYTER_DATA_DIR: join(work, 'data'),
-      IPYTHONDIR: join(work, 'ipython'),
-    };
-    writeFileSync(
-      join(work, 'test.ipynb'),
-      JSON.stringify({
-        cells: [{ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: [] }],
-        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-        nbformat: 4,
-        nbformat_minor: 5,
-      }),
-    );
-    // The example app's own arguments (examples/apps/jupyter.yml), on a loopback port.
-    children.push(
-      spawn(
-        'jupyter-notebook',
-        [
-          '--no-browser',
-          '--ip=127.0.0.1',
-          `--port=${jupyterPort}`,
-          `--notebook-dir=${work}`,
-          '--NotebookApp.token=',
-          '--NotebookApp.password=',
-          '--NotebookApp.allow_remote_access=True',
-          '--allow-root',
-        ],
-        { env: jupyterEnv, stdio: 'ignore' },
-      ),
-    );
-    const display = `:${40 + (process.pid % 50)}`;
-    children.push(
-      spawn(
-        'Xvnc',
-        [display, '-SecurityTypes', 'None', '-rfbport', String(vncPort), '-geometry', '800x600'],
-        {
-          env: { PATH: SYSTEM_PATH, HOME: work },
-          stdio: 'ignore',
-        },
-      ),
-    );
-    await until('Xvnc listening', async () => {
-      return new Promise<boolean>((resolve) => {
-        const s = connect(vncPort, '127.0.0.1');
-        s.once('connect', () => {
-          s.destroy();
-          resolve(true);
-        });
-        s.once('error', () => resolve(false));
-      });
-    });
-    children.push(
-      spawn('xterm', ['-geometry', '80x24+10+10', '-bg', 'white', '-fg', 'black'], {
-        env: { PATH: SYSTEM_PATH, HOME: work, DISPLAY: display },
-        stdio: 'ignore',
-      }),
-    );
+    children.push(startJupyter(work, jupyterPort));
+    children.push(...(await startDesktop(work, `:${40 + (process.pid % 50)}`, vncPort)));
     w = await world({
       backend: () => ({
         connect: async (_jobId, _rank, port) => {
@@ -161,7 +93,12 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
         shell: async (_jobId, _rank, size) => bash(size),
       }),
     });
-    await until('Jupyter answering', async () => (await fetch(`http://127.0.0.1:${jupyterPort}/api`)).ok);
+    await until(
+      'Jupyter answering',
+      async () => (await fetch(`http://127.0.0.1:${jupyterPort}/api`)).ok,
+      200,
+      100,
+    );
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
   });
 
@@ -191,7 +128,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
       }),
     });
     const id = JSON.parse(created.body).responses[0].id as string;
-    await until('the job running', async () => w.store.getJob(id)?.state === 'RUNNING');
+    await until('the job running', async () => w.store.getJob(id)?.state === 'RUNNING', 200, 100);
     return id;
   }
 
@@ -215,13 +152,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     assert.doesNotMatch(page.url(), /ticket/);
     assert.equal(new URL(page.url()).host, `app-${id}-0.localhost:${w.port}`);
     await page.goto(`http://app-${id}-0.localhost:${w.port}/notebooks/test.ipynb`);
-    await page.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 60_000 });
-    await page.click('.CodeMirror');
-    await page.keyboard.type('1+1');
-    await page.keyboard.press('Shift+Enter');
-    const output = page.locator('.output_subarea.output_result pre').first();
-    await output.waitFor({ timeout: 60_000 });
-    assert.equal((await output.textContent())?.trim(), '2');
+    assert.equal(await onePlusOneInNotebook(page, 60_000), '2');
     await page.screenshot({ path: join(ARTIFACTS, 'jupyter.png') });
   });
 
@@ -231,7 +162,12 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     await page.goto(session.url);
     const canvas = page.locator('#screen canvas');
     await canvas.waitFor({ timeout: 30_000 });
-    await until('a drawn desktop', async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2);
+    await until(
+      'a drawn desktop',
+      async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2,
+      200,
+      100,
+    );
     // The page dropped the secret from the address bar once it had read it.
     assert.doesNotMatch(page.url(), /#/);
     await page.screenshot({ path: join(ARTIFACTS, 'desktop.png') });
@@ -241,15 +177,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     const id = await running('terminal');
     const session = await open(id, 'SHELL');
     await page.goto(`http://localhost:${w.port}/sessions/shell#${session.sessionIdentifier}`);
-    await page.waitForSelector('.xterm-rows');
-    await until('a prompt', async () =>
-      ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
-    );
-    await page.keyboard.type('echo $((6*7))');
-    await page.keyboard.press('Enter');
-    await until('the answer', async () =>
-      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
-    );
+    await fortyTwoInTerminal(page, 200, 100);
     await page.screenshot({ path: join(ARTIFACTS, 'terminal.png') });
     assert.deepEqual(processesWithArgument(session.sessionIdentifier), []);
   });

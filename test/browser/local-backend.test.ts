@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
+import { fortyTwoInTerminal, localServeConfig, serveClient, until } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -47,47 +48,22 @@ const ONE_PLUS_ONE = `(async () => {
   });
 })()`;
 
-async function until(what: string, condition: () => Promise<boolean>, tries = 300): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await condition().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.fail(`${what} did not happen in time`);
-}
-
 describe('the example apps on the local backend, in a browser', { ...tools, timeout: 240_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-jupyter-'));
   // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
   chmodSync(tmp, 0o711);
-  const bridge = `uj${process.pid % 100_000}`;
+  const { config, bridge } = localServeConfig(tmp);
   let server: ChildProcess | undefined;
   let url: string;
-  let token: string;
+  let client: ReturnType<typeof serveClient>;
   let browser: Browser | undefined;
   const jobs: string[] = [];
 
-  const api = async <T>(path: string, body: unknown): Promise<T> => {
-    const answer = await fetch(`${url}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const json = await answer.json();
-    assert.equal(answer.status, 200, JSON.stringify(json));
-    return json as T;
-  };
-
   before(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    const config = join(tmp, 'config.yml');
-    const subnet = `10.${150 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`;
-    writeFileSync(
-      config,
-      `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet} }\n`,
-    );
     server = spawnServe(['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local']);
     url = await serving(server);
-    token = readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim();
+    client = serveClient(url, readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim());
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
   });
 
@@ -104,47 +80,21 @@ describe('the example apps on the local backend, in a browser', { ...tools, time
 
   async function stopAll(): Promise<void> {
     const ids = jobs.splice(0);
-    if (ids.length > 0) await api('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
+    if (ids.length > 0) await client.api('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
   }
 
   async function running(app: string): Promise<string> {
     // The machine has room for one such job at a time: the one before is stopped first.
     await stopAll();
-    const created = await api<{ responses: { id: string }[] }>('/api/jobs', {
-      items: [
-        {
-          application: { name: app, version: '1.0' },
-          product: { id: 'u1-standard-1', category: 'u1-standard' },
-          parameters: {},
-        },
-      ],
-    });
-    const id = created.responses[0]?.id ?? '';
+    const id = await client.submit(app);
     jobs.push(id);
-    await until(`${app} running`, async () => {
-      const answer = await fetch(`${url}/api/jobs/retrieve?id=${id}`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
-      const job = (await answer.json()) as { status: { state: string }; updates: unknown[] };
-      assert.notEqual(job.status.state, 'FAILURE', JSON.stringify(job.updates));
-      return job.status.state === 'RUNNING';
-    });
+    await client.untilRunning(app, id);
     return id;
-  }
-
-  type Session = { redirectClientTo: string; url: string; sessionIdentifier: string };
-  async function open(id: string, sessionType: string): Promise<Session> {
-    const opened = await api<{ responses: { session: Session }[] }>('/api/jobs/interactiveSession', {
-      items: [{ id, rank: 0, sessionType }],
-    });
-    const session = opened.responses[0]?.session;
-    assert.ok(session);
-    return session;
   }
 
   test('Jupyter: a kernel computes 1+1 through the proxy', async () => {
     const id = await running('jupyter');
-    const link = (await open(id, 'WEB')).redirectClientTo;
+    const link = (await client.open(id, 'WEB')).redirectClientTo;
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
     await page.goto(link);
     assert.doesNotMatch(page.url(), /ticket/);
@@ -165,7 +115,7 @@ describe('the example apps on the local backend, in a browser', { ...tools, time
 
   test('the desktop: noVNC draws what Xvnc in the job shows', async () => {
     const id = await running('desktop');
-    const session = await open(id, 'VNC');
+    const session = await client.open(id, 'VNC');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
     // Until Xvnc listens the relay closes at once: the page is opened again.
     await until(
@@ -182,17 +132,10 @@ describe('the example apps on the local backend, in a browser', { ...tools, time
 
   test('the terminal: echo $((6*7)) prints 42 in the job', async () => {
     const id = await running('terminal');
-    const session = await open(id, 'SHELL');
+    const session = await client.open(id, 'SHELL');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
     await page.goto(`${url}/sessions/shell#${session.sessionIdentifier}`);
-    await until('a prompt', async () =>
-      ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
-    );
-    await page.keyboard.type('echo $((6*7))');
-    await page.keyboard.press('Enter');
-    await until('the answer', async () =>
-      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
-    );
+    await fortyTwoInTerminal(page);
     await page.screenshot({ path: join(ARTIFACTS, 'terminal-local.png') });
   });
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
+import { localServeConfig, serveClient, until } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -47,19 +48,11 @@ applicationType: BATCH
 invocation: [ "true" ]
 `;
 
-async function until(what: string, condition: () => Promise<boolean>, tries = 300): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await condition().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.fail(`${what} did not happen in time`);
-}
-
 describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-web-'));
   // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
   chmodSync(tmp, 0o711);
-  const bridge = `uw${process.pid % 100_000}`;
+  const { config, bridge } = localServeConfig(tmp);
   let server: ChildProcess | undefined;
   let url: string;
   let token: string;
@@ -68,18 +61,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   /** Errors the page's scripts threw or logged, other than refused calls the tests make on purpose. */
   const pageErrors: string[] = [];
 
-  const api = async <T>(path: string, body?: unknown): Promise<T> => {
-    const answer = await fetch(`${url}${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await answer.json();
-    assert.equal(answer.status, 200, JSON.stringify(json));
-    return json as T;
-  };
-  const jobState = async (id: string) =>
-    (await api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state;
+  const api = <T>(path: string, body?: unknown): Promise<T> => serveClient(url, token).api<T>(path, body);
+  const jobStatus = async (id: string) =>
+    (await api<{ status: { state: string; expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status;
+  const jobState = async (id: string) => (await jobStatus(id)).state;
+  const expiresAt = async (id: string) => (await jobStatus(id)).expiresAt;
   const jobIdOfPage = () => /\/jobs\/([a-z0-9]+)$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
   /** The focused element's label, and whether it is inside a dialog. */
   const focused = () =>
@@ -103,12 +89,6 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   before(async () => {
     builtWebApp();
     mkdirSync(ARTIFACTS, { recursive: true });
-    const config = join(tmp, 'config.yml');
-    const subnet = `10.${150 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`;
-    writeFileSync(
-      config,
-      `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet} }\n`,
-    );
     // Beside the examples, an app whose description carries HTML that must not reach the page.
     const hostile = join(tmp, 'hostile-apps');
     mkdirSync(hostile);
@@ -310,13 +290,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     );
     await capture(page, ARTIFACTS, 'job-terminal');
 
-    const before = (await api<{ status: { expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status
-      .expiresAt;
+    const before = await expiresAt(id);
     await page.getByLabel('Extend by').selectOption('1');
     await page.getByRole('button', { name: 'Extend', exact: true }).click();
     await page.getByText(/Extended: the job now ends at/).waitFor();
-    const extended = (await api<{ status: { expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status
-      .expiresAt;
+    const extended = await expiresAt(id);
     assert.equal(extended - before, 3600_000);
 
     await page.getByRole('button', { name: 'Cancel job' }).click();

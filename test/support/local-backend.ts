@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { openLocalBackend } from '../../src/backends/local/open.ts';
 import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
+import { createJobService } from '../../src/jobs/service.ts';
 import type { LocalConfig } from '../../src/model/config.ts';
+import { directoryStorage } from '../../src/storage/directory.ts';
+import { openStore } from '../../src/store/store.ts';
+import { env } from './fixtures.ts';
 
 /**
  * A bridge and subnet of the test's own (remove the bridge with removeBridgeNetwork once the backend
@@ -73,4 +77,35 @@ export async function openTestBackend(
     return byRank;
   };
   return { home, backend, events, ended, running, output, close };
+}
+
+/**
+ * The job service, started, on a test backend (openTestBackend) with an empty in-memory store and
+ * the backend's storage folder as the users' drives, monitoring every 50 ms. After the test the
+ * service stops before the backend's jobs are cancelled and it closes.
+ */
+export async function openTestService(
+  t: { after(fn: () => Promise<void>): void },
+  o: { config?: LocalConfig; requireCredits?: boolean } = {},
+) {
+  const store = openStore(':memory:');
+  let stop = async () => {};
+  // Registered before the backend's own: after hooks run in the order they were added.
+  t.after(async () => {
+    await stop();
+    store.close();
+  });
+  const local = await openTestBackend(t, o.config === undefined ? {} : { config: o.config });
+  const storageRoot = join(local.home, 'storage');
+  const service = createJobService({
+    store,
+    env: env(),
+    backend: local.backend,
+    storage: directoryStorage(storageRoot),
+    monitorIntervalMs: 50,
+    requireCredits: o.requireCredits ?? true,
+  });
+  await service.start();
+  stop = () => service.stop();
+  return { ...local, storageRoot, store, service };
 }
