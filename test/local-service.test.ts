@@ -129,15 +129,26 @@ test(
   tools,
   async (t) => {
     const { store, service, settled } = await setup(t, { cpu: 1, memoryInGigs: 32 });
-    // Each job holds the one CPU for its one-second time limit.
+    // Each job holds the one CPU for its time limit: long enough for alice's backlog to reach the
+    // backend's queue while her first job runs, on a slow machine too.
     const terminal = {
       application: { name: 'terminal', version: '1.0' },
       product: { id: 'u1-standard-1', category: 'u1-standard' },
-      timeAllocation: { hours: 0, minutes: 0, seconds: 1 },
+      timeAllocation: { hours: 0, minutes: 0, seconds: 3 },
     };
     const alice = await service.create({ username: 'alice', admin: false }, [terminal, terminal, terminal]);
+    const waitedInQueue = (id: string) =>
+      store
+        .updatesOf(id)
+        .some((u) =>
+          /^In the queue, position \d: waiting for 1 CPU and 2 GiB of memory/.test(u.status ?? ''),
+        );
     // Bob arrives while alice uses the machine and has a backlog.
-    for (let i = 0; i < 250 && !alice.some((id) => store.getJob(id)!.state === 'RUNNING'); i++) {
+    for (
+      let i = 0;
+      i < 250 && !(alice.some((id) => store.getJob(id)!.state === 'RUNNING') && waitedInQueue(alice[2]!));
+      i++
+    ) {
       await new Promise((r) => setTimeout(r, 20));
     }
     const [bob] = await service.create({ username: 'bob', admin: false }, [terminal]);
@@ -152,10 +163,12 @@ test(
       ['alice', 'bob', 'alice', 'alice'],
       'bob goes as soon as the one CPU is free, before alice’s backlog',
     );
-    const waited = store.updatesOf(alice[2]!).map((u) => u.status ?? '');
     assert.ok(
-      waited.some((s) => /^In the queue, position \d: waiting for 1 CPU and 2 GiB of memory/.test(s)),
-      waited.join(' | '),
+      waitedInQueue(alice[2]!),
+      store
+        .updatesOf(alice[2]!)
+        .map((u) => u.status ?? '')
+        .join(' | '),
     );
   },
 );

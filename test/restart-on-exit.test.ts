@@ -130,7 +130,10 @@ test(
     assert.deepEqual(charged(), [`${id}:0-0`]);
     await wait('it runs again', () => runs() === 2, 40_000);
     const again = updates().find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
-    assert.ok(again.timestamp - exitedAt >= 10_000, 'not before its back-off');
+    assert.ok(
+      again.timestamp - exitedAt >= 10_000,
+      `not before its back-off (${again.timestamp - exitedAt} ms)`,
+    );
     assert.equal(again.status, 'The job is restarting (restart 1 in a row)');
     assert.equal(store.getJob(id!)!.outputFolder, `/home/alice/Jobs/Word count/${id}`, 'the same folder');
     await wait('the second run exits', () => exits().length === 2, 30_000);

@@ -43,18 +43,27 @@ export function jobRestarts(o: RestartOptions) {
     const exit = history.at(-1);
     if (!exit || !isRestartExit(exit)) return;
     const exits = exitsInARow(history.slice(0, -1), exit.timestamp);
-    const wait = Math.max(exit.timestamp + restartDelayMs(exits) - now(), 0);
+    const due = exit.timestamp + restartDelayMs(exits);
     const freed = backend
       .suspend(id)
       .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not free an exited job'));
     clearTimeout(timers.get(id));
-    const timer = setTimeout(() => {
-      freed
-        .then(() => restart(id, exits))
-        .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
-    }, wait);
-    timer.unref();
-    timers.set(id, timer);
+    // Node's timers count from the event loop's cached time, which can be behind the clock: a timer
+    // may fire a little before `due`, and then waits out the rest.
+    const arm = () => {
+      const timer = setTimeout(
+        () => {
+          if (now() < due) return arm();
+          freed
+            .then(() => restart(id, exits))
+            .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
+        },
+        Math.max(due - now(), 0),
+      );
+      timer.unref();
+      timers.set(id, timer);
+    };
+    arm();
   }
 
   return {
