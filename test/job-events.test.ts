@@ -176,12 +176,11 @@ describe('the job event stream', () => {
     const first = await create(w, w.tokens.alice);
     await until('the first job', () => statesOf(alice, first).includes('RUNNING'));
     const lastSeen = alice.received.at(-1)?.id ?? '';
-    alice.close();
-    await alice.ended;
-
-    // Another watcher keeps the server remembering while alice is away.
+    // Another watcher keeps the server remembering while alice is away: he comes before she goes.
     const bob = await openEvents(w, bearer(w.tokens.bob));
     await until('ready', () => bob.received.some((r) => r.event === 'ready'));
+    alice.close();
+    await alice.ended;
     const missed = await create(w, w.tokens.alice);
     const bobs = await create(w, w.tokens.bob);
     await until('bob sees his job', () => statesOf(bob, bobs).includes('RUNNING'));

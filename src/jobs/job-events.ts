@@ -39,8 +39,8 @@ export type JobEvents = ReturnType<typeof jobEvents>;
 export function jobEvents(o: { access: JobAccess; env: JobEnvironment; recent?: number }) {
   const { access, env } = o;
   const recentAtMost = o.recent ?? RECENT_CHANGES;
-  // A new epoch per process: ids from before a restart cannot resume.
-  const epoch = randomBytes(6).toString('base64url');
+  // A new epoch per process: ids from before a restart cannot resume. Hex, so that it holds no '-'.
+  const epoch = randomBytes(6).toString('hex');
   let sequence = 0;
   const recent: Kept[] = [];
   /** Every change from this sequence on is in `recent`. */
@@ -51,8 +51,9 @@ export function jobEvents(o: { access: JobAccess; env: JobEnvironment; recent?: 
 
   /** The sequence number a client's Last-Event-ID names, if it is this process's and still resumable. */
   function resumableFrom(lastId: string): number | undefined {
-    const [from, n] = lastId.split('-');
-    const last = Number(n);
+    const dash = lastId.lastIndexOf('-');
+    const from = lastId.slice(0, dash);
+    const last = Number(lastId.slice(dash + 1));
     if (from !== epoch || !Number.isSafeInteger(last) || last > sequence || last < keptFrom - 1) {
       return undefined;
     }
