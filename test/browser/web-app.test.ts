@@ -317,7 +317,9 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     ]);
     // Until Jupyter listens, the proxy answers 502 with a page saying so.
     await until('Jupyter answering through the proxy', async () => {
-      const answer = await app.goto(`http://app-${id}-0.localhost:${new URL(url).port}/tree`);
+      const answer = await app.goto(`http://app-${id}-0.localhost:${new URL(url).port}/tree`, {
+        timeout: 10_000,
+      });
       return answer?.status() === 200;
     });
     assert.match(await app.title(), /Jupyter|Home/);

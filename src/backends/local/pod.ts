@@ -29,6 +29,9 @@ import { enterContainerArgv } from './shell-entry.ts';
 import { CGROUP_JOIN_FAILED, SUPERVISOR_NAME, supervisorCommand } from './supervisor.ts';
 import { checkContainerIds, type IdRanges } from './userns.ts';
 
+/** How long a connection to a pod's port may take to be answered (its network is local). */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 /** How containers are isolated; chosen once by the runtime factory. */
 export type Sandbox =
   | {
@@ -440,7 +443,12 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     connect: (port) =>
       new Promise((resolve, reject) => {
         const socket = netConnect({ host: record.network.ip, port });
-        socket.once('connect', () => resolve(socket));
+        // An unanswered SYN would otherwise hold the caller (a proxied request) for minutes.
+        socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy(new Error('no answer in time')));
+        socket.once('connect', () => {
+          socket.setTimeout(0);
+          resolve(socket);
+        });
         socket.once('error', (error) =>
           reject(new Error(`could not connect to pod ${record.spec.name} port ${port}: ${error.message}`)),
         );
