@@ -21,20 +21,25 @@ import { call, type World, world } from './support/interactive.ts';
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 const desktop = { application: { name: 'desktop', version: '1.0' }, product: STANDARD_1, parameters: {} };
 
-/** What the fake shells saw. */
-const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[] }[] = [];
+/** What the fake shells saw; `kill` ends one as its job's end would (SIGTERM). */
+const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[]; kill: () => void }[] =
+  [];
 
 /**
  * A "shell" that answers every input with `you said: <input>` and ends on `exit [code]` (its
  * output ends; like a pty's, the stream does not close), with that exit code.
  */
 function fakeShell(jobId: string, rank: number, size: ShellOptions) {
-  const record = { jobId, rank, sizes: [size], input: [] as string[] };
-  shells.push(record);
   let exited!: (code: number) => void;
   const exitCode = new Promise<number>((resolve) => {
     exited = resolve;
   });
+  const kill = () => {
+    stream.push(null);
+    exited(143);
+  };
+  const record = { jobId, rank, sizes: [size], input: [] as string[], kill };
+  shells.push(record);
   const stream = new Duplex({
     read() {},
     write(chunk: Buffer, _encoding, done) {
@@ -130,7 +135,8 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const closed = await t.closed;
     assert.equal(closed.code, 1000);
     assert.deepEqual(t.messages.at(-1), { type: 'closed', exitCode: 0 });
-    assert.deepEqual(shells[0], {
+    const { kill: _, ...seen } = shells[0]!;
+    assert.deepEqual(seen, {
       jobId: id,
       rank: 0,
       sizes: [
@@ -207,6 +213,32 @@ describe('the terminal', { timeout: 60_000 }, () => {
     await until(() => shells.length === before + 1);
     child.stdin.write('exit 3');
     assert.equal(await exited, 3);
+  });
+
+  test('ucompute shell of a job cancelled under it says so and exits 130', async () => {
+    const doomed = await running(w, desktop);
+    const child = spawn(process.execPath, [BIN, 'shell', doomed, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const before = shells.length;
+    await until(() => shells.length === before + 1);
+    const cancelled = await call(w.port, {
+      host: `localhost:${w.port}`,
+      path: '/api/jobs/terminate',
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ items: [{ id: doomed }] }),
+    });
+    assert.equal(cancelled.status, 200, cancelled.body);
+    shells.at(-1)!.kill();
+    assert.equal(await exited, 130, stderr);
+    assert.match(stderr, new RegExp(`^${doomed}: SUCCESS, cancelled by alice$`, 'm'));
   });
 
   test('ucompute open prints the one-time link of a desktop', async () => {

@@ -1,11 +1,14 @@
 import { type Job, JobState } from '../model/job.ts';
+import { OUTCOME_KINDS } from '../model/outcome.ts';
 import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatSpan, formatTime, printJson, table } from './format.ts';
-import { endedAt, outcomeOf } from './outcome.ts';
+import { endedAt, shortOutcomeOf } from './outcome.ts';
 
 const STATES: string[] = JobState.anyOf.map((s) => s.const);
+/** Outcomes as options name them: out-of-credits for OUT_OF_CREDITS. */
+const OUTCOMES: string[] = OUTCOME_KINDS.map((k) => k.toLowerCase().replaceAll('_', '-'));
 
 const MAX_PAGE = 250;
 /** --project filters here, not in the service: it reads at most this many pages looking for matches. */
@@ -17,12 +20,13 @@ const WATCH_MAX_MS = 24 * 3600 * 1000;
 
 export const JOBS_USAGE = `Usage: ucompute jobs [options]
 
-Lists jobs, newest first: id, application, state (with the ranks that exited non-zero, as in
-"SUCCESS (exit 1 on rank 0)"), creation time, time run (ELAPSED), time left before the job's
-limit (LEFT), name, and the backend's latest word.
+Lists jobs, newest first: id, application, state and, once it ended, how ("SUCCESS, cancelled by
+alice", "SUCCESS, completed (exit 1 on rank 0)"), creation time, time run (ELAPSED), time left
+before the job's limit (LEFT), name, and the backend's latest word.
 
 Options:
   --state STATE       only jobs in this state (${STATES.join(', ')})
+  --outcome OUTCOME   only jobs that ended this way (${OUTCOMES.join(', ')})
   --app NAME          only jobs of this application
   --project ID        only jobs in this project's workspace
   --limit N           at most N jobs (default 50)
@@ -33,6 +37,7 @@ ${CLIENT_OPTIONS_USAGE}`;
 
 interface ListOptions {
   state: string | undefined;
+  outcome: string | undefined;
   app: string | undefined;
   project: string | undefined;
   limit: number;
@@ -41,6 +46,7 @@ interface ListOptions {
 export async function jobsCommand(argv: string[]): Promise<number> {
   const { values, positionals, help } = parseClientCommand(argv, JOBS_USAGE, {
     state: { type: 'string' },
+    outcome: { type: 'string' },
     app: { type: 'string' },
     project: { type: 'string' },
     limit: { type: 'string' },
@@ -52,6 +58,10 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   if (state !== undefined && !STATES.includes(state)) {
     throw new CliError(`--state: "${values.state}" is not one of ${STATES.join(', ')}`);
   }
+  const outcome = stringOption(values, 'outcome')?.toLowerCase();
+  if (outcome !== undefined && !OUTCOMES.includes(outcome)) {
+    throw new CliError(`--outcome: "${values.outcome}" is not one of ${OUTCOMES.join(', ')}`);
+  }
   const limitText = stringOption(values, 'limit') ?? '50';
   const limit = Number(limitText);
   if (!/^\d+$/.test(limitText) || !Number.isSafeInteger(limit) || limit < 1) {
@@ -59,6 +69,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   }
   const options = {
     state,
+    outcome: outcome?.toUpperCase().replaceAll('-', '_'),
     app: stringOption(values, 'app'),
     project: stringOption(values, 'project'),
     limit,
@@ -83,6 +94,7 @@ async function listJobs(client: Client, o: ListOptions): Promise<{ items: Job[];
       itemsPerPage: o.project !== undefined ? MAX_PAGE : Math.min(o.limit - items.length, MAX_PAGE),
       next: next ?? undefined,
       filterState: o.state,
+      filterOutcome: o.outcome,
       filterApplication: o.app,
     });
     const wanted = response.items.filter((j) => o.project === undefined || j.owner.project === o.project);
@@ -99,7 +111,7 @@ export function jobsTable(jobs: Job[], now: number): string {
     jobs.map((j) => [
       j.id,
       `${j.specification.application.name}@${j.specification.application.version}`,
-      outcomeOf(j),
+      shortOutcomeOf(j),
       formatTime(j.createdAt),
       elapsed(j, now),
       left(j, now),

@@ -56,7 +56,9 @@ export function jobControl(o: ControlOptions) {
       const jobs = ids.map((id) => access.visibleJob(caller, id));
       for (const job of jobs)
         if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
-      for (const job of jobs) await o.monitor.stop(job.id, 'The job was cancelled');
+      for (const job of jobs) {
+        await o.monitor.stop(job.id, 'The job was cancelled', { kind: 'CANCELLED', by: caller.username });
+      }
     },
 
     /**

@@ -6,12 +6,15 @@ import type { Job } from './types.ts';
 export interface ListFilter {
   /** '' for every state. */
   state: string;
+  /** '' for any outcome (active jobs included); else final jobs that ended this way. */
+  outcome: string;
   /** '' for every application. */
   app: string;
 }
 
 const matches = (job: Job, f: ListFilter) =>
   (f.state === '' || job.status.state === f.state) &&
+  (f.outcome === '' || job.status.outcome?.kind === f.outcome) &&
   (f.app === '' || job.specification.application.name === f.app);
 
 /**

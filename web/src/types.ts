@@ -3,10 +3,11 @@
 // no server code); the values below are restated, as importing them would bring the server's schemas.
 
 import type { JobState } from '../../src/model/job.ts';
+import type { JobOutcome, OutcomeKind } from '../../src/model/outcome.ts';
 
 export type { Wallet } from '../../src/jobs/access.ts';
 export type { FileEntry } from '../../src/storage/files.ts';
-export type { JobState };
+export type { JobOutcome, JobState, OutcomeKind };
 
 export const JOB_STATES: readonly JobState[] = [
   'IN_QUEUE',
@@ -18,6 +19,14 @@ export const JOB_STATES: readonly JobState[] = [
   'SUSPENDED',
 ];
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(['SUCCESS', 'FAILURE', 'EXPIRED']);
+export const OUTCOME_KINDS: readonly OutcomeKind[] = [
+  'COMPLETED',
+  'CANCELLED',
+  'OUT_OF_CREDITS',
+  'EXPIRED',
+  'NEVER_STARTED',
+  'FAILED',
+];
 
 export interface User {
   username: string;
@@ -139,6 +148,7 @@ export interface Job {
     startedAt?: number;
     expiresAt?: number;
     exitCode?: Record<string, number>;
+    outcome?: JobOutcome;
     resolvedApplication?: { metadata: Application['metadata']; invocation: Application['invocation'] };
     resolvedSupport?: {
       support: { docker: { web: boolean; vnc: boolean; terminal: boolean; timeExtension: boolean } };

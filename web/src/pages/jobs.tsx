@@ -2,11 +2,11 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson } from '../api.ts';
 import { Options } from '../components/options.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
-import { when } from '../format.ts';
+import { OUTCOME_LABEL, when } from '../format.ts';
 import { type ListFilter, withJob } from '../job-list.ts';
 import { watchJobs } from '../live.ts';
 import { Link, navigate, queryOf } from '../router.tsx';
-import { type AppSummary, JOB_STATES, type Job } from '../types.ts';
+import { type AppSummary, JOB_STATES, type Job, OUTCOME_KINDS } from '../types.ts';
 
 /** Rows per page: a laptop screen's worth and some; "Show more" reads the next. */
 const PAGE = 50;
@@ -21,6 +21,7 @@ const browse = (filter: ListFilter, after?: string) =>
     itemsPerPage: PAGE,
     next: after,
     filterState: filter.state || undefined,
+    filterOutcome: filter.outcome || undefined,
     filterApplication: filter.app || undefined,
   });
 
@@ -31,13 +32,14 @@ const browse = (filter: ListFilter, after?: string) =>
  */
 let startingPage: Promise<Page | undefined> | undefined =
   location.pathname === '/jobs' && location.search === ''
-    ? browse({ state: '', app: '' }).catch(() => undefined)
+    ? browse({ state: '', outcome: '', app: '' }).catch(() => undefined)
     : undefined;
 
-/** The caller's jobs, newest first, filtered by state and application; every change pushed live. */
+/** The caller's jobs, newest first, filtered by state, outcome and application; every change pushed live. */
 export function JobsPage() {
   const query = queryOf();
   const state = query.get('state') ?? '';
+  const outcome = query.get('outcome') ?? '';
   const app = query.get('app') ?? '';
   const [jobs, setJobs] = useState<readonly Job[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
@@ -53,7 +55,7 @@ export function JobsPage() {
 
   // One stream for every job: changes that arrive before the first page are applied on top of it.
   useEffect(() => {
-    const filter = { state, app };
+    const filter = { state, outcome, app };
     let early: Job[] = [];
     let current = true;
     const read = (page: Promise<Page>) =>
@@ -77,14 +79,14 @@ export function JobsPage() {
       () => void read(browse(filter)),
     );
     show(null, null);
-    const started = state === '' && app === '' ? startingPage : undefined;
+    const started = state === '' && outcome === '' && app === '' ? startingPage : undefined;
     startingPage = undefined;
     void read(started ? started.then((page) => page ?? browse(filter)) : browse(filter));
     return () => {
       current = false;
       stop();
     };
-  }, [state, app]);
+  }, [state, outcome, app]);
 
   // The filter's applications: secondary, read once the rows are there.
   const listed = jobs !== null;
@@ -112,6 +114,17 @@ export function JobsPage() {
           <select value={state} onChange={(e) => setFilter('state', e.currentTarget.value)}>
             <option value="">All</option>
             <Options values={JOB_STATES} />
+          </select>
+        </label>
+        <label>
+          Outcome{' '}
+          <select value={outcome} onChange={(e) => setFilter('outcome', e.currentTarget.value)}>
+            <option value="">Any</option>
+            {OUTCOME_KINDS.map((kind) => (
+              <option key={kind} value={kind}>
+                {OUTCOME_LABEL[kind]}
+              </option>
+            ))}
           </select>
         </label>
         <label>
@@ -156,7 +169,7 @@ export function JobsPage() {
                 </td>
                 <td>{j.specification.application.name}</td>
                 <td>
-                  <StateBadge state={j.status.state} />
+                  <StateBadge {...j.status} />
                 </td>
                 <td class="wide">{when(j.createdAt)}</td>
                 <td class="wide">{j.specification.product.id}</td>
@@ -169,7 +182,7 @@ export function JobsPage() {
         <button
           type="button"
           onClick={() =>
-            browse({ state, app }, next)
+            browse({ state, outcome, app }, next)
               .then((page) => show([...(shown.current.jobs ?? []), ...page.items], page.next))
               .catch((e: Error) => setError(e.message))
           }
