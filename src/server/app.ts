@@ -5,6 +5,7 @@ import fastifyWebsocket from '@fastify/websocket';
 import { type FastifyError, type FastifyInstance, fastify, LogController } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { interactiveSessions } from '../interactive/sessions.ts';
+import { sessionReadiness } from '../interactive/starting.ts';
 import { webProxy } from '../interactive/web-proxy.ts';
 import { adminOperations } from '../jobs/admin.ts';
 import type { Backend } from '../jobs/backend.ts';
@@ -12,6 +13,7 @@ import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import { sshKeys } from '../jobs/ssh-keys.ts';
+import { inWorkspace } from '../jobs/workspace.ts';
 import { JOB_STATES } from '../model/job.ts';
 import type { Store } from '../store/store.ts';
 import { type Api, publicRoute, type TypeBoxTypeProvider } from './api.ts';
@@ -177,7 +179,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       }
       return;
     }
-    request.caller = authenticate(store, signIns, request, reply);
+    const project = request.headers.project;
+    request.caller = inWorkspace(
+      store,
+      authenticate(store, signIns, request, reply),
+      typeof project === 'string' ? project : undefined,
+    );
     if (request.routeOptions.config.admin === true && !request.caller.admin) {
       throw new ServiceError(403, 'this call is for administrators only');
     }
@@ -245,7 +252,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   catalogRoutes(api, env);
   accountingRoutes(api, service);
   adminRoutes(api, adminOperations(store, env));
-  sessionRoutes(api, sessions, deps.backend);
+  const readiness = sessionReadiness({ service, sessions, backend: deps.backend });
+  app.addHook('preClose', async () => readiness.close());
+  sessionRoutes(api, sessions, deps.backend, readiness);
   sshKeyRoutes(api, sshKeys(store));
   if (deps.storageRoot !== undefined) fileRoutes(api, store, deps.storageRoot);
 
