@@ -1,16 +1,15 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { asset, PAGE_HEADERS, page } from '../../interactive/pages.ts';
-import type { Reached, Sessions } from '../../interactive/sessions.ts';
+import type { Reached } from '../../interactive/sessions.ts';
 import { serveShell } from '../../interactive/shell.ts';
-import { MAX_WAIT_MS, type sessionReadiness } from '../../interactive/starting.ts';
+import { MAX_WAIT_MS, sessionReadiness } from '../../interactive/starting.ts';
 import { relayVnc } from '../../interactive/vnc.ts';
-import type { Backend } from '../../jobs/backend.ts';
 import { ServiceError } from '../../jobs/errors.ts';
 import { JOB_ID_PATTERN } from '../../model/ids.ts';
 import { JobState } from '../../model/job.ts';
 import { closed, StringEnum } from '../../model/schema.ts';
-import { type Api, errors, publicRoute } from '../api.ts';
+import { type ApiRoutes, errors, publicRoute } from '../api.ts';
 
 const SessionRequestBody = Type.Object(
   {
@@ -102,12 +101,12 @@ const ReadyResponse = Type.Object({
 });
 
 /** Interactive sessions: web apps, remote desktops and terminals of running jobs. */
-export function sessionRoutes(
-  api: Api,
-  sessions: Sessions,
-  backend: Pick<Backend, 'connect' | 'shell'>,
-  readiness: ReturnType<typeof sessionReadiness>,
-): void {
+export const sessionRoutes: ApiRoutes = async (api) => {
+  const { sessions, sessionBackend: backend } = api;
+  const readiness = sessionReadiness({ service: api.jobService, sessions, backend });
+  // A wait in flight must not hold the server's closing up.
+  api.addHook('preClose', async () => readiness.close());
+
   api.get(
     '/api/jobs/interactiveSession/ready',
     {
@@ -215,4 +214,4 @@ export function sessionRoutes(
       .headers({ ...PAGE_HEADERS, 'content-type': found.type, 'cache-control': 'max-age=3600' })
       .send(found.body);
   });
-}
+};
