@@ -10,12 +10,15 @@ export interface ListFilter {
   outcome: string;
   /** '' for every application. */
   app: string;
+  /** The workspace's project: only its jobs; '' for every job the user sees. */
+  project: string;
 }
 
 const matches = (job: Job, f: ListFilter) =>
   (f.state === '' || job.status.state === f.state) &&
   (f.outcome === '' || job.status.outcome?.kind === f.outcome) &&
-  (f.app === '' || job.specification.application.name === f.app);
+  (f.app === '' || job.specification.application.name === f.app) &&
+  (f.project === '' || job.owner.project === f.project);
 
 /**
  * The list (newest first) with one job's latest version in it. A version with fewer updates than

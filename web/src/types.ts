@@ -99,6 +99,7 @@ export interface Application {
     parameters: Parameter[];
     applicationType: ApplicationType;
     allowMultiNode: boolean;
+    allowAdditionalMounts: boolean;
     web?: { port: number };
     vnc?: { port: number };
   };
@@ -141,6 +142,7 @@ export interface Job {
     name?: string;
     replicas?: number;
     parameters?: Record<string, ParameterValue>;
+    resources?: ParameterValue[];
     timeAllocation?: Duration | null;
   };
   status: {

@@ -1,12 +1,15 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson } from '../api.ts';
 import { Options } from '../components/options.tsx';
+import { SessionCards } from '../components/session-cards.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
-import { OUTCOME_LABEL, when } from '../format.ts';
+import { OUTCOME_LABEL, span, when } from '../format.ts';
 import { type ListFilter, withJob } from '../job-list.ts';
 import { watchJobs } from '../live.ts';
 import { Link, navigate, queryOf } from '../router.tsx';
-import { type AppSummary, JOB_STATES, type Job, OUTCOME_KINDS } from '../types.ts';
+import { connectHref, isSessionApp, timeLeft } from '../sessions.ts';
+import { type AppSummary, FINAL_STATES, JOB_STATES, type Job, OUTCOME_KINDS } from '../types.ts';
+import { workspace } from '../workspace.ts';
 
 /** Rows per page: a laptop screen's worth and some; "Show more" reads the next. */
 const PAGE = 50;
@@ -32,7 +35,7 @@ const browse = (filter: ListFilter, after?: string) =>
  */
 let startingPage: Promise<Page | undefined> | undefined =
   location.pathname === '/jobs' && location.search === ''
-    ? browse({ state: '', outcome: '', app: '' }).catch(() => undefined)
+    ? browse({ state: '', outcome: '', app: '', project: workspace.value }).catch(() => undefined)
     : undefined;
 
 /** The caller's jobs, newest first, filtered by state, outcome and application; every change pushed live. */
@@ -55,7 +58,7 @@ export function JobsPage() {
 
   // One stream for every job: changes that arrive before the first page are applied on top of it.
   useEffect(() => {
-    const filter = { state, outcome, app };
+    const filter = { state, outcome, app, project: workspace.value };
     let early: Job[] = [];
     let current = true;
     const read = (page: Promise<Page>) =>
@@ -88,7 +91,7 @@ export function JobsPage() {
     };
   }, [state, outcome, app]);
 
-  // The filter's applications: secondary, read once the rows are there.
+  // The filter's applications (and which are sessions): secondary, read once the rows are there.
   const listed = jobs !== null;
   useEffect(() => {
     if (!listed || apps.length > 0) return;
@@ -96,6 +99,15 @@ export function JobsPage() {
       .then((r) => setApps(r.items))
       .catch(() => {});
   }, [listed]);
+  // Time left counts down.
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const tick = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(tick);
+  }, []);
+  const session = (job: Job) =>
+    job.status.state === 'RUNNING' &&
+    isSessionApp(apps.find((a) => a.name === job.specification.application.name));
 
   const setFilter = (name: string, value: string) => {
     const q = queryOf();
@@ -107,6 +119,7 @@ export function JobsPage() {
 
   return (
     <section>
+      <SessionCards />
       <h1>Jobs</h1>
       <div class="toolbar">
         <label>
@@ -153,11 +166,18 @@ export function JobsPage() {
               <th scope="col">Job</th>
               <th scope="col">Application</th>
               <th scope="col">State</th>
+              <th scope="col">Time left</th>
+              <th scope="col" class="wide">
+                Owner
+              </th>
               <th scope="col" class="wide">
                 Created
               </th>
               <th scope="col" class="wide">
                 Machine
+              </th>
+              <th scope="col">
+                <span class="visually-hidden">Connect</span>
               </th>
             </tr>
           </thead>
@@ -170,9 +190,22 @@ export function JobsPage() {
                 <td>{j.specification.application.name}</td>
                 <td>
                   <StateBadge {...j.status} />
+                  {j.status.outcome !== undefined && <span class="reason">{j.status.outcome.text}</span>}
+                </td>
+                <td>{leftText(j, now)}</td>
+                <td class="wide">
+                  {j.owner.createdBy}
+                  {j.owner.project !== undefined && <span class="muted"> in {j.owner.project}</span>}
                 </td>
                 <td class="wide">{when(j.createdAt)}</td>
                 <td class="wide">{j.specification.product.id}</td>
+                <td>
+                  {session(j) && (
+                    <a class="button small primary" href={connectHref(j)} target="_blank" rel="noopener">
+                      Connect
+                    </a>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -182,7 +215,7 @@ export function JobsPage() {
         <button
           type="button"
           onClick={() =>
-            browse({ state, outcome, app }, next)
+            browse({ state, outcome, app, project: workspace.value }, next)
               .then((page) => show([...(shown.current.jobs ?? []), ...page.items], page.next))
               .catch((e: Error) => setError(e.message))
           }
@@ -192,4 +225,10 @@ export function JobsPage() {
       )}
     </section>
   );
+}
+
+/** Time before the job's limit while it is active; '-' otherwise. */
+function leftText(job: Job, now: number): string {
+  const left = timeLeft(job, now);
+  return left === undefined || FINAL_STATES.has(job.status.state) ? '-' : span(left);
 }
