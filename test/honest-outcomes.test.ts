@@ -144,6 +144,28 @@ test('parameter values the kernel cannot pass are 400 at submit, naming the para
   assert.equal(fits.statusCode, 200, fits.body);
 });
 
+test('file names too long or not valid Unicode are 400 at submit, naming the parameter', async () => {
+  const w = await world();
+  const refused = async (path: string, message: RegExp) => {
+    const response = await w.call('/api/jobs', {
+      items: [
+        {
+          application: { name: 'word-count', version: '1.0' },
+          product: { id: 'u1-standard-1', category: 'u1-standard' },
+          parameters: { input: { type: 'file', path } },
+        },
+      ],
+    });
+    assert.equal(response.statusCode, 400, response.body);
+    const { issues } = response.json<{ issues: { path: string; message: string }[] }>();
+    assert.equal(issues[0]?.path, 'items[0].specification.parameters.input.path');
+    assert.match(issues[0]!.message, message);
+  };
+  await refused(`/home/alice/${'n'.repeat(300)}`, /is 300 bytes long; a file name holds at most 255/);
+  await refused('/home/alice/half\ud800', /not valid Unicode/);
+  assert.equal(w.jobs(), 0);
+});
+
 test('time is bounded by the maximum: at submit and when extending, 400 naming the field', async () => {
   const w = await world({ maxTimeAllocationHours: 3 });
   const tooLong = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(4) })] });

@@ -180,6 +180,14 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     for (const l of listeners) l(e);
   };
   const jobDir = (id: string) => join(jobsDir, id);
+  /**
+   * A job's folder, passable by others (its hosts file is bound by path as the containers' host
+   * users), and its logs folder, ucompute's alone.
+   */
+  const makeJobDir = async (id: string) => {
+    await mkdir(jobDir(id), { recursive: true, mode: 0o711 });
+    await mkdir(join(jobDir(id), 'logs'), { recursive: true, mode: 0o700 });
+  };
   const rotation = options.logs ?? DEFAULT_LOGS;
   /** One container's stream: container names are DNS labels, so no two containers share a file. */
   const logFile = (id: string, rank: number, container: string, stream: 'out' | 'err') =>
@@ -220,7 +228,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       })),
     };
     const file = join(jobDir(run.id), 'state.json');
-    await writeFile(`${file}.tmp`, JSON.stringify(saved));
+    await writeFile(`${file}.tmp`, JSON.stringify(saved), { mode: 0o600 });
     await rename(`${file}.tmp`, file);
   }
 
@@ -557,7 +565,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
 
   /** Creates pods in the runtime with their addresses and network, then starts their containers. */
   async function startPods(run: JobRun, recs: PodRecord[]): Promise<void> {
-    await mkdir(join(jobDir(run.id), 'logs'), { recursive: true });
+    await makeJobDir(run.id);
     await Promise.all(
       recs.map(async (rec) => {
         try {
@@ -1087,7 +1095,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       submittedAt: now(),
       plugins,
     });
-    await mkdir(join(jobDir(id), 'logs'), { recursive: true });
+    await makeJobDir(id);
     runs.set(id, run);
     const capacity = runtime.capacity;
     if (run.demand.cpuMillis > capacity.cpuMillis || run.demand.memoryBytes > capacity.memoryBytes) {

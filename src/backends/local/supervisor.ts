@@ -42,9 +42,10 @@ export interface SupervisedCommand {
  * SIGTERM reaches the command while the supervisor stays to record how it ended. Each stream is
  * copied as it comes (long lines and binary output pass untouched); a file that reaches the size
  * shifts (`f` -> `f.1` -> …, the oldest dropped) and a new one starts, as does a non-empty file
- * left by an earlier run of the container. A stream whose file cannot be written is closed, so its
- * writer gets EPIPE rather than filling the disk elsewhere. The files live in ucompute's own state
- * folder (0700), which no container sees, so nothing a job plants is followed. The output ends when
+ * left by an earlier run of the container; each file is 0600 (the command's own umask is left
+ * alone). A stream whose file cannot be written is closed, so its writer gets EPIPE rather than
+ * filling the disk elsewhere. The files live in ucompute's own state folder (0700), which no
+ * container sees, so nothing a job plants is followed. The output ends when
  * every holder of the pipes closed them (bubblewrap's --die-with-parent ends whatever the command
  * left behind; unsandboxed, a daemon that keeps the output open keeps the container running).
  * No module is loaded: the script starts in about a millisecond.
@@ -66,7 +67,10 @@ sub begin {
   my $s = shift;
   rotate($s->{path}) if -s $s->{path};
   $s->{size} = 0;
-  return 1 if open($s->{file}, '>', $s->{path});
+  my $umask = umask(077);
+  my $opened = open($s->{file}, '>', $s->{path});
+  umask($umask);
+  return 1 if $opened;
   close($s->{pipe}); $s->{pipe} = undef; 0;
 }
 if ($status == 0) {
