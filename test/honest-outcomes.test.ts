@@ -187,6 +187,31 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 3 * 3_600_000);
 });
 
+test('by default a job may have a week, extensions included: a million hours or no limit is 400', async () => {
+  const w = await world({ maxTimeAllocationHours: undefined });
+  for (const timeAllocation of [hours(1_000_000), null]) {
+    const refused = await w.call('/api/jobs', { items: [mpi({ timeAllocation })] });
+    assert.equal(refused.statusCode, 400, refused.body);
+    assert.match(refused.body, /items\[0\]\.specification\.timeAllocation.*at most 168 hours/);
+  }
+  const created = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(100) })] });
+  assert.equal(created.statusCode, 200, created.body);
+  const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  const beyond = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1_000_000) }] });
+  assert.equal(beyond.statusCode, 400, beyond.body);
+  assert.match(beyond.json<{ message: string }>().message, /at most 168/);
+  const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(68) }] });
+  assert.equal(within.statusCode, 200, within.body);
+});
+
+test("a job that asks for no time gets its tool's default within the maximum", async () => {
+  const w = await world({ maxTimeAllocationHours: 0.5 });
+  const created = await w.call('/api/jobs', { items: [mpi()] });
+  assert.equal(created.statusCode, 200, created.body);
+  const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 1_800_000);
+});
+
 test("a product's own maximum is shorter than the operator's: the shorter one holds", async () => {
   const base = env({ maxTimeAllocationHours: 10 });
   const products = base.products.map((p) =>

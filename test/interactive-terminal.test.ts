@@ -102,8 +102,9 @@ async function terminal(w: World): Promise<Conversation> {
   return { messages, closed, socket };
 }
 
+/** Waits up to 30 s (a CLI child starting on a loaded machine takes seconds) for `condition`. */
 async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 3000 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
   assert.ok(condition());
 }
 
@@ -226,8 +227,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
       stderr += chunk;
     });
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    const before = shells.length;
-    await until(() => shells.length === before + 1);
+    await until(() => shells.some((shell) => shell.jobId === doomed));
     const cancelled = await call(w.port, {
       host: `localhost:${w.port}`,
       path: '/api/jobs/terminate',
@@ -236,7 +236,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
       body: JSON.stringify({ items: [{ id: doomed }] }),
     });
     assert.equal(cancelled.status, 200, cancelled.body);
-    shells.at(-1)!.kill();
+    shells.find((shell) => shell.jobId === doomed)!.kill();
     assert.equal(await exited, 130, stderr);
     assert.match(stderr, new RegExp(`^${doomed}: SUCCESS, cancelled by alice$`, 'm'));
   });

@@ -153,7 +153,7 @@ test(
 
 test('kubernetes: the ended Volcano Job is created again; cancel while running ends it for good', async (t) => {
   const cluster = await fakeCluster(t);
-  const config = resolvePipelineConfig(cluster.config());
+  const config = resolvePipelineConfig({ ...cluster.config(), maxTimeAllocationHours: null });
   const backend = kubernetesBackend({ config });
   const store = openStore(':memory:');
   // The service's clock is ahead: every back-off has passed when the exit is written.

@@ -140,16 +140,17 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
   }
   const sshEnabled = sshMode === 'MANDATORY' || (sshMode === 'OPTIONAL' && spec.sshEnabled === true);
 
+  const maximum = product ? maxTimeAllocationMillis(product, env.config) : null;
   let timeAllocationMillis: number | null = null;
-  if (spec.timeAllocation !== null) {
-    const allocation = spec.timeAllocation ?? tool.defaultTimeAllocation;
-    if (allocation !== undefined) {
-      timeAllocationMillis = durationMillis(allocation);
-      if (timeAllocationMillis <= 0) issues.add('specification.timeAllocation', 'must be longer than zero');
-    }
+  if (spec.timeAllocation !== undefined && spec.timeAllocation !== null) {
+    timeAllocationMillis = durationMillis(spec.timeAllocation);
+    if (timeAllocationMillis <= 0) issues.add('specification.timeAllocation', 'must be longer than zero');
+  } else if (spec.timeAllocation === undefined) {
+    // Not asked for: the tool's default within the maximum, else the maximum (none without one).
+    const byDefault = tool.defaultTimeAllocation && durationMillis(tool.defaultTimeAllocation);
+    timeAllocationMillis = byDefault ? Math.min(byDefault, maximum ?? byDefault) : maximum;
   }
 
-  const maximum = product ? maxTimeAllocationMillis(product, env.config) : null;
   if (maximum !== null && (timeAllocationMillis === null || timeAllocationMillis > maximum)) {
     issues.add(
       'specification.timeAllocation',

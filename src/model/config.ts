@@ -166,7 +166,10 @@ export const PipelineConfig = Type.Object(
         closed,
       ),
     ),
-    /** The longest time any job may have, extensions included; a product may set a shorter one. */
+    /**
+     * The longest time any job may have, extensions included; a product may set a shorter one.
+     * Default DEFAULT_MAX_TIME_ALLOCATION_HOURS; null: no maximum (and jobs may ask for no limit).
+     */
     maxTimeAllocationHours: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
   },
   closed,
@@ -220,6 +223,12 @@ export interface SecurityPolicy {
   allowPrivileged: boolean;
 }
 
+/**
+ * A week, a batch system's usual longest wall time: without it one request could hold a machine
+ * for a million hours (and an extension could add as much).
+ */
+export const DEFAULT_MAX_TIME_ALLOCATION_HOURS = 168;
+
 export function resolveSecurityPolicy(config: PipelineConfig = {}): SecurityPolicy {
   const s = config.security ?? {};
   return {
@@ -267,7 +276,10 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       hostPrefix: config.sessions?.hostPrefix ?? 'app-',
     },
     licenseServers: config.licenseServers ?? [],
-    maxTimeAllocationHours: config.maxTimeAllocationHours ?? null,
+    maxTimeAllocationHours:
+      config.maxTimeAllocationHours === undefined
+        ? DEFAULT_MAX_TIME_ALLOCATION_HOURS
+        : config.maxTimeAllocationHours,
     security: resolveSecurityPolicy(config),
   };
 }
