@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { DEFAULT_PROVIDER } from './product.ts';
 import { closed } from './schema.ts';
+import { ServiceMode, UcloudProviderConfig } from './ucloud-config.ts';
 
 const DnsLabel = Type.String({
   pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
@@ -405,6 +406,9 @@ export const Config = Type.Object(
       ),
     ),
     monitorIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+    /** `standalone` (default): ucompute is its own orchestrator; `ucloud-provider`: UCloud Core drives it. */
+    mode: Type.Optional(ServiceMode),
+    ucloud: Type.Optional(UcloudProviderConfig),
   },
   closed,
 );
