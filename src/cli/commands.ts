@@ -209,6 +209,17 @@ export const COMMANDS: Command[] = [
     completes: async () => ({ usages: [(await import('./web.ts')).WEB_USAGE] }),
   },
   {
+    name: 'ssh-keys',
+    help: [
+      { call: 'ssh-keys add|ls|rm', does: 'your SSH public keys, which jobs with ssh accept', client: true },
+    ],
+    run: async (argv) => (await import('./ssh-keys.ts')).sshKeysCommand(argv),
+    completes: async () => ({
+      words: ['add', 'ls', 'rm'],
+      usages: [(await import('./ssh-keys.ts')).SSH_KEYS_USAGE],
+    }),
+  },
+  {
     name: 'balance',
     help: [{ call: 'balance', does: 'your credits left per product category', client: true }],
     run: async (argv) => (await import('./usage.ts')).balanceCommand(argv),
