@@ -1,14 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { asset, PAGE_HEADERS, page } from '../../interactive/pages.ts';
-import type { Reached, Sessions } from '../../interactive/sessions.ts';
+import type { Reached } from '../../interactive/sessions.ts';
 import { serveShell } from '../../interactive/shell.ts';
 import { relayVnc } from '../../interactive/vnc.ts';
-import type { Backend } from '../../jobs/backend.ts';
 import { ServiceError } from '../../jobs/errors.ts';
 import { JOB_ID_PATTERN } from '../../model/ids.ts';
 import { closed, StringEnum } from '../../model/schema.ts';
-import { type Api, errors, publicRoute } from '../api.ts';
+import { type ApiRoutes, errors, publicRoute } from '../api.ts';
 
 const SessionRequestBody = Type.Object(
   {
@@ -77,11 +76,8 @@ function vncSecret(request: FastifyRequest): string {
 const notWebSocket = { message: 'this call needs a WebSocket' };
 
 /** Interactive sessions: web apps, remote desktops and terminals of running jobs. */
-export function sessionRoutes(
-  api: Api,
-  sessions: Sessions,
-  backend: Pick<Backend, 'connect' | 'shell'>,
-): void {
+export const sessionRoutes: ApiRoutes = async (api) => {
+  const { sessions, sessionBackend: backend } = api;
   api.post(
     '/api/jobs/interactiveSession',
     {
@@ -169,4 +165,4 @@ export function sessionRoutes(
       .headers({ ...PAGE_HEADERS, 'content-type': found.type, 'cache-control': 'max-age=3600' })
       .send(found.body);
   });
-}
+};
