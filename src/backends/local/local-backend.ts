@@ -16,7 +16,7 @@ import { readLogs } from './controller/log-reader.ts';
 import { forgetJob, saveRun } from './controller/persistence.ts';
 import { recoverJobs } from './controller/recovery.ts';
 import { jobReports } from './controller/reports.ts';
-import { DEFAULT_LOGS, type LogRotation } from './pod.ts';
+import { DEFAULT_LOGS, type LogRotation } from './pod/context.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { type SshPorts, sshForwards } from './ssh-forwards.ts';
 

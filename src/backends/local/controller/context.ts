@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../../model/clock.ts';
 import type { PodPlan } from '../../../volcano/job-plugins.ts';
 import { podRequest, type VolumeSources } from '../containers.ts';
-import type { LogRotation } from '../pod.ts';
+import type { LogRotation } from '../pod/context.ts';
 import type { Runtime } from '../runtime.ts';
 import type { Resources } from '../scheduler.ts';
 import type { JobRun } from './job-run.ts';
