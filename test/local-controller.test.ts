@@ -266,7 +266,7 @@ test('dependsOn: a task starts once the tasks it depends on have their pods runn
 });
 
 test('capacity is judged on minAvailable: an elastic job starts its gang, the rest wait for room', async (t) => {
-  const { backend, ended, runtime, events } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
+  const { backend, ended, runtime } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
   const work = shellTask('w', 4, 'sleep 0.3', { cpu: '1' });
   await backend.submitVolcanoJob('elastic', vcjob('elastic', [work], { minAvailable: 2 }));
   let podsWhenRunning: number | undefined;
