@@ -9,6 +9,7 @@ import { JOBS_USAGE } from './job-list.ts';
 import { APPS_USAGE, CANCEL_USAGE, EXTEND_USAGE, LOGS_USAGE, PRODUCTS_USAGE, SHOW_USAGE } from './jobs.ts';
 import { PLAN_USAGE } from './plan.ts';
 import { RUN_USAGE } from './run.ts';
+import { SSH_KEYS_USAGE } from './ssh-keys.ts';
 import { BALANCE_USAGE, USAGE_USAGE } from './usage.ts';
 import { VCJOB_USAGE } from './vcjob.ts';
 
@@ -44,6 +45,7 @@ function commandWords(): Record<string, string[]> {
     usage: options(USAGE_USAGE),
     admin: ['user', 'project', 'member', 'grant', 'token', ...options(ADMIN_USAGE)],
     completion: ['bash', 'zsh'],
+    'ssh-keys': ['add', 'ls', 'rm', ...options(SSH_KEYS_USAGE)],
   };
 }
 

@@ -29,6 +29,7 @@ Client commands (they talk to \`ucompute serve\`; see --url, --token, $UCOMPUTE_
   open ID [--rank N]    a one-time link to a job's web app or desktop
   shell ID [--rank N]   a terminal in a running job
   web [--url-only]      a one-time link that signs a browser in to the web interface (opens it)
+  ssh-keys add|ls|rm    your SSH public keys, which jobs with ssh accept
   balance               your credits left per product category
   usage                 credits charged per day or hour (--since 2026-11-01, --until, --by)
   admin ...             administrators: users, projects, members, grants of credits, tokens
@@ -64,6 +65,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   open: async (argv) => (await import('./open.ts')).openCommand(argv),
   shell: async (argv) => (await import('./shell.ts')).shellCommand(argv),
   web: async (argv) => (await import('./web.ts')).webCommand(argv),
+  'ssh-keys': async (argv) => (await import('./ssh-keys.ts')).sshKeysCommand(argv),
 };
 
 export async function main(argv: string[]): Promise<number> {

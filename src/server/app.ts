@@ -9,6 +9,7 @@ import type { Backend } from '../jobs/backend.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
+import { inWorkspace } from '../jobs/workspace.ts';
 import type { Store } from '../store/store.ts';
 import type { Api, TypeBoxTypeProvider } from './api.ts';
 import { authenticate, chooseProtocol, cookieSession } from './auth.ts';
@@ -123,7 +124,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       }
       return;
     }
-    request.caller = authenticate(store, signIns, request, reply);
+    const project = request.headers.project;
+    request.caller = inWorkspace(
+      store,
+      authenticate(store, signIns, request, reply),
+      typeof project === 'string' ? project : undefined,
+    );
     if (request.routeOptions.config.admin === true && !request.caller.admin) {
       throw new ServiceError(403, 'this call is for administrators only');
     }
