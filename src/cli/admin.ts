@@ -33,6 +33,9 @@ const SUBCOMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   token: adminToken,
 };
 
+/** The administrators' commands, for the shell's completion. */
+export const ADMIN_COMMANDS = Object.keys(SUBCOMMANDS);
+
 export async function adminCommand(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {

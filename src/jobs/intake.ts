@@ -6,10 +6,10 @@ import { accountOf, type Owner } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage } from '../storage/job-storage.ts';
 import type { Store } from '../store/store.ts';
-import type { Caller, JobAccess } from './access.ts';
+import type { Caller, JobAccess, Wallet } from './access.ts';
 import type { LargestMachine } from './backend.ts';
 import { conflict, forbidden, paymentRequired } from './errors.ts';
-import { checkFits, checkInputs, type JobEnvironment, prepareJob } from './prepare.ts';
+import { checkFits, checkInputs, creatorDrives, type JobEnvironment, prepareJob } from './prepare.ts';
 
 // Intake: a request's jobs checked whole, then made durable together with other requests' in one
 // transaction, once per Idempotency-Key.
@@ -34,6 +34,17 @@ export interface IntakeOptions {
 }
 
 const MAX_ITEMS = 1000;
+
+/** Why an owner may not start a job in a category, naming the workspace, its allocation and who can help. */
+export function noCredits(owner: Owner, w: Wallet): string {
+  const who = owner.project !== undefined ? `project ${owner.project}` : `user ${owner.createdBy}`;
+  const help =
+    owner.project !== undefined
+      ? "ask the project's PI or an administrator for a grant"
+      : 'run in a project that has credits (--project, or the workspace in the web header), or ask an administrator for a grant';
+  if (w.allocated === 0) return `${who} has no allocation for ${w.category}: ${help}`;
+  return `${who} has no credits left for ${w.category} (allocated ${w.allocated}, used ${w.used}): ${help}`;
+}
 
 interface Pending {
   records: { prepared: PreparedJob }[];
@@ -147,12 +158,13 @@ export function jobIntake(o: IntakeOptions) {
     }
 
     const createdAt = now();
+    const drives = creatorDrives(store, caller.username);
     const issues = new IssueList();
     const records: Pending['records'] = [];
     const machine = o.largestMachine();
     items.forEach((item, i) => {
       try {
-        const prepared = prepareJob(item, { id: newJobId(createdAt), owner, createdAt }, env);
+        const prepared = prepareJob(item, { id: newJobId(createdAt), owner, createdAt, drives }, env);
         const fits = new IssueList();
         checkFits(prepared, machine, fits);
         fits.throwIfAny();
@@ -191,11 +203,7 @@ export function jobIntake(o: IntakeOptions) {
       for (const [i, { prepared }] of records.entries()) {
         if (prepared.product.pricePerUnit === 0) continue;
         const w = access.wallet(account, prepared.product.category, now());
-        if (w.balance <= 0) {
-          throw paymentRequired(
-            `items[${i}]: ${account} has no credits left for ${prepared.product.category} (allocated ${w.allocated}, used ${w.used})`,
-          );
-        }
+        if (w.balance <= 0) throw paymentRequired(`items[${i}]: ${noCredits(owner, w)}`);
       }
     }
 

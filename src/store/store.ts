@@ -84,6 +84,7 @@ export interface BrowseQuery {
   createdBefore?: number;
   productId?: string;
   productCategory?: string;
+  project?: string;
   ids?: readonly string[];
   /** Case-insensitive text in the job's id, name or application name. */
   query?: string;
@@ -408,6 +409,7 @@ export function openStore(path: string) {
         ['created_at < ?', q.createdBefore],
         ["json_extract(specification, '$.product.id') = ?", q.productId],
         ["json_extract(specification, '$.product.category') = ?", q.productCategory],
+        ['project = ?', q.project],
       ];
       for (const [condition, value] of equal) {
         if (value === undefined) continue;

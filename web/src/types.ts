@@ -90,6 +90,7 @@ export interface Application {
     parameters: Parameter[];
     applicationType: ApplicationType;
     allowMultiNode: boolean;
+    allowAdditionalMounts: boolean;
     web?: { port: number };
     vnc?: { port: number };
   };
@@ -132,6 +133,7 @@ export interface Job {
     name?: string;
     replicas?: number;
     parameters?: Record<string, ParameterValue>;
+    resources?: ParameterValue[];
     timeAllocation?: Duration | null;
   };
   status: {

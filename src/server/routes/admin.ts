@@ -1,6 +1,6 @@
-import type { AdminOperations } from '../../jobs/admin.ts';
+import { adminOperations } from '../../jobs/admin.ts';
 import type { Role } from '../../store/store.ts';
-import { type Api, adminOnly, errors } from '../api.ts';
+import { type ApiRoutes, adminOnly, errors } from '../api.ts';
 import {
   CreateProjectRequest,
   CreateTokenRequest,
@@ -15,7 +15,8 @@ import {
 } from '../schemas.ts';
 
 /** What administrators do: credits, users, projects, members and tokens. */
-export function adminRoutes(api: Api, admin: AdminOperations): void {
+export const adminRoutes: ApiRoutes = async (api) => {
+  const admin = adminOperations(api.store, api.jobEnvironment);
   api.post(
     '/api/accounting/allocations',
     {
@@ -88,4 +89,4 @@ export function adminRoutes(api: Api, admin: AdminOperations): void {
     },
     async (request) => admin.createToken(request.body.username, request.body.description),
   );
-}
+};
