@@ -43,7 +43,10 @@ function commandWords(): Record<string, string[]> {
     extend: options(EXTEND_USAGE),
     balance: options(BALANCE_USAGE),
     usage: options(USAGE_USAGE),
-    admin: ['user', 'project', 'member', 'grant', 'token', ...options(ADMIN_USAGE)],
+    admin: [
+      ...['user', 'project', 'member', 'grant', 'token', 'users', 'projects', 'tokens', 'grants'],
+      ...['revoke', 'disable', 'enable', 'remove-member', 'audit', ...options(ADMIN_USAGE)],
+    ],
     completion: ['bash', 'zsh'],
     'ssh-keys': ['add', 'ls', 'rm', ...options(SSH_KEYS_USAGE)],
   };
