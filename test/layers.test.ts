@@ -134,3 +134,27 @@ test('the checks find what they look for', () => {
   ]);
   assert.deepEqual(cycles(graph), [['cli/jobs.ts', 'cli/run.ts']]);
 });
+
+/**
+ * The local controller's decisions are pure (controller/decisions.ts, job-status.ts): no Node
+ * module (no file, process or timer), and of the backend's own files only the pure scheduler and
+ * each other, besides type-only imports of the job's shape.
+ */
+test("the local controller's decisions import nothing with effects", () => {
+  const PURE = ['backends/local/controller/decisions.ts', 'backends/local/controller/job-status.ts'];
+  const ALLOWED = new Set([...PURE, 'backends/local/scheduler.ts']);
+  const wrong: string[] = [];
+  for (const file of PURE) {
+    const text = readFileSync(join(SRC, file), 'utf8');
+    for (const m of text.matchAll(/^import (type )?[^;]*?from '([^']+)';/gms)) {
+      const [, typeOnly, spec] = m;
+      if (spec!.startsWith('node:') || !spec!.startsWith('.')) wrong.push(`${file} → ${spec}`);
+      else {
+        const target = relative(SRC, resolve(dirname(join(SRC, file)), spec!));
+        const pureLayer = !target.startsWith('backends/');
+        if (!typeOnly && !pureLayer && !ALLOWED.has(target)) wrong.push(`${file} → ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(wrong, []);
+});

@@ -14,20 +14,18 @@ import { requireProtectedHardlinks } from './hardlink-protection.ts';
 import { hostView } from './host-view.ts';
 import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
+import { type ContainerHandle, findContainers, watchContainers } from './pod/container-handle.ts';
 import {
-  type ContainerHandle,
   checkName,
   DEFAULT_LOGS,
-  findContainers,
   type LogRotation,
   type PodContext,
   type PodRecord,
   podDir,
   podDirMode,
-  podHandle,
   type Sandbox,
-  watchContainers,
-} from './pod.ts';
+} from './pod/context.ts';
+import { podHandle } from './pod/pod.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { compiledSeccomp } from './seccomp.ts';
 import { DEFAULT_FIRST_ID, type IdRanges, idRanges } from './userns.ts';

@@ -7,7 +7,7 @@ import { createRuntime } from './create-runtime.ts';
 import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
-import { DEFAULT_LOGS } from './pod.ts';
+import { DEFAULT_LOGS } from './pod/context.ts';
 import { lockStateDir } from './state-lock.ts';
 
 export interface OpenLocalOptions {
