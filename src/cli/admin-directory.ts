@@ -140,6 +140,19 @@ const LISTS: Record<string, Lister> = {
 const print = (values: OptionValues, json: unknown, text: string) =>
   values.json === true ? printJson(json) : process.stdout.write(text);
 
+/** This file's subcommands, for completion. */
+export const ADMIN_DIRECTORY_COMMANDS = [
+  'users',
+  'projects',
+  'tokens',
+  'grants',
+  'revoke',
+  'disable',
+  'enable',
+  'remove-member',
+  'audit',
+];
+
 /** Runs one of this file's subcommands; undefined when `name` is not one of them. */
 export function adminDirectoryCommand(
   name: string,

@@ -1,4 +1,4 @@
-import { ADMIN_DIRECTORY_USAGE, adminDirectoryCommand } from './admin-directory.ts';
+import { ADMIN_DIRECTORY_COMMANDS, ADMIN_DIRECTORY_USAGE, adminDirectoryCommand } from './admin-directory.ts';
 import { clientFlags, type OptionValues, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';
@@ -34,6 +34,9 @@ const SUBCOMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   grant: adminGrant,
   token: adminToken,
 };
+
+/** The administrators' commands, for the shell's completion. */
+export const ADMIN_COMMANDS = [...Object.keys(SUBCOMMANDS), ...ADMIN_DIRECTORY_COMMANDS];
 
 export async function adminCommand(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
