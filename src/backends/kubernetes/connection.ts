@@ -95,7 +95,7 @@ export function connect(config: ResolvedPipelineConfig['kubernetes']): Connectio
   const middleware: Middleware = {
     pre: async (request) => {
       await limiter.take();
-      request.setSignal(AbortSignal.timeout(config.requestTimeoutMs));
+      request.setSignal(timeoutSignal(config.requestTimeoutMs));
       return request;
     },
     post: async (response) => response,
@@ -116,6 +116,18 @@ export function connect(config: ResolvedPipelineConfig['kubernetes']): Connectio
     limiter,
     requestTimeoutMs: config.requestTimeoutMs,
   };
+}
+
+/**
+ * Aborts after `ms` with a plain Error named TimeoutError. Not AbortSignal.timeout: its reason is a
+ * DOMException, whose read-only message client-node tries to prefix (a TypeError instead of the
+ * timeout).
+ */
+function timeoutSignal(ms: number): AbortSignal {
+  const controller = new AbortController();
+  const timeout = Object.assign(new Error('the API server did not answer in time'), { name: 'TimeoutError' });
+  setTimeout(() => controller.abort(timeout), ms).unref();
+  return controller.signal;
 }
 
 export interface RateLimiter {
