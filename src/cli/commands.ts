@@ -242,7 +242,7 @@ export const COMMANDS: Command[] = [
     help: [
       {
         call: 'admin ...',
-        does: 'administrators: users, projects, members, grants of credits, tokens',
+        does: 'administrators: users, projects, members, grants, tokens; lists, revoke, audit log',
         client: true,
       },
     ],

@@ -116,11 +116,11 @@ export function interactiveSessions(o: SessionOptions) {
     return session;
   }
 
-  /** Forgets cached sessions, their last use written first; all of them, or one job's. */
-  function forgetSessions(jobId?: string): void {
+  /** Forgets cached sessions, their last use written first: all of them, or those `which` picks. */
+  function forgetSessions(which: (session: SessionRecord) => boolean = () => true): void {
     writeUse();
     for (const [hash, session] of cached) {
-      if (jobId === undefined || session.jobId === jobId) {
+      if (which(session)) {
         cached.delete(hash);
         used.delete(hash);
       }
@@ -283,7 +283,12 @@ export function interactiveSessions(o: SessionOptions) {
 
     /** Forgets a job's cached sessions (it stopped running; they are read again if it runs again). */
     forgetJob(jobId: string): void {
-      forgetSessions(jobId);
+      forgetSessions((session) => session.jobId === jobId);
+    },
+
+    /** Forgets a user's cached sessions (they were disabled and their sessions deleted): none opens now. */
+    forgetUser(username: string): void {
+      forgetSessions((session) => session.username === username);
     },
 
     /** Writes the last use of sessions and stops. */

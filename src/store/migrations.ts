@@ -141,6 +141,19 @@ export const MIGRATIONS: readonly string[] = [
   );
   create index ssh_keys_by_owner on ssh_keys(owner, id);
   `,
+  // Administrators disable users (their tokens and sign-ins stop working; enabled again, the tokens
+  // work again), and every administrative action is kept in an audit log, newest by id.
+  `
+  alter table users add column disabled_at integer;
+  create table audit_log (
+    id integer primary key,
+    at integer not null,
+    actor text not null,
+    action text not null,
+    target text not null,
+    details text not null
+  );
+  `,
   // Provider mode (UCloud Core drives ucompute): what Core must be told, in the order it happened,
   // kept until Core took it; and the applications Core resolved for its jobs, by name and version.
   `
