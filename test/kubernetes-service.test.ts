@@ -29,7 +29,7 @@ function serviceOn(
   requireCredits = false,
 ) {
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const service = createJobService({
     store,
     env: { catalog, products, config },

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createRuntime } from '../src/backends/local/create-runtime.ts';
-import type { PodRecord } from '../src/backends/local/pod.ts';
+import type { PodRecord } from '../src/backends/local/pod/context.ts';
 import {
   allocateArgv,
   container,

@@ -47,24 +47,29 @@ interface FileEntry {
 const SHOW_PROGRESS_FROM = 16 * 1024 * 1024;
 const PAGE = 1000;
 
+/** Each files command's fewest and most arguments. */
+const ARITY: Record<string, [number, number]> = {
+  ls: [1, 1],
+  put: [2, 2],
+  get: [1, 2],
+  cat: [1, 1],
+  mkdir: [1, 1],
+  mv: [2, 2],
+  cp: [2, 2],
+  rm: [1, Number.POSITIVE_INFINITY],
+};
+
+/** The files commands, for the shell's completion. */
+export const FILES_COMMANDS = Object.keys(ARITY);
+
 export async function filesCommand(argv: string[]): Promise<number> {
   const { values, positionals, help } = parseClientCommand(argv, FILES_USAGE, {
     resume: { type: 'boolean' },
   });
   if (help) return 0;
   const [command, ...args] = positionals;
-  const arity: Record<string, [number, number]> = {
-    ls: [1, 1],
-    put: [2, 2],
-    get: [1, 2],
-    cat: [1, 1],
-    mkdir: [1, 1],
-    mv: [2, 2],
-    cp: [2, 2],
-    rm: [1, Number.POSITIVE_INFINITY],
-  };
   if (command === undefined) throw new CliError(`which files command?\n\n${FILES_USAGE}`);
-  const [least, most] = arity[command] ?? [];
+  const [least, most] = ARITY[command] ?? [];
   if (least === undefined || most === undefined) {
     throw new CliError(`unknown files command "${command}"\n\n${FILES_USAGE}`);
   }

@@ -104,6 +104,11 @@ export interface FakeApiServer {
   /** Where port-forwards to a pod connect (a local TCP server of the test). */
   forwardPort(namespace: string, pod: string, localPort: number): void;
   fail(fault: Fault): void;
+  /**
+   * An admission webhook: called for every object a client creates, after schema validation;
+   * a message refuses the object (answered as the API server answers a webhook's denial).
+   */
+  admission(check: (plural: string, object: Obj) => string | undefined): void;
   /** Ends every open watch with a 410 ERROR event and forgets the history: clients must list again. */
   expireWatches(): void;
   openWatches(): number;
@@ -138,6 +143,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
   const received: Obj[] = [];
   const resizes: { cols: number; rows: number }[] = [];
   const faults: Fault[] = [];
+  const admissions: ((plural: string, object: Obj) => string | undefined)[] = [];
   const listeners: ((type: string, plural: string, object: Obj) => void)[] = [];
   const logs = new Map<string, { text: string; ended: boolean; followers: Set<ServerResponse> }>();
   const forwards = new Map<string, number>();
@@ -389,6 +395,10 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
         const object = await body(req);
         if (type.namespaced) object.metadata.namespace ??= target.namespace;
         if (!accept(res, object)) return;
+        for (const check of admissions) {
+          const denied = check(type.plural, object);
+          if (denied !== undefined) return status(res, 400, 'BadRequest', denied);
+        }
         if (type.namespaced && !store.get('namespaces')!.has(keyOf(undefined, object.metadata.namespace))) {
           return status(res, 404, 'NotFound', `namespaces "${object.metadata.namespace}" not found`);
         }
@@ -682,6 +692,9 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
     },
     fail(fault) {
       faults.push({ ...fault });
+    },
+    admission(check) {
+      admissions.push(check);
     },
     expireWatches() {
       compactedBelow = rv;
