@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { isFinalPhase, type PodEvent, policyAction } from '../../../volcano/job-phase.ts';
 import { planPods, preparePlugins } from '../../../volcano/job-plugins.ts';
 import type { Companion, VolcanoAction, VolcanoJob } from '../../../volcano/types.ts';
@@ -14,7 +13,7 @@ import {
   restartStillWanted,
   syncedPhase,
 } from './decisions.ts';
-import { type JobRun, jobDir, newRun, type PodRecord } from './job-run.ts';
+import { type JobRun, newRun, type PodRecord } from './job-run.ts';
 import { saveOutput } from './output.ts';
 import { keepEnded, makeJobDir, saveRun } from './persistence.ts';
 import { podStarter } from './pod-start.ts';
