@@ -58,6 +58,16 @@ authors: [tests]
 description: Writes more than its folder may hold, then waits.
 tool: { name: debian, version: "12" }
 invocation: [sh, -c, 'head -c 4000000 /dev/zero > /work/fill; sleep 60']
+---
+application: v1
+name: root
+version: "1.0"
+title: Runs as root
+authors: [tests]
+description: Says which user it runs as.
+tool: { name: debian, version: "12" }
+container: { runAsRoot: true }
+invocation: [sh, -c, 'echo "uid $(id -u)"']
 `;
 
 before(async () => {
@@ -177,6 +187,14 @@ describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
       new RegExp(`^${queued}: SUCCESS, never started \\(cancelled by local\\)$`, 'm'),
     );
     assertExit(await cli(['cancel', blocker]), 0);
+  });
+
+  test('a runAsRoot app runs under a configuration file that says nothing of root: root in its user namespace', async () => {
+    const waited = await cli(['run', 'root', '--wait']);
+    assertExit(waited, 0);
+    const id = waited.stdout.split('\n')[0]!;
+    const logs = await cli(['logs', id]);
+    assert.match(logs.stdout, /^uid 0$/m);
   });
 });
 

@@ -130,7 +130,8 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
   if (invocation.container.runAsRoot && !env.config.security.allowRootApps) {
     issues.add(
       'specification.application',
-      `${application.metadata.name} runs as root (runAsRoot), which this provider's configuration does not allow (security.allowRootApps)`,
+      `${application.metadata.name} runs as root (runAsRoot), which this provider's configuration does not allow: ` +
+        'its root would be root on the node (set kubernetes.userNamespaces where the cluster supports user namespaces, or security.allowRootApps)',
     );
   }
   // As UCloud: ssh where the application offers it, and always where it requires it.

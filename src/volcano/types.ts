@@ -111,6 +111,8 @@ export interface PodSpec {
   hostNetwork?: boolean;
   hostPID?: boolean;
   hostIPC?: boolean;
+  /** false: the pod's own user namespace, its root an unprivileged id on the node. */
+  hostUsers?: boolean;
   securityContext?: {
     runAsNonRoot?: boolean;
     runAsUser?: number;
