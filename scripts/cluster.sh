@@ -46,7 +46,7 @@ bin_dir() {
 }
 
 # The Kubernetes version the kube module builds, for the binaries' version (discovery, kubectl).
-kube_version() { sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$cluster_src/kube/go.mod" | head -1; }
+kube_version() { sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\).*$/\1/p' "$cluster_src/kube/go.mod" | head -1; }
 
 build() {
   ensure_debian_packages

@@ -4,7 +4,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kubectl, kubectlJson, objectsOf, simulated, skip, spec, startUcompute, until } from './cluster.ts';
+import {
+  kubectl,
+  kubectlJson,
+  objectsOf,
+  ownerNamespace,
+  simulated,
+  skip,
+  spec,
+  startUcompute,
+  until,
+} from './cluster.ts';
 
 test('a job runs to its end with exit code 0; its Volcano Job, pods and companions are then gone', {
   skip,
@@ -110,4 +120,19 @@ test('an action outside deploy/rbac.yaml is refused to ucompute: RBAC is enough 
     }),
     /yes/,
   );
+});
+
+test("per owner: a new owner's queue is created with its weight, and its first job waits until Volcano opens it", {
+  skip,
+}, async (t) => {
+  const ucompute = await startUcompute(t, {
+    perOwner: true,
+    config: "fairShare: { weights: { 'user:local': 3 } }",
+  });
+  await ownerNamespace('ucompute-u-local');
+  const id = await ucompute.submit(spec('sim-batch', simulated(0, '1s')));
+  await ucompute.untilState(id, 'SUCCESS');
+  const queue = await kubectlJson(['get', 'queue', 'ucompute-u-local']);
+  assert.equal(queue.spec.weight, 3);
+  assert.equal(queue.status.state, 'Open');
 });
