@@ -109,10 +109,28 @@ test('ucompute restarted mid-job finds its running job again, and the end of one
 test('an action outside deploy/rbac.yaml is refused to ucompute: RBAC is enough and no more', {
   skip,
 }, async () => {
-  await assert.rejects(kubectl(['get', 'secrets', '-n', 'kube-system'], { asUcompute: true }), /Forbidden/);
+  // Reading one Secret (its own token), granting itself more, touching nodes: none is ucompute's.
+  await assert.rejects(
+    kubectl(['get', 'secret', 'ucompute-token', '-n', 'ucompute'], { asUcompute: true }),
+    /forbidden/i,
+  );
+  await assert.rejects(
+    kubectl(
+      [
+        'create',
+        'clusterrolebinding',
+        'more',
+        '--clusterrole=cluster-admin',
+        '--serviceaccount=ucompute:ucompute',
+        '--dry-run=server',
+      ],
+      { asUcompute: true },
+    ),
+    /forbidden/i,
+  );
   await assert.rejects(
     kubectl(['delete', 'node', 'kwok-node-0', '--dry-run=server'], { asUcompute: true }),
-    /Forbidden/,
+    /forbidden/i,
   );
   assert.match(
     await kubectl(['auth', 'can-i', 'create', 'jobs.batch.volcano.sh', '-n', 'ucompute'], {
