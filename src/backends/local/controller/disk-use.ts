@@ -1,7 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { Timer } from '../../../model/clock.ts';
 import { diskUse, openFolder } from '../../../storage/folders.ts';
-import { isFinalPhase } from '../../../volcano/job-phase.ts';
+import { isFinalPhase } from '../../../volcano/api/phases.ts';
 import { OUTPUT_FOLDER_ANNOTATION } from '../../../volcano/labels.ts';
 import type { LocalContext } from './context.ts';
 import type { JobRun } from './job-run.ts';
