@@ -25,6 +25,8 @@ const LAYER: Record<string, number> = {
   interactive: 3.5,
   backends: 4,
   server: 4,
+  // UCloud provider mode: the routes Core calls and the calls to Core, beside the server.
+  provider: 4,
   // The configuration file's schema: the pipeline's settings and each backend's own.
   config: 4.5,
   cli: 5,
