@@ -8,6 +8,8 @@ import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
+import { expiryWarnings } from '../jobs/expiry-warnings.ts';
+import { resourceSampler, resourceSeriesCleanup } from '../jobs/resource-sampler.ts';
 import { createJobService } from '../jobs/service.ts';
 import { type Config, resolvePipelineConfig } from '../model/config.ts';
 import { ValidationError } from '../model/errors.ts';
@@ -108,7 +110,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       store,
       env,
       backend,
-      plugins: [...PLUGINS, sessionRevocation(store)],
+      plugins: [...PLUGINS, sessionRevocation(store), resourceSeriesCleanup(store)],
       storage,
       inputs: storage,
       log,
@@ -119,6 +121,22 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const app = await buildServer({ service, store, env, backend, storageRoot, logger: log });
     opened.push(() => app.close());
     await service.start();
+    // The live resource views and the warnings before a job's time runs out.
+    for (const watch of [
+      resourceSampler({ store, backend, log }),
+      expiryWarnings({
+        store,
+        addStatus: (id, status) => service.update(id, { status }),
+        log,
+        ...(config.notifications?.expiryWarningMinutes !== undefined
+          ? { warnBeforeMs: config.notifications.expiryWarningMinutes * 60_000 }
+          : {}),
+        ...(config.notifications?.webhook !== undefined ? { webhook: config.notifications.webhook } : {}),
+      }),
+    ]) {
+      watch.start();
+      opened.push(() => watch.stop());
+    }
     const address = await app.listen({ port, host }).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'EADDRINUSE') throw e;
       throw new CliError(`${host}:${port} is in use (another ucompute serve?): choose another --port`, 1);
