@@ -154,7 +154,7 @@ test(
 test('kubernetes: the ended Volcano Job is created again; cancel while running ends it for good', async (t) => {
   const cluster = await fakeCluster(t);
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const store = openStore(':memory:');
   // The service's clock is ahead: every back-off has passed when the exit is written.
   const service = createJobService({

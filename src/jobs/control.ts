@@ -7,6 +7,7 @@ import type { Backend } from './backend.ts';
 import { badRequest, conflict } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
+import type { JobMirror } from './mirror.ts';
 import type { JobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment, maxTimeAllocationMillis } from './prepare.ts';
 import { activeJob, type JobUpdates } from './updates.ts';
@@ -30,6 +31,8 @@ export interface ControlOptions {
   /** Queues a stored job for submission (its stored build, when it has one). */
   resubmit: (id: string) => void;
   now: () => number;
+  /** Told of every update written here, in its transaction. */
+  mirror?: JobMirror;
 }
 
 export interface RenameItem {
@@ -153,6 +156,7 @@ export function jobControl(o: ControlOptions) {
           const decision = decideUpdate(job, u);
           if (decision.kind !== 'apply') return;
           store.appendUpdate(job, u, decision.changes);
+          o.mirror?.updateWritten(job.id, u);
           expiresAt = decision.changes.expiresAt ?? null;
         });
         if (ended !== undefined) throw conflict(ended);

@@ -85,6 +85,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       logs: context.logs,
       netns,
       hostIds: supervisorIds,
+      syscalls: context.sandbox.kind === 'bwrap' ? context.sandbox.syscalls : null,
       argv: command,
     });
     const pid = await context.launcher
