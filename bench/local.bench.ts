@@ -168,6 +168,7 @@ function timedPod(pod: Pod, m: Marks): Pod {
     allowPeers: (ips) => pod.allowPeers(ips),
     shell: (o) => pod.shell(o),
     connect: (p) => pod.connect(p),
+    usage: () => pod.usage(),
     async destroy(grace) {
       m.destroy0 ??= now();
       await pod.destroy(grace);

@@ -16,6 +16,7 @@ import { readLogs } from './controller/log-reader.ts';
 import { forgetJob, saveRun } from './controller/persistence.ts';
 import { recoverJobs } from './controller/recovery.ts';
 import { jobReports } from './controller/reports.ts';
+import { localJobUsage } from './job-usage.ts';
 import { DEFAULT_LOGS, type LogRotation } from './pod/context.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { type SshPorts, sshForwards } from './ssh-forwards.ts';
@@ -169,6 +170,8 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     async connect(jobId, rank, port) {
       return runningPod(jobId, rank).connect(port);
     },
+
+    usage: localJobUsage(ctx.runs),
 
     async sshEndpoint(jobId) {
       return openSsh(activeRun(jobId));
