@@ -294,7 +294,8 @@ describe('the command line', TIMEOUT, () => {
         { encoding: 'utf8' },
       ).trim();
     assert.equal(complete('ucompute', 'ad'), 'admin');
-    assert.equal(complete('ucompute', 'admin', 'gr'), 'grant');
+    assert.equal(complete('ucompute', 'admin', 'gr'), 'grant grants');
+    assert.equal(complete('ucompute', 'admin', 'rev'), 'revoke');
     assert.equal(complete('ucompute', 'jobs', '--w'), '--watch');
     assert.equal(complete('ucompute', 'logs', '--ra'), '--rank');
     assert.equal(complete('ucompute', 'usage', '--si'), '--since');

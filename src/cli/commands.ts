@@ -191,6 +191,14 @@ export const COMMANDS: Command[] = [
     completes: async () => ({ usages: [(await import('./open.ts')).OPEN_USAGE] }),
   },
   {
+    name: 'top',
+    help: [
+      { call: 'top ID', does: 'what each rank of a running job uses (CPU, memory, GPU), live', client: true },
+    ],
+    run: async (argv) => (await import('./top.ts')).topCommand(argv),
+    completes: async () => ({ usages: [(await import('./top.ts')).TOP_USAGE] }),
+  },
+  {
     name: 'shell',
     help: [{ call: 'shell ID [--rank N]', does: 'a terminal in a running job', client: true }],
     run: async (argv) => (await import('./shell.ts')).shellCommand(argv),
@@ -242,7 +250,7 @@ export const COMMANDS: Command[] = [
     help: [
       {
         call: 'admin ...',
-        does: 'administrators: users, projects, members, grants of credits, tokens',
+        does: 'administrators: users, projects, members, grants, tokens; lists, revoke, audit log',
         client: true,
       },
     ],

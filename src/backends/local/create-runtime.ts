@@ -122,12 +122,14 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     const ids = root
       ? await idRanges(join(options.stateDir, 'userns'), options.firstHostId ?? DEFAULT_FIRST_ID)
       : null;
+    const seccomp = await compiledSeccomp(options.stateDir);
     sandbox = {
       kind: 'bwrap',
       bwrap,
       root,
       hostView: await hostView(join(options.stateDir, 'host-view')),
-      seccomp: await compiledSeccomp(options.stateDir),
+      seccomp: seccomp.program,
+      syscalls: seccomp.syscalls,
       ids,
     };
   }
@@ -161,6 +163,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
           reserved,
           nameservers: nameserversOf(resolvConf),
           run: launcher.run,
+          setns: sandbox.syscalls.setns,
         }).catch((error) => {
           launcher.close();
           throw error;

@@ -28,7 +28,7 @@ export const adminRoutes: ApiRoutes = async (api) => {
         response: { 200: GrantResponse, ...errors },
       },
     },
-    async (request) => admin.grant(request.body),
+    async (request) => admin.grant(request.caller, request.body),
   );
 
   api.post(
@@ -42,7 +42,7 @@ export const adminRoutes: ApiRoutes = async (api) => {
         response: { 200: UserResponse, ...errors },
       },
     },
-    async (request) => admin.createUser(request.body.name, request.body.admin),
+    async (request) => admin.createUser(request.caller, request.body.name, request.body.admin),
   );
 
   api.post(
@@ -56,7 +56,7 @@ export const adminRoutes: ApiRoutes = async (api) => {
         response: { 200: ProjectResponse, ...errors },
       },
     },
-    async (request) => admin.createProject(request.body.id, request.body.title),
+    async (request) => admin.createProject(request.caller, request.body.id, request.body.title),
   );
 
   api.post(
@@ -72,7 +72,7 @@ export const adminRoutes: ApiRoutes = async (api) => {
     },
     async (request) => {
       const { projectId, username, role } = request.body;
-      return admin.setMember(projectId, username, role as Role);
+      return admin.setMember(request.caller, projectId, username, role as Role);
     },
   );
 
@@ -87,6 +87,6 @@ export const adminRoutes: ApiRoutes = async (api) => {
         response: { 200: TokenResponse, ...errors },
       },
     },
-    async (request) => admin.createToken(request.body.username, request.body.description),
+    async (request) => admin.createToken(request.caller, request.body.username, request.body.description),
   );
 };

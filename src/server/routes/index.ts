@@ -1,10 +1,12 @@
 import type { ApiRoutes } from '../api.ts';
 import { accountingRoutes } from './accounting.ts';
 import { adminRoutes } from './admin.ts';
+import { adminDirectoryRoutes } from './admin-directory.ts';
 import { authRoutes } from './auth.ts';
 import { catalogRoutes } from './catalog.ts';
 import { fileRoutes } from './files.ts';
 import { jobRoutes } from './jobs.ts';
+import { resourceRoutes } from './resources.ts';
 import { serviceRoutes } from './service.ts';
 import { sessionRoutes } from './sessions.ts';
 import { sshKeyRoutes } from './ssh.ts';
@@ -20,7 +22,9 @@ export const apiRoutes: ApiRoutes<{ storageRoot?: string }> = async (api, { stor
   await api.register(catalogRoutes);
   await api.register(accountingRoutes);
   await api.register(adminRoutes);
+  await api.register(adminDirectoryRoutes);
   await api.register(sessionRoutes);
+  await api.register(resourceRoutes);
   await api.register(sshKeyRoutes);
   if (storageRoot !== undefined) await api.register(fileRoutes, { storageRoot });
 };

@@ -3,6 +3,7 @@ import type { CgroupLayout } from '../cgroups.ts';
 import type { RootView } from '../host-view.ts';
 import type { Launcher } from '../launcher.ts';
 import type { Network, PodNetwork } from '../network.ts';
+import type { SyscallNumbers } from '../programs.ts';
 import type { PodSpec } from '../runtime.ts';
 import type { IdRanges } from '../userns.ts';
 
@@ -16,6 +17,8 @@ export type Sandbox =
       hostView: RootView;
       /** The compiled seccomp program. */
       seccomp: string;
+      /** System call numbers the supervisor needs (from libseccomp, with the program). */
+      syscalls: SyscallNumbers;
       /** Owners' id ranges when running as root (container ids are remapped); null otherwise. */
       ids: IdRanges | null;
     }

@@ -3,23 +3,15 @@ import { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as nodePty from 'node-pty';
 import type { ShellOptions, ShellStream } from '../../../jobs/backend.ts';
+import { programPath } from '../programs.ts';
 import type { ContainerRoot } from '../runtime.ts';
 import { containerCapabilities } from '../sandbox.ts';
 import { enterContainerArgv } from '../shell-entry.ts';
-import { CGROUP_JOIN_FAILED } from '../supervisor.ts';
 import { dropPrivileges, rootView } from './container-command.ts';
 import type { ContainerHandle } from './container-handle.ts';
 import { type PodContext, type PodRecord, procsFiles } from './context.ts';
 import { HOST_PATH, passedToShell } from './environment.ts';
 import { commandProcess, processEnvironment } from './proc.ts';
-
-/** For shells: joins the pod's cgroups, as the supervisor does, then becomes the command. */
-const JOIN_AND_EXEC = `cgroups=$1; shift
-IFS=:
-for f in $cgroups; do echo $$ > "$f" || exit ${CGROUP_JOIN_FAILED}; done
-unset IFS
-exec "$@"
-`;
 
 /** The first of these the image has, as UCloud (and the Kubernetes backend) chooses; else sh. */
 const SHELLS = ['/bin/bash', '/usr/bin/bash', '/bin/zsh', '/usr/bin/zsh', '/bin/fish', '/usr/bin/fish'];
@@ -55,9 +47,10 @@ export async function openShell(
   for (const [name, value] of Object.entries(containerEnv)) {
     if (passedToShell(name)) env[name] = value;
   }
+  // It joins the pod's cgroups, as the supervisor does, then becomes the command.
   const pty = nodePty.spawn(
     '/bin/sh',
-    ['-c', JOIN_AND_EXEC, 'ucompute-shell', procsFiles(record.cgroups).join(':'), ...argv],
+    [programPath('join-cgroups.sh'), procsFiles(record.cgroups).join(':'), ...argv],
     {
       name: env.TERM,
       cols: options.cols,
