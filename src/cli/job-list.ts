@@ -1,5 +1,5 @@
 import { type Job, JobState } from '../model/job.ts';
-import { OUTCOME_KINDS } from '../model/outcome.ts';
+import { OUTCOME_KINDS } from '../model/outcome-kinds.ts';
 import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';

@@ -1,4 +1,5 @@
-import { isFinal, type Job } from '../model/job.ts';
+import type { Job } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { OutcomeKind } from '../model/outcome.ts';
 
 /**

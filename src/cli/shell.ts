@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { ShellRequest, ShellResponse } from '../interactive/shell.ts';
-import { isFinal, type Job } from '../model/job.ts';
+import type { Job } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { jobAndRank, openSession } from './open.ts';

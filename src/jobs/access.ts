@@ -1,6 +1,7 @@
 import { type UsageBucket, type UsageSum, usageBuckets } from '../accounting/usage.ts';
 import { ValidationError } from '../model/errors.ts';
-import { isFinal, type Job, type JobState, type JobStatus } from '../model/job.ts';
+import type { Job, JobState, JobStatus } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import { type OutcomeKind, presentOutcome } from '../model/outcome.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
 import type { JobRecord, JobVisibility, Store } from '../store/store.ts';

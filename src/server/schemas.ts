@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Application, ApplicationType, SimpleDuration, Tool } from '../model/application.ts';
 import { JOB_ID_PATTERN } from '../model/ids.ts';
 import { ComputeSupport, Job, JobSpecification, JobState, JobStatus, JobUpdate } from '../model/job.ts';
-import { OUTCOME_KINDS } from '../model/outcome.ts';
+import { OUTCOME_KINDS } from '../model/outcome-kinds.ts';
 import { PROJECT_ID_PATTERN, ProjectId, USERNAME_PATTERN, Username } from '../model/owner.ts';
 import { Product } from '../model/product.ts';
 import { closed, StringEnum } from '../model/schema.ts';

@@ -171,6 +171,20 @@ export const MIGRATIONS: readonly string[] = [
     primary key (name, version)
   ) without rowid;
   `,
+  // What running jobs use, per rank, sampled on a steady period (the live resource views): kept
+  // for the job's life, thinned as it grows, removed when the job is cleaned up.
+  `
+  create table resource_samples (
+    job_id text not null,
+    rank integer not null,
+    at integer not null,
+    cpu real,
+    memory integer,
+    gpu real,
+    gpu_memory integer,
+    primary key (job_id, rank, at)
+  ) without rowid;
+  `,
   // How a job ended (src/model/outcome.ts): set when ucompute starts ending it (cancel, credits,
   // expiry, so that a crash in between keeps who ended it) or when it ends. Jobs that ended before
   // this get theirs from their last status, which said it; who cancelled them was not kept.

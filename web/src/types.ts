@@ -1,32 +1,18 @@
 // The shapes of the public API as the interface reads them (see /openapi.json): only the fields used.
 // Where the server has a plain type of the same shape, it is imported (type-only: the bundle holds
-// no server code); the values below are restated, as importing them would bring the server's schemas.
-
-import type { JobState } from '../../src/model/job.ts';
-import type { JobOutcome, OutcomeKind } from '../../src/model/outcome.ts';
+// no server code); job states and outcomes are the server's plain constants (model/job-states.ts,
+// model/outcome-kinds.ts: no schemas).
 
 export type { Wallet } from '../../src/jobs/access.ts';
+
+import type { JobState } from '../../src/model/job-states.ts';
+import type { JobOutcome } from '../../src/model/outcome.ts';
+import type { OutcomeKind } from '../../src/model/outcome-kinds.ts';
+
+export { FINAL_STATES, JOB_STATES } from '../../src/model/job-states.ts';
+export { OUTCOME_KINDS } from '../../src/model/outcome-kinds.ts';
 export type { FileEntry } from '../../src/storage/files.ts';
 export type { JobOutcome, JobState, OutcomeKind };
-
-export const JOB_STATES: readonly JobState[] = [
-  'IN_QUEUE',
-  'RUNNING',
-  'CANCELING',
-  'SUCCESS',
-  'FAILURE',
-  'EXPIRED',
-  'SUSPENDED',
-];
-export const FINAL_STATES: ReadonlySet<JobState> = new Set(['SUCCESS', 'FAILURE', 'EXPIRED']);
-export const OUTCOME_KINDS: readonly OutcomeKind[] = [
-  'COMPLETED',
-  'CANCELLED',
-  'OUT_OF_CREDITS',
-  'EXPIRED',
-  'NEVER_STARTED',
-  'FAILED',
-];
 
 export interface User {
   username: string;
