@@ -35,7 +35,9 @@ const { values } = parseArgs({
 });
 const JOBS = Number(values.jobs);
 if (JOBS > Number(values.nodes) * Number(values['node-cpu']))
-  throw new Error(`--jobs ${JOBS} one-CPU jobs do not fit on --nodes × --node-cpu CPUs: all must run at once`);
+  throw new Error(
+    `--jobs ${JOBS} one-CPU jobs do not fit on --nodes × --node-cpu CPUs: all must run at once`,
+  );
 const CONCURRENCY = 16;
 const NAMESPACE = 'ucompute';
 const apps = `[${join(ROOT, 'examples/apps')}, ${join(ROOT, 'test/cluster/apps')}]`;
