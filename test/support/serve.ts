@@ -30,7 +30,7 @@ export function serving(child: ChildProcess): Promise<string> {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ucompute serve did not start in time\nstdout: ${out}\nstderr: ${err}`));
-    }, 20_000);
+    }, 120_000);
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       err += chunk;
     });
