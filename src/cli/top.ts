@@ -1,3 +1,4 @@
+import { formatBytes } from '../model/bytes.ts';
 import { clientFlags, parseClientCommand } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
@@ -37,13 +38,6 @@ const CHART = 24;
 const MAX_MS = 24 * 3600 * 1000;
 
 const percent = (part: number, whole: number) => (whole > 0 ? ` (${Math.round((100 * part) / whole)}%)` : '');
-function bytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = n;
-  let unit = 0;
-  for (; value >= 1024 && unit < units.length - 1; unit++) value /= 1024;
-  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
-}
 
 /** The CPU of the last samples as bars scaled to the machine type's cores. */
 export function cpuChart(samples: readonly Sample[], cores: number): string {
@@ -65,12 +59,12 @@ export function topTable(r: Resources): string {
     return [
       String(rank),
       cpu === undefined ? '-' : `${cpu.toFixed(2)}${percent(cpu, r.limits.cpuCores)}`,
-      memory === undefined ? '-' : `${bytes(memory)}${percent(memory, r.limits.memoryBytes)}`,
+      memory === undefined ? '-' : `${formatBytes(memory)}${percent(memory, r.limits.memoryBytes)}`,
       last?.gpuUtilization === undefined ? '-' : `${Math.round(last.gpuUtilization * 100)}%`,
       cpuChart(samples, r.limits.cpuCores),
     ];
   });
-  const head = `job ${r.jobId}: each rank may use ${r.limits.cpuCores} cores and ${bytes(r.limits.memoryBytes)}${r.limits.gpus > 0 ? ` and ${r.limits.gpus} GPUs` : ''}`;
+  const head = `job ${r.jobId}: each rank may use ${r.limits.cpuCores} cores and ${formatBytes(r.limits.memoryBytes)}${r.limits.gpus > 0 ? ` and ${r.limits.gpus} GPUs` : ''}`;
   return `${head}\n${table(['RANK', 'CPU (CORES)', 'MEMORY', 'GPU', 'CPU, LAST SAMPLES'], rows)}`;
 }
 

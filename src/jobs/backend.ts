@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { JobBuild } from '../plugins/plugin.ts';
-import type { SshEndpoint } from '../volcano/types.ts';
+import type { SshEndpoint } from '../volcano/api/types.ts';
 
 /**
  * What a backend reports about a job: it waits (with the reason, e.g. its queue position), it

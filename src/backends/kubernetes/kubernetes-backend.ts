@@ -3,8 +3,8 @@ import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
+import type { Service, VolcanoJob } from '../../volcano/api/types.ts';
 import { logFileName, SSH_PORT, sshServiceName } from '../../volcano/names.ts';
-import type { Service, VolcanoJob } from '../../volcano/types.ts';
 import { apiMessage, type Connection, connect } from './connection.ts';
 import {
   companionsToCreate,

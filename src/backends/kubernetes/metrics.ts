@@ -1,5 +1,5 @@
 import type { RankUsage } from '../../jobs/backend.ts';
-import { parseQuantity } from '../../volcano/quantity.ts';
+import { parseQuantity } from '../../volcano/api/quantity.ts';
 import type { Connection } from './connection.ts';
 import type { PodSummary } from './states.ts';
 

@@ -1,5 +1,5 @@
 import type { RankUsage } from '../../jobs/backend.ts';
-import { isFinalPhase } from '../../volcano/job-phase.ts';
+import { isFinalPhase } from '../../volcano/api/phases.ts';
 import { cpuRates } from './cgroup-usage.ts';
 import type { JobRun } from './controller/job-run.ts';
 import type { Pod } from './runtime.ts';

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, getJson, postJson } from '../api.ts';
-import { bytes, when } from '../format.ts';
+import { formatBytes, when } from '../format.ts';
 import { Link } from '../router.tsx';
 import type { FileEntry, Job } from '../types.ts';
 
@@ -98,7 +98,7 @@ export function OutputFiles({ folder, refresh }: { folder: string; refresh: numb
               ) : (
                 <Link href={`/files?path=${encodeURIComponent(e.path)}`}>{e.name}/</Link>
               )}{' '}
-              <span class="muted">{e.type === 'file' ? bytes(e.size) : ''}</span>
+              <span class="muted">{e.type === 'file' ? formatBytes(e.size) : ''}</span>
             </li>
           ))}
         </ul>

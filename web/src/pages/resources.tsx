@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { getJson } from '../api.ts';
-import { bytes } from '../format.ts';
+import { formatBytes } from '../format.ts';
 
 // The job page's live resource views: CPU and memory of each rank, sampled by the service, drawn
 // with uPlot (loaded with this page only) and read again as new samples come.
@@ -145,7 +145,7 @@ export function ResourceCharts({ jobId }: { jobId: string }) {
         ranks={ranks}
         max={Math.max(limits.memoryBytes, 1)}
         unit="memory"
-        format={(v) => bytes(v)}
+        format={(v) => formatBytes(v)}
       />
       <table class="latest" aria-label="Latest use per rank">
         <thead>
@@ -165,7 +165,7 @@ export function ResourceCharts({ jobId }: { jobId: string }) {
               </td>
               <td>
                 {last?.memoryBytes !== undefined
-                  ? `${bytes(last.memoryBytes)} of ${bytes(limits.memoryBytes)}`
+                  ? `${formatBytes(last.memoryBytes)} of ${formatBytes(limits.memoryBytes)}`
                   : '–'}
               </td>
               {limits.gpus > 0 && (
