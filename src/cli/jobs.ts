@@ -1,4 +1,4 @@
-import type { Job } from '../model/job.ts';
+import { isFinal, type Job } from '../model/job.ts';
 import type { Product } from '../model/product.ts';
 import type { AppSummary } from '../server/schemas.ts';
 import { APPS_VALIDATE_USAGE } from './apps.ts';
@@ -206,6 +206,11 @@ export async function cancelCommand(argv: string[]): Promise<number> {
   const client = await connect(clientFlags(values));
   const ids: string[] = [];
   for (const text of positionals) ids.push(await resolveJobId(client, text));
+  // The API leaves an ended job as it is (as UCloud does); a person asking to cancel one is told.
+  for (const id of ids) {
+    const { state } = (await client.get<Job>('/api/jobs/retrieve', { id })).status;
+    if (isFinal(state)) throw new CliError(`job ${id} has already ended (${state})`);
+  }
   const response = await client.post<unknown>('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
   if (values.json) printJson(response);
   else for (const id of ids) process.stdout.write(`${id}: cancelled\n`);
