@@ -124,6 +124,15 @@ test('imports point down the layers', () => {
   assert.deepEqual(wrong, []);
 });
 
+test("Volcano's API is only Volcano's: volcano/api imports nothing of the emulation or of ucompute", () => {
+  const wrong = [...importGraph()].flatMap(([file, targets]) =>
+    file.startsWith('volcano/api/')
+      ? targets.filter((t) => !t.startsWith('volcano/api/')).map((t) => `${file} → ${t}`)
+      : [],
+  );
+  assert.deepEqual(wrong, []);
+});
+
 test('the checks find what they look for', () => {
   assert.deepEqual(
     importsOf(

@@ -9,6 +9,8 @@ import { loadProducts } from '../catalog/products.ts';
 import type { Config } from '../config/config.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
+import { expiryWarnings } from '../jobs/expiry-warnings.ts';
+import { resourceSampler, resourceSeriesCleanup } from '../jobs/resource-sampler.ts';
 import { createJobService } from '../jobs/service.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
 import { ValidationError } from '../model/errors.ts';
@@ -123,7 +125,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       store,
       env,
       backend,
-      plugins: [...PLUGINS, sessionRevocation(store)],
+      plugins: [...PLUGINS, sessionRevocation(store), resourceSeriesCleanup(store)],
       storage,
       inputs: storage,
       log,
@@ -144,6 +146,22 @@ export async function serveCommand(argv: string[]): Promise<number> {
     });
     opened.push(() => app.close());
     await service.start();
+    // The live resource views and the warnings before a job's time runs out.
+    for (const watch of [
+      resourceSampler({ store, backend, log }),
+      expiryWarnings({
+        store,
+        addStatus: (id, status) => service.update(id, { status }),
+        log,
+        ...(config.notifications?.expiryWarningMinutes !== undefined
+          ? { warnBeforeMs: config.notifications.expiryWarningMinutes * 60_000 }
+          : {}),
+        ...(config.notifications?.webhook !== undefined ? { webhook: config.notifications.webhook } : {}),
+      }),
+    ]) {
+      watch.start();
+      opened.push(() => watch.stop());
+    }
     provider
       ?.start(service, env)
       .catch((err: unknown) => log.error({ err }, 'provider mode failed to start'));

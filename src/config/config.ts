@@ -50,6 +50,17 @@ export const Config = Type.Object(
       ),
     ),
     monitorIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+    notifications: Type.Optional(
+      Type.Object(
+        {
+          /** Warn this many minutes before a job's time runs out (default 15). */
+          expiryWarningMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_080 })),
+          /** Also POST each warning as JSON (`{type: "job.expiring", job, expiresAt, minutesLeft}`) here. */
+          webhook: Type.Optional(Type.String({ pattern: '^https?://', description: 'an http(s) URL' })),
+        },
+        closed,
+      ),
+    ),
     /** `standalone` (default): ucompute is its own orchestrator; `ucloud-provider`: UCloud Core drives it. */
     mode: Type.Optional(ServiceMode),
     ucloud: Type.Optional(UcloudProviderConfig),

@@ -1,6 +1,7 @@
 import type { SimpleDuration } from '../model/application.ts';
 import { durationMillis } from '../model/application.ts';
-import { isFinal, JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
+import { JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { JobRecord, Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { Backend } from './backend.ts';

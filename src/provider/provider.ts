@@ -5,7 +5,7 @@ import type { Backend } from '../jobs/backend.ts';
 import type { JobMirror } from '../jobs/mirror.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { JobService } from '../jobs/service.ts';
-import { isFinal } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { UcloudProviderConfig } from '../model/ucloud-config.ts';
 import { NO_CREDITS_STATUS } from '../plugins/accounting.ts';
 import type { Store } from '../store/store.ts';

@@ -7,7 +7,7 @@ import { prepareJob } from '../jobs/prepare.ts';
 import { computeSupport } from '../jobs/presentation.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import { ValidationError } from '../model/errors.ts';
-import { isFinal } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { UcloudOutboxStore } from '../store/ucloud-outbox.ts';
 import type { coreCatalog } from './core-catalog.ts';
 import { readCoreJob } from './core-jobs.ts';

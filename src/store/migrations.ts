@@ -171,4 +171,18 @@ export const MIGRATIONS: readonly string[] = [
     primary key (name, version)
   ) without rowid;
   `,
+  // What running jobs use, per rank, sampled on a steady period (the live resource views): kept
+  // for the job's life, thinned as it grows, removed when the job is cleaned up.
+  `
+  create table resource_samples (
+    job_id text not null,
+    rank integer not null,
+    at integer not null,
+    cpu real,
+    memory integer,
+    gpu real,
+    gpu_memory integer,
+    primary key (job_id, rank, at)
+  ) without rowid;
+  `,
 ];
