@@ -6,6 +6,7 @@ import { createJobService } from '../src/jobs/service.ts';
 import { FINAL_STATES, type JobSpecification, JobState, type JobUpdate } from '../src/model/job.ts';
 import { type JobRecord, openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { manualClock } from './support/manual-clock.ts';
 
 const STATES: JobState[] = JobState.anyOf.map((s) => s.const);
 const T0 = Date.UTC(2025, 0, 1);
@@ -218,7 +219,7 @@ describe('updates through the store', () => {
       env: env(),
       backend: dryBackend({ runForMs: null }),
       requireCredits: false,
-      now: () => T0,
+      clock: manualClock(T0),
     });
     // Inserted directly and never submitted: only the updates below move it.
     store.insertJob({
