@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { Config } from '../src/model/config.ts';
+import { Config } from '../src/config/config.ts';
 import { parser } from '../src/model/validate.ts';
 import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build, ROOT } from './support/fixtures.ts';

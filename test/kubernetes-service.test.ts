@@ -30,7 +30,7 @@ function serviceOn(
   clock: Clock = systemClock,
 ) {
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const service = createJobService({
     store,
     env: { catalog, products, config },

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 /**
  * The source's imports, as README "Layout" states them: no import cycle, and every import points
  * down the layers model ← catalog/volcano/store/storage/accounting ← plugins ← jobs ←
- * backends/server ← cli (the command line starts the server and the backends, so it sits on top).
+ * backends/server ← config ← cli (the command line starts the server and the backends, so it sits on top).
  * Type-only imports count too: they are dependencies of the code as read.
  */
 
@@ -25,6 +25,8 @@ const LAYER: Record<string, number> = {
   interactive: 3.5,
   backends: 4,
   server: 4,
+  // The configuration file's schema: the pipeline's settings and each backend's own.
+  config: 4.5,
   cli: 5,
 };
 

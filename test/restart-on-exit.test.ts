@@ -185,7 +185,7 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
   const config = resolvePipelineConfig(cluster.config());
   // The backend and the service on one clock, moved past the back-off once the exit is written.
   const clock = manualClock();
-  const backend = kubernetesBackend({ config, now: clock.now });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig }, now: clock.now });
   const store = openStore(':memory:');
   const service = createJobService({
     store,

@@ -6,10 +6,11 @@ import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts'
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
+import type { Config } from '../config/config.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { createJobService } from '../jobs/service.ts';
-import { type Config, resolvePipelineConfig } from '../model/config.ts';
+import { resolvePipelineConfig } from '../model/config.ts';
 import { ValidationError } from '../model/errors.ts';
 import { accountOf } from '../model/owner.ts';
 import { PLUGINS } from '../plugins/index.ts';
@@ -188,7 +189,12 @@ async function makeBackend(
     return { backend, about: backend.description };
   }
   try {
-    const backend = kubernetesBackend({ config: resolvePipelineConfig(config), storage, log });
+    const backend = kubernetesBackend({
+      config: resolvePipelineConfig(config),
+      settings: config.kubernetes,
+      storage,
+      log,
+    });
     return { backend, about: backend.description };
   } catch (e) {
     throw new CliError((e as Error).message);

@@ -29,7 +29,6 @@ export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.
 export type { RenameItem } from './control.ts';
 export type { CreateOptions } from './intake.ts';
 export type { JobEvent, JobEventListener, Watch } from './job-events.ts';
-export type { Logger } from './log.ts';
 export type { IncludeFlags } from './presentation.ts';
 
 /** UCloud's PageV2. */

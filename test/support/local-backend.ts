@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { openLocalBackend } from '../../src/backends/local/open.ts';
+import type { LocalSettings } from '../../src/backends/local/settings.ts';
 import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
 import { createJobService } from '../../src/jobs/service.ts';
 import type { Clock } from '../../src/model/clock.ts';
-import type { LocalConfig } from '../../src/model/config.ts';
 import { directoryStorage } from '../../src/storage/directory.ts';
 import { openStore } from '../../src/store/store.ts';
 import { env } from './fixtures.ts';
@@ -30,7 +30,7 @@ export function testNetwork() {
  */
 export async function openTestBackend(
   t: { after(fn: () => Promise<void>): void },
-  o: { dir?: string; config?: LocalConfig; clock?: Clock } = {},
+  o: { dir?: string; config?: LocalSettings; clock?: Clock } = {},
 ) {
   const home = o.dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
   const network = testNetwork();
@@ -82,7 +82,7 @@ export async function openTestBackend(
  */
 export async function openTestService(
   t: { after(fn: () => Promise<void>): void },
-  o: { config?: LocalConfig; requireCredits?: boolean; clock?: Clock } = {},
+  o: { config?: LocalSettings; requireCredits?: boolean; clock?: Clock } = {},
 ) {
   const store = openStore(':memory:');
   let stop = async () => {};

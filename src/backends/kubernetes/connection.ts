@@ -9,7 +9,7 @@ import {
   ServerConfiguration,
 } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import type { ResolvedPipelineConfig } from '../../model/config.ts';
+import type { ResolvedKubernetesSettings } from './settings.ts';
 
 /** Where the service account's token is mounted in a pod. */
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -62,7 +62,7 @@ export interface Connection {
  * service account when running in a pod; otherwise $KUBECONFIG or ~/.kube/config. A configured
  * context must exist in the file.
  */
-export function connect(config: ResolvedPipelineConfig['kubernetes']): Connection {
+export function connect(config: ResolvedKubernetesSettings): Connection {
   useRawJson();
   const kubeConfig = new KubeConfig();
   let inCluster = false;

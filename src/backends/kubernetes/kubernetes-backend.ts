@@ -1,5 +1,5 @@
+import type { Logger } from 'pino';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
-import type { Logger } from '../../jobs/service.ts';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
@@ -18,6 +18,7 @@ import { jobObjects } from './job-objects.ts';
 import { closedWithPod, type JobView, newJobView, runningPod, wake } from './job-views.ts';
 import { machinesOf } from './nodes.ts';
 import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
+import { type KubernetesSettings, resolveKubernetesSettings } from './settings.ts';
 import { type JobSummary, type PodSummary, type Report, reportOf } from './states.ts';
 import { connectToPod, podLog, podLogText, podShell } from './streams.ts';
 import { type Watches, watchCluster } from './watches.ts';
@@ -26,7 +27,9 @@ export { JOB_COMPANION_KINDS } from './job-objects.ts';
 
 export interface KubernetesBackendOptions {
   config: ResolvedPipelineConfig;
-  /** Made from `config.kubernetes` when not given. */
+  /** The backend's own settings (connection, request rates, clean-up); defaults when left out. */
+  settings?: KubernetesSettings;
+  /** Made from `settings` when not given. */
   connection?: Connection;
   /** Where each rank's log is saved at the end (the job's output folder); none: not saved. */
   storage?: JobStorage;
@@ -50,12 +53,13 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   /** Deletes objects of ours whose job is gone; also runs periodically. */
   reconcile(): Promise<number>;
 } {
-  const settings = options.config.kubernetes;
+  const placement = options.config.kubernetes;
+  const settings = resolveKubernetesSettings(options.settings);
   const conn = options.connection ?? connect(settings);
   const now = options.now ?? Date.now;
   const log = options.log;
-  const single = settings.namespaceStrategy === 'single';
-  const scope = single ? settings.namespace : undefined;
+  const single = placement.namespaceStrategy === 'single';
+  const scope = single ? placement.namespace : undefined;
   const cluster = jobObjects(conn, scope);
   const listeners: ((e: BackendEvent) => void)[] = [];
   const views = new Map<string, JobView>();
@@ -249,7 +253,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     description:
       `cluster ${conn.server} (context ${conn.context}), ` +
       (single
-        ? `namespace ${settings.namespace}, queue ${settings.queue}`
+        ? `namespace ${placement.namespace}, queue ${placement.queue}`
         : `one namespace and queue per owner (${options.config.prefix}-u-<user>, ${options.config.prefix}-p-<project>)`),
 
     async submit(jobId, build: JobBuild) {
@@ -364,7 +368,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     /** The node port the API server gave the job's Service `j-<id>-ssh`, on `kubernetes.sshHost`. */
     async sshEndpoint(jobId) {
       await start();
-      const namespace = views.get(jobId)?.job?.namespace ?? scope ?? settings.namespace;
+      const namespace = views.get(jobId)?.job?.namespace ?? scope ?? placement.namespace;
       const name = sshServiceName(jobId);
       const service = (await conn.objects.read({
         apiVersion: 'v1',
