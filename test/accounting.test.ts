@@ -10,7 +10,8 @@ import type { ActiveJob, Charge, JobPlugin, LifecycleContext } from '../src/plug
 import { openStore } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
-import { rejectsWith, until } from './support/service.ts';
+import { rejectsWith } from './support/service.ts';
+import { until } from './support/until.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const SECOND = 1000;
@@ -85,7 +86,7 @@ function harness(o: HarnessOptions = {}) {
   const charges = (owner: string) => store.charges(owner, 0, Number.MAX_SAFE_INTEGER);
   const running = async (spec: unknown, caller = alice, project?: string): Promise<string> => {
     const [id] = await service.create(caller, [spec], project !== undefined ? { project } : {});
-    await until(`${id} runs`, () => state(id!) === 'RUNNING');
+    await until(() => state(id!) === 'RUNNING', { describe: `${id} runs` });
     return id!;
   };
   /** Moves the clock to `at` after T0 and runs one monitoring pass. */
@@ -264,7 +265,7 @@ describe('suspension', () => {
       assert.equal(h.charges('user:alice').length, atSuspension, 'nothing while suspended');
       await h.clock.advanceTo(T0 + WAIT);
       await h.service.unsuspend(alice, [id]);
-      await until(`${id} runs again`, () => h.state(id) === 'RUNNING');
+      await until(() => h.state(id) === 'RUNNING', { describe: `${id} runs again` });
       await h.monitorAt(WAIT + 20 * MINUTE);
       await h.clock.advanceTo(T0 + WAIT + 30 * MINUTE);
       await h.service.terminate(alice, [id]);
@@ -316,7 +317,7 @@ describe('suspension', () => {
     await h.clock.advanceTo(T0 + DAY);
     await service.monitor();
     await service.unsuspend(alice, [id]);
-    await until(`${id} runs again`, () => h.state(id) === 'RUNNING');
+    await until(() => h.state(id) === 'RUNNING', { describe: `${id} runs again` });
     await h.clock.advanceTo(T0 + DAY + 15 * MINUTE);
     await service.monitor();
     await service.stop();

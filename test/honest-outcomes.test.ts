@@ -10,7 +10,7 @@ import { buildServer } from '../src/server/app.ts';
 import { errorResponse } from '../src/server/errors.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { env, prepare } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { until } from './support/until.ts';
 
 /**
  * Outcomes at the API that say what happened: a full disk is 507 and changes nothing, values no
@@ -85,7 +85,7 @@ test('a job whose end cannot be written (disk full) is not left RUNNING once spa
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until('it runs', () => w.store.getJob(id)?.state === 'RUNNING');
+  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'it runs' });
   // Every write fails from now on, as SQLite's do on a full disk.
   const transaction = w.store.transaction;
   w.store.transaction = () => {
@@ -115,7 +115,7 @@ test('a job whose submission cannot be written (disk full) is submitted once spa
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until('the submission was refused', () => refused > 0);
+  await until(() => refused > 0, { describe: 'the submission was refused' });
   w.store.transaction = transaction;
   for (let i = 0; i < 40 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -11,13 +11,13 @@ import {
   allocateArgv,
   container,
   errors,
-  eventually,
   missingPrerequisite,
   output,
   outputDir,
   serverArgv,
   testRuntime,
 } from './support/local-runtime.ts';
+import { until } from './support/until.ts';
 
 const skip = await missingPrerequisite();
 
@@ -187,16 +187,19 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const main = await p.start(
       container(out, 'main', ['sh', '-c', "sleep 1000 & trap '' TERM; sleep 1000; wait"]),
     );
-    await eventually('the processes run, the trap set', async () => {
-      const procs = await readFile(join(record.cgroups[0]!, 'cgroup.procs'), 'utf8');
-      const commands = await Promise.all(
-        procs
-          .trim()
-          .split('\n')
-          .map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
-      );
-      return commands.filter((c) => c === 'sleep\u00001000\u0000').length === 2;
-    });
+    await until(
+      async () => {
+        const procs = await readFile(join(record.cgroups[0]!, 'cgroup.procs'), 'utf8');
+        const commands = await Promise.all(
+          procs
+            .trim()
+            .split('\n')
+            .map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
+        );
+        return commands.filter((c) => c === 'sleep\u00001000\u0000').length === 2;
+      },
+      { describe: 'the processes run, the trap set' },
+    );
     const started = Date.now();
     await Promise.all([p.destroy(300), p.destroy(300)]);
     assert.ok(Date.now() - started >= 250, 'destroy waited for the grace period');
@@ -207,7 +210,9 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
     assert.ok(!netns.includes(record.network.netns!), 'the network namespace is removed');
     // The kernel removes the veth with its namespace, in the background.
-    await eventually('the veth is removed', () => !existsSync(`/sys/class/net/${record.network.veth}`));
+    await until(() => !existsSync(`/sys/class/net/${record.network.veth}`), {
+      describe: 'the veth is removed',
+    });
     const set = execFileSync('nft', ['list', 'set', 'bridge', bridge, 'pairs'], {
       encoding: 'utf8',
     });
@@ -257,10 +262,10 @@ describe('local runtime', { skip: skip ?? false }, () => {
       seen += chunk.toString();
     });
     shell.write('echo "[$(stty size)|$(id -u)|$(hostname)|$(pwd)]"\n');
-    await eventually('the shell answers', () => seen.includes('[24 80|1000|shell-host|/tmp]'));
+    await until(() => seen.includes('[24 80|1000|shell-host|/tmp]'), { describe: 'the shell answers' });
     shell.resize({ cols: 100, rows: 30 });
     shell.write('echo "<$(stty size)>"\n');
-    await eventually('the size changes', () => seen.includes('<30 100>'));
+    await until(() => seen.includes('<30 100>'), { describe: 'the size changes' });
     const ended = new Promise((resolve) => shell.once('end', resolve));
     shell.write('exit 3\n');
     shell.resume();
@@ -274,15 +279,18 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const p = await pod('listening');
     await p.start(container(out, 'server', serverArgv(9090, 'hello from the pod')));
     let reply = '';
-    await eventually('the server answers', async () => {
-      try {
-        const socket = await p.connect(9090);
-        reply = await new Response(socket as unknown as ReadableStream).text();
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    await until(
+      async () => {
+        try {
+          const socket = await p.connect(9090);
+          reply = await new Response(socket as unknown as ReadableStream).text();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { describe: 'the server answers' },
+    );
     assert.equal(reply, 'hello from the pod');
   });
 });

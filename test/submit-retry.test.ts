@@ -5,7 +5,7 @@ import type { Backend } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { until } from './support/until.ts';
 
 const terminal = {
   application: { name: 'terminal', version: '1.0' },
@@ -58,7 +58,7 @@ test('a backend that keeps refusing fails the job after five tries, saying why',
     for (let i = 0; i < 400 && job().state !== 'FAILURE'; i++) await new Promise((r) => setTimeout(r, 5));
     assert.equal(job().state, 'FAILURE');
     assert.equal(backend.calls(), 5);
-    await until('the status is written', () => store.updatesOf(job().id).length > 1);
+    await until(() => store.updatesOf(job().id).length > 1, { describe: 'the status is written' });
     assert.match(
       store.updatesOf(job().id).at(-1)?.status ?? '',
       /The backend refused the job: connection refused/,
