@@ -6,6 +6,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
 import { type Served, startServe, stopServe } from './support/serve.ts';
+import { until } from './support/until.ts';
 
 /** `ucompute web`: the one-time sign-in link, printed, and handed to a browser without the secret. */
 
@@ -64,9 +65,7 @@ test('web hands the browser a private page leading to the link, never the link',
   const link = result.stdout.split('\n')[0] ?? '';
   assert.match(link, /\/auth\/link\?ticket=/);
   assert.match(result.stdout, /opened in your browser/);
-  for (let i = 0; i < 100 && !statSync(seen, { throwIfNoEntry: false }); i++) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(() => statSync(seen, { throwIfNoEntry: false }), { describe: 'the browser is started' });
   const args = readFileSync(seen, 'utf8').trim();
   const ticket = new URL(link).searchParams.get('ticket') ?? '';
   assert.ok(!args.includes(ticket), 'the secret is not on the command line');

@@ -135,7 +135,7 @@ export function createJobService(options: ServiceOptions): JobService {
   const updates = jobUpdates({
     store,
     hooks,
-    now,
+    clock,
     lifecycle: () => monitoring.lifecycle,
     exited: (id) => restarts.schedule(id),
     ...(log ? { log } : {}),
