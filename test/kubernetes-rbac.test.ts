@@ -85,6 +85,10 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
   );
   const stream = await backend.connect('rbac1', 0, 8080);
   stream.end();
+  cluster.api.podMetrics('ucompute-u-alice', 'j-rbac1-job-0', [{ cpu: '1500m', memory: '64Mi' }]);
+  assert.deepEqual((await backend.usage(['rbac1'])).get('rbac1'), [
+    { rank: 0, cpuCores: 1.5, memoryBytes: 64 * 2 ** 20 },
+  ]);
   cluster.volcano.finish('rbac1', [0]);
   await event((e) => e.jobId === 'rbac1' && e.state === 'SUCCESS');
   await backend.cancel('rbac2');

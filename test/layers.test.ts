@@ -25,6 +25,8 @@ const LAYER: Record<string, number> = {
   interactive: 3.5,
   backends: 4,
   server: 4,
+  // UCloud provider mode: the routes Core calls and the calls to Core, beside the server.
+  provider: 4,
   // The configuration file's schema: the pipeline's settings and each backend's own.
   config: 4.5,
   cli: 5,
@@ -119,6 +121,15 @@ test('imports point down the layers', () => {
       if (!(LAYER[to]! < LAYER[from]!)) wrong.push(`${file} → ${target} (${from} may not import ${to})`);
     }
   }
+  assert.deepEqual(wrong, []);
+});
+
+test("Volcano's API is only Volcano's: volcano/api imports nothing of the emulation or of ucompute", () => {
+  const wrong = [...importGraph()].flatMap(([file, targets]) =>
+    file.startsWith('volcano/api/')
+      ? targets.filter((t) => !t.startsWith('volcano/api/')).map((t) => `${file} → ${t}`)
+      : [],
+  );
   assert.deepEqual(wrong, []);
 });
 

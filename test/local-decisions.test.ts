@@ -12,8 +12,8 @@ import {
 import { type JobRun, newRun, type PodRecord } from '../src/backends/local/controller/job-run.ts';
 import { jobStatus } from '../src/backends/local/controller/job-status.ts';
 import type { ContainerExit } from '../src/backends/local/runtime.ts';
-import type { PodPhase } from '../src/volcano/job-phase.ts';
-import type { TaskSpec, VolcanoJob, VolcanoJobPhase } from '../src/volcano/types.ts';
+import type { PodPhase } from '../src/volcano/api/phases.ts';
+import type { TaskSpec, VolcanoJob, VolcanoJobPhase } from '../src/volcano/api/types.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** The local controller's decisions, over tables of observed states: no process, no clock. */

@@ -13,8 +13,6 @@ import { PLUGINS } from '../src/plugins/index.ts';
 import type { JobBuild, JobPlugin, PeerLocation } from '../src/plugins/plugin.ts';
 import { taskPlugin } from '../src/plugins/task.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
-import { svcData } from '../src/volcano/conventions.ts';
-import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import type {
   Companion,
   Container,
@@ -23,7 +21,9 @@ import type {
   Service,
   TaskSpec,
   VolcanoQueue,
-} from '../src/volcano/types.ts';
+} from '../src/volcano/api/types.ts';
+import { svcData } from '../src/volcano/emulation/conventions.ts';
+import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import { build, catalog, config, JOB_ID, prepare } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
 

@@ -10,7 +10,7 @@ import { localBackend } from '../src/backends/local/local-backend.ts';
 import type { BackendEvent } from '../src/jobs/backend.ts';
 import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
-import { type Manifest, readManifest } from '../src/volcano/manifest.ts';
+import { type Manifest, readManifest } from '../src/volcano/emulation/manifest.ts';
 import { ROOT } from './support/fixtures.ts';
 import { processRuntime } from './support/process-runtime.ts';
 import { until } from './support/until.ts';

@@ -19,4 +19,15 @@ Options:
   --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing);
                       kubernetes uses the in-cluster service account, kubernetes.kubeconfig,
                       $KUBECONFIG or ~/.kube/config, and says which cluster, context and
-                      namespace it uses`;
+                      namespace it uses
+
+UCloud provider mode (configuration \`mode: ucloud-provider\`, docs/ucloud-provider.md): a UCloud
+Core drives ucompute as its compute provider. Core is then the source of jobs, owners and credits;
+ucompute's own users, wallets and end-user job API are off (the admin token still reads jobs and
+/metrics). The configuration's \`ucloud\` section says:
+  providerId          the provider's id at Core (its routes are /ucloud/<providerId>/jobs…)
+  coreUrl             Core's base URL
+  refreshTokenFile    the refresh token Core issued for the provider
+  corePublicKeyFile   Core's public key for the provider (base64 DER as UCloud hands it out, or PEM)
+  publicUrl           where browsers reach this ucompute (session links, terminals)
+  legacyChargeCredits also charge through jobs/control/chargeCredits (Kotlin Core); default false`;

@@ -9,7 +9,7 @@ import { openLocalBackend } from '../backends/local/open.ts';
 import type { LocalSettings } from '../backends/local/settings.ts';
 import type { BackendEvent } from '../jobs/backend.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
-import { readManifest } from '../volcano/manifest.ts';
+import { readManifest } from '../volcano/emulation/manifest.ts';
 import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';

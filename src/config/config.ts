@@ -4,6 +4,7 @@ import { KubernetesSettings } from '../backends/kubernetes/settings.ts';
 import { LocalSettings } from '../backends/local/settings.ts';
 import { KubernetesObjectsConfig, PipelineConfig } from '../model/config.ts';
 import { closed } from '../model/schema.ts';
+import { ServiceMode, UcloudProviderConfig } from '../model/ucloud-config.ts';
 
 /**
  * The whole configuration file: the pipeline's settings, each backend's own (the Kubernetes
@@ -49,6 +50,20 @@ export const Config = Type.Object(
       ),
     ),
     monitorIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+    notifications: Type.Optional(
+      Type.Object(
+        {
+          /** Warn this many minutes before a job's time runs out (default 15). */
+          expiryWarningMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_080 })),
+          /** Also POST each warning as JSON (`{type: "job.expiring", job, expiresAt, minutesLeft}`) here. */
+          webhook: Type.Optional(Type.String({ pattern: '^https?://', description: 'an http(s) URL' })),
+        },
+        closed,
+      ),
+    ),
+    /** `standalone` (default): ucompute is its own orchestrator; `ucloud-provider`: UCloud Core drives it. */
+    mode: Type.Optional(ServiceMode),
+    ucloud: Type.Optional(UcloudProviderConfig),
   },
   closed,
 );

@@ -1,7 +1,8 @@
 import type { Backend } from '../jobs/backend.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
-import { isFinal, type JobState } from '../model/job.ts';
+import type { JobState } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import { type AppProtocol, appAnswers } from './readiness.ts';
 import type { Sessions } from './sessions.ts';
 

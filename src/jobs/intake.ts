@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { newJobId } from '../model/ids.ts';
-import { isFinal } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage } from '../storage/job-storage.ts';
@@ -47,11 +47,26 @@ export function noCredits(owner: Owner, w: Wallet): string {
 }
 
 interface Pending {
-  records: { prepared: PreparedJob; price: number }[];
+  records: { prepared: PreparedJob }[];
   username: string;
   idempotency?: { key: string; hash: string };
   resolve: (ids: string[]) => void;
   reject: (e: unknown) => void;
+}
+
+/** Inserts a validated job as IN_QUEUE; call inside a (durable) transaction. */
+export function insertPrepared(store: Store, prepared: PreparedJob): void {
+  store.insertJob({
+    id: prepared.id,
+    createdBy: prepared.owner.createdBy,
+    project: prepared.owner.project ?? null,
+    application: prepared.application.metadata.name,
+    createdAt: prepared.createdAt,
+    specification: prepared.specification,
+    timeAllocationMs: prepared.timeAllocationMillis,
+    pricePerUnit: prepared.product.pricePerUnit,
+    firstUpdate: { timestamp: prepared.createdAt, state: 'IN_QUEUE', status: 'The job is in the queue' },
+  });
 }
 
 export function jobIntake(o: IntakeOptions) {
@@ -70,23 +85,7 @@ export function jobIntake(o: IntakeOptions) {
           for (const p of group) {
             if (p.idempotency && store.idempotent(p.username, p.idempotency.key)) continue;
             fresh.add(p);
-            for (const { prepared, price } of p.records) {
-              store.insertJob({
-                id: prepared.id,
-                createdBy: prepared.owner.createdBy,
-                project: prepared.owner.project ?? null,
-                application: prepared.application.metadata.name,
-                createdAt: prepared.createdAt,
-                specification: prepared.specification,
-                timeAllocationMs: prepared.timeAllocationMillis,
-                pricePerUnit: price,
-                firstUpdate: {
-                  timestamp: prepared.createdAt,
-                  state: 'IN_QUEUE',
-                  status: 'The job is in the queue',
-                },
-              });
-            }
+            for (const { prepared } of p.records) insertPrepared(store, prepared);
             if (p.idempotency) {
               store.rememberIdempotent(
                 p.username,
@@ -169,7 +168,7 @@ export function jobIntake(o: IntakeOptions) {
         const fits = new IssueList();
         checkFits(prepared, machine, fits);
         fits.throwIfAny();
-        records.push({ prepared, price: prepared.product.pricePerUnit });
+        records.push({ prepared });
       } catch (e) {
         if (!(e instanceof ValidationError)) throw e;
         issues.addAll(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));

@@ -1,5 +1,5 @@
 import type { Clock } from '../model/clock.ts';
-import { isFinal } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { JobBuild, PeerLocation, PreparedJob } from '../plugins/plugin.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
 import type { Store } from '../store/store.ts';

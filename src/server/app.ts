@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import fastifySwagger from '@fastify/swagger';
 import fastifyWebsocket from '@fastify/websocket';
 import { type FastifyError, type FastifyInstance, fastify, LogController } from 'fastify';
-import { interactiveSessions } from '../interactive/sessions.ts';
+import { interactiveSessions, type Sessions } from '../interactive/sessions.ts';
 import { webProxy } from '../interactive/web-proxy.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { ServiceError } from '../jobs/errors.ts';
@@ -31,6 +31,26 @@ export interface ServerDeps {
   logger?: boolean | object;
   /** The built web interface (default: web/dist of this checkout). */
   webRoot?: string;
+  /**
+   * Provider mode: another system (UCloud Core) is the source of jobs, owners and credits. Its
+   * routes are registered on the server; ucompute's own end-user API answers administrators'
+   * reads only.
+   */
+  provider?: ProviderMode;
+}
+
+export interface ProviderMode {
+  /** Registers the provider's routes (with their own authentication: they are public to the API's). */
+  register(app: FastifyInstance, parts: { sessions: Sessions }): Promise<void>;
+  /** Where the provider's session links trade their ticket for the app's cookie. */
+  authorizeAlso: { path: string; query: string };
+  /** Why a call of the end-user API is refused (403). */
+  refusal: string;
+}
+
+/** Calls that only read, which administrators may still make in provider mode. */
+function readsOnly(method: string, url: string): boolean {
+  return method === 'GET' || method === 'HEAD' || url === '/api/jobs/search' || url.startsWith('/api/auth/');
 }
 
 const BODY_LIMIT = 8 * 1024 * 1024;
@@ -52,7 +72,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     log: { error: (o, m) => app.log.error(o, m) },
   });
   const signIns = webSignIns(store);
-  const proxy = webProxy({ sessions, backend: deps.backend, log: { warn: (o, m) => app.log.warn(o, m) } });
+  const proxy = webProxy({
+    sessions,
+    backend: deps.backend,
+    log: { warn: (o, m) => app.log.warn(o, m) },
+    ...(deps.provider ? { authorizeAlso: deps.provider.authorizeAlso } : {}),
+  });
   // A job that stops running leaves no cached sessions and no connections to its app behind.
   const stopWatching = service.onStateChange((id, state) => {
     if (state === 'RUNNING') return;
@@ -133,6 +158,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config.admin === true && !request.caller.admin) {
       throw new ServiceError(403, 'this call is for administrators only');
     }
+    const route = request.routeOptions.url ?? '';
+    if (deps.provider && !(request.caller.admin && readsOnly(request.method, route))) {
+      throw new ServiceError(403, deps.provider.refusal);
+    }
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -175,6 +204,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     .decorate('sessionBackend', deps.backend);
   await api.register(metrics);
   await api.register(apiRoutes, { storageRoot: deps.storageRoot });
+  if (deps.provider) await deps.provider.register(app, { sessions });
 
   return app;
 }

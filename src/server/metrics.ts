@@ -1,6 +1,6 @@
 import fastifyPlugin from 'fastify-plugin';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { JOB_STATES } from '../model/job.ts';
+import { JOB_STATES } from '../model/job-states.ts';
 import { type ApiRoutes, publicRoute } from './api.ts';
 
 /**

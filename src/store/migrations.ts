@@ -154,4 +154,35 @@ export const MIGRATIONS: readonly string[] = [
     details text not null
   );
   `,
+  // Provider mode (UCloud Core drives ucompute): what Core must be told, in the order it happened,
+  // kept until Core took it; and the applications Core resolved for its jobs, by name and version.
+  `
+  create table ucloud_outbox (
+    seq integer primary key autoincrement,
+    kind text not null check (kind in ('update', 'usage', 'charge')),
+    job_id text not null,
+    body text not null,
+    created_at integer not null
+  );
+  create table ucloud_applications (
+    name text not null,
+    version text not null,
+    body text not null,
+    primary key (name, version)
+  ) without rowid;
+  `,
+  // What running jobs use, per rank, sampled on a steady period (the live resource views): kept
+  // for the job's life, thinned as it grows, removed when the job is cleaned up.
+  `
+  create table resource_samples (
+    job_id text not null,
+    rank integer not null,
+    at integer not null,
+    cpu real,
+    memory integer,
+    gpu real,
+    gpu_memory integer,
+    primary key (job_id, rank, at)
+  ) without rowid;
+  `,
 ];

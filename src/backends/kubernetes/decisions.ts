@@ -1,6 +1,7 @@
 import type { BackendEvent } from '../../jobs/backend.ts';
-import type { KubernetesObject } from '../../volcano/types.ts';
-import { FINAL_PHASES, type PodSummary, type Report } from './states.ts';
+import { isFinalPhase } from '../../volcano/api/phases.ts';
+import type { KubernetesObject } from '../../volcano/api/types.ts';
+import type { PodSummary, Report } from './states.ts';
 
 /**
  * What the Kubernetes backend does about what it observes, as pure functions of plain data:
@@ -28,7 +29,7 @@ export type Evaluation =
 /** After a change to a job, its pods or its PodGroup: what to report, given the mapped report. */
 export function evaluation(job: JobFacts, report: Report): Evaluation {
   if (job.phase === undefined || job.done) return { action: 'nothing' };
-  if (FINAL_PHASES.has(job.phase)) return { action: 'finish', report };
+  if (isFinalPhase(job.phase)) return { action: 'finish', report };
   const last = job.reported;
   if (last?.state === report.state && last.status === report.status) return { action: 'nothing' };
   return { action: 'report', report };
@@ -47,7 +48,7 @@ export function podDeletion(
   pod: Pick<PodSummary, 'killedByController' | 'ended'>,
 ): PodDeletion {
   if (job.phase === undefined) return 'forget';
-  const running = !job.done && !FINAL_PHASES.has(job.phase);
+  const running = !job.done && !isFinalPhase(job.phase);
   return running && !pod.killedByController && !pod.ended ? 'lost' : 'ignore';
 }
 

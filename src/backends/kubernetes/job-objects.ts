@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { KubernetesObject } from '../../volcano/api/types.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from '../../volcano/labels.ts';
-import type { KubernetesObject } from '../../volcano/types.ts';
 import { apiMessage, type Connection, statusCode } from './connection.ts';
 import { isOrphan, queueIsOpen } from './decisions.ts';
 

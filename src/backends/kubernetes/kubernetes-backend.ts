@@ -3,8 +3,8 @@ import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
+import type { Service, VolcanoJob } from '../../volcano/api/types.ts';
 import { logFileName, SSH_PORT, sshServiceName } from '../../volcano/names.ts';
-import type { Service, VolcanoJob } from '../../volcano/types.ts';
 import { apiMessage, type Connection, connect } from './connection.ts';
 import {
   companionsToCreate,
@@ -16,6 +16,7 @@ import {
 } from './decisions.ts';
 import { jobObjects } from './job-objects.ts';
 import { closedWithPod, type JobView, newJobView, runningPod, wake } from './job-views.ts';
+import { clusterUsage } from './metrics.ts';
 import { machinesOf } from './nodes.ts';
 import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
 import { type KubernetesSettings, resolveKubernetesSettings } from './settings.ts';
@@ -58,6 +59,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const conn = options.connection ?? connect(settings);
   const now = options.now ?? Date.now;
   const log = options.log;
+  const measure = clusterUsage(conn, log);
   const single = placement.namespaceStrategy === 'single';
   const scope = single ? placement.namespace : undefined;
   const cluster = jobObjects(conn, scope);
@@ -314,6 +316,15 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
 
     async extend() {
       // ucompute's monitor enforces deadlines (Expiry); the Volcano Job carries none to move.
+    },
+
+    async usage(jobIds) {
+      const running = new Map<string, PodSummary[]>();
+      for (const id of jobIds) {
+        const pods = [...(views.get(id)?.pods.values() ?? [])].filter((p) => p.phase === 'Running');
+        if (pods.length > 0) running.set(id, pods);
+      }
+      return running.size === 0 ? new Map() : measure(running);
     },
 
     machines() {

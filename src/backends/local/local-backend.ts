@@ -4,9 +4,9 @@ import type { Logger } from 'pino';
 import type { Backend } from '../../jobs/backend.ts';
 import { type Clock, systemClock } from '../../model/clock.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
-import { isFinalPhase } from '../../volcano/job-phase.ts';
+import { isFinalPhase } from '../../volcano/api/phases.ts';
+import type { Companion, SshEndpoint, VolcanoJob, VolcanoJobPhase } from '../../volcano/api/types.ts';
 import { SSH_PORT } from '../../volcano/names.ts';
-import type { Companion, SshEndpoint, VolcanoJob, VolcanoJobPhase } from '../../volcano/types.ts';
 import type { VolumeSources } from './containers.ts';
 import { type LocalContext, requestCache } from './controller/context.ts';
 import { jobController } from './controller/controller.ts';
@@ -16,6 +16,7 @@ import { readLogs } from './controller/log-reader.ts';
 import { forgetJob, saveRun } from './controller/persistence.ts';
 import { recoverJobs } from './controller/recovery.ts';
 import { jobReports } from './controller/reports.ts';
+import { localJobUsage } from './job-usage.ts';
 import { DEFAULT_LOGS, type LogRotation } from './pod/context.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { type SshPorts, sshForwards } from './ssh-forwards.ts';
@@ -169,6 +170,8 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     async connect(jobId, rank, port) {
       return runningPod(jobId, rank).connect(port);
     },
+
+    usage: localJobUsage(ctx.runs),
 
     async sshEndpoint(jobId) {
       return openSsh(activeRun(jobId));

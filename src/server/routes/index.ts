@@ -6,6 +6,7 @@ import { authRoutes } from './auth.ts';
 import { catalogRoutes } from './catalog.ts';
 import { fileRoutes } from './files.ts';
 import { jobRoutes } from './jobs.ts';
+import { resourceRoutes } from './resources.ts';
 import { serviceRoutes } from './service.ts';
 import { sessionRoutes } from './sessions.ts';
 import { sshKeyRoutes } from './ssh.ts';
@@ -23,6 +24,7 @@ export const apiRoutes: ApiRoutes<{ storageRoot?: string }> = async (api, { stor
   await api.register(adminRoutes);
   await api.register(adminDirectoryRoutes);
   await api.register(sessionRoutes);
+  await api.register(resourceRoutes);
   await api.register(sshKeyRoutes);
   if (storageRoot !== undefined) await api.register(fileRoutes, { storageRoot });
 };

@@ -1,4 +1,4 @@
-import { isFinalPhase } from '../../../volcano/job-phase.ts';
+import { isFinalPhase } from '../../../volcano/api/phases.ts';
 import type { Resources } from '../scheduler.ts';
 import type { LocalContext } from './context.ts';
 import { admissions, freeCapacity, mayGrow } from './decisions.ts';

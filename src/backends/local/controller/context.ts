@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../model/clock.ts';
-import type { PodPlan } from '../../../volcano/job-plugins.ts';
+import type { PodPlan } from '../../../volcano/emulation/plugins/plugin.ts';
 import { podRequest, type VolumeSources } from '../containers.ts';
 import type { LogRotation } from '../pod/context.ts';
 import type { Runtime } from '../runtime.ts';

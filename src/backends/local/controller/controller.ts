@@ -1,8 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isFinalPhase, type PodEvent, policyAction } from '../../../volcano/job-phase.ts';
-import { planPods, preparePlugins } from '../../../volcano/job-plugins.ts';
-import type { Companion, VolcanoAction, VolcanoJob } from '../../../volcano/types.ts';
+import { isFinalPhase, type PodEvent } from '../../../volcano/api/phases.ts';
+import type { Companion, VolcanoAction, VolcanoJob } from '../../../volcano/api/types.ts';
+import { policyAction } from '../../../volcano/emulation/job-controller.ts';
+import { planPods, preparePlugins } from '../../../volcano/emulation/plugins/index.ts';
 import type { ContainerExit, Pod } from '../runtime.ts';
 import { describe } from '../scheduler.ts';
 import { type Admission, admission } from './admission.ts';

@@ -1,15 +1,14 @@
+import { DEFAULT_MAX_RETRY, isFinalPhase } from '../../../volcano/api/phases.ts';
+import type { VolcanoAction, VolcanoJobPhase } from '../../../volcano/api/types.ts';
 import {
-  DEFAULT_MAX_RETRY,
   dependenciesMet,
-  isFinalPhase,
   killFor,
   type PodCounts,
   policyAction,
   syncPhase,
-} from '../../../volcano/job-phase.ts';
-import type { PodPlan } from '../../../volcano/job-plugins.ts';
+} from '../../../volcano/emulation/job-controller.ts';
+import type { PodPlan } from '../../../volcano/emulation/plugins/plugin.ts';
 import { FAIR_SHARE_WEIGHT_ANNOTATION } from '../../../volcano/labels.ts';
-import type { VolcanoAction, VolcanoJobPhase } from '../../../volcano/types.ts';
 import type { ContainerExit } from '../runtime.ts';
 import {
   fits,

@@ -1,7 +1,8 @@
 import type { FileHandle } from 'node:fs/promises';
+import { formatBytes } from '../../../model/bytes.ts';
 import type { Timer } from '../../../model/clock.ts';
 import { diskUse, openFolder } from '../../../storage/folders.ts';
-import { isFinalPhase } from '../../../volcano/job-phase.ts';
+import { isFinalPhase } from '../../../volcano/api/phases.ts';
 import { OUTPUT_FOLDER_ANNOTATION } from '../../../volcano/labels.ts';
 import type { LocalContext } from './context.ts';
 import type { JobRun } from './job-run.ts';
@@ -30,7 +31,7 @@ export function watchDiskUse(
       if (used > limitBytes && !isFinalPhase(run.phase)) {
         await fail(
           run,
-          `The job used ${describeBytes(used)} of its ${describeBytes(limitBytes)} disk limit in its job folder`,
+          `The job used ${formatBytes(used)} of its ${formatBytes(limitBytes)} disk limit in its job folder`,
         );
       }
     } catch (err) {
@@ -50,15 +51,4 @@ export function watchDiskUse(
   };
   arm();
   return () => timer.cancel();
-}
-
-function describeBytes(n: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = n;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${n} bytes` : `${value.toFixed(1)} ${units[unit]}`;
 }

@@ -1,10 +1,12 @@
 import { join } from 'node:path';
 import type { BackendEvent } from '../../../jobs/backend.ts';
-import { gangPodNames, type PodPhase } from '../../../volcano/job-phase.ts';
-import { type PluginState, type PodPlan, planPods } from '../../../volcano/job-plugins.ts';
+import type { PodPhase } from '../../../volcano/api/phases.ts';
+import type { Companion, VolcanoJob, VolcanoJobPhase } from '../../../volcano/api/types.ts';
+import { gangPodNames } from '../../../volcano/emulation/job-controller.ts';
+import { planPods } from '../../../volcano/emulation/plugins/index.ts';
+import type { PluginState, PodPlan } from '../../../volcano/emulation/plugins/plugin.ts';
 import { MAX_TIME_ANNOTATION, PIDS_LIMIT_ANNOTATION } from '../../../volcano/labels.ts';
 import { volcanoJobName } from '../../../volcano/names.ts';
-import type { Companion, VolcanoJob, VolcanoJobPhase } from '../../../volcano/types.ts';
 import { podRequest } from '../containers.ts';
 import type { ContainerExit, Pod } from '../runtime.ts';
 import { NO_RESOURCES, plus, type Resources } from '../scheduler.ts';

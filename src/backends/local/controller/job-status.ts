@@ -1,5 +1,5 @@
 import type { BackendEvent } from '../../../jobs/backend.ts';
-import { DEFAULT_MAX_RETRY } from '../../../volcano/job-phase.ts';
+import { DEFAULT_MAX_RETRY } from '../../../volcano/api/phases.ts';
 import { queueStatus, type Waiting } from '../scheduler.ts';
 import type { JobRun } from './job-run.ts';
 

@@ -1,6 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { LogChunk } from '../../../jobs/backend.ts';
-import { isFinalPhase, totalReplicas } from '../../../volcano/job-phase.ts';
+import { isFinalPhase } from '../../../volcano/api/phases.ts';
+import { totalReplicas } from '../../../volcano/emulation/job-controller.ts';
 import { LOG_CHUNK_BYTES, type LogCursor, readLogChunk } from '../log-files.ts';
 import type { LocalContext } from './context.ts';
 import { type JobRun, logFile, rankContainers } from './job-run.ts';

@@ -1,7 +1,7 @@
 import { type FileHandle, open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { openFolder, writeNewFile } from '../../../storage/folders.ts';
-import { totalReplicas } from '../../../volcano/job-phase.ts';
+import { totalReplicas } from '../../../volcano/emulation/job-controller.ts';
 import { OUTPUT_FOLDER_ANNOTATION } from '../../../volcano/labels.ts';
 import { logFileName } from '../../../volcano/names.ts';
 import { LOG_CHUNK_BYTES, logParts } from '../log-files.ts';

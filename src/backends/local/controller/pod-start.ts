@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Container } from '../../../volcano/types.ts';
+import type { Container } from '../../../volcano/api/types.ts';
 import { containerSpec, podLimits, podShmBytes } from '../containers.ts';
 import type { ContainerExit, Pod } from '../runtime.ts';
 import type { LocalContext } from './context.ts';

@@ -1,4 +1,4 @@
-import { isFinalPhase } from '../../../volcano/job-phase.ts';
+import { isFinalPhase } from '../../../volcano/api/phases.ts';
 import type { LocalContext } from './context.ts';
 import type { JobController } from './controller.ts';
 import { type JobRun, newRun, type PodRecord, runtimePodName } from './job-run.ts';

@@ -1,6 +1,6 @@
 import type { BackendEvent } from '../../../jobs/backend.ts';
 import type { Clock } from '../../../model/clock.ts';
-import type { VolcanoJobPhase } from '../../../volcano/types.ts';
+import type { VolcanoJobPhase } from '../../../volcano/api/types.ts';
 import type { Waiting } from '../scheduler.ts';
 import type { JobRun } from './job-run.ts';
 import { jobStatus } from './job-status.ts';

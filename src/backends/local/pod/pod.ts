@@ -1,6 +1,7 @@
 import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { dirname, join } from 'node:path';
+import { readPodUsage } from '../cgroup-usage.ts';
 import { oomKillCount } from '../cgroups.ts';
 import type { ContainerSpec, Pod, RunningContainer } from '../runtime.ts';
 import { supervisorCommand } from '../supervisor.ts';
@@ -162,6 +163,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
           reject(new Error(`could not connect to pod ${record.spec.name} port ${port}: ${error.message}`)),
         );
       }),
+    usage: () =>
+      context.cgroups
+        ? readPodUsage(context.cgroups, record.cgroups)
+        : Promise.resolve({ cpuSeconds: null, memoryBytes: null }),
     destroy(graceMs) {
       destroying ??= (async () => {
         await writeFile(join(dir, 'destroying'), '').catch(() => undefined);

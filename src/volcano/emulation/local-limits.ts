@@ -1,6 +1,6 @@
 import { arch, hostname } from 'node:os';
-import { type IssueList, joinPath } from '../model/errors.ts';
-import { parseQuantity } from './quantity.ts';
+import { type IssueList, joinPath } from '../../model/errors.ts';
+import { parseQuantity } from '../api/quantity.ts';
 
 /**
  * Fields of a Volcano Job that the local backend (one machine, no cluster) cannot honour. A job

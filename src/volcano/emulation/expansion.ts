@@ -1,4 +1,4 @@
-import type { Container, EnvVar } from './types.ts';
+import type { Container, EnvVar } from '../api/types.ts';
 
 /**
  * Kubernetes' variable expansion in command, args and env values: `$(NAME)` becomes the variable's

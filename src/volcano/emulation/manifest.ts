@@ -1,9 +1,9 @@
-import type { SecurityPolicy } from '../model/config.ts';
-import { IssueList, joinPath } from '../model/errors.ts';
-import { jobPlugins } from './job-plugins.ts';
+import type { SecurityPolicy } from '../../model/config.ts';
+import { IssueList, joinPath } from '../../model/errors.ts';
+import type { Companion, VolcanoJob } from '../api/types.ts';
+import { checkPrivileged } from '../privileged.ts';
 import { checkJobFields, checkPodFields, checkTaskFields } from './local-limits.ts';
-import { checkPrivileged } from './privileged.ts';
-import type { Companion, VolcanoJob } from './types.ts';
+import { jobPlugins } from './plugins/index.ts';
 
 /**
  * A Volcano Job manifest as a user writes it (`ucompute vcjob run`), checked field by field for

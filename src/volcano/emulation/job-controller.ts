@@ -1,24 +1,11 @@
+import { DEFAULT_MAX_RETRY, type PodEvent } from '../api/phases.ts';
+import type { TaskSpec, VolcanoAction, VolcanoJob, VolcanoJobPhase } from '../api/types.ts';
 import { podName } from './conventions.ts';
-import type { TaskSpec, VolcanoAction, VolcanoJob, VolcanoJobPhase } from './types.ts';
 
 /**
  * Volcano's job controller as pure decisions (research/volcano.md §2.2–2.3): which action a pod
  * event triggers, and which phase a job's pod counts put it in. The local backend carries them out.
  */
-
-export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
-
-/** The events user policies can match; the controller raises them from pod changes. */
-export type PodEvent = 'PodFailed' | 'PodEvicted' | 'TaskCompleted' | 'TaskFailed' | 'Unknown';
-
-/** The CRD's default for both the job's and each task's maxRetry. */
-export const DEFAULT_MAX_RETRY = 3;
-
-export const FINAL_PHASES: readonly VolcanoJobPhase[] = ['Completed', 'Terminated', 'Failed', 'Aborted'];
-
-export function isFinalPhase(phase: VolcanoJobPhase): boolean {
-  return FINAL_PHASES.includes(phase);
-}
 
 /** Task policies first, then the job's: the first whose events (or `*`) or exit code match. */
 export function policyAction(

@@ -1,4 +1,4 @@
-import type { TaskSpec, VolcanoJob } from './types.ts';
+import type { TaskSpec, VolcanoJob } from '../api/types.ts';
 
 /**
  * The conventions of Volcano's job controller and its `env`, `svc` and `ssh` plugins, shared by
