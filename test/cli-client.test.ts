@@ -14,7 +14,8 @@ import { until } from './support/until.ts';
 
 /** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
 
-const TIMEOUT = { timeout: 60_000 };
+/** Each command is a child process: a few seconds at a load of 30, each (a suite runs dozens). */
+const TIMEOUT = { timeout: 600_000 };
 
 // A developer's own ucompute settings must not reach the children either (CHILD_ENV drops the runner's).
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;

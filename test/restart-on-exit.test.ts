@@ -209,16 +209,23 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
     },
   ]);
   const state = () => store.getJob(id!)!.state;
-  const uid = () => cluster.volcano.job(id!)?.metadata.uid as string | undefined;
-  await until(() => cluster.volcano.job(id!) !== undefined, { describe: 'the Volcano Job is created' });
-  const first = uid();
+  // Created, and given its PodGroup by the controller (a moment after the create answered).
+  const created = (describe: string, other?: string) =>
+    until(
+      () => {
+        const job = cluster.volcano.job(id!);
+        return job?.metadata.uid !== other && job?.status?.state?.phase === 'Pending' && job.metadata.uid;
+      },
+      { describe },
+    );
+  const first = await created('the Volcano Job is created');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
   await until(() => state() === 'RUNNING', { describe: 'the job runs' });
   cluster.volcano.finish(id!, [0]);
   await until(() => store.updatesOf(id!).some(isRestartExit), { describe: 'the exit is written' });
   await clock.advance(restartDelayMs(1));
-  await until(() => uid() !== undefined && uid() !== first, { describe: 'the Volcano Job is created again' });
+  await created('the Volcano Job is created again', first);
   assert.equal(state(), 'IN_QUEUE');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
