@@ -1,22 +1,23 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { ucloudApplication } from './support/fake-ucloud-core.ts';
 import { catalog } from './support/fixtures.ts';
 import { callProvider, PROVIDER_ID, type ProviderWorld, providerWorld } from './support/provider.ts';
+import { until } from './support/until.ts';
 
-/** Waits for a fact, up to `ms`; on giving up, says what it last saw. */
-async function waitFor<T>(what: string, read: () => T, holds: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last = read();
-  while (!holds(last)) {
-    if (Date.now() > deadline) assert.fail(`never happened: ${what}; last: ${JSON.stringify(last)}`);
-    await sleep(10);
-    last = read();
-  }
-  return last;
+/** `read()` once `holds` it, waiting on it with until(); a failure shows what was read last. */
+async function waitFor<T>(what: string, read: () => T, holds: (v: T) => boolean, ms = 30_000): Promise<T> {
+  const seen = await until(
+    () => {
+      const value = read();
+      if (holds(value)) return { value };
+      throw new Error(`read: ${JSON.stringify(value)}`);
+    },
+    { describe: what, timeout: ms },
+  );
+  return seen.value;
 }
 
 const app = (name: string) => ucloudApplication(catalog.find(name, '1.0')!);

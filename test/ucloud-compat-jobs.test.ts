@@ -199,10 +199,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
       assert.equal(service.retrieve(ADMIN, id).status.state, 'SUSPENDED', 'not lost, not started');
       assert.deepEqual(submitted, [], 'recovery does not even start it');
       await service.unsuspend(ADMIN, [id]);
-      for (let i = 0; i < 1000 && service.retrieve(ADMIN, id).status.state !== 'RUNNING'; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      assert.equal(service.retrieve(ADMIN, id).status.state, 'RUNNING');
+      await jobInState({ service }, id, 'RUNNING');
       assert.deepEqual(submitted, [id]);
     } finally {
       await service.stop();

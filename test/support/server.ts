@@ -42,7 +42,7 @@ export async function testServer(
 }
 
 /** The job as an administrator sees it, once the backend has moved it to `state`. */
-export function jobInState(w: TestServer, id: string, state: JobState): Promise<Job> {
+export function jobInState(w: { service: JobService }, id: string, state: JobState): Promise<Job> {
   return until(
     () => {
       const job = w.service.retrieve({ username: 'root', admin: true }, id);
