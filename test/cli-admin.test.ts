@@ -12,7 +12,7 @@ import { until } from './support/until.ts';
 
 /** `ucompute admin`, `balance` and `usage` against a real `ucompute serve` (dry backend, jobs held until cancelled). */
 
-const TIMEOUT = { timeout: 180_000 };
+const TIMEOUT = { timeout: 600_000 };
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-admin-'));

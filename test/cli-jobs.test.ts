@@ -18,7 +18,7 @@ import { until } from './support/until.ts';
  * reloads on change. A real `ucompute serve` on the dry backend, jobs held until cancelled.
  */
 
-const TIMEOUT = { timeout: 120_000 };
+const TIMEOUT = { timeout: 600_000 };
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-jobs-'));

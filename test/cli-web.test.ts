@@ -38,7 +38,7 @@ async function use(link: string): Promise<{ status: number; cookie: string }> {
   return { status: answer.status, cookie: answer.headers.get('set-cookie') ?? '' };
 }
 
-test('web --url-only prints only a link that signs in once', { timeout: 60_000 }, async () => {
+test('web --url-only prints only a link that signs in once', { timeout: 300_000 }, async () => {
   const result = await runCli(['web', '--url-only', ...on()], { env });
   assertExit(result, 0);
   const lines = result.stdout.trim().split('\n');
@@ -53,7 +53,7 @@ test('web --url-only prints only a link that signs in once', { timeout: 60_000 }
 });
 
 test('web hands the browser a private page leading to the link, never the link', {
-  timeout: 60_000,
+  timeout: 300_000,
 }, async () => {
   // A "browser" that records the arguments it was started with.
   const seen = join(tmp, 'browser-args');
@@ -75,7 +75,7 @@ test('web hands the browser a private page leading to the link, never the link',
   assert.equal((await use(link)).status, 303);
 });
 
-test('web without a browser prints the link and says it works once', { timeout: 60_000 }, async () => {
+test('web without a browser prints the link and says it works once', { timeout: 300_000 }, async () => {
   const { DISPLAY: _d, WAYLAND_DISPLAY: _w, ...headless } = env;
   const result = await runCli(['web', ...on()], { env: headless });
   assertExit(result, 0);
