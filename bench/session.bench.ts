@@ -269,6 +269,14 @@ try {
         (await page.evaluate(panelDrawn)) ? true : undefined,
       );
       return { running, connected, drawn: performance.now() - start };
+    } catch (error) {
+      const status = await page
+        .locator('#status')
+        .textContent()
+        .catch(() => null);
+      throw new Error(
+        `desktop ${id}: ${(error as Error).message}; job ${await stateOf(id)}, page: ${status}`,
+      );
     } finally {
       await page.close();
       await stop(id);
