@@ -25,7 +25,7 @@
  *   node bench/session.bench.ts [--runs 10] [--desktop-runs 10]
  */
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -95,6 +95,11 @@ try {
     'local',
   ]);
   const url = await serving(server);
+  // The server's log, kept after the run (a desktop that never came is explained there).
+  const serveLog = join(tmpdir(), `ucompute-session-bench-${process.pid}.log`);
+  for (const stream of [server.stdout, server.stderr])
+    stream?.on('data', (c: string | Buffer) => appendFileSync(serveLog, c));
+  console.log(`the server's log: ${serveLog}`);
   const port = Number(new URL(url).port);
   const token = readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim();
 
@@ -253,6 +258,15 @@ try {
     const start = performance.now();
     const id = await submit('desktop');
     const page = await shown.newPage({ viewport: { width: 1280, height: 800 } });
+    // What the page met, told when the desktop does not come.
+    const met: string[] = [];
+    page.on('console', (m) => met.push(`console ${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => met.push(`error: ${e.message}`));
+    page.on('requestfailed', (r) => met.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
+    page.on('websocket', (w) => {
+      met.push(`websocket ${w.url()}`);
+      w.on('close', () => met.push('websocket closed'));
+    });
     try {
       await until('RUNNING', async () => ((await stateOf(id)) === 'RUNNING' ? true : undefined));
       const running = performance.now() - start;
@@ -275,7 +289,7 @@ try {
         .textContent()
         .catch(() => null);
       throw new Error(
-        `desktop ${id}: ${(error as Error).message}; job ${await stateOf(id)}, page: ${status}`,
+        `desktop ${id}: ${(error as Error).message}; job ${await stateOf(id)}, page: ${status}\n${met.join('\n')}`,
       );
     } finally {
       await page.close();
