@@ -166,8 +166,8 @@ describe('pod egress', { skip: skip ?? false }, () => {
     const bridge = `utx${tag}`;
     await assert.rejects(
       bridgeNetwork(
-        { bridge, allowEgressTo: ['10.1.2.0/24', '10.1.2.0/33'] },
-        { reserved: [], nameservers: [], run },
+        { bridge, subnet: '10.1.2.0/24', allowEgressTo: ['10.1.2.0/24', '10.1.2.0/33'] },
+        { journal: '/nonexistent/namespaces', reserved: [], nameservers: [], run },
       ),
       /local\.network\.allowEgressTo\[1\]: "10\.1\.2\.0\/33" is not an IPv4 or IPv6 CIDR/,
     );

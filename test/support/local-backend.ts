@@ -86,7 +86,7 @@ export async function openTestBackend(
  */
 export async function openTestService(
   t: { after(fn: () => Promise<void>): void },
-  o: { config?: LocalConfig; requireCredits?: boolean } = {},
+  o: { config?: LocalConfig; requireCredits?: boolean; dir?: string } = {},
 ) {
   const store = openStore(':memory:');
   let stop = async () => {};
@@ -95,7 +95,10 @@ export async function openTestService(
     await stop();
     store.close();
   });
-  const local = await openTestBackend(t, o.config === undefined ? {} : { config: o.config });
+  const local = await openTestBackend(t, {
+    ...(o.config !== undefined ? { config: o.config } : {}),
+    ...(o.dir !== undefined ? { dir: o.dir } : {}),
+  });
   const storageRoot = join(local.home, 'storage');
   const service = createJobService({
     store,

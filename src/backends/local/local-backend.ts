@@ -629,7 +629,11 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
         const exit = await started.exited;
         if (!current()) return;
         if (exit.exitCode !== 0 || exit.oomKilled) {
-          const how = exit.oomKilled ? 'exceeded its memory limit' : `exited with code ${exit.exitCode}`;
+          const how = exit.sandboxFailure
+            ? `could not run: its sandbox failed: ${exit.sandboxFailure}`
+            : exit.oomKilled
+              ? 'exceeded its memory limit'
+              : `exited with code ${exit.exitCode}`;
           await failed(`Rank ${rec.plan.rank} failed to start: init container ${init.name} ${how}`, exit);
           return;
         }
@@ -1134,12 +1138,14 @@ function describeBytes(n: number): string {
 }
 
 /**
- * Why a container ended that the job did not decide: its supervisor vanished, or SIGKILL that was
- * neither ucompute's nor the OOM killer's (a replica ucompute stops is not watched any more).
+ * Why a container ended that the job did not decide: its supervisor vanished, its sandbox failed
+ * (its exit code is then the sandbox's, not the application's), or SIGKILL that was neither
+ * ucompute's nor the OOM killer's (a replica ucompute stops is not watched any more).
  * Nothing in a sandbox tells a command's own `exit 137` from SIGKILL; both read as SIGKILL here.
  */
 function killedFromOutside(rank: number, exit: ContainerExit): string | null {
   if (exit.supervisorLost) return `ucompute lost the supervisor of rank ${rank}`;
+  if (exit.sandboxFailure) return `Rank ${rank} could not run: its sandbox failed: ${exit.sandboxFailure}`;
   if (exit.signal === 'SIGKILL' && !exit.oomKilled) {
     return `Rank ${rank} was killed by SIGKILL from outside the job`;
   }

@@ -8,6 +8,7 @@ import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
 import { DEFAULT_LOGS } from './pod.ts';
+import type { Runtime } from './runtime.ts';
 import { lockStateDir } from './state-lock.ts';
 
 export interface OpenLocalOptions {
@@ -32,7 +33,7 @@ export interface OpenLocalOptions {
  */
 export async function openLocalBackend(
   o: OpenLocalOptions,
-): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
+): Promise<LocalBackend & Pick<Runtime, 'warnings' | 'description' | 'hostNames'>> {
   const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
   const unlock = await lockStateDir(stateDir);
   try {
@@ -72,6 +73,8 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
     ...(o.config.network ? { network: o.config.network } : {}),
     ...(o.config.userNamespaces?.first !== undefined ? { firstHostId: o.config.userNamespaces.first } : {}),
+    ...(o.config.cgroupParent !== undefined ? { cgroupParent: o.config.cgroupParent } : {}),
+    dataDir: o.dataDir,
     ...(capacity
       ? {
           capacity: {
@@ -104,7 +107,11 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     ssh: sshSettings(o.config.ssh ?? {}, o.listen ?? '127.0.0.1'),
     ...(o.log ? { log: o.log } : {}),
   });
-  return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });
+  return Object.assign(backend, {
+    warnings: runtime.warnings,
+    description: runtime.description,
+    hostNames: runtime.hostNames,
+  });
 }
 
 /** Ports 2200-2299 by default, named by the listen address unless that is every address. */

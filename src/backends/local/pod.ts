@@ -8,6 +8,7 @@ import * as nodePty from 'node-pty';
 import type { ShellOptions, ShellStream } from '../../jobs/backend.ts';
 import { type CgroupLayout, cgroupPids, oomKillCount, removePodCgroups } from './cgroups.ts';
 import { folderView, type RootView } from './host-view.ts';
+import type { ImageRoots } from './image-roots.ts';
 import type { Launcher } from './launcher.ts';
 import type { Network, PodNetwork } from './network.ts';
 import type {
@@ -25,6 +26,7 @@ import {
   fileSource,
   type Placement,
 } from './sandbox.ts';
+import { readSandboxFailure } from './sandbox-status.ts';
 import { enterContainerArgv } from './shell-entry.ts';
 import { CGROUP_JOIN_FAILED, SUPERVISOR_NAME, supervisorCommand } from './supervisor.ts';
 import { checkContainerIds, type IdRanges } from './userns.ts';
@@ -44,6 +46,8 @@ export type Sandbox =
       seccomp: string;
       /** Owners' id ranges when running as root (container ids are remapped); null otherwise. */
       ids: IdRanges | null;
+      /** Images as each owner sees them (idmapped), where ids are remapped and the file system can. */
+      imageRoots: ImageRoots | null;
     }
   | { kind: 'none'; root: boolean };
 
@@ -113,6 +117,8 @@ export function checkName(kind: string, name: string): void {
 }
 
 const procsFiles = (dirs: readonly string[]) => dirs.map((d) => join(d, 'cgroup.procs'));
+/** Bubblewrap's status file in a container's state folder (see sandbox-status.ts). */
+const SANDBOX_STATUS = 'sandbox-status';
 
 /** 128+n is how a shell (and bubblewrap) reports a child ended by signal n, as Kubernetes does. */
 function exitFromStatus(status: number, oomKilled: boolean): ContainerExit {
@@ -310,6 +316,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       logs: context.logs,
       netns,
       hostIds: supervisorIds,
+      sandboxStatus: context.sandbox.kind === 'bwrap' ? join(stateDir, SANDBOX_STATUS) : null,
       argv: command,
     });
     const pid = await context.launcher
@@ -513,6 +520,14 @@ function containerHandle(
       if (status !== null) {
         const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
         exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
+        if (context.sandbox.kind === 'bwrap') {
+          const failure = await readSandboxFailure(
+            status,
+            join(stateDir, SANDBOX_STATUS),
+            record.spec.stderr,
+          );
+          if (failure) exit = { ...exit, sandboxFailure: failure };
+        }
       } else {
         // The supervisor itself was killed (destroy after its grace, from outside, or the machine restarted).
         exit = { ...exitFromStatus(128 + constants.signals.SIGKILL, false), supervisorLost: true };
@@ -649,7 +664,7 @@ async function containerCommand(
   const bwrap = await bwrapArgs(sandbox.bwrap, spec, open, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
-    view: await rootView(context, spec.root),
+    view: await rootView(context, spec.root, pod.idBase),
     user,
     seccompFd,
   });
@@ -658,11 +673,15 @@ async function containerCommand(
   return { argv, env, readFds, pathFds, netns: context.network.namespaceFile(pod.network), hostIds };
 }
 
-/** What a container sees as `/`. */
-function rootView(context: PodContext, root: ContainerRoot): Promise<RootView> {
-  if (root.kind === 'folder') return folderView(root.path);
-  if (context.sandbox.kind !== 'bwrap') throw new Error('the unsandboxed runtime has no root view');
-  return Promise.resolve(context.sandbox.hostView);
+/** What a container sees as `/`: an image's folder as the owner whose range starts at `idBase` sees it. */
+async function rootView(context: PodContext, root: ContainerRoot, idBase: number | null): Promise<RootView> {
+  const sandbox = context.sandbox;
+  if (root.kind === 'folder') {
+    const roots = sandbox.kind === 'bwrap' ? sandbox.imageRoots : null;
+    return folderView(roots && idBase !== null ? await roots.rootFor(root.path, idBase) : root.path);
+  }
+  if (sandbox.kind !== 'bwrap') throw new Error('the unsandboxed runtime has no root view');
+  return sandbox.hostView;
 }
 
 /** The process of a running container a shell joins, once bubblewrap has set the container up. */
@@ -714,7 +733,7 @@ async function processEnvironment(pid: number): Promise<Record<string, string>> 
 const SHELLS = ['/bin/bash', '/usr/bin/bash', '/bin/zsh', '/usr/bin/zsh', '/bin/fish', '/usr/bin/fish'];
 
 async function shellIn(context: PodContext, root: ContainerRoot): Promise<string> {
-  const view = await rootView(context, root);
+  const view = await rootView(context, root, null);
   for (const shell of SHELLS) {
     const path = view.hostPath(shell);
     if (path === null) continue;

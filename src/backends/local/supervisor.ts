@@ -28,6 +28,11 @@ export interface SupervisedCommand {
   netns: string | null;
   /** Host ids the command starts as, without supplementary groups; null: the supervisor's. */
   hostIds: { uid: number; gid: number } | null;
+  /**
+   * Where bubblewrap (the command) writes its JSON status (see sandbox-status.ts): the child opens
+   * it first and hands it over as `--json-status-fd`. Null: the command is not bubblewrap.
+   */
+  sandboxStatus: string | null;
   /** A file is rotated once it holds `maxSizeBytes`; `maxFiles` are kept per stream (at least 2). */
   logs: { maxSizeBytes: number; maxFiles: number };
   argv: readonly string[];
@@ -36,7 +41,7 @@ export interface SupervisedCommand {
 /**
  * Arguments: state folder, `:`-separated cgroup.procs files, stdout file, stderr file, rotation
  * size, files kept, network namespace file or '', `uid:gid` or '', the numbers of setns and
- * setgroups, command. The
+ * setgroups, bubblewrap's status file or '', command. The
  * child joins the namespace and becomes the ids before it runs the command, and checks it did; a
  * failure is told on the container's stderr with status 126. A caught signal (unlike an ignored one) is reset for the child, so
  * SIGTERM reaches the command while the supervisor stays to record how it ended. Each stream is
@@ -51,7 +56,7 @@ export interface SupervisedCommand {
  */
 const SCRIPT = `
 $SIG{$_} = sub {} for qw(TERM INT HUP);
-my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, $setgroups, @command) = @ARGV;
+my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, $setgroups, $sandboxStatus, @command) = @ARGV;
 sub put { my ($file, $text) = @_; open(my $f, '>', $file) or return 0; print $f $text; close($f) }
 put("$state/pid", "$$\\n");
 my $status = 0;
@@ -75,6 +80,14 @@ if ($status == 0) {
   die "fork: $!" unless defined $child;
   if ($child == 0) {
     open(STDOUT, '>&', $outWrite) and open(STDERR, '>&', $errWrite) or exit 126;
+    # Opened before anything can fail, so that a status without an exit code means the sandbox
+    # never ran the command; kept in scope until exec (leaving it would close it).
+    my $status;
+    if ($sandboxStatus ne '') {
+      open($status, '>', $sandboxStatus) or refuse("$sandboxStatus: $!");
+      fcntl($status, 2, 0) or refuse("fcntl: $!");  # F_SETFD: no close-on-exec
+      splice(@command, 1, 0, '--json-status-fd', fileno($status));
+    }
     if ($netns ne '') {
       open(my $ns, '<', $netns) or refuse("$netns: $!");
       syscall($setns, fileno($ns), ${CLONE_NEWNET}) == 0 or refuse("setns $netns: $!");
@@ -138,6 +151,7 @@ export function supervisorCommand(command: SupervisedCommand): { file: string; a
     command.hostIds ? `${command.hostIds.uid}:${command.hostIds.gid}` : '',
     command.netns ? String(syscallNumber('setns')) : '',
     command.hostIds ? String(syscallNumber('setgroups')) : '',
+    command.sandboxStatus ?? '',
     ...command.argv,
   ];
   return { file: PERL, args };
