@@ -30,13 +30,21 @@ test(
     const [dirA, dirB, dirC] = dirs as [string, string, string];
     const served: Served[] = [];
     const bridges: string[] = [];
+    /** Jobs that would outlive their server (pods survive a restart), cancelled before it stops. */
+    const running: { on: Served; id: string }[] = [];
     t.after(async () => {
+      for (const { on: s, id } of running)
+        await runCli(['cancel', id, '--url', s.url, '--data-dir', s.dataDir]);
       for (const s of served) await stopServe(s);
       for (const bridge of bridges) await removeBridgeNetwork(bridge);
       for (const dir of dirs) await rm(dir, { recursive: true, force: true });
     });
     const serve = async (dataDir: string) => {
-      const s = await startServe(dataDir, { args: ['--backend', 'local'] });
+      // Room for the terminal and an MPI job beside it, whatever this machine has; a first start
+      // sets up the bridge and compiles the seccomp filter, slow on a busy machine.
+      const config =
+        'security: { allowRootApps: true }\nlocal:\n  hostUserland: true\n  capacity: { cpu: 8, memoryInGigs: 16 }\n';
+      const s = await startServe(dataDir, { args: ['--backend', 'local'], config, startMs: 120_000 });
       served.push(s);
       bridges.push((await namesOf(dataDir)).bridge);
       return s;
@@ -47,9 +55,8 @@ test(
 
     const a = await serve(dirA);
     // A job of the first instance runs while the second starts (which once removed its namespaces).
-    const [terminal] = (await runCli(['run', 'terminal', '--time', '10m', ...on(a)])).stdout
-      .trim()
-      .split('\n');
+    const terminal = (await runCli(['run', 'terminal', '--time', '10m', ...on(a)])).stdout.trim();
+    running.push({ on: a, id: terminal });
     const b = await serve(dirB);
     const [namesA, namesB] = [await namesOf(dirA), await namesOf(dirB)];
     assert.deepEqual(collisions(namesA, { ...namesB, dataDir: dirB, stateDir: '' }), []);
@@ -57,7 +64,7 @@ test(
     const [onA, onB] = await Promise.all([mpiHello(a), mpiHello(b)]);
     assertExit(onA, 0);
     assertExit(onB, 0);
-    const shown = await runCli(['show', terminal!, '--json', ...on(a)]);
+    const shown = await runCli(['show', terminal, '--json', ...on(a)]);
     assert.equal(JSON.parse(shown.stdout).status.state, 'RUNNING', shown.stdout);
 
     // Configured onto the first instance's bridge: refused before anything is set up.
@@ -80,6 +87,5 @@ test(
       stderr,
       new RegExp(`bridge ${namesA.bridge} .* the ucompute instance whose data folder is ${dirA}`),
     );
-    await runCli(['cancel', terminal!, ...on(a)]);
   },
 );

@@ -21,16 +21,16 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): 
 
 /**
  * The URL from the child's "serving on" line. Rejects with its output if it exits first, and kills
- * it if that line has not come within 20 s, so that a hung start fails rather than hangs the test.
+ * it if that line has not come within `startMs`, so that a hung start fails rather than hangs the test.
  */
-export function serving(child: ChildProcess): Promise<string> {
+export function serving(child: ChildProcess, startMs = 20_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ucompute serve did not start in time\nstdout: ${out}\nstderr: ${err}`));
-    }, 20_000);
+    }, startMs);
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       err += chunk;
     });
@@ -59,7 +59,12 @@ export interface Served {
 /** Starts `ucompute serve --data-dir DIR <args>`, with `config` (YAML) as its --config when given. */
 export async function startServe(
   dataDir: string,
-  { args = [], config, env = CHILD_ENV }: { args?: string[]; config?: string; env?: NodeJS.ProcessEnv } = {},
+  {
+    args = [],
+    config,
+    env = CHILD_ENV,
+    startMs,
+  }: { args?: string[]; config?: string; env?: NodeJS.ProcessEnv; startMs?: number } = {},
 ): Promise<Served> {
   const all = ['--data-dir', dataDir, ...args];
   if (config !== undefined) {
@@ -68,7 +73,7 @@ export async function startServe(
     all.push('--config', path);
   }
   const child = spawnServe(all, env);
-  return { child, url: await serving(child), dataDir };
+  return { child, url: await serving(child, startMs), dataDir };
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within a few seconds. */
