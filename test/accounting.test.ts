@@ -408,7 +408,7 @@ describe('credits', () => {
     await rejectsWith(
       h.service.create(alice, [mpi()]),
       402,
-      /user:alice has no credits left for u1-standard/,
+      /user alice has no allocation for u1-standard: run in a project that has credits/,
     );
     assert.equal(h.store.activeJobs().length, 0);
   });

@@ -14,47 +14,147 @@ const T0 = Date.UTC(2026, 10, 1);
 const HOUR = 3_600_000;
 
 const status = (e: unknown) => (e instanceof ServiceError ? e.status : undefined);
+const root = { username: 'root', admin: true };
 
 test('users, projects, members, tokens and grants: refusals name what is wrong and change nothing', () => {
   const store = openStore(':memory:');
   const admin = adminOperations(store, env(), () => T0);
-  assert.deepEqual(admin.createUser('alice'), { name: 'alice', admin: false });
+  assert.deepEqual(admin.createUser(root, 'alice'), { name: 'alice', admin: false });
   assert.throws(
-    () => admin.createUser('alice'),
+    () => admin.createUser(root, 'alice'),
     (e) => status(e) === 409,
   );
-  assert.deepEqual(admin.createProject('climate', 'Climate'), { id: 'climate', title: 'Climate' });
+  assert.deepEqual(admin.createProject(root, 'climate', 'Climate'), { id: 'climate', title: 'Climate' });
   assert.throws(
-    () => admin.createProject('climate', 'Again'),
+    () => admin.createProject(root, 'climate', 'Again'),
     (e) => status(e) === 409,
   );
-  assert.throws(() => admin.setMember('nowhere', 'alice', 'PI'), /project nowhere was not found/);
-  assert.throws(() => admin.setMember('climate', 'nobody', 'PI'), /user nobody was not found/);
-  admin.setMember('climate', 'alice', 'PI');
+  assert.throws(() => admin.setMember(root, 'nowhere', 'alice', 'PI'), /project nowhere was not found/);
+  assert.throws(() => admin.setMember(root, 'climate', 'nobody', 'PI'), /user nobody was not found/);
+  admin.setMember(root, 'climate', 'alice', 'PI');
   assert.deepEqual(store.memberships('alice'), [{ projectId: 'climate', role: 'PI' }]);
   assert.throws(
-    () => admin.createToken('nobody', 'x'),
+    () => admin.createToken(root, 'nobody', 'x'),
     (e) => status(e) === 404,
   );
-  assert.equal(store.userForToken(admin.createToken('alice', 'laptop').token)?.name, 'alice');
+  assert.equal(store.userForToken(admin.createToken(root, 'alice', 'laptop').token)?.name, 'alice');
 
   assert.throws(
-    () => admin.grant({ owner: 'user:alice', category: 'no-such', credits: 5 }),
+    () => admin.grant(root, { owner: 'user:alice', category: 'no-such', credits: 5 }),
     (e) => e instanceof ValidationError && e.issues[0]?.path === 'category',
   );
   assert.throws(
-    () => admin.grant({ owner: 'user:alice', category: 'u1-standard', credits: 5, start: T0, end: T0 }),
+    () => admin.grant(root, { owner: 'user:alice', category: 'u1-standard', credits: 5, start: T0, end: T0 }),
     (e) => e instanceof ValidationError && e.issues[0]?.path === 'end',
   );
   assert.throws(
-    () => admin.grant({ owner: 'project:nowhere', category: 'u1-standard', credits: 5 }),
+    () => admin.grant(root, { owner: 'project:nowhere', category: 'u1-standard', credits: 5 }),
     /project nowhere/,
   );
   assert.deepEqual(store.allocations('user:alice'), []);
-  const granted = admin.grant({ owner: 'user:alice', category: 'u1-standard', credits: 5 });
+  const granted = admin.grant(root, { owner: 'user:alice', category: 'u1-standard', credits: 5 });
   assert.equal(granted.start, T0);
   assert.equal(granted.end, T0 + 365 * 24 * HOUR);
   assert.equal(store.allocations('user:alice').length, 1);
+});
+
+test('administrators list and search users, projects, tokens and grants; revoke, disable, remove; all audited', () => {
+  const store = openStore(':memory:');
+  let clock = T0;
+  const admin = adminOperations(store, env(), () => clock++);
+  store.createUser('root', true);
+  for (const name of ['alice', 'bob', 'carol']) admin.createUser(root, name);
+  admin.createProject(root, 'climate', 'Climate research');
+  admin.setMember(root, 'climate', 'alice', 'PI');
+  admin.setMember(root, 'climate', 'bob', 'USER');
+  const { token } = admin.createToken(root, 'bob', 'laptop');
+  admin.grant(root, { owner: 'project:climate', category: 'u1-standard', credits: 100 });
+
+  assert.deepEqual(
+    admin
+      .users({ query: 'O' })
+      .items.map((u) => [u.name, u.tokens, u.projects.map((p) => `${p.id}:${p.role}`)]),
+    [
+      ['bob', 1, ['climate:USER']],
+      ['carol', 0, []],
+      ['root', 0, []],
+    ],
+  );
+  const first = admin.users({ itemsPerPage: 2 });
+  assert.deepEqual([first.items.map((u) => u.name), first.next], [['alice', 'bob'], 'bob']);
+  assert.deepEqual(
+    admin.users({ itemsPerPage: 2, next: first.next! }).items.map((u) => u.name),
+    ['carol', 'root'],
+  );
+  const [climate] = admin.projects({ query: 'research' }).items;
+  assert.deepEqual(climate?.members, [
+    { username: 'alice', role: 'PI' },
+    { username: 'bob', role: 'USER' },
+  ]);
+  const [listed] = admin.tokens({ query: 'laptop' }).items;
+  assert.equal(listed?.username, 'bob');
+  assert.equal(listed?.id.length, 16);
+  assert.ok(!JSON.stringify(admin.tokens({})).includes(token), 'a token is never listed');
+  assert.deepEqual(
+    admin.grants({ query: 'climate' }).items.map((g) => [g.owner, g.credits]),
+    [['project:climate', 100]],
+  );
+
+  // The revoked token opens nothing; a disabled user's tokens neither, until enabled again.
+  admin.revokeToken(root, listed!.id);
+  assert.equal(store.userForToken(token), undefined);
+  assert.throws(
+    () => admin.revokeToken(root, listed!.id),
+    (e) => status(e) === 404,
+  );
+  const again = admin.createToken(root, 'carol', 'cli').token;
+  admin.setDisabled(root, 'carol', true);
+  assert.equal(store.userForToken(again), undefined);
+  assert.notEqual(admin.users({ query: 'carol' }).items[0]?.disabledAt, null);
+  admin.setDisabled(root, 'carol', false);
+  assert.equal(store.userForToken(again)?.name, 'carol');
+  assert.throws(
+    () => admin.setDisabled(root, 'root', true),
+    (e) => status(e) === 409,
+  );
+  admin.removeMember(root, 'climate', 'bob');
+  assert.deepEqual(store.memberships('bob'), []);
+  assert.throws(
+    () => admin.removeMember(root, 'climate', 'bob'),
+    (e) => status(e) === 404,
+  );
+
+  const log = admin.audit({});
+  assert.deepEqual(
+    log.items.map((e) => `${e.actor} ${e.action} ${e.target}`),
+    [
+      'root member.remove project:climate',
+      'root user.enable user:carol',
+      'root user.disable user:carol',
+      'root token.create user:carol',
+      'root token.revoke token:' + listed!.id,
+      'root grant.create project:climate',
+      'root token.create user:bob',
+      'root member.set project:climate',
+      'root member.set project:climate',
+      'root project.create project:climate',
+      'root user.create user:carol',
+      'root user.create user:bob',
+      'root user.create user:alice',
+    ],
+  );
+  assert.ok(
+    !JSON.stringify(log).includes(token) && !JSON.stringify(log).includes(again),
+    'no secret is logged',
+  );
+  assert.deepEqual(log.items[0]?.details, { username: 'bob' });
+  assert.deepEqual(
+    admin.audit({ action: 'token', itemsPerPage: 2 }).items.map((e) => e.action),
+    ['token.create', 'token.revoke'],
+  );
+  // A refused change leaves no entry.
+  assert.throws(() => admin.createUser(root, 'alice'));
+  assert.equal(admin.audit({}).items.length, log.items.length);
 });
 
 test('usage sums charges per owner, category and UTC bucket', () => {

@@ -368,7 +368,8 @@ test('bad connection settings name the field', () => {
   assert.throws(
     () =>
       kubernetesBackend({
-        config: resolvePipelineConfig({ kubernetes: { kubeconfig: '/nonexistent/kubeconfig' } }),
+        config: resolvePipelineConfig(),
+        settings: { kubeconfig: '/nonexistent/kubeconfig' },
       }),
     /kubernetes.kubeconfig: no file at \/nonexistent\/kubeconfig/,
   );
@@ -377,14 +378,16 @@ test('bad connection settings name the field', () => {
 test('a configured context is used; an unknown one names the field', async (t) => {
   const cluster = await fakeCluster(t);
   const backend = kubernetesBackend({
-    config: resolvePipelineConfig(cluster.config({ kubernetes: { context: 'other' } })),
+    config: resolvePipelineConfig(cluster.config()),
+    settings: { kubeconfig: cluster.kubeconfig, context: 'other' },
   });
   t.after(() => backend.close());
   assert.match(backend.description, /context other/);
   assert.throws(
     () =>
       kubernetesBackend({
-        config: resolvePipelineConfig(cluster.config({ kubernetes: { context: 'nope' } })),
+        config: resolvePipelineConfig(cluster.config()),
+        settings: { kubeconfig: cluster.kubeconfig, context: 'nope' },
       }),
     /kubernetes.context: no context "nope" in the kubeconfig \(it has: fake, other\)/,
   );

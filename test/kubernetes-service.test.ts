@@ -28,7 +28,7 @@ function serviceOn(
   now = Date.now,
 ) {
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const service = createJobService({
     store,
     env: { catalog, products, config },

@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { decideUpdate, TRANSITIONS } from '../src/jobs/lifecycle.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import { FINAL_STATES, type JobSpecification, JobState, type JobUpdate } from '../src/model/job.ts';
+import { type JobSpecification, JobState, type JobUpdate } from '../src/model/job.ts';
+import { FINAL_STATES } from '../src/model/job-states.ts';
 import { type JobRecord, openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 

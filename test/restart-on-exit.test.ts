@@ -8,7 +8,8 @@ import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { exitsInARow, isRestartExit, restartDelayMs } from '../src/jobs/restart-policy.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
-import { isFinal, type JobUpdate } from '../src/model/job.ts';
+import type { JobUpdate } from '../src/model/job.ts';
+import { isFinal } from '../src/model/job-states.ts';
 import { openStore } from '../src/store/store.ts';
 import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, env, products } from './support/fixtures.ts';
@@ -154,7 +155,7 @@ test(
 test('kubernetes: the ended Volcano Job is created again; cancel while running ends it for good', async (t) => {
   const cluster = await fakeCluster(t);
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const store = openStore(':memory:');
   // The service's clock is ahead: every back-off has passed when the exit is written.
   const service = createJobService({

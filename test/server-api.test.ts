@@ -468,7 +468,7 @@ describe('API error paths', () => {
       as: 'bob',
       body: { items: [wordCount('/home/bob')] },
       status: 402,
-      message: /user:bob has no credits left for u1-standard/,
+      message: /user bob has no allocation for u1-standard/,
     },
 
     // 409: final jobs, and an Idempotency-Key reused for something else.
@@ -669,6 +669,45 @@ describe('API happy paths', () => {
       // The PI may terminate a member's job.
       await waitFor(w, bobsJob!, 'RUNNING');
       await ok(w, { url: '/api/jobs/terminate', body: { items: [{ id: bobsJob }] } });
+    } finally {
+      await w.close();
+    }
+  });
+
+  test("the Project header: a member works in the project's workspace; jobs, wallets and usage follow it", async () => {
+    const w = await world();
+    try {
+      const [own] = await create(w, [mpi()], 'alice');
+      const [inProject] = await create(w, [mpi()], 'alice', { project: 'climate' });
+      const workspace = { project: 'climate' };
+      const listed = await ok<{ items: Job[] }>(w, { url: '/api/jobs/browse', headers: workspace });
+      assert.deepEqual(
+        listed.items.map((j) => j.id),
+        [inProject],
+      );
+      const everything = await ok<{ items: Job[] }>(w, { url: '/api/jobs/browse' });
+      assert.deepEqual(everything.items.map((j) => j.id).sort(), [own, inProject].sort());
+      // bob, a USER member, sees what his project has left (not alice's), and spends it.
+      const bobs = await ok<{ items: { owner: string; balance: number }[] }>(w, {
+        url: '/api/accounting/wallets',
+        as: 'bob',
+        headers: workspace,
+      });
+      assert.deepEqual(
+        bobs.items.map((x) => x.owner),
+        ['project:climate'],
+      );
+      await create(w, [mpi()], 'bob', workspace);
+      const outsider = await call(w, { url: '/api/jobs/browse', as: 'bob', headers: { project: 'secret' } });
+      assert.equal(outsider.statusCode, 403);
+      assert.match(outsider.body, /you are not a member of project secret/);
+      // bob's own workspace has no credits: the refusal names the workspace, and where credits are.
+      const refused = await call(w, { url: '/api/jobs', as: 'bob', body: { items: [mpi()] } });
+      assert.equal(refused.statusCode, 402);
+      assert.match(
+        refused.body,
+        /user bob has no allocation for u1-standard: run in a project that has credits/,
+      );
     } finally {
       await w.close();
     }

@@ -165,11 +165,11 @@ test(
 
 test('kubernetes: the keys from a Secret into /etc/ucloud/ssh by an init container, a NodePort Service to rank 0, port 22 open, all removed at the end', async (t) => {
   const cluster = await fakeCluster(t);
-  const config = resolvePipelineConfig({
-    ...cluster.config(),
-    kubernetes: { ...cluster.config().kubernetes, sshHost: 'ssh.example.org' },
+  const config = resolvePipelineConfig(cluster.config());
+  const backend = kubernetesBackend({
+    config,
+    settings: { kubeconfig: cluster.kubeconfig, sshHost: 'ssh.example.org' },
   });
-  const backend = kubernetesBackend({ config });
   const store = openStore(':memory:');
   store.createUser('alice', false);
   const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice';

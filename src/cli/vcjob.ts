@@ -7,7 +7,7 @@ import { removeBridgeNetwork } from '../backends/local/network.ts';
 import { openLocalBackend } from '../backends/local/open.ts';
 import type { BackendEvent } from '../jobs/backend.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
-import { readManifest } from '../volcano/manifest.ts';
+import { readManifest } from '../volcano/emulation/manifest.ts';
 import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';

@@ -47,6 +47,15 @@ const MAX_CACHED_SESSIONS = 10_000;
 /** The last use (and the expiry it extends) of sessions in use is written this often, and at close. */
 const WRITE_USE_EVERY_MS = 5_000;
 
+/**
+ * Where an opened session sends the browser. Standalone: the app's origin with a one-time ticket,
+ * the VNC page on the API's origin; provider mode builds UCloud's links (see src/provider).
+ */
+export interface SessionLinks {
+  web(jobId: string, rank: number, ticket: string, appHost: string): string;
+  vnc(jobId: string, rank: number, secret: string, hasPassword: boolean): string;
+}
+
 /** The path on an app's origin that trades a ticket for the session cookie. */
 export const AUTHORIZE_PATH = '/_ucompute/authorize';
 const newSecret = (): string => randomBytes(32).toString('base64url');
@@ -107,11 +116,11 @@ export function interactiveSessions(o: SessionOptions) {
     return session;
   }
 
-  /** Forgets cached sessions, their last use written first; all of them, or one job's. */
-  function forgetSessions(jobId?: string): void {
+  /** Forgets cached sessions, their last use written first: all of them, or those `which` picks. */
+  function forgetSessions(which: (session: SessionRecord) => boolean = () => true): void {
     writeUse();
     for (const [hash, session] of cached) {
-      if (jobId === undefined || session.jobId === jobId) {
+      if (which(session)) {
         cached.delete(hash);
         used.delete(hash);
       }
@@ -187,7 +196,12 @@ export function interactiveSessions(o: SessionOptions) {
     },
 
     /** Opens one session per item; every item is checked before any is opened. */
-    open(caller: Caller, items: readonly SessionRequest[], reached: Reached): OpenSession[] {
+    open(
+      caller: Caller,
+      items: readonly SessionRequest[],
+      reached: Reached,
+      links: SessionLinks = standaloneLinks(reached),
+    ): OpenSession[] {
       // Sessions extended in memory have their new expiry written before the expired ones go.
       writeUse();
       store.deleteExpiredSessions(now());
@@ -205,13 +219,16 @@ export function interactiveSessions(o: SessionOptions) {
         if (item.sessionType === 'VNC') {
           const password = applications[i]?.invocation.vnc?.password;
           const secret = create('VNC', jobId, rank, caller.username);
-          // The secret travels in the fragment, which browsers never send to a server.
-          const url = `${reached.origin}/sessions/vnc?jobId=${jobId}&rank=${rank}${password !== undefined ? '&password=1' : ''}#${secret}`;
+          const url = links.vnc(jobId, rank, secret, password !== undefined);
           return { type: 'vnc', jobId, rank, url, ...(password !== undefined ? { password } : {}) };
         }
         const ticket = create('TICKET', jobId, rank, caller.username);
-        const origin = `${reached.protocol}://${appHost(jobId, rank)}${reached.portSuffix}`;
-        return { type: 'web', jobId, rank, redirectClientTo: `${origin}${AUTHORIZE_PATH}?ticket=${ticket}` };
+        return {
+          type: 'web',
+          jobId,
+          rank,
+          redirectClientTo: links.web(jobId, rank, ticket, appHost(jobId, rank)),
+        };
       });
     },
 
@@ -266,7 +283,12 @@ export function interactiveSessions(o: SessionOptions) {
 
     /** Forgets a job's cached sessions (it stopped running; they are read again if it runs again). */
     forgetJob(jobId: string): void {
-      forgetSessions(jobId);
+      forgetSessions((session) => session.jobId === jobId);
+    },
+
+    /** Forgets a user's cached sessions (they were disabled and their sessions deleted): none opens now. */
+    forgetUser(username: string): void {
+      forgetSessions((session) => session.username === username);
     },
 
     /** Writes the last use of sessions and stops. */
@@ -274,6 +296,17 @@ export function interactiveSessions(o: SessionOptions) {
       clearInterval(writing);
       forgetSessions();
     },
+  };
+}
+
+/** Standalone mode's links: the app's origin (the API's scheme and port) and the VNC page. */
+function standaloneLinks(reached: Reached): SessionLinks {
+  return {
+    web: (_jobId, _rank, ticket, host) =>
+      `${reached.protocol}://${host}${reached.portSuffix}${AUTHORIZE_PATH}?ticket=${ticket}`,
+    // The secret travels in the fragment, which browsers never send to a server.
+    vnc: (jobId, rank, secret, hasPassword) =>
+      `${reached.origin}/sessions/vnc?jobId=${jobId}&rank=${rank}${hasPassword ? '&password=1' : ''}#${secret}`,
   };
 }
 

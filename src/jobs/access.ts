@@ -10,6 +10,11 @@ import { notFound } from './errors.ts';
 export interface Caller {
   username: string;
   admin: boolean;
+  /**
+   * The project whose workspace the caller works in (UCloud's `Project` header), checked to be
+   * one of theirs: browse, wallets and usage show that project only. Absent: everything they see.
+   */
+  project?: string;
 }
 
 /** UCloud's browse request: PaginationRequestV2, JobIncludeFlags' filters and its sort flags. */
@@ -24,6 +29,8 @@ export interface BrowseOptions {
   filterProvider?: string;
   filterProductId?: string;
   filterProductCategory?: string;
+  /** Only the jobs of this project's workspace (ucompute's own; the caller's workspace by default). */
+  filterProject?: string;
   /** Comma-separated job ids. */
   filterIds?: string;
   hideProvider?: string;
@@ -118,8 +125,13 @@ export function jobAccess(store: Store) {
     };
   }
 
-  /** The accounts whose credits a caller sees: their own, and the projects they lead. */
+  /**
+   * The accounts whose credits a caller sees: their own, and the projects they lead; in a
+   * project's workspace, that project's (every member may see what the project has left).
+   */
   function accountsOf(caller: Caller): string[] {
+    if (caller.project !== undefined)
+      return [accountOf({ createdBy: caller.username, project: caller.project })];
     return [
       accountOf({ createdBy: caller.username }),
       ...store
@@ -184,6 +196,7 @@ export function jobAccess(store: Store) {
         ...optional('createdBefore', o.filterCreatedBefore),
         ...optional('productId', o.filterProductId),
         ...optional('productCategory', o.filterProductCategory),
+        ...optional('project', o.filterProject ?? caller.project),
         ...optional(
           'ids',
           o.filterIds?.split(',').map((id) => id.trim()),

@@ -1,11 +1,23 @@
 import { ValidationError } from '../model/errors.ts';
-import type { Role, Store } from '../store/store.ts';
+import { type AuditEntry, auditLog } from '../store/audit-log.ts';
+import {
+  type DirectoryProject,
+  type DirectoryUser,
+  directory,
+  type TokenMetadata,
+} from '../store/directory.ts';
+import type { AllocationRecord, Role, Store } from '../store/store.ts';
+import type { Caller } from './access.ts';
 import { conflict, notFound } from './errors.ts';
 import type { JobEnvironment } from './prepare.ts';
 
-// What operators do: users, projects and their members, tokens, and credits granted to owners.
+// What operators do: users, projects and their members, tokens, and credits granted to owners;
+// the lists they search; the changes that take access away. Every change is written to the audit
+// log with the administrator who made it, in the same transaction.
 
 const YEAR = 365 * 86_400_000;
+const DEFAULT_PAGE = 100;
+const MAX_PAGE = 1000;
 
 export interface GrantInput {
   /** `user:<name>` or `project:<id>`. */
@@ -16,14 +28,57 @@ export interface GrantInput {
   end?: number;
 }
 
+/** A search over one of the lists: text in its names, a page at a time. */
+export interface ListQuery {
+  query?: string | undefined;
+  /** The `next` of the page before. */
+  next?: string | undefined;
+  itemsPerPage?: number | undefined;
+}
+
+export interface Page<T> {
+  items: T[];
+  next: string | null;
+}
+
 export type AdminOperations = ReturnType<typeof adminOperations>;
 
 export function adminOperations(store: Store, env: JobEnvironment, now: () => number = Date.now) {
   const categories = new Set(env.products.map((p) => p.category));
+  const people = directory(store);
+  const audit = auditLog(store);
+
+  /** Runs a change and records it, together: a change is never made without its entry. */
+  function audited<T>(actor: Caller, action: string, target: string, change: () => T, details = {}): T {
+    return store.transaction(() => {
+      const result = change();
+      audit.record({ at: now(), actor: actor.username, action, target, details });
+      return result;
+    });
+  }
+
+  function page<T>(
+    q: ListQuery,
+    list: (p: { query?: string; after?: string; limit: number }) => T[],
+    key: (t: T) => string,
+  ): Page<T> {
+    const limit = Math.min(Math.max(1, q.itemsPerPage ?? DEFAULT_PAGE), MAX_PAGE);
+    const items = list({
+      ...(q.query ? { query: q.query } : {}),
+      ...(q.next ? { after: q.next } : {}),
+      limit: limit + 1,
+    });
+    const shown = items.slice(0, limit);
+    return { items: shown, next: items.length > limit ? key(shown.at(-1)!) : null };
+  }
+
+  function knownUser(name: string): void {
+    if (!store.getUser(name)) throw notFound(`user ${name}`);
+  }
 
   return {
     /** Credits for an owner in a product category, valid from `start` (now) for a year unless `end`. */
-    grant(g: GrantInput) {
+    grant(actor: Caller, g: GrantInput) {
       const [kind, id] = g.owner.split(':') as ['user' | 'project', string];
       if (kind === 'user' ? !store.getUser(id) : !store.projectExists(id)) throw notFound(`${kind} ${id}`);
       if (!categories.has(g.category)) {
@@ -34,31 +89,138 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
       const start = g.start ?? now();
       const end = g.end ?? start + YEAR;
       if (end <= start) throw new ValidationError([{ path: 'end', message: 'must be after start' }]);
-      const allocation = store.grant(g.owner, g.category, g.credits, start, end);
+      const details = { category: g.category, credits: g.credits, start, end };
+      const allocation = audited(
+        actor,
+        'grant.create',
+        g.owner,
+        () => store.grant(g.owner, g.category, g.credits, start, end),
+        details,
+      );
       return { id: allocation, owner: g.owner, category: g.category, credits: g.credits, start, end };
     },
 
-    createUser(name: string, admin = false) {
-      if (!store.createUser(name, admin)) throw conflict(`user ${name} already exists`);
+    createUser(actor: Caller, name: string, admin = false) {
+      audited(
+        actor,
+        'user.create',
+        `user:${name}`,
+        () => {
+          if (!store.createUser(name, admin)) throw conflict(`user ${name} already exists`);
+        },
+        { admin },
+      );
       return { name, admin };
     },
 
-    createProject(id: string, title: string) {
-      if (!store.createProject(id, title)) throw conflict(`project ${id} already exists`);
+    createProject(actor: Caller, id: string, title: string) {
+      audited(
+        actor,
+        'project.create',
+        `project:${id}`,
+        () => {
+          if (!store.createProject(id, title)) throw conflict(`project ${id} already exists`);
+        },
+        { title },
+      );
       return { id, title };
     },
 
     /** Adds a member, or changes a member's role. */
-    setMember(projectId: string, username: string, role: Role) {
+    setMember(actor: Caller, projectId: string, username: string, role: Role) {
       if (!store.projectExists(projectId)) throw notFound(`project ${projectId}`);
-      if (!store.getUser(username)) throw notFound(`user ${username}`);
-      store.setMember(projectId, username, role);
+      knownUser(username);
+      audited(actor, 'member.set', `project:${projectId}`, () => store.setMember(projectId, username, role), {
+        username,
+        role,
+      });
       return { projectId, username, role };
     },
 
-    createToken(username: string, description: string) {
-      if (!store.getUser(username)) throw notFound(`user ${username}`);
-      return { token: store.createToken(username, description) };
+    removeMember(actor: Caller, projectId: string, username: string) {
+      audited(
+        actor,
+        'member.remove',
+        `project:${projectId}`,
+        () => {
+          if (!people.removeMember(projectId, username))
+            throw notFound(`member ${username} of project ${projectId}`);
+        },
+        { username },
+      );
+      return { projectId, username };
+    },
+
+    createToken(actor: Caller, username: string, description: string) {
+      knownUser(username);
+      const token = audited(
+        actor,
+        'token.create',
+        `user:${username}`,
+        () => store.createToken(username, description),
+        {
+          description,
+        },
+      );
+      return { token };
+    },
+
+    /** Revokes a token by its id: it opens nothing from now on. */
+    revokeToken(actor: Caller, id: string): TokenMetadata {
+      const token = people.token(id);
+      if (!token) throw notFound(`token ${id}`);
+      audited(actor, 'token.revoke', `token:${id}`, () => people.revokeToken(id), {
+        username: token.username,
+        description: token.description,
+      });
+      return token;
+    },
+
+    /** Disables a user (their tokens and sign-ins stop working), or enables them again. */
+    setDisabled(actor: Caller, name: string, disabled: boolean) {
+      knownUser(name);
+      if (disabled && name === actor.username) throw conflict('administrators cannot disable themselves');
+      audited(actor, disabled ? 'user.disable' : 'user.enable', `user:${name}`, () =>
+        people.setDisabled(name, disabled ? now() : null),
+      );
+      return { name, disabled };
+    },
+
+    users: (q: ListQuery): Page<DirectoryUser> => page(q, people.users, (u) => u.name),
+    projects: (q: ListQuery): Page<DirectoryProject> => page(q, people.projects, (p) => p.id),
+    tokens: (q: ListQuery): Page<TokenMetadata> => page(q, people.tokens, (t) => t.id),
+
+    /** Grants (allocations), their owner or category containing the query, newest first. */
+    grants(q: ListQuery): Page<AllocationRecord> {
+      const text = (q.query ?? '').toLowerCase();
+      const all = store
+        .allocations()
+        .filter((a) => `${a.owner} ${a.category}`.toLowerCase().includes(text))
+        .reverse();
+      const from = q.next === undefined ? 0 : all.findIndex((a) => String(a.id) === q.next) + 1;
+      const limit = Math.min(Math.max(1, q.itemsPerPage ?? DEFAULT_PAGE), MAX_PAGE);
+      const items = all.slice(from, from + limit);
+      return { items, next: from + limit < all.length ? String(items.at(-1)!.id) : null };
+    },
+
+    /** The audit log, newest first. */
+    audit(q: {
+      actor?: string;
+      action?: string;
+      target?: string;
+      next?: string;
+      itemsPerPage?: number;
+    }): Page<AuditEntry> {
+      const limit = Math.min(Math.max(1, q.itemsPerPage ?? DEFAULT_PAGE), MAX_PAGE);
+      const entries = audit.entries({
+        ...(q.actor ? { actor: q.actor } : {}),
+        ...(q.action ? { action: q.action } : {}),
+        ...(q.target ? { target: q.target } : {}),
+        ...(q.next ? { before: Number(q.next) } : {}),
+        limit: limit + 1,
+      });
+      const items = entries.slice(0, limit);
+      return { items, next: entries.length > limit ? String(items.at(-1)!.id) : null };
     },
   };
 }

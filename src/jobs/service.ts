@@ -1,6 +1,6 @@
 import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
-import type { JobPlugin } from '../plugins/plugin.ts';
+import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
 import type { JobChanges, JobRecord, Store } from '../store/store.ts';
 import {
@@ -13,10 +13,11 @@ import {
 } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
-import { type CreateOptions, jobIntake } from './intake.ts';
+import { type CreateOptions, insertPrepared, jobIntake } from './intake.ts';
 import { type JobEventListener, jobEvents, type Watch } from './job-events.ts';
 import { pluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
+import type { JobMirror } from './mirror.ts';
 import { jobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
@@ -28,7 +29,6 @@ export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.
 export type { RenameItem } from './control.ts';
 export type { CreateOptions } from './intake.ts';
 export type { JobEvent, JobEventListener, Watch } from './job-events.ts';
-export type { Logger } from './log.ts';
 export type { IncludeFlags } from './presentation.ts';
 
 /** UCloud's PageV2. */
@@ -62,6 +62,8 @@ export interface ServiceOptions {
   requireCredits?: boolean;
   /** First wait before submitting again to a backend that refused; it doubles each time. */
   submitRetryMs?: number;
+  /** Another system told of every update and charge as it is written (UCloud Core in provider mode). */
+  mirror?: JobMirror;
 }
 
 /**
@@ -72,6 +74,13 @@ export interface ServiceOptions {
 export interface JobService {
   /** Checks the items whole, stores them durably, and answers their ids (once per Idempotency-Key). */
   create(caller: Caller, items: unknown, options?: CreateOptions): Promise<string[]>;
+  /**
+   * Stores durably, and submits, jobs validated elsewhere with ids given elsewhere (UCloud Core's);
+   * a job whose id is already stored is left as it is. Answers the ids it stored.
+   */
+  admit(jobs: readonly PreparedJob[]): string[];
+  /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
+  stopJobsOf(account: string, category: string, status: string): Promise<void>;
   /** A page of the jobs the caller sees, as UCloud's browse and search answer it. */
   browse(caller: Caller, options?: BrowseOptions & IncludeFlags): JobPage;
   /** The job, or 404 when the caller may not see it. */
@@ -137,8 +146,19 @@ export function createJobService(options: ServiceOptions): JobService {
     lifecycle: () => monitoring.lifecycle,
     exited: (id) => restarts.schedule(id),
     ...(log ? { log } : {}),
+    ...(options.mirror ? { mirror: options.mirror } : {}),
   });
-  const monitoring = jobMonitor({ store, env, backend, hooks, updates, access, now, requireCredits });
+  const monitoring = jobMonitor({
+    store,
+    env,
+    backend,
+    hooks,
+    updates,
+    access,
+    now,
+    requireCredits,
+    ...(options.mirror ? { mirror: options.mirror } : {}),
+  });
   const submission = jobSubmission({
     store,
     env,
@@ -194,6 +214,7 @@ export function createJobService(options: ServiceOptions): JobService {
     hooks,
     resubmit: submission.enqueue,
     now,
+    ...(options.mirror ? { mirror: options.mirror } : {}),
   });
 
   let monitorTimer: NodeJS.Timeout | undefined;
@@ -203,6 +224,24 @@ export function createJobService(options: ServiceOptions): JobService {
 
   return {
     create: intake.create,
+    admit(jobs) {
+      const fresh = store.transaction(
+        () => {
+          const unknown = [...new Map(jobs.map((job) => [job.id, job])).values()].filter(
+            (job) => !store.getJob(job.id),
+          );
+          for (const job of unknown) insertPrepared(store, job);
+          return unknown;
+        },
+        { durable: true },
+      );
+      const ids = fresh.map((j) => j.id);
+      if (ids.length > 0) for (const l of createdListeners) l(ids);
+      submission.accept(fresh);
+      for (const id of ids) announce(id);
+      return ids;
+    },
+    stopJobsOf: (account, category, status) => monitoring.lifecycle.stopJobsOf(account, category, status),
     browse(caller, o = {}) {
       const page = access.browse(caller, o, env.config.provider);
       return { ...page, items: page.items.map((job) => presentJob(job, env, o)) };

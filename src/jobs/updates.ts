@@ -1,4 +1,5 @@
-import { isFinal, type JobState, type JobUpdate } from '../model/job.ts';
+import type { JobState, JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobChanges, JobRecord, Store } from '../store/store.ts';
 import { ownerOf } from './access.ts';
@@ -6,6 +7,7 @@ import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
 import type { Logger } from './log.ts';
+import type { JobMirror } from './mirror.ts';
 import { isRestartExit, restartExit } from './restart-policy.ts';
 
 // Updates: every change of a job goes through the state machine in a transaction, then to the
@@ -23,6 +25,8 @@ export interface UpdatesOptions {
   exited: (id: string) => void;
   now: () => number;
   log?: Logger;
+  /** Told of every update in the transaction that writes it. */
+  mirror?: JobMirror;
 }
 
 interface Applied {
@@ -83,6 +87,7 @@ export function jobUpdates(o: UpdatesOptions) {
     const exiting = isRestartExit(u) && before.state === 'RUNNING';
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
     store.appendUpdate(before, u, changes);
+    o.mirror?.updateWritten(id, u);
     const job =
       ending || starting || exiting
         ? activeJob({ ...before, ...decision.changes, ...extra, state: next })

@@ -3,7 +3,7 @@ import { WebSocket } from 'ws';
 import { statusOf } from '../jobs/access.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
-import { isFinal } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { FollowMessage } from './schemas.ts';
 
 /** Log bytes queued for one follower before reading more: server memory stays bounded per reader. */

@@ -11,7 +11,16 @@ export interface UserRecord {
   name: string;
   admin: boolean;
   createdAt: number;
+  /** When an administrator disabled the user; null while enabled. */
+  disabledAt: number | null;
 }
+
+const toUser = (r: Row): UserRecord => ({
+  name: r.name as string,
+  admin: r.admin === 1,
+  createdAt: Number(r.created_at),
+  disabledAt: r.disabled_at === null ? null : Number(r.disabled_at),
+});
 
 export interface JobRecord {
   id: string;
@@ -84,6 +93,7 @@ export interface BrowseQuery {
   createdBefore?: number;
   productId?: string;
   productCategory?: string;
+  project?: string;
   ids?: readonly string[];
   /** Case-insensitive text in the job's id, name or application name. */
   query?: string;
@@ -258,7 +268,7 @@ export function openStore(path: string) {
     },
     getUser(name: string): UserRecord | undefined {
       const r = sql('select * from users where name = ?').get(name) as Row | undefined;
-      return r && { name: r.name as string, admin: r.admin === 1, createdAt: Number(r.created_at) };
+      return r && toUser(r);
     },
     createProject(id: string, title: string, now = Date.now()): boolean {
       return (
@@ -293,11 +303,12 @@ export function openStore(path: string) {
       );
       return token;
     },
+    /** The user a token opens: none for an unknown token, or a disabled user's. */
     userForToken(token: string): UserRecord | undefined {
       const r = sql(
-        'select users.* from tokens join users on users.name = tokens.username where tokens.hash = ?',
+        'select users.* from tokens join users on users.name = tokens.username where tokens.hash = ? and users.disabled_at is null',
       ).get(hashToken(token)) as Row | undefined;
-      return r && { name: r.name as string, admin: r.admin === 1, createdAt: Number(r.created_at) };
+      return r && toUser(r);
     },
 
     // Jobs and their updates.
@@ -408,6 +419,7 @@ export function openStore(path: string) {
         ['created_at < ?', q.createdBefore],
         ["json_extract(specification, '$.product.id') = ?", q.productId],
         ["json_extract(specification, '$.product.category') = ?", q.productCategory],
+        ['project = ?', q.project],
       ];
       for (const [condition, value] of equal) {
         if (value === undefined) continue;

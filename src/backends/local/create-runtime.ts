@@ -17,20 +17,18 @@ import { hostView } from './host-view.ts';
 import { imageRoots } from './image-roots.ts';
 import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
+import { type ContainerHandle, findContainers, watchContainers } from './pod/container-handle.ts';
 import {
-  type ContainerHandle,
   checkName,
   DEFAULT_LOGS,
-  findContainers,
   type LogRotation,
   type PodContext,
   type PodRecord,
   podDir,
   podDirMode,
-  podHandle,
   type Sandbox,
-  watchContainers,
-} from './pod.ts';
+} from './pod/context.ts';
+import { podHandle } from './pod/pod.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { compiledSeccomp } from './seccomp.ts';
 import { type IdRanges, idRanges } from './userns.ts';
@@ -158,12 +156,14 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
             `images run with their own file ids, not their owner's (no idmapped mount here: ${why}): their private folders (such as /root) stay closed to containers`,
           ),
       ));
+    const seccomp = await compiledSeccomp(options.stateDir);
     sandbox = {
       kind: 'bwrap',
       bwrap,
       root,
       hostView: await hostView(join(options.stateDir, 'host-view')),
-      seccomp: await compiledSeccomp(options.stateDir),
+      seccomp: seccomp.program,
+      syscalls: seccomp.syscalls,
       ids,
       imageRoots: roots,
     };
@@ -201,6 +201,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
             reserved,
             nameservers: nameserversOf(resolvConf),
             run: launcher.run,
+            setns: sandbox.syscalls.setns,
           },
         ).catch((error) => {
           launcher.close();

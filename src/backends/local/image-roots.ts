@@ -1,11 +1,8 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { run } from './exec.ts';
-import { PERL } from './perl.ts';
-
-const IDMAPPED_MOUNT = fileURLToPath(new URL('./idmapped-mount.pl', import.meta.url));
+import { PERL, programPath } from './programs.ts';
 
 /**
  * Images' root folders as one owner's containers see them. An image's files belong to the ids of
@@ -42,7 +39,7 @@ export async function imageRoots(
     if (!idmaps) return rootfs;
     await mkdir(target, { mode: 0o755 });
     try {
-      await run(PERL, [IDMAPPED_MOUNT, await userns(base), rootfs, target]);
+      await run(PERL, [programPath('idmapped-mount.pl'), await userns(base), rootfs, target]);
       return target;
     } catch (error) {
       await rmdir(target).catch(() => undefined);

@@ -1,10 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { closed, StringEnum } from '../../model/schema.ts';
-import type { Store } from '../../store/store.ts';
-import { type Api, errors, publicRoute } from '../api.ts';
+import { type ApiRoutes, errors, publicRoute } from '../api.ts';
 import { callerForToken, clearedCookie, cookieSession, sessionCookie } from '../auth.ts';
 import { errorBody } from '../errors.ts';
-import type { SignIns, UiSession } from '../sign-in.ts';
+import type { UiSession } from '../sign-in.ts';
 import { reachedBy } from './sessions.ts';
 
 const SignInRequest = Type.Object({ token: Type.String({ minLength: 1, maxLength: 1024 }) }, closed);
@@ -35,7 +34,8 @@ const EXPIRED_LINK_PAGE =
  * Signing in to the web interface: an API token or a one-time link traded for the session cookie,
  * the session read back and ended. The cookie then opens every call a token does.
  */
-export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
+export const authRoutes: ApiRoutes = async (api) => {
+  const { store, signIns } = api;
   const answer = (session: UiSession) => ({
     user: signIns.userOf(session.caller),
     csrfToken: session.csrfToken,
@@ -143,4 +143,4 @@ export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
         .send();
     },
   );
-}
+};

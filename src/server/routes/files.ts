@@ -5,8 +5,7 @@ import { ServiceError } from '../../jobs/errors.ts';
 import type { Caller } from '../../jobs/service.ts';
 import { closed } from '../../model/schema.ts';
 import { driveFiles, drivesOf, FileError } from '../../storage/files.ts';
-import type { Store } from '../../store/store.ts';
-import { type Api, errors } from '../api.ts';
+import { type ApiRoutes, errors } from '../api.ts';
 import { errorBody } from '../errors.ts';
 
 const FileEntry = Type.Object({
@@ -56,7 +55,8 @@ const ListResponse = Type.Object({
  * Files in the drives a caller may reach (their home, their projects'): browse, stat, upload
  * (streamed, resumable by offset), download (ranges), mkdir, move, copy, and delete to the trash.
  */
-export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
+export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { storageRoot }) => {
+  const store = api.store;
   const filesOf = (caller: Caller) =>
     driveFiles(
       storageRoot,
@@ -215,7 +215,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
     },
     async (request) => answer(filesOf(request.caller).trash(request.body.path)),
   );
-}
+};
 
 /** The one byte range of a Range header, `unsatisfiable`, or undefined for the whole file. */
 function byteRange(
