@@ -46,7 +46,7 @@ bin_dir() {
 }
 
 # The Kubernetes version the kube module builds, for the binaries' version (discovery, kubectl).
-kube_version() { sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$cluster_src/kube/go.mod" | head -1; }
+kube_version() { sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\).*$/\1/p' "$cluster_src/kube/go.mod" | head -1; }
 
 build() {
   ensure_debian_packages
@@ -230,7 +230,8 @@ EOF
     --kube-api-qps=500 --kube-api-burst=1000 --concurrent-gc-syncs=10
 
   # Volcano's CRDs and KWOK's (logs, exec, port-forward per pod), from their modules.
-  "${k[@]}" apply --server-side -f "$volcano_dir/config/crd/volcano/bases/" >/dev/null
+  "${k[@]}" apply --server-side -f "$volcano_dir/config/crd/volcano/bases/" \
+    -f "$volcano_dir/config/crd/jobflow/bases/" >/dev/null
   for crd in logs clusterlogs execs clusterexecs portforwards clusterportforwards; do
     "${k[@]}" apply --server-side -f "$kwok_dir/kustomize/crd/bases/kwok.x-k8s.io_$crd.yaml" >/dev/null
   done
@@ -270,7 +271,8 @@ EOF
 
   # ucompute's account, bound by deploy/rbac.yaml (and per-owner-binding.yaml: the tests use both
   # namespace strategies), with a long-lived token; and the storage claim jobs mount.
-  "${k[@]}" apply -f "$root/deploy/namespace.yaml" -f "$root/deploy/rbac.yaml" -f "$root/deploy/per-owner-binding.yaml" >/dev/null
+  "${k[@]}" apply -f "$root/deploy/namespace.yaml" -f "$root/deploy/rbac.yaml" -f "$root/deploy/per-owner-binding.yaml" \
+    -f "$root/deploy/storage.yaml" >/dev/null
   "${k[@]}" apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Secret
@@ -288,15 +290,6 @@ spec:
   accessModes: [ReadWriteMany]
   hostPath: {path: $dir/storage}
   claimRef: {namespace: ucompute, name: ucompute-storage}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: ucompute-storage, namespace: ucompute}
-spec:
-  accessModes: [ReadWriteMany]
-  storageClassName: ""
-  volumeName: ucompute-storage
-  resources: {requests: {storage: 100Gi}}
 EOF
   local token=
   for ((i = 0; i < 120; i++)); do
@@ -307,12 +300,17 @@ EOF
   [ -n "$token" ] || die "the ServiceAccount token was not issued (kube-controller-manager: $dir/logs/kube-controller-manager.log)"
   kubeconfig "$dir/ucompute.kubeconfig" "    token: $(echo "$token" | base64 -d)" ucompute
 
+  echo '{"apiVersion":"scheduling.volcano.sh/v1beta1","kind":"Queue","metadata":{"name":"probe"},"spec":{"weight":1}}' \
+    > "$dir/run/probe-queue.json"
   wait_for "Volcano's webhooks" "$dir/logs/volcano-webhook-manager.log" 240 \
-    "${k[@]}" create --dry-run=server -f - <<<'{"apiVersion":"scheduling.volcano.sh/v1beta1","kind":"Queue","metadata":{"name":"probe"},"spec":{"weight":1}}'
+    "${k[@]}" create --dry-run=server -f "$dir/run/probe-queue.json"
   wait_for "the default queue" "$dir/logs/volcano-controller-manager.log" 240 \
     sh -c "'$bin/kubectl' --kubeconfig='$dir/admin.kubeconfig' get queue default -o jsonpath='{.status.state}' | grep -qx Open"
   wait_for "$nodes KWOK nodes" "$dir/logs/kwok.log" 240 \
     sh -c "[ \$('$bin/kubectl' --kubeconfig='$dir/admin.kubeconfig' get nodes --no-headers | grep -cw Ready) -ge $nodes ]"
+  # The API server taints a new node not-ready until the node lifecycle controller sees it Ready;
+  # that controller is not run here (KWOK's nodes do not fail), so the taint goes once they are.
+  "${k[@]}" taint nodes --all node.kubernetes.io/not-ready- >/dev/null 2>&1 || true
   write_config
   say "up in $((SECONDS - started)) s: $nodes nodes of $node_cpu CPU, $node_memory; kubectl --kubeconfig $dir/admin.kubeconfig"
 }

@@ -18,6 +18,23 @@ export interface Command extends Completed {
 }
 
 /**
+ * What runs a command and what the shell completes after it, for a command whose module exports
+ * its runner and its usage text; the module loads when either is wanted. `words`: subcommands and
+ * short options, completed before the usage text's options.
+ */
+function fromModule<R extends string, U extends string>(
+  load: () => Promise<Record<R, (argv: string[]) => Promise<number>> & Record<U, string>>,
+  runner: R,
+  usage: U,
+  words?: readonly string[],
+): Pick<Command, 'run' | 'completes'> {
+  return {
+    run: async (argv) => (await load())[runner](argv),
+    completes: async () => ({ ...(words ? { words } : {}), usages: [(await load())[usage]] }),
+  };
+}
+
+/**
  * Every command, in the order of `ucompute --help`: the overview, the dispatch and the completion
  * scripts are made from this table.
  */
@@ -33,8 +50,7 @@ export const COMMANDS: Command[] = [
     help: [
       { call: 'plan SPEC.json', does: 'print the Kubernetes objects a job would become, without running it' },
     ],
-    run: async (argv) => (await import('./plan.ts')).planCommand(argv),
-    completes: async () => ({ usages: [(await import('./plan.ts')).PLAN_USAGE] }),
+    ...fromModule(() => import('./plan.ts'), 'planCommand', 'PLAN_USAGE'),
   },
   {
     name: 'apps',
@@ -81,8 +97,7 @@ export const COMMANDS: Command[] = [
         does: 'run a Volcano Job manifest on this machine (--follow streams its output)',
       },
     ],
-    run: async (argv) => (await import('./vcjob.ts')).vcjobCommand(argv),
-    completes: async () => ({ words: ['run'], usages: [(await import('./vcjob.ts')).VCJOB_USAGE] }),
+    ...fromModule(() => import('./vcjob.ts'), 'vcjobCommand', 'VCJOB_USAGE', ['run']),
   },
   {
     name: 'images',
@@ -101,8 +116,7 @@ export const COMMANDS: Command[] = [
   {
     name: 'products',
     help: [{ call: 'products', does: 'list the machine types and their prices', client: true }],
-    run: async (argv) => (await import('./jobs.ts')).productsCommand(argv),
-    completes: async () => ({ usages: [(await import('./jobs.ts')).PRODUCTS_USAGE] }),
+    ...fromModule(() => import('./jobs.ts'), 'productsCommand', 'PRODUCTS_USAGE'),
   },
   {
     name: 'run',
@@ -113,14 +127,12 @@ export const COMMANDS: Command[] = [
         client: true,
       },
     ],
-    run: async (argv) => (await import('./run.ts')).runCommand(argv),
-    completes: async () => ({ usages: [(await import('./run.ts')).RUN_USAGE] }),
+    ...fromModule(() => import('./run.ts'), 'runCommand', 'RUN_USAGE'),
   },
   {
     name: 'jobs',
     help: [{ call: 'jobs', does: 'list jobs (--state, --app, --project, --limit, --watch)', client: true }],
-    run: async (argv) => (await import('./job-list.ts')).jobsCommand(argv),
-    completes: async () => ({ usages: [(await import('./job-list.ts')).JOBS_USAGE] }),
+    ...fromModule(() => import('./job-list.ts'), 'jobsCommand', 'JOBS_USAGE'),
   },
   {
     name: 'show',
@@ -131,8 +143,7 @@ export const COMMANDS: Command[] = [
         client: true,
       },
     ],
-    run: async (argv) => (await import('./jobs.ts')).showCommand(argv),
-    completes: async () => ({ usages: [(await import('./jobs.ts')).SHOW_USAGE] }),
+    ...fromModule(() => import('./jobs.ts'), 'showCommand', 'SHOW_USAGE'),
   },
   {
     name: 'files',
@@ -161,14 +172,12 @@ export const COMMANDS: Command[] = [
         client: true,
       },
     ],
-    run: async (argv) => (await import('./jobs.ts')).logsCommand(argv),
-    completes: async () => ({ words: ['-f'], usages: [(await import('./jobs.ts')).LOGS_USAGE] }),
+    ...fromModule(() => import('./jobs.ts'), 'logsCommand', 'LOGS_USAGE', ['-f']),
   },
   {
     name: 'cancel',
     help: [{ call: 'cancel ID...', does: 'stop jobs', client: true }],
-    run: async (argv) => (await import('./jobs.ts')).cancelCommand(argv),
-    completes: async () => ({ usages: [(await import('./jobs.ts')).CANCEL_USAGE] }),
+    ...fromModule(() => import('./jobs.ts'), 'cancelCommand', 'CANCEL_USAGE'),
   },
   {
     name: 'extend',
@@ -179,30 +188,26 @@ export const COMMANDS: Command[] = [
         client: true,
       },
     ],
-    run: async (argv) => (await import('./jobs.ts')).extendCommand(argv),
-    completes: async () => ({ usages: [(await import('./jobs.ts')).EXTEND_USAGE] }),
+    ...fromModule(() => import('./jobs.ts'), 'extendCommand', 'EXTEND_USAGE'),
   },
   {
     name: 'open',
     help: [
       { call: 'open ID [--rank N]', does: "a one-time link to a job's web app or desktop", client: true },
     ],
-    run: async (argv) => (await import('./open.ts')).openCommand(argv),
-    completes: async () => ({ usages: [(await import('./open.ts')).OPEN_USAGE] }),
+    ...fromModule(() => import('./open.ts'), 'openCommand', 'OPEN_USAGE'),
   },
   {
     name: 'top',
     help: [
       { call: 'top ID', does: 'what each rank of a running job uses (CPU, memory, GPU), live', client: true },
     ],
-    run: async (argv) => (await import('./top.ts')).topCommand(argv),
-    completes: async () => ({ usages: [(await import('./top.ts')).TOP_USAGE] }),
+    ...fromModule(() => import('./top.ts'), 'topCommand', 'TOP_USAGE'),
   },
   {
     name: 'shell',
     help: [{ call: 'shell ID [--rank N]', does: 'a terminal in a running job', client: true }],
-    run: async (argv) => (await import('./shell.ts')).shellCommand(argv),
-    completes: async () => ({ usages: [(await import('./shell.ts')).SHELL_USAGE] }),
+    ...fromModule(() => import('./shell.ts'), 'shellCommand', 'SHELL_USAGE'),
   },
   {
     name: 'web',
@@ -213,8 +218,7 @@ export const COMMANDS: Command[] = [
         client: true,
       },
     ],
-    run: async (argv) => (await import('./web.ts')).webCommand(argv),
-    completes: async () => ({ usages: [(await import('./web.ts')).WEB_USAGE] }),
+    ...fromModule(() => import('./web.ts'), 'webCommand', 'WEB_USAGE'),
   },
   {
     name: 'ssh-keys',
@@ -230,8 +234,7 @@ export const COMMANDS: Command[] = [
   {
     name: 'balance',
     help: [{ call: 'balance', does: 'your credits left per product category', client: true }],
-    run: async (argv) => (await import('./usage.ts')).balanceCommand(argv),
-    completes: async () => ({ usages: [(await import('./usage.ts')).BALANCE_USAGE] }),
+    ...fromModule(() => import('./usage.ts'), 'balanceCommand', 'BALANCE_USAGE'),
   },
   {
     name: 'usage',
@@ -242,8 +245,7 @@ export const COMMANDS: Command[] = [
         client: true,
       },
     ],
-    run: async (argv) => (await import('./usage.ts')).usageCommand(argv),
-    completes: async () => ({ usages: [(await import('./usage.ts')).USAGE_USAGE] }),
+    ...fromModule(() => import('./usage.ts'), 'usageCommand', 'USAGE_USAGE'),
   },
   {
     name: 'admin',

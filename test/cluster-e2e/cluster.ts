@@ -61,12 +61,13 @@ const FINAL = new Set(['SUCCESS', 'FAILURE', 'EXPIRED']);
 
 /**
  * Starts `ucompute serve --backend kubernetes` on the cluster, with the example catalogue and the
- * simulated apps of test/cluster/apps; `config` is added to its configuration (YAML lines).
- * `dataDir` reuses a data folder (a restart).
+ * simulated apps of test/cluster/apps, the `single` namespace strategy in the namespace `ucompute`
+ * (whose storage claim `up` made) unless `perOwner`; `config` is added to its configuration (YAML
+ * lines). `dataDir` reuses a data folder (a restart).
  */
 export async function startUcompute(
   t: TestContext,
-  { config = '', dataDir }: { config?: string; dataDir?: string } = {},
+  { config = '', dataDir, perOwner = false }: { config?: string; dataDir?: string; perOwner?: boolean } = {},
 ): Promise<Ucompute> {
   const data = dataDir ?? (await mkdtemp(join(tmpdir(), 'ucompute-cluster-e2e-')));
   if (!dataDir) t.after(() => rm(data, { recursive: true, force: true }));
@@ -81,6 +82,7 @@ export async function startUcompute(
       'security: { allowRootApps: true }',
       'kubernetes:',
       `  kubeconfig: ${join(CLUSTER_DIR, 'ucompute.kubeconfig')}`,
+      perOwner ? '  namespaceStrategy: per-owner' : '  namespaceStrategy: single\n  namespace: ucompute',
       config,
     ].join('\n'),
   });
@@ -155,6 +157,41 @@ export async function objectsOf(jobId: string): Promise<string[]> {
     `ucompute.dev/job-id=${jobId}`,
   ]);
   return list.items.map((o: { kind: string; metadata: { name: string } }) => `${o.kind}/${o.metadata.name}`);
+}
+
+/**
+ * An owner's namespace with the storage claim its jobs mount (a claim is namespaced): made ahead,
+ * as an operator does for the per-owner strategy (docs/kubernetes.md); ucompute finds it there.
+ */
+export async function ownerNamespace(name: string): Promise<void> {
+  const objects = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: `storage-${name}` },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteMany'],
+        hostPath: { path: join(CLUSTER_DIR, 'storage') },
+        claimRef: { namespace: name, name: 'ucompute-storage' },
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'ucompute-storage', namespace: name },
+      spec: {
+        accessModes: ['ReadWriteMany'],
+        storageClassName: '',
+        volumeName: `storage-${name}`,
+        resources: { requests: { storage: '1Gi' } },
+      },
+    },
+  ];
+  await kubectl(['apply', '-f', '-'], {
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
+  });
 }
 
 export { until };

@@ -4,7 +4,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kubectl, kubectlJson, objectsOf, simulated, skip, spec, startUcompute, until } from './cluster.ts';
+import {
+  kubectl,
+  kubectlJson,
+  objectsOf,
+  ownerNamespace,
+  simulated,
+  skip,
+  spec,
+  startUcompute,
+  until,
+} from './cluster.ts';
 
 test('a job runs to its end with exit code 0; its Volcano Job, pods and companions are then gone', {
   skip,
@@ -99,10 +109,28 @@ test('ucompute restarted mid-job finds its running job again, and the end of one
 test('an action outside deploy/rbac.yaml is refused to ucompute: RBAC is enough and no more', {
   skip,
 }, async () => {
-  await assert.rejects(kubectl(['get', 'secrets', '-n', 'kube-system'], { asUcompute: true }), /Forbidden/);
+  // Reading one Secret (its own token), granting itself more, touching nodes: none is ucompute's.
+  await assert.rejects(
+    kubectl(['get', 'secret', 'ucompute-token', '-n', 'ucompute'], { asUcompute: true }),
+    /forbidden/i,
+  );
+  await assert.rejects(
+    kubectl(
+      [
+        'create',
+        'clusterrolebinding',
+        'more',
+        '--clusterrole=cluster-admin',
+        '--serviceaccount=ucompute:ucompute',
+        '--dry-run=server',
+      ],
+      { asUcompute: true },
+    ),
+    /forbidden/i,
+  );
   await assert.rejects(
     kubectl(['delete', 'node', 'kwok-node-0', '--dry-run=server'], { asUcompute: true }),
-    /Forbidden/,
+    /forbidden/i,
   );
   assert.match(
     await kubectl(['auth', 'can-i', 'create', 'jobs.batch.volcano.sh', '-n', 'ucompute'], {
@@ -110,4 +138,19 @@ test('an action outside deploy/rbac.yaml is refused to ucompute: RBAC is enough 
     }),
     /yes/,
   );
+});
+
+test("per owner: a new owner's queue is created with its weight, and its first job waits until Volcano opens it", {
+  skip,
+}, async (t) => {
+  const ucompute = await startUcompute(t, {
+    perOwner: true,
+    config: "fairShare: { weights: { 'user:local': 3 } }",
+  });
+  await ownerNamespace('ucompute-u-local');
+  const id = await ucompute.submit(spec('sim-batch', simulated(0, '1s')));
+  await ucompute.untilState(id, 'SUCCESS');
+  const queue = await kubectlJson(['get', 'queue', 'ucompute-u-local']);
+  assert.equal(queue.spec.weight, 3);
+  assert.equal(queue.status.state, 'Open');
 });

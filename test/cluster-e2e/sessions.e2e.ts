@@ -32,7 +32,9 @@ test('logs are followed live through the API server, and saved into the job fold
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-cluster-logs-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'rank0.log');
-  await writeFile(file, 'first line\n');
+  // KWOK serves a container log file as the kubelet keeps one: in the CRI's format.
+  const cri = (line: string) => `${new Date().toISOString()} stdout F ${line}\n`;
+  await writeFile(file, cri('first line'));
   const id = await ucompute.submit(spec('terminal'));
   await kubectl(['apply', '-f', '-'], {
     input: kwokObject('Logs', podOf(id), {
@@ -46,11 +48,17 @@ test('logs are followed live through the API server, and saved into the job fold
   });
   t.after(() => follower.kill());
   let out = '';
+  let err = '';
   follower.stdout!.setEncoding('utf8').on('data', (d: string) => {
     out += d;
   });
-  await until('the first line followed', async () => out.includes('first line'));
-  await appendFile(file, 'a line written later\n');
+  follower.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+  });
+  await until('the first line followed', async () => out.includes('first line')).catch((e: unknown) =>
+    assert.fail(`${(e as Error).message}: ${out} ${err}`),
+  );
+  await appendFile(file, cri('a line written later'));
   await until('a later line followed live', async () => out.includes('a line written later'));
   await ucompute.client.api('/api/jobs/terminate', { items: [{ id }] });
   await ucompute.untilState(id, 'SUCCESS');
