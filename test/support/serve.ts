@@ -21,9 +21,10 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): 
 
 /**
  * The URL from the child's "serving on" line. Rejects with its output if it exits first, and kills
- * it if that line has not come within `startMs`, so that a hung start fails rather than hangs the test.
+ * it if that line has not come within `startMs` (by default 90 s: a start takes 2 s alone, over 20 s
+ * on a loaded machine), so that a hung start fails rather than hangs the test.
  */
-export function serving(child: ChildProcess, startMs = 20_000): Promise<string> {
+export function serving(child: ChildProcess, startMs = 90_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
