@@ -16,6 +16,7 @@ import {
   restartStillWanted,
   syncedPhase,
 } from './decisions.ts';
+import { endsJob, policyCause } from './end-messages.ts';
 import { type JobRun, jobDir, newRun, type PodRecord } from './job-run.ts';
 import { saveOutput } from './output.ts';
 import { keepEnded, saveRun } from './persistence.ts';
@@ -106,6 +107,7 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
 
   async function podEvent(run: JobRun, rec: PodRecord, event: PodEvent): Promise<void> {
     const action = policyAction(run.job, rec.plan.task, event, rec.exit?.exitCode);
+    if (action && endsJob(action)) run.cause ??= policyCause(rec, event, action);
     if (action) await kill(run, action, rec);
     else await sync(run);
   }
