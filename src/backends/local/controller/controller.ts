@@ -5,7 +5,6 @@ import type { Companion, VolcanoAction, VolcanoJob } from '../../../volcano/api/
 import { policyAction } from '../../../volcano/emulation/job-controller.ts';
 import { planPods, preparePlugins } from '../../../volcano/emulation/plugins/index.ts';
 import type { ContainerExit, Pod } from '../runtime.ts';
-import { describe } from '../scheduler.ts';
 import { type Admission, admission } from './admission.ts';
 import type { LocalContext } from './context.ts';
 import {
@@ -28,7 +27,7 @@ import { podStarter } from './pod-start.ts';
  * reports up to date with each.
  */
 export interface JobController {
-  /** Takes a Volcano Job (once per id): it waits for admission, or fails at once when it can never fit. */
+  /** Takes a Volcano Job (once per id): it waits for admission, Pending with its reason while it cannot fit. */
   submit(id: string, job: VolcanoJob, companions: Companion[]): Promise<void>;
   /** Ends the run: a queued one at once, an admitted one through TerminateJob. */
   terminate(run: JobRun): Promise<void>;
@@ -204,13 +203,7 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     });
     await mkdir(join(jobDir(ctx.jobsDir, id), 'logs'), { recursive: true });
     ctx.runs.set(id, run);
-    const capacity = ctx.runtime.capacity;
-    if (run.demand.cpuMillis > capacity.cpuMillis || run.demand.memoryBytes > capacity.memoryBytes) {
-      run.fault = `The job needs ${describe(run.demand)}; this machine offers ${describe(capacity)}`;
-      run.phase = 'Failed';
-      await step(run, () => finish(run));
-      return;
-    }
+    // A gang larger than the machine stays Pending, saying why, as Volcano keeps it (scheduler.ts).
     await saveRun(ctx, run);
     admitted.reschedule();
   }
