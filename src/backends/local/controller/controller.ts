@@ -19,6 +19,7 @@ import { endsJob, policyCause } from './end-messages.ts';
 import { type JobRun, jobDir, newRun, type PodRecord } from './job-run.ts';
 import { saveOutput } from './output.ts';
 import { keepEnded, saveRun } from './persistence.ts';
+import { deadlineApplies, deadlineFault, podDeadlineMs } from './pod-deadline.ts';
 import { podStarter } from './pod-start.ts';
 
 /**
@@ -161,8 +162,25 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
       restarts: 0,
       killing: false,
     }));
-    for (const rec of fresh) run.pods.set(rec.plan.name, rec);
+    for (const rec of fresh) {
+      run.pods.set(rec.plan.name, rec);
+      const deadline = podDeadlineMs(rec.plan);
+      if (deadline !== null)
+        ctx.clock.setTimeout(() => void step(run, () => deadlineExceeded(run, rec)), deadline);
+    }
     if (fresh.length > 0) await startPods(run, fresh);
+  }
+
+  /** The kubelet's activeDeadlineSeconds: the pod is killed and Failed, and the job's policies see it. */
+  async function deadlineExceeded(run: JobRun, rec: PodRecord): Promise<void> {
+    if (ctx.closed || !deadlineApplies(run, rec)) return;
+    // Forgotten before it is destroyed, so that its containers' ends are not taken for their own.
+    const pod = rec.pod;
+    rec.pod = undefined;
+    await pod?.destroy(ctx.graceMs);
+    rec.phase = 'Failed';
+    rec.fault = deadlineFault(rec.plan);
+    await podEvent(run, rec, 'PodFailed');
   }
 
   async function startPods(run: JobRun, recs: PodRecord[]): Promise<void> {
