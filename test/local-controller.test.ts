@@ -80,8 +80,11 @@ test('PodFailed → RestartJob restarts the whole job until maxRetry, then the j
   const end = await ended('retry');
   assert.equal(backend.phaseOf('retry'), 'Failed');
   assert.equal(end.state, 'SUCCESS', 'the application failed, not the platform');
-  assert.match(end.status, /^The job ended \(Failed\): rank 1 exited with code 1$/);
   // Rank 1 fails each run, after its echo; rank 0 may be stopped by a restart before its own.
+  assert.match(
+    end.status,
+    /^The job ended \(Failed\): rank 1 exited with code 1(; rank 0 was stopped before it ended by itself)?$/,
+  );
   const runs = (await logs('retry'))
     .filter((c) => c.rank === 1)
     .map((c) => c.stdout)

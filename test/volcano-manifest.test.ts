@@ -131,7 +131,6 @@ test('every field the local backend cannot honour is named at once, never silent
   const notHere = 'the local backend cannot honour';
   assert.deepEqual(issues([job(spec)]), [
     `job.yaml.spec.volumes: ${notHere} job-level volumes (claims Volcano would create); remove it to run here`,
-    `job.yaml.spec.ttlSecondsAfterFinished: ${notHere} removal of the finished job after a delay; remove it to run here`,
     `job.yaml.spec.priorityClassName: ${notHere} priority classes; remove it to run here`,
     'job.yaml.spec.schedulerName: the local backend schedules as volcano does, not as kube-batch',
     `job.yaml.spec.tasks[0].policies[0].timeout: ${notHere} delayed actions; remove it`,

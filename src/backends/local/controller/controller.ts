@@ -16,6 +16,7 @@ import {
   syncedPhase,
 } from './decisions.ts';
 import { endsJob, policyCause } from './end-messages.ts';
+import { forgetAfterTtl } from './finished-ttl.ts';
 import { type JobRun, jobDir, newRun, type PodRecord } from './job-run.ts';
 import { saveOutput } from './output.ts';
 import { keepEnded, saveRun } from './persistence.ts';
@@ -198,11 +199,13 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     for (const p of run.pods.values()) p.pod = undefined;
     // The job's time ends with its pods: copying its output (or failing to) is not charged.
     const endedAt = ctx.clock.now();
+    run.finishedAt = endedAt;
     await saveOutput(ctx, run);
     await saveRun(ctx, run);
     reports.report(run, undefined, endedAt);
     run.end();
     await keepEnded(ctx, run.id);
+    forgetAfterTtl(ctx, run);
     admitted.reschedule();
   }
 
