@@ -73,20 +73,23 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
   };
   process.on('SIGINT', interrupt);
   process.on('SIGTERM', interrupt);
-  // Its own state folder: its bridge, subnet and the rest are derived from it (see host-names.ts),
-  // so a server or another run on this machine is never touched.
+  // Its own state folder: its bridge, subnet and cgroup folder are derived from it (see
+  // host-names.ts) whatever the configuration names (a server's), so that a server or another run
+  // on this machine is never touched.
   const stateDir = await mkdtemp(join(tmpdir(), 'ucompute-vcjob-state-'));
+  const { bridge: _bridge, subnet: _subnet, ...network } = config.local?.network ?? {};
+  const { cgroupParent: _cgroupParent, ...local } = config.local ?? {};
   let bridge: string | null = null;
   try {
     const backend = await openLocalBackend({
-      config: { ...config.local, stateDir, network: { poolSize: 0, ...config.local?.network } },
+      config: { ...local, stateDir, network: { ...network, poolSize: 0 } },
       dataDir,
       storageRoot: config.storage?.root ?? join(dataDir, 'storage'),
       storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
       embedded: values.config === undefined,
     });
-    // Made for this run only, unless the configuration names it.
-    if (config.local?.network?.bridge === undefined) bridge = backend.hostNames?.bridge ?? null;
+    // Made for this run only.
+    bridge = backend.hostNames?.bridge ?? null;
     try {
       for (const w of backend.warnings) process.stderr.write(`warning: ${w}\n`);
       backend.onPhase((jobId, phase) => {
