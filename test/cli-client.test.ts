@@ -4,17 +4,18 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseDuration } from '../src/cli/format.ts';
 import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job } from '../src/model/job.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
 import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
+import { until } from './support/until.ts';
 
 /** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
 
-const TIMEOUT = { timeout: 60_000 };
+/** Each command is a child process: a few seconds at a load of 30, each (a suite runs dozens). */
+const TIMEOUT = { timeout: 600_000 };
 
 // A developer's own ucompute settings must not reach the children either (CHILD_ENV drops the runner's).
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
@@ -55,15 +56,15 @@ async function retrieve(id: string, server = dry): Promise<Job> {
   return JSON.parse(result.stdout) as Job;
 }
 
-/** Polls until the job is in `state`: at most 100 tries, a few seconds in all. */
-async function until(id: string, state: string, server = dry): Promise<Job> {
-  let job = await retrieve(id, server);
-  for (let i = 0; i < 100 && job.status.state !== state; i++) {
-    await sleep(50);
-    job = await retrieve(id, server);
-  }
-  assert.equal(job.status.state, state);
-  return job;
+/** The job once it is in `state`. */
+function inState(id: string, state: string, server = dry): Promise<Job> {
+  return until(
+    async () => {
+      const job = await retrieve(id, server);
+      return job.status.state === state && job;
+    },
+    { describe: `job ${id} is ${state}`, every: 50 },
+  );
 }
 
 describe('parseDuration and parameterValue', () => {
@@ -404,7 +405,7 @@ describe('extend and cancel', TIMEOUT, () => {
     );
     assertExit(run, 0);
     const id = run.stdout.trim();
-    const running = await until(id, 'RUNNING', held);
+    const running = await inState(id, 'RUNNING', held);
 
     const extend = await client(['extend', id, '30m'], held);
     assertExit(extend, 0);
@@ -433,7 +434,7 @@ describe('extend and cancel', TIMEOUT, () => {
     const run = await client(['run', 'word-count', '--param', 'input=/home/local/a.txt'], held);
     assertExit(run, 0);
     const id = run.stdout.trim();
-    await until(id, 'RUNNING', held);
+    await inState(id, 'RUNNING', held);
     const waiting = client(['logs', id, '-f'], held);
     assertExit(await client(['cancel', id], held), 0);
     const followed = await waiting;

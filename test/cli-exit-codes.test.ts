@@ -16,7 +16,7 @@ import { type Served, startServe, stopServe } from './support/serve.ts';
  * --wait/--follow` exit with the application's code, as `srun` does.
  */
 
-const TIMEOUT = { timeout: 180_000 };
+const TIMEOUT = { timeout: 600_000 };
 const prerequisites = await needs('bwrap', 'nft', 'ip', 'nsenter', 'setpriv');
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 

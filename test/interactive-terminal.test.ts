@@ -12,6 +12,7 @@ import type { ShellOptions } from '../src/jobs/backend.ts';
 import { hashToken } from '../src/store/store.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { call, type World, world } from './support/interactive.ts';
+import { until } from './support/until.ts';
 
 /**
  * The terminal protocol, the VNC relay and their pages, over a backend whose shell is a small
@@ -62,9 +63,7 @@ async function running(w: World, spec: unknown): Promise<string> {
     body: JSON.stringify({ items: [spec] }),
   });
   const id = JSON.parse(created.body).responses[0].id as string;
-  for (let i = 0; i < 200 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'the job runs' });
   return id;
 }
 
@@ -97,11 +96,6 @@ async function terminal(w: World): Promise<Conversation> {
   return { messages, closed, socket };
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(condition());
-}
-
 describe('the terminal', { timeout: 60_000 }, () => {
   let w: World;
   let id: string;
@@ -117,9 +111,9 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const { sessionIdentifier } = await open(w, id, 'SHELL');
     const t = await terminal(w);
     t.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 100, rows: 30 }));
-    await until(() => shells.length === 1);
+    await until(() => shells.length === 1, { describe: 'a shell is opened' });
     t.socket.send(JSON.stringify({ type: 'input', data: 'echo $((6*7))' }));
-    await until(() => t.messages.some((m) => m.type === 'data'));
+    await until(() => t.messages.some((m) => m.type === 'data'), { describe: 'the terminal sends data' });
     assert.ok(t.messages.some((m) => m.type === 'ack'));
     assert.deepEqual(
       t.messages.filter((m) => m.type === 'data'),
@@ -158,7 +152,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const { sessionIdentifier } = await open(w, id, 'SHELL');
     const first = await terminal(w);
     first.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
-    await until(() => shells.length === 3);
+    await until(() => shells.length === 3, { describe: 'three shells are opened' });
     const second = await terminal(w);
     second.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
     assert.equal((await second.closed).code, 4401);
@@ -190,9 +184,9 @@ describe('the terminal', { timeout: 60_000 }, () => {
     });
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     const before = shells.length;
-    await until(() => shells.length === before + 1);
+    await until(() => shells.length === before + 1, { describe: 'one more shell is opened' });
     child.stdin.write('hello');
-    await until(() => stdout.includes('you said: hello'));
+    await until(() => stdout.includes('you said: hello'), { describe: 'the shell answers' });
     child.stdin.write('exit');
     assert.equal(await exited, 0);
   });
@@ -204,7 +198,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     });
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     const before = shells.length;
-    await until(() => shells.length === before + 1);
+    await until(() => shells.length === before + 1, { describe: 'one more shell is opened' });
     child.stdin.write('exit 3');
     assert.equal(await exited, 3);
   });
@@ -233,7 +227,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     assertExit(result, 0);
     const [link = '', said] = result.stdout.trim().split('\n');
     assert.equal(said, 'opened in your browser');
-    await until(() => existsSync(seen));
+    await until(() => existsSync(seen), { describe: 'the command ran' });
     const args = readFileSync(seen, 'utf8').trim();
     assert.ok(!args.includes(new URL(link).hash.slice(1)), 'the secret is not on the command line');
     const page = fileURLToPath(args);

@@ -8,6 +8,8 @@ import { interactiveSessions } from '../src/interactive/sessions.ts';
 import { hashToken } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { call, type World, world } from './support/interactive.ts';
+import { jobInState } from './support/server.ts';
+import { until } from './support/until.ts';
 
 /**
  * Interactive sessions and the web proxy end to end on a loopback port: who may open what, the
@@ -37,10 +39,7 @@ async function running(w: World, spec: unknown, who: 'alice' | 'bob' = 'alice'):
   const created = await api(w, who, '/api/jobs', { items: [spec] });
   assert.equal(created.status, 200, JSON.stringify(created.json));
   const id = created.json.responses[0].id as string;
-  for (let i = 0; i < 200 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  await jobInState(w, id, 'RUNNING');
   return id;
 }
 
@@ -245,12 +244,13 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     w.store.touchSession(hash, old, old + 1000 * 3_600_000);
     await call(w.port, { host: appHost(w, a), path: '/', headers: { cookie } });
     // Written with the other sessions' use every few seconds, not on each request.
-    let session = w.store.session(hash);
-    for (let i = 0; i < 100 && session && session.lastUsedAt === old; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      session = w.store.session(hash);
-    }
-    assert.ok(session && session.lastUsedAt > old);
+    const session = await until(
+      () => {
+        const now = w.store.session(hash);
+        return now && now.lastUsedAt > old && now;
+      },
+      { describe: 'the use is written', timeout: 30_000, every: 100 },
+    );
     assert.ok(session.expiresAt >= session.lastUsedAt + 10 * 3_600_000 - 1000);
   });
 
@@ -359,8 +359,7 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     const { cookie } = await signIn(w, id);
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 200);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
-    for (let i = 0; i < 200 && w.store.getJob(id)?.state === 'RUNNING'; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await until(() => w.store.getJob(id)?.state !== 'RUNNING', { describe: 'the job ends' });
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 401);
   });
 
@@ -384,8 +383,7 @@ describe('revocation', { timeout: 60_000 }, () => {
       const hash = hashToken(opened.json.responses[0].session.sessionIdentifier);
       assert.ok(w.store.session(hash));
       await w.service.terminate({ username: 'alice', admin: false }, [id]);
-      for (let i = 0; i < 200 && w.store.session(hash); i++) await new Promise((r) => setTimeout(r, 10));
-      assert.equal(w.store.session(hash), undefined);
+      await until(() => w.store.session(hash) === undefined, { describe: 'the session is deleted' });
     } finally {
       await w.close();
     }
@@ -467,11 +465,12 @@ describe('sessions in use', { timeout: 60_000 }, () => {
       assert.equal(sockets.length, 1);
       assert.equal(sockets[0]?.destroyed, false);
       await w.service.terminate(alice, [id]);
-      // Kept alive, the app's connection would stay open for its keep-alive time (about 4 s).
-      for (let i = 0; i < 150 && sockets.some((s) => !s.destroyed); i++) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      assert.ok(sockets.every((s) => s.destroyed));
+      // Kept alive, the app's connection would stay open for undici's keep-alive time (4 s): the
+      // wait must end before that, or the test could not fail.
+      await until(() => sockets.every((s) => s.destroyed), {
+        describe: "the app's connections are closed before their keep-alive time",
+        timeout: 3_000,
+      });
     } finally {
       await w.close();
     }

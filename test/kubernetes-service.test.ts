@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
+import { type Clock, systemClock } from '../src/model/clock.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { openStore } from '../src/store/store.ts';
 import { CHILD_ENV } from './support/cli.ts';
 import { eventually, type FakeCluster, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
+import { manualClock } from './support/manual-clock.ts';
 import { serving, spawnServe } from './support/serve.ts';
 
 const alice = { username: 'alice', admin: false };
@@ -25,7 +27,7 @@ function serviceOn(
   t: import('node:test').TestContext,
   cluster: FakeCluster,
   store = openStore(':memory:'),
-  now = Date.now,
+  clock: Clock = systemClock,
 ) {
   const config = resolvePipelineConfig(cluster.config());
   const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
@@ -33,7 +35,7 @@ function serviceOn(
     store,
     env: { catalog, products, config },
     backend,
-    now,
+    clock,
     requireCredits: false,
   });
   t.after(async () => {
@@ -62,8 +64,8 @@ test('through the job service: a job is submitted, runs on the cluster and succe
 
 test('through the job service: cancel and expiry delete the job on the cluster', async (t) => {
   const cluster = await fakeCluster(t);
-  let clock = Date.now();
-  const { service, state } = serviceOn(t, cluster, openStore(':memory:'), () => clock);
+  const clock = manualClock(Date.now());
+  const { service, state } = serviceOn(t, cluster, openStore(':memory:'), clock);
   await service.start();
   const [a, b] = await service.create(alice, [
     job(),
@@ -78,7 +80,7 @@ test('through the job service: cancel and expiry delete the job on the cluster',
   await service.terminate(alice, [a!]);
   assert.equal(state(a!), 'SUCCESS');
   assert.equal(cluster.volcano.job(a!), undefined);
-  clock += 2 * 60_000;
+  await clock.advance(2 * 60_000);
   await service.monitor();
   assert.equal(state(b!), 'EXPIRED');
   assert.equal(cluster.volcano.job(b!), undefined);

@@ -13,6 +13,7 @@ import { assertExit, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { openTestBackend } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { until } from './support/until.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** The local backend with its real runtime: bubblewrap, cgroups, a network namespace per pod. */
@@ -184,7 +185,10 @@ test(
     await first.running('long');
     await first.close(); // ucompute stops; the pods do not, and their output keeps reaching its files
     await writeFile(join(dir, 'control/speak'), '');
-    await new Promise((r) => setTimeout(r, 500));
+    const spoken = (rank: number) => readFile(join(dir, 'local/jobs/long/logs', `${rank}.t.out`), 'utf8');
+    await until(async () => (await spoken(0)).includes('spoke') && (await spoken(1)).includes('spoke'), {
+      describe: 'both ranks speak while ucompute is down',
+    });
 
     const second = await openTestBackend(t, { dir });
     // After the backends' own clean-up (hooks run in order): the runtime unmounts its tmpfs at close.

@@ -44,7 +44,7 @@ test(
       // sets up the bridge and compiles the seccomp filter, slow on a busy machine.
       const config =
         'security: { allowRootApps: true }\nlocal:\n  hostUserland: true\n  capacity: { cpu: 8, memoryInGigs: 16 }\n';
-      const s = await startServe(dataDir, { args: ['--backend', 'local'], config, startMs: 120_000 });
+      const s = await startServe(dataDir, { args: ['--backend', 'local'], config });
       served.push(s);
       bridges.push((await namesOf(dataDir)).bridge);
       return s;

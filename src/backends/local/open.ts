@@ -2,6 +2,7 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
+import type { Clock } from '../../model/clock.ts';
 import { createRuntime } from './create-runtime.ts';
 import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
@@ -24,6 +25,8 @@ export interface OpenLocalOptions {
   embedded: boolean;
   /** The server's listen address, where jobs' SSH ports are bound (default 127.0.0.1). */
   listen?: string;
+  /** What the backend reads the time from and waits on; the machine's by default. */
+  clock?: Clock;
   log?: Logger;
 }
 
@@ -105,6 +108,7 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
       ? { diskCheckIntervalMs: o.config.diskCheckIntervalMs }
       : {}),
     ssh: sshSettings(o.config.ssh ?? {}, o.listen ?? '127.0.0.1'),
+    ...(o.clock ? { clock: o.clock } : {}),
     ...(o.log ? { log: o.log } : {}),
   });
   return Object.assign(backend, {
