@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
 import { hashToken } from '../src/store/store.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
-import { call, type World, world } from './support/interactive.ts';
+import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -59,19 +59,6 @@ function fakeShell(jobId: string, rank: number, size: ShellOptions) {
 
 let echo: Server;
 
-async function running(w: World, spec: unknown): Promise<string> {
-  const created = await call(w.port, {
-    host: `localhost:${w.port}`,
-    path: '/api/jobs',
-    method: 'POST',
-    headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ items: [spec] }),
-  });
-  const id = JSON.parse(created.body).responses[0].id as string;
-  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'the job runs' });
-  return id;
-}
-
 async function open(w: World, id: string, sessionType: string, rank = 0) {
   const answer = await call(w.port, {
     host: `localhost:${w.port}`,
@@ -108,7 +95,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     w = await world({
       backend: () => ({ shell: async (jobId, rank, size) => fakeShell(jobId, rank, size) }),
     });
-    id = await running(w, desktop);
+    id = await runningJob(w, desktop);
   });
   after(() => w.close());
 
@@ -210,7 +197,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
   });
 
   test('ucompute shell of a job cancelled under it says so and exits 130', async () => {
-    const doomed = await running(w, desktop);
+    const doomed = await runningJob(w, desktop);
     const child = spawn(process.execPath, [BIN, 'shell', doomed, '--url', `http://127.0.0.1:${w.port}`], {
       env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
       stdio: ['pipe', 'ignore', 'pipe'],
@@ -296,7 +283,7 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
         },
       }),
     });
-    id = await running(w, desktop);
+    id = await runningJob(w, desktop);
   });
   after(async () => {
     await w.close();
@@ -332,7 +319,7 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
     assert.equal(await statusOf(relay(id, ['binary'])), 401);
     const shell = await open(w, id, 'SHELL');
     assert.equal(await statusOf(relay(id, ['binary', `session.${shell.sessionIdentifier}`])), 401);
-    const other = await running(w, desktop);
+    const other = await runningJob(w, desktop);
     const session = await open(w, id, 'VNC');
     const secret = new URL(session.url).hash.slice(1);
     assert.equal(await statusOf(relay(other, ['binary', `session.${secret}`])), 401);

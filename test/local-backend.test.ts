@@ -84,12 +84,14 @@ test(
   async (t) => {
     const { backend, ended, output } = await openTestBackend(t);
     const file = join(ROOT, 'examples/vcjobs/mpi.yaml');
-    const { job } = readManifest(
+    const {
+      jobs: [job],
+    } = readManifest(
       parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()),
       file,
       resolveSecurityPolicy(),
     );
-    await backend.submitVolcanoJob('mpi', job);
+    await backend.submitVolcanoJob('mpi', job!);
     const end = await ended('mpi', 60_000);
     assert.equal(end.state, 'SUCCESS', end.status);
     assert.equal(backend.phaseOf('mpi'), 'Completed');
