@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { lastLines, sandboxFailure } from '../src/backends/local/sandbox-status.ts';
+import { lastLines } from '../src/backends/local/controller/failure-reasons.ts';
+import { sandboxFailure } from '../src/backends/local/sandbox-status.ts';
 import { CGROUP_JOIN_FAILED } from '../src/backends/local/supervisor.ts';
 import { openTestBackend } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';

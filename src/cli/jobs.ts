@@ -227,7 +227,8 @@ export async function cancelCommand(argv: string[]): Promise<number> {
   // The API leaves an ended job as it is (as UCloud does); a person asking to cancel one is told.
   for (const id of ids) {
     const { state } = (await client.get<Job>('/api/jobs/retrieve', { id })).status;
-    if (isFinal(state)) throw new CliError(`job ${id} has already ended (${state})`);
+    // Exit 1 as for every refusal of the service's (2 is for a wrong command line).
+    if (isFinal(state)) throw new CliError(`job ${id} has already ended (${state})`, 1);
   }
   const response = await client.post<unknown>('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
   if (values.json) printJson(response);

@@ -1,4 +1,5 @@
 import { open, readFile } from 'node:fs/promises';
+import { lastLines, REASON_LINES } from './controller/failure-reasons.ts';
 import { CGROUP_JOIN_FAILED } from './supervisor.ts';
 
 /**
@@ -10,18 +11,6 @@ import { CGROUP_JOIN_FAILED } from './supervisor.ts';
 
 /** How much of the end of the container's stderr is read for the reason. */
 const TAIL_BYTES = 8192;
-/** Lines of stderr that say why, at most. */
-export const REASON_LINES = 5;
-
-/** The last `count` non-empty lines of a text. */
-export function lastLines(text: string, count: number): string[] {
-  return text
-    .split('\n')
-    .map((line) => line.trimEnd())
-    .filter((line) => line !== '')
-    .slice(-count);
-}
-
 /**
  * Why the sandbox failed, or null when the command ran (or was killed: a signal's exit is its own).
  * `status`: the supervisor's exit record; `statusFile`: bubblewrap's status file's text, null when

@@ -1,5 +1,4 @@
 import type { ContainerExit } from '../runtime.ts';
-import { lastLines, REASON_LINES } from '../sandbox-status.ts';
 
 /**
  * The sentences a failed container leaves in the job's updates, as `kubectl describe` shows a
@@ -7,6 +6,18 @@ import { lastLines, REASON_LINES } from '../sandbox-status.ts';
  * stderr, which otherwise sit in a file under the server's data folder. Pure functions of what
  * was observed.
  */
+
+/** Lines of stderr that say why, at most. */
+export const REASON_LINES = 5;
+
+/** The last `count` non-empty lines of a text. */
+export function lastLines(text: string, count: number): string[] {
+  return text
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line !== '')
+    .slice(-count);
+}
 
 /** A line of stderr quoted in a reason is cut to this many characters. */
 const QUOTED_LINE_CHARS = 200;
