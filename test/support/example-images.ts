@@ -1,9 +1,10 @@
 /**
  * The README's example images (examples/images/*.yml), built once with `ucompute images build`
  * (mmdebstrap: minutes each) into an image store outside the checkout, kept between runs, and
- * shared read-only by the tests that run them.
+ * shared read-only by the tests that run them. An image is rebuilt when its recipe changed.
  */
-import { mkdir, readFile, symlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { openImageStore } from '../../src/backends/local/images/store.ts';
@@ -27,9 +28,15 @@ export async function exampleImages(recipes: readonly string[]): Promise<void> {
       const store = await openImageStore(join(IMAGE_CACHE, 'images'));
       for (const recipe of recipes) {
         const file = join(ROOT, 'examples', 'images', `${recipe}.yml`);
-        const { name } = parse(await readFile(file, 'utf8')) as { name: string };
-        if (await store.find(name)) continue;
+        const text = await readFile(file, 'utf8');
+        const { name } = parse(text) as { name: string };
+        // The store knows images by name: the recipe's hash beside it says which recipe made it.
+        const stamp = join(IMAGE_CACHE, `${recipe}.recipe.sha256`);
+        const hash = createHash('sha256').update(text).digest('hex');
+        const built = await readFile(stamp, 'utf8').catch(() => null);
+        if (built === hash && (await store.find(name))) continue;
         assertExit(await runCli(['images', 'build', file, '--data-dir', IMAGE_CACHE]), 0);
+        await writeFile(stamp, hash);
       }
     },
     BUILD_WAIT_MS,
