@@ -332,7 +332,15 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
       assert.equal(answer.status, 200, path);
       assert.match(String(answer.headers['content-security-policy']), /default-src 'self'/);
     }
-    for (const name of ['xterm.js', 'xterm.css', 'addon-fit.js', 'shell.js', 'vnc.js', 'novnc/core/rfb.js']) {
+    for (const name of [
+      'xterm.js',
+      'xterm.css',
+      'addon-fit.js',
+      'shell.js',
+      'vnc.js',
+      'vnc-start.js',
+      'novnc/core/rfb.js',
+    ]) {
       assert.equal((await call(w.port, { host, path: `/sessions/assets/${name}` })).status, 200, name);
     }
     for (const name of [
