@@ -62,6 +62,20 @@ export interface ContainerPort {
   protocol?: 'TCP' | 'UDP' | 'SCTP';
 }
 
+/** The kubelet's probe handlers (one per probe) and timing; see src/backends/local/controller/probes.ts. */
+export interface Probe {
+  exec?: { command: string[] };
+  /** A port is a number or the name of one of the container's ports. */
+  httpGet?: { path?: string; port: number | string; httpHeaders?: { name: string; value: string }[] };
+  tcpSocket?: { port: number | string };
+  initialDelaySeconds?: number;
+  periodSeconds?: number;
+  timeoutSeconds?: number;
+  successThreshold?: number;
+  failureThreshold?: number;
+  terminationGracePeriodSeconds?: number;
+}
+
 export interface Container {
   name: string;
   image: string;
@@ -74,6 +88,9 @@ export interface Container {
   resources?: { requests?: ResourceList; limits?: ResourceList };
   volumeMounts?: VolumeMount[];
   securityContext?: SecurityContext;
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  startupProbe?: Probe;
 }
 
 export interface Volume {

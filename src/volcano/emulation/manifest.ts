@@ -4,6 +4,7 @@ import type { Companion, VolcanoJob } from '../api/types.ts';
 import { checkPrivileged } from '../privileged.ts';
 import { checkJobFields, checkPodFields, checkTaskFields } from './local-limits.ts';
 import { jobPlugins } from './plugins/index.ts';
+import { checkProbes } from './probe-fields.ts';
 
 /**
  * A Volcano Job manifest as a user writes it (`ucompute vcjob run`), checked field by field for
@@ -177,6 +178,7 @@ function checkJob(doc: Json, at: string, security: SecurityPolicy, issues: Issue
             issues.add(joinPath(p, key), 'must be a list of strings');
           }
         }
+        checkProbes(c, p, list === 'initContainers', issues);
       });
     }
   });
