@@ -167,6 +167,7 @@ function timedPod(pod: Pod, m: Marks): Pod {
     containers: () => pod.containers(),
     allowPeers: (ips) => pod.allowPeers(ips),
     shell: (o) => pod.shell(o),
+    exec: (c, command, signal) => pod.exec(c, command, signal),
     connect: (p) => pod.connect(p),
     usage: () => pod.usage(),
     async destroy(grace) {

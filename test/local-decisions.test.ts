@@ -39,7 +39,7 @@ function runOf(
   });
   pods.forEach(([podPhase, restarts = 0, killing = false], i) => {
     const plan = run.planned[i]!;
-    run.pods.set(plan.name, { plan, phase: podPhase, restarts, killing });
+    run.pods.set(plan.name, { plan, phase: podPhase, restarts, killing, ready: podPhase === 'Running' });
   });
   return Object.assign(run, extra);
 }

@@ -33,7 +33,9 @@ function issues(documents: unknown[]): string[] {
     readManifest(documents, 'job.yaml', resolveSecurityPolicy());
   } catch (e) {
     assert.ok(e instanceof ValidationError);
-    return e.issues.map((i) => `${i.path.replace('job.yaml.spec.tasks[0].template.spec.', '')}: ${i.message}`);
+    return e.issues.map(
+      (i) => `${i.path.replace('job.yaml.spec.tasks[0].template.spec.', '')}: ${i.message}`,
+    );
   }
   return [];
 }
@@ -43,7 +45,11 @@ test('exec, httpGet and tcpSocket probes with the timing fields are accepted, na
     issues(
       manifest({
         ports: [{ name: 'web', containerPort: 8080 }],
-        startupProbe: { exec: { command: ['test', '-e', '/tmp/up'] }, failureThreshold: 30, periodSeconds: 1 },
+        startupProbe: {
+          exec: { command: ['test', '-e', '/tmp/up'] },
+          failureThreshold: 30,
+          periodSeconds: 1,
+        },
         readinessProbe: {
           httpGet: { path: '/ready', port: 'web', httpHeaders: [{ name: 'X-Probe', value: '1' }] },
           initialDelaySeconds: 2,

@@ -1,11 +1,12 @@
 /**
  * A test runtime for the local backend's controller: containers are plain host processes (no
- * sandbox, no network), so the Volcano semantics can be tested quickly and on any machine. Every
+ * sandbox, the host's network), so the Volcano semantics can be tested quickly and on any machine. Every
  * pod and container spec is recorded for the tests to inspect. The real runtime has its own tests.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
+import { connect as netConnect } from 'node:net';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import type {
@@ -93,9 +94,33 @@ export function processRuntime(
         async shell() {
           throw new Error('no shell in the test runtime');
         },
-        async connect() {
-          throw new Error('no network in the test runtime');
+        async exec(name, command, signal) {
+          const c = record.containers.findLast((s) => s.name === name);
+          if (!c || record.destroyed) throw new Error(`no container ${name}`);
+          const { stdout, stderr, code } = await new Promise<{
+            stdout: string;
+            stderr: string;
+            code: number;
+          }>((resolve, reject) =>
+            execFile(command[0]!, command.slice(1), { env: c.env, signal }, (error, stdout, stderr) => {
+              if (signal.aborted) reject(signal.reason);
+              else
+                resolve({
+                  stdout,
+                  stderr,
+                  code: typeof error?.code === 'number' ? error.code : error ? 1 : 0,
+                });
+            }),
+          );
+          return { exitCode: code, output: stdout + stderr };
         },
+        // Its processes share the host's network: a port they listen on is the host's loopback port.
+        connect: (port) =>
+          new Promise((resolve, reject) => {
+            const socket = netConnect({ host: '127.0.0.1', port });
+            socket.once('connect', () => resolve(socket));
+            socket.once('error', reject);
+          }),
         async usage() {
           return { cpuSeconds: null, memoryBytes: null };
         },

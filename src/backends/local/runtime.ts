@@ -102,6 +102,8 @@ export interface ContainerExit {
    * command it could not execute): why, from its own words. `exitCode` is then not the application's.
    */
   sandboxFailure?: string;
+  /** The prober killed it: a liveness or startup probe failed past its threshold (said so). */
+  probeFailure?: string;
 }
 
 export interface RunningContainer {
@@ -130,12 +132,25 @@ export interface Pod {
   allowPeers(ips: readonly string[]): Promise<void>;
   /** An interactive shell (a pty) inside the pod's last started container, as its user. */
   shell(options: ShellOptions): Promise<ShellStream>;
+  /**
+   * Runs a command to its end in the named running container, confined and as its user with its
+   * variables, as `runc exec` does (the kubelet's exec probes): its exit code and the start of its
+   * output. When `signal` aborts, the command is killed and the promise rejects.
+   */
+  exec(container: string, command: readonly string[], signal: AbortSignal): Promise<ExecResult>;
   /** A TCP stream to a port the pod listens on. */
   connect(port: number): Promise<Duplex>;
   /** What its processes use: CPU time so far and memory now, from its cgroups (null without them). */
   usage(): Promise<PodUsage>;
   /** SIGTERM to every process, SIGKILL after `graceMs`, then removes its cgroups, network, folders. Idempotent. */
   destroy(graceMs: number): Promise<void>;
+}
+
+export interface ExecResult {
+  /** 128 + the signal's number when a signal ended it. */
+  exitCode: number;
+  /** Its stdout and stderr together, cut to their first kibibyte. */
+  output: string;
 }
 
 /** What a pod's processes use, from its cgroups: null where no hierarchy here counts it. */

@@ -63,7 +63,7 @@ export function gangPodNames(job: VolcanoJob): string[] {
 /**
  * Whether a task's pods may be created (the controller's `waitDependsOnTaskMeetCondition`): every
  * task it depends on (with `iteration: any` and several, one of them) has at least its
- * minAvailable pods Running or Succeeded. `started` counts those per task.
+ * minAvailable pods Running with every container Ready, or Succeeded. `started` counts those per task.
  */
 export function dependenciesMet(job: VolcanoJob, task: TaskSpec, started: Record<string, number>): boolean {
   const dependsOn = task.dependsOn;

@@ -13,7 +13,13 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 
 export const PROBE_KINDS = ['readinessProbe', 'livenessProbe', 'startupProbe'] as const;
 const HANDLERS = ['exec', 'httpGet', 'tcpSocket', 'grpc'];
-const TIMINGS = ['initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'successThreshold', 'failureThreshold'];
+const TIMINGS = [
+  'initialDelaySeconds',
+  'periodSeconds',
+  'timeoutSeconds',
+  'successThreshold',
+  'failureThreshold',
+];
 const PROBE_KEYS = [...HANDLERS, ...TIMINGS, 'terminationGracePeriodSeconds'];
 const IANA_SVC_NAME = /^(?=.*[a-z])[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$/;
 
@@ -50,7 +56,8 @@ function checkProbe(kind: (typeof PROBE_KINDS)[number], probe: Json, c: Json, at
   if (grace !== undefined) {
     const field = joinPath(at, 'terminationGracePeriodSeconds');
     if (kind === 'readinessProbe') issues.add(field, 'is not allowed on a readinessProbe');
-    else if (!(Number.isInteger(grace) && (grace as number) > 0)) issues.add(field, 'must be a whole number above 0');
+    else if (!(Number.isInteger(grace) && (grace as number) > 0))
+      issues.add(field, 'must be a whole number above 0');
   }
   if (probe.grpc !== undefined) issues.add(joinPath(at, 'grpc'), notHere('gRPC probes'));
   if (probe.exec !== undefined) checkExec(probe.exec, joinPath(at, 'exec'), issues);
@@ -63,7 +70,8 @@ function checkProbe(kind: (typeof PROBE_KINDS)[number], probe: Json, c: Json, at
       continue;
     }
     checkPort(h.port, c, joinPath(where, 'port'), issues);
-    if (h.host !== undefined) issues.add(joinPath(where, 'host'), notHere('probing another host than the pod'));
+    if (h.host !== undefined)
+      issues.add(joinPath(where, 'host'), notHere('probing another host than the pod'));
     if (handler === 'httpGet') checkHttpGet(h, where, issues);
   }
 }
@@ -80,14 +88,19 @@ function checkHttpGet(h: Json, at: string, issues: IssueList): void {
     issues.add(joinPath(at, 'path'), 'must be a path starting with /');
   }
   if (h.scheme !== undefined && h.scheme !== 'HTTP') {
-    issues.add(joinPath(at, 'scheme'), h.scheme === 'HTTPS' ? notHere('HTTPS probes') : 'must be HTTP or HTTPS');
+    issues.add(
+      joinPath(at, 'scheme'),
+      h.scheme === 'HTTPS' ? notHere('HTTPS probes') : 'must be HTTP or HTTPS',
+    );
   }
   const headers = h.httpHeaders;
   if (
     headers !== undefined &&
     !(
       Array.isArray(headers) &&
-      headers.every((x) => isObject(x) && typeof x.name === 'string' && x.name !== '' && typeof x.value === 'string')
+      headers.every(
+        (x) => isObject(x) && typeof x.name === 'string' && x.name !== '' && typeof x.value === 'string',
+      )
     )
   ) {
     issues.add(joinPath(at, 'httpHeaders'), 'must be a list of {name, value} strings');
@@ -97,7 +110,8 @@ function checkHttpGet(h: Json, at: string, issues: IssueList): void {
 /** A port number, or the name of one of the container's ports (as the kubelet resolves it). */
 function checkPort(port: unknown, c: Json, at: string, issues: IssueList): void {
   if (typeof port === 'number') {
-    if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) issues.add(at, 'must be a port from 1 to 65535');
+    if (!(Number.isInteger(port) && port >= 1 && port <= 65535))
+      issues.add(at, 'must be a port from 1 to 65535');
     return;
   }
   if (typeof port !== 'string' || !IANA_SVC_NAME.test(port)) {

@@ -20,6 +20,7 @@ import { saveOutput } from './output.ts';
 import { keepEnded, makeJobDir, saveRun } from './persistence.ts';
 import { deadlineApplies, deadlineFault, podDeadlineMs } from './pod-deadline.ts';
 import { podStarter } from './pod-start.ts';
+import { startProbes } from './prober.ts';
 
 /**
  * Volcano's job controller on this machine: it carries out the decisions (decisions.ts) on a
@@ -49,11 +50,15 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
   const { reports } = ctx;
   const starter = podStarter(ctx, {
     step,
-    running: (run) => sync(run),
+    running: (run, rec) => {
+      startProbes(ctx, run, rec, rec.pod!, ctx.clock.now(), probeOutcomes);
+      return sync(run);
+    },
     failed: (run, rec) => podEvent(run, rec, 'PodFailed'),
     exited: containerExited,
   });
   const admitted = admission(ctx, (run) => void step(run, () => sync(run)));
+  const probeOutcomes = { step, readiness: (run: JobRun) => sync(run), probeKilled };
 
   function step(run: JobRun, what: () => Promise<void>): Promise<void> {
     run.chain = run.chain.then(what).catch(async (err: unknown) => {
@@ -119,7 +124,9 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     if (decision.kind !== 'restartInPlace') {
       rec.exit = exit;
       rec.phase = decision.kind === 'podSucceeded' ? 'Succeeded' : 'Failed';
-      if (decision.kind === 'killedFromOutside') rec.fault = decision.fault;
+      if (decision.kind === 'killedFromOutside' || decision.kind === 'podFailed') {
+        if (decision.fault) rec.fault = decision.fault;
+      }
     }
     // A finished pod's leftovers (daemons it started) end with it; a restarted one starts afresh.
     await rec.pod?.destroy(0);
@@ -133,6 +140,8 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
         await kill(run, decision.action, rec);
         return;
       case 'restartInPlace':
+        if (exit.probeFailure)
+          ctx.reports.notify(run, `${exit.probeFailure}; it restarts (restart ${rec.restarts})`);
         // The pod stays Running while its container starts again, as a kubelet restart looks.
         if (decision.backoffMs === 0) {
           await startPods(run, [rec]);
@@ -152,6 +161,23 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     }
   }
 
+  /**
+   * The kubelet's answer to a failed liveness or startup probe: the container is killed (its
+   * probe's grace), and its end is decided as any container's, saying which probe killed it.
+   */
+  async function probeKilled(run: JobRun, rec: PodRecord, pod: Pod, fault: string, graceMs: number) {
+    if (rec.pod !== pod || rec.killing) return;
+    // Forgotten while it is destroyed, so that its containers' ends are not taken for their own.
+    rec.pod = undefined;
+    await pod.destroy(graceMs);
+    const mains = pod.containers().slice(-rec.plan.task.template.spec.containers.length);
+    const [first] = await Promise.all(mains.map((c) => c.exited));
+    await containerExited(run, rec, {
+      ...(first ?? { exitCode: 137, signal: 'SIGKILL', oomKilled: false }),
+      probeFailure: fault,
+    });
+  }
+
   /** SyncJob's pod creation: the pods decided by podsToCreate, started. */
   async function createPods(run: JobRun): Promise<void> {
     if (run.pods.size === 0) run.planned = planPods(run.job, run.plugins); // new keys after RestartJob
@@ -160,6 +186,7 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
       phase: 'Pending',
       restarts: 0,
       killing: false,
+      ready: false,
     }));
     for (const rec of fresh) {
       run.pods.set(rec.plan.name, rec);
@@ -238,7 +265,10 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
         await kill(run, 'TerminateJob');
       }),
     finish,
-    watch: starter.watch,
+    watch(run, rec, pod, exits) {
+      starter.watch(run, rec, pod, exits);
+      startProbes(ctx, run, rec, pod, ctx.clock.now(), probeOutcomes);
+    },
     admission: admitted,
   };
 }

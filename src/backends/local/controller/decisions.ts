@@ -103,7 +103,8 @@ export type ExitDecision =
   | { kind: 'restartInPlace'; backoffMs: number }
   /** Past the task's maxRetry with a TaskFailed policy: the pod fails and the policy's action runs. */
   | { kind: 'taskFailed'; action: VolcanoAction }
-  | { kind: 'podFailed' }
+  /** `fault`: the probe that killed it. */
+  | { kind: 'podFailed'; fault?: string }
   /** `taskCompleted`: every replica of its task has now succeeded. */
   | { kind: 'podSucceeded'; taskCompleted: boolean };
 
@@ -114,12 +115,15 @@ export function exitDecision(
   exit: ContainerExit,
 ): ExitDecision {
   if (rec.killing || isFinalPhase(run.phase) || !run.pods.has(rec.plan.name)) return { kind: 'ignore' };
-  const outside = killedFromOutside(rec.plan.rank, exit);
+  const outside = exit.probeFailure ? null : killedFromOutside(rec.plan.rank, exit);
   if (outside) return { kind: 'killedFromOutside', fault: outside };
   const task = rec.plan.task;
   const restartPolicy = task.template.spec.restartPolicy ?? 'Always';
+  // A container its liveness or startup probe killed restarts unless the policy is Never (the kubelet's rule).
   const restart =
-    !exit.oomKilled && (restartPolicy === 'Always' || (restartPolicy === 'OnFailure' && exit.exitCode !== 0));
+    !exit.oomKilled &&
+    (restartPolicy === 'Always' ||
+      (restartPolicy === 'OnFailure' && (exit.exitCode !== 0 || exit.probeFailure !== undefined)));
   const ofTask = [...run.pods.values()].filter((p) => p.plan.task.name === task.name);
   if (restart && run.phase === 'Running') {
     const taskRestarts = ofTask.reduce((n, p) => n + p.restarts, 0) + 1; // this one included
@@ -133,7 +137,9 @@ export function exitDecision(
     }
     return { kind: 'restartInPlace', backoffMs: overRetries <= 0 ? 0 : crashBackoffMs(overRetries) };
   }
-  if (exit.exitCode !== 0 || exit.oomKilled) return { kind: 'podFailed' };
+  if (exit.exitCode !== 0 || exit.oomKilled) {
+    return exit.probeFailure ? { kind: 'podFailed', fault: exit.probeFailure } : { kind: 'podFailed' };
+  }
   const succeeded = ofTask.filter((p) => p === rec || p.phase === 'Succeeded').length;
   return { kind: 'podSucceeded', taskCompleted: succeeded === task.replicas };
 }
@@ -176,7 +182,7 @@ export const makesPods = (run: Pick<JobRun, 'admitted' | 'phase'>): boolean =>
 
 /**
  * SyncJob's pod creation, which pod starts next: the planned pods the job lacks, once the tasks
- * they depend on run; the gang's were admitted with the job, the others (an elastic job's) only
+ * they depend on run and are Ready; the gang's were admitted with the job, the others (an elastic job's) only
  * where they fit what is free (asked for only when such a pod comes up).
  */
 export function podsToCreate(
@@ -186,7 +192,8 @@ export function podsToCreate(
 ): PodPlan[] {
   const started: Record<string, number> = {};
   for (const p of run.pods.values()) {
-    if (!p.killing && (p.phase === 'Running' || p.phase === 'Succeeded')) {
+    // Volcano counts a Running pod once all its containers are Ready (their probes say so).
+    if (!p.killing && ((p.phase === 'Running' && p.ready) || p.phase === 'Succeeded')) {
       started[p.plan.task.name] = (started[p.plan.task.name] ?? 0) + 1;
     }
   }

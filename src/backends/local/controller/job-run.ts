@@ -22,6 +22,8 @@ export interface PodRecord {
   /** Containers restarted in place (restartPolicy OnFailure/Always) count here. */
   restarts: number;
   killing: boolean;
+  /** Running with every main container Ready (its startup and readiness probes passed; see prober.ts). */
+  ready: boolean;
 }
 
 /** What survives a restart of ucompute, in <stateDir>/jobs/<id>/state.json. */

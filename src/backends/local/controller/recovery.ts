@@ -30,7 +30,7 @@ export async function recoverJobs(
     for (const s of saved.pods) {
       const plan = run.planned.find((p) => p.name === s.name);
       if (!plan) continue;
-      const rec: PodRecord = { plan, phase: s.phase, restarts: s.restarts, killing: false };
+      const rec: PodRecord = { plan, phase: s.phase, restarts: s.restarts, killing: false, ready: false };
       if (s.exit) rec.exit = s.exit;
       if (s.fault) rec.fault = s.fault;
       run.pods.set(s.name, rec);

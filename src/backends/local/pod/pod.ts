@@ -14,6 +14,7 @@ import {
   SANDBOX_STATUS,
 } from './container-handle.ts';
 import { checkName, type PodContext, type PodRecord, podDir, procsFiles, secretsOf } from './context.ts';
+import { execInContainer } from './exec.ts';
 import { openShell } from './shell.ts';
 import { removeCgroups, stopPod } from './stop.ts';
 
@@ -156,6 +157,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       await saveRecord();
     },
     shell: (options) => openShell(context, record, [...containers.values()].at(-1), options),
+    exec: (name, command, signal) => execInContainer(context, record, containers.get(name), command, signal),
     connect: (port) =>
       new Promise((resolve, reject) => {
         const socket = netConnect({ host: record.network.ip, port });

@@ -28,39 +28,60 @@ export async function openShell(
   options: ShellOptions,
 ): Promise<ShellStream> {
   if (!last) throw new Error(`pod ${record.spec.name} has no container to open a shell in`);
-  const spec = last.spec;
+  const entry = await containerEntry(context, record, last, null);
+  const env = { TERM: 'xterm-256color', ...entry.env };
+  const pty = nodePty.spawn(entry.file, entry.args, {
+    name: env.TERM,
+    cols: options.cols,
+    rows: options.rows,
+    cwd: entry.cwd,
+    env,
+    encoding: null,
+  });
+  return ptyStream(pty);
+}
+
+/**
+ * How to run `command` (null: the image's shell) in a running container, confined as the
+ * container's command is when sandboxed, in the pod's cgroups, with the container's variables that
+ * are safe for the root programs it starts through (a shell, an exec probe).
+ */
+export async function containerEntry(
+  context: PodContext,
+  record: PodRecord,
+  container: ContainerHandle,
+  command: readonly string[] | null,
+): Promise<{ file: string; args: string[]; cwd: string; env: Record<string, string> }> {
+  const spec = container.spec;
   let argv: string[];
   let containerEnv = spec.env;
   if (context.sandbox.kind === 'none') {
-    argv = [...dropPrivileges(context, spec), '/bin/sh'];
+    argv = [...dropPrivileges(context, spec), ...(command ?? ['/bin/sh'])];
   } else {
-    const target = await containerProcess(last);
+    const target = await containerProcess(container);
     // The container's own (a recovered container's record does not keep it).
     containerEnv = await processEnvironment(target);
     // Confined as the container's command is: its namespaces, user, capabilities and seccomp.
-    argv = enterContainerArgv(target, spec, context.sandbox.seccomp, containerCapabilities(spec.uid), [
-      await shellIn(context, spec.root),
-    ]);
+    argv = enterContainerArgv(
+      target,
+      spec,
+      context.sandbox.seccomp,
+      containerCapabilities(spec.uid),
+      command ?? [await shellIn(context, spec.root)],
+    );
   }
-  // The shell starts through root's programs on the host: none of the variables that change them.
-  const env: Record<string, string> = { TERM: 'xterm-256color' };
+  // It starts through root's programs on the host: none of the variables that change them.
+  const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(containerEnv)) {
     if (passedToShell(name)) env[name] = value;
   }
   // It joins the pod's cgroups, as the supervisor does, then becomes the command.
-  const pty = nodePty.spawn(
-    '/bin/sh',
-    [programPath('join-cgroups.sh'), procsFiles(record.cgroups).join(':'), ...argv],
-    {
-      name: env.TERM,
-      cols: options.cols,
-      rows: options.rows,
-      cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
-      env: { ...env, PATH: env.PATH ?? HOST_PATH },
-      encoding: null,
-    },
-  );
-  return ptyStream(pty);
+  return {
+    file: '/bin/sh',
+    args: [programPath('join-cgroups.sh'), procsFiles(record.cgroups).join(':'), ...argv],
+    cwd: context.sandbox.kind === 'none' ? (spec.workingDir ?? '/') : '/',
+    env: { ...env, PATH: env.PATH ?? HOST_PATH },
+  };
 }
 
 /** The process of a running container a shell joins, once bubblewrap has set the container up. */
