@@ -304,6 +304,24 @@ describe('local runtime', { skip: skip ?? false }, () => {
     assert.equal(await shell.exitCode, 3, "the shell's exit code");
   });
 
+  test('exec runs a command in the named container, as its user with its variables; an abort kills it', async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('exec', { hostname: 'exec-host' });
+    const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', GREETING: 'hello' };
+    await p.start(container(out, 'main', ['sleep', '1000'], { uid: 1000, gid: 1000, env }));
+    const script = 'echo "$(id -u)|$(hostname)|$GREETING|$(ls /proc | grep -c "^[0-9]")"; exit 4';
+    const done = await p.exec('main', ['sh', '-c', script], new AbortController().signal);
+    // The container's pid namespace: a handful of processes (its init, sleep, the command's), not the host's.
+    assert.match(done.output, /^1000\|exec-host\|hello\|[1-9]\n$/);
+    assert.equal(done.exitCode, 4);
+    await assert.rejects(p.exec('other', ['true'], new AbortController().signal), /no running container other/);
+    const abort = new AbortController();
+    const hung = p.exec('main', ['sleep', '1000'], abort.signal);
+    abort.abort(new Error('timed out'));
+    await assert.rejects(hung, /timed out/);
+  });
+
   test('connect reaches a port the pod listens on', async (t) => {
     const { pod } = await testRuntime(t);
     const out = await outputDir(t);

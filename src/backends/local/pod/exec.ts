@@ -15,15 +15,14 @@ const OUTPUT_BYTES = 1024;
 export async function execInContainer(
   context: PodContext,
   record: PodRecord,
+  name: string,
   container: ContainerHandle | undefined,
   command: readonly string[],
   signal: AbortSignal,
 ): Promise<ExecResult> {
-  if (!container || container.ended) {
-    throw new Error(`pod ${record.spec.name} has no running container ${container?.spec.name ?? ''}`.trim());
-  }
-  signal.throwIfAborted();
+  if (!container || container.ended) throw new Error(`pod ${record.spec.name} has no running container ${name}`);
   const entry = await containerEntry(context, record, container, command);
+  signal.throwIfAborted();
   return new Promise<ExecResult>((resolve, reject) => {
     const child = spawn(entry.file, entry.args, {
       cwd: entry.cwd,
