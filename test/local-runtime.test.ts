@@ -315,7 +315,10 @@ describe('local runtime', { skip: skip ?? false }, () => {
     // The container's pid namespace: a handful of processes (its init, sleep, the command's), not the host's.
     assert.match(done.output, /^1000\|exec-host\|hello\|[1-9]\n$/);
     assert.equal(done.exitCode, 4);
-    await assert.rejects(p.exec('other', ['true'], new AbortController().signal), /no running container other/);
+    await assert.rejects(
+      p.exec('other', ['true'], new AbortController().signal),
+      /no running container other/,
+    );
     const abort = new AbortController();
     const hung = p.exec('main', ['sleep', '1000'], abort.signal);
     abort.abort(new Error('timed out'));

@@ -20,7 +20,8 @@ export async function execInContainer(
   command: readonly string[],
   signal: AbortSignal,
 ): Promise<ExecResult> {
-  if (!container || container.ended) throw new Error(`pod ${record.spec.name} has no running container ${name}`);
+  if (!container || container.ended)
+    throw new Error(`pod ${record.spec.name} has no running container ${name}`);
   const entry = await containerEntry(context, record, container, command);
   signal.throwIfAborted();
   return new Promise<ExecResult>((resolve, reject) => {

@@ -157,7 +157,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       await saveRecord();
     },
     shell: (options) => openShell(context, record, [...containers.values()].at(-1), options),
-    exec: (name, command, signal) => execInContainer(context, record, name, containers.get(name), command, signal),
+    exec: (name, command, signal) =>
+      execInContainer(context, record, name, containers.get(name), command, signal),
     connect: (port) =>
       new Promise((resolve, reject) => {
         const socket = netConnect({ host: record.network.ip, port });
