@@ -319,14 +319,17 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
     assertExit(result, 0);
     const [id, final] = result.stdout.trim().split('\n');
     assert.match(id!, /^[a-z0-9]+$/);
-    assert.match(final!, /: SUCCESS \(/);
+    assert.match(final!, /: SUCCESS, completed \(exit 0\)$/);
 
     const jobs = await client(['jobs']);
     assertExit(jobs, 0);
     assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+ELAPSED\s+LEFT\s+NAME\s+OWNER\s+STATUS$/m);
     assert.match(
       jobs.stdout,
-      new RegExp(`^${id}\\s+word-count@1\\.0\\s+SUCCESS\\s+\\d{4}-\\d\\d-\\d\\d`, 'm'),
+      new RegExp(
+        `^${id}\\s+word-count@1\\.0\\s+SUCCESS, completed \\(exit 0\\)\\s+\\d{4}-\\d\\d-\\d\\d`,
+        'm',
+      ),
     );
     const filtered = await client([
       'jobs',
@@ -375,7 +378,7 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
     assertExit(result, 0);
     assert.match(result.stdout, /^[a-z0-9]+\ndry run, nothing executed/);
     assert.match(result.stderr, /RUNNING: The job is running/);
-    assert.match(result.stderr, /: SUCCESS \(/);
+    assert.match(result.stderr, /: SUCCESS, completed \(exit 0\)$/m);
 
     const json = await client([
       'run',
@@ -438,9 +441,9 @@ describe('extend and cancel', TIMEOUT, () => {
     const waiting = client(['logs', id, '-f'], held);
     assertExit(await client(['cancel', id], held), 0);
     const followed = await waiting;
-    // A cancelled job ends as SUCCESS in UCloud's model ("The job was cancelled").
-    assertExit(followed, 0);
-    assert.match(followed.stderr, /SUCCESS \(The job was cancelled\)/);
+    // A cancelled job ends as SUCCESS in UCloud's model; its outcome gives the exit code (README).
+    assertExit(followed, 130);
+    assert.match(followed.stderr, /SUCCESS, cancelled by local/);
   });
 });
 

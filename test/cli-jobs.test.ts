@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { commandExitCode, failedRanks, outcomeOf } from '../src/cli/outcome.ts';
+import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from '../src/cli/outcome.ts';
 import type { Job } from '../src/model/job.ts';
+import { failedRanks, type Outcome, type OutcomeKind, presentOutcome } from '../src/model/outcome.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
@@ -82,27 +83,56 @@ function running(id: string): Promise<Job> {
 }
 
 describe('outcomes', () => {
-  const job = (state: string, exitCode?: Record<string, number>) =>
-    ({ id: 'j', status: { state, ...(exitCode ? { exitCode } : {}) }, updates: [] }) as unknown as Job;
+  const job = (state: string, outcome?: Outcome, exitCode?: Record<string, number>) =>
+    ({
+      id: 'j',
+      status: {
+        state,
+        ...(exitCode ? { exitCode } : {}),
+        ...(outcome ? { outcome: presentOutcome(outcome, exitCode) } : {}),
+      },
+      updates: [],
+    }) as unknown as Job;
+  const completed = (exitCode: Record<string, number>) => job('SUCCESS', { kind: 'COMPLETED' }, exitCode);
 
-  test('a SUCCESS with non-zero ranks names them; the exit code is the highest, as srun gives', () => {
-    assert.equal(outcomeOf(job('SUCCESS', { 0: 0, 1: 0 })), 'SUCCESS');
-    assert.equal(commandExitCode(job('SUCCESS', { 0: 0, 1: 0 })), 0);
-    assert.equal(outcomeOf(job('SUCCESS', { 0: 1 })), 'SUCCESS (exit 1 on rank 0)');
-    assert.equal(commandExitCode(job('SUCCESS', { 0: 1 })), 1);
-    const mixed = job('SUCCESS', { 0: 0, 1: 2, 2: 137, 3: 2 });
+  test('a completed job names its non-zero ranks; the exit code is the highest, as srun gives', () => {
+    assert.equal(outcomeOf(completed({ 0: 0, 1: 0 })), 'SUCCESS, completed (exit 0 on every rank)');
+    assert.equal(commandExitCode(completed({ 0: 0, 1: 0 })), 0);
+    assert.equal(outcomeOf(completed({ 0: 1 })), 'SUCCESS, completed (exit 1 on rank 0)');
+    assert.equal(commandExitCode(completed({ 0: 1 })), 1);
+    const mixed = { 0: 0, 1: 2, 2: 137, 3: 2 };
     assert.equal(failedRanks(mixed), 'exit 2 on ranks 1, 3, exit 137 on rank 2');
-    assert.equal(commandExitCode(mixed), 137);
+    assert.equal(commandExitCode(completed(mixed)), 137);
     // Codes a process cannot exit with still mean failure.
-    assert.equal(commandExitCode(job('SUCCESS', { 0: 256 })), 1);
-    assert.equal(commandExitCode(job('SUCCESS', { 0: -1 })), 1);
+    assert.equal(commandExitCode(completed({ 0: 256 })), 1);
+    assert.equal(commandExitCode(completed({ 0: -1 })), 1);
   });
 
-  test('a job that did not succeed exits 1, and its state is not decorated', () => {
-    for (const state of ['FAILURE', 'EXPIRED']) {
-      assert.equal(outcomeOf(job(state, { 0: 3 })), state);
-      assert.equal(commandExitCode(job(state, { 0: 0 })), 1);
+  test('every way the platform ends a job has its own exit code, whatever the ranks exited with', () => {
+    const ends: [string, Outcome, string, number][] = [
+      ['SUCCESS', { kind: 'CANCELLED', by: 'alice' }, 'SUCCESS, cancelled by alice', 130],
+      ['SUCCESS', { kind: 'OUT_OF_CREDITS' }, 'SUCCESS, stopped: out of credits', 122],
+      ['EXPIRED', { kind: 'EXPIRED' }, 'EXPIRED, expired: its time allocation ran out', 124],
+      [
+        'SUCCESS',
+        { kind: 'NEVER_STARTED', reason: 'cancelled', by: 'bob' },
+        'SUCCESS, never started (cancelled by bob)',
+        123,
+      ],
+      ['FAILURE', { kind: 'FAILED', reason: 'OOM-killed' }, 'FAILURE, failed (OOM-killed)', 125],
+    ];
+    for (const [state, outcome, text, code] of ends) {
+      const ended = job(state, outcome, { 0: 0 });
+      assert.equal(outcomeOf(ended), text);
+      assert.equal(commandExitCode(ended), code, text);
+      assert.equal(OUTCOME_EXIT_CODES[outcome.kind as Exclude<OutcomeKind, 'COMPLETED'>], code);
     }
+    assert.equal(new Set(Object.values(OUTCOME_EXIT_CODES)).size, 5, 'one code per outcome');
+  });
+
+  test('a job that has not ended has no outcome: its state alone, and exit code 1', () => {
+    assert.equal(outcomeOf(job('RUNNING')), 'RUNNING');
+    assert.equal(commandExitCode(job('RUNNING')), 1);
   });
 });
 

@@ -149,6 +149,28 @@ test('parameter values the kernel cannot pass are 400 at submit, naming the para
   assert.equal(fits.statusCode, 200, fits.body);
 });
 
+test('file names too long or not valid Unicode are 400 at submit, naming the parameter', async () => {
+  const w = await world();
+  const refused = async (path: string, message: RegExp) => {
+    const response = await w.call('/api/jobs', {
+      items: [
+        {
+          application: { name: 'word-count', version: '1.0' },
+          product: { id: 'u1-standard-1', category: 'u1-standard' },
+          parameters: { input: { type: 'file', path } },
+        },
+      ],
+    });
+    assert.equal(response.statusCode, 400, response.body);
+    const { issues } = response.json<{ issues: { path: string; message: string }[] }>();
+    assert.equal(issues[0]?.path, 'items[0].specification.parameters.input.path');
+    assert.match(issues[0]!.message, message);
+  };
+  await refused(`/home/alice/${'n'.repeat(300)}`, /is 300 bytes long; a file name holds at most 255/);
+  await refused('/home/alice/half\ud800', /not valid Unicode/);
+  assert.equal(w.jobs(), 0);
+});
+
 test('time is bounded by the maximum: at submit and when extending, 400 naming the field', async () => {
   const w = await world({ maxTimeAllocationHours: 3 });
   const tooLong = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(4) })] });
@@ -168,6 +190,31 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1) }] });
   assert.equal(within.statusCode, 200, within.body);
   assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 3 * 3_600_000);
+});
+
+test('by default a job may have a week, extensions included: a million hours or no limit is 400', async () => {
+  const w = await world({ maxTimeAllocationHours: undefined });
+  for (const timeAllocation of [hours(1_000_000), null]) {
+    const refused = await w.call('/api/jobs', { items: [mpi({ timeAllocation })] });
+    assert.equal(refused.statusCode, 400, refused.body);
+    assert.match(refused.body, /items\[0\]\.specification\.timeAllocation.*at most 168 hours/);
+  }
+  const created = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(100) })] });
+  assert.equal(created.statusCode, 200, created.body);
+  const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  const beyond = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1_000_000) }] });
+  assert.equal(beyond.statusCode, 400, beyond.body);
+  assert.match(beyond.json<{ message: string }>().message, /at most 168/);
+  const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(68) }] });
+  assert.equal(within.statusCode, 200, within.body);
+});
+
+test("a job that asks for no time gets its tool's default within the maximum", async () => {
+  const w = await world({ maxTimeAllocationHours: 0.5 });
+  const created = await w.call('/api/jobs', { items: [mpi()] });
+  assert.equal(created.statusCode, 200, created.body);
+  const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 1_800_000);
 });
 
 test("a product's own maximum is shorter than the operator's: the shorter one holds", async () => {

@@ -158,6 +158,13 @@ test(
       nothing.end.status,
       /spec\.containers\[0\]\.command: image ubuntu:22\.04 has no entrypoint here .*; give a command/,
     );
+    // Kubernetes gives args to the image's entrypoint; the host view has none, so they are refused.
+    const onlyArgs = await runJob('only-args', { name: 'c', image: 'ubuntu:22.04', args: ['echo', 'ran'] });
+    assert.equal(onlyArgs.end.state, 'FAILURE');
+    assert.match(
+      onlyArgs.end.status,
+      /spec\.containers\[0\]\.command: image ubuntu:22\.04 runs on the host's userland view, which has no entrypoint to give args to; give the command \(args alone would run "echo" as one\)/,
+    );
   },
 );
 

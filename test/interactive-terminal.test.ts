@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
 import { hashToken } from '../src/store/store.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
-import { call, type World, world } from './support/interactive.ts';
+import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -22,20 +22,25 @@ import { until } from './support/until.ts';
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 const desktop = { application: { name: 'desktop', version: '1.0' }, product: STANDARD_1, parameters: {} };
 
-/** What the fake shells saw. */
-const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[] }[] = [];
+/** What the fake shells saw; `kill` ends one as its job's end would (SIGTERM). */
+const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[]; kill: () => void }[] =
+  [];
 
 /**
  * A "shell" that answers every input with `you said: <input>` and ends on `exit [code]` (its
  * output ends; like a pty's, the stream does not close), with that exit code.
  */
 function fakeShell(jobId: string, rank: number, size: ShellOptions) {
-  const record = { jobId, rank, sizes: [size], input: [] as string[] };
-  shells.push(record);
   let exited!: (code: number) => void;
   const exitCode = new Promise<number>((resolve) => {
     exited = resolve;
   });
+  const kill = () => {
+    stream.push(null);
+    exited(143);
+  };
+  const record = { jobId, rank, sizes: [size], input: [] as string[], kill };
+  shells.push(record);
   const stream = new Duplex({
     read() {},
     write(chunk: Buffer, _encoding, done) {
@@ -53,19 +58,6 @@ function fakeShell(jobId: string, rank: number, size: ShellOptions) {
 }
 
 let echo: Server;
-
-async function running(w: World, spec: unknown): Promise<string> {
-  const created = await call(w.port, {
-    host: `localhost:${w.port}`,
-    path: '/api/jobs',
-    method: 'POST',
-    headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ items: [spec] }),
-  });
-  const id = JSON.parse(created.body).responses[0].id as string;
-  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'the job runs' });
-  return id;
-}
 
 async function open(w: World, id: string, sessionType: string, rank = 0) {
   const answer = await call(w.port, {
@@ -103,7 +95,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     w = await world({
       backend: () => ({ shell: async (jobId, rank, size) => fakeShell(jobId, rank, size) }),
     });
-    id = await running(w, desktop);
+    id = await runningJob(w, desktop);
   });
   after(() => w.close());
 
@@ -124,7 +116,8 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const closed = await t.closed;
     assert.equal(closed.code, 1000);
     assert.deepEqual(t.messages.at(-1), { type: 'closed', exitCode: 0 });
-    assert.deepEqual(shells[0], {
+    const { kill: _, ...seen } = shells[0]!;
+    assert.deepEqual(seen, {
       jobId: id,
       rank: 0,
       sizes: [
@@ -203,6 +196,33 @@ describe('the terminal', { timeout: 60_000 }, () => {
     assert.equal(await exited, 3);
   });
 
+  test('ucompute shell of a job cancelled under it says so and exits 130', async () => {
+    const doomed = await runningJob(w, desktop);
+    const child = spawn(process.execPath, [BIN, 'shell', doomed, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await until(() => shells.some((shell) => shell.jobId === doomed), {
+      describe: 'a shell is opened in the job',
+    });
+    const cancelled = await call(w.port, {
+      host: `localhost:${w.port}`,
+      path: '/api/jobs/terminate',
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ items: [{ id: doomed }] }),
+    });
+    assert.equal(cancelled.status, 200, cancelled.body);
+    shells.find((shell) => shell.jobId === doomed)!.kill();
+    assert.equal(await exited, 130, stderr);
+    assert.match(stderr, new RegExp(`^${doomed}: SUCCESS, cancelled by alice$`, 'm'));
+  });
+
   test('ucompute open --no-wait prints the one-time link of a desktop', async () => {
     const result = await runCli(
       ['open', id, '--url-only', '--no-wait', '--url', `http://127.0.0.1:${w.port}`],
@@ -263,7 +283,7 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
         },
       }),
     });
-    id = await running(w, desktop);
+    id = await runningJob(w, desktop);
   });
   after(async () => {
     await w.close();
@@ -299,7 +319,7 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
     assert.equal(await statusOf(relay(id, ['binary'])), 401);
     const shell = await open(w, id, 'SHELL');
     assert.equal(await statusOf(relay(id, ['binary', `session.${shell.sessionIdentifier}`])), 401);
-    const other = await running(w, desktop);
+    const other = await runningJob(w, desktop);
     const session = await open(w, id, 'VNC');
     const secret = new URL(session.url).hash.slice(1);
     assert.equal(await statusOf(relay(other, ['binary', `session.${secret}`])), 401);
@@ -312,7 +332,15 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
       assert.equal(answer.status, 200, path);
       assert.match(String(answer.headers['content-security-policy']), /default-src 'self'/);
     }
-    for (const name of ['xterm.js', 'xterm.css', 'addon-fit.js', 'shell.js', 'vnc.js', 'novnc/core/rfb.js']) {
+    for (const name of [
+      'xterm.js',
+      'xterm.css',
+      'addon-fit.js',
+      'shell.js',
+      'vnc.js',
+      'vnc-start.js',
+      'novnc/core/rfb.js',
+    ]) {
       assert.equal((await call(w.port, { host, path: `/sessions/assets/${name}` })).status, 200, name);
     }
     for (const name of [

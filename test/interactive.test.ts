@@ -7,8 +7,7 @@ import WebSocket from 'ws';
 import { interactiveSessions } from '../src/interactive/sessions.ts';
 import { hashToken } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { call, type World, world } from './support/interactive.ts';
-import { jobInState } from './support/server.ts';
+import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -33,14 +32,6 @@ async function api(w: World, who: 'alice' | 'bob', path: string, body: unknown) 
     body: JSON.stringify(body),
   });
   return { status: answer.status, json: JSON.parse(answer.body) };
-}
-
-async function running(w: World, spec: unknown, who: 'alice' | 'bob' = 'alice'): Promise<string> {
-  const created = await api(w, who, '/api/jobs', { items: [spec] });
-  assert.equal(created.status, 200, JSON.stringify(created.json));
-  const id = created.json.responses[0].id as string;
-  await jobInState(w, id, 'RUNNING');
-  return id;
 }
 
 const openSession = (w: World, id: string, sessionType: string, rank = 0, who: 'alice' | 'bob' = 'alice') =>
@@ -81,8 +72,8 @@ describe('opening sessions', { timeout: 60_000 }, () => {
   let vnc: string;
   before(async () => {
     w = await world();
-    web = await running(w, fileServer);
-    vnc = await running(w, desktop);
+    web = await runningJob(w, fileServer);
+    vnc = await runningJob(w, desktop);
   });
   after(() => w.close());
 
@@ -146,7 +137,7 @@ describe('opening sessions', { timeout: 60_000 }, () => {
   });
 
   test('only a running job', async () => {
-    const id = await running(w, fileServer);
+    const id = await runningJob(w, fileServer);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
     const answer = await openSession(w, id, 'WEB');
     assert.equal(answer.status, 409);
@@ -160,8 +151,8 @@ describe('the web proxy', { timeout: 60_000 }, () => {
   let b: string;
   before(async () => {
     w = await world({ revocation: false });
-    a = await running(w, fileServer);
-    b = await running(w, fileServer);
+    a = await runningJob(w, fileServer);
+    b = await runningJob(w, fileServer);
   });
   after(() => w.close());
 
@@ -355,7 +346,7 @@ describe('the web proxy', { timeout: 60_000 }, () => {
   });
 
   test('an ended job’s session is denied', async () => {
-    const id = await running(w, fileServer);
+    const id = await runningJob(w, fileServer);
     const { cookie } = await signIn(w, id);
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 200);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
@@ -378,7 +369,7 @@ describe('revocation', { timeout: 60_000 }, () => {
   test('a job’s sessions are deleted when it ends', async () => {
     const w = await world();
     try {
-      const id = await running(w, fileServer);
+      const id = await runningJob(w, fileServer);
       const opened = await openSession(w, id, 'SHELL');
       const hash = hashToken(opened.json.responses[0].session.sessionIdentifier);
       assert.ok(w.store.session(hash));
@@ -397,7 +388,7 @@ describe('sessions in use', { timeout: 60_000 }, () => {
 
   /** A web session's secret on a running job, with sessions on a clock the test moves. */
   async function webSession(w: World, clock: { now: number }) {
-    const id = await running(w, fileServer);
+    const id = await runningJob(w, fileServer);
     const sessions = interactiveSessions({
       store: w.store,
       env: env(),
@@ -456,7 +447,7 @@ describe('sessions in use', { timeout: 60_000 }, () => {
       }),
     });
     try {
-      const id = await running(w, fileServer);
+      const id = await runningJob(w, fileServer);
       const { cookie } = await signIn(w, id);
       assert.equal(
         (await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status,

@@ -28,6 +28,7 @@ function serviceOn(
   cluster: FakeCluster,
   store = openStore(':memory:'),
   clock: Clock = systemClock,
+  requireCredits = false,
 ) {
   const config = resolvePipelineConfig(cluster.config());
   const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
@@ -36,7 +37,7 @@ function serviceOn(
     env: { catalog, products, config },
     backend,
     clock,
-    requireCredits: false,
+    requireCredits,
   });
   t.after(async () => {
     await service.stop();
@@ -85,6 +86,45 @@ test('through the job service: cancel and expiry delete the job on the cluster',
   assert.equal(state(b!), 'EXPIRED');
   assert.equal(cluster.volcano.job(b!), undefined);
   assert.equal(cluster.api.list('networkpolicies').length, 0);
+});
+
+test('through the job service: cancel, expiry and credits on the cluster end jobs with their outcomes', async (t) => {
+  const cluster = await fakeCluster(t);
+  const store = openStore(':memory:');
+  const clock = manualClock(Date.now());
+  const { service } = serviceOn(t, cluster, store, clock, true);
+  const bob = { username: 'bob', admin: false };
+  const status = (id: string) => service.retrieve({ username: 'admin', admin: true }, id).status;
+  const state = (id: string) => status(id).state;
+  const outcome = (id: string) => status(id).outcome?.text;
+  store.grant('user:alice', 'u1-standard', 1_000_000, clock.now() - 60_000, clock.now() + 86_400_000);
+  // Four credits: two minutes of u1-standard-2 (on one replica).
+  store.grant('user:bob', 'u1-standard', 4, clock.now() - 60_000, clock.now() + 86_400_000);
+  await service.start();
+  const [cancelled, expiring, queued] = await service.create(alice, [
+    job(),
+    job({ timeAllocation: { hours: 0, minutes: 1, seconds: 0 } }),
+    job(),
+  ]);
+  const [broke] = await service.create(bob, [job({ replicas: 1 })]);
+  for (const id of [cancelled!, expiring!, broke!]) {
+    await eventually(() => cluster.volcano.job(id) !== undefined);
+    cluster.volcano.admit(id);
+    cluster.volcano.run(id);
+    await eventually(() => state(id) === 'RUNNING');
+  }
+  await eventually(() => cluster.volcano.job(queued!) !== undefined);
+  await service.terminate(alice, [cancelled!, queued!]);
+  await clock.advance(3 * 60_000);
+  await service.monitor();
+  assert.equal(state(cancelled!), 'SUCCESS');
+  assert.equal(outcome(cancelled!), 'cancelled by alice');
+  assert.equal(outcome(queued!), 'never started (cancelled by alice)');
+  assert.equal(state(expiring!), 'EXPIRED');
+  assert.equal(outcome(expiring!), 'expired: its time allocation ran out');
+  await eventually(() => outcome(broke!) !== undefined);
+  assert.equal(outcome(broke!), 'stopped: out of credits');
+  for (const id of [cancelled!, expiring!, queued!, broke!]) assert.equal(cluster.volcano.job(id), undefined);
 });
 
 test('through the job service: a job the cluster lost while ucompute was down fails on restart', async (t) => {

@@ -55,6 +55,7 @@ function record(state: JobState, overrides: Partial<JobRecord> = {}): JobRecord 
     timeRunBeforeMs: 0,
     build: null,
     updateCount: 1,
+    outcome: null,
     ...overrides,
   };
 }

@@ -183,7 +183,7 @@ test(
 
 test('kubernetes: the ended Volcano Job is created again; cancel while running ends it for good', async (t) => {
   const cluster = await fakeCluster(t);
-  const config = resolvePipelineConfig(cluster.config());
+  const config = resolvePipelineConfig({ ...cluster.config(), maxTimeAllocationHours: null });
   // The backend and the service on one clock, moved past the back-off once the exit is written.
   const clock = manualClock();
   const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig }, now: clock.now });

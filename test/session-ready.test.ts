@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { connect, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { CHILD_ENV, runCli } from './support/cli.ts';
-import { call, type World, world } from './support/interactive.ts';
-import { jobInState } from './support/server.ts';
+import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -59,18 +58,7 @@ describe('session readiness', { timeout: 60_000 }, () => {
     return { status: answer.status, json: JSON.parse(answer.body) };
   }
 
-  async function running(name: string): Promise<string> {
-    const created = await call(w.port, {
-      host: `localhost:${w.port}`,
-      path: '/api/jobs',
-      method: 'POST',
-      headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ items: [spec(name)] }),
-    });
-    const id = JSON.parse(created.body).responses[0].id as string;
-    await jobInState(w, id, 'RUNNING');
-    return id;
-  }
+  const running = (name: string) => runningJob(w, spec(name));
 
   test('a web app is ready once it answers HTTP; the long poll answers as soon as it does', async () => {
     mode = 'refuse';

@@ -1,3 +1,5 @@
+import type { JobUpdate } from '../model/job.ts';
+import type { Outcome } from '../model/outcome.ts';
 import { accountOf } from '../model/owner.ts';
 import type { Charge, LifecycleContext } from '../plugins/plugin.ts';
 import type { Store } from '../store/store.ts';
@@ -31,11 +33,24 @@ export type JobMonitor = ReturnType<typeof jobMonitor>;
 export function jobMonitor(o: MonitorOptions) {
   const { store, backend, hooks, updates, access, now } = o;
 
-  /** Ends an active job as SUCCESS with `status` (cancelled, out of credits). */
-  async function stop(id: string, status: string): Promise<void> {
-    updates.endForGood(id);
-    await backend.cancel(id);
-    await updates.update(id, { state: 'SUCCESS', status, expectedDifferentState: true });
+  /**
+   * Stops an active job's replicas and ends it with `outcome`, recorded first: whatever end the
+   * backend reports meanwhile, and after a crash in between, the job ends this way.
+   */
+  async function endJob(id: string, outcome: Outcome, update: Omit<JobUpdate, 'timestamp'>): Promise<void> {
+    const marked = store.markEnding(id, outcome);
+    try {
+      await backend.cancel(id);
+    } catch (error) {
+      if (marked) store.unmarkEnding(id);
+      throw error;
+    }
+    await updates.update(id, update);
+  }
+
+  /** Ends an active job as SUCCESS with `status` (cancelled, out of credits), as `outcome`. */
+  async function stop(id: string, status: string, outcome: Outcome): Promise<void> {
+    await endJob(id, outcome, { state: 'SUCCESS', status, expectedDifferentState: true });
   }
 
   /** What the lifecycle hooks may do: one object, made once. */
@@ -46,13 +61,11 @@ export function jobMonitor(o: MonitorOptions) {
       // Decided on the stored deadline: the caller's copy of the job may predate an extend.
       const job = store.getJob(jobId);
       if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
-      updates.endForGood(jobId);
-      await backend.cancel(jobId);
-      await updates.update(jobId, {
-        state: 'EXPIRED',
-        status: 'The job ran out of time',
-        expectedState: 'RUNNING',
-      });
+      await endJob(
+        jobId,
+        { kind: 'EXPIRED' },
+        { state: 'EXPIRED', status: 'The job ran out of time', expectedState: 'RUNNING' },
+      );
     },
     charge: (c: Charge) => {
       const account = accountOf(c.job.owner);
@@ -90,7 +103,7 @@ export function jobMonitor(o: MonitorOptions) {
       for (const record of store.activeJobs()) {
         if (accountOf(ownerOf(record)) !== account) continue;
         if (record.specification.product.category !== category) continue;
-        await stop(record.id, status);
+        await stop(record.id, status, { kind: 'OUT_OF_CREDITS' });
       }
     },
   };

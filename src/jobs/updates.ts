@@ -6,7 +6,7 @@ import type { JobChanges, JobRecord, Store } from '../store/store.ts';
 import { ownerOf } from './access.ts';
 import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
-import { decideUpdate } from './lifecycle.ts';
+import { asDecidedEnd, decideUpdate } from './lifecycle.ts';
 import type { Logger } from './log.ts';
 import type { JobMirror } from './mirror.ts';
 import { isRestartExit, restartExit } from './restart-policy.ts';
@@ -68,8 +68,6 @@ export function jobUpdates(o: UpdatesOptions) {
   const listeners = new Map<string, Set<UpdateListener>>();
   const everyJob = new Set<UpdateListener>();
   const stateListeners = new Set<StateListener>();
-  /** Jobs being ended by ucompute (cancel, expiry, credits): their end is not an exit to restart from. */
-  const ending = new Set<string>();
   let stopped = false;
 
   /**
@@ -77,9 +75,15 @@ export function jobUpdates(o: UpdatesOptions) {
    * A job that ends loses its build in the same write (only active jobs need one); its hooks get
    * the job as it was read here.
    */
-  function write(id: string, u: JobUpdate, extra: JobChanges, alongside?: () => void): Applied | undefined {
+  function write(
+    id: string,
+    given: JobUpdate,
+    extra: JobChanges,
+    alongside?: () => void,
+  ): Applied | undefined {
     const before = store.getJob(id);
     if (!before) return undefined;
+    const u = asDecidedEnd(before, given);
     const decision = decideUpdate(before, u);
     if (decision.kind !== 'apply') return undefined;
     alongside?.();
@@ -102,7 +106,6 @@ export function jobUpdates(o: UpdatesOptions) {
   async function applied(a: Applied): Promise<void> {
     if (a.next !== a.previous) for (const l of stateListeners) l(a.id, a.next);
     notify(a.id, a.update);
-    if (isFinal(a.next)) ending.delete(a.id);
     const lifecycle = o.lifecycle();
     if (isRestartExit(a.update)) {
       if (a.job) await hooks.suspend(lifecycle, a.job);
@@ -192,20 +195,19 @@ export function jobUpdates(o: UpdatesOptions) {
     );
   }
 
-  /** Whether the end the backend reports is an exit to restart from (UCloud's allowRestart). */
+  /**
+   * Whether the end the backend reports is an exit to restart from (UCloud's allowRestart): not
+   * when ucompute is ending the job for good (cancel, expiry, credits).
+   */
   function restartsOnExit(id: string): boolean {
-    return store.getJob(id)?.specification.restartOnExit === true && !ending.has(id);
+    const job = store.getJob(id);
+    return job?.specification.restartOnExit === true && job.outcome === null;
   }
 
   return {
     update,
     notify,
     onBackendEvent,
-
-    /** The job is being ended for good (cancel, expiry, credits): its end is not restarted from. */
-    endForGood(id: string): void {
-      ending.add(id);
-    },
 
     /** Adds a follower of one job's updates; returns the unsubscribe function. */
     listen(id: string, listener: UpdateListener): () => void {

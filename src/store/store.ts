@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { JobSpecification, JobState, JobUpdate } from '../model/job.ts';
+import type { Outcome, OutcomeKind } from '../model/outcome.ts';
 import { MIGRATIONS } from './migrations.ts';
 
 export type Role = 'PI' | 'ADMIN' | 'USER';
@@ -46,6 +47,11 @@ export interface JobRecord {
   /** The JobBuild as submitted (JSON), kept so that plugins and recovery read the same objects. */
   build: string | null;
   updateCount: number;
+  /**
+   * How the job ended; while it is active, how ucompute is ending it (a cancel, its owner's
+   * credits, its expiry), so that its end is that one whatever the backend says meanwhile.
+   */
+  outcome: Outcome | null;
 }
 
 /** Column changes that go with an update, applied in the same transaction. */
@@ -60,6 +66,7 @@ export interface JobChanges {
   exitCodes?: Record<string, number>;
   submitted?: boolean;
   build?: null;
+  outcome?: Outcome;
 }
 
 export interface NewJob {
@@ -85,6 +92,8 @@ export interface JobVisibility {
 export interface BrowseQuery {
   visibility: JobVisibility | 'all';
   state?: JobState;
+  /** Final jobs that ended this way. */
+  outcome?: OutcomeKind;
   application?: string;
   createdBy?: string;
   /** Epoch ms, inclusive. */
@@ -241,6 +250,7 @@ export function openStore(path: string) {
     timeRunBeforeMs: Number(r.time_run_before_ms),
     build: (r.build as string | null) ?? null,
     updateCount: Number(r.update_count),
+    outcome: r.outcome === null || r.outcome === undefined ? null : outcomeOf(r),
   });
 
   /** Allocations of an owner in a category that are valid at `at`, the soonest to end first. */
@@ -364,6 +374,11 @@ export function openStore(path: string) {
       if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
       if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
       if (changes.build === null) set('build', null);
+      if (changes.outcome !== undefined) {
+        set('outcome', changes.outcome.kind);
+        set('outcome_by', changes.outcome.by ?? null);
+        set('outcome_reason', changes.outcome.reason ?? null);
+      }
       sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
       sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
         job.id,
@@ -371,13 +386,32 @@ export function openStore(path: string) {
         JSON.stringify(update),
       );
     },
-    /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */
+    /**
+     * Records how ucompute is ending an active job, unless something is ending it already; answers
+     * whether this one was recorded.
+     */
+    markEnding(id: string, outcome: Outcome): boolean {
+      return (
+        sql(
+          `update jobs set outcome = ?, outcome_by = ?, outcome_reason = ?
+           where id = ? and outcome is null and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+        ).run(outcome.kind, outcome.by ?? null, outcome.reason ?? null, id).changes === 1
+      );
+    },
+    /** Forgets how an active job was being ended (the backend could not stop it). */
+    unmarkEnding(id: string): void {
+      sql(
+        `update jobs set outcome = null, outcome_by = null, outcome_reason = null
+         where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+      ).run(id);
+    },
     /** Gives a job another name (null: none); the rest of its specification stays. */
     renameJob(id: string, name: string | null): void {
       sql(
         "update jobs set specification = case when ? is null then json_remove(specification, '$.name') else json_set(specification, '$.name', ?) end where id = ?",
       ).run(name, name, id);
     },
+    /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */
     saveBuild(id: string, build: string): void {
       sql('update jobs set build = ? where id = ?').run(build, id);
     },
@@ -408,6 +442,10 @@ export function openStore(path: string) {
       if (q.state !== undefined) {
         where.push('state = ?');
         values.push(q.state);
+      }
+      if (q.outcome !== undefined) {
+        where.push("outcome = ? and state in ('SUCCESS', 'FAILURE', 'EXPIRED')");
+        values.push(q.outcome);
       }
       if (q.application !== undefined) {
         where.push('application = ?');
@@ -622,6 +660,14 @@ export function openStore(path: string) {
         chargedAt: Number(r.charged_at),
       }));
     },
+  };
+}
+
+function outcomeOf(r: Row): Outcome {
+  return {
+    kind: r.outcome as OutcomeKind,
+    ...(r.outcome_by !== null ? { by: r.outcome_by as string } : {}),
+    ...(r.outcome_reason !== null ? { reason: r.outcome_reason as string } : {}),
   };
 }
 

@@ -82,7 +82,7 @@ export async function openTestBackend(
  */
 export async function openTestService(
   t: { after(fn: () => Promise<void>): void },
-  o: { config?: LocalSettings; requireCredits?: boolean; clock?: Clock } = {},
+  o: { config?: LocalSettings; requireCredits?: boolean; dir?: string; clock?: Clock } = {},
 ) {
   const store = openStore(':memory:');
   let stop = async () => {};
@@ -93,6 +93,7 @@ export async function openTestService(
   });
   const local = await openTestBackend(t, {
     ...(o.config === undefined ? {} : { config: o.config }),
+    ...(o.dir === undefined ? {} : { dir: o.dir }),
     ...(o.clock ? { clock: o.clock } : {}),
   });
   const storageRoot = join(local.home, 'storage');

@@ -8,6 +8,7 @@ import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
 import { DEFAULT_LOGS } from './pod/context.ts';
+import type { Runtime } from './runtime.ts';
 import type { LocalSettings } from './settings.ts';
 import { lockStateDir } from './state-lock.ts';
 
@@ -35,7 +36,7 @@ export interface OpenLocalOptions {
  */
 export async function openLocalBackend(
   o: OpenLocalOptions,
-): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
+): Promise<LocalBackend & Pick<Runtime, 'warnings' | 'description' | 'hostNames'>> {
   const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
   const unlock = await lockStateDir(stateDir);
   try {
@@ -75,6 +76,8 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
     ...(o.config.network ? { network: o.config.network } : {}),
     ...(o.config.userNamespaces?.first !== undefined ? { firstHostId: o.config.userNamespaces.first } : {}),
+    ...(o.config.cgroupParent !== undefined ? { cgroupParent: o.config.cgroupParent } : {}),
+    dataDir: o.dataDir,
     ...(capacity
       ? {
           capacity: {
@@ -108,7 +111,11 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     ...(o.clock ? { clock: o.clock } : {}),
     ...(o.log ? { log: o.log } : {}),
   });
-  return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });
+  return Object.assign(backend, {
+    warnings: runtime.warnings,
+    description: runtime.description,
+    hostNames: runtime.hostNames,
+  });
 }
 
 /** Ports 2200-2299 by default, named by the listen address unless that is every address. */
