@@ -52,6 +52,7 @@ const application = ucloudApplication(
 );
 const spec = {
   application: { name: 'terminal', version: '1.0' },
+  timeAllocation: { hours: 1, minutes: 0, seconds: 0 },
   product: { id: 'u1-standard-1', category: 'u1-standard', provider: PROVIDER },
 };
 const standaloneSpec = { ...spec, product: { id: 'u1-standard-1', category: 'u1-standard' } };
