@@ -13,6 +13,7 @@ import { assertExit, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { openTestBackend } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { manualClock } from './support/manual-clock.ts';
 import { until } from './support/until.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
@@ -165,6 +166,32 @@ test('cancel stops every process of a job and leaves nothing behind', tools, asy
   const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
   assert.ok(!netns.includes('stubborn'), netns);
 });
+
+test(
+  'a pod found again after a restart of ucompute keeps its activeDeadlineSeconds, counted from its start',
+  tools,
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'ucompute-deadline-'));
+    const clock = manualClock();
+    const first = await openTestBackend(t, { dir, clock });
+    const task = shellTask('t', 1, 'sleep 1000');
+    task.template.spec.activeDeadlineSeconds = 10;
+    await first.backend.submitVolcanoJob('timed', vcjob('timed', [task]));
+    await first.running('timed');
+    await clock.advance(6000);
+    await first.close(); // the pod runs on; the deadline timer of this ucompute dies with it
+
+    const second = await openTestBackend(t, { dir, clock });
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    assert.equal(second.backend.phaseOf('timed'), 'Running');
+    await clock.advance(3999);
+    assert.equal(second.backend.phaseOf('timed'), 'Running', 'not before 10 s after the pod started');
+    await clock.advance(1);
+    const end = await second.ended('timed');
+    assert.equal(end.state, 'FAILURE');
+    assert.match(end.status, /^Rank 0 was stopped: DeadlineExceeded/);
+  },
+);
 
 test(
   'a restart of ucompute finds running pods again and still learns how they end, never running them twice',

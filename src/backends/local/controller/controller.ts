@@ -18,7 +18,7 @@ import { forgetAfterTtl } from './finished-ttl.ts';
 import { type JobRun, newRun, type PodRecord } from './job-run.ts';
 import { saveOutput } from './output.ts';
 import { keepEnded, makeJobDir, saveRun } from './persistence.ts';
-import { deadlineApplies, deadlineFault, podDeadlineMs } from './pod-deadline.ts';
+import { deadlineApplies, deadlineDueIn, deadlineFault } from './pod-deadline.ts';
 import { podStarter } from './pod-start.ts';
 import { startProbes } from './prober.ts';
 
@@ -40,8 +40,8 @@ export interface JobController {
   fail(run: JobRun, fault: string): Promise<void>;
   /** Ends a run whose phase is final: its pods go, its output is saved, its end is told. */
   finish(run: JobRun): Promise<void>;
-  /** Follows a running pod's containers to their end (for a recovered pod). */
-  watch(run: JobRun, rec: PodRecord, pod: Pod, exits: Promise<ContainerExit>[]): void;
+  /** Takes a recovered running pod back: follows its containers to their end, probes it, arms its deadline. */
+  adopt(run: JobRun, rec: PodRecord, pod: Pod, exits: Promise<ContainerExit>[]): void;
   admission: Admission;
 }
 
@@ -190,11 +190,15 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     }));
     for (const rec of fresh) {
       run.pods.set(rec.plan.name, rec);
-      const deadline = podDeadlineMs(rec.plan);
-      if (deadline !== null)
-        ctx.clock.setTimeout(() => void step(run, () => deadlineExceeded(run, rec)), deadline);
+      rec.startedAt = ctx.clock.now();
+      armDeadline(run, rec);
     }
     if (fresh.length > 0) await startPods(run, fresh);
+  }
+
+  function armDeadline(run: JobRun, rec: PodRecord): void {
+    const dueIn = deadlineDueIn(rec.plan, rec.startedAt ?? ctx.clock.now(), ctx.clock.now());
+    if (dueIn !== null) ctx.clock.setTimeout(() => void step(run, () => deadlineExceeded(run, rec)), dueIn);
   }
 
   /** The kubelet's activeDeadlineSeconds: the pod is killed and Failed, and the job's policies see it. */
@@ -265,9 +269,11 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
         await kill(run, 'TerminateJob');
       }),
     finish,
-    watch(run, rec, pod, exits) {
+    adopt(run, rec, pod, exits) {
       starter.watch(run, rec, pod, exits);
-      startProbes(ctx, run, rec, pod, ctx.clock.now(), probeOutcomes);
+      // Its initial delays count from the pod's start, as near as ucompute knows its containers' start.
+      startProbes(ctx, run, rec, pod, rec.startedAt ?? ctx.clock.now(), probeOutcomes);
+      armDeadline(run, rec);
     },
     admission: admitted,
   };

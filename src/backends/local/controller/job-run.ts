@@ -24,6 +24,8 @@ export interface PodRecord {
   killing: boolean;
   /** Running with every main container Ready (its startup and readiness probes passed; see prober.ts). */
   ready: boolean;
+  /** When the pod was created: its activeDeadlineSeconds counts from then, across restarts of ucompute. */
+  startedAt?: number;
 }
 
 /** What survives a restart of ucompute, in <stateDir>/jobs/<id>/state.json. */
@@ -44,7 +46,14 @@ export interface SavedJob {
   finishedAt?: number;
   /** The host port of its SSH endpoint, opened again after a restart of ucompute. */
   sshPort?: number;
-  pods: { name: string; phase: PodPhase; exit?: ContainerExit; fault?: string; restarts: number }[];
+  pods: {
+    name: string;
+    phase: PodPhase;
+    exit?: ContainerExit;
+    fault?: string;
+    restarts: number;
+    startedAt?: number;
+  }[];
 }
 
 /** A job on this machine: what is saved of it, and what the controller keeps while it runs. */
@@ -119,6 +128,7 @@ export function savedJob(run: JobRun): SavedJob {
       restarts: p.restarts,
       ...(p.exit ? { exit: p.exit } : {}),
       ...(p.fault ? { fault: p.fault } : {}),
+      ...(p.startedAt !== undefined ? { startedAt: p.startedAt } : {}),
     })),
   };
 }

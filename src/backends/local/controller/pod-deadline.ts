@@ -15,6 +15,15 @@ export function podDeadlineMs(plan: PodPlan): number | null {
   return seconds === undefined ? null : seconds * 1000;
 }
 
+/**
+ * How long from `now` until the deadline of a pod created at `startedAt` (0: passed already); null
+ * when it has none. A pod found again after a restart of ucompute keeps its own start.
+ */
+export function deadlineDueIn(plan: PodPlan, startedAt: number, now: number): number | null {
+  const deadline = podDeadlineMs(plan);
+  return deadline === null ? null : Math.max(startedAt + deadline - now, 0);
+}
+
 /** Whether the deadline still ends the pod: the same record, neither killed nor ended, in a live job. */
 export const deadlineApplies = (run: Pick<JobRun, 'pods' | 'phase'>, rec: PodRecord): boolean =>
   run.pods.get(rec.plan.name) === rec &&

@@ -31,6 +31,8 @@ export async function recoverJobs(
       const plan = run.planned.find((p) => p.name === s.name);
       if (!plan) continue;
       const rec: PodRecord = { plan, phase: s.phase, restarts: s.restarts, killing: false, ready: false };
+      // Saved since the pod deadlines; a pod an older ucompute saved counts from now.
+      if (s.startedAt !== undefined) rec.startedAt = s.startedAt;
       if (s.exit) rec.exit = s.exit;
       if (s.fault) rec.fault = s.fault;
       run.pods.set(s.name, rec);
@@ -40,7 +42,7 @@ export async function recoverJobs(
       const containers = pod?.containers() ?? [];
       if (pod && rec.phase === 'Running' && containers.length > 0) {
         rec.pod = pod;
-        controller.watch(
+        controller.adopt(
           run,
           rec,
           pod,
