@@ -150,7 +150,7 @@ test('the checks find what they look for', () => {
 
 /**
  * The local controller's decisions are pure (controller/decisions.ts, job-status.ts, end-messages.ts,
- * failure-reasons.ts): no Node
+ * failure-reasons.ts, pod-deadline.ts, probes.ts): no Node
  * module (no file, process or timer), and of the backend's own files only the pure scheduler and
  * each other, besides type-only imports of the job's shape.
  */
@@ -160,6 +160,8 @@ test("the local controller's decisions import nothing with effects", () => {
     'backends/local/controller/job-status.ts',
     'backends/local/controller/end-messages.ts',
     'backends/local/controller/failure-reasons.ts',
+    'backends/local/controller/pod-deadline.ts',
+    'backends/local/controller/probes.ts',
   ];
   const ALLOWED = new Set([...PURE, 'backends/local/scheduler.ts']);
   const wrong: string[] = [];

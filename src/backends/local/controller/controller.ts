@@ -140,6 +140,7 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
         await kill(run, decision.action, rec);
         return;
       case 'restartInPlace':
+        rec.ready = false; // a restarted container is Ready again once its probes say so
         if (exit.probeFailure)
           ctx.reports.notify(run, `${exit.probeFailure}; it restarts (restart ${rec.restarts})`);
         // The pod stays Running while its container starts again, as a kubelet restart looks.
