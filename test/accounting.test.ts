@@ -461,7 +461,11 @@ describe('credits', () => {
     assert.deepEqual(h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 10, used: 9, balance: 1 },
     ]);
-    await rejectsWith(h.service.create(alice, [mpi()]), 402, /user alice has 1 credits left for u1-standard and this job needs 2/);
+    await rejectsWith(
+      h.service.create(alice, [mpi()]),
+      402,
+      /user alice has 1 credits left for u1-standard and this job needs 2/,
+    );
     assert.deepEqual(h.service.wallets(bob), [
       { owner: 'user:bob', category: 'u1-standard', allocated: 1000, used: 6, balance: 994 },
     ]);
