@@ -5,7 +5,7 @@ import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { until } from './support/until.ts';
 
 const terminal = {
   application: { name: 'terminal', version: '1.0' },
@@ -36,16 +36,16 @@ test('a backend tells why a job waits, then that it runs, each as a status in th
     const [id] = await service.create({ username: 'alice', admin: false }, [terminal]);
     const jobId = id!;
     const statuses = () => store.updatesOf(jobId).map((u) => [u.state, u.status]);
-    await until('submitted', () => store.getJob(jobId)!.submitted);
+    await until(() => store.getJob(jobId)!.submitted, { describe: 'submitted' });
     backend.say({ jobId, state: 'IN_QUEUE', status: 'Waiting for 8 CPUs, position 2 in the queue' });
-    await until('status written', () => statuses().some(([, s]) => s?.startsWith('Waiting')));
+    await until(() => statuses().some(([, s]) => s?.startsWith('Waiting')), { describe: 'status written' });
     assert.equal(store.getJob(jobId)!.state, 'IN_QUEUE');
     assert.deepEqual(statuses().at(-1), [undefined, 'Waiting for 8 CPUs, position 2 in the queue']);
     const before = statuses().length;
 
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running' });
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running (2 of 2 replicas ready)' });
-    await until('both written', () => statuses().at(-1)?.[1]?.endsWith('ready)') === true);
+    await until(() => statuses().at(-1)?.[1]?.endsWith('ready)') === true, { describe: 'both written' });
     assert.equal(store.getJob(jobId)!.state, 'RUNNING');
     assert.deepEqual(statuses().slice(-2), [
       ['RUNNING', 'The job is running'],

@@ -17,7 +17,7 @@ import { type Served, startServe, stopServe } from './support/serve.ts';
  * (cancelled, expired, failed, never started) says so, and the commands exit with its outcome's code.
  */
 
-const TIMEOUT = { timeout: 180_000 };
+const TIMEOUT = { timeout: 600_000 };
 const prerequisites = await needs('bwrap', 'nft', 'ip', 'nsenter', 'setpriv');
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 

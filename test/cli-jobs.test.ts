@@ -11,6 +11,7 @@ import { failedRanks, type Outcome, type OutcomeKind, presentOutcome } from '../
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
+import { until } from './support/until.ts';
 
 /**
  * The client commands for people: job id prefixes, `jobs --watch/--project` with ELAPSED and LEFT,
@@ -18,7 +19,7 @@ import { putFile, type Served, startServe, stopServe } from './support/serve.ts'
  * reloads on change. A real `ucompute serve` on the dry backend, jobs held until cancelled.
  */
 
-const TIMEOUT = { timeout: 120_000 };
+const TIMEOUT = { timeout: 600_000 };
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-jobs-'));
@@ -70,14 +71,15 @@ async function retrieve(id: string): Promise<Job> {
   return JSON.parse(result.stdout) as Job;
 }
 
-/** Polls until the job is RUNNING (at most 50 looks). */
-async function running(id: string): Promise<Job> {
-  for (let i = 0; i < 50; i++) {
-    const job = await retrieve(id);
-    if (job.status.state === 'RUNNING') return job;
-    await sleep(100);
-  }
-  assert.fail(`job ${id} did not start`);
+/** The job once it is RUNNING. */
+function running(id: string): Promise<Job> {
+  return until(
+    async () => {
+      const job = await retrieve(id);
+      return job.status.state === 'RUNNING' && job;
+    },
+    { describe: `job ${id} runs`, timeout: 60_000, every: 100 },
+  );
 }
 
 describe('outcomes', () => {
@@ -219,10 +221,8 @@ describe('jobs', TIMEOUT, () => {
       out += chunk;
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const seen = async (pattern: RegExp) => {
-      for (let i = 0; i < 200 && !pattern.test(out); i++) await sleep(100);
-      assert.match(out, pattern);
-    };
+    const seen = (pattern: RegExp) =>
+      until(() => pattern.test(out), { describe: `the watch shows ${pattern}`, timeout: 60_000 });
     try {
       await seen(new RegExp(`^${id}\\s.*RUNNING`, 'm'));
       assertExit(await cli(['cancel', id]), 0);
@@ -365,12 +365,11 @@ describe('the command line', TIMEOUT, () => {
     assert.equal(await title(), 'extra@1.0: Extra one');
     const file = join(extraApps, 'extra.yml');
     writeFileSync(file, EXTRA_APP('Extra two'));
-    let shown = '';
-    for (let i = 0; i < 50 && shown !== 'extra@1.0: Extra two'; i++) {
-      await sleep(200);
-      shown = (await title()) ?? '';
-    }
-    assert.equal(shown, 'extra@1.0: Extra two');
+    await until(async () => (await title()) === 'extra@1.0: Extra two', {
+      describe: 'the changed app is served',
+      timeout: 60_000,
+      every: 200,
+    });
     const listed = await cli(['apps']);
     assertExit(listed, 0);
     assert.match(listed.stdout, /^extra\s+1\.0\s+BATCH\s+Extra two$/m);

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { LogChunk } from '../src/jobs/backend.ts';
 import { openStore } from '../src/store/store.ts';
-import { testServer } from './support/server.ts';
+import { jobInState, testServer } from './support/server.ts';
 
 const CHUNK = 'x'.repeat(64 * 1024);
 const OFFERED = 5000; // 320 MB, if a reader took it all
@@ -43,12 +43,7 @@ test('a follower that reads nothing holds the server to a bounded number of log 
   });
   assert.equal(created.statusCode, 200, created.body);
   const id = (created.json() as { responses: { id: string }[] }).responses[0]!.id;
-  for (
-    let i = 0;
-    i < 500 && server.service.retrieve({ username: 'alice', admin: true }, id).status.state !== 'RUNNING';
-    i++
-  )
-    await sleep(5);
+  await jobInState(server, id, 'RUNNING');
 
   // A client that completes the upgrade and then never reads.
   const socket = connect(port, '127.0.0.1');

@@ -4,13 +4,15 @@ import type { FastifyError, InjectOptions } from 'fastify';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { buildCatalog } from '../src/catalog/catalog.ts';
 import { createJobService } from '../src/jobs/service.ts';
+import { type Clock, systemClock } from '../src/model/clock.ts';
 import type { PipelineConfig } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { buildServer } from '../src/server/app.ts';
 import { errorResponse } from '../src/server/errors.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { env, prepare } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { manualClock } from './support/manual-clock.ts';
+import { until } from './support/until.ts';
 
 /**
  * Outcomes at the API that say what happened: a full disk is 507 and changes nothing, values no
@@ -31,13 +33,18 @@ after(async () => {
   for (const close of closers) await close();
 });
 
-async function world(config?: PipelineConfig, runForMs: number | null = null, environment = env(config)) {
+async function world(
+  config?: PipelineConfig,
+  runForMs: number | null = null,
+  environment = env(config),
+  clock: Clock = systemClock,
+) {
   const store = openStore(':memory:');
   store.createUser('alice', false);
   store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
   const token = store.createToken('alice', 'test');
-  const backend = dryBackend({ runForMs });
-  const service = createJobService({ store, env: environment, backend });
+  const backend = dryBackend({ runForMs, clock });
+  const service = createJobService({ store, env: environment, backend, clock });
   const app = await buildServer({ service, store, env: environment, backend });
   closers.push(async () => {
     await app.close();
@@ -81,24 +88,25 @@ test('a full disk at submit answers 507 with a message and stores nothing', asyn
 });
 
 test('a job whose end cannot be written (disk full) is not left RUNNING once space is back', async () => {
-  const w = await world(undefined, 50);
+  const clock = manualClock(Date.now());
+  const w = await world(undefined, 50, undefined, clock);
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until('it runs', () => w.store.getJob(id)?.state === 'RUNNING');
+  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'it runs' });
   // Every write fails from now on, as SQLite's do on a full disk.
   const transaction = w.store.transaction;
   w.store.transaction = () => {
     throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
   };
-  // Its SUCCESS arrives after 50 ms, while nothing can be written, and is kept.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // Its SUCCESS arrives after 50 ms, while nothing can be written, and is kept: the write is tried
+  // again a second later.
+  await clock.advance(50);
+  await until(() => clock.pending() === 1, { describe: 'the end waits to be written again' });
   assert.equal(w.store.getJob(id)?.state, 'RUNNING');
   w.store.transaction = transaction;
-  for (let i = 0; i < 40 && w.store.getJob(id)?.state === 'RUNNING'; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  assert.equal(w.store.getJob(id)?.state, 'SUCCESS');
+  await clock.advance(1000);
+  await until(() => w.store.getJob(id)?.state === 'SUCCESS', { describe: 'the end is written' });
 });
 
 test('a job whose submission cannot be written (disk full) is submitted once space is back', async () => {
@@ -115,12 +123,9 @@ test('a job whose submission cannot be written (disk full) is submitted once spa
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until('the submission was refused', () => refused > 0);
+  await until(() => refused > 0, { describe: 'the submission was refused' });
   w.store.transaction = transaction;
-  for (let i = 0; i < 40 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'it is submitted and runs' });
 });
 
 test('parameter values the kernel cannot pass are 400 at submit, naming the parameter', async () => {

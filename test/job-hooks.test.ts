@@ -7,7 +7,7 @@ import type { JobPlugin } from '../src/plugins/plugin.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { until } from './support/until.ts';
 
 /** The five plugin hooks run in one place under one error rule (JobManagement's pluginHooks). */
 
@@ -50,7 +50,7 @@ test('a plugin whose onCreate fails (storage full) fails the job with its reason
   };
   const h = harness({ storage: full });
   const [id] = await h.service.create(alice, [mpi]);
-  await until('the job fails', () => h.job(id!).status.state === 'FAILURE');
+  await until(() => h.job(id!).status.state === 'FAILURE', { describe: 'the job fails' });
   const status = h.job(id!).updates.at(-1)!.status ?? '';
   assert.match(status, /^The job could not be created: \w+: ENOSPC: no space left on device/);
   assert.deepEqual(h.submitted, []);
@@ -70,8 +70,8 @@ test('onJobStart is guarded like the other hooks: a failing plugin does not stop
   ];
   const h = harness({ plugins });
   const ids = await h.service.create(alice, [mpi, mpi]);
-  await until('both jobs run', () => ids.every((id) => h.job(id).status.state === 'RUNNING'));
-  await until('the later plugin saw both starts', () => started.length === 2);
+  await until(() => ids.every((id) => h.job(id).status.state === 'RUNNING'), { describe: 'both jobs run' });
+  await until(() => started.length === 2, { describe: 'the later plugin saw both starts' });
   assert.deepEqual(started.sort(), [...ids].sort());
 });
 
@@ -81,6 +81,6 @@ test('onCreate runs the service’s own plugin list', async () => {
     plugins: [...PLUGINS, { name: 'Recorder', onCreate: (_ctx, job) => void created.push(job.id) }],
   });
   const [id] = await h.service.create(alice, [mpi]);
-  await until('the job runs', () => h.job(id!).status.state === 'RUNNING');
+  await until(() => h.job(id!).status.state === 'RUNNING', { describe: 'the job runs' });
   assert.deepEqual(created, [id]);
 });

@@ -8,7 +8,8 @@ import { Job } from '../src/model/job.ts';
 import { parser } from '../src/model/validate.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { type ManualClock, manualClock } from './support/manual-clock.ts';
+import { until } from './support/until.ts';
 
 /**
  * Honest outcomes: UCloud's states stay (a cancelled job is SUCCESS), and every final job says how
@@ -30,8 +31,8 @@ const mpi = (extra: Record<string, unknown> = {}) => ({
 const jobSchema = parser(Job);
 
 /** A dry backend whose events can be held back (a queue that starts nothing) or added to. */
-function controllable(now: () => number) {
-  const dry = dryBackend({ runForMs: null, now });
+function controllable(clock: ManualClock) {
+  const dry = dryBackend({ runForMs: null, clock });
   const listeners: ((e: BackendEvent) => void)[] = [];
   let starting = true;
   /** What the backend says of a job while ucompute cancels it, before the cancel returns. */
@@ -67,15 +68,14 @@ function controllable(now: () => number) {
 }
 
 function world(credits = 1_000_000) {
-  const clock = { now: T0 };
-  const now = () => clock.now;
+  const clock = manualClock(T0);
   const store = openStore(':memory:');
-  const control = controllable(now);
+  const control = controllable(clock);
   const service = createJobService({
     store,
     env: env(),
     backend: control.backend,
-    now,
+    clock,
     requireCredits: true,
   });
   store.grant('user:alice', 'u1-standard', credits, T0 - MINUTE, T0 + 1000 * MINUTE);
@@ -88,7 +88,7 @@ function world(credits = 1_000_000) {
     (await service.create(alice, [mpi(extra)]))[0]!;
   const running = async (extra: Record<string, unknown> = {}) => {
     const id = await submit(extra);
-    await until(`${id} runs`, () => job(id).status.state === 'RUNNING');
+    await until(() => job(id).status.state === 'RUNNING', { describe: `${id} runs` });
     return id;
   };
   return { clock, store, service, job, submit, running, ...control };
@@ -99,7 +99,7 @@ describe('every final job says how it ended', () => {
     const w = world();
     const id = await w.running({ replicas: 2 });
     w.emit({ jobId: id, state: 'SUCCESS', status: 'done', exitCodes: { 0: 0, 1: 3 }, at: T0 });
-    await until('it ends', () => w.job(id).status.state === 'SUCCESS');
+    await until(() => w.job(id).status.state === 'SUCCESS', { describe: 'it ends' });
     assert.deepEqual(w.job(id).status.outcome, { kind: 'COMPLETED', text: 'completed (exit 3 on rank 1)' });
   });
 
@@ -130,9 +130,9 @@ describe('every final job says how it ended', () => {
     const ran = await w.running();
     w.holdStarts();
     const queued = await w.submit();
-    w.clock.now = T0 + 10 * MINUTE;
+    await w.clock.advanceTo(T0 + 10 * MINUTE);
     await w.service.monitor();
-    await until('both end', () => w.job(queued).status.state === 'SUCCESS');
+    await until(() => w.job(queued).status.state === 'SUCCESS', { describe: 'both end' });
     assert.equal(w.job(ran).status.state, 'SUCCESS');
     assert.deepEqual(w.job(ran).status.outcome, { kind: 'OUT_OF_CREDITS', text: 'stopped: out of credits' });
     assert.equal(w.job(queued).status.outcome?.kind, 'NEVER_STARTED');
@@ -142,7 +142,7 @@ describe('every final job says how it ended', () => {
   test('expired', async () => {
     const w = world();
     const id = await w.running({ timeAllocation: { hours: 0, minutes: 1, seconds: 0 } });
-    w.clock.now = T0 + 2 * MINUTE;
+    await w.clock.advanceTo(T0 + 2 * MINUTE);
     await w.service.monitor();
     assert.equal(w.job(id).status.state, 'EXPIRED');
     assert.deepEqual(w.job(id).status.outcome, {
@@ -156,7 +156,7 @@ describe('every final job says how it ended', () => {
     const id = await w.running();
     const reason = 'init container ucloud-compat exited with code 126: bwrap: Permission denied';
     w.emit({ jobId: id, state: 'FAILURE', status: reason, at: T0 });
-    await until('it fails', () => w.job(id).status.state === 'FAILURE');
+    await until(() => w.job(id).status.state === 'FAILURE', { describe: 'it fails' });
     assert.deepEqual(w.job(id).status.outcome, { kind: 'FAILED', reason, text: `failed (${reason})` });
   });
 
@@ -172,9 +172,9 @@ describe('every final job says how it ended', () => {
     );
     await w.service.terminate(alice, [cancelled]);
     assert.equal(w.job(cancelled).status.outcome?.text, 'cancelled by alice');
-    w.clock.now = T0 + 2 * MINUTE;
+    await w.clock.advanceTo(T0 + 2 * MINUTE);
     await w.service.monitor();
-    await until('it ends', () => w.job(expiring).status.outcome !== undefined);
+    await until(() => w.job(expiring).status.outcome !== undefined, { describe: 'it ends' });
     assert.equal(w.job(expiring).status.state, 'EXPIRED');
     assert.equal(w.job(expiring).status.outcome?.kind, 'EXPIRED');
     const updates = w.job(expiring).updates;
@@ -197,7 +197,7 @@ describe('every final job says how it ended', () => {
     assert.ok(w.store.markEnding(id, { kind: 'CANCELLED', by: 'alice' }));
     assert.equal(w.job(id).status.outcome, undefined, 'an active job shows no outcome');
     w.emit({ jobId: id, state: 'FAILURE', status: 'the pod was deleted', at: T0 });
-    await until('it ends', () => w.job(id).status.outcome !== undefined);
+    await until(() => w.job(id).status.outcome !== undefined, { describe: 'it ends' });
     assert.equal(w.job(id).status.state, 'SUCCESS');
     assert.equal(w.job(id).status.outcome?.text, 'cancelled by alice');
   });
@@ -208,7 +208,7 @@ describe('every final job says how it ended', () => {
     await w.service.terminate(alice, [cancelled]);
     const completed = await w.running();
     w.emit({ jobId: completed, state: 'SUCCESS', status: 'done', exitCodes: { 0: 0 }, at: T0 });
-    await until('it ends', () => w.job(completed).status.state === 'SUCCESS');
+    await until(() => w.job(completed).status.state === 'SUCCESS', { describe: 'it ends' });
     const active = await w.running();
     const ids = (filterOutcome: 'CANCELLED' | 'COMPLETED' | 'FAILED') =>
       w.service.browse(alice, { filterOutcome }).items.map((j) => j.id);

@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
+import { type Clock, systemClock } from '../src/model/clock.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { openStore } from '../src/store/store.ts';
 import { CHILD_ENV } from './support/cli.ts';
 import { eventually, type FakeCluster, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
+import { manualClock } from './support/manual-clock.ts';
 import { serving, spawnServe } from './support/serve.ts';
 
 const alice = { username: 'alice', admin: false };
@@ -25,7 +27,7 @@ function serviceOn(
   t: import('node:test').TestContext,
   cluster: FakeCluster,
   store = openStore(':memory:'),
-  now = Date.now,
+  clock: Clock = systemClock,
   requireCredits = false,
 ) {
   const config = resolvePipelineConfig(cluster.config());
@@ -34,7 +36,7 @@ function serviceOn(
     store,
     env: { catalog, products, config },
     backend,
-    now,
+    clock,
     requireCredits,
   });
   t.after(async () => {
@@ -63,8 +65,8 @@ test('through the job service: a job is submitted, runs on the cluster and succe
 
 test('through the job service: cancel and expiry delete the job on the cluster', async (t) => {
   const cluster = await fakeCluster(t);
-  let clock = Date.now();
-  const { service, state } = serviceOn(t, cluster, openStore(':memory:'), () => clock);
+  const clock = manualClock(Date.now());
+  const { service, state } = serviceOn(t, cluster, openStore(':memory:'), clock);
   await service.start();
   const [a, b] = await service.create(alice, [
     job(),
@@ -79,7 +81,7 @@ test('through the job service: cancel and expiry delete the job on the cluster',
   await service.terminate(alice, [a!]);
   assert.equal(state(a!), 'SUCCESS');
   assert.equal(cluster.volcano.job(a!), undefined);
-  clock += 2 * 60_000;
+  await clock.advance(2 * 60_000);
   await service.monitor();
   assert.equal(state(b!), 'EXPIRED');
   assert.equal(cluster.volcano.job(b!), undefined);
@@ -89,15 +91,15 @@ test('through the job service: cancel and expiry delete the job on the cluster',
 test('through the job service: cancel, expiry and credits on the cluster end jobs with their outcomes', async (t) => {
   const cluster = await fakeCluster(t);
   const store = openStore(':memory:');
-  let clock = Date.now();
-  const { service } = serviceOn(t, cluster, store, () => clock, true);
+  const clock = manualClock(Date.now());
+  const { service } = serviceOn(t, cluster, store, clock, true);
   const bob = { username: 'bob', admin: false };
   const status = (id: string) => service.retrieve({ username: 'admin', admin: true }, id).status;
   const state = (id: string) => status(id).state;
   const outcome = (id: string) => status(id).outcome?.text;
-  store.grant('user:alice', 'u1-standard', 1_000_000, clock - 60_000, clock + 86_400_000);
+  store.grant('user:alice', 'u1-standard', 1_000_000, clock.now() - 60_000, clock.now() + 86_400_000);
   // Four credits: two minutes of u1-standard-2 (on one replica).
-  store.grant('user:bob', 'u1-standard', 4, clock - 60_000, clock + 86_400_000);
+  store.grant('user:bob', 'u1-standard', 4, clock.now() - 60_000, clock.now() + 86_400_000);
   await service.start();
   const [cancelled, expiring, queued] = await service.create(alice, [
     job(),
@@ -113,7 +115,7 @@ test('through the job service: cancel, expiry and credits on the cluster end job
   }
   await eventually(() => cluster.volcano.job(queued!) !== undefined);
   await service.terminate(alice, [cancelled!, queued!]);
-  clock += 3 * 60_000;
+  await clock.advance(3 * 60_000);
   await service.monitor();
   assert.equal(state(cancelled!), 'SUCCESS');
   assert.equal(outcome(cancelled!), 'cancelled by alice');

@@ -7,6 +7,7 @@ import { type JobSpecification, JobState, type JobUpdate } from '../src/model/jo
 import { FINAL_STATES } from '../src/model/job-states.ts';
 import { type JobRecord, openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { manualClock } from './support/manual-clock.ts';
 
 const STATES: JobState[] = JobState.anyOf.map((s) => s.const);
 const T0 = Date.UTC(2025, 0, 1);
@@ -220,7 +221,7 @@ describe('updates through the store', () => {
       env: env(),
       backend: dryBackend({ runForMs: null }),
       requireCredits: false,
-      now: () => T0,
+      clock: manualClock(T0),
     });
     // Inserted directly and never submitted: only the updates below move it.
     store.insertJob({

@@ -9,6 +9,7 @@ import { MAX_SAMPLES, resourceSeries } from '../src/store/resource-series.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { CHILD_ENV, runCli } from './support/cli.ts';
 import { call, world } from './support/interactive.ts';
+import { jobInState } from './support/server.ts';
 
 /**
  * The live resource views' series (sampled from the backend, kept for the job's life at a grain
@@ -199,8 +200,7 @@ test('the series through the API (with the machine type as limits; others\u2019 
       }),
     });
     const id = JSON.parse(created.body).responses[0].id as string;
-    for (let i = 0; i < 200 && w.store.getJob(id)?.state !== 'RUNNING'; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await jobInState(w, id, 'RUNNING');
     resourceSeries(w.store).append(T0, new Map([[id, [{ rank: 0, cpuCores: 1.25, memoryBytes: 2 ** 20 }]]]));
     const get = (who: 'alice' | 'bob', query = '') =>
       call(w.port, {

@@ -5,7 +5,7 @@ import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { until } from './support/until.ts';
 
 const server = {
   application: { name: 'file-server', version: '1.0' },
@@ -30,7 +30,7 @@ test('a peer must be an active job the caller may act on', async () => {
   try {
     const [alices] = await service.create(alice, [server]);
     const [bobs] = await service.create(bob, [server]);
-    await until('both running', () => store.runningJobs().length === 2);
+    await until(() => store.runningJobs().length === 2, { describe: 'both running' });
 
     const peerIssues = async (caller: typeof alice, jobId: string) => {
       try {

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import type { Caller } from '../src/jobs/service.ts';
-import type { JobState } from '../src/model/job.ts';
 import { openStore, type Store } from '../src/store/store.ts';
-import { type TestServer, testServer } from './support/server.ts';
+import { jobInState, type TestServer, testServer } from './support/server.ts';
 
 /**
  * Fuzzing the job API: arbitrary JSON and mutations of valid requests never get a 5xx, and a
@@ -12,7 +10,6 @@ import { type TestServer, testServer } from './support/server.ts';
  */
 
 const YEAR = 365 * 24 * 3600 * 1000;
-const ADMIN: Caller = { username: 'root', admin: true };
 
 interface World extends TestServer {
   tokens: { alice: string; bob: string };
@@ -36,14 +33,6 @@ async function world(): Promise<World> {
 const count = (store: Store, sql: string) => Number((store.db.prepare(sql).get() as { n: number }).n);
 const jobRows = (store: Store) => count(store, 'select count(*) as n from jobs');
 const updateRows = (store: Store) => count(store, 'select count(*) as n from job_updates');
-
-async function waitFor(w: World, id: string, state: JobState): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (w.service.retrieve(ADMIN, id).status.state === state) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  assert.fail(`job ${id} never became ${state}`);
-}
 
 // ---- arbitraries ---------------------------------------------------------------------------------
 
@@ -322,7 +311,7 @@ describe('fuzzing terminate and extend', () => {
       },
     });
     ids = (response.json() as { responses: { id: string }[] }).responses.map((r) => r.id);
-    for (const id of ids) await waitFor(w, id, 'RUNNING');
+    for (const id of ids) await jobInState(w, id, 'RUNNING');
   });
   after(() => w.close());
 

@@ -1,3 +1,4 @@
+import { type Clock, systemClock, type Timer } from '../model/clock.ts';
 import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
@@ -54,7 +55,8 @@ export interface ServiceOptions {
   storage?: JobStorage;
   /** Where jobs' input files and folders are checked at submit (400 when one is not there). */
   inputs?: InputStorage;
-  now?: () => number;
+  /** What the service reads the time from and waits on (monitoring, back-offs); the machine's by default. */
+  clock?: Clock;
   log?: Logger;
   /** How often running jobs are monitored (expiry, charges). */
   monitorIntervalMs?: number;
@@ -137,7 +139,8 @@ const MONITOR_INTERVAL_MS = 1000;
 /** The service from its parts: access, intake, submission, updates, monitoring and control. */
 export function createJobService(options: ServiceOptions): JobService {
   const { store, env, backend } = options;
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.now();
   const log = options.log;
   const requireCredits = options.requireCredits ?? true;
   const hooks = pluginHooks(options.plugins ?? PLUGINS, log);
@@ -145,7 +148,7 @@ export function createJobService(options: ServiceOptions): JobService {
   const updates = jobUpdates({
     store,
     hooks,
-    now,
+    clock,
     lifecycle: () => monitoring.lifecycle,
     exited: (id) => restarts.schedule(id),
     ...(log ? { log } : {}),
@@ -169,6 +172,7 @@ export function createJobService(options: ServiceOptions): JobService {
     hooks,
     updates,
     retryMs: options.submitRetryMs ?? 1000,
+    clock,
     ...(options.storage ? { storage: options.storage } : {}),
     ...(log ? { log } : {}),
   });
@@ -177,7 +181,7 @@ export function createJobService(options: ServiceOptions): JobService {
     backend,
     updates,
     resubmit: submission.enqueue,
-    now,
+    clock,
     ...(log ? { log } : {}),
   });
   const events = jobEvents({ access, env });
@@ -221,7 +225,7 @@ export function createJobService(options: ServiceOptions): JobService {
     ...(options.mirror ? { mirror: options.mirror } : {}),
   });
 
-  let monitorTimer: NodeJS.Timeout | undefined;
+  let monitorTimer: Timer | undefined;
   let pass: Promise<void> | undefined;
 
   backend.onEvent(updates.onBackendEvent);
@@ -314,18 +318,16 @@ export function createJobService(options: ServiceOptions): JobService {
           .monitor()
           .catch((e: unknown) => log?.error({ err: e }, 'monitoring failed'))
           .finally(() => {
-            monitorTimer = setTimeout(tick, interval);
-            monitorTimer.unref();
+            monitorTimer = clock.setTimeout(tick, interval);
           });
       };
-      monitorTimer = setTimeout(tick, interval);
-      monitorTimer.unref();
+      monitorTimer = clock.setTimeout(tick, interval);
     },
 
     async stop() {
       submission.stop();
       restarts.stop();
-      clearTimeout(monitorTimer);
+      monitorTimer?.cancel();
       await pass;
       updates.stop();
     },

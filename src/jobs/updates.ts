@@ -1,3 +1,4 @@
+import type { Clock } from '../model/clock.ts';
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
@@ -23,7 +24,8 @@ export interface UpdatesOptions {
   lifecycle: () => LifecycleContext;
   /** Called when a restartOnExit job's end was written as SUSPENDED, to run it again. */
   exited: (id: string) => void;
-  now: () => number;
+  /** What updates are stamped with, and a write that failed waits on before it is tried again. */
+  clock: Clock;
   log?: Logger;
   /** Told of every update in the transaction that writes it. */
   mirror?: JobMirror;
@@ -62,7 +64,8 @@ export function activeJob(record: JobRecord): ActiveJob | undefined {
 export type JobUpdates = ReturnType<typeof jobUpdates>;
 
 export function jobUpdates(o: UpdatesOptions) {
-  const { store, hooks, now, log } = o;
+  const { store, hooks, clock, log } = o;
+  const now = () => clock.now();
   const listeners = new Map<string, Set<UpdateListener>>();
   const everyJob = new Set<UpdateListener>();
   const stateListeners = new Set<StateListener>();
@@ -164,7 +167,7 @@ export function jobUpdates(o: UpdatesOptions) {
       // try again, so that a full disk delays a job's end rather than leaving it RUNNING forever.
       log?.error({ err, events: batch.length }, 'could not write backend events; trying again');
       events = [...batch, ...events];
-      if (!stopped) setTimeout(applyEvents, EVENT_RETRY_MS).unref();
+      if (!stopped) clock.setTimeout(applyEvents, EVENT_RETRY_MS);
       return;
     }
     (async () => {

@@ -2,7 +2,9 @@ import { join } from 'node:path';
 import type { Container } from '../../../volcano/api/types.ts';
 import { containerSpec, podLimits, podShmBytes } from '../containers.ts';
 import type { ContainerExit, Pod } from '../runtime.ts';
+import { fileTail } from '../sandbox-status.ts';
 import type { LocalContext } from './context.ts';
+import { initContainerFailure } from './failure-reasons.ts';
 import { connectNetwork, hostsFile, writeHosts } from './job-network.ts';
 import { type JobRun, logFile, type PodRecord, pidsLimit, runtimePodName } from './job-run.ts';
 import { makeJobDir } from './persistence.ts';
@@ -99,8 +101,8 @@ export function podStarter(ctx: LocalContext, outcomes: PodOutcomes): PodStarter
         const exit = await started.exited;
         if (!current()) return;
         if (exit.exitCode !== 0 || exit.oomKilled) {
-          const how = exit.oomKilled ? 'exceeded its memory limit' : `exited with code ${exit.exitCode}`;
-          await failed(`Rank ${rec.plan.rank} failed to start: init container ${init.name} ${how}`, exit);
+          const stderr = await fileTail(logFile(ctx.jobsDir, run.id, rec.plan.rank, init.name, 'err'));
+          await failed(initContainerFailure(rec.plan.rank, init.name, exit, stderr), exit);
           return;
         }
       }
