@@ -8,7 +8,9 @@ import type { Product } from '../src/model/product.ts';
 import { NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
 import { openStore } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
-import { rejectsWith, until } from './support/service.ts';
+import { manualClock } from './support/manual-clock.ts';
+import { rejectsWith } from './support/service.ts';
+import { until } from './support/until.ts';
 
 // The audit's overdraw: an owner with 2 credits started jobs at once and ended at −2. Each active
 // job now holds back what it can spend before its next charge, so no way of starting jobs spends
@@ -34,26 +36,27 @@ const job = (replicas = 1) => ({
 });
 
 function harness() {
-  const clock = { now: T0 };
-  const now = () => clock.now;
+  const clock = manualClock(T0);
   const store = openStore(':memory:');
   const service = createJobService({
     store,
     env: { ...env(), products: [...products, PER_MINUTE] },
-    backend: dryBackend({ runForMs: null, now }),
-    now,
+    backend: dryBackend({ runForMs: null, clock }),
+    clock,
     requireCredits: true,
   });
   store.grant('user:alice', 'per-minute', 2, T0 - DAY, T0 + 30 * DAY, T0);
   const balance = () => service.wallets(alice)[0]!.balance;
   /** Monitoring passes once a minute (as the service's every second would), up to `minutes`. */
   const monitorUntil = async (minutes: number) => {
-    for (let m = 1; m <= minutes; m++) {
-      clock.now = T0 + m * MINUTE;
+    for (let m = Math.floor((clock.now() - T0) / MINUTE) + 1; m <= minutes; m++) {
+      await clock.advanceTo(T0 + m * MINUTE);
       await service.monitor();
     }
   };
-  return { clock, store, service, balance, monitorUntil };
+  const runs = (id: string) =>
+    until(() => service.retrieve(alice, id).status.state === 'RUNNING', { describe: `${id} runs` });
+  return { clock, store, service, balance, monitorUntil, runs };
 }
 
 /** Creates each spec in its own request, all at once; answers the ids of the accepted and the 402s. */
@@ -81,7 +84,7 @@ describe('credit reservations', () => {
       /user alice has 2 credits left for per-minute, of which its active jobs hold 2 until their next charge, and this job needs 1/,
     );
     const state = (id: string) => h.service.retrieve(alice, id).status.state;
-    await until('both run', () => accepted.every((id) => state(id) === 'RUNNING'));
+    await until(() => accepted.every((id) => state(id) === 'RUNNING'), { describe: 'both run' });
 
     await h.monitorUntil(5);
     for (const id of accepted) {
@@ -116,7 +119,7 @@ describe('credit reservations', () => {
   test('a lone job stopped for lack of credits pays whole periods only: it never overdraws', async () => {
     const h = harness();
     const [id] = await h.service.create(alice, [job()]);
-    await until('it runs', () => h.service.retrieve(alice, id!).status.state === 'RUNNING');
+    await h.runs(id!);
     await h.monitorUntil(1);
     assert.equal(h.service.retrieve(alice, id!).status.state, 'RUNNING');
     assert.equal(h.balance(), 1);
@@ -128,8 +131,8 @@ describe('credit reservations', () => {
   test('a job ended by its owner pays its started period, out of what it held back', async () => {
     const h = harness();
     const [id] = await h.service.create(alice, [job()]);
-    await until('it runs', () => h.service.retrieve(alice, id!).status.state === 'RUNNING');
-    h.clock.now = T0 + MINUTE / 2;
+    await h.runs(id!);
+    await h.clock.advanceTo(T0 + MINUTE / 2);
     await h.service.terminate(alice, [id!]);
     assert.equal(h.balance(), 1);
     // Its reservation ended with it: the next job may hold the credit that is left.
