@@ -10,7 +10,7 @@ import { localServeConfig, serveClient, until, VNC_CONNECTED } from '../support/
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
-import { serving, spawnServe } from '../support/serve.ts';
+import { serving, spawnServe, stderrTail } from '../support/serve.ts';
 import {
   capture,
   DESKTOP,
@@ -78,6 +78,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
   let context: BrowserContext;
   let page: Page;
   let failedRequests: string[] = [];
+  let serverLog = () => '';
   const jobs: string[] = [];
 
   const origin = () => url.replace('127.0.0.1', 'localhost');
@@ -94,6 +95,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
         ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
         ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
       ]);
+      serverLog = stderrTail(server);
       url = await serving(server);
       admin = serveClient(url, readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim());
       // bob has no credits of his own; his project, lab, has.
@@ -174,7 +176,10 @@ describe('sessions on the local backend, in a browser', tools, () => {
     jobs.push(id);
     await page.goto(`${origin()}/jobs`);
     const card = page.locator(`.session-cards li[data-job="${id}"]`);
-    await shownOrExplained(card.locator('.state-running'), jobMeanwhile(admin.api, id, failedRequests));
+    await shownOrExplained(
+      card.locator('.state-running'),
+      jobMeanwhile(admin.api, id, failedRequests, serverLog),
+    );
     await capture(page, ARTIFACTS, 'session-card');
     const [app] = await Promise.all([
       context.waitForEvent('page'),
@@ -265,7 +270,10 @@ describe('sessions on the local backend, in a browser', tools, () => {
       const id = /\/jobs\/([a-z0-9]+)$/.exec(own.url())![1]!;
       jobs.push(id);
       await own.getByText('bob in project lab').waitFor();
-      await shownOrExplained(own.locator('h1 .state-running'), jobMeanwhile(admin.api, id, ownFailed));
+      await shownOrExplained(
+        own.locator('h1 .state-running'),
+        jobMeanwhile(admin.api, id, ownFailed, serverLog),
+      );
       await capture(own, ARTIFACTS, 'job-in-project');
       const job = await admin.api<{ owner: { createdBy: string; project?: string } }>(
         `/api/jobs/retrieve?id=${id}`,

@@ -9,7 +9,7 @@ import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient, until } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
-import { serving, spawnServe } from '../support/serve.ts';
+import { serving, spawnServe, stderrTail } from '../support/serve.ts';
 import {
   builtWebApp,
   capture,
@@ -67,13 +67,14 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   /** Errors the page's scripts threw or logged, other than refused calls the tests make on purpose. */
   const pageErrors: string[] = [];
   let failedRequests: string[] = [];
+  let serverLog = () => '';
 
   const api = <T>(path: string, body?: unknown): Promise<T> => serveClient(url, token).api<T>(path, body);
   const jobStatus = async (id: string) =>
     (await api<{ status: { state: string; expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status;
   const jobState = async (id: string) => (await jobStatus(id)).state;
   const expiresAt = async (id: string) => (await jobStatus(id)).expiresAt;
-  const meanwhile = (id: string) => jobMeanwhile(api, id, failedRequests);
+  const meanwhile = (id: string) => jobMeanwhile(api, id, failedRequests, serverLog);
   const jobIdOfPage = () => /\/jobs\/([a-z0-9]+)$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
   /** The focused element's label, and whether it is inside a dialog. */
   const focused = () =>
@@ -105,6 +106,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
       ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', hostile],
     ]);
+    serverLog = stderrTail(server);
     // The interface is used at localhost, as `ucompute serve` prints it for a browser.
     url = (await serving(server)).replace('127.0.0.1', 'localhost');
     token = readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim();

@@ -102,18 +102,31 @@ export function failedRequestsOf(page: Page): string[] {
 
 /**
  * What a wait on a job's row, card or badge is told with when the page does not show it: the job as
- * the server has it (state, outcome, start, updates) and the requests the page saw fail.
+ * the server has it (state, outcome, start, updates), the requests the page saw fail, and the
+ * server's newest warnings and errors.
  */
 export function jobMeanwhile(
   api: <T>(path: string) => Promise<T>,
   id: string,
   failedRequests: readonly string[],
+  serverLog: () => string,
 ): () => Promise<unknown> {
   return async () => {
     const job = await api<{ status: Record<string, unknown>; updates: unknown[] }>(
       `/api/jobs/retrieve?id=${id}`,
-    );
-    const { state, outcome, startedAt } = job.status;
-    return { serverSide: { state, outcome, startedAt, updates: job.updates }, failedRequests };
+    ).catch((e: unknown) => `not known: ${String(e)}`);
+    return {
+      serverSide:
+        typeof job === 'string'
+          ? job
+          : {
+              state: job.status.state,
+              outcome: job.status.outcome,
+              startedAt: job.status.startedAt,
+              updates: job.updates,
+            },
+      failedRequests,
+      serverLog: serverLog(),
+    };
   };
 }
