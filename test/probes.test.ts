@@ -38,11 +38,21 @@ const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').s
 /** A command that counts its runs in `file`, then tests `condition`: the test waits on the count. */
 const counted = (file: string, condition: string) => ['sh', '-c', `echo >> ${file}; ${condition}`];
 
-/** Moves the clock one probe period once the probe before has run `ran` times and its next tick is armed. */
+/**
+ * Moves the clock one probe period once the probe has run `ran` times and is over: its timeout timer
+ * gone, the next tick (a period on) the one timer armed. The probe's period and timeout must differ.
+ */
 async function nextProbe(clock: ManualClock, file: string, ran: number, periodMs: number) {
-  await until(() => lines(file) >= ran && clock.pending() >= 1, { describe: `probe run ${ran} is over` });
+  await until(() => lines(file) >= ran, { describe: `probe run ${ran} starts` });
+  await probesIdle(clock, 1, periodMs);
   await clock.advance(periodMs);
 }
+
+/** Waits until no probe is under way: only the `workers` next ticks are armed, a period on. */
+const probesIdle = (clock: ManualClock, workers: number, periodMs: number) =>
+  until(() => clock.pending() === workers && clock.nextDue() === clock.now() + periodMs, {
+    describe: 'the probes are over and their next ticks armed',
+  });
 
 /** A port nothing listens on now (the kernel's pick, released). */
 async function freePort(): Promise<number> {
@@ -121,12 +131,14 @@ test('a dependent task waits for an HTTP readiness probe: the port appears, then
       }),
     { describe: 'the server listens' },
   );
+  await probesIdle(clock, 1, 5000);
   await clock.advance(5000);
   await until(() => said(/once: HTTP status 404; it is not Ready$/), {
     describe: 'the path is not there yet',
   });
   assert.equal([...runtime.pods.keys()].filter((n) => n.includes('client')).length, 0, 'the client waits');
   await writeFile(join(dir, 'www', 'ready.txt'), 'ok');
+  await probesIdle(clock, 1, 5000);
   await clock.advance(5000);
   await until(() => [...runtime.pods.keys()].some((n) => n.includes('client')), {
     describe: 'the client starts once the server is Ready',
@@ -142,7 +154,7 @@ test('a failed liveness probe restarts the container (restartPolicy OnFailure), 
   const probes = join(dir, 'probes');
   task.template.spec.containers[0]!.livenessProbe = {
     exec: { command: counted(probes, `test ! -e ${dir}/sick`) },
-    periodSeconds: 1,
+    periodSeconds: 2,
     failureThreshold: 2,
     terminationGracePeriodSeconds: 1,
   };
@@ -150,8 +162,8 @@ test('a failed liveness probe restarts the container (restartPolicy OnFailure), 
   await until(() => lines(join(dir, 'starts')) === 1, { describe: 'the container starts' });
   await until(() => lines(probes) === 1, { describe: 'the first liveness probe passes' });
   await writeFile(join(dir, 'sick'), '');
-  await nextProbe(clock, probes, 1, 1000);
-  await nextProbe(clock, probes, 2, 1000);
+  await nextProbe(clock, probes, 1, 2000);
+  await nextProbe(clock, probes, 2, 2000);
   await until(() => lines(join(dir, 'starts')) === 2, { describe: 'the container starts again' });
   assert.ok(
     events.some(
@@ -173,12 +185,13 @@ test('a failed startup probe fails a restartPolicy Never pod, and readiness wait
   const port = await freePort();
   const task = shellTask('app', 1, 'sleep 60');
   const c = task.template.spec.containers[0]!;
-  c.startupProbe = { tcpSocket: { port }, periodSeconds: 1, failureThreshold: 2 };
-  c.readinessProbe = { exec: { command: ['sh', '-c', 'exit 1'] }, periodSeconds: 1 };
+  c.startupProbe = { tcpSocket: { port }, periodSeconds: 3, failureThreshold: 2 };
+  c.readinessProbe = { exec: { command: ['sh', '-c', 'exit 1'] }, periodSeconds: 3 };
   await backend.submitVolcanoJob('boot', vcjob('boot', [task]));
   // Two workers armed after their first runs: the startup probe's and the readiness probe's (idle until started).
-  await until(() => clock.pending() === 2, { describe: 'the first probes have run' });
-  await clock.advance(1000);
+  await until(() => backend.phaseOf('boot') === 'Running', { describe: 'the pod runs' });
+  await probesIdle(clock, 2, 3000);
+  await clock.advance(3000);
   const end = await ended('boot');
   assert.equal(end.state, 'FAILURE');
   assert.match(
@@ -188,6 +201,38 @@ test('a failed startup probe fails a restartPolicy Never pod, and readiness wait
     ),
   );
   assert.equal(backend.phaseOf('boot'), 'Failed');
+});
+
+test('a probe that does not answer within timeoutSeconds fails, and its command is killed (no late answer)', async (t) => {
+  const dir = await scratch(t);
+  const clock = manualClock();
+  const { backend, events } = await processBackend(t, undefined, clock);
+  const task = shellTask('slow', 1, 'sleep 60');
+  task.template.spec.containers[0]!.readinessProbe = {
+    exec: { command: counted(join(dir, 'probes'), `sleep 60; echo late >> ${dir}/late`) },
+    timeoutSeconds: 2,
+    failureThreshold: 1,
+  };
+  await backend.submitVolcanoJob('slow', vcjob('slow', [task]));
+  // The first probe runs at once; its timeout is the one timer armed.
+  await until(() => lines(join(dir, 'probes')) === 1 && clock.pending() === 1, {
+    describe: 'the probe runs',
+  });
+  await clock.advance(2000);
+  await until(
+    () =>
+      events.some(
+        (e) =>
+          e.jobId === 'slow' &&
+          /failed its readiness probe \(exec .*\) once: no answer within its timeoutSeconds \(2 s\); it is not Ready$/.test(
+            e.status,
+          ),
+      ),
+    { describe: 'the timeout is told' },
+  );
+  assert.equal(clock.nextDue(), clock.now() + 8000, 'the next probe comes a period (10 s) after the first');
+  await backend.cancel('slow');
+  assert.equal(existsSync(join(dir, 'late')), false);
 });
 
 const plan = (container: Partial<Container>): PodPlan =>

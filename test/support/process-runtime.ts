@@ -3,7 +3,8 @@
  * sandbox, the host's network), so the Volcano semantics can be tested quickly and on any machine. Every
  * pod and container spec is recorded for the tests to inspect. The real runtime has its own tests.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { openSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
@@ -97,22 +98,17 @@ export function processRuntime(
         async exec(name, command, signal) {
           const c = record.containers.findLast((s) => s.name === name);
           if (!c || record.destroyed) throw new Error(`no container ${name}`);
-          const { stdout, stderr, code } = await new Promise<{
-            stdout: string;
-            stderr: string;
-            code: number;
-          }>((resolve, reject) =>
-            execFile(command[0]!, command.slice(1), { env: c.env, signal }, (error, stdout, stderr) => {
-              if (signal.aborted) reject(signal.reason);
-              else
-                resolve({
-                  stdout,
-                  stderr,
-                  code: typeof error?.code === 'number' ? error.code : error ? 1 : 0,
-                });
-            }),
-          );
-          return { exitCode: code, output: stdout + stderr };
+          signal.throwIfAborted();
+          // Its own process group, killed whole when the probe gives up on it.
+          const child = spawn(command[0]!, command.slice(1), { env: c.env, detached: true });
+          let output = '';
+          for (const stream of [child.stdout, child.stderr]) stream.on('data', (d: Buffer) => (output += d));
+          const kill = () => process.kill(-child.pid!, 'SIGKILL');
+          signal.addEventListener('abort', kill, { once: true });
+          const [code, killedBy] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+          signal.removeEventListener('abort', kill);
+          signal.throwIfAborted();
+          return { exitCode: code ?? 128 + (killedBy ? (constants.signals[killedBy] ?? 0) : 0), output };
         },
         // Its processes share the host's network: a port they listen on is the host's loopback port.
         connect: (port) =>
