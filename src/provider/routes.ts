@@ -6,13 +6,15 @@ import type { JobEnvironment } from '../jobs/prepare.ts';
 import { prepareJob } from '../jobs/prepare.ts';
 import { computeSupport } from '../jobs/presentation.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
-import { ValidationError } from '../model/errors.ts';
+import { formatIssue, ValidationError } from '../model/errors.ts';
 import { isFinal } from '../model/job-states.ts';
+import type { PreparedJob } from '../plugins/plugin.ts';
 import type { UcloudOutboxStore } from '../store/ucloud-outbox.ts';
 import type { coreCatalog } from './core-catalog.ts';
 import { readCoreJob } from './core-jobs.ts';
 import { CoreTokenError, verifyCoreToken } from './core-token.ts';
 import type { Delivery } from './delivery.ts';
+import type { CoreJobUpdate } from './outbox.ts';
 
 // The endpoints UCloud Core calls on its provider, under `/ucloud/<providerId>/jobs` (SDU-eScience/
 // UCloud `backend/accounting-service/api/src/main/kotlin/providers/ResourceProviderApi.kt`,
@@ -83,24 +85,40 @@ export function providerRoutes(p: ProviderRouteParts) {
     vnc: (jobId, rank, secret) => `${p.publicUrl}${base}/vnc?token=${secret}&jobId=${jobId}&rank=${rank}`,
   };
 
-  /** Stores Core's jobs and queues them; all or nothing. */
+  /**
+   * Stores Core's jobs and queues them, each on its own, as IM2 answers `jobs.create`: one job
+   * ucompute cannot run is a 4xx naming the field (core2 sends one job per call and deletes its
+   * record when the provider refuses it); in a bulk of several, the others are created and each
+   * refused one is told to Core as FAILURE with the reason, its answer `null` like the others'.
+   */
   function create(items: unknown[]): { responses: null[] } {
     const now = p.now();
-    const prepared = items.map((item, i) => {
+    const admitted: PreparedJob[] = [];
+    const refused: CoreJobUpdate[] = [];
+    items.forEach((item, i) => {
+      const id = jobIdOf(item, i, false);
       try {
         const job = readCoreJob(item, now);
         p.catalog.remember(job.application);
-        return prepareJob(
-          job.specification,
-          { id: job.id, owner: job.owner, createdAt: job.createdAt },
-          p.env,
+        admitted.push(
+          prepareJob(job.specification, { id: job.id, owner: job.owner, createdAt: job.createdAt }, p.env),
         );
       } catch (e) {
         if (!(e instanceof ValidationError)) throw e;
-        throw new ValidationError(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
+        const located = e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` }));
+        if (items.length === 1) throw new ValidationError(located);
+        const why = located.map(formatIssue).join('; ');
+        refused.push({
+          id,
+          update: { state: 'FAILURE', status: `ucompute cannot run this job: ${why}`, timestamp: now },
+        });
       }
     });
-    p.service.admit(prepared);
+    p.service.admit(admitted);
+    if (refused.length > 0) {
+      for (const update of refused) p.outbox.add('update', update.id, update, now);
+      p.delivery.kick();
+    }
     return { responses: items.map(() => null) };
   }
 
