@@ -64,7 +64,8 @@ function fill(jobs: number, perJob: number) {
   return outbox;
 }
 
-const statusesOf = (received: Item[], id: string) => received.filter((i) => i.id === id).map((i) => i.update.status);
+const statusesOf = (received: Item[], id: string) =>
+  received.filter((i) => i.id === id).map((i) => i.update.status);
 
 test('several calls to Core at once, never two with the same job; every job hears its updates in order, once', async () => {
   const outbox = fill(12, 5);
@@ -76,7 +77,8 @@ test('several calls to Core at once, never two with the same job; every job hear
   assert.ok(core.mostAtOnce() > 1, `at most ${core.mostAtOnce()} call at once`);
   assert.ok(core.mostAtOnce() <= 4, `${core.mostAtOnce()} calls at once`);
   assert.equal(core.sharedAJob(), false);
-  for (let j = 0; j < 12; j++) assert.deepEqual(statusesOf(core.received, `j${j}`), ['0', '1', '2', '3', '4']);
+  for (let j = 0; j < 12; j++)
+    assert.deepEqual(statusesOf(core.received, `j${j}`), ['0', '1', '2', '3', '4']);
   await delivery.stop();
 });
 
