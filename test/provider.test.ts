@@ -170,6 +170,23 @@ test("a Core job that asks for no time gets the tool's default within the maximu
   );
 });
 
+test('creates that arrive together are all stored before they are answered, and run', async () => {
+  const ids = Array.from({ length: 12 }, (_, i) => `${1100 + i}`);
+  const answers = await Promise.all(
+    ids.map((id) => callProvider(w, '', { items: [w.core.job(id, app('terminal'), spec('terminal'))] })),
+  );
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    ids.map(() => 200),
+  );
+  for (const id of ids) assert.equal(w.store.getJob(id)?.id, id);
+  await until(() => ids.every((id) => states(w, id).includes('RUNNING')), {
+    describe: 'all RUNNING at Core',
+  });
+  const jobs = ids.map((id) => w.core.job(id, app('terminal'), spec('terminal')));
+  assert.equal((await callProvider(w, '/terminate', { items: jobs })).status, 200);
+});
+
 test('the end-user API is off; the admin still reads', async () => {
   const r = await w.app.inject({ method: 'POST', url: '/api/jobs', payload: { items: [] } });
   assert.equal(r.statusCode, 401);

@@ -91,7 +91,7 @@ export function providerRoutes(p: ProviderRouteParts) {
    * record when the provider refuses it); in a bulk of several, the others are created and each
    * refused one is told to Core as FAILURE with the reason, its answer `null` like the others'.
    */
-  function create(items: unknown[]): { responses: null[] } {
+  async function create(items: unknown[]): Promise<{ responses: null[] }> {
     const now = p.now();
     const admitted: PreparedJob[] = [];
     const refused: CoreJobUpdate[] = [];
@@ -114,12 +114,46 @@ export function providerRoutes(p: ProviderRouteParts) {
         });
       }
     });
-    p.service.admit(admitted);
+    await admitSoon(admitted);
     if (refused.length > 0) {
       for (const update of refused) p.outbox.add('update', update.id, update, now);
       p.delivery.kick();
     }
     return { responses: items.map(() => null) };
+  }
+
+  /** Requests waiting for the next commit of admitted jobs. */
+  let waiting: { jobs: PreparedJob[]; done: (error?: unknown) => void }[] = [];
+
+  /**
+   * Stores the jobs durably before Core is answered. Requests that arrive within a millisecond
+   * share one transaction, and so one sync to disk, as the standalone API's do (src/jobs/intake.ts).
+   */
+  function admitSoon(jobs: PreparedJob[]): Promise<void> {
+    if (jobs.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      if (waiting.length === 0) setTimeout(commitWaiting, 1);
+      waiting.push({ jobs, done: (error) => (error === undefined ? resolve() : reject(error)) });
+    });
+  }
+
+  function commitWaiting(): void {
+    const group = waiting;
+    waiting = [];
+    try {
+      p.service.admit(group.flatMap((request) => request.jobs));
+      for (const request of group) request.done();
+    } catch {
+      // One request's failure must not fail the others: each is committed on its own.
+      for (const request of group) {
+        try {
+          p.service.admit(request.jobs);
+          request.done();
+        } catch (e) {
+          request.done(e);
+        }
+      }
+    }
   }
 
   /** The items' jobs that have not ended; an ended job needs nothing (core2 answers it 200). */
