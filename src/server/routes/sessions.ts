@@ -49,17 +49,6 @@ const SessionResponse = Type.Object({
 /** The provider's id in UCloud's OpenSessionWithProvider: this service answers for itself. */
 const PROVIDER_ID = 'ucompute';
 
-/** Where the caller reached the API; session URLs keep its scheme and port. */
-export function reachedBy(request: FastifyRequest): Reached {
-  const protocol = request.protocol === 'https' ? 'https' : 'http';
-  const port = /:([0-9]+)$/.exec(request.host)?.[1];
-  return {
-    protocol,
-    origin: `${protocol}://${request.host}`,
-    portSuffix: port !== undefined ? `:${port}` : '',
-  };
-}
-
 const VncQuery = Type.Object(
   { jobId: Type.String({ pattern: JOB_ID_PATTERN }), rank: Type.Integer({ minimum: 0 }) },
   closed,
@@ -142,7 +131,7 @@ export const sessionRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request) => {
-      const reached = reachedBy(request);
+      const reached = request.server.publicUrl.reached();
       const opened = sessions.open(request.caller, request.body.items, reached);
       return {
         responses: opened.map((session) => ({

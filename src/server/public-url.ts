@@ -1,0 +1,48 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import type { Reached } from '../interactive/sessions.ts';
+
+/**
+ * Where people reach this service. Every link it hands out (sign-in links, session URLs) and the
+ * origin its own pages must come from are this one, configured (`server.publicUrl`) or, by
+ * default, the address the server listens on; never a request's `Host` header, which whoever
+ * sends the request chooses.
+ */
+export interface PublicUrl {
+  /** `https://compute.example.org`, or by default the listen address, `http://127.0.0.1:7080`. */
+  origin(): string;
+  /** The origin as session URLs are built from it: scheme, origin and port. */
+  reached(): Reached;
+  /** Over TLS: the web interface's cookies are Secure and its session cookie `__Host-` prefixed. */
+  secure(): boolean;
+}
+
+/** Where a server that is not listening (requests injected in tests) says it is. */
+const NOT_LISTENING = 'http://localhost';
+
+/** The public URL: `configured` (its origin), else the server's listen address once it listens. */
+export function publicUrl(server: Server, configured?: string): PublicUrl {
+  const fixed = configured === undefined ? undefined : new URL(configured).origin;
+  const origin = () => fixed ?? listenOrigin(server.address());
+  return {
+    origin,
+    reached() {
+      const url = new URL(origin());
+      return {
+        protocol: url.protocol === 'https:' ? 'https' : 'http',
+        origin: url.origin,
+        portSuffix: url.port === '' ? '' : `:${url.port}`,
+      };
+    },
+    secure: () => origin().startsWith('https:'),
+  };
+}
+
+/** `http://<address>:<port>`; this machine's name when the server listens on every address. */
+function listenOrigin(address: AddressInfo | string | null): string {
+  if (address === null || typeof address === 'string') return NOT_LISTENING;
+  const everywhere = address.address === '0.0.0.0' || address.address === '::';
+  const host = everywhere ? hostname() : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
