@@ -18,6 +18,7 @@ import { accountOf } from '../model/owner.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import { openProvider, type Provider } from '../provider/provider.ts';
 import { buildServer } from '../server/app.ts';
+import { isOrigin } from '../server/public-url.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
 import { openStore, type Store } from '../store/store.ts';
@@ -44,6 +45,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       config: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      'public-url': { type: 'string' },
       'data-dir': { type: 'string' },
       apps: { type: 'string', multiple: true },
       products: { type: 'string' },
@@ -61,6 +63,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const port = values.port !== undefined ? Number(values.port) : (config.server?.port ?? DEFAULT_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');
   const host = values.host ?? config.server?.host ?? '127.0.0.1';
+  const publicUrl = values['public-url'] ?? config.server?.publicUrl;
+  if (publicUrl !== undefined && !isOrigin(publicUrl)) {
+    throw new CliError(`--public-url must be an origin, http(s)://host[:port] without a path: ${publicUrl}`);
+  }
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
   const backendName = values.backend ?? config.backend ?? 'local';
   if (backendName !== 'dry' && backendName !== 'local' && backendName !== 'kubernetes') {
@@ -146,6 +152,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       backend,
       storageRoot,
       logger: log,
+      ...(publicUrl !== undefined ? { publicUrl } : {}),
       ...(provider ? { provider: provider.mode(service, env, backend) } : {}),
     });
     opened.push(() => app.close());

@@ -88,7 +88,10 @@ export function cookieSession(
   if (secret === undefined || session === undefined) return undefined;
   if (request.headers.upgrade !== undefined) {
     if (request.headers.origin !== request.server.publicUrl.origin()) {
-      throw new ServiceError(403, "a WebSocket signed in by cookie must come from this server's own pages");
+      throw new ServiceError(
+        403,
+        `a WebSocket signed in by cookie must come from this server's own pages, ${request.server.publicUrl.origin()} (server.publicUrl)`,
+      );
     }
   } else if (
     STATE_CHANGING.has(request.method) &&

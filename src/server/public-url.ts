@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
+import { Type } from '@sinclair/typebox';
 import type { Reached } from '../interactive/sessions.ts';
 
 /**
@@ -10,12 +11,30 @@ import type { Reached } from '../interactive/sessions.ts';
  * sends the request chooses.
  */
 export interface PublicUrl {
-  /** `https://compute.example.org`, or by default the listen address, `http://127.0.0.1:7080`. */
+  /** `https://compute.example.org`, or by default the listen address, `http://localhost:7080`. */
   origin(): string;
   /** The origin as session URLs are built from it: scheme, origin and port. */
   reached(): Reached;
   /** Over TLS: the web interface's cookies are Secure and its session cookie `__Host-` prefixed. */
   secure(): boolean;
+}
+
+const ORIGIN = /^https?:\/\/[^/?#\s@]+\/?$/;
+
+/** `server.publicUrl`: an origin, scheme, host and port, without a path (the API is at /api). */
+export const PublicOrigin = Type.String({
+  pattern: ORIGIN.source,
+  description: 'an origin: http(s)://host[:port], without a path',
+});
+
+/** Whether `url` is an origin `server.publicUrl` accepts. */
+export function isOrigin(url: string): boolean {
+  if (!ORIGIN.test(url)) return false;
+  try {
+    return new URL(url).origin !== 'null';
+  } catch {
+    return false;
+  }
 }
 
 /** Where a server that is not listening (requests injected in tests) says it is. */
@@ -39,10 +58,20 @@ export function publicUrl(server: Server, configured?: string): PublicUrl {
   };
 }
 
-/** `http://<address>:<port>`; this machine's name when the server listens on every address. */
+/**
+ * `http://<address>:<port>`. A loopback address is named `localhost`, the name browsers give
+ * this machine and under which the apps' origins (`app-….localhost`) are; an address that takes
+ * every interface is named by this machine's name.
+ */
 function listenOrigin(address: AddressInfo | string | null): string {
   if (address === null || typeof address === 'string') return NOT_LISTENING;
-  const everywhere = address.address === '0.0.0.0' || address.address === '::';
-  const host = everywhere ? hostname() : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const host =
+    address.address === '0.0.0.0' || address.address === '::'
+      ? hostname()
+      : address.address.startsWith('127.') || address.address === '::1'
+        ? 'localhost'
+        : address.family === 'IPv6'
+          ? `[${address.address}]`
+          : address.address;
   return `http://${host}:${address.port}`;
 }

@@ -117,7 +117,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
       context = await browser.newContext({ viewport: DESKTOP });
       page = await context.newPage();
       const { url: link } = await admin.api<{ url: string }>('/api/auth/links', {});
-      await page.goto(link.replace('127.0.0.1', 'localhost'));
+      await page.goto(link);
+      await page.getByRole('button', { name: /^Sign in as / }).click();
       await page.getByRole('heading', { name: 'Applications' }).waitFor();
     },
     { timeout: 180_000 },

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { asset, PAGE_HEADERS, page } from '../../interactive/pages.ts';
-import type { Reached } from '../../interactive/sessions.ts';
 import { serveShell } from '../../interactive/shell.ts';
 import { MAX_WAIT_MS, sessionReadiness } from '../../interactive/starting.ts';
 import { relayVnc } from '../../interactive/vnc.ts';

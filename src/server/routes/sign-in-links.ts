@@ -21,8 +21,9 @@ const formCookieName = (request: FastifyRequest) =>
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-store',
-  // The secret is in the address and the form: no page here refers anyone to it, none frames it.
-  'referrer-policy': 'no-referrer',
+  // The secret is in the address and the form: no page here refers another site to it, none
+  // frames it. (Not no-referrer: under it browsers send the form's POST with `Origin: null`.)
+  'referrer-policy': 'same-origin',
   'x-frame-options': 'DENY',
   'content-security-policy': "default-src 'none'; form-action 'self'; frame-ancestors 'none'",
 };
