@@ -12,6 +12,7 @@ import type { Backend } from '../jobs/backend.ts';
 import { expiryWarnings } from '../jobs/expiry-warnings.ts';
 import { resourceSampler, resourceSeriesCleanup } from '../jobs/resource-sampler.ts';
 import { createJobService } from '../jobs/service.ts';
+import { systemClock } from '../model/clock.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
 import { ValidationError } from '../model/errors.ts';
 import { accountOf } from '../model/owner.ts';
@@ -21,6 +22,7 @@ import { buildServer } from '../server/app.ts';
 import { isOrigin } from '../server/public-url.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
+import { DEFAULT_TRASH_DAYS, trashPurge } from '../storage/trash.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { parseCommandLine } from './args.ts';
 import { reloadingCatalog } from './catalog-watch.ts';
@@ -93,6 +95,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     opened.push(() => store.close());
     const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
     const storage = directoryStorage(storageRoot);
+    const trashDays = config.storage?.trashDays === undefined ? DEFAULT_TRASH_DAYS : config.storage.trashDays;
     const ucloud = config.mode === 'ucloud-provider' ? config.ucloud : undefined;
     if (config.mode === 'ucloud-provider' && !ucloud) {
       throw new CliError('mode ucloud-provider needs a `ucloud` section (see ucompute serve --help)');
@@ -157,9 +160,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
     });
     opened.push(() => app.close());
     await service.start();
-    // The live resource views and the warnings before a job's time runs out.
+    // The live resource views, the Trash's purge and the warnings before a job's time runs out.
     for (const watch of [
       resourceSampler({ store, backend, log }),
+      ...(trashDays === null
+        ? []
+        : [trashPurge({ root: storageRoot, days: trashDays, clock: systemClock, log })]),
       expiryWarnings({
         store,
         addStatus: (id, status) => service.update(id, { status }),

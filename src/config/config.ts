@@ -39,7 +39,16 @@ export const Config = Type.Object(
       Type.Union([Type.Literal('dry'), Type.Literal('local'), Type.Literal('kubernetes')]),
     ),
     dry: Type.Optional(DrySettings),
-    storage: Type.Optional(Type.Object({ root: Type.Optional(Type.String({ minLength: 1 })) }, closed)),
+    storage: Type.Optional(
+      Type.Object(
+        {
+          root: Type.Optional(Type.String({ minLength: 1 })),
+          /** Days an entry stays in a drive's Trash before it is deleted (default 30; null: kept). */
+          trashDays: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 36_500 }), Type.Null()])),
+        },
+        closed,
+      ),
+    ),
     local: Type.Optional(LocalSettings),
     accounting: Type.Optional(
       Type.Object(
