@@ -177,6 +177,12 @@ describe('session fixation', { timeout: 60_000 }, () => {
       { why: 'without an Origin', cookie: both, nonce },
       { why: 'without the nonce cookie', cookie: victim.cookie, origin: origin(w), nonce },
       { why: 'with another nonce', cookie: both, origin: origin(w), nonce: 'x'.repeat(43) },
+      {
+        why: 'with an empty nonce',
+        cookie: `${victim.cookie}; ${NONCE_COOKIE}=`,
+        origin: origin(w),
+        nonce: '',
+      },
     ];
     for (const a of attempts) {
       const posted = await request(w, 'POST', '/auth/link', {

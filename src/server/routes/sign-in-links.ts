@@ -110,6 +110,7 @@ export const signInLinkRoutes: ApiRoutes = async (api) => {
       const fromOurPage =
         request.headers.origin === request.server.publicUrl.origin() &&
         expected !== undefined &&
+        expected.value !== '' &&
         sameSecret(request.body.nonce, expected.value);
       if (!fromOurPage) {
         return reply
