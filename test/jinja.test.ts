@@ -101,7 +101,7 @@ test('the container command: bash running the script of each rank, in Kubernetes
   const { catalog, issues } = buildCatalog([{ path: 'ranks.yml', text: V2_APP }]);
   assert.deepEqual(issues, []);
   const application = catalog.find('ranks', '1')!.application;
-  const template = jinjaTemplate(application)!;
+  const template = jinjaTemplate(application, {})!;
   const product = products.find((p) => p.id === 'u1-standard-1')!;
   const values = {
     greeting: { type: 'text', value: 'hi there' },

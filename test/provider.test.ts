@@ -187,6 +187,56 @@ test('creates that arrive together are all stored before they are answered, and 
   assert.equal((await callProvider(w, '/terminate', { items: jobs })).status, 200);
 });
 
+test("Core's Workflow value: the user's script and its inputs run; a script that does not render is a 400", async () => {
+  const generic = buildCatalog([
+    {
+      path: 'generic.yml',
+      text: [
+        'application: v2',
+        'name: generic',
+        'version: "1"',
+        'software: { type: Container, image: ubuntu }',
+        'parameters:',
+        '  wf: { type: Workflow, title: Workflow, optional: false, job: "sleep inf" }',
+        'invocation: ""',
+        '',
+      ].join('\n'),
+    },
+  ]).catalog.find('generic', '1')!;
+  const withScript = (id: string, job: string) =>
+    w.core.job(id, ucloudApplication(generic), {
+      ...spec('generic'),
+      application: { name: 'generic', version: '1' },
+      parameters: {
+        wf: {
+          type: 'workflow',
+          specification: {
+            applicationName: 'generic',
+            language: 'jinja2',
+            init: null,
+            job,
+            readme: null,
+            inputs: [{ name: 'n', type: 'integer', title: 'N', optional: false, defaultValue: null }],
+          },
+        },
+        n: { type: 'integer', value: 3 },
+      },
+    });
+  const ok = await callProvider(w, '', {
+    items: [withScript('1021', 'for i in {{ range(n) | join(" ") }}; do echo $i; done')],
+  });
+  assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  await until(() => states(w, '1021').includes('RUNNING'), { describe: '1021 RUNNING at Core' });
+  const broken = await callProvider(w, '', { items: [withScript('1022', '{% if %}')] });
+  assert.equal(broken.status, 400);
+  assert.match(
+    String(broken.body.why),
+    /^items\[0\]\.specification\.application: generic's invocation does not render/,
+  );
+  assert.equal(w.store.getJob('1022'), undefined);
+  assert.equal((await callProvider(w, '/terminate', { items: [withScript('1021', '')] })).status, 200);
+});
+
 test('the end-user API is off; the admin still reads', async () => {
   const r = await w.app.inject({ method: 'POST', url: '/api/jobs', payload: { items: [] } });
   assert.equal(r.statusCode, 401);

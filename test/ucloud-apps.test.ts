@@ -78,14 +78,14 @@ const OUTCOMES: Record<string, Outcome> = {
     loads: ['redis@8.2.0'],
     ignored: ['parameters.server_port.default_value'],
   },
-  // application: v2 (core2's A2Yaml): its own tool; Native software and Workflow scripts refused.
+  // application: v2 (core2's A2Yaml): its own tool; Native software refused.
   'core2-test-yaml/v2_terminal.yaml': { loads: ['terminal-ubuntu@Aug2025-1'], ignored: ['modules'] },
-  'core2-test-yaml/generic-container.yml': {
-    refused: ['parameters.wf.type: is Workflow: user-written job scripts are not offered by ucompute'],
-  },
+  'core2-test-yaml/generic-container.yml': { loads: ['generic-container@1'] },
   'im2-docs-k8s/app_example.yaml': { loads: ['example-application@2026.1.0'] },
   'im2-docs-k8s/app_customize.yaml': {
-    refused: ['parameters.wf.type: is Workflow: user-written job scripts are not offered by ucompute'],
+    refused: [
+      'software.type: is NATIVE: ucompute runs containers, not software loaded on the host (modules)',
+    ],
   },
   ...Object.fromEntries(
     ['app_minimal', 'app_configuration', 'app_injection'].map((name) => [
@@ -207,6 +207,7 @@ const PARAMETERS: Record<string, Record<string, AppParameterValue>> = {
   'redis@8.2.0': {},
   'example-application@2026.1.0': {},
   'terminal-ubuntu@Aug2025-1': {},
+  'generic-container@1': { wf: { type: 'workflow', specification: { job: 'sleep inf', inputs: [] } } },
 };
 
 describe('each loaded application plans into valid Kubernetes objects', () => {
@@ -286,6 +287,57 @@ test("core2's v2 terminal runs its Jinja script per rank", async () => {
   assert.match(script!, /RANK=0/);
   assert.match(script!, /RANK=1/);
   assert.match(script!, new RegExp(`CORES=${products.find((p) => p.id === 'u1-standard-1')!.cpu}\\b`));
+});
+
+test("a Workflow parameter: the user's job script runs after the application's, with its own inputs", async () => {
+  const config = resolvePipelineConfig({ security: { allowRootApps: true } });
+  const workflow = (job: string, inputs: unknown[] = []) => ({
+    type: 'workflow' as const,
+    specification: { applicationName: 'generic-container', language: 'jinja2', job, inputs },
+  });
+  const plan = (parameters: Record<string, AppParameterValue>) =>
+    planJob(
+      {
+        application: { name: 'generic-container', version: '1' },
+        product: { id: 'u1-standard-1', category: 'u1-standard' },
+        parameters,
+      },
+      { id: JOB_ID, owner: { createdBy: 'alice' }, createdAt: CREATED_AT },
+      { catalog, products, config },
+    );
+  const greeting = { name: 'greeting', type: 'text', title: 'Greeting', optional: false, defaultValue: null };
+  const [job] = await plan({
+    wf: workflow('echo {{ greeting }} on rank {{ ucloud.rank }}', [greeting]),
+    greeting: { type: 'text', value: "it's me" },
+  });
+  const container = (
+    job as unknown as { spec: { tasks: { template: { spec: { containers: { command: string[] }[] } } }[] } }
+  ).spec.tasks[0]!.template.spec.containers[0]!;
+  assert.deepEqual(container.command, ['bash', '-c', `echo 'it'"'"'s me' on rank 0`]);
+
+  const issuesOf = (parameters: Record<string, AppParameterValue>) =>
+    plan(parameters).then(
+      () => [],
+      (e: unknown) => {
+        assert.ok(e instanceof ValidationError, String(e));
+        return e.issues.map((i) => `${i.path}: ${i.message}`);
+      },
+    );
+  assert.deepEqual(await issuesOf({}), ['specification.parameters.wf: is required (Workflow)']);
+  assert.deepEqual(await issuesOf({ wf: workflow('echo {{ greeting }}', [greeting]) }), [
+    'specification.parameters.greeting: is required (Greeting)',
+  ]);
+  assert.deepEqual(await issuesOf({ wf: workflow('echo', [{ name: 'x', type: 'private_network' }]) }), [
+    'specification.parameters.wf.specification.inputs[0].type: private_network parameters are not offered by ucompute',
+  ]);
+  assert.deepEqual(await issuesOf({ greeting: { type: 'text', value: 'hi' }, wf: workflow('echo') }), [
+    'specification.parameters.greeting: is not a parameter of generic-container',
+  ]);
+  const [broken] = await issuesOf({ wf: workflow('{{ dynamicInterface(0, "WEB", "x", 80) }}') });
+  assert.match(
+    broken!,
+    /^specification\.application: generic-container's invocation does not render for this job: .*dynamicInterface/,
+  );
 });
 
 test('a Jinja invocation that does not render is refused when the job is created, naming it; nothing is created', async () => {

@@ -61,6 +61,8 @@ export function renderValue(
     case 'network':
     case 'ingress':
       return value.id;
+    case 'workflow':
+      return undefined;
   }
 }
 

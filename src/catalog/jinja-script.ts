@@ -13,10 +13,25 @@ export interface JinjaJob {
   values: Readonly<Record<string, AppParameterValue>>;
 }
 
-/** The application's Jinja template, when its invocation is one (`application: v2`). */
-export function jinjaTemplate(app: Application): string | undefined {
+/**
+ * The job's Jinja template, when the application's invocation is one (`application: v2`): the
+ * application's, followed by the job script of each of its Workflow parameters that has one, as
+ * IM2 joins them (containers/invocation.go handleJinjaInvocation).
+ */
+export function jinjaTemplate(
+  app: Application,
+  values: Readonly<Record<string, AppParameterValue>>,
+): string | undefined {
   const [only, ...rest] = app.invocation.invocation;
-  return only?.type === 'jinja' && rest.length === 0 ? only.template : undefined;
+  if (only?.type !== 'jinja' || rest.length > 0) return undefined;
+  let template = only.template;
+  for (const parameter of app.invocation.parameters) {
+    const value = parameter.type === 'workflow' ? values[parameter.name] : undefined;
+    const job = value?.type === 'workflow' ? value.specification.job : undefined;
+    if (typeof job !== 'string') continue;
+    template = template === '' ? job : `${template}\n${job}`;
+  }
+  return template;
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Application, ApplicationParameter } from '../model/application.ts';
-import { IssueList, joinPath } from '../model/errors.ts';
+import { type Issue, IssueList, joinPath } from '../model/errors.ts';
 import type { AppParameterValue, AppParameterValueOf } from '../model/parameter-value.ts';
 import { baseName, isInside, normalisePath, parentPath, pathProblem } from '../model/paths.ts';
+import { readParameter } from './ucloud-application.ts';
 import { inRange } from './yaml-v1.ts';
 
 /** A file or folder from storage, mounted into the job at `/work/<name>`. */
@@ -55,6 +56,7 @@ const ACCEPTS: Record<ApplicationParameter['type'], readonly AppParameterValue['
   license_server: ['license_server'],
   ingress: ['ingress'],
   network_ip: ['network'],
+  workflow: ['workflow'],
 };
 
 /**
@@ -71,6 +73,7 @@ export function checkParameters(
   const values: Record<string, AppParameterValue> = {};
   const given = input.parameters ?? {};
   const known = new Map(app.invocation.parameters.map((p) => [p.name, p]));
+  const parameters = [...app.invocation.parameters, ...workflowInputs(app, given, known, issues)];
 
   for (const name of Object.keys(given)) {
     if (!known.has(name)) {
@@ -78,7 +81,7 @@ export function checkParameters(
     }
   }
 
-  for (const parameter of app.invocation.parameters) {
+  for (const parameter of parameters) {
     const path = joinPath('specification.parameters', parameter.name);
     const value = Object.hasOwn(given, parameter.name) ? given[parameter.name] : undefined;
     if (value === undefined) {
@@ -167,6 +170,39 @@ export function checkParameters(
     peers,
     ...(openedFile !== undefined ? { openedFile } : {}),
   };
+}
+
+/**
+ * The inputs a Workflow value declares (UCloud's ApplicationParameters in its JSON), which the job
+ * gives values for beside the application's own, as core2 and IM2 take them (job.go
+ * jobValidateParameters, job_parameters.go JobFindParamAndValues); an input named like one of the
+ * application's parameters is the application's. They join `known`.
+ */
+function workflowInputs(
+  app: Application,
+  given: Record<string, AppParameterValue>,
+  known: Map<string, ApplicationParameter>,
+  issues: IssueList,
+): ApplicationParameter[] {
+  const inputs: ApplicationParameter[] = [];
+  for (const parameter of app.invocation.parameters) {
+    const value = Object.hasOwn(given, parameter.name) ? given[parameter.name] : undefined;
+    if (parameter.type !== 'workflow' || value?.type !== 'workflow') continue;
+    const at = joinPath(joinPath('specification.parameters', parameter.name), 'specification.inputs');
+    (value.specification.inputs ?? []).forEach((raw, i) => {
+      const found: Issue[] = [];
+      const input = readParameter(raw, joinPath(at, i), found);
+      issues.addAll(found);
+      if (input === undefined || known.has(input.name)) return;
+      if (input.type === 'workflow') {
+        issues.add(joinPath(joinPath(at, i), 'type'), 'a Workflow input cannot be a Workflow');
+        return;
+      }
+      known.set(input.name, input);
+      inputs.push(input);
+    });
+  }
+  return inputs;
 }
 
 function checkValue(

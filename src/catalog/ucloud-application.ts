@@ -43,6 +43,7 @@ const PARAMETER_TYPES = new Set<string>([
   'license_server',
   'ingress',
   'network_ip',
+  'workflow',
 ]);
 
 function duration(v: unknown): SimpleDuration | undefined {
@@ -88,7 +89,8 @@ function readTool(reference: Json, issues: Issue[]): Tool | undefined {
   };
 }
 
-function readParameter(raw: unknown, path: string, issues: Issue[]): ApplicationParameter | undefined {
+/** One ApplicationParameter in UCloud's JSON (an application's, or a Workflow value's input). */
+export function readParameter(raw: unknown, path: string, issues: Issue[]): ApplicationParameter | undefined {
   if (!isObject(raw) || typeof raw.name !== 'string' || typeof raw.type !== 'string') {
     issues.push({ path, message: 'must be an object with a name and a type' });
     return undefined;

@@ -36,6 +36,9 @@ const PARAMETER_TYPES: Readonly<Record<string, string>> = {
   Text: 'text',
   TextArea: 'textarea',
   Enumeration: 'enumeration',
+  // core2 keeps a Workflow's title and description only (app_yaml.go Normalize): its `job`,
+  // `init`, `readme` and `parameters` are what UCloud's form starts the user's script from.
+  Workflow: 'workflow',
 };
 
 const SSH_MODES: Readonly<Record<string, string>> = {
@@ -77,13 +80,6 @@ function parameter(name: string, raw: unknown, issues: Issue[]): Json | undefine
     return undefined;
   }
   const kind = String(raw.type);
-  if (kind === 'Workflow') {
-    issues.push({
-      path: joinPath(path, 'type'),
-      message: 'is Workflow: user-written job scripts are not offered by ucompute',
-    });
-    return undefined;
-  }
   const type = PARAMETER_TYPES[kind];
   if (type === undefined) {
     issues.push({
@@ -137,7 +133,7 @@ function parameter(name: string, raw: unknown, issues: Issue[]): Json | undefine
   if (
     defaultValue !== undefined &&
     defaultValue !== null &&
-    !['input_file', 'input_directory', 'peer', 'license_server', 'network_ip'].includes(type)
+    !['input_file', 'input_directory', 'peer', 'license_server', 'network_ip', 'workflow'].includes(type)
   )
     mapped.defaultValue = defaultValue;
   return mapped;

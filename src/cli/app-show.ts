@@ -66,6 +66,8 @@ function valueText(v: AppParameterValue): string {
     case 'network':
     case 'ingress':
       return v.id;
+    case 'workflow':
+      return v.specification.job ?? '';
     default:
       return String(v.value);
   }

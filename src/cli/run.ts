@@ -115,6 +115,10 @@ export function parameterValue(parameter: ApplicationParameter, text: string): A
       return { type: 'ingress', id: text };
     case 'network_ip':
       return { type: 'network', id: text };
+    case 'workflow':
+      throw new CliError(
+        `${where}: a Workflow parameter takes a job script and its inputs ({type: "workflow", specification: {job, inputs}}), given through the API, not --param`,
+      );
   }
 }
 

@@ -207,7 +207,7 @@ function jinjaFailure(
   job: { id: string; replicas: number; product: Product; values: Record<string, AppParameterValue> },
   env: JobEnvironment,
 ): string | undefined {
-  const template = jinjaTemplate(application);
+  const template = jinjaTemplate(application, job.values);
   if (template === undefined) return undefined;
   try {
     jinjaCommand(

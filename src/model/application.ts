@@ -80,6 +80,7 @@ export const ApplicationParameter = TaggedUnion('type', [
   Type.Object({ type: Type.Literal('license_server'), ...common, tagged: Type.Array(Type.String()) }),
   Type.Object({ type: Type.Literal('ingress'), ...common }),
   Type.Object({ type: Type.Literal('network_ip'), ...common }),
+  Type.Object({ type: Type.Literal('workflow'), ...common }),
 ]);
 export type ApplicationParameter = Static<typeof ApplicationParameter>;
 export type ApplicationParameterType = ApplicationParameter['type'];

@@ -37,6 +37,24 @@ export const AppParameterValue = TaggedUnion('type', [
   Type.Object({ type: Type.Literal('license_server'), id: Type.String({ minLength: 1 }) }, closed),
   Type.Object({ type: Type.Literal('network'), id: Type.String({ minLength: 1 }) }, closed),
   Type.Object({ type: Type.Literal('ingress'), id: Type.String({ minLength: 1 }) }, closed),
+  // A user-written job script for an `application: v2` app's Workflow parameter (UCloud's
+  // WorkflowSpecification, provider-integration/shared/pkg/orchestrators/workflows.go): `job` is
+  // Jinja appended to the app's template, `inputs` are ApplicationParameters (UCloud's JSON) whose
+  // values the job gives beside the app's own.
+  Type.Object(
+    {
+      type: Type.Literal('workflow'),
+      specification: Type.Object({
+        applicationName: Type.Optional(Type.String()),
+        language: Type.Optional(Type.String()),
+        init: Type.Optional(Type.Union([Type.String({ maxLength: 1048576 }), Type.Null()])),
+        job: Type.Optional(Type.Union([Type.String({ maxLength: 1048576 }), Type.Null()])),
+        readme: Type.Optional(Type.Union([Type.String({ maxLength: 1048576 }), Type.Null()])),
+        inputs: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 100 })),
+      }),
+    },
+    closed,
+  ),
 ]);
 export type AppParameterValue = Static<typeof AppParameterValue>;
 export type AppParameterValueOf<T extends AppParameterValue['type']> = Extract<

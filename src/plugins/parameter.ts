@@ -15,7 +15,7 @@ export const parameterPlugin: JobPlugin = {
     const licenseAddress = licenseAddressIn(ctx.config.licenseServers);
     const values = job.parameters.values;
     const container = userContainer(build);
-    const template = jinjaTemplate(job.application);
+    const template = jinjaTemplate(job.application, values);
     container.command =
       template === undefined
         ? renderCommand(job.application, values, { licenseAddress })

@@ -26,11 +26,11 @@ const VALUE_TYPES = new Set([
   'license_server',
   'network',
   'ingress',
+  'workflow',
 ]);
 const REFUSED_VALUES: Record<string, string> = {
   private_network: 'private networks are not offered by ucompute',
   block_storage: 'block storage is not offered by ucompute',
-  workflow: 'workflows are not offered by ucompute',
   modules: 'software modules are not offered by ucompute',
 };
 
@@ -64,6 +64,20 @@ function value(raw: unknown, path: string, issues: IssueList): AppParameterValue
     case 'network':
     case 'ingress':
       return { type: raw.type, id: String(raw.id) };
+    case 'workflow': {
+      // Core's WorkflowSpecification: what the schema does not hold (null fields, extra keys) is left out.
+      const spec = isObject(raw.specification) ? raw.specification : {};
+      const texts = ['applicationName', 'language', 'init', 'job', 'readme'].flatMap((key) =>
+        typeof spec[key] === 'string' ? [[key, spec[key]]] : [],
+      );
+      return {
+        type: 'workflow',
+        specification: {
+          ...Object.fromEntries(texts),
+          inputs: Array.isArray(spec.inputs) ? spec.inputs : [],
+        },
+      };
+    }
     default:
       return { type: raw.type, value: raw.value } as AppParameterValue;
   }
