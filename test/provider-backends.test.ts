@@ -111,65 +111,72 @@ async function throughCore(w: ProviderWorld, runtime: Runtime, ids: { web: strin
     });
   }
 
-  // Core follows the web job's log.
+  // Core follows the web job's log. A failed step still closes the follow (and the terminal):
+  // the server's close waits for open sockets, so one left open turns a failure into a hang.
   const follow = await followAsCore(w, web);
-  await until(() => follow.stdout().includes('serving'), {
-    timeout: 20_000,
-    describe: 'the log line reaches Core',
-  });
-
-  // A browser opens the web app and a terminal with the sessions Core opened.
-  const opened = await callProvider(w, '/interactiveSession', {
-    items: [
-      { job: web, rank: 0, sessionType: 'WEB', target: null },
-      { job: web, rank: 0, sessionType: 'SHELL' },
-      { job: vnc, rank: 0, sessionType: 'VNC' },
-    ],
-  });
-  assert.equal(opened.status, 200, JSON.stringify(opened.body));
-  const [webSession, shellSession, vncSession] = opened.body.responses as Record<string, string>[];
-  const cookie = await signInWithLink(w, webSession!.redirectClientTo!);
-  const appHost = new URL(webSession!.redirectClientTo!).host;
-  const page = await until(
-    async () => {
-      const answer = await getAt(w, appHost, '/index.html', cookie);
-      return answer.status === 200 && answer;
-    },
-    { timeout: 20_000, describe: 'the app serves its page' },
-  );
-  assert.equal(page.body, 'hello from the job\n');
-  const terminal = await shellAsBrowser(w, shellSession!.sessionIdentifier!);
-  terminal.input('echo $((6*7))\r');
-  await terminal.shows('42');
-  terminal.close();
-  assert.equal(await vncGreeting(w, vncSession!.url!), GREETING);
-
-  // Core terminates both; the follow ends; every update and the usage reached Core.
-  assert.equal((await callProvider(w, '/terminate', { items: [web, vnc] })).status, 200);
-  for (const id of [ids.web, ids.vnc]) {
-    await until(() => statesAtCore(w, id).at(-1) === 'SUCCESS', {
-      timeout: 30_000,
-      describe: `Core hears that ${id} ended`,
+  try {
+    await until(() => follow.stdout().includes('serving'), {
+      timeout: 20_000,
+      describe: 'the log line reaches Core',
     });
-    const ours = w.service.retrieve({ username: 'admin', admin: true }, id).updates.slice(1);
-    await until(() => w.core.updatesOf(id).length >= ours.length, {
-      describe: `every update of ${id} at Core`,
+
+    // A browser opens the web app and a terminal with the sessions Core opened.
+    const opened = await callProvider(w, '/interactiveSession', {
+      items: [
+        { job: web, rank: 0, sessionType: 'WEB', target: null },
+        { job: web, rank: 0, sessionType: 'SHELL' },
+        { job: vnc, rank: 0, sessionType: 'VNC' },
+      ],
     });
-    assert.deepEqual(
-      w.core.updatesOf(id).map((u) => [u.state, u.status, u.timestamp]),
-      ours.map((u) => [u.state, u.status, u.timestamp]),
+    assert.equal(opened.status, 200, JSON.stringify(opened.body));
+    const [webSession, shellSession, vncSession] = opened.body.responses as Record<string, string>[];
+    const cookie = await signInWithLink(w, webSession!.redirectClientTo!);
+    const appHost = new URL(webSession!.redirectClientTo!).host;
+    const page = await until(
+      async () => {
+        const answer = await getAt(w, appHost, '/index.html', cookie);
+        return answer.status === 200 && answer;
+      },
+      { timeout: 20_000, describe: 'the app serves its page' },
     );
-    const usage = await until(
-      () => w.core.state.usage.find((u) => (u.description as { scope: string }).scope === `job-${id}`),
-      { describe: `the usage of ${id} at Core` },
-    );
-    assert.deepEqual(usage.owner, { type: 'user', username: 'alice#1234' });
-    assert.deepEqual(usage.categoryIdV2, { name: 'u1-standard', provider: PROVIDER_ID });
-    assert.ok(Number(usage.usage) >= 1, JSON.stringify(usage));
+    assert.equal(page.body, 'hello from the job\n');
+    const terminal = await shellAsBrowser(w, shellSession!.sessionIdentifier!);
+    try {
+      terminal.input('echo $((6*7))\r');
+      await terminal.shows('42');
+    } finally {
+      terminal.close();
+    }
+    assert.equal(await vncGreeting(w, vncSession!.url!), GREETING);
+
+    // Core terminates both; the follow ends; every update and the usage reached Core.
+    assert.equal((await callProvider(w, '/terminate', { items: [web, vnc] })).status, 200);
+    for (const id of [ids.web, ids.vnc]) {
+      await until(() => statesAtCore(w, id).at(-1) === 'SUCCESS', {
+        timeout: 30_000,
+        describe: `Core hears that ${id} ended`,
+      });
+      const ours = w.service.retrieve({ username: 'admin', admin: true }, id).updates.slice(1);
+      await until(() => w.core.updatesOf(id).length >= ours.length, {
+        describe: `every update of ${id} at Core`,
+      });
+      assert.deepEqual(
+        w.core.updatesOf(id).map((u) => [u.state, u.status, u.timestamp]),
+        ours.map((u) => [u.state, u.status, u.timestamp]),
+      );
+      const usage = await until(
+        () => w.core.state.usage.find((u) => (u.description as { scope: string }).scope === `job-${id}`),
+        { describe: `the usage of ${id} at Core` },
+      );
+      assert.deepEqual(usage.owner, { type: 'user', username: 'alice#1234' });
+      assert.deepEqual(usage.categoryIdV2, { name: 'u1-standard', provider: PROVIDER_ID });
+      assert.ok(Number(usage.usage) >= 1, JSON.stringify(usage));
+    }
+    await until(() => follow.response(), { describe: 'the follow ends with the job' });
+    assert.deepEqual(follow.response(), { type: 'response', status: 200, streamId: 'ignored', payload: {} });
+  } finally {
+    follow.close();
   }
-  await until(() => follow.response(), { describe: 'the follow ends with the job' });
-  assert.deepEqual(follow.response(), { type: 'response', status: 200, streamId: 'ignored', payload: {} });
-  follow.close();
 }
 
 test(
