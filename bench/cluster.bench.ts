@@ -268,6 +268,7 @@ async function throughUcompute() {
       }
     }
   })().catch(() => {});
+  const rssIdle = await rssMb();
   const auditBefore = await auditLines();
   const cpuBefore = await cpuMs();
   const firstSubmit = performance.now();
@@ -306,6 +307,7 @@ async function throughUcompute() {
       Object.entries(byVerb).map(([k, n]) => [k, Math.round((n / JOBS) * 1000) / 1000]),
     ),
     cpuMsPerJob: Math.round((cpu / JOBS) * 100) / 100,
+    rssMbBeforeAnyJob: Math.round(rssIdle),
     rssMbAllSubmitted: Math.round(rssAllSubmitted),
     rssMbAllRunning: Math.round(rssAllRunning),
     rssMbMax: Math.round(maxRss),
