@@ -2,6 +2,7 @@ import type { JobUpdate } from '../model/job.ts';
 import type { Outcome } from '../model/outcome.ts';
 import { accountOf } from '../model/owner.ts';
 import type { Charge, LifecycleContext } from '../plugins/plugin.ts';
+import { creditReservations } from '../store/credit-reservations.ts';
 import type { Store } from '../store/store.ts';
 import { type JobAccess, ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
@@ -32,6 +33,7 @@ export type JobMonitor = ReturnType<typeof jobMonitor>;
 
 export function jobMonitor(o: MonitorOptions) {
   const { store, backend, hooks, updates, access, now } = o;
+  const reservations = creditReservations(store);
 
   /**
    * Stops an active job's replicas and ends it with `outcome`, recorded first: whatever end the
@@ -91,7 +93,7 @@ export function jobMonitor(o: MonitorOptions) {
       });
       return {
         creditsLeft: o.requireCredits
-          ? access.wallet(account, c.category, now()).balance
+          ? access.wallet(account, c.category, now()).balance - reservations.held(c.job.owner, c.category)
           : Number.POSITIVE_INFINITY,
       };
     },

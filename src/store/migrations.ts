@@ -212,4 +212,9 @@ export const MIGRATIONS: readonly string[] = [
       end
   where state in ('SUCCESS', 'FAILURE', 'EXPIRED');
   `,
+  // The credits an active job holds back from its owner's balance: what it can spend before its
+  // next charge (src/store/credit-reservations.ts). Jobs made before this hold none.
+  `
+  alter table jobs add column reserved_credits real not null default 0;
+  `,
 ];
