@@ -11,6 +11,11 @@ Options:
   --config FILE       YAML configuration (see README)
   --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST         listen address (default 127.0.0.1)
+  --public-url URL    where people reach this service, an origin such as https://compute.example.org
+                      (configuration server.publicUrl; default: the listen address, a loopback one
+                      named localhost). Sign-in and session links are built from it, never from a
+                      request's Host; over https the web interface's cookie is Secure and
+                      __Host-ucompute_session
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
   --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
                       A change to a file under them reloads the catalogue (no restart); a
@@ -30,4 +35,6 @@ ucompute's own users, wallets and end-user job API are off (the admin token stil
   refreshTokenFile    the refresh token Core issued for the provider
   corePublicKeyFile   Core's public key for the provider (base64 DER as UCloud hands it out, or PEM)
   publicUrl           where browsers reach this ucompute (session links, terminals)
-  legacyChargeCredits also charge through jobs/control/chargeCredits (Kotlin Core); default false`;
+  legacyChargeCredits also charge through jobs/control/chargeCredits (Kotlin Core); default false
+  batchSize           most updates or usage reports in one call to Core (1-1000); default 500
+  concurrentCalls     calls to Core under way at once, a job's updates in one (1-16); default 4`;

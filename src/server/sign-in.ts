@@ -106,6 +106,12 @@ export function webSignIns(store: Store, now: () => number = Date.now) {
       return { secret, expiresAt };
     },
 
+    /** Whose a link is while it is unused and unexpired, without using it (the page that asks first). */
+    linkHolder(secret: string): string | undefined {
+      const link = secret === '' ? undefined : store.signInLink(hashToken(secret));
+      return link && link.expiresAt > now() && callerOf(link.username) ? link.username : undefined;
+    },
+
     /** Uses a link up (even when it has expired) and starts a session if it was still valid. */
     redeemLink(secret: string): { secret: string; session: UiSession } | undefined {
       if (secret === '') return undefined;

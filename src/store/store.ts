@@ -581,6 +581,11 @@ export function openStore(path: string) {
         expiresAt,
       );
     },
+    /** Whose the link is, leaving it unused. */
+    signInLink(hash: string): { username: string; expiresAt: number } | undefined {
+      const r = sql('select * from sign_in_links where hash = ?').get(hash) as Row | undefined;
+      return r && { username: r.username as string, expiresAt: Number(r.expires_at) };
+    },
     /** Removes the link and answers whose it was, in one step: a link signs in once. */
     takeSignInLink(hash: string): { username: string; expiresAt: number } | undefined {
       const r = sql('delete from sign_in_links where hash = ? returning *').get(hash) as Row | undefined;
