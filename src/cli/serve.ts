@@ -2,7 +2,6 @@ import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promise
 import { join, resolve } from 'node:path';
 import { type Logger, pino } from 'pino';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
-import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts';
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
@@ -250,6 +249,9 @@ async function makeBackend(
     for (const w of backend.warnings) log.warn(`local backend: ${w}`);
     return { backend, about: backend.description };
   }
+  // Loaded only here: client-node loads its whole generated API (≈78 MB of RSS), which a
+  // local or dry service never uses.
+  const { kubernetesBackend } = await import('../backends/kubernetes/kubernetes-backend.ts');
   try {
     const backend = kubernetesBackend({
       config: resolvePipelineConfig(config),
