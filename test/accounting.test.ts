@@ -10,6 +10,7 @@ import type { ActiveJob, Charge, JobPlugin, LifecycleContext } from '../src/plug
 import { openStore } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { rejectsWith, until } from './support/service.ts';
+import { openTestStore } from './support/store.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const SECOND = 1000;
@@ -57,10 +58,10 @@ interface HarnessOptions {
   plugins?: readonly JobPlugin[];
 }
 
-function harness(o: HarnessOptions = {}) {
+async function harness(o: HarnessOptions = {}) {
   const clock = { now: T0 };
   const now = () => clock.now;
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const backend = o.backend ?? dryBackend({ runForMs: null, now });
   const service = createJobService({
     store,
@@ -71,19 +72,19 @@ function harness(o: HarnessOptions = {}) {
     ...(o.plugins ? { plugins: o.plugins } : {}),
   });
   /** Credits for a month around T0. */
-  const grant = (
+  const grant = async (
     owner: string,
     category: string,
     credits: number,
     startAt = T0 - DAY,
     endAt = T0 + 30 * DAY,
-  ) => store.grant(owner, category, credits, startAt, endAt, T0);
-  const job = (id: string) => service.retrieve({ username: 'admin', admin: true }, id);
-  const state = (id: string) => job(id).status.state;
-  const charges = (owner: string) => store.charges(owner, 0, Number.MAX_SAFE_INTEGER);
+  ) => await store.accounting.grant(owner, category, credits, startAt, endAt, T0);
+  const job = async (id: string) => await service.retrieve({ username: 'admin', admin: true }, id);
+  const state = async (id: string) => (await job(id)).status.state;
+  const charges = async (owner: string) => await store.accounting.charges(owner, 0, Number.MAX_SAFE_INTEGER);
   const running = async (spec: unknown, caller = alice, project?: string): Promise<string> => {
     const [id] = await service.create(caller, [spec], project !== undefined ? { project } : {});
-    await until(`${id} runs`, () => state(id!) === 'RUNNING');
+    await until(`${id} runs`, () => (await state(id!)) === 'RUNNING');
     return id!;
   };
   /** Moves the clock to `at` after T0 and runs one monitoring pass. */
@@ -96,10 +97,10 @@ function harness(o: HarnessOptions = {}) {
 
 describe('charges', () => {
   test('units are replicas × vCPU; whole minutes while running, the started minute at the end', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi({ replicas: 3 }));
-    assert.deepEqual(h.job(id).billing, { creditsCharged: 0, pricePerUnit: 1 });
+    assert.deepEqual((await h.job(id)).billing, { creditsCharged: 0, pricePerUnit: 1 });
 
     await h.monitorAt(59 * SECOND);
     assert.deepEqual(h.charges('user:alice'), []);
@@ -117,67 +118,73 @@ describe('charges', () => {
         chargedAt: T0 + 60 * SECOND,
       },
     ]);
-    assert.equal(h.job(id).billing.creditsCharged, 6);
+    assert.equal((await h.job(id)).billing.creditsCharged, 6);
 
     await h.monitorAt(150 * SECOND);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.periods, c.credits]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.periods, c.credits]),
       [
         [`${id}:0-0`, 1, 6],
         [`${id}:1-1`, 1, 6],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 12);
+    assert.equal((await h.job(id)).billing.creditsCharged, 12);
 
     // Ended at 2.5 minutes: the third, started minute is charged too.
     await h.service.terminate(alice, [id]);
     const all = h.charges('user:alice');
     assert.deepEqual(
-      all.map((c) => [c.chargeId, c.periods, c.credits]),
+      (await all).map((c) => [c.chargeId, c.periods, c.credits]),
       [
         [`${id}:0-0`, 1, 6],
         [`${id}:1-1`, 1, 6],
         [`${id}:2-2`, 1, 6],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 18);
+    assert.equal((await h.job(id)).billing.creditsCharged, 18);
     assert.equal(
-      all.reduce((sum, c) => sum + c.credits, 0),
+      (await all).reduce((sum, c) => sum + c.credits, 0),
       18,
     );
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 1000, used: 18, balance: 982 },
     ]);
 
     // Nothing more after the end.
     await h.monitorAt(10 * MINUTE);
-    assert.equal(h.charges('user:alice').length, 3);
+    assert.equal((await h.charges('user:alice')).length, 3);
   });
 
   test('a GPU product priced per GPU-hour charges replicas × GPU per started hour', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'u1-gpu', 10_000);
     const id = await h.running(mpi({ product: GPU_1, replicas: 2 }));
-    assert.equal(h.job(id).billing.pricePerUnit, 60);
+    assert.equal((await h.job(id)).billing.pricePerUnit, 60);
 
     await h.monitorAt(59 * MINUTE);
     assert.deepEqual(h.charges('user:alice'), []);
     await h.monitorAt(60 * MINUTE);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.category, c.units, c.periods, c.credits]),
+      (await h.charges('user:alice')).map((c) => [
+        c.chargeId,
+        c.category,
+        c.units,
+        c.periods,
+        c.credits,
+      ]),
       [[`${id}:0-0`, 'u1-gpu', 2, 1, 120]],
     );
 
     h.clock.now = T0 + 61 * MINUTE;
     await h.service.terminate(alice, [id]);
-    assert.equal(h.job(id).billing.creditsCharged, 240);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.equal((await h.job(id)).billing.creditsCharged, 240);
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-gpu', allocated: 10_000, used: 240, balance: 9760 },
     ]);
   });
 
   test('a job that expires is charged up to its end, once', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi({ timeAllocation: { hours: 0, minutes: 2, seconds: 30 } }));
     await h.monitorAt(60 * SECOND);
@@ -185,26 +192,26 @@ describe('charges', () => {
     await h.monitorAt(150 * SECOND);
     assert.equal(h.state(id), 'EXPIRED');
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.periods]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.periods]),
       [
         [`${id}:0-0`, 1],
         [`${id}:1-2`, 2],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 3 * 2);
+    assert.equal((await h.job(id)).billing.creditsCharged, 3 * 2);
   });
 
   test('a project job charges the project, and its PI sees the wallet', async () => {
-    const h = harness();
-    h.store.createUser('alice', false, T0);
-    h.store.createProject('lab', 'The lab', T0);
-    h.store.setMember('lab', 'alice', 'PI');
+    const h = await harness();
+    await h.store.users.createUser('alice', false, T0);
+    await h.store.users.createProject('lab', 'The lab', T0);
+    await h.store.users.setMember('lab', 'alice', 'PI');
     h.grant('project:lab', 'u1-standard', 100);
     const id = await h.running(mpi({ product: STANDARD_1 }), alice, 'lab');
     await h.monitorAt(3 * MINUTE);
-    assert.equal(h.job(id).billing.creditsCharged, 3);
+    assert.equal((await h.job(id)).billing.creditsCharged, 3);
     assert.deepEqual(h.charges('user:alice'), []);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'project:lab', category: 'u1-standard', allocated: 100, used: 3, balance: 97 },
     ]);
   });
@@ -212,25 +219,25 @@ describe('charges', () => {
   test('a job that never ran costs nothing', async () => {
     // A backend that never takes the job: it stays IN_QUEUE until cancelled.
     const backend: Backend = { ...dryBackend({ runForMs: null }), submit: () => new Promise<void>(() => {}) };
-    const h = harness({ backend });
+    const h = await harness({ backend });
     h.grant('user:alice', 'u1-standard', 1000);
     const [id] = await h.service.create(alice, [mpi()]);
     await h.monitorAt(10 * MINUTE);
     assert.equal(h.state(id!), 'IN_QUEUE');
     await h.service.terminate(alice, [id!]);
     assert.equal(h.state(id!), 'SUCCESS');
-    assert.equal(h.job(id!).billing.creditsCharged, 0);
+    assert.equal((await h.job(id!)).billing.creditsCharged, 0);
     assert.deepEqual(h.charges('user:alice'), []);
   });
 
   test('free products need no credits and are never stopped for them', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ product: { id: 'u1-free', category: 'u1-free' } }));
     await h.monitorAt(10 * MINUTE);
     assert.equal(h.state(id), 'RUNNING');
-    assert.equal(h.job(id).billing.creditsCharged, 0);
+    assert.equal((await h.job(id)).billing.creditsCharged, 0);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => c.credits),
+      (await h.charges('user:alice')).map((c) => c.credits),
       [0],
     );
   });
@@ -238,8 +245,8 @@ describe('charges', () => {
 
 describe('suspension', () => {
   const WAIT = 3 * DAY;
-  const periodsOf = (h: ReturnType<typeof harness>, owner: string) =>
-    h.charges(owner).reduce((sum, c) => sum + c.periods, 0);
+  const periodsOf = async (h: ReturnType<typeof harness>, owner: string) =>
+    (await h.charges(owner)).reduce((sum, c) => sum + c.periods, 0);
 
   for (const [unit, expected] of [
     ['MINUTE', 120],
@@ -247,7 +254,7 @@ describe('suspension', () => {
     ['DAY', 1],
   ] as const) {
     test(`90 minutes, suspended ${WAIT / DAY} days, 30 minutes: the periods of 120 minutes (per ${unit})`, async () => {
-      const h = harness();
+      const h = await harness();
       const product = PER[unit];
       h.grant('user:alice', product.category, 1_000_000);
       const id = await h.running(mpi({ product: { id: product.id, category: product.category } }));
@@ -256,26 +263,26 @@ describe('suspension', () => {
       assert.equal(h.state(id), 'SUSPENDED');
       // Up to the suspension, as at an end: the started period too.
       assert.equal(periodsOf(h, 'user:alice'), Math.ceil((90 * MINUTE) / periodMillis(product.unitOfPrice)));
-      const atSuspension = h.charges('user:alice').length;
+      const atSuspension = (await h.charges('user:alice')).length;
 
       await h.monitorAt(WAIT / 2);
-      assert.equal(h.charges('user:alice').length, atSuspension, 'nothing while suspended');
+      assert.equal((await h.charges('user:alice')).length, atSuspension, 'nothing while suspended');
       h.clock.now = T0 + WAIT;
       await h.service.unsuspend(alice, [id]);
-      await until(`${id} runs again`, () => h.state(id) === 'RUNNING');
+      await until(`${id} runs again`, async () => (await h.state(id)) === 'RUNNING');
       await h.monitorAt(WAIT + 20 * MINUTE);
       h.clock.now = T0 + WAIT + 30 * MINUTE;
       await h.service.terminate(alice, [id]);
 
       assert.equal(periodsOf(h, 'user:alice'), expected);
-      assert.equal(h.job(id).billing.creditsCharged, expected);
-      const ids = h.charges('user:alice').map((c) => c.chargeId);
+      assert.equal((await h.job(id)).billing.creditsCharged, expected);
+      const ids = (await h.charges('user:alice')).map((c) => c.chargeId);
       assert.equal(new Set(ids).size, ids.length, 'each charge names its own periods');
     });
   }
 
   test('a job cancelled while suspended, or queued again, pays nothing more', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'per-minute', 1_000_000);
     const spec = mpi({ product: { id: 'per-minute', category: 'per-minute' } });
     const suspended = await h.running(spec);
@@ -285,13 +292,13 @@ describe('suspension', () => {
     await h.service.unsuspend(alice, [requeued]);
     h.clock.now = T0 + DAY;
     await h.service.terminate(alice, [suspended]);
-    assert.equal(h.job(suspended).billing.creditsCharged, 10);
+    assert.equal((await h.job(suspended)).billing.creditsCharged, 10);
     // The requeued job's suspension was charged; a queued job has no run under way.
-    assert.equal(h.job(requeued).billing.creditsCharged, 10);
+    assert.equal((await h.job(requeued)).billing.creditsCharged, 10);
   });
 
   test('a restart while suspended or after resuming charges no period twice', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'per-minute', 1_000_000);
     const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
     await h.monitorAt(90 * MINUTE);
@@ -314,7 +321,7 @@ describe('suspension', () => {
     h.clock.now = T0 + DAY;
     await service.monitor();
     await service.unsuspend(alice, [id]);
-    await until(`${id} runs again`, () => h.state(id) === 'RUNNING');
+    await until(`${id} runs again`, async () => (await h.state(id)) === 'RUNNING');
     h.clock.now = T0 + DAY + 15 * MINUTE;
     await service.monitor();
     await service.stop();
@@ -326,7 +333,7 @@ describe('suspension', () => {
     await service.stop();
 
     assert.equal(periodsOf(h, 'user:alice'), 120);
-    assert.equal(h.job(id).billing.creditsCharged, 120);
+    assert.equal((await h.job(id)).billing.creditsCharged, 120);
   });
 
   test('a suspension charge made again (a retry) charges nothing', async () => {
@@ -334,22 +341,22 @@ describe('suspension', () => {
     const seen: { ctx: LifecycleContext; job: ActiveJob }[] = [];
     const spy: JobPlugin = { name: 'Spy', onJobSuspend: (ctx, job) => void seen.push({ ctx, job }) };
     const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
-    const h = harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
+    const h = await harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
     h.grant('user:alice', 'per-minute', 1_000_000);
     const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
     h.clock.now = T0 + 90 * MINUTE + 1;
     await h.service.suspend(alice, [id]);
-    assert.equal(h.job(id).billing.creditsCharged, 91);
+    assert.equal((await h.job(id)).billing.creditsCharged, 91);
     const { ctx, job } = seen[0]!;
     await accountingPlugin.onJobSuspend?.(ctx, job);
-    assert.equal(h.job(id).billing.creditsCharged, 91);
-    assert.equal(h.charges('user:alice').length, 1);
+    assert.equal((await h.job(id)).billing.creditsCharged, 91);
+    assert.equal((await h.charges('user:alice')).length, 1);
   });
 });
 
 describe('retries', () => {
   test('monitoring twice at the same time charges once, sequentially or concurrently', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi());
     await h.monitorAt(2 * MINUTE);
@@ -357,13 +364,13 @@ describe('retries', () => {
     h.clock.now = T0 + 3 * MINUTE;
     await Promise.all([h.service.monitor(), h.service.monitor()]);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.credits]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.credits]),
       [
         [`${id}:0-1`, 4],
         [`${id}:2-2`, 2],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 6);
+    assert.equal((await h.job(id)).billing.creditsCharged, 6);
   });
 
   test('a replayed charge (same charge id) is ignored', async () => {
@@ -380,29 +387,29 @@ describe('retries', () => {
       },
     };
     const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
-    const h = harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
+    const h = await harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
     h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi());
     await h.monitorAt(2 * MINUTE);
     assert.equal(seen.length, 1);
-    assert.equal(h.job(id).billing.creditsCharged, 4);
+    assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
     const { ctx, charge } = seen[0]!;
     assert.deepEqual(ctx.charge(charge), { creditsLeft: 996 });
     assert.deepEqual(ctx.charge({ ...charge }), { creditsLeft: 996 });
-    assert.equal(h.charges('user:alice').length, 1);
-    assert.equal(h.job(id).billing.creditsCharged, 4);
+    assert.equal((await h.charges('user:alice')).length, 1);
+    assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
     // The store itself keeps a charge id once.
-    const [recorded] = h.charges('user:alice');
-    assert.equal(h.store.charge({ ...recorded!, chargedAt: T0 + HOUR }), false);
-    assert.equal(h.job(id).billing.creditsCharged, 4);
+    const [recorded] = await h.charges('user:alice');
+    assert.equal(await h.store.accounting.charge({ ...recorded!, chargedAt: T0 + HOUR }), false);
+    assert.equal((await h.job(id)).billing.creditsCharged, 4);
   });
 });
 
 describe('credits', () => {
   test('an owner without an allocation cannot create a job (402 naming the category)', async () => {
-    const h = harness();
+    const h = await harness();
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
     h.grant('user:alice', 'u1-gpu', 1000);
     await rejectsWith(
@@ -410,15 +417,15 @@ describe('credits', () => {
       402,
       /user:alice has no credits left for u1-standard/,
     );
-    assert.equal(h.store.activeJobs().length, 0);
+    assert.equal((await h.store.jobs.active()).length, 0);
   });
 
   test('allocations count only inside their validity window', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'u1-standard', 1000, T0 - 2 * DAY, T0 - DAY);
     h.grant('user:alice', 'u1-standard', 1000, T0 + DAY, T0 + 2 * DAY);
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 0, used: 0, balance: 0 },
     ]);
     // The end is exclusive; the start inclusive.
@@ -427,11 +434,11 @@ describe('credits', () => {
     h.clock.now = T0 + DAY;
     const [id] = await h.service.create(alice, [mpi()]);
     assert.ok(id);
-    assert.equal(h.service.wallets(alice)[0]!.allocated, 1000);
+    assert.equal((await h.service.wallets(alice))[0]!.allocated, 1000);
   });
 
   test('an owner whose balance reaches 0 has its jobs stopped and new ones refused', async () => {
-    const h = harness();
+    const h = await harness();
     h.grant('user:alice', 'u1-standard', 10);
     h.grant('user:bob', 'u1-standard', 1000);
     const two = await h.running(mpi());
@@ -439,25 +446,25 @@ describe('credits', () => {
     const bobs = await h.running(mpi(), bob);
 
     await h.monitorAt(2 * MINUTE);
-    assert.equal(h.service.wallets(alice)[0]!.balance, 4);
+    assert.equal((await h.service.wallets(alice))[0]!.balance, 4);
     assert.equal(h.state(two), 'RUNNING');
     assert.equal(h.state(one), 'RUNNING');
 
     await h.monitorAt(4 * MINUTE);
     for (const id of [two, one]) {
       assert.equal(h.state(id), 'SUCCESS', id);
-      assert.equal(h.job(id).updates.at(-1)!.status, NO_CREDITS_STATUS);
+      assert.equal((await h.job(id)).updates.at(-1)!.status, NO_CREDITS_STATUS);
     }
     assert.equal(NO_CREDITS_STATUS, 'The job was terminated (no credits)');
     assert.equal(h.state(bobs), 'RUNNING');
     // Four minutes of 2 + 1 units: 12 credits, charged once each, whichever job ran dry first.
-    assert.equal(h.job(two).billing.creditsCharged, 8);
-    assert.equal(h.job(one).billing.creditsCharged, 4);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.equal((await h.job(two)).billing.creditsCharged, 8);
+    assert.equal((await h.job(one)).billing.creditsCharged, 4);
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 10, used: 12, balance: -2 },
     ]);
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard \(allocated 10, used 12\)/);
-    assert.deepEqual(h.service.wallets(bob), [
+    assert.deepEqual(await h.service.wallets(bob), [
       { owner: 'user:bob', category: 'u1-standard', allocated: 1000, used: 8, balance: 992 },
     ]);
   });

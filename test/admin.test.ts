@@ -7,6 +7,7 @@ import { ServiceError } from '../src/jobs/errors.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { openTestStore } from './support/store.ts';
 
 /** Operators' work and usage sums, in the domain: no HTTP in between. */
 
@@ -15,8 +16,8 @@ const HOUR = 3_600_000;
 
 const status = (e: unknown) => (e instanceof ServiceError ? e.status : undefined);
 
-test('users, projects, members, tokens and grants: refusals name what is wrong and change nothing', () => {
-  const store = openStore(':memory:');
+test('users, projects, members, tokens and grants: refusals name what is wrong and change nothing', async () => {
+  const store = await openTestStore();
   const admin = adminOperations(store, env(), () => T0);
   assert.deepEqual(admin.createUser('alice'), { name: 'alice', admin: false });
   assert.throws(
@@ -31,12 +32,15 @@ test('users, projects, members, tokens and grants: refusals name what is wrong a
   assert.throws(() => admin.setMember('nowhere', 'alice', 'PI'), /project nowhere was not found/);
   assert.throws(() => admin.setMember('climate', 'nobody', 'PI'), /user nobody was not found/);
   admin.setMember('climate', 'alice', 'PI');
-  assert.deepEqual(store.memberships('alice'), [{ projectId: 'climate', role: 'PI' }]);
+  assert.deepEqual(await store.users.memberships('alice'), [{ projectId: 'climate', role: 'PI' }]);
   assert.throws(
     () => admin.createToken('nobody', 'x'),
     (e) => status(e) === 404,
   );
-  assert.equal(store.userForToken(admin.createToken('alice', 'laptop').token)?.name, 'alice');
+  assert.equal(
+    (await store.users.userForToken((await admin.createToken('alice', 'laptop')).token))?.name,
+    'alice',
+  );
 
   assert.throws(
     () => admin.grant({ owner: 'user:alice', category: 'no-such', credits: 5 }),
@@ -50,11 +54,11 @@ test('users, projects, members, tokens and grants: refusals name what is wrong a
     () => admin.grant({ owner: 'project:nowhere', category: 'u1-standard', credits: 5 }),
     /project nowhere/,
   );
-  assert.deepEqual(store.allocations('user:alice'), []);
+  assert.deepEqual(await store.accounting.allocations('user:alice'), []);
   const granted = admin.grant({ owner: 'user:alice', category: 'u1-standard', credits: 5 });
-  assert.equal(granted.start, T0);
-  assert.equal(granted.end, T0 + 365 * 24 * HOUR);
-  assert.equal(store.allocations('user:alice').length, 1);
+  assert.equal((await granted).start, T0);
+  assert.equal((await granted).end, T0 + 365 * 24 * HOUR);
+  assert.equal((await store.accounting.allocations('user:alice')).length, 1);
 });
 
 test('usage sums charges per owner, category and UTC bucket', () => {
@@ -85,9 +89,9 @@ test('usage sums charges per owner, category and UTC bucket', () => {
   );
 });
 
-test('usage covers the caller’s accounts and refuses from after to, naming the field', () => {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+test('usage covers the caller’s accounts and refuses from after to, naming the field', async () => {
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   const access = jobAccess(store);
   const alice = { username: 'alice', admin: false };
   assert.throws(

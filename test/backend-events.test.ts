@@ -6,6 +6,7 @@ import { createJobService } from '../src/jobs/service.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/service.ts';
+import { openTestStore } from './support/store.ts';
 
 const terminal = {
   application: { name: 'terminal', version: '1.0' },
@@ -27,27 +28,27 @@ function scripted(): Backend & { say(e: Omit<BackendEvent, 'at'>): void } {
 }
 
 test('a backend tells why a job waits, then that it runs, each as a status in the job updates', async () => {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
   const backend = scripted();
   const service = createJobService({ store, env: env(), backend });
   try {
     const [id] = await service.create({ username: 'alice', admin: false }, [terminal]);
     const jobId = id!;
-    const statuses = () => store.updatesOf(jobId).map((u) => [u.state, u.status]);
-    await until('submitted', () => store.getJob(jobId)!.submitted);
+    const statuses = async () => (await store.jobs.updatesOf(jobId)).map((u) => [u.state, u.status]);
+    await until('submitted', async () => (await store.jobs.get(jobId))!.submitted);
     backend.say({ jobId, state: 'IN_QUEUE', status: 'Waiting for 8 CPUs, position 2 in the queue' });
-    await until('status written', () => statuses().some(([, s]) => s?.startsWith('Waiting')));
-    assert.equal(store.getJob(jobId)!.state, 'IN_QUEUE');
-    assert.deepEqual(statuses().at(-1), [undefined, 'Waiting for 8 CPUs, position 2 in the queue']);
-    const before = statuses().length;
+    await until('status written', async () => (await statuses()).some(([, s]) => s?.startsWith('Waiting')));
+    assert.equal((await store.jobs.get(jobId))!.state, 'IN_QUEUE');
+    assert.deepEqual((await statuses()).at(-1), [undefined, 'Waiting for 8 CPUs, position 2 in the queue']);
+    const before = (await statuses()).length;
 
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running' });
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running (2 of 2 replicas ready)' });
-    await until('both written', () => statuses().at(-1)?.[1]?.endsWith('ready)') === true);
-    assert.equal(store.getJob(jobId)!.state, 'RUNNING');
-    assert.deepEqual(statuses().slice(-2), [
+    await until('both written', async () => (await statuses()).at(-1)?.[1]?.endsWith('ready)') === true);
+    assert.equal((await store.jobs.get(jobId))!.state, 'RUNNING');
+    assert.deepEqual((await statuses()).slice(-2), [
       ['RUNNING', 'The job is running'],
       [undefined, 'The job is running (2 of 2 replicas ready)'],
     ]);
@@ -55,8 +56,8 @@ test('a backend tells why a job waits, then that it runs, each as a status in th
     // A late queue report for a job that already runs changes nothing.
     backend.say({ jobId, state: 'IN_QUEUE', status: 'Waiting, position 1 in the queue' });
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(statuses().length, before + 2);
-    assert.equal(store.getJob(jobId)!.state, 'RUNNING');
+    assert.equal((await statuses()).length, before + 2);
+    assert.equal((await store.jobs.get(jobId))!.state, 'RUNNING');
   } finally {
     await service.stop();
     await backend.close();

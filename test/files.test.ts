@@ -10,6 +10,7 @@ import { buildServer } from '../src/server/app.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * The files API through `app.inject()`, over a storage folder of its own: alice and bob each have
@@ -21,13 +22,16 @@ type Who = 'alice' | 'bob';
 
 async function world(t: { after(fn: () => Promise<void>): void }) {
   const root = await mkdtemp(join(tmpdir(), 'ucompute-files-'));
-  const store = openStore(':memory:');
-  for (const name of ['alice', 'bob']) store.createUser(name, false);
-  store.createProject('climate', 'Climate');
-  store.createProject('secret', 'Secret');
-  store.setMember('climate', 'alice', 'PI');
-  store.setMember('climate', 'bob', 'USER');
-  const tokens = { alice: store.createToken('alice', 'test'), bob: store.createToken('bob', 'test') };
+  const store = await openTestStore();
+  for (const name of ['alice', 'bob']) await store.users.createUser(name, false);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.createProject('secret', 'Secret');
+  await store.users.setMember('climate', 'alice', 'PI');
+  await store.users.setMember('climate', 'bob', 'USER');
+  const tokens = {
+    alice: await store.users.createToken('alice', 'test'),
+    bob: await store.users.createToken('bob', 'test'),
+  };
   const backend = dryBackend({ runForMs: null });
   const service = createJobService({ store, env: env(), backend });
   const app = await buildServer({ service, store, env: env(), backend, storageRoot: root });

@@ -7,15 +7,22 @@ import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { LogChunk } from '../src/jobs/backend.ts';
 import { openStore } from '../src/store/store.ts';
 import { testServer } from './support/server.ts';
+import { openTestStore } from './support/store.ts';
 
 const CHUNK = 'x'.repeat(64 * 1024);
 const OFFERED = 5000; // 320 MB, if a reader took it all
 
 test('a follower that reads nothing holds the server to a bounded number of log chunks', async (t) => {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + 3_600_000);
-  const token = store.createToken('alice', 'test');
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  await store.accounting.grant(
+    'user:alice',
+    'u1-standard',
+    1_000_000,
+    Date.now() - 1000,
+    Date.now() + 3_600_000,
+  );
+  const token = await store.users.createToken('alice', 'test');
   let pulled = 0;
   const dry = dryBackend({ runForMs: null });
   const backend = {
@@ -45,7 +52,8 @@ test('a follower that reads nothing holds the server to a bounded number of log 
   const id = (created.json() as { responses: { id: string }[] }).responses[0]!.id;
   for (
     let i = 0;
-    i < 500 && server.service.retrieve({ username: 'alice', admin: true }, id).status.state !== 'RUNNING';
+    i < 500 &&
+    (await server.service.retrieve({ username: 'alice', admin: true }, id)).status.state !== 'RUNNING';
     i++
   )
     await sleep(5);

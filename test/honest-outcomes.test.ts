@@ -11,6 +11,7 @@ import { errorResponse } from '../src/server/errors.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { env, prepare } from './support/fixtures.ts';
 import { until } from './support/service.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * Outcomes at the API that say what happened: a full disk is 507 and changes nothing, values no
@@ -32,10 +33,10 @@ after(async () => {
 });
 
 async function world(config?: PipelineConfig, runForMs: number | null = null, environment = env(config)) {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
-  const token = store.createToken('alice', 'test');
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
+  const token = await store.users.createToken('alice', 'test');
   const backend = dryBackend({ runForMs });
   const service = createJobService({ store, env: environment, backend });
   const app = await buildServer({ service, store, env: environment, backend });
@@ -85,7 +86,7 @@ test('a job whose end cannot be written (disk full) is not left RUNNING once spa
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until('it runs', () => w.store.getJob(id)?.state === 'RUNNING');
+  await until('it runs', async () => (await w.store.jobs.get(id))?.state === 'RUNNING');
   // Every write fails from now on, as SQLite's do on a full disk.
   const transaction = w.store.transaction;
   w.store.transaction = () => {
@@ -93,12 +94,12 @@ test('a job whose end cannot be written (disk full) is not left RUNNING once spa
   };
   // Its SUCCESS arrives after 50 ms, while nothing can be written, and is kept.
   await new Promise((resolve) => setTimeout(resolve, 200));
-  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
   w.store.transaction = transaction;
-  for (let i = 0; i < 40 && w.store.getJob(id)?.state === 'RUNNING'; i++) {
+  for (let i = 0; i < 40 && (await w.store.jobs.get(id))?.state === 'RUNNING'; i++) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  assert.equal(w.store.getJob(id)?.state, 'SUCCESS');
+  assert.equal((await w.store.jobs.get(id))?.state, 'SUCCESS');
 });
 
 test('a job whose submission cannot be written (disk full) is submitted once space is back', async () => {
@@ -117,10 +118,10 @@ test('a job whose submission cannot be written (disk full) is submitted once spa
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
   await until('the submission was refused', () => refused > 0);
   w.store.transaction = transaction;
-  for (let i = 0; i < 40 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
+  for (let i = 0; i < 40 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
 });
 
 test('parameter values the kernel cannot pass are 400 at submit, naming the parameter', async () => {
@@ -159,10 +160,10 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   const beyond = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(2) }] });
   assert.equal(beyond.statusCode, 400, beyond.body);
   assert.match(beyond.json<{ message: string }>().message, /^items\[0\]\.requestedTime: .* at most 3/);
-  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 2 * 3_600_000);
+  assert.equal((await w.store.jobs.get(jobId))?.timeAllocationMs, 2 * 3_600_000);
   const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1) }] });
   assert.equal(within.statusCode, 200, within.body);
-  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 3 * 3_600_000);
+  assert.equal((await w.store.jobs.get(jobId))?.timeAllocationMs, 3 * 3_600_000);
 });
 
 test("a product's own maximum is shorter than the operator's: the shorter one holds", async () => {

@@ -62,7 +62,7 @@ async function running(w: World, spec: unknown): Promise<string> {
     body: JSON.stringify({ items: [spec] }),
   });
   const id = JSON.parse(created.body).responses[0].id as string;
-  for (let i = 0; i < 200 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
+  for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
     await new Promise((r) => setTimeout(r, 10));
   }
   return id;
@@ -168,7 +168,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
   test('an unknown, expired or web session identifier opens nothing', async () => {
     const expired = await open(w, id, 'SHELL');
     const hash = hashToken(expired.sessionIdentifier);
-    w.store.touchSession(hash, Date.now() - 10 * 60_000, Date.now() - 5 * 60_000);
+    await w.store.sessions.touch(hash, Date.now() - 10 * 60_000, Date.now() - 5 * 60_000);
     const vnc = await open(w, id, 'VNC');
     const before = shells.length;
     for (const sessionIdentifier of ['nope', expired.sessionIdentifier, new URL(vnc.url).hash.slice(1)]) {
@@ -216,7 +216,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     assertExit(result, 0);
     const url = new URL(result.stdout.trim());
     assert.equal(url.pathname, '/sessions/vnc');
-    assert.equal(w.store.session(hashToken(url.hash.slice(1)))?.kind, 'VNC');
+    assert.equal((await w.store.sessions.get(hashToken(url.hash.slice(1))))?.kind, 'VNC');
   });
 
   test('ucompute open hands the browser a private page leading to the link, never the link', async () => {

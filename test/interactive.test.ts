@@ -37,10 +37,10 @@ async function running(w: World, spec: unknown, who: 'alice' | 'bob' = 'alice'):
   const created = await api(w, who, '/api/jobs', { items: [spec] });
   assert.equal(created.status, 200, JSON.stringify(created.json));
   const id = created.json.responses[0].id as string;
-  for (let i = 0; i < 200 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
+  for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
     await new Promise((r) => setTimeout(r, 10));
   }
-  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
   return id;
 }
 
@@ -102,8 +102,8 @@ describe('opening sessions', { timeout: 60_000 }, () => {
     const ticket = link.searchParams.get('ticket') ?? '';
     assert.ok(Buffer.from(ticket, 'base64url').length >= 16, 'at least 128 random bits');
     // Only the hash is stored.
-    assert.equal(w.store.session(hashToken(ticket))?.kind, 'TICKET');
-    assert.equal(w.store.session(ticket), undefined);
+    assert.equal((await w.store.sessions.get(hashToken(ticket)))?.kind, 'TICKET');
+    assert.equal(await w.store.sessions.get(ticket), undefined);
   });
 
   test('a VNC session is a page on the API origin with the secret in the fragment', async () => {
@@ -113,7 +113,7 @@ describe('opening sessions', { timeout: 60_000 }, () => {
     assert.equal(session.type, 'vnc');
     const url = new URL(session.url);
     assert.equal(url.origin, `http://localhost:${w.port}`);
-    assert.equal(w.store.session(hashToken(url.hash.slice(1)))?.kind, 'VNC');
+    assert.equal((await w.store.sessions.get(hashToken(url.hash.slice(1))))?.kind, 'VNC');
   });
 
   test('every running job offers a shell session', async () => {
@@ -122,7 +122,7 @@ describe('opening sessions', { timeout: 60_000 }, () => {
       assert.equal(opened.status, 200, JSON.stringify(opened.json));
       const session = opened.json.responses[0].session;
       assert.equal(session.type, 'shell');
-      assert.equal(w.store.session(hashToken(session.sessionIdentifier))?.kind, 'SHELL');
+      assert.equal((await w.store.sessions.get(hashToken(session.sessionIdentifier)))?.kind, 'SHELL');
     }
   });
 
@@ -231,9 +231,9 @@ describe('the web proxy', { timeout: 60_000 }, () => {
   test('an expired session is denied', async () => {
     const { cookie } = await signIn(w, a);
     const hash = hashToken(cookie.split('=')[1] ?? '');
-    const session = w.store.session(hash);
+    const session = await w.store.sessions.get(hash);
     assert.ok(session);
-    w.store.touchSession(hash, session.lastUsedAt, Date.now() - 1);
+    await w.store.sessions.touch(hash, session.lastUsedAt, Date.now() - 1);
     const answer = await call(w.port, { host: appHost(w, a), path: '/', headers: { cookie } });
     assert.equal(answer.status, 401);
   });
@@ -242,13 +242,13 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     const { cookie } = await signIn(w, a);
     const hash = hashToken(cookie.split('=')[1] ?? '');
     const old = Date.now() - 3_600_000;
-    w.store.touchSession(hash, old, old + 1000 * 3_600_000);
+    await w.store.sessions.touch(hash, old, old + 1000 * 3_600_000);
     await call(w.port, { host: appHost(w, a), path: '/', headers: { cookie } });
     // Written with the other sessions' use every few seconds, not on each request.
-    let session = w.store.session(hash);
+    let session = await w.store.sessions.get(hash);
     for (let i = 0; i < 100 && session && session.lastUsedAt === old; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      session = w.store.session(hash);
+      session = await w.store.sessions.get(hash);
     }
     assert.ok(session && session.lastUsedAt > old);
     assert.ok(session.expiresAt >= session.lastUsedAt + 10 * 3_600_000 - 1000);
@@ -359,7 +359,7 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     const { cookie } = await signIn(w, id);
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 200);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
-    for (let i = 0; i < 200 && w.store.getJob(id)?.state === 'RUNNING'; i++)
+    for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state === 'RUNNING'; i++)
       await new Promise((r) => setTimeout(r, 10));
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 401);
   });
@@ -382,10 +382,11 @@ describe('revocation', { timeout: 60_000 }, () => {
       const id = await running(w, fileServer);
       const opened = await openSession(w, id, 'SHELL');
       const hash = hashToken(opened.json.responses[0].session.sessionIdentifier);
-      assert.ok(w.store.session(hash));
+      assert.ok(await w.store.sessions.get(hash));
       await w.service.terminate({ username: 'alice', admin: false }, [id]);
-      for (let i = 0; i < 200 && w.store.session(hash); i++) await new Promise((r) => setTimeout(r, 10));
-      assert.equal(w.store.session(hash), undefined);
+      for (let i = 0; i < 200 && (await w.store.sessions.get(hash)); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.equal(await w.store.sessions.get(hash), undefined);
     } finally {
       await w.close();
     }
@@ -406,7 +407,7 @@ describe('sessions in use', { timeout: 60_000 }, () => {
       service: w.service,
       now: () => clock.now,
     });
-    const [opened] = sessions.open(alice, [{ id, rank: 0, sessionType: 'WEB' }], reached);
+    const [opened] = await sessions.open(alice, [{ id, rank: 0, sessionType: 'WEB' }], reached);
     assert.equal(opened?.type, 'web');
     const ticket = new URL(opened.type === 'web' ? opened.redirectClientTo : '').searchParams.get('ticket');
     const secret = sessions.trade(ticket ?? '', id, 0);
@@ -419,9 +420,9 @@ describe('sessions in use', { timeout: 60_000 }, () => {
     const clock = { now: Date.now() };
     const { id, sessions, secret } = await webSession(w, clock);
     try {
-      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      assert.ok(sessions.use(await secret, 'WEB', id, 0));
       clock.now += 10 * HOUR + 1;
-      assert.equal(sessions.use(secret, 'WEB', id, 0), undefined);
+      assert.equal(sessions.use(await secret, 'WEB', id, 0), undefined);
     } finally {
       sessions.close();
       await w.close();
@@ -433,13 +434,13 @@ describe('sessions in use', { timeout: 60_000 }, () => {
     const clock = { now: Date.now() };
     const { id, sessions, secret } = await webSession(w, clock);
     try {
-      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      assert.ok(sessions.use(await secret, 'WEB', id, 0));
       clock.now += HOUR;
-      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      assert.ok(sessions.use(await secret, 'WEB', id, 0));
     } finally {
       sessions.close();
     }
-    const stored = w.store.session(hashToken(secret));
+    const stored = await w.store.sessions.get(hashToken(secret));
     await w.close();
     assert.equal(stored?.lastUsedAt, clock.now);
     assert.equal(stored?.expiresAt, clock.now + 10 * HOUR);

@@ -7,6 +7,7 @@ import type { Job } from '../src/model/job.ts';
 import { EVENTS_BUFFERED_BYTES, streamJobEvents } from '../src/server/job-events.ts';
 import { openStore } from '../src/store/store.ts';
 import { type TestServer, testServer } from './support/server.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * /api/jobs/events (issue 13): one stream of server-sent events with the changes of every job the
@@ -24,20 +25,20 @@ interface World extends TestServer {
 
 /** alice and bob have credits; carol leads project `climate`, where bob is a USER member. */
 async function world(): Promise<World> {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const now = Date.now();
   for (const name of ['alice', 'bob', 'carol']) {
-    store.createUser(name, false);
-    store.grant(`user:${name}`, 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+    await store.users.createUser(name, false);
+    await store.accounting.grant(`user:${name}`, 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   }
-  store.createProject('climate', 'Climate');
-  store.setMember('climate', 'carol', 'PI');
-  store.setMember('climate', 'bob', 'USER');
-  store.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.setMember('climate', 'carol', 'PI');
+  await store.users.setMember('climate', 'bob', 'USER');
+  await store.accounting.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   const tokens = {
-    alice: store.createToken('alice', 'test'),
-    bob: store.createToken('bob', 'test'),
-    carol: store.createToken('carol', 'test'),
+    alice: await store.users.createToken('alice', 'test'),
+    bob: await store.users.createToken('bob', 'test'),
+    carol: await store.users.createToken('carol', 'test'),
   };
   const server = await testServer(store);
   await server.app.listen({ port: 0, host: '127.0.0.1' });
@@ -163,7 +164,7 @@ describe('the job event stream', () => {
   test('a renamed job is sent with its new name', async () => {
     const alice = await openEvents(w, bearer(w.tokens.alice));
     const id = await create(w, w.tokens.alice);
-    w.service.rename({ username: 'alice', admin: false }, [{ id, newTitle: 'renamed' }]);
+    await w.service.rename({ username: 'alice', admin: false }, [{ id, newTitle: 'renamed' }]);
     await until('the new name', () =>
       jobsIn(alice).some((j) => j.id === id && j.specification.name === 'renamed'),
     );
@@ -184,7 +185,12 @@ describe('the job event stream', () => {
     const missed = await create(w, w.tokens.alice);
     const bobs = await create(w, w.tokens.bob);
     await until('bob sees his job', () => statesOf(bob, bobs).includes('RUNNING'));
-    await until('the missed job runs', () => w.store.getJob(missed)?.state === 'RUNNING');
+    await until(
+      'the missed job runs',
+      async () =>
+        (await await await await await await await await await await await (await w.store.jobs.get(missed))
+          ?.state) === 'RUNNING',
+    );
 
     const back = await openEvents(w, { ...bearer(w.tokens.alice), 'last-event-id': lastSeen });
     await until('ready', () => back.received.some((r) => r.event === 'ready'));
@@ -261,7 +267,7 @@ describe('a client that does not keep up', () => {
           sink.ended = true;
         },
       },
-      { signedIn: () => true },
+      { signedIn: async () => await await true },
     );
     return { emit: (n: number) => listener({ id: `e-${n}`, job }), sink, stream };
   }

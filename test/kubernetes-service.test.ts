@@ -11,6 +11,7 @@ import { CHILD_ENV } from './support/cli.ts';
 import { eventually, type FakeCluster, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
 import { serving, spawnServe } from './support/serve.ts';
+import { openTestStore } from './support/store.ts';
 
 const alice = { username: 'alice', admin: false };
 const job = (extra: Record<string, unknown> = {}) => ({
@@ -21,10 +22,10 @@ const job = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-function serviceOn(
+async function serviceOn(
   t: import('node:test').TestContext,
   cluster: FakeCluster,
-  store = openStore(':memory:'),
+  store = await openTestStore(),
   now = Date.now,
 ) {
   const config = resolvePipelineConfig(cluster.config());
@@ -40,17 +41,17 @@ function serviceOn(
     await service.stop();
     await backend.close();
   });
-  const state = (id: string) => service.retrieve(alice, id).status.state;
+  const state = async (id: string) => (await service.retrieve(alice, id)).status.state;
   return { service, backend, store, state };
 }
 
 test('through the job service: a job is submitted, runs on the cluster and succeeds with its exit codes', async (t) => {
   const cluster = await fakeCluster(t, { autopilot: true });
-  const { service, state } = serviceOn(t, cluster);
+  const { service, state } = await serviceOn(t, cluster);
   await service.start();
   const [id] = await service.create(alice, [job()]);
-  await eventually(() => state(id!) === 'SUCCESS');
-  const done = service.retrieve(alice, id!);
+  await eventually(async () => (await state(id!)) === 'SUCCESS');
+  const done = (await service.retrieve(alice, id!));
   assert.deepEqual(done.status.exitCode, { '0': 0, '1': 0 });
   assert.ok(
     done.updates.some((u) => u.state === 'RUNNING'),
@@ -62,8 +63,8 @@ test('through the job service: a job is submitted, runs on the cluster and succe
 
 test('through the job service: cancel and expiry delete the job on the cluster', async (t) => {
   const cluster = await fakeCluster(t);
-  let clock = Date.now();
-  const { service, state } = serviceOn(t, cluster, openStore(':memory:'), () => clock);
+  const clock = Date.now();
+  const { service, state } = await serviceOn(t, cluster, await openTestStore(), () => clock);
   await service.start();
   const [a, b] = await service.create(alice, [
     job(),
@@ -73,7 +74,7 @@ test('through the job service: cancel and expiry delete the job on the cluster',
     await eventually(() => cluster.volcano.job(id) !== undefined);
     cluster.volcano.admit(id);
     cluster.volcano.run(id);
-    await eventually(() => state(id) === 'RUNNING');
+    await eventually(async () => (await state(id)) === 'RUNNING');
   }
   await service.terminate(alice, [a!]);
   assert.equal(state(a!), 'SUCCESS');
@@ -87,14 +88,14 @@ test('through the job service: cancel and expiry delete the job on the cluster',
 
 test('through the job service: a job the cluster lost while ucompute was down fails on restart', async (t) => {
   const cluster = await fakeCluster(t);
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const first = serviceOn(t, cluster, store);
   await first.service.start();
   const [kept, lost] = await first.service.create(alice, [job(), job()]);
   await eventually(
     () => cluster.volcano.job(kept!) !== undefined && cluster.volcano.job(lost!) !== undefined,
   );
-  await eventually(() => store.getJob(lost!)?.submitted === true && store.getJob(kept!)?.submitted === true);
+  await eventually(async () => (await store.jobs.get(lost!))?.submitted === true && (await store.jobs.get(kept!))?.submitted === true);
   await first.service.stop();
   await first.backend.close();
   const j = cluster.volcano.job(lost!);
@@ -103,7 +104,7 @@ test('through the job service: a job the cluster lost while ucompute was down fa
   await second.service.start();
   assert.equal(second.state(lost!), 'FAILURE');
   assert.equal(
-    second.service.retrieve(alice, lost!).updates.at(-1)?.status,
+    (await second.service.retrieve(alice, lost!)).updates.at(-1)?.status,
     'ucompute lost track of this job',
   );
   assert.equal(second.state(kept!), 'IN_QUEUE');

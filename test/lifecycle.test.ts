@@ -6,6 +6,7 @@ import { createJobService } from '../src/jobs/service.ts';
 import { FINAL_STATES, type JobSpecification, JobState, type JobUpdate } from '../src/model/job.ts';
 import { type JobRecord, openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { openTestStore } from './support/store.ts';
 
 const STATES: JobState[] = JobState.anyOf.map((s) => s.const);
 const T0 = Date.UTC(2025, 0, 1);
@@ -211,8 +212,8 @@ describe('updates', () => {
 describe('updates through the store', () => {
   const alice = { username: 'alice', admin: false };
 
-  function setUp() {
-    const store = openStore(':memory:');
+  async function setUp() {
+    const store = await openTestStore();
     const service = createJobService({
       store,
       env: env(),
@@ -221,7 +222,7 @@ describe('updates through the store', () => {
       now: () => T0,
     });
     // Inserted directly and never submitted: only the updates below move it.
-    store.insertJob({
+    await store.jobs.insert({
       id: 'job1',
       createdBy: 'alice',
       project: null,
@@ -244,7 +245,7 @@ describe('updates through the store', () => {
   }
 
   test('updates are appended in order with increasing seq; rejected and dropped ones leave no trace', async () => {
-    const { store, service, rows } = setUp();
+    const { store, service, rows } = await setUp();
     assert.equal(await service.update('job1', { timestamp: T0 + 1, state: 'RUNNING' }), true);
     assert.equal(await service.update('job1', { timestamp: T0 + 2, state: 'IN_QUEUE' }), false);
     assert.equal(
@@ -256,7 +257,7 @@ describe('updates through the store', () => {
     assert.equal(await service.update('job1', { timestamp: T0 + 6, status: 'too late' }), false);
 
     assert.deepEqual(
-      store.updatesOf('job1').map((u) => [u.timestamp, u.state ?? null, u.status ?? null]),
+      (await store.jobs.updatesOf('job1')).map((u) => [u.timestamp, u.state ?? null, u.status ?? null]),
       [
         [T0, 'IN_QUEUE', 'The job is in the queue'],
         [T0 + 1, 'RUNNING', null],
@@ -270,20 +271,20 @@ describe('updates through the store', () => {
       [2, T0 + 4],
       [3, T0 + 5],
     ]);
-    assert.equal(store.getJob('job1')!.updateCount, 4);
-    assert.equal(store.getJob('job1')!.state, 'SUCCESS');
+    assert.equal((await store.jobs.get('job1'))!.updateCount, 4);
+    assert.equal((await store.jobs.get('job1'))!.state, 'SUCCESS');
   });
 
   test('status.startedAt is the latest move to RUNNING, and the deadline follows it', async () => {
-    const { service } = setUp();
+    const { service } = await setUp();
     assert.equal(await service.update('job1', { timestamp: T0 + 1000, state: 'RUNNING' }), true);
-    let status = service.retrieve(alice, 'job1').status;
+    let status = (await service.retrieve(alice, 'job1')).status;
     assert.equal(status.startedAt, T0 + 1000);
     assert.equal(status.expiresAt, T0 + 1000 + HOUR);
 
     assert.equal(await service.update('job1', { timestamp: T0 + 2000, state: 'SUSPENDED' }), true);
     assert.equal(await service.update('job1', { timestamp: T0 + 9000, state: 'RUNNING' }), true);
-    status = service.retrieve(alice, 'job1').status;
+    status = (await service.retrieve(alice, 'job1')).status;
     assert.equal(status.state, 'RUNNING');
     assert.equal(status.startedAt, T0 + 9000);
     assert.equal(status.expiresAt, T0 + 9000 + HOUR);
@@ -293,16 +294,16 @@ describe('updates through the store', () => {
       await service.update('job1', { timestamp: T0 + 9500, state: 'RUNNING', status: 'ok' }),
       true,
     );
-    assert.equal(service.retrieve(alice, 'job1').status.startedAt, T0 + 9000);
+    assert.equal((await service.retrieve(alice, 'job1')).status.startedAt, T0 + 9000);
   });
 
   test('newTimeAllocation is stored with the update and moves expiresAt', async () => {
-    const { store, service } = setUp();
+    const { store, service } = await setUp();
     await service.update('job1', { timestamp: T0 + 1000, state: 'RUNNING' });
     assert.equal(await service.update('job1', { timestamp: T0 + 2000, newTimeAllocation: 2 * HOUR }), true);
-    const job = store.getJob('job1')!;
+    const job = (await store.jobs.get('job1'))!;
     assert.equal(job.timeAllocationMs, 2 * HOUR);
     assert.equal(job.expiresAt, T0 + 1000 + 2 * HOUR);
-    assert.equal(store.updatesOf('job1').at(-1)!.newTimeAllocation, 2 * HOUR);
+    assert.equal((await store.jobs.updatesOf('job1')).at(-1)!.newTimeAllocation, 2 * HOUR);
   });
 });

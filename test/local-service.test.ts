@@ -20,16 +20,16 @@ async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { c
     config: { capacity },
   });
   for (const user of ['alice', 'bob']) {
-    store.createUser(user, false);
-    store.grant(`user:${user}`, 'u1-standard', 1_000_000, 0, Number.MAX_SAFE_INTEGER);
+    await store.users.createUser(user, false);
+    await store.accounting.grant(`user:${user}`, 'u1-standard', 1_000_000, 0, Number.MAX_SAFE_INTEGER);
   }
   const settled = async (id: string, ms = 20_000) => {
     for (let i = 0; i < ms / 20; i++) {
-      const job = store.getJob(id)!;
+      const job = (await store.jobs.get(id))!;
       if (job.state === 'SUCCESS' || job.state === 'FAILURE' || job.state === 'EXPIRED') return job;
       await new Promise((r) => setTimeout(r, 20));
     }
-    assert.fail(`job ${id} did not end: ${JSON.stringify(store.updatesOf(id))}`);
+    assert.fail(`job ${id} did not end: ${JSON.stringify(await store.jobs.updatesOf(id))}`);
   };
   return { dir, storageRoot, store, service, settled };
 }
@@ -54,7 +54,7 @@ test(
       wordCount('/home/alice/words.txt'),
     ]);
     const job = await settled(id!);
-    assert.equal(job.state, 'SUCCESS', JSON.stringify(store.updatesOf(id!)));
+    assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id!)));
     assert.deepEqual(job.exitCodes, { 0: 0 });
     const folder = join(storageRoot, 'home/alice/Jobs/Word count', id!);
     for (let i = 0; i < 100; i++) {
@@ -82,8 +82,8 @@ test(
       },
     ]);
     const job = await settled(id!, 60_000);
-    assert.equal(job.state, 'SUCCESS', JSON.stringify(store.updatesOf(id!)));
-    assert.deepEqual(job.exitCodes, { 0: 0 }, JSON.stringify(store.updatesOf(id!)));
+    assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id!)));
+    assert.deepEqual(job.exitCodes, { 0: 0 }, JSON.stringify(await store.jobs.updatesOf(id!)));
     const stdout = join(storageRoot, 'home/alice/Jobs/MPI hello', id!, 'stdout-0.log');
     let lines: string[] = [];
     for (let i = 0; i < 100 && lines.length < 3; i++) {
@@ -111,7 +111,7 @@ test('expiry stops a running job and leaves nothing of it behind', tools, async 
     },
   ]);
   const job = await settled(id!);
-  assert.equal(job.state, 'EXPIRED', JSON.stringify(store.updatesOf(id!)));
+  assert.equal(job.state, 'EXPIRED', JSON.stringify(await store.jobs.updatesOf(id!)));
   const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
   assert.ok(!ps.includes(`j-${id}`), 'no process of the job');
   assert.ok(
@@ -146,14 +146,16 @@ test(
     // Bob arrives while alice uses the machine and has a backlog (which of her jobs runs first is the
     // scheduler's choice: they were submitted together).
     const backlogQueued = () =>
-      alice.some((id) => store.getJob(id)!.state === 'RUNNING') && alice.filter(waitedInQueue).length === 2;
+      alice.some(async (id) => (await store.jobs.get(id))!.state === 'RUNNING') &&
+      alice.filter(waitedInQueue).length === 2;
     for (let i = 0; i < 250 && !backlogQueued(); i++) {
       await new Promise((r) => setTimeout(r, 20));
     }
     const [bob] = await service.create({ username: 'bob', admin: false }, [terminal]);
     const jobs = [...alice, bob!];
     for (const id of jobs) assert.equal((await settled(id)).state, 'EXPIRED');
-    const started = jobs.map((id) => ({ id, at: store.getJob(id)!.startedAt! }));
+    const started: { id: string; at: number }[] = [];
+    for (const id of jobs) started.push({ id, at: (await store.jobs.get(id))!.startedAt! });
     const inOrder = started.sort((a, b) => a.at - b.at).map((s) => s.id);
     assert.deepEqual(
       inOrder.map((id) => (id === bob ? 'bob' : 'alice')),
@@ -164,10 +166,7 @@ test(
     const last = inOrder.at(-1)!;
     assert.ok(
       waitedInQueue(last),
-      store
-        .updatesOf(last)
-        .map((u) => u.status ?? '')
-        .join(' | '),
+      (await store.jobs.updatesOf(last)).map((u) => u.status ?? '').join(' | '),
     );
   },
 );

@@ -6,6 +6,7 @@ import { ValidationError } from '../src/model/errors.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/service.ts';
+import { openTestStore } from './support/store.ts';
 
 const server = {
   application: { name: 'file-server', version: '1.0' },
@@ -18,10 +19,10 @@ const checkWith = (jobId: string) => ({
 });
 
 test('a peer must be an active job the caller may act on', async () => {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   for (const name of ['alice', 'bob']) {
-    store.createUser(name, false);
-    store.grant(`user:${name}`, 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
+    await store.users.createUser(name, false);
+    await store.accounting.grant(`user:${name}`, 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
   }
   const backend = dryBackend({ runForMs: null });
   const service = createJobService({ store, env: env(), backend });
@@ -30,7 +31,7 @@ test('a peer must be an active job the caller may act on', async () => {
   try {
     const [alices] = await service.create(alice, [server]);
     const [bobs] = await service.create(bob, [server]);
-    await until('both running', () => store.runningJobs().length === 2);
+    await until('both running', async () => (await store.jobs.running()).length === 2);
 
     const peerIssues = async (caller: typeof alice, jobId: string) => {
       try {
@@ -41,14 +42,14 @@ test('a peer must be an active job the caller may act on', async () => {
         return e.issues.map((i) => `${i.path}: ${i.message}`);
       }
     };
-    const before = store.countByState();
+    const before = await store.jobs.countByState();
     assert.deepEqual(await peerIssues(alice, bobs!), [
       `items[0].specification: peer web names no job of yours (${bobs})`,
     ]);
     assert.deepEqual(await peerIssues(alice, 'nosuchjob'), [
       'items[0].specification: peer web names no job of yours (nosuchjob)',
     ]);
-    assert.deepEqual(store.countByState(), before, 'a refused peer creates nothing');
+    assert.deepEqual(await store.jobs.countByState(), before, 'a refused peer creates nothing');
     assert.deepEqual(await peerIssues(alice, alices!), []);
 
     await service.terminate(alice, [alices!]);

@@ -14,6 +14,7 @@ import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, env, products } from './support/fixtures.ts';
 import { openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { openTestStore } from './support/store.ts';
 
 /** restartOnExit: a job whose containers end is SUSPENDED and runs again, backing off; cancel ends it. */
 
@@ -54,8 +55,8 @@ test('an end the backend reports while ucompute cancels or expires the job is no
     },
   };
   let clock = Date.now();
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   const service = createJobService({ store, env: env(), backend, now: () => clock, requireCredits: false });
   const terminal = (minutes: number) => ({
     application: { name: 'terminal', version: '1.0' },
@@ -64,17 +65,21 @@ test('an end the backend reports while ucompute cancels or expires the job is no
     restartOnExit: true,
   });
   const [cancelled, expired] = await service.create(alice, [terminal(30), terminal(1)]);
-  const state = (id: string) => store.getJob(id)!.state;
-  for (let i = 0; i < 100 && (state(cancelled!) !== 'RUNNING' || state(expired!) !== 'RUNNING'); i++)
+  const state = async (id: string) => (await store.jobs.get(id))!.state;
+  for (
+    let i = 0;
+    i < 100 && ((await state(cancelled!)) !== 'RUNNING' || (await state(expired!)) !== 'RUNNING');
+    i++
+  )
     await new Promise((r) => setTimeout(r, 10));
   await service.terminate(alice, [cancelled!]);
   clock += 2 * MINUTE;
   await service.monitor();
   await new Promise((r) => setTimeout(r, 50));
-  assert.equal(state(cancelled!), 'SUCCESS', JSON.stringify(store.updatesOf(cancelled!)));
+  assert.equal(state(cancelled!), 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(cancelled!)));
   // Ended for good (by the expiry, or by the end the backend told first), not waiting for a restart.
-  assert.ok(isFinal(state(expired!)), JSON.stringify(store.updatesOf(expired!)));
-  assert.equal(store.updatesOf(expired!).filter(isRestartExit).length, 0);
+  assert.ok(isFinal(await state(expired!)), JSON.stringify(await store.jobs.updatesOf(expired!)));
+  assert.equal((await store.jobs.updatesOf(expired!)).filter(isRestartExit).length, 0);
   await service.stop();
 });
 
@@ -85,7 +90,7 @@ test(
   tools,
   async (t) => {
     const { storageRoot, store, service } = await openTestService(t, { requireCredits: false });
-    store.createUser('alice', false);
+    await store.users.createUser('alice', false);
     await mkdir(join(storageRoot, 'home/alice'), { recursive: true });
     await writeFile(join(storageRoot, 'home/alice/words.txt'), 'b a b\n');
     const [id, sleeper] = await service.create(alice, [
@@ -101,25 +106,43 @@ test(
         restartOnExit: true,
       },
     ]);
-    const updates = () => store.updatesOf(id!);
-    const runs = () => updates().filter((u) => u.state === 'RUNNING').length;
-    const exits = () => updates().filter(isRestartExit);
+    const updates = async () => await store.jobs.updatesOf(id!);
+    const runs = async () => (await updates()).filter((u) => u.state === 'RUNNING').length;
+    const exits = async () => (await updates()).filter(isRestartExit);
     const wait = async (what: string, check: () => boolean, ms: number) => {
       for (let i = 0; i < ms / 50 && !check(); i++) await new Promise((r) => setTimeout(r, 50));
       assert.ok(check(), `${what}: ${JSON.stringify(updates(), null, 1)}`);
     };
 
     // Cancelled while it runs: its containers' end is the cancel's, not an exit to restart from.
-    await wait('the sleeper runs', () => store.getJob(sleeper!)!.state === 'RUNNING', 30_000);
+    await wait(
+      'the sleeper runs',
+      async () =>
+        (await await await await await await await await await await await (await store.jobs.get(sleeper!))!
+          .state) === 'RUNNING',
+      30_000,
+    );
     await service.terminate(alice, [sleeper!]);
     await new Promise((r) => setTimeout(r, 1000));
-    assert.equal(store.getJob(sleeper!)!.state, 'SUCCESS', JSON.stringify(store.updatesOf(sleeper!)));
-    assert.equal(store.updatesOf(sleeper!).filter(isRestartExit).length, 0);
+    assert.equal(
+      (await store.jobs.get(sleeper!))!.state,
+      'SUCCESS',
+      JSON.stringify(await store.jobs.updatesOf(sleeper!)),
+    );
+    assert.equal((await store.jobs.updatesOf(sleeper!)).filter(isRestartExit).length, 0);
 
-    await wait('the first run exits', () => exits().length === 1, 30_000);
-    assert.equal(store.getJob(id!)!.state, 'SUSPENDED');
-    assert.match(exits()[0]!.status!, /exit code 0 on every rank\); restarting in 10 s \(restartOnExit\)$/);
-    const exitedAt = exits()[0]!.timestamp;
+    await wait(
+      'the first run exits',
+      async () =>
+        (await await await await await await await await await await await (await exits()).length) === 1,
+      30_000,
+    );
+    assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED');
+    assert.match(
+      await await await await await await await await await await await exits()[0]!.status!,
+      /exit code 0 on every rank\); restarting in 10 s \(restartOnExit\)$/,
+    );
+    const exitedAt = await await await await await await await await await await await exits()[0]!.timestamp;
     // Its run is paid as at a suspension: the started minute too.
     const charged = () =>
       store
@@ -128,24 +151,37 @@ test(
         .map((c) => c.chargeId);
     await wait('the run is charged', () => charged().length === 1, 5_000);
     assert.deepEqual(charged(), [`${id}:0-0`]);
-    await wait('it runs again', () => runs() === 2, 40_000);
-    const again = updates().find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
+    await wait(
+      'it runs again',
+      async () => (await await await await await await await await await await runs()) === 2,
+      40_000,
+    );
+    const again = (await updates()).find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
     assert.ok(
       again.timestamp - exitedAt >= 10_000,
       `not before its back-off (${again.timestamp - exitedAt} ms)`,
     );
     assert.equal(again.status, 'The job is restarting (restart 1 in a row)');
-    assert.equal(store.getJob(id!)!.outputFolder, `/home/alice/Jobs/Word count/${id}`, 'the same folder');
-    await wait('the second run exits', () => exits().length === 2, 30_000);
+    assert.equal(
+      (await store.jobs.get(id!))!.outputFolder,
+      `/home/alice/Jobs/Word count/${id}`,
+      'the same folder',
+    );
+    await wait(
+      'the second run exits',
+      async () =>
+        (await await await await await await await await await await await (await exits()).length) === 2,
+      30_000,
+    );
     assert.match(
-      exits()[1]!.status!,
+      await await await await await await await await await await await exits()[1]!.status!,
       /restarting in 20 s \(restartOnExit\) \(exit 2 in a row: backing off\)$/,
     );
 
     await service.terminate(alice, [id!]);
-    const ended = store.getJob(id!)!;
+    const ended = (await store.jobs.get(id!))!;
     assert.equal(ended.state, 'SUCCESS');
-    assert.equal(updates().at(-1)!.status, 'The job was cancelled');
+    assert.equal((await updates()).at(-1)!.status, 'The job was cancelled');
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(runs(), 2, 'a cancelled job does not run again');
   },
@@ -155,7 +191,7 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
   const cluster = await fakeCluster(t);
   const config = resolvePipelineConfig(cluster.config());
   const backend = kubernetesBackend({ config });
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   // The service's clock is ahead: every back-off has passed when the exit is written.
   const service = createJobService({
     store,
@@ -177,20 +213,20 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
       restartOnExit: true,
     },
   ]);
-  const state = () => store.getJob(id!)!.state;
+  const state = async () => (await store.jobs.get(id!))!.state;
   const uid = () => cluster.volcano.job(id!)?.metadata.uid as string | undefined;
   await eventually(() => cluster.volcano.job(id!) !== undefined);
   const first = uid();
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
-  await eventually(() => state() === 'RUNNING');
+  await eventually(async () => (await state()) === 'RUNNING');
   cluster.volcano.finish(id!, [0]);
-  await eventually(() => store.updatesOf(id!).some(isRestartExit));
+  await eventually(async () => (await store.jobs.updatesOf(id!)).some(isRestartExit));
   await eventually(() => uid() !== undefined && uid() !== first, 10_000);
   assert.equal(state(), 'IN_QUEUE');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
-  await eventually(() => state() === 'RUNNING');
+  await eventually(async () => (await state()) === 'RUNNING');
   await service.terminate(alice, [id!]);
   assert.equal(state(), 'SUCCESS');
   assert.equal(cluster.volcano.job(id!), undefined);

@@ -9,6 +9,7 @@ import type { Job, JobState } from '../src/model/job.ts';
 import type { FollowMessage } from '../src/server/schemas.ts';
 import { openStore } from '../src/store/store.ts';
 import { type TestServer, testServer } from './support/server.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * The HTTP API end to end through `app.inject()` (and a real loopback port for WebSockets), over
@@ -30,22 +31,22 @@ interface World extends TestServer {
  * has no members. `root` is an administrator.
  */
 async function world(): Promise<World> {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const now = Date.now();
-  for (const name of ['alice', 'bob', 'carol']) store.createUser(name, false);
-  store.createUser('root', true);
-  store.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
-  store.createProject('climate', 'Climate');
-  store.createProject('secret', 'Secret');
-  store.setMember('climate', 'alice', 'PI');
-  store.setMember('climate', 'bob', 'USER');
-  store.setMember('climate', 'carol', 'ADMIN');
-  store.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  for (const name of ['alice', 'bob', 'carol']) await store.users.createUser(name, false);
+  await store.users.createUser('root', true);
+  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.createProject('secret', 'Secret');
+  await store.users.setMember('climate', 'alice', 'PI');
+  await store.users.setMember('climate', 'bob', 'USER');
+  await store.users.setMember('climate', 'carol', 'ADMIN');
+  await store.accounting.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   const tokens = {
-    alice: store.createToken('alice', 'test'),
-    bob: store.createToken('bob', 'test'),
-    carol: store.createToken('carol', 'test'),
-    admin: store.createToken('root', 'test'),
+    alice: await store.users.createToken('alice', 'test'),
+    bob: await store.users.createToken('bob', 'test'),
+    carol: await store.users.createToken('carol', 'test'),
+    admin: await store.users.createToken('root', 'test'),
   };
   return { ...(await testServer(store)), tokens };
 }
@@ -109,7 +110,7 @@ const jobCount = (w: World) =>
 /** Waits (a bounded number of turns) until the dry backend has moved the job to `state`. */
 async function waitFor(w: World, id: string, state: JobState): Promise<Job> {
   for (let i = 0; i < 1000; i++) {
-    const job = w.service.retrieve(ADMIN, id);
+    const job = await w.service.retrieve(ADMIN, id);
     if (job.status.state === state) return job;
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
@@ -534,7 +535,7 @@ describe('API error paths', () => {
       assert.equal(jobCount(w), before, `${c.name}: the job count changed`);
     }
     // The running job was left alone by every refused terminate and extend.
-    const job = w.service.retrieve(ADMIN, ids.running);
+    const job = await w.service.retrieve(ADMIN, ids.running);
     assert.equal(job.status.state, 'RUNNING');
     assert.equal(job.updates.filter((u) => u.newTimeAllocation !== undefined).length, 0);
   });
@@ -745,8 +746,8 @@ describe('API happy paths', () => {
       const [id] = await create(w, [wordCount()]);
       const hour = 3600_000;
       const t0 = Date.UTC(2025, 0, 1);
-      const charge = (n: number, at: number, credits: number) =>
-        w.store.charge({
+      const charge = async (n: number, at: number, credits: number) =>
+        await w.store.accounting.charge({
           chargeId: `${id}:${n}`,
           jobId: id!,
           owner: 'user:alice',

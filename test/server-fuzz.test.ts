@@ -5,6 +5,7 @@ import type { Caller } from '../src/jobs/service.ts';
 import type { JobState } from '../src/model/job.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { type TestServer, testServer } from './support/server.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * Fuzzing the job API: arbitrary JSON and mutations of valid requests never get a 5xx, and a
@@ -20,16 +21,19 @@ interface World extends TestServer {
 
 /** alice has credits and leads project `climate`; bob has none; `secret` has no members. */
 async function world(): Promise<World> {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const now = Date.now();
-  store.createUser('alice', false);
-  store.createUser('bob', false);
-  store.grant('user:alice', 'u1-standard', 1e12, now - 1000, now + YEAR);
-  store.createProject('climate', 'Climate');
-  store.createProject('secret', 'Secret');
-  store.setMember('climate', 'alice', 'PI');
-  store.grant('project:climate', 'u1-standard', 1e12, now - 1000, now + YEAR);
-  const tokens = { alice: store.createToken('alice', 'fuzz'), bob: store.createToken('bob', 'fuzz') };
+  await store.users.createUser('alice', false);
+  await store.users.createUser('bob', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1e12, now - 1000, now + YEAR);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.createProject('secret', 'Secret');
+  await store.users.setMember('climate', 'alice', 'PI');
+  await store.accounting.grant('project:climate', 'u1-standard', 1e12, now - 1000, now + YEAR);
+  const tokens = {
+    alice: await store.users.createToken('alice', 'fuzz'),
+    bob: await store.users.createToken('bob', 'fuzz'),
+  };
   return { ...(await testServer(store)), tokens };
 }
 
@@ -39,7 +43,7 @@ const updateRows = (store: Store) => count(store, 'select count(*) as n from job
 
 async function waitFor(w: World, id: string, state: JobState): Promise<void> {
   for (let i = 0; i < 1000; i++) {
-    if (w.service.retrieve(ADMIN, id).status.state === state) return;
+    if ((await w.service.retrieve(ADMIN, id)).status.state === state) return;
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
   assert.fail(`job ${id} never became ${state}`);

@@ -9,9 +9,10 @@ import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import type { JobBuild } from '../src/plugins/plugin.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
-import { openStore, type Store } from '../src/store/store.ts';
+import type { openStore, Store } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { rejectsWith, until } from './support/service.ts';
+import { openTestStore } from './support/store.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const MINUTE = 60_000;
@@ -76,11 +77,11 @@ interface HarnessOptions {
   runForMs?: number | null;
 }
 
-function harness(o: HarnessOptions = {}) {
+async function harness(o: HarnessOptions = {}) {
   const clock = { now: T0 };
   const now = () => clock.now;
   const backend = recording(o.backend ?? dryBackend({ runForMs: o.runForMs ?? null, now }));
-  const store = o.store ?? openStore(':memory:');
+  const store = o.store ?? (await openTestStore());
   const service = createJobService({
     store,
     env: env(),
@@ -89,14 +90,14 @@ function harness(o: HarnessOptions = {}) {
     requireCredits: false,
     ...(o.storage ? { storage: o.storage } : {}),
   });
-  const job = (id: string) => service.retrieve(alice, id);
-  const state = (id: string) => job(id).status.state;
+  const job = async (id: string) => await service.retrieve(alice, id);
+  const state = async (id: string) => (await job(id)).status.state;
   const rows = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
-  const lastStatus = (id: string) => job(id).updates.at(-1)?.status;
+  const lastStatus = async (id: string) => (await job(id)).updates.at(-1)?.status;
   /** Creates one job and waits for the backend to report it running. */
   const running = async (spec: unknown = mpi()): Promise<string> => {
     const [id] = await service.create(alice, [spec]);
-    await until(`${id} runs`, () => state(id!) === 'RUNNING');
+    await until(`${id} runs`, () => (await state(id!)) === 'RUNNING');
     return id!;
   };
   return { clock, backend, store, service, job, state, rows, lastStatus, running };
@@ -104,7 +105,7 @@ function harness(o: HarnessOptions = {}) {
 
 describe('create', () => {
   test('validates every item before writing anything', async () => {
-    const h = harness();
+    const h = await harness();
     const bad = mpi({ parameters: { slots: { type: 'integer', value: 0 } } });
     await assert.rejects(h.service.create(alice, [mpi(), bad, mpi()]), (e: unknown) => {
       assert.ok(e instanceof ValidationError);
@@ -121,7 +122,7 @@ describe('create', () => {
   });
 
   test('an Idempotency-Key repeats the same ids and creates nothing new', async () => {
-    const h = harness();
+    const h = await harness();
     const items = [mpi(), mpi({ name: 'second' })];
     const first = await h.service.create(alice, items, { idempotencyKey: 'k1' });
     assert.equal(first.length, 2);
@@ -129,32 +130,36 @@ describe('create', () => {
     assert.deepEqual(again, first);
     assert.equal(h.rows(), 2);
 
-    await rejectsWith(h.service.create(alice, [mpi()], { idempotencyKey: 'k1' }), 409, /Idempotency-Key/);
+    await rejectsWith(
+      h.service.create(alice, [mpi()], { idempotencyKey: 'k1' }),
+      409,
+      /Idempotency-Key/,
+    );
     assert.equal(h.rows(), 2);
 
     // Keys belong to their user.
     const bobs = await h.service.create(bob, items, { idempotencyKey: 'k1' });
     assert.notDeepEqual(bobs, first);
     assert.equal(h.rows(), 4);
-    await until('all submitted', () => h.store.activeJobs().every((r) => r.submitted));
+    await until('all submitted', async () => (await h.store.jobs.active()).every((r) => r.submitted));
     for (const id of [...first, ...bobs]) assert.equal(h.backend.calls('submit', id), 1, id);
   });
 
   test('concurrent requests with one Idempotency-Key create once and submit once', async () => {
-    const h = harness();
+    const h = await harness();
     const [a, b] = await Promise.all([
       h.service.create(alice, [mpi()], { idempotencyKey: 'same' }),
       h.service.create(alice, [mpi()], { idempotencyKey: 'same' }),
     ]);
     assert.deepEqual(a, b);
     assert.equal(h.rows(), 1);
-    await until('running', () => h.state(a![0]!) === 'RUNNING');
+    await until('running', async () => (await h.state(a![0]!)) === 'RUNNING');
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.equal(h.backend.calls('submit', a![0]!), 1);
   });
 
   test('concurrent requests with one Idempotency-Key and different bodies: the second gets 409', async () => {
-    const h = harness();
+    const h = await harness();
     const [first, second] = await Promise.allSettled([
       h.service.create(alice, [mpi()], { idempotencyKey: 'same' }),
       h.service.create(alice, [mpi({ name: 'other' })], { idempotencyKey: 'same' }),
@@ -166,18 +171,18 @@ describe('create', () => {
   });
 
   test('50 concurrent single-item creates all land, with distinct ids, in one commit', async () => {
-    const h = harness();
+    const h = await harness();
     // Count the transactions that insert jobs: a group commit uses one for all of them.
     const transaction = h.store.transaction;
     const insertJob = h.store.insertJob;
     let current = 0;
     let next = 0;
     const inserts = new Set<number>();
-    h.store.transaction = <T>(fn: () => T): T => {
+    h.store.transaction = async <T>(fn: () => T): T => {
       const outer = current;
       current = ++next;
       try {
-        return transaction(fn);
+        return transaction(await fn);
       } finally {
         current = outer;
       }
@@ -188,15 +193,18 @@ describe('create', () => {
     };
 
     const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => h.service.create(alice, [mpi({ name: `job ${i}` })])),
+      Array.from({ length: 50 }, async (_, i) =>
+        h.service.create(alice, [mpi({ name: `job ${i}` })]),
+      ),
     );
     const ids = results.flat();
     assert.equal(ids.length, 50);
     assert.equal(new Set(ids).size, 50);
     assert.equal(h.rows(), 50);
     assert.deepEqual([...inserts].length, 1);
-    for (const [i, id] of ids.entries()) assert.equal(h.job(id).specification.name, `job ${i}`);
-    await until('all submitted', () => h.store.activeJobs().every((r) => r.submitted));
+    for (const [i, id] of ids.entries())
+      assert.equal((await h.job(id)).specification.name, `job ${i}`);
+    await until('all submitted', async () => (await h.store.jobs.active()).every((r) => r.submitted));
     for (const id of ids) assert.equal(h.backend.calls('submit', id), 1);
   });
 });
@@ -213,20 +221,20 @@ describe('a job on the dry backend', () => {
         files.set(path, content);
       },
     };
-    const h = harness({ storage, runForMs: 0 });
+    const h = await harness({ storage, runForMs: 0 });
     const [id] = await h.service.create(alice, [mpi({ replicas: 2 })]);
-    await until('success', () => h.state(id!) === 'SUCCESS');
+    await until('success', async () => (await h.state(id!)) === 'SUCCESS');
 
     const job = h.job(id!);
     const folder = `/home/alice/Jobs/MPI hello/${id}`;
     assert.deepEqual(
-      job.updates.map((u) => u.state ?? (u.outputFolder !== undefined ? 'outputFolder' : 'status')),
+      (await job).updates.map((u) => u.state ?? (u.outputFolder !== undefined ? 'outputFolder' : 'status')),
       ['IN_QUEUE', 'outputFolder', 'RUNNING', 'SUCCESS'],
     );
-    assert.equal(job.updates.at(-1)!.status, 'The job finished (exit code 0 on every rank)');
-    assert.deepEqual(job.status.exitCode, { '0': 0, '1': 0 });
-    assert.equal(job.status.startedAt, T0);
-    assert.deepEqual(job.output, { outputFolder: folder });
+    assert.equal((await job).updates.at(-1)!.status, 'The job finished (exit code 0 on every rank)');
+    assert.deepEqual((await job).status.exitCode, { '0': 0, '1': 0 });
+    assert.equal((await job).status.startedAt, T0);
+    assert.deepEqual((await job).output, { outputFolder: folder });
     assert.deepEqual(folders, [folder]);
     const parameters = JSON.parse(files.get(`${folder}/JobParameters.json`) ?? '{}') as Record<
       string,
@@ -239,7 +247,7 @@ describe('a job on the dry backend', () => {
   });
 
   test('terminate ends it as SUCCESS "The job was cancelled"; a second terminate is 409', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running();
     await h.service.terminate(alice, [id]);
     assert.equal(h.state(id), 'SUCCESS');
@@ -247,18 +255,18 @@ describe('a job on the dry backend', () => {
     assert.equal((await h.backend.knownJobs()).has(id), false);
     await rejectsWith(h.service.terminate(alice, [id]), 409, /already ended/);
     await rejectsWith(h.service.terminate(bob, [id]), 404);
-    assert.equal(h.job(id).updates.length, 4);
+    assert.equal((await h.job(id)).updates.length, 4);
   });
 
   test('a job cancelled while the backend takes it does not run on', async () => {
-    const h = harness();
+    const h = await harness();
     const release = h.backend.hold('submit');
     const [id] = await h.service.create(alice, [mpi()]);
-    await until('submit called', () => h.backend.calls('submit', id!) === 1);
+    await until('submit called', async () => h.backend.calls('submit', id!) === 1);
     await h.service.terminate(alice, [id!]);
     release();
-    await until('submitted', () => h.backend.calls('submitted', id!) === 1);
-    await until('cancelled after submission', () => h.backend.log.at(-1) === `cancel:${id}`);
+    await until('submitted', async () => h.backend.calls('submitted', id!) === 1);
+    await until('cancelled after submission', async () => h.backend.log.at(-1) === `cancel:${id}`);
     assert.equal((await h.backend.knownJobs()).has(id!), false);
     assert.equal(h.state(id!), 'SUCCESS');
   });
@@ -266,18 +274,18 @@ describe('a job on the dry backend', () => {
 
 describe('time limits', () => {
   test('the clock starts at RUNNING: a job queued for an hour still gets its full allocation', async () => {
-    const h = harness();
+    const h = await harness();
     const release = h.backend.hold('submit');
     const [id] = await h.service.create(alice, [mpi({ timeAllocation: hours(1) })]);
-    await until('submit called', () => h.backend.calls('submit', id!) === 1);
+    await until('submit called', async () => h.backend.calls('submit', id!) === 1);
     h.clock.now = T0 + HOUR;
     await h.service.monitor();
     assert.equal(h.state(id!), 'IN_QUEUE');
     release();
-    await until('running', () => h.state(id!) === 'RUNNING');
+    await until('running', async () => (await h.state(id!)) === 'RUNNING');
     const started = T0 + HOUR;
-    assert.equal(h.job(id!).status.startedAt, started);
-    assert.equal(h.job(id!).status.expiresAt, started + HOUR);
+    assert.equal((await h.job(id!)).status.startedAt, started);
+    assert.equal((await h.job(id!)).status.expiresAt, started + HOUR);
 
     h.clock.now = started + HOUR - 1;
     await h.service.monitor();
@@ -291,15 +299,15 @@ describe('time limits', () => {
   });
 
   test('the tool default allocation applies when none is asked for', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running();
-    assert.equal(h.job(id).status.expiresAt, T0 + 2 * HOUR);
+    assert.equal((await h.job(id)).status.expiresAt, T0 + 2 * HOUR);
   });
 
   test('a job without a limit never expires and cannot be extended', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ timeAllocation: null }));
-    assert.equal(h.job(id).status.expiresAt, undefined);
+    assert.equal((await h.job(id)).status.expiresAt, undefined);
     h.clock.now = T0 + 1000 * 24 * HOUR;
     await h.service.monitor();
     assert.equal(h.state(id), 'RUNNING');
@@ -308,11 +316,11 @@ describe('time limits', () => {
       400,
       /items\[0\]\.jobId.*no time limit/,
     );
-    assert.equal(h.job(id).updates.length, 3);
+    assert.equal((await h.job(id)).updates.length, 3);
   });
 
   test('two extends in the same millisecond both count, right after the start', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ timeAllocation: hours(1) }));
     assert.equal(h.clock.now, T0);
     await Promise.all([
@@ -320,40 +328,40 @@ describe('time limits', () => {
       h.service.extend(alice, [{ jobId: id, requestedTime: minutes(30) }]),
     ]);
     const job = h.job(id);
-    assert.equal(job.status.expiresAt, T0 + 2 * HOUR);
+    assert.equal((await job).status.expiresAt, T0 + 2 * HOUR);
     assert.deepEqual(
-      job.updates.flatMap((u) => u.newTimeAllocation ?? []),
+      (await job).updates.flatMap((u) => u.newTimeAllocation ?? []),
       [90 * MINUTE, 2 * HOUR],
     );
   });
 
   test('an extend while queued counts once the job runs', async () => {
-    const h = harness();
+    const h = await harness();
     const release = h.backend.hold('submit');
     const [id] = await h.service.create(alice, [mpi({ timeAllocation: hours(1) })]);
     await h.service.extend(alice, [{ jobId: id!, requestedTime: minutes(15) }]);
     h.clock.now = T0 + 5 * MINUTE;
     release();
-    await until('running', () => h.state(id!) === 'RUNNING');
-    assert.equal(h.job(id!).status.expiresAt, T0 + 5 * MINUTE + 75 * MINUTE);
+    await until('running', async () => (await h.state(id!)) === 'RUNNING');
+    assert.equal((await h.job(id!)).status.expiresAt, T0 + 5 * MINUTE + 75 * MINUTE);
   });
 
   test('an extend just before the deadline keeps the job running', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ timeAllocation: hours(1) }));
     h.clock.now = T0 + HOUR - 1;
     await h.service.extend(alice, [{ jobId: id, requestedTime: minutes(10) }]);
     h.clock.now = T0 + HOUR + 1;
     await h.service.monitor();
     assert.equal(h.state(id), 'RUNNING');
-    assert.equal(h.job(id).status.expiresAt, T0 + 70 * MINUTE);
+    assert.equal((await h.job(id)).status.expiresAt, T0 + 70 * MINUTE);
     h.clock.now = T0 + 70 * MINUTE;
     await h.service.monitor();
     assert.equal(h.state(id), 'EXPIRED');
   });
 
   test('an extend accepted while a monitoring pass runs is not lost to it', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ timeAllocation: hours(1) }));
     h.clock.now = T0 + HOUR - 1;
     // The pass reads its batch now, with the old deadline; the extend lands before it decides.
@@ -362,26 +370,29 @@ describe('time limits', () => {
     h.clock.now = T0 + HOUR;
     await Promise.all([pass, extended]);
     assert.equal(h.state(id), 'RUNNING');
-    assert.equal(h.job(id).status.expiresAt, T0 + 70 * MINUTE);
+    assert.equal((await h.job(id)).status.expiresAt, T0 + 70 * MINUTE);
   });
 
   test('once the deadline has passed an extend is refused, even before the job is marked EXPIRED', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ timeAllocation: hours(1) }));
     h.clock.now = T0 + HOUR;
     const release = h.backend.hold('cancel');
     const pass = h.service.monitor();
-    await until('expiry cancels the job', () => h.backend.calls('cancel', id) === 1);
+    await until('expiry cancels the job', async () => h.backend.calls('cancel', id) === 1);
     await rejectsWith(h.service.extend(alice, [{ jobId: id, requestedTime: hours(1) }]), 409);
     release();
     await pass;
     assert.equal(h.state(id), 'EXPIRED');
-    assert.equal(h.job(id).updates.filter((u) => u.newTimeAllocation !== undefined).length, 0);
+    assert.equal(
+      (await h.job(id)).updates.filter((u) => u.newTimeAllocation !== undefined).length,
+      0,
+    );
     await rejectsWith(h.service.extend(alice, [{ jobId: id, requestedTime: hours(1) }]), 409);
   });
 
   test('extend checks its input', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ timeAllocation: hours(1) }));
     await rejectsWith(
       h.service.extend(alice, [{ jobId: id, requestedTime: minutes(0) }]),
@@ -389,7 +400,7 @@ describe('time limits', () => {
       /requestedTime/,
     );
     await rejectsWith(h.service.extend(bob, [{ jobId: id, requestedTime: minutes(5) }]), 404);
-    assert.equal(h.job(id).status.expiresAt, T0 + HOUR);
+    assert.equal((await h.job(id)).status.expiresAt, T0 + HOUR);
   });
 });
 
@@ -401,15 +412,15 @@ describe('recovery', () => {
     const path = join(dir, 'recovery.db');
 
     // Before the "crash": one job runs, one ended, one is stuck in submission, one only stored.
-    const a = harness({ store: openStore(path) });
+    const a = await harness({ store: await openStore({ sqlite: path }) });
     const lost = await a.running();
     const ended = await a.running();
     await a.service.terminate(alice, [ended]);
     a.backend.hold('submit'); // never released: ucompute dies while the backend takes the job
     const [stuck] = await a.service.create(alice, [mpi()]);
-    await until('submit called', () => a.backend.calls('submit', stuck!) === 1);
-    await until('build saved', () => a.store.getJob(stuck!)!.build !== null);
-    a.store.insertJob({
+    await until('submit called', async () => a.backend.calls('submit', stuck!) === 1);
+    await until('build saved', async () => (await a.store.jobs.get(stuck!))!.build !== null);
+    await a.store.jobs.insert({
       id: 'storedonly1',
       createdBy: 'alice',
       project: null,
@@ -424,7 +435,7 @@ describe('recovery', () => {
 
     // After it: the same store file, a backend that knows none of these jobs.
     const survivingBackend = dryBackend({ runForMs: null });
-    const b = harness({ store: openStore(path), backend: survivingBackend });
+    const b = await harness({ store: await openStore({ sqlite: path }), backend: survivingBackend });
     await b.service.start();
     assert.equal(b.state(lost), 'FAILURE');
     assert.equal(b.lastStatus(lost), 'ucompute lost track of this job');
@@ -432,9 +443,12 @@ describe('recovery', () => {
     assert.equal(b.lastStatus(ended), 'The job was cancelled');
     await until(
       'resubmitted jobs run',
-      () => b.state(stuck!) === 'RUNNING' && b.state('storedonly1') === 'RUNNING',
+      async () => (await b.state(stuck!)) === 'RUNNING' && (await b.state('storedonly1')) === 'RUNNING',
     );
-    assert.equal(b.job('storedonly1').output.outputFolder, '/home/alice/Jobs/MPI hello/storedonly1');
+    assert.equal(
+      (await b.job('storedonly1')).output.outputFolder,
+      '/home/alice/Jobs/MPI hello/storedonly1',
+    );
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.equal(b.backend.calls('submit', stuck!), 1);
     assert.equal(b.backend.calls('submit', 'storedonly1'), 1);
@@ -444,7 +458,7 @@ describe('recovery', () => {
     b.store.close();
 
     // Another restart, and the backend still runs both: they are found again, nothing is resubmitted.
-    const c = harness({ store: openStore(path), backend: survivingBackend });
+    const c = await harness({ store: await openStore({ sqlite: path }), backend: survivingBackend });
     await c.service.start();
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.equal(c.state(stuck!), 'RUNNING');

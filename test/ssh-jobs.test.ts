@@ -15,6 +15,7 @@ import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
 import { openTestBackend, openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { openTestStore } from './support/store.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** Jobs with sshEnabled: the owner's keys log in to rank 0 through the endpoint the backend opens. */
@@ -35,10 +36,10 @@ async function announced(store: Store, id: string, ms = 30_000): Promise<{ host:
       .map((u) => CONNECTED.exec(u.status ?? ''))
       .find(Boolean);
     if (line) return { host: line[1]!, port: Number(line[2]) };
-    if (['SUCCESS', 'FAILURE', 'EXPIRED'].includes(store.getJob(id)!.state)) break;
+    if (['SUCCESS', 'FAILURE', 'EXPIRED'].includes((await store.jobs.get(id))!.state)) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  assert.fail(`no ssh endpoint announced: ${JSON.stringify(store.updatesOf(id), null, 1)}`);
+  assert.fail(`no ssh endpoint announced: ${JSON.stringify(await store.jobs.updatesOf(id), null, 1)}`);
 }
 
 const tools = await needs('bwrap', 'nft', 'ip', 'sshd', 'ssh', 'ssh-keygen');
@@ -59,7 +60,7 @@ test(
       requireCredits: false,
     });
     for (const user of ['alice', 'bob']) {
-      store.createUser(user, false);
+      await store.users.createUser(user, false);
       await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', user, '-f', join(dir, user)]);
     }
     const keys = sshKeys(store);
@@ -99,7 +100,7 @@ test(
           let output = '';
           for await (const c of backend.logs(id!, { follow: false }))
             output += `${c.stdout ?? ''}${c.stderr ?? ''}`;
-          assert.fail(`${e.message}\n${JSON.stringify(store.updatesOf(id!), null, 1)}\n${output}`);
+          assert.fail(`${e.message}\n${JSON.stringify(await store.jobs.updatesOf(id!), null, 1)}\n${output}`);
         }
         await new Promise((r) => setTimeout(r, 500));
         return undefined;
@@ -170,8 +171,8 @@ test('kubernetes: the keys from a Secret into /etc/ucloud/ssh by an init contain
     kubernetes: { ...cluster.config().kubernetes, sshHost: 'ssh.example.org' },
   });
   const backend = kubernetesBackend({ config });
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice';
   sshKeys(store).create(alice, [{ title: 'laptop', key }]);
   const service = createJobService({

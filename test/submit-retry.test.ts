@@ -6,6 +6,7 @@ import { createJobService } from '../src/jobs/service.ts';
 import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/service.ts';
+import { openTestStore } from './support/store.ts';
 
 const terminal = {
   application: { name: 'terminal', version: '1.0' },
@@ -28,23 +29,24 @@ function flaky(refusals: number): Backend & { calls: () => number } {
 }
 
 async function run(refusals: number) {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
   const backend = flaky(refusals);
   const service = createJobService({ store, env: env(), backend, submitRetryMs: 1 });
   const [id] = await service.create({ username: 'alice', admin: false }, [terminal]);
-  const job = () => store.getJob(id!)!;
+  const job = async () => (await store.jobs.get(id!))!;
   return { store, backend, service, job };
 }
 
 test('a backend that refuses for a moment gets the job again, waiting longer each time', async () => {
   const { store, backend, service, job } = await run(3);
   try {
-    for (let i = 0; i < 200 && job().state !== 'RUNNING'; i++) await new Promise((r) => setTimeout(r, 5));
-    assert.equal(job().state, 'RUNNING');
+    for (let i = 0; i < 200 && (await job()).state !== 'RUNNING'; i++)
+      await new Promise((r) => setTimeout(r, 5));
+    assert.equal((await job()).state, 'RUNNING');
     assert.equal(backend.calls(), 4, 'three refusals, then accepted');
-    assert.equal(job().submitted, true);
+    assert.equal((await job()).submitted, true);
   } finally {
     await service.stop();
     await backend.close();
@@ -55,12 +57,16 @@ test('a backend that refuses for a moment gets the job again, waiting longer eac
 test('a backend that keeps refusing fails the job after five tries, saying why', async () => {
   const { store, backend, service, job } = await run(100);
   try {
-    for (let i = 0; i < 400 && job().state !== 'FAILURE'; i++) await new Promise((r) => setTimeout(r, 5));
-    assert.equal(job().state, 'FAILURE');
+    for (let i = 0; i < 400 && (await job()).state !== 'FAILURE'; i++)
+      await new Promise((r) => setTimeout(r, 5));
+    assert.equal((await job()).state, 'FAILURE');
     assert.equal(backend.calls(), 5);
-    await until('the status is written', () => store.updatesOf(job().id).length > 1);
+    await until(
+      'the status is written',
+      async () => (await store.jobs.updatesOf((await job()).id)).length > 1,
+    );
     assert.match(
-      store.updatesOf(job().id).at(-1)?.status ?? '',
+      (await store.jobs.updatesOf((await job()).id)).at(-1)?.status ?? '',
       /The backend refused the job: connection refused/,
     );
   } finally {

@@ -62,7 +62,7 @@ function connect(url: string): Promise<Connection> {
 
 async function waitFor(w: World, id: string, state: JobState): Promise<void> {
   for (let i = 0; i < 1000; i++) {
-    if (w.service.retrieve(ADMIN, id).status.state === state) return;
+    if ((await w.service.retrieve(ADMIN, id)).status.state === state) return;
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
   assert.fail(`job ${id} never became ${state}`);

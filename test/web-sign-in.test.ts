@@ -7,6 +7,7 @@ import WebSocket from 'ws';
 import { SESSION_LIFETIME_MS, webSignIns } from '../src/server/sign-in.ts';
 import { hashToken, openStore } from '../src/store/store.ts';
 import { type Answer, call, type World, world } from './support/interactive.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * Signing in to the web interface (issue 13): a token or a one-time link traded for the HttpOnly
@@ -49,7 +50,7 @@ async function signIn(w: World): Promise<{ cookie: string; csrf: string; secret:
   return { cookie, csrf: answer.json().csrfToken as string, secret: cookie.split('=')[1] ?? '' };
 }
 
-const jobCount = (w: World) => w.store.countByState().RUNNING ?? 0;
+const jobCount = async (w: World) => (await w.store.jobs.countByState()).RUNNING ?? 0;
 
 /** The status a WebSocket upgrade gets (101 when it opens), and the socket if it opened. */
 function upgrade(
@@ -72,10 +73,10 @@ async function runningJob(w: World): Promise<string> {
   });
   assert.equal(created.status, 200, created.body);
   const id = (created.json().responses as { id: string }[])[0]?.id ?? '';
-  for (let i = 0; i < 200 && w.store.getJob(id)?.state !== 'RUNNING'; i++) {
+  for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
     await new Promise((r) => setTimeout(r, 10));
   }
-  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
   return id;
 }
 
@@ -100,8 +101,8 @@ describe('signing in with a token', { timeout: 60_000 }, () => {
     assert.doesNotMatch(cookie, /Domain=|Secure/i);
     const secret = cookie.split(';')[0]?.split('=')[1] ?? '';
     assert.notEqual(body.csrfToken, secret);
-    assert.equal(w.store.uiSession(hashToken(secret))?.username, 'alice');
-    assert.equal(w.store.uiSession(secret), undefined);
+    assert.equal((await w.store.signIns.uiSession(hashToken(secret)))?.username, 'alice');
+    assert.equal(await w.store.signIns.uiSession(secret), undefined);
   });
 
   test('a wrong token: 401 in UCloud’s error shape and no cookie', async () => {
@@ -172,7 +173,7 @@ describe('CSRF and Origin checks on calls signed in by the cookie', { timeout: 6
     assert.equal(empty.status, 403);
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(jobCount(w), before);
-    assert.equal(w.store.countByState().IN_QUEUE ?? 0, 0);
+    assert.equal((await w.store.jobs.countByState()).IN_QUEUE ?? 0, 0);
   });
 
   test('with its own CSRF token the cookie submits; a bearer token needs none', async () => {
@@ -255,11 +256,11 @@ describe('one-time sign-in links', { timeout: 60_000 }, () => {
 
   test('an expired link is refused (and used up)', async () => {
     const ticket = 'an-expired-link-secret-of-enough-length-00000';
-    w.store.insertSignInLink(hashToken(ticket), 'alice', Date.now() - 1);
+    await w.store.signIns.insertLink(hashToken(ticket), 'alice', Date.now() - 1);
     const landed = await request(w, 'GET', `/auth/link?ticket=${ticket}`);
     assert.equal(landed.status, 410);
     assert.equal(landed.headers['set-cookie'], undefined);
-    assert.equal(w.store.takeSignInLink(hashToken(ticket)), undefined);
+    assert.equal(await w.store.signIns.takeLink(hashToken(ticket)), undefined);
   });
 
   test('no link without a token or session, and none for whoever reaches the port', async () => {
@@ -396,16 +397,16 @@ describe('the web interface at /', { timeout: 60_000 }, () => {
   });
 });
 
-test('a session slides: used within 12 hours it lasts, unused for 12 hours it has ended', () => {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  let now = 1_000_000;
+test('a session slides: used within 12 hours it lasts, unused for 12 hours it has ended', async () => {
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  const now = 1_000_000;
   const signIns = webSignIns(store, () => now);
-  const { secret } = signIns.start('alice');
+  const { secret } = await signIns.start('alice');
   now += SESSION_LIFETIME_MS - 1000;
-  assert.equal(signIns.resume(secret)?.extended, true);
+  assert.equal((await signIns.resume(secret))?.extended, true);
   now += SESSION_LIFETIME_MS - 1000;
-  assert.equal(signIns.resume(secret)?.caller.username, 'alice');
+  assert.equal((await signIns.resume(secret))?.caller.username, 'alice');
   now += SESSION_LIFETIME_MS;
   assert.equal(signIns.resume(secret), undefined);
   store.close();

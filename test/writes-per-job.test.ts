@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { directoryStorage } from '../src/storage/directory.ts';
-import { openStore } from '../src/store/store.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import { env } from './support/fixtures.ts';
 
 /**
@@ -35,7 +35,7 @@ const spec = {
 };
 
 test('a job run to its end writes few pages, its four updates, and shares its sync to disk', async () => {
-  const store = openStore(join(dir, 'ucompute.db'));
+  const store = openSqliteStore(join(dir, 'ucompute.db'));
   const storage = directoryStorage(storageRoot);
   const jobs = createJobService({
     store,
@@ -46,7 +46,9 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
     requireCredits: false,
   });
   await jobs.start();
-  const PAGE = Number((store.db.prepare('pragma page_size').get() as { page_size: number }).page_size);
+  const PAGE = Number(
+    (store.db.prepare('pragma page_size').get() as { page_size: number }).page_size,
+  );
   // The log starts empty; each page a transaction writes is one frame (a header and the page).
   store.db.exec('pragma wal_checkpoint(truncate)');
   const frames = () => (statSync(join(dir, 'ucompute.db-wal')).size - 32) / (24 + PAGE);
@@ -68,11 +70,15 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
       }
     }),
   );
-  const finished = () =>
+  const finished = async () =>
     Number(
-      (store.db.prepare("select count(*) as n from jobs where state = 'SUCCESS'").get() as { n: number }).n,
+      (
+        store.db.prepare("select count(*) as n from jobs where state = 'SUCCESS'").get() as {
+          n: number;
+        }
+      ).n,
     );
-  for (let i = 0; i < 500 && finished() < JOBS; i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 500 && (await finished()) < JOBS; i++) await new Promise((r) => setTimeout(r, 20));
   await jobs.stop();
   assert.equal(finished(), JOBS);
 

@@ -98,7 +98,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
     const catalog = reloadingCatalog(firstCatalog, appFolders, log);
     opened.push(() => catalog.close());
-    const store = openStore(join(dataDir, 'ucompute.db'));
+    const store = await openStore({ sqlite: join(dataDir, 'ucompute.db') });
     opened.push(() => store.close());
     const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
     const storage = directoryStorage(storageRoot);
@@ -225,17 +225,20 @@ async function bootstrapAdmin(
   initialCredits = 1_000_000,
 ): Promise<{ created: boolean }> {
   const now = Date.now();
-  if (store.createUser(ADMIN_USER, true, now)) {
-    for (const category of new Set(categories))
-      store.grant(accountOf({ createdBy: ADMIN_USER }), category, initialCredits, now, now + YEAR);
+  if (await store.users.createUser(ADMIN_USER, true, now)) {
+    for (const category of new Set(categories)) {
+      await store.accounting.grant(accountOf({ createdBy: ADMIN_USER }), category, initialCredits, now, now + YEAR);
+    }
   }
   const file = join(dataDir, ADMIN_TOKEN_FILE);
   const existing = await readFile(file, 'utf8').then(
     (t) => t.trim(),
     () => undefined,
   );
-  if (existing !== undefined && store.userForToken(existing)?.name === ADMIN_USER) return { created: false };
-  const token = store.createToken(ADMIN_USER, 'admin token written by ucompute serve', now);
+  if (existing !== undefined && (await store.users.userForToken(existing))?.name === ADMIN_USER) {
+    return { created: false };
+  }
+  const token = await store.users.createToken(ADMIN_USER, 'admin token written by ucompute serve', now);
   // A new file, 0600 from its creation, then renamed over the old one: never readable by others.
   const fresh = `${file}.${process.pid}.tmp`;
   await writeFile(fresh, `${token}\n`, { mode: 0o600, flag: 'wx' });

@@ -1,5 +1,6 @@
 import { ValidationError } from '../model/errors.ts';
-import type { Role, Store } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
+import type { Role } from '../store/users.ts';
 import { conflict, notFound } from './errors.ts';
 import type { JobEnvironment } from './prepare.ts';
 
@@ -23,9 +24,10 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
 
   return {
     /** Credits for an owner in a product category, valid from `start` (now) for a year unless `end`. */
-    grant(g: GrantInput) {
+    async grant(g: GrantInput) {
       const [kind, id] = g.owner.split(':') as ['user' | 'project', string];
-      if (kind === 'user' ? !store.getUser(id) : !store.projectExists(id)) throw notFound(`${kind} ${id}`);
+      const exists = kind === 'user' ? (await store.users.getUser(id)) !== undefined : await store.users.projectExists(id);
+      if (!exists) throw notFound(`${kind} ${id}`);
       if (!categories.has(g.category)) {
         throw new ValidationError([
           { path: 'category', message: `names no product category (there is ${[...categories].join(', ')})` },
@@ -34,31 +36,31 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
       const start = g.start ?? now();
       const end = g.end ?? start + YEAR;
       if (end <= start) throw new ValidationError([{ path: 'end', message: 'must be after start' }]);
-      const allocation = store.grant(g.owner, g.category, g.credits, start, end);
+      const allocation = await store.accounting.grant(g.owner, g.category, g.credits, start, end);
       return { id: allocation, owner: g.owner, category: g.category, credits: g.credits, start, end };
     },
 
-    createUser(name: string, admin = false) {
-      if (!store.createUser(name, admin)) throw conflict(`user ${name} already exists`);
+    async createUser(name: string, admin = false) {
+      if (!(await store.users.createUser(name, admin))) throw conflict(`user ${name} already exists`);
       return { name, admin };
     },
 
-    createProject(id: string, title: string) {
-      if (!store.createProject(id, title)) throw conflict(`project ${id} already exists`);
+    async createProject(id: string, title: string) {
+      if (!(await store.users.createProject(id, title))) throw conflict(`project ${id} already exists`);
       return { id, title };
     },
 
     /** Adds a member, or changes a member's role. */
-    setMember(projectId: string, username: string, role: Role) {
-      if (!store.projectExists(projectId)) throw notFound(`project ${projectId}`);
-      if (!store.getUser(username)) throw notFound(`user ${username}`);
-      store.setMember(projectId, username, role);
+    async setMember(projectId: string, username: string, role: Role) {
+      if (!(await store.users.projectExists(projectId))) throw notFound(`project ${projectId}`);
+      if (!(await store.users.getUser(username))) throw notFound(`user ${username}`);
+      await store.users.setMember(projectId, username, role);
       return { projectId, username, role };
     },
 
-    createToken(username: string, description: string) {
-      if (!store.getUser(username)) throw notFound(`user ${username}`);
-      return { token: store.createToken(username, description) };
+    async createToken(username: string, description: string) {
+      if (!(await store.users.getUser(username))) throw notFound(`user ${username}`);
+      return { token: await store.users.createToken(username, description) };
     },
   };
 }

@@ -1,7 +1,8 @@
 import type { SimpleDuration } from '../model/application.ts';
 import { durationMillis } from '../model/application.ts';
 import { isFinal, JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
-import type { JobRecord, Store } from '../store/store.ts';
+import type { JobRecord } from '../store/jobs.ts';
+import type { Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { Backend } from './backend.ts';
 import { badRequest, conflict } from './errors.ts';
@@ -51,9 +52,16 @@ export function jobControl(o: ControlOptions) {
     );
   }
 
+  /** The jobs if the caller may see every one; otherwise 404 for the first that is not. */
+  async function visibleJobs(caller: Caller, ids: readonly string[]): Promise<JobRecord[]> {
+    const jobs: JobRecord[] = [];
+    for (const id of ids) jobs.push(await access.visibleJob(caller, id));
+    return jobs;
+  }
+
   return {
     async terminate(caller: Caller, ids: readonly string[]): Promise<void> {
-      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      const jobs = await visibleJobs(caller, ids);
       for (const job of jobs)
         if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
       for (const job of jobs) await o.monitor.stop(job.id, 'The job was cancelled');
@@ -65,7 +73,7 @@ export function jobControl(o: ControlOptions) {
      * running jobs can be suspended; charging and the clock stop with them.
      */
     async suspend(caller: Caller, ids: readonly string[]): Promise<void> {
-      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      const jobs = await visibleJobs(caller, ids);
       for (const job of jobs) {
         if (job.state !== 'RUNNING' && job.state !== 'IN_QUEUE')
           throw conflict(`job ${job.id} is ${job.state}; only queued or running jobs can be suspended`);
@@ -74,21 +82,21 @@ export function jobControl(o: ControlOptions) {
         await backend.suspend(job.id);
         // Charged up to now before the job is stored as suspended: a crash in between leaves a
         // running job, whose later end charges only the periods this charge did not cover.
-        const running = store.getJob(job.id);
+        const running = await store.jobs.get(job.id);
         const active = running?.state === 'RUNNING' ? activeJob(running) : undefined;
         if (active) await o.hooks.suspend(o.monitor.lifecycle, active);
         await updates.update(
           job.id,
           { state: 'SUSPENDED', status: 'The job was suspended; its folder is kept' },
           {},
-          () => store.markUnsubmitted(job.id),
+          (tx) => tx.jobs.markUnsubmitted(job.id),
         );
       }
     },
 
     /** Queues suspended jobs again, with the build they had: the same job, folder and outputs. */
     async unsuspend(caller: Caller, ids: readonly string[]): Promise<void> {
-      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      const jobs = await visibleJobs(caller, ids);
       for (const job of jobs) {
         if (job.state !== 'SUSPENDED') throw conflict(`job ${job.id} is ${job.state}, not SUSPENDED`);
       }
@@ -103,8 +111,11 @@ export function jobControl(o: ControlOptions) {
     },
 
     /** UCloud's rename: a new name (as a job's name is checked), or none with an empty title. */
-    rename(caller: Caller, items: readonly RenameItem[]): void {
-      const jobs = items.map((item) => access.visibleJob(caller, item.id));
+    async rename(caller: Caller, items: readonly RenameItem[]): Promise<void> {
+      const jobs = await visibleJobs(
+        caller,
+        items.map((item) => item.id),
+      );
       items.forEach((item, i) => {
         if (
           item.newTitle.length > 200 ||
@@ -112,15 +123,18 @@ export function jobControl(o: ControlOptions) {
         )
           throw badRequest(`items[${i}].newTitle: must be at most 200 letters, digits, spaces and ():_-`);
       });
-      store.transaction(() => {
+      await store.transaction(async (tx) => {
         for (const [i, item] of items.entries()) {
-          store.renameJob(jobs[i]!.id, item.newTitle === '' ? null : item.newTitle);
+          await tx.jobs.rename(jobs[i]!.id, item.newTitle === '' ? null : item.newTitle);
         }
       });
     },
 
     async extend(caller: Caller, items: readonly ExtendItem[]): Promise<void> {
-      const jobs = items.map((item) => access.visibleJob(caller, item.jobId));
+      const jobs = await visibleJobs(
+        caller,
+        items.map((item) => item.jobId),
+      );
       items.forEach((item, i) => {
         const job = jobs[i]!;
         if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
@@ -135,8 +149,8 @@ export function jobControl(o: ControlOptions) {
         // Read and write in one transaction, so that concurrent extends all count.
         let expiresAt: number | null = null;
         let ended: string | undefined;
-        store.transaction(() => {
-          const job = store.getJob(item.jobId)!;
+        await store.transaction(async (tx) => {
+          const job = (await tx.jobs.get(item.jobId))!;
           // Checked again on the stored allocation: concurrent extends add up.
           beyondMaximum(job, (job.timeAllocationMs ?? 0) + added, i);
           if (isFinal(job.state)) {
@@ -152,11 +166,11 @@ export function jobControl(o: ControlOptions) {
           const u: JobUpdate = { timestamp: now(), newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
           const decision = decideUpdate(job, u);
           if (decision.kind !== 'apply') return;
-          store.appendUpdate(job, u, decision.changes);
+          await tx.jobs.appendUpdate(job, u, decision.changes);
           expiresAt = decision.changes.expiresAt ?? null;
         });
         if (ended !== undefined) throw conflict(ended);
-        updates.notify(item.jobId, store.updatesOf(item.jobId).at(-1));
+        await updates.notify(item.jobId, (await store.jobs.updatesOf(item.jobId)).at(-1));
         if (expiresAt !== null) await backend.extend(item.jobId, expiresAt);
       }
     },

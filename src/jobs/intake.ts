@@ -48,19 +48,19 @@ export function jobIntake(o: IntakeOptions) {
   let batch: Pending[] = [];
 
   /** Commits every pending request in one transaction: one disk sync for many submissions. */
-  function flush(): void {
+  async function flush(): Promise<void> {
     const pending = batch;
     batch = [];
     // Answers the requests whose jobs it inserted; the others repeat a key committed first.
     const commit = (group: Pending[]) =>
       store.transaction(
-        () => {
+        async (tx) => {
           const fresh = new Set<Pending>();
           for (const p of group) {
-            if (p.idempotency && store.idempotent(p.username, p.idempotency.key)) continue;
+            if (p.idempotency && (await tx.jobs.idempotent(p.username, p.idempotency.key))) continue;
             fresh.add(p);
             for (const { prepared, price } of p.records) {
-              store.insertJob({
+              await tx.jobs.insert({
                 id: prepared.id,
                 createdBy: prepared.owner.createdBy,
                 project: prepared.owner.project ?? null,
@@ -77,7 +77,7 @@ export function jobIntake(o: IntakeOptions) {
               });
             }
             if (p.idempotency) {
-              store.rememberIdempotent(
+              await tx.jobs.rememberIdempotent(
                 p.username,
                 p.idempotency.key,
                 p.idempotency.hash,
@@ -91,8 +91,9 @@ export function jobIntake(o: IntakeOptions) {
       );
     // Answers the jobs to submit: a repeat gets the first request's ids (409 for another body) and
     // submits nothing, or the job would be submitted twice.
-    const settle = (p: Pending, fresh: ReadonlySet<Pending>): PreparedJob[] => {
-      const seen = !fresh.has(p) && p.idempotency && store.idempotent(p.username, p.idempotency.key);
+    const settle = async (p: Pending, fresh: ReadonlySet<Pending>): Promise<PreparedJob[]> => {
+      const seen =
+        !fresh.has(p) && p.idempotency && (await store.jobs.idempotent(p.username, p.idempotency.key));
       if (!seen) {
         p.resolve(p.records.map((r) => r.prepared.id));
         return p.records.map((r) => r.prepared);
@@ -101,18 +102,27 @@ export function jobIntake(o: IntakeOptions) {
       else p.reject(conflict('this Idempotency-Key was used for a different request'));
       return [];
     };
+    let fresh: ReadonlySet<Pending>;
     try {
-      const fresh = commit(pending);
-      o.accepted(pending.flatMap((p) => settle(p, fresh)));
+      fresh = await commit(pending);
     } catch {
       // One bad request must not fail the others: commit them one by one.
       for (const p of pending) {
         try {
-          o.accepted(settle(p, commit([p])));
+          o.accepted(await settle(p, await commit([p])));
         } catch (e) {
           p.reject(e);
         }
       }
+      return;
+    }
+    try {
+      const accepted: PreparedJob[] = [];
+      for (const p of pending) accepted.push(...(await settle(p, fresh)));
+      o.accepted(accepted);
+    } catch (e) {
+      // Requests answered already keep their answer (a promise settles once).
+      for (const p of pending) p.reject(e);
     }
   }
 
@@ -123,8 +133,9 @@ export function jobIntake(o: IntakeOptions) {
       ]);
     }
     if (opts.project !== undefined) {
-      const member = store.memberships(caller.username).some((m) => m.projectId === opts.project);
-      if (!member && !(caller.admin && store.projectExists(opts.project))) {
+      const memberships = await store.users.memberships(caller.username);
+      const member = memberships.some((m) => m.projectId === opts.project);
+      if (!member && !(caller.admin && (await store.users.projectExists(opts.project)))) {
         throw forbidden(`you are not a member of project ${opts.project}`);
       }
     }
@@ -138,7 +149,7 @@ export function jobIntake(o: IntakeOptions) {
       const hash = createHash('sha256')
         .update(JSON.stringify([opts.project ?? null, items]))
         .digest('hex');
-      const seen = store.idempotent(caller.username, opts.idempotencyKey);
+      const seen = await store.jobs.idempotent(caller.username, opts.idempotencyKey);
       if (seen) {
         if (seen.requestHash !== hash)
           throw conflict('this Idempotency-Key was used for a different request');
@@ -174,24 +185,24 @@ export function jobIntake(o: IntakeOptions) {
       );
     }
     // A peer opens a network path both ways: it must be a job the caller may act on, still active.
-    records.forEach(({ prepared }, i) => {
+    for (const [i, { prepared }] of records.entries()) {
       for (const peer of prepared.parameters.peers) {
-        const job = store.getJob(peer.jobId);
+        const job = await store.jobs.get(peer.jobId);
         const path = `items[${i}].specification`;
-        if (!job || !access.canSee(caller, job)) {
+        if (!job || !(await access.canSee(caller, job))) {
           issues.add(path, `peer ${peer.hostname} names no job of yours (${peer.jobId})`);
         } else if (isFinal(job.state)) {
           issues.add(path, `peer ${peer.hostname} names a job that has ended (${peer.jobId})`);
         }
       }
-    });
+    }
     issues.throwIfAny();
 
     if (o.requireCredits) {
       const account = accountOf(owner);
       for (const [i, { prepared }] of records.entries()) {
         if (prepared.product.pricePerUnit === 0) continue;
-        const w = access.wallet(account, prepared.product.category, now());
+        const w = await access.wallet(account, prepared.product.category, now());
         if (w.balance <= 0) {
           throw paymentRequired(
             `items[${i}]: ${account} has no credits left for ${prepared.product.category} (allocated ${w.allocated}, used ${w.used})`,
@@ -202,7 +213,7 @@ export function jobIntake(o: IntakeOptions) {
 
     return new Promise<string[]>((resolve, reject) => {
       // A millisecond of patience lets concurrent requests share one sync to disk.
-      if (batch.length === 0) setTimeout(flush, 1);
+      if (batch.length === 0) setTimeout(() => void flush(), 1);
       batch.push({
         records,
         username: caller.username,

@@ -1,5 +1,5 @@
 import { isFinal, type JobState, type JobUpdate } from '../model/job.ts';
-import type { JobChanges, JobRecord } from '../store/store.ts';
+import type { JobChanges, JobRecord } from '../store/jobs.ts';
 
 /**
  * The job state machine, in one place. Final states (SUCCESS, FAILURE, EXPIRED) accept nothing;

@@ -41,7 +41,7 @@ export function jobMonitor(o: MonitorOptions) {
     now,
     expire: async (jobId) => {
       // Decided on the stored deadline: the caller's copy of the job may predate an extend.
-      const job = store.getJob(jobId);
+      const job = await store.jobs.get(jobId);
       if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
       updates.endForGood(jobId);
       await backend.cancel(jobId);
@@ -51,15 +51,15 @@ export function jobMonitor(o: MonitorOptions) {
         expectedState: 'RUNNING',
       });
     },
-    charge: (c: Charge) => {
+    charge: async (c: Charge) => {
       const account = accountOf(c.job.owner);
       const last = c.firstPeriod + c.periods - 1;
-      store.transaction(() => {
+      await store.transaction(async (tx) => {
         // A charge must start where the recorded ones end: one computed from a stale copy of the
         // job (its final charge happened meanwhile) names other periods, so its id alone would
         // not stop it from charging them twice.
-        if (store.getJob(c.job.id)?.chargedPeriods !== c.firstPeriod) return;
-        store.charge({
+        if ((await tx.jobs.get(c.job.id))?.chargedPeriods !== c.firstPeriod) return;
+        await tx.accounting.charge({
           chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
           jobId: c.job.id,
           owner: account,
@@ -72,7 +72,7 @@ export function jobMonitor(o: MonitorOptions) {
       });
       return {
         creditsLeft: o.requireCredits
-          ? access.wallet(account, c.category, now()).balance
+          ? (await access.wallet(account, c.category, now())).balance
           : Number.POSITIVE_INFINITY,
       };
     },
@@ -81,7 +81,7 @@ export function jobMonitor(o: MonitorOptions) {
       await updates.update(jobId, { status });
     },
     stopJobsOf: async (account, category, status) => {
-      for (const record of store.activeJobs()) {
+      for (const record of await store.jobs.active()) {
         if (accountOf(ownerOf(record)) !== account) continue;
         if (record.specification.product.category !== category) continue;
         await stop(record.id, status);
@@ -95,7 +95,7 @@ export function jobMonitor(o: MonitorOptions) {
 
     /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
     async monitor(): Promise<void> {
-      const running = store.runningJobs();
+      const running = await store.jobs.running();
       for (let i = 0; i < running.length; i += MONITOR_BATCH) {
         const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);
         await hooks.monitoring(lifecycle, jobs);
@@ -108,7 +108,7 @@ export function jobMonitor(o: MonitorOptions) {
      */
     async recover(resubmit: (id: string) => void): Promise<void> {
       const known = await backend.knownJobs();
-      for (const record of store.activeJobs()) {
+      for (const record of await store.jobs.active()) {
         if (!record.submitted) resubmit(record.id);
         else if (!known.has(record.id)) {
           await updates.update(record.id, { state: 'FAILURE', status: 'ucompute lost track of this job' });

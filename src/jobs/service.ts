@@ -2,7 +2,8 @@ import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
-import type { JobChanges, JobRecord, Store } from '../store/store.ts';
+import type { JobChanges, JobRecord } from '../store/jobs.ts';
+import type { Store } from '../store/store.ts';
 import {
   type BrowseOptions,
   type Caller,
@@ -73,20 +74,21 @@ export interface JobService {
   /** Checks the items whole, stores them durably, and answers their ids (once per Idempotency-Key). */
   create(caller: Caller, items: unknown, options?: CreateOptions): Promise<string[]>;
   /** A page of the jobs the caller sees, as UCloud's browse and search answer it. */
-  browse(caller: Caller, options?: BrowseOptions & IncludeFlags): JobPage;
+  browse(caller: Caller, options?: BrowseOptions & IncludeFlags): Promise<JobPage>;
   /** The job, or 404 when the caller may not see it. */
-  retrieve(caller: Caller, id: string, flags?: IncludeFlags): Job;
+  retrieve(caller: Caller, id: string, flags?: IncludeFlags): Promise<Job>;
   terminate(caller: Caller, ids: readonly string[]): Promise<void>;
   extend(caller: Caller, items: readonly ExtendItem[]): Promise<void>;
   /** Frees a queued or running job's resources, keeping the job and its folder (409 otherwise). */
   suspend(caller: Caller, ids: readonly string[]): Promise<void>;
   /** Queues suspended jobs again: the same jobs, folders and builds. */
   unsuspend(caller: Caller, ids: readonly string[]): Promise<void>;
-  rename(caller: Caller, items: readonly RenameItem[]): void;
+  rename(caller: Caller, items: readonly RenameItem[]): Promise<void>;
   /** The utilization of the machines the job's product runs on (here: the backend's). */
   utilization(caller: Caller, jobId: string): Promise<Utilization>;
   /** Follows a job's updates from now on, with the job as it stands. */
-  follow(caller: Caller, id: string, listener: UpdateListener): { job: Job; unsubscribe: () => void };
+  follow(caller: Caller, id: string, listener: UpdateListener): Promise<{ job: Job; unsubscribe: () => void }>;
+  /** The job's logs; 404 (at the first chunk read) when the caller may not see the job. */
   logs(
     caller: Caller,
     id: string,
@@ -96,15 +98,15 @@ export interface JobService {
    * Watches the changes of every job the caller may see, from now on: with the id of the last
    * change a client saw, also those it missed since (or 'resync' when they are no longer known).
    */
-  watchJobs(caller: Caller, lastId: string | undefined, listener: JobEventListener): Watch;
+  watchJobs(caller: Caller, lastId: string | undefined, listener: JobEventListener): Promise<Watch>;
   /** Called with the ids of every batch of jobs made durable; returns the unsubscribe function. */
   onCreated(listener: (ids: string[]) => void): () => void;
   /** Called with a job and its new state whenever a job's state changes; returns the unsubscribe function. */
   onStateChange(listener: StateListener): () => void;
   /** The accounts whose credits and usage a caller sees: their own, and the projects they lead. */
-  accountsOf(caller: Caller): string[];
-  wallets(caller: Caller): Wallet[];
-  usage(caller: Caller, query: UsageQuery): Usage;
+  accountsOf(caller: Caller): Promise<string[]>;
+  wallets(caller: Caller): Promise<Wallet[]>;
+  usage(caller: Caller, query: UsageQuery): Promise<Usage>;
   /**
    * Applies one update through the state machine, atomically, then tells followers and runs the
    * plugins' hooks; false when it was dropped.
@@ -135,7 +137,9 @@ export function createJobService(options: ServiceOptions): JobService {
     hooks,
     now,
     lifecycle: () => monitoring.lifecycle,
-    exited: (id) => restarts.schedule(id),
+    exited: (id) => {
+      restarts.schedule(id).catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
+    },
     ...(log ? { log } : {}),
   });
   const monitoring = jobMonitor({ store, env, backend, hooks, updates, access, now, requireCredits });
@@ -160,12 +164,10 @@ export function createJobService(options: ServiceOptions): JobService {
   const events = jobEvents({ access, env });
   // Runs inside creating, updating and renaming jobs: it must never throw back into them.
   const announce = (id: string, known?: JobRecord) => {
-    try {
-      const record = known ?? store.getJob(id);
-      if (record) events.changed(record);
-    } catch (err) {
-      log?.error({ err, jobId: id }, 'telling watchers of a change failed');
-    }
+    (async () => {
+      const record = known ?? (await store.jobs.get(id));
+      if (record) await events.changed(record);
+    })().catch((err: unknown) => log?.error({ err, jobId: id }, 'telling watchers of a change failed'));
   };
   updates.listenAll((_update, record) => announce(record.id, record));
   const createdListeners = new Set<(ids: string[]) => void>();
@@ -203,24 +205,25 @@ export function createJobService(options: ServiceOptions): JobService {
 
   return {
     create: intake.create,
-    browse(caller, o = {}) {
-      const page = access.browse(caller, o, env.config.provider);
+    async browse(caller, o = {}) {
+      const page = await access.browse(caller, o, env.config.provider);
       return { ...page, items: page.items.map((job) => presentJob(job, env, o)) };
     },
-    retrieve: (caller, id, flags) => presentJob(access.toJob(access.visibleJob(caller, id)), env, flags),
+    retrieve: async (caller, id, flags) =>
+      presentJob(await access.toJob(await access.visibleJob(caller, id)), env, flags),
     terminate: control.terminate,
     extend: control.extend,
     suspend: control.suspend,
     unsuspend: control.unsuspend,
-    rename(caller, items) {
-      control.rename(caller, items);
+    async rename(caller, items) {
+      await control.rename(caller, items);
       for (const item of items) announce(item.id);
     },
 
     async utilization(caller, jobId) {
-      access.visibleJob(caller, jobId);
+      await access.visibleJob(caller, jobId);
       const used = { cpu: 0, memory: 0 };
-      const running = store.runningJobs();
+      const running = await store.jobs.running();
       for (const job of running) {
         const { id, category } = job.specification.product;
         const product = findProduct(env.products, id, category);
@@ -229,7 +232,7 @@ export function createJobService(options: ServiceOptions): JobService {
         used.cpu += product.cpu * replicas;
         used.memory += product.memoryInGigs * 2 ** 30 * replicas;
       }
-      const pending = store.countByState().IN_QUEUE ?? 0;
+      const pending = (await store.jobs.countByState()).IN_QUEUE ?? 0;
       return {
         capacity: backend.machines().total,
         usedCapacity: used,
@@ -242,16 +245,16 @@ export function createJobService(options: ServiceOptions): JobService {
     wallets: (caller) => access.wallets(caller, now()),
     usage: (caller, query) => access.usage(caller, query, now()),
 
-    follow(caller, id, listener) {
-      const record = access.visibleJob(caller, id);
+    async follow(caller, id, listener) {
+      const record = await access.visibleJob(caller, id);
       const unsubscribe = updates.listen(id, listener);
       const flags = { includeApplication: true, includeProduct: true, includeSupport: true };
-      return { job: presentJob(access.toJob(record), env, flags), unsubscribe };
+      return { job: presentJob(await access.toJob(record), env, flags), unsubscribe };
     },
 
-    logs(caller, id, o) {
-      access.visibleJob(caller, id);
-      return backend.logs(id, o);
+    async *logs(caller, id, o) {
+      await access.visibleJob(caller, id);
+      yield* backend.logs(id, o);
     },
 
     watchJobs: events.watch,
@@ -264,7 +267,7 @@ export function createJobService(options: ServiceOptions): JobService {
 
     async start() {
       await monitoring.recover(submission.enqueue);
-      restarts.recover();
+      await restarts.recover();
       const interval = options.monitorIntervalMs ?? 1000;
       const tick = () => {
         pass = monitoring
@@ -284,7 +287,7 @@ export function createJobService(options: ServiceOptions): JobService {
       restarts.stop();
       clearTimeout(monitorTimer);
       await pass;
-      updates.stop();
+      await updates.stop();
     },
   };
 }

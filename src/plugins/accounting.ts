@@ -26,7 +26,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
   const periods = periodsDue(timeRun(job, ctx.now()), basis.unitOfPrice, job.chargedPeriods, final);
   if (periods === 0) return;
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
-  const { creditsLeft } = ctx.charge({
+  const { creditsLeft } = await ctx.charge({
     job,
     firstPeriod: job.chargedPeriods,
     periods,

@@ -81,7 +81,7 @@ export interface LifecycleContext {
   /** Ends a running job as EXPIRED. */
   expire(jobId: string): Promise<void>;
   /** Records a charge once (a retry of the same periods records nothing); answers the credits left. */
-  charge(charge: Charge): { creditsLeft: number };
+  charge(charge: Charge): Promise<{ creditsLeft: number }>;
   /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
   stopJobsOf(account: string, category: string, status: string): Promise<void>;
   /** Opens (once) where users reach port 22 of the job's rank 0 (Backend.sshEndpoint). */

@@ -81,7 +81,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // A job that stops running leaves no cached sessions and no connections to its app behind.
   const stopWatching = service.onStateChange((id, state) => {
     if (state === 'RUNNING') return;
-    sessions.forgetJob(id);
+    void sessions.forgetJob(id);
     proxy.forget(id);
   });
   // Requests for a job's app origin go to the web proxy, all others to the API.
@@ -140,8 +140,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     help: 'Jobs in the store, by state',
     labelNames: ['state'],
     registers: [registry],
-    collect() {
-      const counts = store.countByState();
+    async collect() {
+      const counts = await store.jobs.countByState();
       for (const state of JOB_STATES) this.set({ state }, counts[state] ?? 0);
     },
   });
@@ -161,7 +161,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     stopCounting();
     stopWatching();
-    sessions.close();
+    await sessions.close();
     proxy.close();
   });
 
@@ -172,12 +172,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config.public === true) {
       // A public WebSocket (UCloud's at /api/jobs) may be signed in by the cookie: from our pages only.
       if (request.headers.upgrade !== undefined) {
-        const signedIn = cookieSession(signIns, request, reply);
+        const signedIn = await cookieSession(signIns, request, reply);
         if (signedIn) request.caller = signedIn.session.caller;
       }
       return;
     }
-    request.caller = authenticate(store, signIns, request, reply);
+    request.caller = await authenticate(store.users, signIns, request, reply);
     if (request.routeOptions.config.admin === true && !request.caller.admin) {
       throw new ServiceError(403, 'this call is for administrators only');
     }
@@ -237,9 +237,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   api.get('/openapi.json', { config: publicRoute, schema: { hide: true } }, async () => app.swagger());
 
-  authRoutes(api, store, signIns);
-  jobRoutes(api, service, env, (token) => callerForToken(store, token), {
-    holds: (request) => credentialHolds(store, signIns, request, request.caller),
+  authRoutes(api, store.users, signIns);
+  jobRoutes(api, service, env, (token) => callerForToken(store.users, token), {
+    holds: (request) => credentialHolds(store.users, signIns, request, request.caller),
     onSignOut: signIns.onEnd,
   });
   catalogRoutes(api, env);
@@ -247,7 +247,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   adminRoutes(api, adminOperations(store, env));
   sessionRoutes(api, sessions, deps.backend);
   sshKeyRoutes(api, sshKeys(store));
-  if (deps.storageRoot !== undefined) fileRoutes(api, store, deps.storageRoot);
+  if (deps.storageRoot !== undefined) fileRoutes(api, store.users, deps.storageRoot);
 
   return app;
 }

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { cookiePairs, UI_COOKIE } from '../interactive/cookies.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller } from '../jobs/service.ts';
-import type { Store } from '../store/store.ts';
+import type { UserStore } from '../store/users.ts';
 import { reachedBy } from './routes/sessions.ts';
 import { SESSION_LIFETIME_MS, type SignIns, type UiSession } from './sign-in.ts';
 
@@ -15,15 +15,15 @@ import { SESSION_LIFETIME_MS, type SignIns, type UiSession } from './sign-in.ts'
 const BEARER = /^Bearer[ ]+([^\s]+)[ ]*$/i;
 const PROTOCOL_PREFIX = 'bearer.';
 
-export function authenticate(
-  store: Store,
+export async function authenticate(
+  users: UserStore,
   signIns: SignIns,
   request: FastifyRequest,
   reply: FastifyReply,
-): Caller {
+): Promise<Caller> {
   const token = tokenOf(request);
   if (token === undefined) {
-    const signedIn = cookieSession(signIns, request, reply);
+    const signedIn = await cookieSession(signIns, request, reply);
     if (signedIn) return signedIn.session.caller;
     throw new ServiceError(
       401,
@@ -32,7 +32,7 @@ export function authenticate(
         : 'this call needs an API token: send the header Authorization: Bearer <token>',
     );
   }
-  const caller = callerForToken(store, token);
+  const caller = await callerForToken(users, token);
   if (!caller) throw new ServiceError(401, 'the API token is not valid');
   return caller;
 }
@@ -41,19 +41,25 @@ export function authenticate(
  * Whether the credential an authenticated request came with still holds: its token still names
  * the same user, or a cookie still opens an unexpired session (checked without extending it).
  */
-export function credentialHolds(
-  store: Store,
+export async function credentialHolds(
+  users: UserStore,
   signIns: SignIns,
   request: FastifyRequest,
   caller: Caller,
-): () => boolean {
+): Promise<() => Promise<boolean>> {
   const token = tokenOf(request);
-  if (token !== undefined) return () => callerForToken(store, token)?.username === caller.username;
+  if (token !== undefined) {
+    return async () => (await callerForToken(users, token))?.username === caller.username;
+  }
   // The cookie that signed the request in is the first one that opens a session.
-  const secret = cookiePairs(request.headers.cookie).find(
-    (c) => c.name === UI_COOKIE && signIns.holds(c.value),
-  )?.value;
-  return () => secret !== undefined && signIns.holds(secret);
+  let secret: string | undefined;
+  for (const c of cookiePairs(request.headers.cookie)) {
+    if (c.name === UI_COOKIE && (await signIns.holds(c.value))) {
+      secret = c.value;
+      break;
+    }
+  }
+  return async () => secret !== undefined && (await signIns.holds(secret));
 }
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -63,14 +69,14 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * state-changing call must carry the session's token in `X-CSRF-Token`, a WebSocket must come from
  * this server's own origin (403 otherwise). A use that extends the session sends the cookie again.
  */
-export function cookieSession(
+export async function cookieSession(
   signIns: SignIns,
   request: FastifyRequest,
   reply: FastifyReply,
-): { secret: string; session: UiSession } | undefined {
+): Promise<{ secret: string; session: UiSession } | undefined> {
   const secrets = cookiePairs(request.headers.cookie).filter((c) => c.name === UI_COOKIE);
   for (const { value: secret } of secrets) {
-    const session = signIns.resume(secret);
+    const session = await signIns.resume(secret);
     if (!session) continue;
     if (request.headers.upgrade !== undefined) {
       if (request.headers.origin !== reachedBy(request).origin) {
@@ -112,8 +118,8 @@ export function clearedCookie(request: FastifyRequest): string {
 }
 
 /** Who holds this token, if anyone (UCloud's WebSocket calls carry it in each message). */
-export function callerForToken(store: Store, token: string): Caller | undefined {
-  const user = token !== '' ? store.userForToken(token) : undefined;
+export async function callerForToken(users: UserStore, token: string): Promise<Caller | undefined> {
+  const user = token !== '' ? await users.userForToken(token) : undefined;
   return user ? { username: user.name, admin: user.admin } : undefined;
 }
 

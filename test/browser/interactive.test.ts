@@ -128,7 +128,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
       }),
     });
     const id = JSON.parse(created.body).responses[0].id as string;
-    await until('the job running', async () => w.store.getJob(id)?.state === 'RUNNING', 200, 100);
+    await until('the job running', async () => (await w.store.jobs.get(id))?.state === 'RUNNING', 200, 100);
     return id;
   }
 

@@ -41,15 +41,21 @@ export async function serveOnKubernetes(
   const config = resolvePipelineConfig(pipeline);
   const conn = connect(config.kubernetes);
   const backend = kubernetesBackend({ config, connection: { ...conn, inCluster: o.inCluster ?? false } });
-  const store = openStore(join(dir, 'ucompute.db'));
+  const store = await openStore({ sqlite: join(dir, 'ucompute.db') });
   const env = { catalog, products, config };
   const service = createJobService({ store, env, backend, plugins: [...PLUGINS, sessionRevocation(store)] });
   const app = await buildServer({ service, store, env, backend, logger: pino({ level: 'silent' }) });
   await service.start();
   await app.listen({ port: 0, host: '127.0.0.1' });
-  if (!store.getUser('alice')) {
-    store.createUser('alice', false);
-    store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
+  if (!(await store.users.getUser('alice'))) {
+    await store.users.createUser('alice', false);
+    await store.accounting.grant(
+      'user:alice',
+      'u1-standard',
+      1_000_000,
+      Date.now() - 1000,
+      Date.now() + YEAR,
+    );
   }
   let stopped = false;
   const stop = async () => {
@@ -58,13 +64,13 @@ export async function serveOnKubernetes(
     await app.close();
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   };
   t.after(stop);
   return {
     port: (app.server.address() as AddressInfo).port,
     store,
-    token: store.createToken('alice', 'test'),
+    token: await store.users.createToken('alice', 'test'),
     stop,
   };
 }

@@ -1,4 +1,5 @@
 /** The local backend with its real runtime (bubblewrap, cgroups, a network namespace per pod), for tests. */
+
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,8 +10,8 @@ import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
 import { createJobService } from '../../src/jobs/service.ts';
 import type { LocalConfig } from '../../src/model/config.ts';
 import { directoryStorage } from '../../src/storage/directory.ts';
-import { openStore } from '../../src/store/store.ts';
 import { env } from './fixtures.ts';
+import { openTestStore } from './store.ts';
 
 /**
  * A bridge and subnet of the test's own (remove the bridge with removeBridgeNetwork once the backend
@@ -88,12 +89,12 @@ export async function openTestService(
   t: { after(fn: () => Promise<void>): void },
   o: { config?: LocalConfig; requireCredits?: boolean } = {},
 ) {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   let stop = async () => {};
   // Registered before the backend's own: after hooks run in the order they were added.
   t.after(async () => {
     await stop();
-    store.close();
+    await store.close();
   });
   const local = await openTestBackend(t, o.config === undefined ? {} : { config: o.config });
   const storageRoot = join(local.home, 'storage');

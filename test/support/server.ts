@@ -34,7 +34,7 @@ export async function testServer(
       await app.close();
       await service.stop();
       await backend.close();
-      store.close();
+      await store.close();
     },
   };
 }

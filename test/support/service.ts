@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { ServiceError } from '../../src/jobs/errors.ts';
 
 /** Lets pending I/O callbacks and timers-of-zero run, a bounded number of times, until `check` holds. */
-export async function until(what: string, check: () => boolean): Promise<void> {
+export async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
   for (let i = 0; i < 2000; i++) {
-    if (check()) return;
+    if (await check()) return;
     await new Promise((resolve) => setImmediate(resolve));
   }
   assert.fail(`never happened: ${what}`);

@@ -13,7 +13,7 @@ export function accountingRoutes(api: Api, service: JobService): void {
         response: { 200: WalletsResponse, ...errors },
       },
     },
-    async (request) => ({ items: service.wallets(request.caller) }),
+    async (request) => ({ items: await service.wallets(request.caller) }),
   );
 
   api.get(

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { closed, StringEnum } from '../../model/schema.ts';
-import type { Store } from '../../store/store.ts';
+import type { UserStore } from '../../store/users.ts';
 import { type Api, errors, publicRoute } from '../api.ts';
 import { callerForToken, clearedCookie, cookieSession, sessionCookie } from '../auth.ts';
 import { errorBody } from '../errors.ts';
@@ -35,9 +35,9 @@ const EXPIRED_LINK_PAGE =
  * Signing in to the web interface: an API token or a one-time link traded for the session cookie,
  * the session read back and ended. The cookie then opens every call a token does.
  */
-export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
-  const answer = (session: UiSession) => ({
-    user: signIns.userOf(session.caller),
+export function authRoutes(api: Api, users: UserStore, signIns: SignIns): void {
+  const answer = async (session: UiSession) => ({
+    user: await signIns.userOf(session.caller),
     csrfToken: session.csrfToken,
   });
 
@@ -57,9 +57,9 @@ export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
       },
     },
     async (request, reply) => {
-      const caller = callerForToken(store, request.body.token);
+      const caller = await callerForToken(users, request.body.token);
       if (!caller) return reply.code(401).send(errorBody(401, 'the API token is not valid'));
-      const { secret, session } = signIns.start(caller.username);
+      const { secret, session } = await signIns.start(caller.username);
       reply.header('set-cookie', sessionCookie(request, secret)).header('cache-control', 'no-store');
       return answer(session);
     },
@@ -77,7 +77,7 @@ export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
       },
     },
     async (request, reply) => {
-      const signedIn = cookieSession(signIns, request, reply);
+      const signedIn = await cookieSession(signIns, request, reply);
       if (!signedIn) return reply.code(401).send(errorBody(401, 'the browser is not signed in'));
       reply.header('cache-control', 'no-store');
       return answer(signedIn.session);
@@ -95,8 +95,8 @@ export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
       },
     },
     async (request, reply) => {
-      const signedIn = cookieSession(signIns, request, reply);
-      if (signedIn) signIns.end(signedIn.secret);
+      const signedIn = await cookieSession(signIns, request, reply);
+      if (signedIn) await signIns.end(signedIn.secret);
       return reply.code(204).header('set-cookie', clearedCookie(request)).send(null);
     },
   );
@@ -112,7 +112,7 @@ export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
       },
     },
     async (request, reply) => {
-      const { secret, expiresAt } = signIns.createLink(request.caller.username);
+      const { secret, expiresAt } = await signIns.createLink(request.caller.username);
       reply.header('cache-control', 'no-store');
       return { url: `${reachedBy(request).origin}/auth/link?ticket=${secret}`, expiresAt };
     },
@@ -132,7 +132,7 @@ export function authRoutes(api: Api, store: Store, signIns: SignIns): void {
     async (request, reply) => {
       // The secret leaves the address bar at once, and no page here refers anyone to it.
       reply.headers({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
-      const signedIn = signIns.redeemLink(request.query.ticket ?? '');
+      const signedIn = await signIns.redeemLink(request.query.ticket ?? '');
       if (!signedIn) {
         return reply.code(410).header('content-type', 'text/html; charset=utf-8').send(EXPIRED_LINK_PAGE);
       }

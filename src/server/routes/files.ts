@@ -5,7 +5,7 @@ import { ServiceError } from '../../jobs/errors.ts';
 import type { Caller } from '../../jobs/service.ts';
 import { closed } from '../../model/schema.ts';
 import { driveFiles, drivesOf, FileError } from '../../storage/files.ts';
-import type { Store } from '../../store/store.ts';
+import type { UserStore } from '../../store/users.ts';
 import { type Api, errors } from '../api.ts';
 import { errorBody } from '../errors.ts';
 
@@ -56,13 +56,13 @@ const ListResponse = Type.Object({
  * Files in the drives a caller may reach (their home, their projects'): browse, stat, upload
  * (streamed, resumable by offset), download (ranges), mkdir, move, copy, and delete to the trash.
  */
-export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
-  const filesOf = (caller: Caller) =>
+export function fileRoutes(api: Api, users: UserStore, storageRoot: string): void {
+  const filesOf = async (caller: Caller) =>
     driveFiles(
       storageRoot,
       drivesOf(
         caller.username,
-        store.memberships(caller.username).map((m) => m.projectId),
+        (await users.memberships(caller.username)).map((m) => m.projectId),
       ),
     );
   const answer = <T>(work: Promise<T>): Promise<T> =>
@@ -86,7 +86,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
     },
     async (request) =>
       answer(
-        filesOf(request.caller).list(request.query.path, {
+        (await filesOf(request.caller)).list(request.query.path, {
           limit: request.query.itemsPerPage ?? 100,
           after: request.query.next,
         }),
@@ -103,7 +103,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).stat(request.query.path)),
+    async (request) => answer((await filesOf(request.caller)).stat(request.query.path)),
   );
 
   api.get(
@@ -116,7 +116,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
       },
     },
     async (request, reply) => {
-      const file = await answer(filesOf(request.caller).openForReading(request.query.path));
+      const file = await answer((await filesOf(request.caller)).openForReading(request.query.path));
       const range = byteRange(request, file.size);
       if (range === 'unsatisfiable') {
         await file.handle.close();
@@ -160,7 +160,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
       if (!(body instanceof Readable)) {
         throw new ServiceError(415, 'send the file as content-type application/octet-stream');
       }
-      return answer(filesOf(request.caller).write(request.query.path, body, request.query.offset ?? 0));
+      return answer((await filesOf(request.caller)).write(request.query.path, body, request.query.offset ?? 0));
     },
   );
 
@@ -174,7 +174,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).mkdir(request.body.path)),
+    async (request) => answer((await filesOf(request.caller)).mkdir(request.body.path)),
   );
 
   api.post(
@@ -187,7 +187,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).move(request.body.from, request.body.to)),
+    async (request) => answer((await filesOf(request.caller)).move(request.body.from, request.body.to)),
   );
 
   api.post(
@@ -200,7 +200,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).copy(request.body.from, request.body.to)),
+    async (request) => answer((await filesOf(request.caller)).copy(request.body.from, request.body.to)),
   );
 
   api.post(
@@ -213,7 +213,7 @@ export function fileRoutes(api: Api, store: Store, storageRoot: string): void {
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).trash(request.body.path)),
+    async (request) => answer((await filesOf(request.caller)).trash(request.body.path)),
   );
 }
 

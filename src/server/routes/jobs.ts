@@ -60,7 +60,7 @@ function readExtendRequest(body: unknown): unknown {
 /** How the job event stream learns that its caller's sign-in ended. */
 export interface SignInChecks {
   /** Whether the credential this request came with still holds. */
-  holds(request: FastifyRequest): () => boolean;
+  holds(request: FastifyRequest): Promise<() => Promise<boolean>>;
   /** Called after any web session was signed out; returns the unsubscribe function. */
   onSignOut(listener: () => void): () => void;
 }
@@ -74,7 +74,7 @@ export function jobRoutes(
   api: Api,
   service: JobService,
   env: JobEnvironment,
-  callerFor: (token: string) => Caller | undefined,
+  callerFor: (token: string) => Promise<Caller | undefined>,
   signIn: SignInChecks,
 ): void {
   api.route({
@@ -177,6 +177,7 @@ export function jobRoutes(
       },
     },
     async (request, reply) => {
+      const signedIn = await signIn.holds(request);
       const res = reply.raw;
       reply.hijack();
       res.writeHead(200, {
@@ -194,7 +195,7 @@ export function jobRoutes(
           buffered: () => res.writableLength,
           end: () => res.end(),
         },
-        { signedIn: signIn.holds(request), ...(lastEventId !== undefined ? { lastEventId } : {}) },
+        { signedIn, ...(lastEventId !== undefined ? { lastEventId } : {}) },
       );
       const stopWatchingSignOut = signIn.onSignOut(stream.check);
       const end = () => {
@@ -308,7 +309,7 @@ export function jobRoutes(
       },
     },
     async (request) => {
-      service.rename(request.caller, request.body.items);
+      await service.rename(request.caller, request.body.items);
       return { responses: request.body.items.map(() => ({})) };
     },
   );
@@ -365,7 +366,7 @@ export function jobRoutes(
     },
     // Refuse unknown and others' jobs before the upgrade, so the client sees a 404.
     preHandler: async (request: FastifyRequest<{ Querystring: { id: string } }>) => {
-      service.retrieve(request.caller, request.query.id);
+      await service.retrieve(request.caller, request.query.id);
     },
     handler: async (_request, reply) =>
       reply.code(426).header('upgrade', 'websocket').send(errorBody(426, 'this call needs a WebSocket')),

@@ -98,7 +98,7 @@ export function sessionRoutes(
     },
     async (request) => {
       const reached = reachedBy(request);
-      const opened = sessions.open(request.caller, request.body.items, reached);
+      const opened = await sessions.open(request.caller, request.body.items, reached);
       return {
         responses: opened.map((session) => ({
           providerDomain: reached.origin,
@@ -142,14 +142,14 @@ export function sessionRoutes(
     // Refused before the upgrade, so the browser sees a 401 and nothing reaches the job.
     preHandler: async (request: FastifyRequest<{ Querystring: { jobId: string; rank: number } }>) => {
       const { jobId, rank } = request.query;
-      if (!sessions.use(vncSecret(request), 'VNC', jobId, rank)) {
+      if (!(await sessions.use(vncSecret(request), 'VNC', jobId, rank))) {
         throw new ServiceError(401, 'the VNC session is not valid: open a new one');
       }
     },
     handler: async (_request, reply) => reply.code(426).header('upgrade', 'websocket').send(notWebSocket),
-    wsHandler: (socket, request) => {
+    wsHandler: async (socket, request) => {
       const { jobId, rank } = request.query as { jobId: string; rank: number };
-      const port = sessions.portOf(jobId, 'VNC');
+      const port = await sessions.portOf(jobId, 'VNC');
       if (port === undefined) socket.close(4404, 'the job has no VNC port');
       else relayVnc(socket, { jobId, rank, port }, backend, request.log);
     },

@@ -65,7 +65,7 @@ export function sshKeyRoutes(api: Api, keys: SshKeys): void {
         },
       },
       async (request) => ({
-        responses: keys.create(request.caller, request.body.items).map((id) => ({ id })),
+        responses: (await keys.create(request.caller, request.body.items)).map((id) => ({ id })),
       }),
     );
   }
@@ -94,7 +94,7 @@ export function sshKeyRoutes(api: Api, keys: SshKeys): void {
       },
     },
     async (request) => {
-      keys.remove(
+      await keys.remove(
         request.caller,
         request.body.items.map((item) => item.id),
       );

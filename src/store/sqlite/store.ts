@@ -1,0 +1,94 @@
+import type { DatabaseSync } from 'node:sqlite';
+import type { Store, StoreParts } from '../store.ts';
+import { sqliteAccounting } from './accounting.ts';
+import { openSqliteDatabase, type Synchronous } from './database.ts';
+import { sqliteJobs } from './jobs.ts';
+import { sqliteSessions, sqliteSignIns } from './sessions.ts';
+import { sqliteSshKeys } from './ssh-keys.ts';
+import { sqliteUsers } from './users.ts';
+
+/** The SQLite store, and its database for what only SQLite has (its pages, its log). */
+export interface SqliteStore extends Store {
+  readonly database: DatabaseSync;
+}
+
+type Run = <R>(op: () => R) => Promise<R>;
+
+/** A part's synchronous methods as the Promise-answering ones of its interface, each run by `run`. */
+function asynchronous<T extends object>(part: Synchronous<T>, run: Run): T {
+  const methods = Object.entries(part as Record<string, (...args: unknown[]) => unknown>);
+  return Object.fromEntries(
+    methods.map(([name, method]) => [name, (...args: unknown[]) => run(() => method(...args))]),
+  ) as T;
+}
+
+const now: Run = (op) => {
+  try {
+    return Promise.resolve(op());
+  } catch (e) {
+    return Promise.reject(e);
+  }
+};
+
+const noop = () => {};
+
+/**
+ * The embedded store: one SQLite file, one process. SQLite runs a statement at once, but a
+ * transaction spans the awaits of its callback, on the one connection: while one is open (or
+ * waiting to be), the store's own calls wait their turn instead of landing inside it.
+ */
+export function openSqliteStore(path: string): SqliteStore {
+  const d = openSqliteDatabase(path);
+  const parts: { [K in keyof StoreParts]: Synchronous<StoreParts[K]> } = {
+    jobs: sqliteJobs(d),
+    accounting: sqliteAccounting(d),
+    users: sqliteUsers(d),
+    sessions: sqliteSessions(d),
+    signIns: sqliteSignIns(d),
+    sshKeys: sqliteSshKeys(d),
+  };
+  const each = (run: Run): StoreParts => ({
+    jobs: asynchronous(parts.jobs, run),
+    accounting: asynchronous(parts.accounting, run),
+    users: asynchronous(parts.users, run),
+    sessions: asynchronous(parts.sessions, run),
+    signIns: asynchronous(parts.signIns, run),
+    sshKeys: asynchronous(parts.sshKeys, run),
+  });
+  /** Transactions waiting or under way. */
+  let pending = 0;
+  /** Settles when the last transaction queued has ended (never rejects). */
+  let tail: Promise<void> = Promise.resolve();
+  const inTurn: Run = (op) => (pending === 0 ? now(op) : tail.then(op));
+  const inTransaction = each(now);
+
+  return {
+    ...each(inTurn),
+    database: d.db,
+    transaction(fn, options = {}) {
+      const durable = options.durable === true;
+      pending++;
+      const result = tail.then(async () => {
+        try {
+          d.begin(durable);
+          let ok = false;
+          try {
+            const value = await fn(inTransaction);
+            ok = true;
+            return value;
+          } finally {
+            d.end(durable, ok);
+          }
+        } finally {
+          pending--;
+        }
+      });
+      tail = result.then(noop, noop);
+      return result;
+    },
+    async close() {
+      await tail;
+      d.db.close();
+    },
+  };
+}
