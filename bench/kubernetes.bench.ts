@@ -154,7 +154,8 @@ async function main(): Promise<void> {
   global.gc?.();
   const before = process.memoryUsage();
   const backend = kubernetesBackend({
-    config: resolvePipelineConfig({ ...CONFIG, kubernetes: { ...CONFIG.kubernetes, kubeconfig } }),
+    config: resolvePipelineConfig(CONFIG),
+    settings: { kubeconfig },
   });
   let running = 0;
   let queued = 0;
@@ -204,10 +205,8 @@ async function main(): Promise<void> {
     ['5,000 requests/s, burst 100', 5000, 100],
   ] as const) {
     const submitter = kubernetesBackend({
-      config: resolvePipelineConfig({
-        ...CONFIG,
-        kubernetes: { ...CONFIG.kubernetes, kubeconfig, requestsPerSecond, requestBurst: burst },
-      }),
+      config: resolvePipelineConfig(CONFIG),
+      settings: { kubeconfig, requestsPerSecond, requestBurst: burst },
     });
     await submitter.knownJobs();
     const prefix = label.startsWith('50 ') ? 'sa' : 'sb';

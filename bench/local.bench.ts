@@ -35,7 +35,7 @@ import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { type LocalBackend, localBackend } from '../src/backends/local/local-backend.ts';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import type { Pod, Runtime } from '../src/backends/local/runtime.ts';
-import type { VolcanoJob } from '../src/volcano/types.ts';
+import type { VolcanoJob } from '../src/volcano/api/types.ts';
 
 const { values } = parseArgs({
   options: {
@@ -168,6 +168,7 @@ function timedPod(pod: Pod, m: Marks): Pod {
     allowPeers: (ips) => pod.allowPeers(ips),
     shell: (o) => pod.shell(o),
     connect: (p) => pod.connect(p),
+    usage: () => pod.usage(),
     async destroy(grace) {
       m.destroy0 ??= now();
       await pod.destroy(grace);

@@ -7,7 +7,6 @@ import { type Product, periodMillis } from '../src/model/product.ts';
 import { accountingPlugin, NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
 import type { ActiveJob, Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
-import { openStore } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { rejectsWith, until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
@@ -84,7 +83,7 @@ async function harness(o: HarnessOptions = {}) {
   const charges = async (owner: string) => await store.accounting.charges(owner, 0, Number.MAX_SAFE_INTEGER);
   const running = async (spec: unknown, caller = alice, project?: string): Promise<string> => {
     const [id] = await service.create(caller, [spec], project !== undefined ? { project } : {});
-    await until(`${id} runs`, () => (await state(id!)) === 'RUNNING');
+    await until(`${id} runs`, async () => (await state(id!)) === 'RUNNING');
     return id!;
   };
   /** Moves the clock to `at` after T0 and runs one monitoring pass. */
@@ -98,7 +97,7 @@ async function harness(o: HarnessOptions = {}) {
 describe('charges', () => {
   test('units are replicas × vCPU; whole minutes while running, the started minute at the end', async () => {
     const h = await harness();
-    h.grant('user:alice', 'u1-standard', 1000);
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi({ replicas: 3 }));
     assert.deepEqual((await h.job(id)).billing, { creditsCharged: 0, pricePerUnit: 1 });
 
@@ -157,7 +156,7 @@ describe('charges', () => {
 
   test('a GPU product priced per GPU-hour charges replicas × GPU per started hour', async () => {
     const h = await harness();
-    h.grant('user:alice', 'u1-gpu', 10_000);
+    await h.grant('user:alice', 'u1-gpu', 10_000);
     const id = await h.running(mpi({ product: GPU_1, replicas: 2 }));
     assert.equal((await h.job(id)).billing.pricePerUnit, 60);
 
@@ -165,13 +164,7 @@ describe('charges', () => {
     assert.deepEqual(h.charges('user:alice'), []);
     await h.monitorAt(60 * MINUTE);
     assert.deepEqual(
-      (await h.charges('user:alice')).map((c) => [
-        c.chargeId,
-        c.category,
-        c.units,
-        c.periods,
-        c.credits,
-      ]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.category, c.units, c.periods, c.credits]),
       [[`${id}:0-0`, 'u1-gpu', 2, 1, 120]],
     );
 
@@ -185,12 +178,12 @@ describe('charges', () => {
 
   test('a job that expires is charged up to its end, once', async () => {
     const h = await harness();
-    h.grant('user:alice', 'u1-standard', 1000);
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi({ timeAllocation: { hours: 0, minutes: 2, seconds: 30 } }));
     await h.monitorAt(60 * SECOND);
     // Expiry and Accounting see the same batch: the job ends as EXPIRED in the middle of the pass.
     await h.monitorAt(150 * SECOND);
-    assert.equal(h.state(id), 'EXPIRED');
+    assert.equal(await h.state(id), 'EXPIRED');
     assert.deepEqual(
       (await h.charges('user:alice')).map((c) => [c.chargeId, c.periods]),
       [
@@ -206,7 +199,7 @@ describe('charges', () => {
     await h.store.users.createUser('alice', false, T0);
     await h.store.users.createProject('lab', 'The lab', T0);
     await h.store.users.setMember('lab', 'alice', 'PI');
-    h.grant('project:lab', 'u1-standard', 100);
+    await h.grant('project:lab', 'u1-standard', 100);
     const id = await h.running(mpi({ product: STANDARD_1 }), alice, 'lab');
     await h.monitorAt(3 * MINUTE);
     assert.equal((await h.job(id)).billing.creditsCharged, 3);
@@ -220,7 +213,7 @@ describe('charges', () => {
     // A backend that never takes the job: it stays IN_QUEUE until cancelled.
     const backend: Backend = { ...dryBackend({ runForMs: null }), submit: () => new Promise<void>(() => {}) };
     const h = await harness({ backend });
-    h.grant('user:alice', 'u1-standard', 1000);
+    await h.grant('user:alice', 'u1-standard', 1000);
     const [id] = await h.service.create(alice, [mpi()]);
     await h.monitorAt(10 * MINUTE);
     assert.equal(h.state(id!), 'IN_QUEUE');
@@ -234,7 +227,7 @@ describe('charges', () => {
     const h = await harness();
     const id = await h.running(mpi({ product: { id: 'u1-free', category: 'u1-free' } }));
     await h.monitorAt(10 * MINUTE);
-    assert.equal(h.state(id), 'RUNNING');
+    assert.equal(await h.state(id), 'RUNNING');
     assert.equal((await h.job(id)).billing.creditsCharged, 0);
     assert.deepEqual(
       (await h.charges('user:alice')).map((c) => c.credits),
@@ -245,7 +238,7 @@ describe('charges', () => {
 
 describe('suspension', () => {
   const WAIT = 3 * DAY;
-  const periodsOf = async (h: ReturnType<typeof harness>, owner: string) =>
+  const periodsOf = async (h: Awaited<ReturnType<typeof harness>>, owner: string) =>
     (await h.charges(owner)).reduce((sum, c) => sum + c.periods, 0);
 
   for (const [unit, expected] of [
@@ -256,13 +249,16 @@ describe('suspension', () => {
     test(`90 minutes, suspended ${WAIT / DAY} days, 30 minutes: the periods of 120 minutes (per ${unit})`, async () => {
       const h = await harness();
       const product = PER[unit];
-      h.grant('user:alice', product.category, 1_000_000);
+      await h.grant('user:alice', product.category, 1_000_000);
       const id = await h.running(mpi({ product: { id: product.id, category: product.category } }));
       await h.monitorAt(90 * MINUTE);
       await h.service.suspend(alice, [id]);
-      assert.equal(h.state(id), 'SUSPENDED');
+      assert.equal(await h.state(id), 'SUSPENDED');
       // Up to the suspension, as at an end: the started period too.
-      assert.equal(periodsOf(h, 'user:alice'), Math.ceil((90 * MINUTE) / periodMillis(product.unitOfPrice)));
+      assert.equal(
+        await periodsOf(h, 'user:alice'),
+        Math.ceil((90 * MINUTE) / periodMillis(product.unitOfPrice)),
+      );
       const atSuspension = (await h.charges('user:alice')).length;
 
       await h.monitorAt(WAIT / 2);
@@ -274,7 +270,7 @@ describe('suspension', () => {
       h.clock.now = T0 + WAIT + 30 * MINUTE;
       await h.service.terminate(alice, [id]);
 
-      assert.equal(periodsOf(h, 'user:alice'), expected);
+      assert.equal(await periodsOf(h, 'user:alice'), expected);
       assert.equal((await h.job(id)).billing.creditsCharged, expected);
       const ids = (await h.charges('user:alice')).map((c) => c.chargeId);
       assert.equal(new Set(ids).size, ids.length, 'each charge names its own periods');
@@ -283,7 +279,7 @@ describe('suspension', () => {
 
   test('a job cancelled while suspended, or queued again, pays nothing more', async () => {
     const h = await harness();
-    h.grant('user:alice', 'per-minute', 1_000_000);
+    await h.grant('user:alice', 'per-minute', 1_000_000);
     const spec = mpi({ product: { id: 'per-minute', category: 'per-minute' } });
     const suspended = await h.running(spec);
     const requeued = await h.running(spec);
@@ -299,7 +295,7 @@ describe('suspension', () => {
 
   test('a restart while suspended or after resuming charges no period twice', async () => {
     const h = await harness();
-    h.grant('user:alice', 'per-minute', 1_000_000);
+    await h.grant('user:alice', 'per-minute', 1_000_000);
     const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
     await h.monitorAt(90 * MINUTE);
     await h.service.suspend(alice, [id]);
@@ -332,7 +328,7 @@ describe('suspension', () => {
     await service.terminate(alice, [id]);
     await service.stop();
 
-    assert.equal(periodsOf(h, 'user:alice'), 120);
+    assert.equal(await periodsOf(h, 'user:alice'), 120);
     assert.equal((await h.job(id)).billing.creditsCharged, 120);
   });
 
@@ -342,7 +338,7 @@ describe('suspension', () => {
     const spy: JobPlugin = { name: 'Spy', onJobSuspend: (ctx, job) => void seen.push({ ctx, job }) };
     const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
     const h = await harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
-    h.grant('user:alice', 'per-minute', 1_000_000);
+    await h.grant('user:alice', 'per-minute', 1_000_000);
     const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
     h.clock.now = T0 + 90 * MINUTE + 1;
     await h.service.suspend(alice, [id]);
@@ -357,7 +353,7 @@ describe('suspension', () => {
 describe('retries', () => {
   test('monitoring twice at the same time charges once, sequentially or concurrently', async () => {
     const h = await harness();
-    h.grant('user:alice', 'u1-standard', 1000);
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi());
     await h.monitorAt(2 * MINUTE);
     await h.monitorAt(2 * MINUTE);
@@ -388,7 +384,7 @@ describe('retries', () => {
     };
     const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
     const h = await harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
-    h.grant('user:alice', 'u1-standard', 1000);
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi());
     await h.monitorAt(2 * MINUTE);
     assert.equal(seen.length, 1);
@@ -411,19 +407,19 @@ describe('credits', () => {
   test('an owner without an allocation cannot create a job (402 naming the category)', async () => {
     const h = await harness();
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
-    h.grant('user:alice', 'u1-gpu', 1000);
+    await h.grant('user:alice', 'u1-gpu', 1000);
     await rejectsWith(
       h.service.create(alice, [mpi()]),
       402,
-      /user:alice has no credits left for u1-standard/,
+      /user alice has no allocation for u1-standard: run in a project that has credits/,
     );
     assert.equal((await h.store.jobs.active()).length, 0);
   });
 
   test('allocations count only inside their validity window', async () => {
     const h = await harness();
-    h.grant('user:alice', 'u1-standard', 1000, T0 - 2 * DAY, T0 - DAY);
-    h.grant('user:alice', 'u1-standard', 1000, T0 + DAY, T0 + 2 * DAY);
+    await h.grant('user:alice', 'u1-standard', 1000, T0 - 2 * DAY, T0 - DAY);
+    await h.grant('user:alice', 'u1-standard', 1000, T0 + DAY, T0 + 2 * DAY);
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
     assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 0, used: 0, balance: 0 },
@@ -439,8 +435,8 @@ describe('credits', () => {
 
   test('an owner whose balance reaches 0 has its jobs stopped and new ones refused', async () => {
     const h = await harness();
-    h.grant('user:alice', 'u1-standard', 10);
-    h.grant('user:bob', 'u1-standard', 1000);
+    await h.grant('user:alice', 'u1-standard', 10);
+    await h.grant('user:bob', 'u1-standard', 1000);
     const two = await h.running(mpi());
     const one = await h.running(mpi({ product: STANDARD_1 }));
     const bobs = await h.running(mpi(), bob);
@@ -452,7 +448,7 @@ describe('credits', () => {
 
     await h.monitorAt(4 * MINUTE);
     for (const id of [two, one]) {
-      assert.equal(h.state(id), 'SUCCESS', id);
+      assert.equal(await h.state(id), 'SUCCESS', id);
       assert.equal((await h.job(id)).updates.at(-1)!.status, NO_CREDITS_STATUS);
     }
     assert.equal(NO_CREDITS_STATUS, 'The job was terminated (no credits)');

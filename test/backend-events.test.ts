@@ -3,7 +3,6 @@ import { test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
@@ -61,6 +60,6 @@ test('a backend tells why a job waits, then that it runs, each as a status in th
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });

@@ -12,7 +12,7 @@ import { putFile, type Served, startServe, stopServe } from './support/serve.ts'
 
 /** `ucompute admin`, `balance` and `usage` against a real `ucompute serve` (dry backend, jobs held until cancelled). */
 
-const TIMEOUT = { timeout: 90_000 };
+const TIMEOUT = { timeout: 180_000 };
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-admin-'));
@@ -123,6 +123,71 @@ describe('admin, balance and usage', TIMEOUT, () => {
     assert.equal(refused.stderr, 'error: this call is for administrators only\n');
     const again = await cli(['admin', 'user', 'mallory']);
     assertExit(again, 0); // mallory did not exist: the refused call made nothing
+  });
+
+  test('an administrator lists and searches, revokes a token (it gets 401 then), disables a user, removes a member; the audit log has it all', async () => {
+    assertExit(await cli(['admin', 'user', 'dora']), 0);
+    assertExit(await cli(['admin', 'member', 'physics', 'dora']), 0);
+    const doraToken = (await cli(['admin', 'token', 'dora', '--description', 'dora laptop'])).stdout.trim();
+    assertExit(await cli(['balance'], doraToken), 0);
+
+    const users = await cli(['admin', 'users', 'dor']);
+    assertExit(users, 0);
+    assert.match(users.stdout, /^NAME\s+ADMIN\s+DISABLED\s+TOKENS\s+CREATED\s+PROJECTS$/m);
+    assert.match(users.stdout, /^dora\s+-\s+1\s+\S+ \S+\s+physics \(USER\)$/m);
+    assert.match(
+      (await cli(['admin', 'projects', 'phys'])).stdout,
+      /^physics\s+Physics lab\s+\S+ \S+\s+alice \(PI\), dora \(USER\)$/m,
+    );
+    assert.match(
+      (await cli(['admin', 'grants', 'physics'])).stdout,
+      /^\d+\s+project:physics\s+u1-standard\s+6,000\s+0\s/m,
+    );
+    const tokens = await cli(['admin', 'tokens', 'dora laptop']);
+    assertExit(tokens, 0);
+    const id = /^([0-9a-f]{16})\s+dora\s/m.exec(tokens.stdout)?.[1];
+    assert.ok(id, tokens.stdout);
+    assert.ok(!tokens.stdout.includes(doraToken), 'a token is never shown');
+
+    assert.equal((await cli(['admin', 'revoke', id!])).stdout, `token ${id} revoked\n`);
+    const refused = await cli(['balance'], doraToken);
+    assertExit(refused, 1);
+    assert.match(refused.stderr, /the token was refused/);
+    const second = (await cli(['admin', 'token', 'dora'])).stdout.trim();
+    assertExit(await cli(['admin', 'disable', 'dora']), 0);
+    assertExit(await cli(['balance'], second), 1);
+    assertExit(await cli(['admin', 'enable', 'dora']), 0);
+    assertExit(await cli(['balance'], second), 0);
+    assert.equal(
+      (await cli(['admin', 'remove-member', 'physics', 'dora'])).stdout,
+      'dora is no longer a member of project physics\n',
+    );
+
+    const audit = await cli(['admin', 'audit', '--limit', '6']);
+    assertExit(audit, 0);
+    const actions = audit.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((line) =>
+        line
+          .split(/\s{2,}/)
+          .slice(1, 4)
+          .join(' '),
+      );
+    assert.deepEqual(actions, [
+      'local member.remove project:physics',
+      'local user.enable user:dora',
+      'local user.disable user:dora',
+      'local token.create user:dora',
+      `local token.revoke token:${id}`,
+      'local token.create user:dora',
+    ]);
+    const revocations = await cli(['admin', 'audit', '--action', 'token.revoke', '--json']);
+    assert.deepEqual(
+      (JSON.parse(revocations.stdout) as { items: { details: unknown }[] }).items.map((e) => e.details),
+      [{ username: 'dora', description: 'dora laptop' }],
+    );
   });
 
   const mistakes: [string, string[], RegExp][] = [

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -152,13 +152,24 @@ describe('help', () => {
       'logs',
       'cancel',
       'extend',
+      'ssh-keys',
     ]) {
       assert.match(result.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
     }
   });
 
   test('every client command has --help', async () => {
-    for (const command of ['apps', 'products', 'run', 'jobs', 'show', 'logs', 'cancel', 'extend']) {
+    for (const command of [
+      'apps',
+      'products',
+      'run',
+      'jobs',
+      'show',
+      'logs',
+      'cancel',
+      'extend',
+      'ssh-keys',
+    ]) {
       const result = await cli([command, '--help']);
       assertExit(result, 0);
       assert.match(result.stdout, new RegExp(`^Usage: ucompute ${command}`), command);
@@ -231,6 +242,45 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
     });
   });
 
+  test('run --mount adds folders of the drives as resources, read-only with :ro; a missing one is refused', async () => {
+    const result = await client(['run', 'terminal', '--mount', '/home/local/books:ro', '--json']);
+    assertExit(result, 0);
+    const { responses } = JSON.parse(result.stdout) as { responses: { id: string }[] };
+    const job = await retrieve(responses[0]!.id);
+    assert.deepEqual(job.specification.resources, [
+      { type: 'file', path: '/home/local/books', readOnly: true },
+    ]);
+    const missing = await client(['run', 'terminal', '--mount', '/home/local/nowhere']);
+    assertExit(missing, 2);
+    assert.match(missing.stderr, /specification\.resources\[0\]: \/home\/local\/nowhere does not exist/);
+    const relative = await client(['run', 'terminal', '--mount', 'books']);
+    assertExit(relative, 2);
+    assert.match(relative.stderr, /--mount books: must be a storage path/);
+  });
+
+  test('ssh-keys add, ls and rm keep the public keys that ssh jobs accept', async () => {
+    const file = join(tmp, 'id_test.pub');
+    writeFileSync(
+      file,
+      'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEQYatw2D5RU4Utj9aV548x+iCaeZxJeMEqMy8Wh+fJ1 laptop@home\n',
+    );
+    const added = await client(['ssh-keys', 'add', file]);
+    assertExit(added, 0);
+    const [id, title] = added.stdout.trim().split(/\s{2,}/);
+    assert.equal(title, 'laptop@home', 'the title is the key comment');
+    const listed = await client(['ssh-keys', 'ls']);
+    assertExit(listed, 0);
+    assert.match(listed.stdout, /^ID\s+TITLE\s+FINGERPRINT\s+ADDED$/m);
+    assert.match(listed.stdout, new RegExp(`^${id}\\s+laptop@home\\s+SHA256:\\S+\\s+\\d{4}-`, 'm'));
+    const bad = await client(['ssh-keys', 'add', join(tmp, 'missing.pub')]);
+    assertExit(bad, 2);
+    assert.match(bad.stderr, /missing\.pub: no such file/);
+    const removed = await client(['ssh-keys', 'rm', id!.slice(0, 6)]);
+    assertExit(removed, 0);
+    assert.equal(removed.stdout, `${id}: removed\n`);
+    assert.match((await client(['ssh-keys', 'ls'])).stdout, /no SSH keys yet/);
+  });
+
   test('run APP@VERSION with --product and --replicas; logs prefix each rank', async () => {
     const result = await client([
       'run',
@@ -272,7 +322,7 @@ describe('run, jobs, show, logs', TIMEOUT, () => {
 
     const jobs = await client(['jobs']);
     assertExit(jobs, 0);
-    assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+ELAPSED\s+LEFT\s+NAME\s+STATUS$/m);
+    assert.match(jobs.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+ELAPSED\s+LEFT\s+NAME\s+OWNER\s+STATUS$/m);
     assert.match(
       jobs.stdout,
       new RegExp(`^${id}\\s+word-count@1\\.0\\s+SUCCESS\\s+\\d{4}-\\d\\d-\\d\\d`, 'm'),

@@ -159,11 +159,14 @@ describe('jobs', TIMEOUT, () => {
 
     const list = await cli(['jobs', '--state', 'running']);
     assertExit(list, 0);
-    assert.match(list.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+ELAPSED\s+LEFT\s+NAME\s+STATUS$/m);
+    assert.match(list.stdout, /^ID\s+APP\s+STATE\s+CREATED\s+ELAPSED\s+LEFT\s+NAME\s+OWNER\s+STATUS$/m);
     // Running for seconds, with a little under two hours left.
     assert.match(
       list.stdout,
-      new RegExp(`^${inProject}\\s.*RUNNING\\s+\\S+ \\S+\\s+\\d+s\\s+1h5\\dm\\s+in-optics`, 'm'),
+      new RegExp(
+        `^${inProject}\\s.*RUNNING\\s+\\S+ \\S+\\s+\\d+s\\s+1h5\\dm\\s+in-optics\\s+local in optics`,
+        'm',
+      ),
     );
 
     const filtered = await cli(['jobs', '--project', 'optics']);
@@ -291,7 +294,8 @@ describe('the command line', TIMEOUT, () => {
         { encoding: 'utf8' },
       ).trim();
     assert.equal(complete('ucompute', 'ad'), 'admin');
-    assert.equal(complete('ucompute', 'admin', 'gr'), 'grant');
+    assert.equal(complete('ucompute', 'admin', 'gr'), 'grant grants');
+    assert.equal(complete('ucompute', 'admin', 'rev'), 'revoke');
     assert.equal(complete('ucompute', 'jobs', '--w'), '--watch');
     assert.equal(complete('ucompute', 'logs', '--ra'), '--rank');
     assert.equal(complete('ucompute', 'usage', '--si'), '--since');

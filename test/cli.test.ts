@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import type { KubernetesObject, VolcanoJob, VolcanoQueue } from '../src/volcano/types.ts';
+import type { KubernetesObject, VolcanoJob, VolcanoQueue } from '../src/volcano/api/types.ts';
 import { assertExit, type CliResult, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';

@@ -50,6 +50,47 @@ test('put, ls, cat, get, mv, cp and rm round a file through the drive', async ()
   assert.match(gone.stderr, /error: \/home\/local\/copy\/whale\.txt was not found/);
 });
 
+test('put into a folder that does not exist yet (PATH/) makes it and puts the file there, in one step', async () => {
+  const local = join(dir, 'notes.txt');
+  await writeFile(local, 'a note\n');
+  const put = await files('put', local, '/home/local/fresh/data/');
+  assert.equal(put.code, 0, put.stderr);
+  assert.equal(put.stdout, '/home/local/fresh/data/notes.txt\n');
+  assert.equal(
+    await readFile(join(served!.dataDir, 'storage/home/local/fresh/data/notes.txt'), 'utf8'),
+    'a note\n',
+  );
+});
+
+test("with --project, relative paths are in the project's drive; without, they are refused before any transfer", async () => {
+  const admin = (...args: string[]) =>
+    runCli(['admin', ...args], {
+      env: {
+        ...CHILD_ENV,
+        UCOMPUTE_URL: served!.url,
+        UCOMPUTE_DATA_DIR: served!.dataDir,
+        UCOMPUTE_TOKEN: '',
+      },
+    });
+  assert.equal((await admin('project', 'lab')).code, 0);
+  assert.equal((await admin('member', 'lab', 'local', '--role', 'PI')).code, 0);
+  const local = join(dir, 'shared.txt');
+  await writeFile(local, 'for the lab\n');
+  const put = await files('put', '--project', 'lab', local, 'inputs/');
+  assert.equal(put.code, 0, put.stderr);
+  assert.equal(put.stdout, '/projects/lab/inputs/shared.txt\n');
+  assert.equal((await files('cat', '--project', 'lab', 'inputs/shared.txt')).stdout, 'for the lab\n');
+  const personal = await files('put', local, 'inputs/');
+  assert.equal(personal.code, 2);
+  assert.match(
+    personal.stderr,
+    /inputs\/: give a path in a drive, such as \/home\/<you>\/inputs\/ \(relative paths need --project\)/,
+  );
+  const stranger = await files('ls', '--project', 'elsewhere', '/home/local');
+  assert.equal(stranger.code, 1);
+  assert.match(stranger.stderr, /project elsewhere was not found/);
+});
+
 test('a large put shows its progress on stderr, and --resume continues broken transfers', async () => {
   const content = randomBytes(20 * 1024 * 1024);
   const local = join(dir, 'large.bin');

@@ -7,7 +7,6 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { buildServer } from '../src/server/app.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
 import { openTestStore } from './support/store.ts';
@@ -39,7 +38,7 @@ async function world(t: { after(fn: () => Promise<void>): void }) {
     await app.close();
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
     await rm(root, { recursive: true, force: true });
   });
   const call = (who: Who, options: InjectOptions) =>

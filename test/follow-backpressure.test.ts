@@ -5,7 +5,6 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { LogChunk } from '../src/jobs/backend.ts';
-import { openStore } from '../src/store/store.ts';
 import { testServer } from './support/server.ts';
 import { openTestStore } from './support/store.ts';
 

@@ -8,10 +8,10 @@ import type { PipelineConfig } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { buildServer } from '../src/server/app.ts';
 import { errorResponse } from '../src/server/errors.ts';
-import { openStore, type Store } from '../src/store/store.ts';
+import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/store.ts';
 import { env, prepare } from './support/fixtures.ts';
 import { until } from './support/service.ts';
-import { openTestStore } from './support/store.ts';
+import { jobCount } from './support/store.ts';
 
 /**
  * Outcomes at the API that say what happened: a full disk is 507 and changes nothing, values no
@@ -33,7 +33,8 @@ after(async () => {
 });
 
 async function world(config?: PipelineConfig, runForMs: number | null = null, environment = env(config)) {
-  const store = await openTestStore();
+  // SQLite's own: a full disk is made by capping its pages.
+  const store = openSqliteStore(':memory:');
   await store.users.createUser('alice', false);
   await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
   const token = await store.users.createToken('alice', 'test');
@@ -44,7 +45,7 @@ async function world(config?: PipelineConfig, runForMs: number | null = null, en
     await app.close();
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   });
   const call = (url: string, body?: unknown) => {
     const options: InjectOptions = {
@@ -55,15 +56,15 @@ async function world(config?: PipelineConfig, runForMs: number | null = null, en
     if (body !== undefined) options.payload = body as InjectOptions['payload'];
     return app.inject(options);
   };
-  const jobs = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
+  const jobs = () => jobCount(store);
   return { store, service, call, jobs };
 }
 
 /** Lets SQLite grow no further than it is now (SQLITE_FULL, as on a full disk); returns the undo. */
-function fillDisk(store: Store): () => void {
-  const pages = Object.values(store.db.prepare('pragma page_count').get()!)[0] as number;
-  store.db.exec(`pragma max_page_count = ${pages}`);
-  return () => store.db.exec('pragma max_page_count = 1073741823');
+function fillDisk(store: SqliteStore): () => void {
+  const pages = Object.values(store.database.prepare('pragma page_count').get()!)[0] as number;
+  store.database.exec(`pragma max_page_count = ${pages}`);
+  return () => store.database.exec('pragma max_page_count = 1073741823');
 }
 
 test('a full disk at submit answers 507 with a message and stores nothing', async () => {
@@ -74,11 +75,11 @@ test('a full disk at submit answers 507 with a message and stores nothing', asyn
   const response = await w.call('/api/jobs', { items });
   assert.equal(response.statusCode, 507, response.body);
   assert.match(response.json<{ message: string }>().message, /disk is full.*nothing was changed/);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
   free();
   const again = await w.call('/api/jobs', { items });
   assert.equal(again.statusCode, 200, again.body);
-  assert.equal(w.jobs(), 200);
+  assert.equal(await w.jobs(), 200);
 });
 
 test('a job whose end cannot be written (disk full) is not left RUNNING once space is back', async () => {
@@ -138,7 +139,7 @@ test('parameter values the kernel cannot pass are 400 at submit, naming the para
   await refused('echo a\u0000b', /NUL byte/);
   // 65,536 characters pass the schema; as UTF-8 they are 131,072 bytes, one more than an argument holds.
   await refused('é'.repeat(65_536), /131072 bytes; one program argument holds at most 131071/);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
   const fits = await w.call('/api/jobs', {
     items: [mpi({ parameters: { command: { type: 'text', value: 'é'.repeat(65_535) } } })],
   });
@@ -152,7 +153,7 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   assert.match(tooLong.body, /items\[0\]\.specification\.timeAllocation.*at most 3 hours/);
   const unlimited = await w.call('/api/jobs', { items: [mpi({ timeAllocation: null })] });
   assert.equal(unlimited.statusCode, 400, unlimited.body);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
 
   const created = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(2) })] });
   assert.equal(created.statusCode, 200, created.body);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { BackendEvent } from '../src/jobs/backend.ts';
-import type { Container } from '../src/volcano/types.ts';
+import type { Container } from '../src/volcano/api/types.ts';
 import { assertExit, runCli } from './support/cli.ts';
 import { busyboxArchive } from './support/images.ts';
 import { needs } from './support/local-tools.ts';

@@ -202,7 +202,7 @@ test(
     const short = id!.slice(7, 19);
     assert.match(
       lines[1]!,
-      new RegExp(`^busybox-test:1 +${short} +\\d+\\.\\d (kB|MB) +\\d{4}-\\d\\d-\\d\\dT`),
+      new RegExp(`^busybox-test:1 +${short} +\\d+\\.\\d (KiB|MiB) +\\d{4}-\\d\\d-\\d\\dT`),
     );
     assert.match(lines[2]!, new RegExp(`^ghcr.io/lab/box:2 +${short} `));
     assert.equal(lines.length, 3);

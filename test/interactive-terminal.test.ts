@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
-import { hashToken } from '../src/store/store.ts';
+import { hashToken } from '../src/store/users.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { call, type World, world } from './support/interactive.ts';
 
@@ -209,10 +209,13 @@ describe('the terminal', { timeout: 60_000 }, () => {
     assert.equal(await exited, 3);
   });
 
-  test('ucompute open prints the one-time link of a desktop', async () => {
-    const result = await runCli(['open', id, '--url-only', '--url', `http://127.0.0.1:${w.port}`], {
-      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
-    });
+  test('ucompute open --no-wait prints the one-time link of a desktop', async () => {
+    const result = await runCli(
+      ['open', id, '--url-only', '--no-wait', '--url', `http://127.0.0.1:${w.port}`],
+      {
+        env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+      },
+    );
     assertExit(result, 0);
     const url = new URL(result.stdout.trim());
     assert.equal(url.pathname, '/sessions/vnc');
@@ -224,7 +227,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const seen = join(folder, 'browser-args');
     const browser = join(folder, 'browser.sh');
     writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}'\n`, { mode: 0o755 });
-    const result = await runCli(['open', id, '--url', `http://127.0.0.1:${w.port}`], {
+    const result = await runCli(['open', id, '--no-wait', '--url', `http://127.0.0.1:${w.port}`], {
       env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice, BROWSER: browser },
     });
     assertExit(result, 0);

@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { interactiveSessions } from '../src/interactive/sessions.ts';
-import { hashToken } from '../src/store/store.ts';
+import { hashToken } from '../src/store/users.ts';
 import { env } from './support/fixtures.ts';
 import { call, type World, world } from './support/interactive.ts';
 
@@ -410,7 +410,7 @@ describe('sessions in use', { timeout: 60_000 }, () => {
     const [opened] = await sessions.open(alice, [{ id, rank: 0, sessionType: 'WEB' }], reached);
     assert.equal(opened?.type, 'web');
     const ticket = new URL(opened.type === 'web' ? opened.redirectClientTo : '').searchParams.get('ticket');
-    const secret = sessions.trade(ticket ?? '', id, 0);
+    const secret = await sessions.trade(ticket ?? '', id, 0);
     assert.ok(secret);
     return { id, sessions, secret };
   }
@@ -420,11 +420,11 @@ describe('sessions in use', { timeout: 60_000 }, () => {
     const clock = { now: Date.now() };
     const { id, sessions, secret } = await webSession(w, clock);
     try {
-      assert.ok(sessions.use(await secret, 'WEB', id, 0));
+      assert.ok(await sessions.use(secret, 'WEB', id, 0));
       clock.now += 10 * HOUR + 1;
-      assert.equal(sessions.use(await secret, 'WEB', id, 0), undefined);
+      assert.equal(await sessions.use(secret, 'WEB', id, 0), undefined);
     } finally {
-      sessions.close();
+      await sessions.close();
       await w.close();
     }
   });
@@ -434,11 +434,11 @@ describe('sessions in use', { timeout: 60_000 }, () => {
     const clock = { now: Date.now() };
     const { id, sessions, secret } = await webSession(w, clock);
     try {
-      assert.ok(sessions.use(await secret, 'WEB', id, 0));
+      assert.ok(await sessions.use(secret, 'WEB', id, 0));
       clock.now += HOUR;
-      assert.ok(sessions.use(await secret, 'WEB', id, 0));
+      assert.ok(await sessions.use(secret, 'WEB', id, 0));
     } finally {
-      sessions.close();
+      await sessions.close();
     }
     const stored = await w.store.sessions.get(hashToken(secret));
     await w.close();

@@ -5,7 +5,6 @@ import { after, before, describe, test } from 'node:test';
 import type { Caller, JobEvent, JobService, Watch } from '../src/jobs/service.ts';
 import type { Job } from '../src/model/job.ts';
 import { EVENTS_BUFFERED_BYTES, streamJobEvents } from '../src/server/job-events.ts';
-import { openStore } from '../src/store/store.ts';
 import { type TestServer, testServer } from './support/server.ts';
 import { openTestStore } from './support/store.ts';
 
@@ -94,9 +93,9 @@ function openEvents(w: World, headers: Record<string, string>): Promise<Stream> 
   });
 }
 
-async function until(what: string, condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(condition(), `timed out waiting for ${what}`);
+async function until(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 300 && !(await condition()); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(await condition(), `timed out waiting for ${what}`);
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -185,12 +184,7 @@ describe('the job event stream', () => {
     const missed = await create(w, w.tokens.alice);
     const bobs = await create(w, w.tokens.bob);
     await until('bob sees his job', () => statesOf(bob, bobs).includes('RUNNING'));
-    await until(
-      'the missed job runs',
-      async () =>
-        (await await await await await await await await await await await (await w.store.jobs.get(missed))
-          ?.state) === 'RUNNING',
-    );
+    await until('the missed job runs', async () => (await w.store.jobs.get(missed))?.state === 'RUNNING');
 
     const back = await openEvents(w, { ...bearer(w.tokens.alice), 'last-event-id': lastSeen });
     await until('ready', () => back.received.some((r) => r.event === 'ready'));
@@ -267,7 +261,7 @@ describe('a client that does not keep up', () => {
           sink.ended = true;
         },
       },
-      { signedIn: async () => await await true },
+      { signedIn: async () => true },
     );
     return { emit: (n: number) => listener({ id: `e-${n}`, job }), sink, stream };
   }

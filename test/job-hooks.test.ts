@@ -5,7 +5,6 @@ import { createJobService } from '../src/jobs/service.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
 import type { JobPlugin } from '../src/plugins/plugin.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
@@ -71,9 +70,10 @@ test('onJobStart is guarded like the other hooks: a failing plugin does not stop
   ];
   const h = await harness({ plugins });
   const ids = await h.service.create(alice, [mpi, mpi]);
-  await until('both jobs run', () =>
-    ids.every(async (id) => (await h.job(id)).status.state === 'RUNNING'),
-  );
+  await until('both jobs run', async () => {
+    const states = await Promise.all(ids.map(async (id) => (await h.job(id)).status.state));
+    return states.every((state) => state === 'RUNNING');
+  });
   await until('the later plugin saw both starts', () => started.length === 2);
   assert.deepEqual(started.sort(), [...ids].sort());
 });

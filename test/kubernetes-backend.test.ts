@@ -122,7 +122,8 @@ test('failure kinds: OOM kill, eviction, lost node and a deleted pod are FAILURE
       'FAILURE',
       /rank 0 was lost with its node/,
     ],
-    // Volcano reacts to the deletion a moment later (its own watch), as here.
+    // Volcano reacts to the deletion a moment later (its own watch), as here. The pod's deletion
+    // and the job's abort come on two watches, in either order: both say it is a failure.
     [
       'deleted',
       (id) => {
@@ -130,7 +131,7 @@ test('failure kinds: OOM kill, eviction, lost node and a deleted pod are FAILURE
         setTimeout(() => cluster.volcano.phase(id, 'Aborted'), 50);
       },
       'FAILURE',
-      /rank 0's pod was deleted while the job ran/,
+      /rank 0's pod was deleted while the job ran|Volcano aborted the job/,
     ],
     [
       'exit3',
@@ -368,7 +369,8 @@ test('bad connection settings name the field', () => {
   assert.throws(
     () =>
       kubernetesBackend({
-        config: resolvePipelineConfig({ kubernetes: { kubeconfig: '/nonexistent/kubeconfig' } }),
+        config: resolvePipelineConfig(),
+        settings: { kubeconfig: '/nonexistent/kubeconfig' },
       }),
     /kubernetes.kubeconfig: no file at \/nonexistent\/kubeconfig/,
   );
@@ -377,14 +379,16 @@ test('bad connection settings name the field', () => {
 test('a configured context is used; an unknown one names the field', async (t) => {
   const cluster = await fakeCluster(t);
   const backend = kubernetesBackend({
-    config: resolvePipelineConfig(cluster.config({ kubernetes: { context: 'other' } })),
+    config: resolvePipelineConfig(cluster.config()),
+    settings: { kubeconfig: cluster.kubeconfig, context: 'other' },
   });
   t.after(() => backend.close());
   assert.match(backend.description, /context other/);
   assert.throws(
     () =>
       kubernetesBackend({
-        config: resolvePipelineConfig(cluster.config({ kubernetes: { context: 'nope' } })),
+        config: resolvePipelineConfig(cluster.config()),
+        settings: { kubeconfig: cluster.kubeconfig, context: 'nope' },
       }),
     /kubernetes.context: no context "nope" in the kubeconfig \(it has: fake, other\)/,
   );

@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { Config } from '../src/model/config.ts';
+import { Config } from '../src/config/config.ts';
 import { parser } from '../src/model/validate.ts';
 import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build, ROOT } from './support/fixtures.ts';
@@ -85,6 +85,10 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
   );
   const stream = await backend.connect('rbac1', 0, 8080);
   stream.end();
+  cluster.api.podMetrics('ucompute-u-alice', 'j-rbac1-job-0', [{ cpu: '1500m', memory: '64Mi' }]);
+  assert.deepEqual((await backend.usage(['rbac1'])).get('rbac1'), [
+    { rank: 0, cpuCores: 1.5, memoryBytes: 64 * 2 ** 20 },
+  ]);
   cluster.volcano.finish('rbac1', [0]);
   await event((e) => e.jobId === 'rbac1' && e.state === 'SUCCESS');
   await backend.cancel('rbac2');

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
-import { openStore } from '../src/store/store.ts';
+import type { Store } from '../src/store/store.ts';
 import { CHILD_ENV } from './support/cli.ts';
 import { eventually, type FakeCluster, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
@@ -25,11 +25,12 @@ const job = (extra: Record<string, unknown> = {}) => ({
 async function serviceOn(
   t: import('node:test').TestContext,
   cluster: FakeCluster,
-  store = await openTestStore(),
+  store?: Store,
   now = Date.now,
 ) {
+  store ??= await openTestStore();
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const service = createJobService({
     store,
     env: { catalog, products, config },
@@ -51,7 +52,7 @@ test('through the job service: a job is submitted, runs on the cluster and succe
   await service.start();
   const [id] = await service.create(alice, [job()]);
   await eventually(async () => (await state(id!)) === 'SUCCESS');
-  const done = (await service.retrieve(alice, id!));
+  const done = await service.retrieve(alice, id!);
   assert.deepEqual(done.status.exitCode, { '0': 0, '1': 0 });
   assert.ok(
     done.updates.some((u) => u.state === 'RUNNING'),
@@ -63,8 +64,8 @@ test('through the job service: a job is submitted, runs on the cluster and succe
 
 test('through the job service: cancel and expiry delete the job on the cluster', async (t) => {
   const cluster = await fakeCluster(t);
-  const clock = Date.now();
-  const { service, state } = await serviceOn(t, cluster, await openTestStore(), () => clock);
+  let clock = Date.now();
+  const { service, state } = await serviceOn(t, cluster, undefined, () => clock);
   await service.start();
   const [a, b] = await service.create(alice, [
     job(),
@@ -77,11 +78,11 @@ test('through the job service: cancel and expiry delete the job on the cluster',
     await eventually(async () => (await state(id)) === 'RUNNING');
   }
   await service.terminate(alice, [a!]);
-  assert.equal(state(a!), 'SUCCESS');
+  assert.equal(await state(a!), 'SUCCESS');
   assert.equal(cluster.volcano.job(a!), undefined);
   clock += 2 * 60_000;
   await service.monitor();
-  assert.equal(state(b!), 'EXPIRED');
+  assert.equal(await state(b!), 'EXPIRED');
   assert.equal(cluster.volcano.job(b!), undefined);
   assert.equal(cluster.api.list('networkpolicies').length, 0);
 });
@@ -89,25 +90,28 @@ test('through the job service: cancel and expiry delete the job on the cluster',
 test('through the job service: a job the cluster lost while ucompute was down fails on restart', async (t) => {
   const cluster = await fakeCluster(t);
   const store = await openTestStore();
-  const first = serviceOn(t, cluster, store);
+  const first = await serviceOn(t, cluster, store);
   await first.service.start();
   const [kept, lost] = await first.service.create(alice, [job(), job()]);
   await eventually(
     () => cluster.volcano.job(kept!) !== undefined && cluster.volcano.job(lost!) !== undefined,
   );
-  await eventually(async () => (await store.jobs.get(lost!))?.submitted === true && (await store.jobs.get(kept!))?.submitted === true);
+  await eventually(
+    async () =>
+      (await store.jobs.get(lost!))?.submitted === true && (await store.jobs.get(kept!))?.submitted === true,
+  );
   await first.service.stop();
   await first.backend.close();
   const j = cluster.volcano.job(lost!);
   cluster.api.remove('jobs', j.metadata.namespace, j.metadata.name);
-  const second = serviceOn(t, cluster, store);
+  const second = await serviceOn(t, cluster, store);
   await second.service.start();
-  assert.equal(second.state(lost!), 'FAILURE');
+  assert.equal(await second.state(lost!), 'FAILURE');
   assert.equal(
     (await second.service.retrieve(alice, lost!)).updates.at(-1)?.status,
     'ucompute lost track of this job',
   );
-  assert.equal(second.state(kept!), 'IN_QUEUE');
+  assert.equal(await second.state(kept!), 'IN_QUEUE');
 });
 
 test('ucompute serve --backend kubernetes says which cluster it uses and runs jobs there', async (t) => {

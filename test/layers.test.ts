@@ -6,7 +6,7 @@ import { test } from 'node:test';
 /**
  * The source's imports, as README "Layout" states them: no import cycle, and every import points
  * down the layers model ← catalog/volcano/store/storage/accounting ← plugins ← jobs ←
- * backends/server ← cli (the command line starts the server and the backends, so it sits on top).
+ * backends/server ← config ← cli (the command line starts the server and the backends, so it sits on top).
  * Type-only imports count too: they are dependencies of the code as read.
  */
 
@@ -25,6 +25,10 @@ const LAYER: Record<string, number> = {
   interactive: 3.5,
   backends: 4,
   server: 4,
+  // UCloud provider mode: the routes Core calls and the calls to Core, beside the server.
+  provider: 4,
+  // The configuration file's schema: the pipeline's settings and each backend's own.
+  config: 4.5,
   cli: 5,
 };
 
@@ -120,6 +124,15 @@ test('imports point down the layers', () => {
   assert.deepEqual(wrong, []);
 });
 
+test("Volcano's API is only Volcano's: volcano/api imports nothing of the emulation or of ucompute", () => {
+  const wrong = [...importGraph()].flatMap(([file, targets]) =>
+    file.startsWith('volcano/api/')
+      ? targets.filter((t) => !t.startsWith('volcano/api/')).map((t) => `${file} → ${t}`)
+      : [],
+  );
+  assert.deepEqual(wrong, []);
+});
+
 test('the checks find what they look for', () => {
   assert.deepEqual(
     importsOf(
@@ -133,4 +146,28 @@ test('the checks find what they look for', () => {
     ['model/job.ts', []],
   ]);
   assert.deepEqual(cycles(graph), [['cli/jobs.ts', 'cli/run.ts']]);
+});
+
+/**
+ * The local controller's decisions are pure (controller/decisions.ts, job-status.ts): no Node
+ * module (no file, process or timer), and of the backend's own files only the pure scheduler and
+ * each other, besides type-only imports of the job's shape.
+ */
+test("the local controller's decisions import nothing with effects", () => {
+  const PURE = ['backends/local/controller/decisions.ts', 'backends/local/controller/job-status.ts'];
+  const ALLOWED = new Set([...PURE, 'backends/local/scheduler.ts']);
+  const wrong: string[] = [];
+  for (const file of PURE) {
+    const text = readFileSync(join(SRC, file), 'utf8');
+    for (const m of text.matchAll(/^import (type )?[^;]*?from '([^']+)';/gms)) {
+      const [, typeOnly, spec] = m;
+      if (spec!.startsWith('node:') || !spec!.startsWith('.')) wrong.push(`${file} → ${spec}`);
+      else {
+        const target = relative(SRC, resolve(dirname(join(SRC, file)), spec!));
+        const pureLayer = !target.startsWith('backends/');
+        if (!typeOnly && !pureLayer && !ALLOWED.has(target)) wrong.push(`${file} → ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(wrong, []);
 });

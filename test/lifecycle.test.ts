@@ -3,10 +3,11 @@ import { describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { decideUpdate, TRANSITIONS } from '../src/jobs/lifecycle.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import { FINAL_STATES, type JobSpecification, JobState, type JobUpdate } from '../src/model/job.ts';
-import { type JobRecord, openStore } from '../src/store/store.ts';
+import { type JobSpecification, JobState, type JobUpdate } from '../src/model/job.ts';
+import { FINAL_STATES } from '../src/model/job-states.ts';
+import type { JobRecord } from '../src/store/jobs.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import { env } from './support/fixtures.ts';
-import { openTestStore } from './support/store.ts';
 
 const STATES: JobState[] = JobState.anyOf.map((s) => s.const);
 const T0 = Date.UTC(2025, 0, 1);
@@ -213,7 +214,8 @@ describe('updates through the store', () => {
   const alice = { username: 'alice', admin: false };
 
   async function setUp() {
-    const store = await openTestStore();
+    // SQLite's own: the rows are read as stored.
+    const store = openSqliteStore(':memory:');
     const service = createJobService({
       store,
       env: env(),
@@ -236,7 +238,9 @@ describe('updates through the store', () => {
     // The rows as stored: seq numbers and the timestamps of their bodies.
     const rows = () =>
       (
-        store.db.prepare('select seq, body from job_updates where job_id = ? order by seq').all('job1') as {
+        store.database
+          .prepare('select seq, body from job_updates where job_id = ? order by seq')
+          .all('job1') as {
           seq: number;
           body: string;
         }[]

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createRuntime } from '../src/backends/local/create-runtime.ts';
-import type { PodRecord } from '../src/backends/local/pod.ts';
+import type { PodRecord } from '../src/backends/local/pod/context.ts';
 import {
   allocateArgv,
   container,
@@ -175,6 +175,38 @@ describe('local runtime', { skip: skip ?? false }, () => {
     await forks.exited;
     assert.doesNotMatch(await output(spec), /all 40 started/);
     assert.match(await errors(spec), /fork/i, 'the shell could not fork past the limit');
+  });
+
+  test("a pod's usage counts the CPU time and the memory its processes use, from its cgroups", async (t) => {
+    const { pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('busy');
+    const idle = await p.usage();
+    assert.notEqual(idle.cpuSeconds, null, 'CPU time is counted here (cpu.stat or cpuacct)');
+    assert.notEqual(idle.memoryBytes, null);
+    // A busy loop holding 32 MiB: its CPU time grows by about a second per second.
+    await p.start(
+      container(out, 'burn', [
+        'sh',
+        '-c',
+        'x=$(head -c 33554432 /dev/zero | tr "\\0" a); while :; do :; done',
+      ]),
+    );
+    let busy = idle;
+    await eventually(
+      'half a CPU second and 32 MiB used',
+      async () => {
+        busy = await p.usage();
+        return (
+          (busy.cpuSeconds ?? 0) - (idle.cpuSeconds ?? 0) > 0.5 && (busy.memoryBytes ?? 0) > 32 * 2 ** 20
+        );
+      },
+      60_000,
+    );
+    assert.ok(
+      (busy.memoryBytes ?? 0) < 512 * 2 ** 20,
+      `${busy.memoryBytes} bytes: the page cache is not counted`,
+    );
   });
 
   test('destroy ends every process and leaves nothing behind', async (t) => {

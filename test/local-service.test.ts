@@ -137,18 +137,22 @@ test(
       timeAllocation: { hours: 0, minutes: 0, seconds: 3 },
     };
     const alice = await service.create({ username: 'alice', admin: false }, [terminal, terminal, terminal]);
-    const waitedInQueue = (id: string) =>
-      store
-        .updatesOf(id)
-        .some((u) =>
-          /^In the queue, position \d: waiting for 1 CPU and 2 GiB of memory/.test(u.status ?? ''),
-        );
+    const waitedInQueue = async (id: string) =>
+      (await store.jobs.updatesOf(id)).some((u) =>
+        /^In the queue, position \d: waiting for 1 CPU and 2 GiB of memory/.test(u.status ?? ''),
+      );
     // Bob arrives while alice uses the machine and has a backlog (which of her jobs runs first is the
     // scheduler's choice: they were submitted together).
-    const backlogQueued = () =>
-      alice.some(async (id) => (await store.jobs.get(id))!.state === 'RUNNING') &&
-      alice.filter(waitedInQueue).length === 2;
-    for (let i = 0; i < 250 && !backlogQueued(); i++) {
+    const backlogQueued = async () => {
+      let running = 0;
+      let waited = 0;
+      for (const id of alice) {
+        if ((await store.jobs.get(id))!.state === 'RUNNING') running++;
+        if (await waitedInQueue(id)) waited++;
+      }
+      return running > 0 && waited === 2;
+    };
+    for (let i = 0; i < 250 && !(await backlogQueued()); i++) {
       await new Promise((r) => setTimeout(r, 20));
     }
     const [bob] = await service.create({ username: 'bob', admin: false }, [terminal]);
@@ -165,7 +169,7 @@ test(
     // The last to start was told where it stood while it waited.
     const last = inOrder.at(-1)!;
     assert.ok(
-      waitedInQueue(last),
+      await waitedInQueue(last),
       (await store.jobs.updatesOf(last)).map((u) => u.status ?? '').join(' | '),
     );
   },

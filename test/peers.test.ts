@@ -3,7 +3,6 @@ import { test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
@@ -59,6 +58,6 @@ test('a peer must be an active job the caller may act on', async () => {
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });

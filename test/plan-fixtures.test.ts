@@ -4,7 +4,7 @@ import { planJob } from '../src/jobs/plan.ts';
 import type { PipelineConfig } from '../src/model/config.ts';
 import type { Owner } from '../src/model/owner.ts';
 import type { AppParameterValue } from '../src/model/parameter-value.ts';
-import type { KubernetesObject, VolcanoJob } from '../src/volcano/types.ts';
+import type { KubernetesObject, VolcanoJob } from '../src/volcano/api/types.ts';
 import { CREATED_AT, catalog, env, JOB_ID, products } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
 

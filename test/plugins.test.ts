@@ -13,8 +13,6 @@ import { PLUGINS } from '../src/plugins/index.ts';
 import type { JobBuild, JobPlugin, PeerLocation } from '../src/plugins/plugin.ts';
 import { taskPlugin } from '../src/plugins/task.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
-import { svcData } from '../src/volcano/conventions.ts';
-import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import type {
   Companion,
   Container,
@@ -23,7 +21,9 @@ import type {
   Service,
   TaskSpec,
   VolcanoQueue,
-} from '../src/volcano/types.ts';
+} from '../src/volcano/api/types.ts';
+import { svcData } from '../src/volcano/emulation/conventions.ts';
+import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import { build, catalog, config, JOB_ID, prepare } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
 
@@ -408,7 +408,7 @@ describe('FileMount', () => {
     assert.equal(b.outputFolder, `/projects/climate/Jobs/Word count/${JOB_ID}`);
   });
 
-  test('additional folders are mounted with their readOnly flag', async () => {
+  test("the owner's drive, then additional folders, are mounted by sub-path with their readOnly flag", async () => {
     const b = await build(
       app('terminal', {
         resources: [
@@ -417,7 +417,9 @@ describe('FileMount', () => {
         ],
       }),
     );
-    assert.deepEqual(container(b).volumeMounts?.slice(1, 3), [
+    assert.deepEqual(container(b).volumeMounts?.slice(0, 4), [
+      { name: 'storage', mountPath: '/work', subPath: `home/alice/Jobs/Terminal/${JOB_ID}` },
+      { name: 'storage', mountPath: '/work/alice', subPath: 'home/alice', readOnly: false },
       { name: 'storage', mountPath: '/work/data', subPath: 'home/alice/data', readOnly: true },
       { name: 'storage', mountPath: '/work/scratch', subPath: 'home/alice/scratch', readOnly: false },
     ]);

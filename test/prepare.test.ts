@@ -43,3 +43,35 @@ test('an unknown product or provider is named', () => {
     ],
   );
 });
+
+test("interactive apps mount the owner's drive at /work/<name>; more folders come from any drive the creator may use", () => {
+  const jupyter = { ...terminal, application: { name: 'jupyter', version: '1.0' } };
+  assert.deepEqual(prepare(jupyter).parameters.files, [
+    { path: '/home/alice', readOnly: false, mountPath: '/work/alice' },
+  ]);
+  const inProject = prepare(
+    { ...terminal, resources: [{ type: 'file', path: '/home/alice/data', readOnly: true }] },
+    { project: 'climate', drives: ['/home/alice', '/projects/climate'] },
+  );
+  assert.deepEqual(inProject.parameters.files, [
+    { path: '/projects/climate', readOnly: false, mountPath: '/work/climate' },
+    { path: '/home/alice/data', readOnly: true, mountPath: '/work/data' },
+  ]);
+  assert.deepEqual(
+    issuesOf({ ...terminal, resources: [{ type: 'file', path: '/projects/secret/data', readOnly: true }] }),
+    ['specification.resources[0].path: must lie inside /home/alice'],
+  );
+  assert.deepEqual(issuesOf({ ...terminal, resources: [{ type: 'file', path: '/home/alice/x/alice' }] }), [
+    'specification: /home/alice/x/alice and /home/alice would both be mounted at /work/alice',
+  ]);
+  // A batch application without additional folders mounts only its inputs.
+  const counted = prepare({
+    application: { name: 'word-count', version: '1.0' },
+    product: terminal.product,
+    parameters: { input: { type: 'file', path: '/home/alice/moby.txt', readOnly: true } },
+  });
+  assert.deepEqual(
+    counted.parameters.files.map((f) => f.mountPath),
+    ['/work/moby.txt'],
+  );
+});

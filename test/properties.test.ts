@@ -23,7 +23,7 @@ import type {
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import type { AppParameterValue } from '../src/model/parameter-value.ts';
-import type { Container, KubernetesObject, VolcanoJob } from '../src/volcano/types.ts';
+import type { Container, KubernetesObject, VolcanoJob } from '../src/volcano/api/types.ts';
 import { kubernetesObjectProblems } from './support/kubernetes-schemas.ts';
 
 const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));

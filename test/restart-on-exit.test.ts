@@ -8,8 +8,8 @@ import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { exitsInARow, isRestartExit, restartDelayMs } from '../src/jobs/restart-policy.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
-import { isFinal, type JobUpdate } from '../src/model/job.ts';
-import { openStore } from '../src/store/store.ts';
+import type { JobUpdate } from '../src/model/job.ts';
+import { isFinal } from '../src/model/job-states.ts';
 import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, env, products } from './support/fixtures.ts';
 import { openTestService } from './support/local-backend.ts';
@@ -109,19 +109,13 @@ test(
     const updates = async () => await store.jobs.updatesOf(id!);
     const runs = async () => (await updates()).filter((u) => u.state === 'RUNNING').length;
     const exits = async () => (await updates()).filter(isRestartExit);
-    const wait = async (what: string, check: () => boolean, ms: number) => {
-      for (let i = 0; i < ms / 50 && !check(); i++) await new Promise((r) => setTimeout(r, 50));
-      assert.ok(check(), `${what}: ${JSON.stringify(updates(), null, 1)}`);
+    const wait = async (what: string, check: () => Promise<boolean>, ms: number) => {
+      for (let i = 0; i < ms / 50 && !(await check()); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(await check(), `${what}: ${JSON.stringify(await updates(), null, 1)}`);
     };
 
     // Cancelled while it runs: its containers' end is the cancel's, not an exit to restart from.
-    await wait(
-      'the sleeper runs',
-      async () =>
-        (await await await await await await await await await await await (await store.jobs.get(sleeper!))!
-          .state) === 'RUNNING',
-      30_000,
-    );
+    await wait('the sleeper runs', async () => (await store.jobs.get(sleeper!))!.state === 'RUNNING', 30_000);
     await service.terminate(alice, [sleeper!]);
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(
@@ -131,31 +125,21 @@ test(
     );
     assert.equal((await store.jobs.updatesOf(sleeper!)).filter(isRestartExit).length, 0);
 
-    await wait(
-      'the first run exits',
-      async () =>
-        (await await await await await await await await await await await (await exits()).length) === 1,
-      30_000,
-    );
+    await wait('the first run exits', async () => (await exits()).length === 1, 30_000);
     assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED');
     assert.match(
-      await await await await await await await await await await await exits()[0]!.status!,
+      (await exits())[0]!.status!,
       /exit code 0 on every rank\); restarting in 10 s \(restartOnExit\)$/,
     );
-    const exitedAt = await await await await await await await await await await await exits()[0]!.timestamp;
+    const exitedAt = (await exits())[0]!.timestamp;
     // Its run is paid as at a suspension: the started minute too.
-    const charged = () =>
-      store
-        .charges('user:alice', 0, Number.MAX_SAFE_INTEGER)
+    const charged = async () =>
+      (await store.accounting.charges('user:alice', 0, Number.MAX_SAFE_INTEGER))
         .filter((c) => c.jobId === id)
         .map((c) => c.chargeId);
-    await wait('the run is charged', () => charged().length === 1, 5_000);
-    assert.deepEqual(charged(), [`${id}:0-0`]);
-    await wait(
-      'it runs again',
-      async () => (await await await await await await await await await await runs()) === 2,
-      40_000,
-    );
+    await wait('the run is charged', async () => (await charged()).length === 1, 5_000);
+    assert.deepEqual(await charged(), [`${id}:0-0`]);
+    await wait('it runs again', async () => (await runs()) === 2, 40_000);
     const again = (await updates()).find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
     assert.ok(
       again.timestamp - exitedAt >= 10_000,
@@ -167,14 +151,9 @@ test(
       `/home/alice/Jobs/Word count/${id}`,
       'the same folder',
     );
-    await wait(
-      'the second run exits',
-      async () =>
-        (await await await await await await await await await await await (await exits()).length) === 2,
-      30_000,
-    );
+    await wait('the second run exits', async () => (await exits()).length === 2, 30_000);
     assert.match(
-      await await await await await await await await await await await exits()[1]!.status!,
+      (await exits())[1]!.status!,
       /restarting in 20 s \(restartOnExit\) \(exit 2 in a row: backing off\)$/,
     );
 
@@ -190,7 +169,7 @@ test(
 test('kubernetes: the ended Volcano Job is created again; cancel while running ends it for good', async (t) => {
   const cluster = await fakeCluster(t);
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config });
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const store = await openTestStore();
   // The service's clock is ahead: every back-off has passed when the exit is written.
   const service = createJobService({

@@ -7,9 +7,8 @@ import WebSocket from 'ws';
 import type { Caller } from '../src/jobs/service.ts';
 import type { Job, JobState } from '../src/model/job.ts';
 import type { FollowMessage } from '../src/server/schemas.ts';
-import { openStore } from '../src/store/store.ts';
 import { type TestServer, testServer } from './support/server.ts';
-import { openTestStore } from './support/store.ts';
+import { jobCount, openTestStore } from './support/store.ts';
 
 /**
  * The HTTP API end to end through `app.inject()` (and a real loopback port for WebSockets), over
@@ -103,9 +102,6 @@ async function create(w: World, items: unknown[], as: Who = 'alice', headers: Re
   });
   return body.responses.map((r) => r.id);
 }
-
-const jobCount = (w: World) =>
-  Number((w.store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
 
 /** Waits (a bounded number of turns) until the dry backend has moved the job to `state`. */
 async function waitFor(w: World, id: string, state: JobState): Promise<Job> {
@@ -469,7 +465,7 @@ describe('API error paths', () => {
       as: 'bob',
       body: { items: [wordCount('/home/bob')] },
       status: 402,
-      message: /user:bob has no credits left for u1-standard/,
+      message: /user bob has no allocation for u1-standard/,
     },
 
     // 409: final jobs, and an Idempotency-Key reused for something else.
@@ -519,7 +515,7 @@ describe('API error paths', () => {
 
   test('every error answers with its status and a message naming the problem, and changes nothing', async () => {
     for (const c of cases()) {
-      const before = jobCount(w);
+      const before = await jobCount(w.store);
       const response = await call(w, c);
       assert.equal(response.statusCode, c.status, `${c.name}: ${response.statusCode} ${response.body}`);
       const body = response.json() as { message?: unknown; issues?: { path: string; message: string }[] };
@@ -532,7 +528,7 @@ describe('API error paths', () => {
         assert.ok((body.message as string).includes(`${c.issue}: `), `${c.name}: ${body.message}`);
       }
       if (c.status === 401) assert.equal(response.headers['www-authenticate'], 'Bearer', c.name);
-      assert.equal(jobCount(w), before, `${c.name}: the job count changed`);
+      assert.equal(await jobCount(w.store), before, `${c.name}: the job count changed`);
     }
     // The running job was left alone by every refused terminate and extend.
     const job = await w.service.retrieve(ADMIN, ids.running);
@@ -633,10 +629,10 @@ describe('API happy paths', () => {
     try {
       const headers = { 'idempotency-key': 'submit-42' };
       const first = await create(w, [wordCount(), mpi()], 'alice', headers);
-      const count = jobCount(w);
+      const count = await jobCount(w.store);
       const again = await create(w, [wordCount(), mpi()], 'alice', headers);
       assert.deepEqual(again, first);
-      assert.equal(jobCount(w), count);
+      assert.equal(await jobCount(w.store), count);
       // Keys belong to their user: bob's identical key is his own (and refused for credits only).
       const response = await call(w, { url: '/api/jobs', as: 'bob', body: { items: [mpi()] }, headers });
       assert.equal(response.statusCode, 402);
@@ -670,6 +666,45 @@ describe('API happy paths', () => {
       // The PI may terminate a member's job.
       await waitFor(w, bobsJob!, 'RUNNING');
       await ok(w, { url: '/api/jobs/terminate', body: { items: [{ id: bobsJob }] } });
+    } finally {
+      await w.close();
+    }
+  });
+
+  test("the Project header: a member works in the project's workspace; jobs, wallets and usage follow it", async () => {
+    const w = await world();
+    try {
+      const [own] = await create(w, [mpi()], 'alice');
+      const [inProject] = await create(w, [mpi()], 'alice', { project: 'climate' });
+      const workspace = { project: 'climate' };
+      const listed = await ok<{ items: Job[] }>(w, { url: '/api/jobs/browse', headers: workspace });
+      assert.deepEqual(
+        listed.items.map((j) => j.id),
+        [inProject],
+      );
+      const everything = await ok<{ items: Job[] }>(w, { url: '/api/jobs/browse' });
+      assert.deepEqual(everything.items.map((j) => j.id).sort(), [own, inProject].sort());
+      // bob, a USER member, sees what his project has left (not alice's), and spends it.
+      const bobs = await ok<{ items: { owner: string; balance: number }[] }>(w, {
+        url: '/api/accounting/wallets',
+        as: 'bob',
+        headers: workspace,
+      });
+      assert.deepEqual(
+        bobs.items.map((x) => x.owner),
+        ['project:climate'],
+      );
+      await create(w, [mpi()], 'bob', workspace);
+      const outsider = await call(w, { url: '/api/jobs/browse', as: 'bob', headers: { project: 'secret' } });
+      assert.equal(outsider.statusCode, 403);
+      assert.match(outsider.body, /you are not a member of project secret/);
+      // bob's own workspace has no credits: the refusal names the workspace, and where credits are.
+      const refused = await call(w, { url: '/api/jobs', as: 'bob', body: { items: [mpi()] } });
+      assert.equal(refused.statusCode, 402);
+      assert.match(
+        refused.body,
+        /user bob has no allocation for u1-standard: run in a project that has credits/,
+      );
     } finally {
       await w.close();
     }

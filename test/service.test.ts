@@ -9,10 +9,10 @@ import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import type { JobBuild } from '../src/plugins/plugin.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
-import type { openStore, Store } from '../src/store/store.ts';
+import { openStore, type Store } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { rejectsWith, until } from './support/service.ts';
-import { openTestStore } from './support/store.ts';
+import { jobCount, openTestStore } from './support/store.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const MINUTE = 60_000;
@@ -92,12 +92,12 @@ async function harness(o: HarnessOptions = {}) {
   });
   const job = async (id: string) => await service.retrieve(alice, id);
   const state = async (id: string) => (await job(id)).status.state;
-  const rows = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
+  const rows = () => jobCount(store);
   const lastStatus = async (id: string) => (await job(id)).updates.at(-1)?.status;
   /** Creates one job and waits for the backend to report it running. */
   const running = async (spec: unknown = mpi()): Promise<string> => {
     const [id] = await service.create(alice, [spec]);
-    await until(`${id} runs`, () => (await state(id!)) === 'RUNNING');
+    await until(`${id} runs`, async () => (await state(id!)) === 'RUNNING');
     return id!;
   };
   return { clock, backend, store, service, job, state, rows, lastStatus, running };
@@ -117,7 +117,7 @@ describe('create', () => {
     await assert.rejects(h.service.create(alice, { application: 'x' }), ValidationError);
     // Give a wrongly scheduled write every chance to happen.
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(h.rows(), 0);
+    assert.equal(await h.rows(), 0);
     assert.deepEqual(h.backend.log, []);
   });
 
@@ -128,19 +128,15 @@ describe('create', () => {
     assert.equal(first.length, 2);
     const again = await h.service.create(alice, structuredClone(items), { idempotencyKey: 'k1' });
     assert.deepEqual(again, first);
-    assert.equal(h.rows(), 2);
+    assert.equal(await h.rows(), 2);
 
-    await rejectsWith(
-      h.service.create(alice, [mpi()], { idempotencyKey: 'k1' }),
-      409,
-      /Idempotency-Key/,
-    );
-    assert.equal(h.rows(), 2);
+    await rejectsWith(h.service.create(alice, [mpi()], { idempotencyKey: 'k1' }), 409, /Idempotency-Key/);
+    assert.equal(await h.rows(), 2);
 
     // Keys belong to their user.
     const bobs = await h.service.create(bob, items, { idempotencyKey: 'k1' });
     assert.notDeepEqual(bobs, first);
-    assert.equal(h.rows(), 4);
+    assert.equal(await h.rows(), 4);
     await until('all submitted', async () => (await h.store.jobs.active()).every((r) => r.submitted));
     for (const id of [...first, ...bobs]) assert.equal(h.backend.calls('submit', id), 1, id);
   });
@@ -152,7 +148,7 @@ describe('create', () => {
       h.service.create(alice, [mpi()], { idempotencyKey: 'same' }),
     ]);
     assert.deepEqual(a, b);
-    assert.equal(h.rows(), 1);
+    assert.equal(await h.rows(), 1);
     await until('running', async () => (await h.state(a![0]!)) === 'RUNNING');
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.equal(h.backend.calls('submit', a![0]!), 1);
@@ -167,43 +163,38 @@ describe('create', () => {
     assert.equal(first.status, 'fulfilled');
     assert.equal(second.status, 'rejected');
     await rejectsWith(Promise.reject(second.status === 'rejected' ? second.reason : undefined), 409);
-    assert.equal(h.rows(), 1);
+    assert.equal(await h.rows(), 1);
   });
 
   test('50 concurrent single-item creates all land, with distinct ids, in one commit', async () => {
     const h = await harness();
     // Count the transactions that insert jobs: a group commit uses one for all of them.
-    const transaction = h.store.transaction;
-    const insertJob = h.store.insertJob;
-    let current = 0;
+    const transaction = h.store.transaction.bind(h.store);
     let next = 0;
     const inserts = new Set<number>();
-    h.store.transaction = async <T>(fn: () => T): T => {
-      const outer = current;
-      current = ++next;
-      try {
-        return transaction(await fn);
-      } finally {
-        current = outer;
-      }
-    };
-    h.store.insertJob = (job) => {
-      inserts.add(current);
-      insertJob(job);
-    };
+    h.store.transaction = (fn, options) =>
+      transaction((tx) => {
+        const current = ++next;
+        const insert = tx.jobs.insert.bind(tx.jobs);
+        const jobs = {
+          ...tx.jobs,
+          insert: (job: Parameters<typeof insert>[0]) => {
+            inserts.add(current);
+            return insert(job);
+          },
+        };
+        return fn({ ...tx, jobs });
+      }, options);
 
     const results = await Promise.all(
-      Array.from({ length: 50 }, async (_, i) =>
-        h.service.create(alice, [mpi({ name: `job ${i}` })]),
-      ),
+      Array.from({ length: 50 }, async (_, i) => h.service.create(alice, [mpi({ name: `job ${i}` })])),
     );
     const ids = results.flat();
     assert.equal(ids.length, 50);
     assert.equal(new Set(ids).size, 50);
-    assert.equal(h.rows(), 50);
+    assert.equal(await h.rows(), 50);
     assert.deepEqual([...inserts].length, 1);
-    for (const [i, id] of ids.entries())
-      assert.equal((await h.job(id)).specification.name, `job ${i}`);
+    for (const [i, id] of ids.entries()) assert.equal((await h.job(id)).specification.name, `job ${i}`);
     await until('all submitted', async () => (await h.store.jobs.active()).every((r) => r.submitted));
     for (const id of ids) assert.equal(h.backend.calls('submit', id), 1);
   });
@@ -384,10 +375,7 @@ describe('time limits', () => {
     release();
     await pass;
     assert.equal(h.state(id), 'EXPIRED');
-    assert.equal(
-      (await h.job(id)).updates.filter((u) => u.newTimeAllocation !== undefined).length,
-      0,
-    );
+    assert.equal((await h.job(id)).updates.filter((u) => u.newTimeAllocation !== undefined).length, 0);
     await rejectsWith(h.service.extend(alice, [{ jobId: id, requestedTime: hours(1) }]), 409);
   });
 
@@ -431,7 +419,7 @@ describe('recovery', () => {
       pricePerUnit: 1,
       firstUpdate: { timestamp: T0, state: 'IN_QUEUE', status: 'The job is in the queue' },
     });
-    a.store.close();
+    await a.store.close();
 
     // After it: the same store file, a backend that knows none of these jobs.
     const survivingBackend = dryBackend({ runForMs: null });
@@ -445,17 +433,14 @@ describe('recovery', () => {
       'resubmitted jobs run',
       async () => (await b.state(stuck!)) === 'RUNNING' && (await b.state('storedonly1')) === 'RUNNING',
     );
-    assert.equal(
-      (await b.job('storedonly1')).output.outputFolder,
-      '/home/alice/Jobs/MPI hello/storedonly1',
-    );
+    assert.equal((await b.job('storedonly1')).output.outputFolder, '/home/alice/Jobs/MPI hello/storedonly1');
     for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.equal(b.backend.calls('submit', stuck!), 1);
     assert.equal(b.backend.calls('submit', 'storedonly1'), 1);
     assert.equal(b.backend.calls('submit', lost), 0);
     assert.equal(b.backend.calls('submit', ended), 0);
     await b.service.stop();
-    b.store.close();
+    await b.store.close();
 
     // Another restart, and the backend still runs both: they are found again, nothing is resubmitted.
     const c = await harness({ store: await openStore({ sqlite: path }), backend: survivingBackend });
@@ -467,6 +452,6 @@ describe('recovery', () => {
     await c.service.terminate(alice, [stuck!]);
     assert.equal(c.state(stuck!), 'SUCCESS');
     await c.service.stop();
-    c.store.close();
+    await c.store.close();
   });
 });

@@ -10,7 +10,7 @@ import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend
 import { createJobService } from '../src/jobs/service.ts';
 import { sshKeys } from '../src/jobs/ssh-keys.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
-import { openStore, type Store } from '../src/store/store.ts';
+import type { Store } from '../src/store/store.ts';
 import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
 import { openTestBackend, openTestService } from './support/local-backend.ts';
@@ -31,10 +31,7 @@ const CONNECTED = /^SSH: Connected! Available at: ssh ucloud@(\S+) -p (\d+)$/;
 /** The endpoint the job's updates announce, once they do. */
 async function announced(store: Store, id: string, ms = 30_000): Promise<{ host: string; port: number }> {
   for (let i = 0; i < ms / 50; i++) {
-    const line = store
-      .updatesOf(id)
-      .map((u) => CONNECTED.exec(u.status ?? ''))
-      .find(Boolean);
+    const line = (await store.jobs.updatesOf(id)).map((u) => CONNECTED.exec(u.status ?? '')).find(Boolean);
     if (line) return { host: line[1]!, port: Number(line[2]) };
     if (['SUCCESS', 'FAILURE', 'EXPIRED'].includes((await store.jobs.get(id))!.state)) break;
     await new Promise((r) => setTimeout(r, 50));
@@ -166,11 +163,11 @@ test(
 
 test('kubernetes: the keys from a Secret into /etc/ucloud/ssh by an init container, a NodePort Service to rank 0, port 22 open, all removed at the end', async (t) => {
   const cluster = await fakeCluster(t);
-  const config = resolvePipelineConfig({
-    ...cluster.config(),
-    kubernetes: { ...cluster.config().kubernetes, sshHost: 'ssh.example.org' },
+  const config = resolvePipelineConfig(cluster.config());
+  const backend = kubernetesBackend({
+    config,
+    settings: { kubeconfig: cluster.kubeconfig, sshHost: 'ssh.example.org' },
   });
-  const backend = kubernetesBackend({ config });
   const store = await openTestStore();
   await store.users.createUser('alice', false);
   const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice';

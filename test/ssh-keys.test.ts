@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parsePublicKey } from '../src/jobs/ssh-keys.ts';
-import { openStore } from '../src/store/store.ts';
 import { needs } from './support/local-tools.ts';
 import { type TestServer, testServer } from './support/server.ts';
 import { openTestStore } from './support/store.ts';

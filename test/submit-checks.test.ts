@@ -8,9 +8,8 @@ import type { LargestMachine } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { directoryStorage } from '../src/storage/directory.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { openTestStore } from './support/store.ts';
+import { jobCount, openTestStore } from './support/store.ts';
 
 const alice = { username: 'alice', admin: false };
 const STANDARD_2 = { id: 'u1-standard-2', category: 'u1-standard' };
@@ -40,7 +39,7 @@ async function service(machine: LargestMachine | null = null) {
     inputs: directoryStorage(root),
     requireCredits: false,
   });
-  const rows = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
+  const rows = () => jobCount(store);
   return { jobs, rows };
 }
 
@@ -72,7 +71,7 @@ describe('inputs are checked at submit', () => {
     assert.deepEqual(await issuesOf(jobs.create(alice, [wordCount('/home/alice/books/missing.txt')])), [
       'items[0].specification.parameters.input: /home/alice/books/missing.txt does not exist',
     ]);
-    assert.equal(rows(), 0);
+    assert.equal(await rows(), 0);
     assert.equal(existsSync(join(root, 'home/alice/books/missing.txt')), false);
   });
 
@@ -98,7 +97,7 @@ describe('inputs are checked at submit', () => {
     assert.deepEqual(await issuesOf(jobs.create(alice, [wordCount('/home/alice/bobs-home/secret.txt')])), [
       'items[0].specification.parameters.input: /home/alice/bobs-home/secret.txt leads out of /home/alice through a link',
     ]);
-    assert.equal(rows(), 0);
+    assert.equal(await rows(), 0);
     assert.equal((await jobs.create(alice, [wordCount('/home/alice/moby-link.txt')])).length, 1);
   });
 
@@ -106,12 +105,12 @@ describe('inputs are checked at submit', () => {
     const { jobs, rows } = await service();
     assert.equal((await jobs.create(alice, [wordCount('/home/alice/books/moby.txt')])).length, 1);
     assert.equal((await jobs.create(alice, [fileServer('/home/alice/books')])).length, 1);
-    assert.equal(rows(), 2);
+    assert.equal(await rows(), 2);
     const issues = await issuesOf(
       jobs.create(alice, [wordCount('/home/alice/books/moby.txt'), wordCount('/home/alice/nothing')]),
     );
     assert.deepEqual(issues, ['items[1].specification.parameters.input: /home/alice/nothing does not exist']);
-    assert.equal(rows(), 2);
+    assert.equal(await rows(), 2);
   });
 });
 
@@ -130,7 +129,7 @@ describe('a job that fits no machine is refused at submit', () => {
       'items[0].specification.product: u1-standard-8 needs 8 CPUs per replica; the largest machine here has 2 CPUs',
       'items[0].specification.product: u1-standard-8 needs 32 GiB of memory per replica; the largest machine here has 8 GiB of memory',
     ]);
-    assert.equal(rows(), 0);
+    assert.equal(await rows(), 0);
   });
 
   test('where replicas share one machine they must fit it together; elsewhere each on its own', async () => {

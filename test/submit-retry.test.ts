@@ -3,7 +3,6 @@ import { test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
@@ -50,7 +49,7 @@ test('a backend that refuses for a moment gets the job again, waiting longer eac
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });
 
@@ -72,6 +71,6 @@ test('a backend that keeps refusing fails the job after five tries, saying why',
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });

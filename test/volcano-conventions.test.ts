@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { TaskSpec, VolcanoJob } from '../src/volcano/api/types.ts';
 import {
   envPluginVariables,
   podName,
@@ -10,9 +11,8 @@ import {
   svcVariables,
   taskHosts,
   taskIndexFromPodName,
-} from '../src/volcano/conventions.ts';
+} from '../src/volcano/emulation/conventions.ts';
 import { dnsLabel, labelValue, volcanoJobName } from '../src/volcano/names.ts';
-import type { TaskSpec, VolcanoJob } from '../src/volcano/types.ts';
 
 const task = (
   name: string,

@@ -10,9 +10,10 @@ import { localBackend } from '../src/backends/local/local-backend.ts';
 import type { BackendEvent } from '../src/jobs/backend.ts';
 import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
-import { type Manifest, readManifest } from '../src/volcano/manifest.ts';
+import { type Manifest, readManifest } from '../src/volcano/emulation/manifest.ts';
 import { ROOT } from './support/fixtures.ts';
 import { processRuntime } from './support/process-runtime.ts';
+import { until } from './support/until.ts';
 
 /**
  * Volcano's own example Jobs (test/fixtures/volcano-examples, see SOURCE.md there) through the
@@ -153,18 +154,17 @@ for (const [file, expected] of Object.entries(EXPECTED)) {
     await backend.submitVolcanoJob('ex', manifest.job, manifest.companions);
     const final = () => events.find((e) => e.state === 'SUCCESS' || e.state === 'FAILURE');
     if (expected.phase === 'Running') {
-      for (let i = 0; i < 500 && runtime.pods.size < expected.pods; i++)
-        await new Promise((r) => setTimeout(r, 10));
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal(backend.phaseOf('ex'), 'Running');
+      await until(() => backend.phaseOf('ex') === 'Running' && runtime.pods.size >= expected.pods, {
+        describe: `the job runs with ${expected.pods} pods`,
+      });
       assert.equal(runtime.pods.size, expected.pods);
       assert.equal(final(), undefined);
       await backend.cancel('ex');
       assert.equal(backend.phaseOf('ex'), 'Terminated');
       return;
     }
-    for (let i = 0; i < 1500 && !final(); i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(final()?.state, 'SUCCESS', final()?.status);
+    const end = await until(final, { describe: 'the job ends', timeout: 15_000 });
+    assert.equal(end.state, 'SUCCESS', end.status);
     assert.equal(backend.phaseOf('ex'), expected.phase);
     const pods = [...runtime.pods.keys()];
     assert.equal(pods.length, expected.pods);

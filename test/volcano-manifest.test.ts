@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { resolveSecurityPolicy, type SecurityPolicy } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
-import { expand } from '../src/volcano/expansion.ts';
-import { readManifest } from '../src/volcano/manifest.ts';
-import { bytes, cpuMillis } from '../src/volcano/quantity.ts';
+import { bytes, cpuMillis } from '../src/volcano/api/quantity.ts';
+import { expand } from '../src/volcano/emulation/expansion.ts';
+import { readManifest } from '../src/volcano/emulation/manifest.ts';
 
 const job = (spec: Record<string, unknown>, name = 'demo') => ({
   apiVersion: 'batch.volcano.sh/v1alpha1',

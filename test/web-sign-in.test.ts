@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { SESSION_LIFETIME_MS, webSignIns } from '../src/server/sign-in.ts';
-import { hashToken, openStore } from '../src/store/store.ts';
+import { hashToken } from '../src/store/users.ts';
 import { type Answer, call, type World, world } from './support/interactive.ts';
 import { openTestStore } from './support/store.ts';
 
@@ -400,7 +400,7 @@ describe('the web interface at /', { timeout: 60_000 }, () => {
 test('a session slides: used within 12 hours it lasts, unused for 12 hours it has ended', async () => {
   const store = await openTestStore();
   await store.users.createUser('alice', false);
-  const now = 1_000_000;
+  let now = 1_000_000;
   const signIns = webSignIns(store, () => now);
   const { secret } = await signIns.start('alice');
   now += SESSION_LIFETIME_MS - 1000;
@@ -408,6 +408,6 @@ test('a session slides: used within 12 hours it lasts, unused for 12 hours it ha
   now += SESSION_LIFETIME_MS - 1000;
   assert.equal((await signIns.resume(secret))?.caller.username, 'alice');
   now += SESSION_LIFETIME_MS;
-  assert.equal(signIns.resume(secret), undefined);
-  store.close();
+  assert.equal(await signIns.resume(secret), undefined);
+  await store.close();
 });

@@ -46,16 +46,14 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
     requireCredits: false,
   });
   await jobs.start();
-  const PAGE = Number(
-    (store.db.prepare('pragma page_size').get() as { page_size: number }).page_size,
-  );
+  const PAGE = Number((store.database.prepare('pragma page_size').get() as { page_size: number }).page_size);
   // The log starts empty; each page a transaction writes is one frame (a header and the page).
-  store.db.exec('pragma wal_checkpoint(truncate)');
+  store.database.exec('pragma wal_checkpoint(truncate)');
   const frames = () => (statSync(join(dir, 'ucompute.db-wal')).size - 32) / (24 + PAGE);
 
   // Durable transactions are the ones that sync to disk; concurrent requests should share them.
   let durable = 0;
-  const transaction = store.transaction;
+  const transaction = store.transaction.bind(store);
   store.transaction = (fn, options) => {
     if (options?.durable) durable++;
     return transaction(fn, options);
@@ -73,22 +71,22 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
   const finished = async () =>
     Number(
       (
-        store.db.prepare("select count(*) as n from jobs where state = 'SUCCESS'").get() as {
+        store.database.prepare("select count(*) as n from jobs where state = 'SUCCESS'").get() as {
           n: number;
         }
       ).n,
     );
   for (let i = 0; i < 500 && (await finished()) < JOBS; i++) await new Promise((r) => setTimeout(r, 20));
   await jobs.stop();
-  assert.equal(finished(), JOBS);
+  assert.equal(await finished(), JOBS);
 
   // Queued, built (its output folder), running, finished: nothing more, for every job.
-  const updates = store.db
+  const updates = store.database
     .prepare('select count(*) as n from job_updates group by job_id having n != 4')
     .all();
   assert.deepEqual(updates, [], 'jobs with other than four updates');
   assert.ok(durable <= JOBS / 4, `${durable} syncs to disk for ${JOBS} jobs sent 16 at a time`);
   const perJob = frames() / JOBS;
   assert.ok(perJob <= 25, `${perJob.toFixed(1)} pages written per job`);
-  store.close();
+  await store.close();
 });

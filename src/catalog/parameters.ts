@@ -35,6 +35,11 @@ export interface ParameterRules {
   /** Folders the owner's files may come from (`/home/<user>`, `/projects/<id>`). */
   drives: readonly string[];
   licenseServers: ReadonlySet<string>;
+  /**
+   * Drives mounted read-write at `/work/<name>` in every job of an application that allows
+   * additional folders (the sessions' own files: the owner's drive), as if given as resources.
+   */
+  sessionDrives?: readonly string[];
 }
 
 const ACCEPTS: Record<ApplicationParameter['type'], readonly AppParameterValue['type'][]> = {
@@ -90,6 +95,11 @@ export function checkParameters(
   for (const value of Object.values(values)) {
     if (value.type === 'file') files.push(mountOf(value));
     if (value.type === 'peer') peers.push({ hostname: value.hostname, jobId: value.jobId });
+  }
+
+  if (app.invocation.allowAdditionalMounts) {
+    for (const drive of rules.sessionDrives ?? [])
+      files.push(mountOf({ type: 'file', path: drive, readOnly: false }));
   }
 
   (input.resources ?? []).forEach((resource, i) => {

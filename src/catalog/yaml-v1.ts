@@ -279,7 +279,7 @@ function normaliseParameter(
 }
 
 /** Defaults come bare (`defaultValue: 42`) or in value form (`defaultValue: {type: integer, value: 42}`). */
-function defaultToValue(
+export function defaultToValue(
   parameter: ApplicationParameter,
   raw: unknown,
   path: string,

@@ -1,3 +1,4 @@
+import { ADMIN_DIRECTORY_COMMANDS, ADMIN_DIRECTORY_USAGE, adminDirectoryCommand } from './admin-directory.ts';
 import { clientFlags, type OptionValues, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';
@@ -20,6 +21,7 @@ Administration (the token must be an administrator's):
                                                  \`ucompute products\`), valid from --start (now)
                                                  to --end (a year later)
   admin token USER [--description TEXT]          make an API token for USER; prints only the token
+${ADMIN_DIRECTORY_USAGE}
 
 DATE: ${DATE_FORMS}.
 
@@ -33,13 +35,16 @@ const SUBCOMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   token: adminToken,
 };
 
+/** The administrators' commands, for the shell's completion. */
+export const ADMIN_COMMANDS = [...Object.keys(SUBCOMMANDS), ...ADMIN_DIRECTORY_COMMANDS];
+
 export async function adminCommand(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
     process.stdout.write(`${ADMIN_USAGE}\n`);
     return name === undefined ? 2 : 0;
   }
-  const run = SUBCOMMANDS[name];
+  const run = SUBCOMMANDS[name] ?? adminDirectoryCommand(name, ADMIN_USAGE);
   if (!run) throw new CliError(`unknown admin command "${name}"\n\n${ADMIN_USAGE}`);
   return run(rest);
 }

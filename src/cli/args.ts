@@ -43,7 +43,7 @@ export function parseClientCommand(argv: string[], usage: string, extra: ParseAr
 
 export function clientFlags(values: OptionValues): ClientFlags {
   const s = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
-  return { url: s('url'), token: s('token'), 'data-dir': s('data-dir') };
+  return { url: s('url'), token: s('token'), 'data-dir': s('data-dir'), project: s('project') };
 }
 
 /** A string option's value, or undefined. */

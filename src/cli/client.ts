@@ -10,6 +10,7 @@ export const CLIENT_OPTIONS = {
   url: { type: 'string' },
   token: { type: 'string' },
   'data-dir': { type: 'string' },
+  project: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -19,18 +20,26 @@ export const CLIENT_OPTIONS_USAGE = `Connection options (every command that talk
   --token TOKEN       API token (default $UCOMPUTE_TOKEN, else <data-dir>/${ADMIN_TOKEN_FILE})
   --data-dir DIR      where \`ucompute serve\` wrote its admin token
                       (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
+  --project ID        work in this project's workspace (default $UCOMPUTE_PROJECT): jobs run on
+                      its credits, lists show its jobs, wallets and usage, relative file paths
+                      start at /projects/ID
   --json              print the API's responses as JSON instead of tables`;
 
 export interface ClientFlags {
   url?: string | undefined;
   token?: string | undefined;
   'data-dir'?: string | undefined;
+  project?: string | undefined;
 }
 
 export interface Client {
   readonly url: string;
+  /** The project whose workspace every request works in (sent as the `Project` header), if any. */
+  readonly project: string | undefined;
   get<T>(path: string, query?: Record<string, string | number | undefined>): Promise<T>;
   post<T>(path: string, body: unknown, headers?: Record<string, string>): Promise<T>;
+  /** DELETE with a JSON body (UCloud's bulk deletes). */
+  delete<T>(path: string, body: unknown): Promise<T>;
   /**
    * A request whose body or answer is a stream of bytes (files): the answer, once the service
    * accepted it; a refusal throws like `get`.
@@ -91,7 +100,11 @@ export async function connect(flags: ClientFlags): Promise<Client> {
     throw new CliError(`--url: ${url} must start with http:// or https://`);
   }
   const { token, source } = await findToken(flags);
-  const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  const project = flags.project ?? (process.env.UCOMPUTE_PROJECT || undefined);
+  const auth: Record<string, string> = {
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+    ...(project !== undefined ? { project } : {}),
+  };
 
   const unreachable = (cause: unknown): CliError => {
     const code = networkCode(cause);
@@ -159,9 +172,11 @@ export async function connect(flags: ClientFlags): Promise<Client> {
 
   return {
     url,
+    project,
     bytes,
     get: (path, query = {}) => request('GET', `${path}${queryString(query)}`),
     post: (path, body, headers) => request('POST', path, body, headers),
+    delete: (path, body) => request('DELETE', path, body),
     socket(path, query) {
       const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${path}${queryString(query)}`, {
         headers: auth,

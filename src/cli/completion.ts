@@ -1,16 +1,5 @@
-import { ADMIN_USAGE } from './admin.ts';
-import { APPS_SHOW_USAGE } from './app-show.ts';
-import { APPS_VALIDATE_USAGE } from './apps.ts';
 import { parseCommandLine } from './args.ts';
 import { CliError } from './errors.ts';
-import { FILES_USAGE } from './files.ts';
-import { IMAGES_USAGE } from './images.ts';
-import { JOBS_USAGE } from './job-list.ts';
-import { APPS_USAGE, CANCEL_USAGE, EXTEND_USAGE, LOGS_USAGE, PRODUCTS_USAGE, SHOW_USAGE } from './jobs.ts';
-import { PLAN_USAGE } from './plan.ts';
-import { RUN_USAGE } from './run.ts';
-import { BALANCE_USAGE, USAGE_USAGE } from './usage.ts';
-import { VCJOB_USAGE } from './vcjob.ts';
 
 export const COMPLETION_USAGE = `Usage: ucompute completion bash|zsh
 
@@ -18,33 +7,27 @@ Prints a completion script for the shell: commands, subcommands and options.
   bash:  source <(ucompute completion bash)      (or save it in ~/.local/share/bash-completion/completions/ucompute)
   zsh:   source <(ucompute completion zsh)       (or save it as _ucompute in a folder of $fpath)`;
 
-/**
- * What each command completes: its subcommands and the options its usage text lists, so that the
- * scripts follow the usage texts. `serve`'s usage is spelled here, not imported: importing it would
- * load the backends just to print a script.
- */
-function commandWords(): Record<string, string[]> {
-  const options = (...usages: string[]) =>
-    [...new Set(usages.join('\n').match(/--[a-z][a-z-]*/g) ?? [])].sort();
-  return {
-    serve: ['--config', '--port', '--host', '--data-dir', '--apps', '--products', '--backend', '--help'],
-    plan: options(PLAN_USAGE),
-    vcjob: ['run', ...options(VCJOB_USAGE)],
-    images: ['ls', 'import', 'pull', 'build', 'rm', ...options(IMAGES_USAGE)],
-    apps: ['show', 'validate', ...options(APPS_USAGE, APPS_SHOW_USAGE, APPS_VALIDATE_USAGE)],
-    products: options(PRODUCTS_USAGE),
-    run: options(RUN_USAGE),
-    jobs: options(JOBS_USAGE),
-    show: options(SHOW_USAGE),
-    logs: ['-f', ...options(LOGS_USAGE)],
-    files: ['ls', 'put', 'get', 'cat', 'mkdir', 'mv', 'cp', 'rm', ...options(FILES_USAGE)],
-    cancel: options(CANCEL_USAGE),
-    extend: options(EXTEND_USAGE),
-    balance: options(BALANCE_USAGE),
-    usage: options(USAGE_USAGE),
-    admin: ['user', 'project', 'member', 'grant', 'token', ...options(ADMIN_USAGE)],
-    completion: ['bash', 'zsh'],
-  };
+/** A command as the completion sees it. */
+export interface Completed {
+  name: string;
+  /**
+   * What the shell completes after it: `words` (subcommands, short options) and the options its
+   * usage texts list, so that the scripts follow the usage texts. Loaded only for the scripts.
+   */
+  completes(): Promise<{ words?: readonly string[]; usages: string[] }>;
+}
+
+/** Each command's words: its own, then its options in order. */
+async function commandWords(commands: Completed[]): Promise<Record<string, string[]>> {
+  const entries = await Promise.all(
+    commands.map(async (command) => {
+      const { words = [], usages } = await command.completes();
+      // Every command takes --help, whether its usage text says so or not.
+      const options = new Set([...(usages.join('\n').match(/--[a-z][a-z-]*/g) ?? []), '--help']);
+      return [command.name, [...words, ...[...options].sort()]];
+    }),
+  );
+  return Object.fromEntries(entries);
 }
 
 function bashScript(words: Record<string, string[]>): string {
@@ -92,7 +75,7 @@ if (( $+functions[compdef] )); then compdef _ucompute ucompute; fi
 `;
 }
 
-export async function completionCommand(argv: string[]): Promise<number> {
+export async function completionCommand(argv: string[], commands: Completed[]): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     { help: { type: 'boolean', short: 'h' } },
@@ -106,7 +89,7 @@ export async function completionCommand(argv: string[]): Promise<number> {
   if (positionals.length !== 1 || (shell !== 'bash' && shell !== 'zsh')) {
     throw new CliError(`completion takes bash or zsh\n\n${COMPLETION_USAGE}`);
   }
-  const words = commandWords();
+  const words = await commandWords(commands);
   process.stdout.write(shell === 'bash' ? bashScript(words) : zshScript(words));
   return 0;
 }

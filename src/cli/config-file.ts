@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
-import { Config, type ResolvedPipelineConfig, resolvePipelineConfig } from '../model/config.ts';
+import { Config } from '../config/config.ts';
+import { type ResolvedPipelineConfig, resolvePipelineConfig } from '../model/config.ts';
 import { inFile, ValidationError } from '../model/errors.ts';
 import { parser } from '../model/validate.ts';
 import { EMBEDDED_CONFIG } from './defaults.ts';

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Config } from '../model/config.ts';
+import type { Config } from '../config/config.ts';
 
 /** The example catalogue and products shipped with ucompute: the embedded defaults. */
 export const EXAMPLE_APPS = fileURLToPath(new URL('../../examples/apps', import.meta.url));

@@ -14,11 +14,12 @@ import { formatTime, printJson, table } from './format.ts';
 export const FILES_USAGE = `Usage: ucompute files COMMAND [options]
 
 The files of the drives you may reach: your home /home/<you> and /projects/<id> of your projects.
+Paths are absolute; with --project (or $UCOMPUTE_PROJECT) a relative path starts at /projects/<id>.
 
 Commands:
   ls PATH                 list a folder (or describe a file)
-  put LOCAL PATH          upload a file (PATH may name a folder to put it in; missing folders
-                          are made; --resume continues a broken upload at the size the file
+  put LOCAL PATH          upload a file (PATH may name a folder, or end with /, to put it in;
+                          missing folders are made first; --resume continues a broken upload at the size the file
                           has on the service)
   get PATH [LOCAL]        download a file (LOCAL: a file, a folder, or - for standard output;
                           default: its name in the current folder; --resume continues a download)
@@ -46,24 +47,29 @@ interface FileEntry {
 const SHOW_PROGRESS_FROM = 16 * 1024 * 1024;
 const PAGE = 1000;
 
+/** Each files command's fewest and most arguments. */
+const ARITY: Record<string, [number, number]> = {
+  ls: [1, 1],
+  put: [2, 2],
+  get: [1, 2],
+  cat: [1, 1],
+  mkdir: [1, 1],
+  mv: [2, 2],
+  cp: [2, 2],
+  rm: [1, Number.POSITIVE_INFINITY],
+};
+
+/** The files commands, for the shell's completion. */
+export const FILES_COMMANDS = Object.keys(ARITY);
+
 export async function filesCommand(argv: string[]): Promise<number> {
   const { values, positionals, help } = parseClientCommand(argv, FILES_USAGE, {
     resume: { type: 'boolean' },
   });
   if (help) return 0;
   const [command, ...args] = positionals;
-  const arity: Record<string, [number, number]> = {
-    ls: [1, 1],
-    put: [2, 2],
-    get: [1, 2],
-    cat: [1, 1],
-    mkdir: [1, 1],
-    mv: [2, 2],
-    cp: [2, 2],
-    rm: [1, Number.POSITIVE_INFINITY],
-  };
   if (command === undefined) throw new CliError(`which files command?\n\n${FILES_USAGE}`);
-  const [least, most] = arity[command] ?? [];
+  const [least, most] = ARITY[command] ?? [];
   if (least === undefined || most === undefined) {
     throw new CliError(`unknown files command "${command}"\n\n${FILES_USAGE}`);
   }
@@ -73,40 +79,59 @@ export async function filesCommand(argv: string[]): Promise<number> {
     );
   }
   const client = await connect(clientFlags(values));
+  const remote = (path: string) => inWorkspace(client, path);
+  // Every argument but put's first (a local file) and get's second names a path on the service.
+  const local = (i: number) => (command === 'put' && i === 0) || (command === 'get' && i === 1);
+  const paths = args.map((a, i) => (local(i) ? a : remote(a)));
   const json = values.json === true;
   const resume = values.resume === true;
   const entry = (e: FileEntry) => (json ? printJson(e) : process.stdout.write(`${e.path}\n`));
 
   switch (command) {
     case 'ls':
-      await list(client, args[0]!, json);
+      await list(client, paths[0]!, json);
       return 0;
     case 'put':
-      entry(await put(client, args[0]!, args[1]!, resume));
+      entry(await put(client, paths[0]!, paths[1]!, resume));
       return 0;
     case 'get':
-      await get(client, args[0]!, args[1], resume);
+      await get(client, paths[0]!, paths[1], resume);
       return 0;
     case 'cat':
-      await download(client, args[0]!, () => process.stdout, 0);
+      await download(client, paths[0]!, () => process.stdout, 0);
       return 0;
     case 'mkdir':
-      entry(await client.post<FileEntry>('/api/files/folder', { path: args[0] }));
+      entry(await client.post<FileEntry>('/api/files/folder', { path: paths[0] }));
       return 0;
     case 'mv':
-      entry(await client.post<FileEntry>('/api/files/move', { from: args[0], to: args[1] }));
+      entry(await client.post<FileEntry>('/api/files/move', { from: paths[0], to: paths[1] }));
       return 0;
     case 'cp':
-      entry(await client.post<FileEntry>('/api/files/copy', { from: args[0], to: args[1] }));
+      entry(await client.post<FileEntry>('/api/files/copy', { from: paths[0], to: paths[1] }));
       return 0;
     default: // rm
-      for (const path of args) {
+      for (const path of paths) {
         const trashed = await client.post<FileEntry>('/api/files/trash', { path });
         if (json) printJson(trashed, true);
         else process.stdout.write(`${path} -> ${trashed.path}\n`);
       }
       return 0;
   }
+}
+
+/**
+ * A path on the service: absolute as given; relative to the workspace's drive (/projects/<id>)
+ * with --project. A personal workspace's relative path is refused here: its drive's name is the
+ * user's, which the token alone does not tell.
+ */
+function inWorkspace(client: Client, path: string): string {
+  if (path.startsWith('/')) return path;
+  if (client.project === undefined) {
+    throw new CliError(
+      `${path}: give a path in a drive, such as /home/<you>/${path} (relative paths need --project)`,
+    );
+  }
+  return `/projects/${client.project}/${path}`;
 }
 
 async function list(client: Client, path: string, json: boolean): Promise<void> {
@@ -140,8 +165,12 @@ async function list(client: Client, path: string, json: boolean): Promise<void> 
   process.stdout.write(table(['NAME', 'TYPE', 'SIZE', 'MODIFIED'], rows));
 }
 
-/** The remote path a local file goes to: into PATH when PATH is a folder. */
+/**
+ * The remote path a local file goes to: into PATH when PATH is a folder, or ends with `/` (a
+ * folder made if missing, as `cp FILE DIR/` would not: ucompute makes it in the same step).
+ */
 async function target(client: Client, local: string, remote: string): Promise<FileEntry | string> {
+  if (remote.endsWith('/')) return target(client, local, `${remote.replace(/\/+$/, '')}/${basename(local)}`);
   const existing = await client.get<FileEntry>('/api/files/stat', { path: remote }).catch((e: unknown) => {
     if (e instanceof ApiError && e.status === 404) return undefined;
     throw e;

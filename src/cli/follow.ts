@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RawData } from 'ws';
-import { isFinal, type Job, type JobStatus, type JobUpdate } from '../model/job.ts';
+import type { Job, JobStatus, JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { Client } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, formatUpdate, printJson } from './format.ts';

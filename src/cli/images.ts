@@ -7,6 +7,7 @@ import {
   openImageStore,
   type StoredImage,
 } from '../backends/local/images/store.ts';
+import { formatBytes } from '../model/bytes.ts';
 import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
@@ -123,7 +124,7 @@ function table(images: StoredImage[]): string {
     ...images.map((i) => [
       i.name,
       i.id.replace(/^sha256:/, '').slice(0, 12),
-      sizeOf(i.size),
+      formatBytes(i.size),
       i.created ?? '-',
     ]),
   ];
@@ -137,10 +138,4 @@ function table(images: StoredImage[]): string {
           .trimEnd()}\n`,
     )
     .join('');
-}
-
-function sizeOf(bytes: number): string {
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} kB`;
-  if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MB`;
-  return `${(bytes / 1024 ** 3).toFixed(2)} GB`;
 }

@@ -8,8 +8,6 @@ import { endedAt, outcomeOf } from './outcome.ts';
 const STATES: string[] = JobState.anyOf.map((s) => s.const);
 
 const MAX_PAGE = 250;
-/** --project filters here, not in the service: it reads at most this many pages looking for matches. */
-const MAX_PAGES_FILTERED = 40;
 /** How often a watch draws ELAPSED and LEFT again; it reads the list again only when a job changed. */
 const WATCH_INTERVAL_MS = 2000;
 /** A watch ends by itself after a day, so that a forgotten terminal does not watch forever. */
@@ -19,12 +17,12 @@ export const JOBS_USAGE = `Usage: ucompute jobs [options]
 
 Lists jobs, newest first: id, application, state (with the ranks that exited non-zero, as in
 "SUCCESS (exit 1 on rank 0)"), creation time, time run (ELAPSED), time left before the job's
-limit (LEFT), name, and the backend's latest word.
+limit (LEFT), name, who started it (and in which project), and the backend's latest word. With
+--project, only that project's jobs.
 
 Options:
   --state STATE       only jobs in this state (${STATES.join(', ')})
   --app NAME          only jobs of this application
-  --project ID        only jobs in this project's workspace
   --limit N           at most N jobs (default 50)
   --watch             redraw the list when a job changes (pushed by the service) and its times
                       every ${WATCH_INTERVAL_MS / 1000} s, until Ctrl-C
@@ -34,7 +32,6 @@ ${CLIENT_OPTIONS_USAGE}`;
 interface ListOptions {
   state: string | undefined;
   app: string | undefined;
-  project: string | undefined;
   limit: number;
 }
 
@@ -42,7 +39,6 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   const { values, positionals, help } = parseClientCommand(argv, JOBS_USAGE, {
     state: { type: 'string' },
     app: { type: 'string' },
-    project: { type: 'string' },
     limit: { type: 'string' },
     watch: { type: 'boolean' },
   });
@@ -60,7 +56,6 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   const options = {
     state,
     app: stringOption(values, 'app'),
-    project: stringOption(values, 'project'),
     limit,
   };
   const client = await connect(clientFlags(values));
@@ -77,16 +72,15 @@ export async function jobsCommand(argv: string[]): Promise<number> {
 async function listJobs(client: Client, o: ListOptions): Promise<{ items: Job[]; next: string | null }> {
   const items: Job[] = [];
   let next: string | null | undefined;
-  const pages = o.project !== undefined ? MAX_PAGES_FILTERED : Math.ceil(o.limit / MAX_PAGE);
+  const pages = Math.ceil(o.limit / MAX_PAGE);
   for (let page = 0; items.length < o.limit && page <= pages; page++) {
     const response = await client.get<{ items: Job[]; next: string | null }>('/api/jobs/browse', {
-      itemsPerPage: o.project !== undefined ? MAX_PAGE : Math.min(o.limit - items.length, MAX_PAGE),
+      itemsPerPage: Math.min(o.limit - items.length, MAX_PAGE),
       next: next ?? undefined,
       filterState: o.state,
       filterApplication: o.app,
     });
-    const wanted = response.items.filter((j) => o.project === undefined || j.owner.project === o.project);
-    items.push(...wanted.slice(0, o.limit - items.length));
+    items.push(...response.items.slice(0, o.limit - items.length));
     next = response.next;
     if (!next) break;
   }
@@ -95,7 +89,7 @@ async function listJobs(client: Client, o: ListOptions): Promise<{ items: Job[];
 
 export function jobsTable(jobs: Job[], now: number): string {
   return table(
-    ['ID', 'APP', 'STATE', 'CREATED', 'ELAPSED', 'LEFT', 'NAME', 'STATUS'],
+    ['ID', 'APP', 'STATE', 'CREATED', 'ELAPSED', 'LEFT', 'NAME', 'OWNER', 'STATUS'],
     jobs.map((j) => [
       j.id,
       `${j.specification.application.name}@${j.specification.application.version}`,
@@ -104,6 +98,7 @@ export function jobsTable(jobs: Job[], now: number): string {
       elapsed(j, now),
       left(j, now),
       j.specification.name ?? '',
+      j.owner.project !== undefined ? `${j.owner.createdBy} in ${j.owner.project}` : j.owner.createdBy,
       // The latest word from the backend: a waiting job's reason and queue position, say.
       j.updates.findLast((u) => u.status !== undefined)?.status ?? '',
     ]),

@@ -1,3 +1,4 @@
+import { DEFAULT_WARN_BEFORE_MS } from '../jobs/expiry-warnings.ts';
 import type { Job } from '../model/job.ts';
 import type { Product } from '../model/product.ts';
 import type { AppSummary } from '../server/schemas.ts';
@@ -8,6 +9,7 @@ import { CliError } from './errors.ts';
 import { finalOutcome, followJob } from './follow.ts';
 import {
   formatDuration,
+  formatSpan,
   formatTime,
   formatUpdate,
   listOf,
@@ -196,6 +198,15 @@ export async function showCommand(argv: string[]): Promise<number> {
   const job = await client.get<Job>('/api/jobs/retrieve', { id });
   if (values.json) printJson(job);
   else process.stdout.write(describeJob(job));
+  const left =
+    job.status.state === 'RUNNING'
+      ? (job.status.expiresAt ?? Number.POSITIVE_INFINITY) - Date.now()
+      : Infinity;
+  if (left <= DEFAULT_WARN_BEFORE_MS) {
+    process.stderr.write(
+      `warning: the job's time runs out in ${formatSpan(left)}: \`ucompute extend ${id} 1h\` gives it an hour more\n`,
+    );
+  }
   return 0;
 }
 

@@ -1,19 +1,23 @@
 import { parseArgs } from 'node:util';
 import type { Job } from '../model/job.ts';
+import { clientFlags } from './args.ts';
 import { openInBrowser } from './browser.ts';
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 
 export const OPEN_USAGE = `Usage: ucompute open ID [--rank N] [options]
 
-Opens the web app or remote desktop of a running job: prints a one-time link that signs your
-browser in to the app (valid for a minute), and opens it in your browser when there is one. The
-browser is handed a file only you can read that leads to the link, never the link itself: a
-command line is readable by every user of the machine.
+Opens the web app or remote desktop of a job: waits, as the web interface's Connect does, until
+the job runs and its app answers (saying what it waits for on standard error), then prints a
+one-time link that signs your browser in to the app (valid for a minute), and opens it in your
+browser when there is one. The browser is handed a file only you can read that leads to the link,
+never the link itself: a command line is readable by every user of the machine.
 
 Options:
   --rank N            which replica (default 0)
   --url-only          print the link only; open no browser
+  --no-wait           open the session at once (the job must be running), without waiting for
+                      the app to answer
 
 ${CLIENT_OPTIONS_USAGE}`;
 
@@ -54,14 +58,19 @@ export async function openCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { ...CLIENT_OPTIONS, rank: { type: 'string' }, 'url-only': { type: 'boolean' } },
+    options: {
+      ...CLIENT_OPTIONS,
+      rank: { type: 'string' },
+      'url-only': { type: 'boolean' },
+      'no-wait': { type: 'boolean' },
+    },
   });
   if (values.help) {
     process.stdout.write(`${OPEN_USAGE}\n`);
     return 0;
   }
   const { id, rank } = jobAndRank(positionals, values.rank, OPEN_USAGE);
-  const client = await connect(values);
+  const client = await connect(clientFlags(values));
   const job = await client.get<Job>('/api/jobs/retrieve', { id });
   const { name, version } = job.specification.application;
   const app = await client.get<{ application: { invocation: { applicationType: string } } }>(
@@ -74,6 +83,7 @@ export async function openCommand(argv: string[]): Promise<number> {
       `${name} is a ${type} application: it has no page to open; try \`ucompute shell ${id}\``,
     );
   }
+  if (!values['no-wait']) await untilAnswering(client, id, rank);
   const session = await openSession(client, id, rank, type);
   const link = session.redirectClientTo ?? session.url ?? '';
   if (values.json) {
@@ -85,4 +95,40 @@ export async function openCommand(argv: string[]): Promise<number> {
     process.stdout.write('opened in your browser\n');
   }
   return 0;
+}
+
+interface Readiness {
+  state: string;
+  ready: boolean;
+  status?: string;
+}
+
+/** Each wait asks the service to hold on this long; `open` waits an hour at most. */
+const WAIT_MS = 10_000;
+const MAX_WAITS = 360;
+
+/**
+ * Waits until the job runs and its app answers, saying on standard error what it waits for each
+ * time that changes; a job that ends first is an error naming its state and last word.
+ */
+async function untilAnswering(client: Client, id: string, rank: number): Promise<void> {
+  let said = '';
+  for (let wait = 0; wait < MAX_WAITS; wait++) {
+    const now = await client.get<Readiness>('/api/jobs/interactiveSession/ready', {
+      id,
+      rank,
+      waitMs: WAIT_MS,
+    });
+    if (now.ready) return;
+    if (['SUCCESS', 'FAILURE', 'EXPIRED'].includes(now.state)) {
+      throw new CliError(`job ${id} has ended (${now.state})${now.status ? `: ${now.status}` : ''}`, 1);
+    }
+    const saying =
+      now.state === 'RUNNING'
+        ? 'the job runs; waiting for its app to answer'
+        : `waiting for the job to start (${now.state}${now.status ? `: ${now.status}` : ''})`;
+    if (saying !== said) process.stderr.write(`${saying}\n`);
+    said = saying;
+  }
+  throw new CliError(`job ${id}'s app did not answer within an hour; try again, or --no-wait`, 1);
 }

@@ -1,4 +1,5 @@
-import { isFinal, type Job } from '../model/job.ts';
+import type { Job } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 
 /**
  * How a job ended, as Slurm users read it: the state stays SUCCESS when the application exits

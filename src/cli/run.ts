@@ -24,11 +24,14 @@ Options:
                           license_server            the license server's id
   --file NAME=PATH[:ro] a file or folder parameter; PATH is a storage path (/home/<user>/...,
                         /projects/<id>/...); ":ro" mounts it read-only (repeatable)
+  --mount PATH[:ro]     also mount a folder (or file) of your drives or your projects' drives at
+                        /work/<its name>, read-only with ":ro" (repeatable; for applications that
+                        allow additional folders: the interactive ones mount your drive, the job's
+                        workspace drive, at /work/<drive name> by themselves)
   --product ID          machine type, or CATEGORY/ID (default: the first of \`ucompute products\`)
   --replicas N          number of replicas (default 1)
   --time DURATION       time limit: 45s, 90m, 2h, 1h30m, 1d (default: the tool's)
   --name NAME           a name for the job
-  --project ID          run in this project's workspace
   --wait                wait until the job ends and print its final state; exit as srun does:
                         0 for a clean SUCCESS, the application's exit code (the highest of its
                         ranks') when it exited non-zero, 1 when the job did not succeed
@@ -173,11 +176,11 @@ export async function runCommand(argv: string[]): Promise<number> {
       ...CLIENT_OPTIONS,
       param: { type: 'string', multiple: true },
       file: { type: 'string', multiple: true },
+      mount: { type: 'string', multiple: true },
       product: { type: 'string' },
       replicas: { type: 'string' },
       time: { type: 'string' },
       name: { type: 'string' },
-      project: { type: 'string' },
       wait: { type: 'boolean' },
       follow: { type: 'boolean' },
     },
@@ -203,6 +206,17 @@ export async function runCommand(argv: string[]): Promise<number> {
     const [name, rest] = splitAssignment(f, '--file');
     const readOnly = rest.endsWith(':ro');
     return { name, path: readOnly ? rest.slice(0, -3) : rest, readOnly };
+  });
+
+  const mounts = (values.mount ?? []).map((m): AppParameterValue => {
+    const readOnly = m.endsWith(':ro');
+    const path = readOnly ? m.slice(0, -3) : m;
+    if (!path.startsWith('/')) {
+      throw new CliError(
+        `--mount ${m}: must be a storage path such as /home/<user>/data or /projects/<id>/data`,
+      );
+    }
+    return { type: 'file', path, readOnly };
   });
 
   const client = await connect(values);
@@ -236,6 +250,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     ...(values.name !== undefined ? { name: values.name } : {}),
     ...(replicas !== undefined ? { replicas } : {}),
     ...(Object.keys(parameters).length > 0 ? { parameters } : {}),
+    ...(mounts.length > 0 ? { resources: mounts } : {}),
     ...(timeAllocation !== undefined ? { timeAllocation } : {}),
   };
   const response = await client.post<{ responses: { id: string }[] }>(
@@ -244,7 +259,6 @@ export async function runCommand(argv: string[]): Promise<number> {
     {
       // A fresh key per run: the service then never creates this job twice for one request.
       'idempotency-key': randomUUID(),
-      ...(values.project !== undefined ? { project: values.project } : {}),
     },
   );
   const id = response.responses[0]?.id;

@@ -6,13 +6,17 @@ import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts'
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
+import type { Config } from '../config/config.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
+import { expiryWarnings } from '../jobs/expiry-warnings.ts';
+import { resourceSampler, resourceSeriesCleanup } from '../jobs/resource-sampler.ts';
 import { createJobService } from '../jobs/service.ts';
-import { type Config, resolvePipelineConfig } from '../model/config.ts';
+import { resolvePipelineConfig } from '../model/config.ts';
 import { ValidationError } from '../model/errors.ts';
 import { accountOf } from '../model/owner.ts';
 import { PLUGINS } from '../plugins/index.ts';
+import { openProvider, type Provider } from '../provider/provider.ts';
 import { buildServer } from '../server/app.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
@@ -29,26 +33,7 @@ import {
   EXAMPLE_PRODUCTS,
 } from './defaults.ts';
 import { CliError, isProgrammingError } from './errors.ts';
-
-export const SERVE_USAGE = `Usage: ucompute serve [options]
-
-Starts the service. With no configuration it runs on embedded defaults: the local backend, SQLite
-in the data folder, the example catalogue and products, and one admin user "${ADMIN_USER}" whose
-token is written to <data-dir>/${ADMIN_TOKEN_FILE} (the CLI reads it from there).
-
-Options:
-  --config FILE       YAML configuration (see README)
-  --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
-  --host HOST         listen address (default 127.0.0.1)
-  --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
-  --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
-                      A change to a file under them reloads the catalogue (no restart); a
-                      change that does not load is logged and the catalogue in use stays
-  --products FILE     products YAML
-  --backend NAME      local (default: jobs run on this machine), kubernetes, or dry (runs nothing);
-                      kubernetes uses the in-cluster service account, kubernetes.kubeconfig,
-                      $KUBECONFIG or ~/.kube/config, and says which cluster, context and
-                      namespace it uses`;
+import { SERVE_USAGE } from './serve-usage.ts';
 
 const YEAR = 365 * 24 * 3600 * 1000;
 
@@ -102,7 +87,20 @@ export async function serveCommand(argv: string[]): Promise<number> {
     opened.push(() => store.close());
     const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
     const storage = directoryStorage(storageRoot);
-    const env = { catalog: catalog.catalog, products, config: resolvePipelineConfig(config) };
+    const ucloud = config.mode === 'ucloud-provider' ? config.ucloud : undefined;
+    if (config.mode === 'ucloud-provider' && !ucloud) {
+      throw new CliError('mode ucloud-provider needs a `ucloud` section (see ucompute serve --help)');
+    }
+    const provider: Provider | undefined = ucloud
+      ? await openProvider({ config: ucloud, store, log })
+      : undefined;
+    if (provider) opened.push(() => provider.stop());
+    const env = {
+      // Core resolves every job's application: the catalogue is what it sent.
+      catalog: provider ? provider.catalog : catalog.catalog,
+      products,
+      config: resolvePipelineConfig(ucloud ? { ...config, provider: ucloud.providerId } : config),
+    };
 
     const token = await bootstrapAdmin(
       store,
@@ -127,17 +125,46 @@ export async function serveCommand(argv: string[]): Promise<number> {
       store,
       env,
       backend,
-      plugins: [...PLUGINS, sessionRevocation(store)],
+      plugins: [...PLUGINS, sessionRevocation(store), resourceSeriesCleanup(store)],
       storage,
       inputs: storage,
       log,
-      requireCredits: config.accounting?.requireCredits ?? true,
+      // Core holds the owners' credits in provider mode: it answers each usage report.
+      requireCredits: provider ? false : (config.accounting?.requireCredits ?? true),
+      ...(provider ? { mirror: provider.mirror } : {}),
       ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
     });
     opened.push(() => service.stop());
-    const app = await buildServer({ service, store, env, backend, storageRoot, logger: log });
+    const app = await buildServer({
+      service,
+      store,
+      env,
+      backend,
+      storageRoot,
+      logger: log,
+      ...(provider ? { provider: provider.mode(service, env, backend) } : {}),
+    });
     opened.push(() => app.close());
     await service.start();
+    // The live resource views and the warnings before a job's time runs out.
+    for (const watch of [
+      resourceSampler({ store, backend, log }),
+      expiryWarnings({
+        store,
+        addStatus: (id, status) => service.update(id, { status }),
+        log,
+        ...(config.notifications?.expiryWarningMinutes !== undefined
+          ? { warnBeforeMs: config.notifications.expiryWarningMinutes * 60_000 }
+          : {}),
+        ...(config.notifications?.webhook !== undefined ? { webhook: config.notifications.webhook } : {}),
+      }),
+    ]) {
+      watch.start();
+      opened.push(() => watch.stop());
+    }
+    provider
+      ?.start(service, env)
+      .catch((err: unknown) => log.error({ err }, 'provider mode failed to start'));
     const address = await app.listen({ port, host }).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'EADDRINUSE') throw e;
       throw new CliError(`${host}:${port} is in use (another ucompute serve?): choose another --port`, 1);
@@ -207,7 +234,12 @@ async function makeBackend(
     return { backend, about: backend.description };
   }
   try {
-    const backend = kubernetesBackend({ config: resolvePipelineConfig(config), storage, log });
+    const backend = kubernetesBackend({
+      config: resolvePipelineConfig(config),
+      settings: config.kubernetes,
+      storage,
+      log,
+    });
     return { backend, about: backend.description };
   } catch (e) {
     throw new CliError((e as Error).message);
@@ -227,7 +259,13 @@ async function bootstrapAdmin(
   const now = Date.now();
   if (await store.users.createUser(ADMIN_USER, true, now)) {
     for (const category of new Set(categories)) {
-      await store.accounting.grant(accountOf({ createdBy: ADMIN_USER }), category, initialCredits, now, now + YEAR);
+      await store.accounting.grant(
+        accountOf({ createdBy: ADMIN_USER }),
+        category,
+        initialCredits,
+        now,
+        now + YEAR,
+      );
     }
   }
   const file = join(dataDir, ADMIN_TOKEN_FILE);

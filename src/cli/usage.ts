@@ -9,7 +9,8 @@ import { listOf, printJson, table } from './format.ts';
 
 export const BALANCE_USAGE = `Usage: ucompute balance [options]
 
-Shows what is left in each of your wallets (your own, and those of the projects you manage): per
+Shows what is left in each of your wallets (your own, and those of the projects you manage; with
+--project, that project's, which every member may see): per
 product category, the credits left, used and allocated, and what the credits left buy on the
 category's cheapest machine type (e.g. "16,666 vCPU-hours").
 
@@ -24,7 +25,6 @@ Options:
   --since DATE        from this time (default: 30 days before --until)
   --until DATE        up to this time, exclusive (default: now)
   --by day|hour       bucket size (default day)
-  --project ID        only this project's wallets
 
 DATE: ${DATE_FORMS}.
 
@@ -102,7 +102,6 @@ export async function usageCommand(argv: string[]): Promise<number> {
     since: { type: 'string' },
     until: { type: 'string' },
     by: { type: 'string' },
-    project: { type: 'string' },
   });
   if (help) return 0;
   if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${USAGE_USAGE}`);
@@ -122,10 +121,9 @@ export async function usageCommand(argv: string[]): Promise<number> {
     to: until,
     bucket: by,
   });
-  const project = stringOption(values, 'project');
-  const items = response.items.filter((i) => project === undefined || i.owner === `project:${project}`);
+  const items = response.items;
   if (values.json) {
-    printJson({ ...response, items });
+    printJson(response);
     return 0;
   }
   const hourly = response.bucket === 'hour';

@@ -6,9 +6,10 @@ import { parseAllDocuments } from 'yaml';
 import { run } from '../backends/local/exec.ts';
 import { removeBridgeNetwork } from '../backends/local/network.ts';
 import { openLocalBackend } from '../backends/local/open.ts';
+import type { LocalSettings } from '../backends/local/settings.ts';
 import type { BackendEvent } from '../jobs/backend.ts';
-import { type LocalConfig, resolvePipelineConfig } from '../model/config.ts';
-import { readManifest } from '../volcano/manifest.ts';
+import { resolvePipelineConfig } from '../model/config.ts';
+import { readManifest } from '../volcano/emulation/manifest.ts';
 import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
@@ -129,8 +130,8 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
  * the configured network (egress, pool) applies.
  */
 async function privateNetwork(
-  configured: LocalConfig['network'],
-): Promise<NonNullable<LocalConfig['network']>> {
+  configured: LocalSettings['network'],
+): Promise<NonNullable<LocalSettings['network']>> {
   const used = process.getuid?.() === 0 ? await run('ip', ['-o', '-4', 'addr', 'show']).catch(() => '') : '';
   const free = Array.from({ length: 256 }, (_, i) => i).filter((i) => !used.includes(` 10.90.${i}.`));
   const third = free[Math.floor(Math.random() * free.length)];

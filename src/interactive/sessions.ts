@@ -49,6 +49,15 @@ const MAX_CACHED_SESSIONS = 10_000;
 /** The last use (and the expiry it extends) of sessions in use is written this often, and at close. */
 const WRITE_USE_EVERY_MS = 5_000;
 
+/**
+ * Where an opened session sends the browser. Standalone: the app's origin with a one-time ticket,
+ * the VNC page on the API's origin; provider mode builds UCloud's links (see src/provider).
+ */
+export interface SessionLinks {
+  web(jobId: string, rank: number, ticket: string, appHost: string): string;
+  vnc(jobId: string, rank: number, secret: string, hasPassword: boolean): string;
+}
+
 /** The path on an app's origin that trades a ticket for the session cookie. */
 export const AUTHORIZE_PATH = '/_ucompute/authorize';
 const newSecret = (): string => randomBytes(32).toString('base64url');
@@ -114,11 +123,11 @@ export function interactiveSessions(o: SessionOptions) {
     return cached.get(hash);
   }
 
-  /** Forgets cached sessions, their last use written first; all of them, or one job's. */
-  async function forgetSessions(jobId?: string): Promise<void> {
+  /** Forgets cached sessions, their last use written first: all of them, or those `which` picks. */
+  async function forgetSessions(which: (session: SessionRecord) => boolean = () => true): Promise<void> {
     const written = writeUse();
     for (const [hash, session] of cached) {
-      if (jobId === undefined || session.jobId === jobId) {
+      if (which(session)) {
         cached.delete(hash);
         used.delete(hash);
       }
@@ -200,7 +209,12 @@ export function interactiveSessions(o: SessionOptions) {
     },
 
     /** Opens one session per item; every item is checked before any is opened. */
-    async open(caller: Caller, items: readonly SessionRequest[], reached: Reached): Promise<OpenSession[]> {
+    async open(
+      caller: Caller,
+      items: readonly SessionRequest[],
+      reached: Reached,
+      links: SessionLinks = standaloneLinks(reached),
+    ): Promise<OpenSession[]> {
       // Sessions extended in memory have their new expiry written before the expired ones go.
       await writeUse();
       await store.sessions.deleteExpired(now());
@@ -223,13 +237,16 @@ export function interactiveSessions(o: SessionOptions) {
         if (item.sessionType === 'VNC') {
           const password = application.invocation.vnc?.password;
           const secret = await create('VNC', jobId, rank, caller.username);
-          // The secret travels in the fragment, which browsers never send to a server.
-          const url = `${reached.origin}/sessions/vnc?jobId=${jobId}&rank=${rank}${password !== undefined ? '&password=1' : ''}#${secret}`;
+          const url = links.vnc(jobId, rank, secret, password !== undefined);
           return { type: 'vnc', jobId, rank, url, ...(password !== undefined ? { password } : {}) };
         }
         const ticket = await create('TICKET', jobId, rank, caller.username);
-        const origin = `${reached.protocol}://${appHost(jobId, rank)}${reached.portSuffix}`;
-        return { type: 'web', jobId, rank, redirectClientTo: `${origin}${AUTHORIZE_PATH}?ticket=${ticket}` };
+        return {
+          type: 'web',
+          jobId,
+          rank,
+          redirectClientTo: links.web(jobId, rank, ticket, appHost(jobId, rank)),
+        };
       }
     },
 
@@ -289,7 +306,12 @@ export function interactiveSessions(o: SessionOptions) {
 
     /** Forgets a job's cached sessions (it stopped running; they are read again if it runs again). */
     forgetJob(jobId: string): Promise<void> {
-      return forgetSessions(jobId);
+      return forgetSessions((session) => session.jobId === jobId);
+    },
+
+    /** Forgets a user's cached sessions (they were disabled and their sessions deleted): none opens now. */
+    forgetUser(username: string): Promise<void> {
+      return forgetSessions((session) => session.username === username);
     },
 
     /** Writes the last use of sessions and stops. */
@@ -297,6 +319,17 @@ export function interactiveSessions(o: SessionOptions) {
       clearInterval(writing);
       return forgetSessions();
     },
+  };
+}
+
+/** Standalone mode's links: the app's origin (the API's scheme and port) and the VNC page. */
+function standaloneLinks(reached: Reached): SessionLinks {
+  return {
+    web: (_jobId, _rank, ticket, host) =>
+      `${reached.protocol}://${host}${reached.portSuffix}${AUTHORIZE_PATH}?ticket=${ticket}`,
+    // The secret travels in the fragment, which browsers never send to a server.
+    vnc: (jobId, rank, secret, hasPassword) =>
+      `${reached.origin}/sessions/vnc?jobId=${jobId}&rank=${rank}${hasPassword ? '&password=1' : ''}#${secret}`,
   };
 }
 

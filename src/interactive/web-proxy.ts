@@ -19,6 +19,8 @@ export interface ProxyOptions {
   sessions: Sessions;
   backend: Pick<Backend, 'connect'>;
   log: { warn(obj: object, msg?: string): void };
+  /** Another path that trades a ticket (in query parameter `query`) for the cookie: UCloud's `authorize-app`. */
+  authorizeAlso?: { path: string; query: string };
 }
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded, either way. */
@@ -91,13 +93,19 @@ export function webProxy(o: ProxyOptions) {
     return headers;
   }
 
+  /** The query parameter with the ticket when the path trades one for the cookie. */
+  function ticketParameter(path: string): string | undefined {
+    if (path === AUTHORIZE_PATH) return 'ticket';
+    return path === o.authorizeAlso?.path ? o.authorizeAlso.query : undefined;
+  }
+
   async function authorize(
     req: IncomingMessage,
     res: ServerResponse,
     target: AppTarget,
-    url: URL,
+    ticket: string,
   ): Promise<void> {
-    const secret = await sessions.trade(url.searchParams.get('ticket') ?? '', target.jobId, target.rank);
+    const secret = await sessions.trade(ticket, target.jobId, target.rank);
     if (secret === undefined) {
       page(res, 403, 'This link was used already or has expired. Open the app again from ucompute.', target);
       return;
@@ -191,8 +199,9 @@ export function webProxy(o: ProxyOptions) {
       res.writeHead(400).end();
       return;
     }
-    if (url.pathname === AUTHORIZE_PATH) {
-      await authorize(req, res, target, url);
+    const ticketIn = ticketParameter(url.pathname);
+    if (ticketIn !== undefined) {
+      await authorize(req, res, target, url.searchParams.get(ticketIn) ?? '');
       return;
     }
     const port = await sessions.portOf(target.jobId, 'WEB');

@@ -11,6 +11,11 @@ import { notFound } from './errors.ts';
 export interface Caller {
   username: string;
   admin: boolean;
+  /**
+   * The project whose workspace the caller works in (UCloud's `Project` header), checked to be
+   * one of theirs: browse, wallets and usage show that project only. Absent: everything they see.
+   */
+  project?: string;
 }
 
 /** UCloud's browse request: PaginationRequestV2, JobIncludeFlags' filters and its sort flags. */
@@ -25,6 +30,8 @@ export interface BrowseOptions {
   filterProvider?: string;
   filterProductId?: string;
   filterProductCategory?: string;
+  /** Only the jobs of this project's workspace (ucompute's own; the caller's workspace by default). */
+  filterProject?: string;
   /** Comma-separated job ids. */
   filterIds?: string;
   hideProvider?: string;
@@ -120,8 +127,13 @@ export function jobAccess(store: StoreParts) {
     };
   }
 
-  /** The accounts whose credits a caller sees: their own, and the projects they lead. */
+  /**
+   * The accounts whose credits a caller sees: their own, and the projects they lead; in a
+   * project's workspace, that project's (every member may see what the project has left).
+   */
   async function accountsOf(caller: Caller): Promise<string[]> {
+    if (caller.project !== undefined)
+      return [accountOf({ createdBy: caller.username, project: caller.project })];
     return [
       accountOf({ createdBy: caller.username }),
       ...(await store.users.memberships(caller.username))
@@ -152,7 +164,9 @@ export function jobAccess(store: StoreParts) {
       const bucket = q.bucket ?? 'day';
       if (from >= to) throw new ValidationError([{ path: 'from', message: 'must be before to' }]);
       const charges = await Promise.all(
-        (await accountsOf(caller)).map(async (a) => [a, await store.accounting.charges(a, from, to)] as const),
+        (await accountsOf(caller)).map(
+          async (a) => [a, await store.accounting.charges(a, from, to)] as const,
+        ),
       );
       return { from, to, bucket, items: usageBuckets(charges, bucket) };
     },
@@ -189,6 +203,7 @@ export function jobAccess(store: StoreParts) {
         ...optional('createdBefore', o.filterCreatedBefore),
         ...optional('productId', o.filterProductId),
         ...optional('productCategory', o.filterProductCategory),
+        ...optional('project', o.filterProject ?? caller.project),
         ...optional(
           'ids',
           o.filterIds?.split(',').map((id) => id.trim()),

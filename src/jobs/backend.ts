@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { JobBuild } from '../plugins/plugin.ts';
-import type { SshEndpoint } from '../volcano/types.ts';
+import type { SshEndpoint } from '../volcano/api/types.ts';
 
 /**
  * What a backend reports about a job: it waits (with the reason, e.g. its queue position), it
@@ -31,6 +31,19 @@ export interface ShellStream extends Duplex {
   resize(o: ShellOptions): void;
   /** The shell's exit code once it has ended (128+n when signal n ended it); null when unknown. */
   readonly exitCode: Promise<number | null>;
+}
+
+/** What one rank of a running job uses now. Absent fields: the backend cannot tell (yet). */
+export interface RankUsage {
+  rank: number;
+  /** CPU in cores (1: one core busy all the time). */
+  cpuCores?: number;
+  /** Memory in use, without reclaimable page cache (the working set). */
+  memoryBytes?: number;
+  /** How busy its GPUs are (0 to 1, the mean over them), where the backend sees GPUs. */
+  gpuUtilization?: number;
+  /** GPU memory in use, where the backend sees GPUs. */
+  gpuMemoryBytes?: number;
 }
 
 /** What a machine offers a job. */
@@ -83,6 +96,11 @@ export interface Backend {
   shell(jobId: string, rank: number, options: ShellOptions): Promise<ShellStream>;
   /** A byte stream to a port of one replica, for the session proxy. */
   connect(jobId: string, rank: number, port: number): Promise<Duplex>;
+  /**
+   * What each rank of these jobs uses now, for the live resource views: one call for all running
+   * jobs, made on a steady period. Jobs it does not run are left out.
+   */
+  usage(jobIds: readonly string[]): Promise<Map<string, RankUsage[]>>;
   /**
    * Where users reach port 22 of the running job's rank 0 from outside (sshEnabled jobs): opened
    * on the first call, the same endpoint afterwards, released when the job ends or is suspended.

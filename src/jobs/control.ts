@@ -1,6 +1,7 @@
 import type { SimpleDuration } from '../model/application.ts';
 import { durationMillis } from '../model/application.ts';
-import { isFinal, JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
+import { JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { JobRecord } from '../store/jobs.ts';
 import type { Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
@@ -8,6 +9,7 @@ import type { Backend } from './backend.ts';
 import { badRequest, conflict } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
+import type { JobMirror } from './mirror.ts';
 import type { JobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment, maxTimeAllocationMillis } from './prepare.ts';
 import { activeJob, type JobUpdates } from './updates.ts';
@@ -31,6 +33,8 @@ export interface ControlOptions {
   /** Queues a stored job for submission (its stored build, when it has one). */
   resubmit: (id: string) => void;
   now: () => number;
+  /** Told of every update written here, in its transaction. */
+  mirror?: JobMirror;
 }
 
 export interface RenameItem {
@@ -167,6 +171,7 @@ export function jobControl(o: ControlOptions) {
           const decision = decideUpdate(job, u);
           if (decision.kind !== 'apply') return;
           await tx.jobs.appendUpdate(job, u, decision.changes);
+          await o.mirror?.updateWritten(tx, job.id, u);
           expiresAt = decision.changes.expiresAt ?? null;
         });
         if (ended !== undefined) throw conflict(ended);

@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { newJobId } from '../model/ids.ts';
-import { isFinal } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage } from '../storage/job-storage.ts';
-import type { Store } from '../store/store.ts';
-import type { Caller, JobAccess } from './access.ts';
+import type { Store, StoreParts } from '../store/store.ts';
+import type { Caller, JobAccess, Wallet } from './access.ts';
 import type { LargestMachine } from './backend.ts';
 import { conflict, forbidden, paymentRequired } from './errors.ts';
-import { checkFits, checkInputs, type JobEnvironment, prepareJob } from './prepare.ts';
+import { checkFits, checkInputs, creatorDrives, type JobEnvironment, prepareJob } from './prepare.ts';
 
 // Intake: a request's jobs checked whole, then made durable together with other requests' in one
 // transaction, once per Idempotency-Key.
@@ -35,12 +35,38 @@ export interface IntakeOptions {
 
 const MAX_ITEMS = 1000;
 
+/** Why an owner may not start a job in a category, naming the workspace, its allocation and who can help. */
+export function noCredits(owner: Owner, w: Wallet): string {
+  const who = owner.project !== undefined ? `project ${owner.project}` : `user ${owner.createdBy}`;
+  const help =
+    owner.project !== undefined
+      ? "ask the project's PI or an administrator for a grant"
+      : 'run in a project that has credits (--project, or the workspace in the web header), or ask an administrator for a grant';
+  if (w.allocated === 0) return `${who} has no allocation for ${w.category}: ${help}`;
+  return `${who} has no credits left for ${w.category} (allocated ${w.allocated}, used ${w.used}): ${help}`;
+}
+
 interface Pending {
-  records: { prepared: PreparedJob; price: number }[];
+  records: { prepared: PreparedJob }[];
   username: string;
   idempotency?: { key: string; hash: string };
   resolve: (ids: string[]) => void;
   reject: (e: unknown) => void;
+}
+
+/** Inserts a validated job as IN_QUEUE; call inside a (durable) transaction. */
+export async function insertPrepared(tx: StoreParts, prepared: PreparedJob): Promise<void> {
+  await tx.jobs.insert({
+    id: prepared.id,
+    createdBy: prepared.owner.createdBy,
+    project: prepared.owner.project ?? null,
+    application: prepared.application.metadata.name,
+    createdAt: prepared.createdAt,
+    specification: prepared.specification,
+    timeAllocationMs: prepared.timeAllocationMillis,
+    pricePerUnit: prepared.product.pricePerUnit,
+    firstUpdate: { timestamp: prepared.createdAt, state: 'IN_QUEUE', status: 'The job is in the queue' },
+  });
 }
 
 export function jobIntake(o: IntakeOptions) {
@@ -59,23 +85,7 @@ export function jobIntake(o: IntakeOptions) {
           for (const p of group) {
             if (p.idempotency && (await tx.jobs.idempotent(p.username, p.idempotency.key))) continue;
             fresh.add(p);
-            for (const { prepared, price } of p.records) {
-              await tx.jobs.insert({
-                id: prepared.id,
-                createdBy: prepared.owner.createdBy,
-                project: prepared.owner.project ?? null,
-                application: prepared.application.metadata.name,
-                createdAt: prepared.createdAt,
-                specification: prepared.specification,
-                timeAllocationMs: prepared.timeAllocationMillis,
-                pricePerUnit: price,
-                firstUpdate: {
-                  timestamp: prepared.createdAt,
-                  state: 'IN_QUEUE',
-                  status: 'The job is in the queue',
-                },
-              });
-            }
+            for (const { prepared } of p.records) await insertPrepared(tx, prepared);
             if (p.idempotency) {
               await tx.jobs.rememberIdempotent(
                 p.username,
@@ -159,16 +169,17 @@ export function jobIntake(o: IntakeOptions) {
     }
 
     const createdAt = now();
+    const drives = await creatorDrives(store.users, caller.username);
     const issues = new IssueList();
     const records: Pending['records'] = [];
     const machine = o.largestMachine();
     items.forEach((item, i) => {
       try {
-        const prepared = prepareJob(item, { id: newJobId(createdAt), owner, createdAt }, env);
+        const prepared = prepareJob(item, { id: newJobId(createdAt), owner, createdAt, drives }, env);
         const fits = new IssueList();
         checkFits(prepared, machine, fits);
         fits.throwIfAny();
-        records.push({ prepared, price: prepared.product.pricePerUnit });
+        records.push({ prepared });
       } catch (e) {
         if (!(e instanceof ValidationError)) throw e;
         issues.addAll(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
@@ -203,11 +214,7 @@ export function jobIntake(o: IntakeOptions) {
       for (const [i, { prepared }] of records.entries()) {
         if (prepared.product.pricePerUnit === 0) continue;
         const w = await access.wallet(account, prepared.product.category, now());
-        if (w.balance <= 0) {
-          throw paymentRequired(
-            `items[${i}]: ${account} has no credits left for ${prepared.product.category} (allocated ${w.allocated}, used ${w.used})`,
-          );
-        }
+        if (w.balance <= 0) throw paymentRequired(`items[${i}]: ${noCredits(owner, w)}`);
       }
     }
 

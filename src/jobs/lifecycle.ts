@@ -1,4 +1,5 @@
-import { isFinal, type JobState, type JobUpdate } from '../model/job.ts';
+import type { JobState, JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { JobChanges, JobRecord } from '../store/jobs.ts';
 
 /**

@@ -4,6 +4,7 @@ import type { Store } from '../store/store.ts';
 import { type JobAccess, ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
+import type { JobMirror } from './mirror.ts';
 import type { JobEnvironment } from './prepare.ts';
 import { activeJob, type JobUpdates } from './updates.ts';
 
@@ -19,6 +20,8 @@ export interface MonitorOptions {
   access: JobAccess;
   now: () => number;
   requireCredits: boolean;
+  /** Told of every charge in the transaction that records it. */
+  mirror?: JobMirror;
 }
 
 const MONITOR_BATCH = 256;
@@ -58,8 +61,9 @@ export function jobMonitor(o: MonitorOptions) {
         // A charge must start where the recorded ones end: one computed from a stale copy of the
         // job (its final charge happened meanwhile) names other periods, so its id alone would
         // not stop it from charging them twice.
-        if ((await tx.jobs.get(c.job.id))?.chargedPeriods !== c.firstPeriod) return;
-        await tx.accounting.charge({
+        const before = await tx.jobs.get(c.job.id);
+        if (before?.chargedPeriods !== c.firstPeriod) return;
+        const record = {
           chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
           jobId: c.job.id,
           owner: account,
@@ -68,7 +72,9 @@ export function jobMonitor(o: MonitorOptions) {
           periods: c.periods,
           credits: c.credits,
           chargedAt: now(),
-        });
+        };
+        if (await tx.accounting.charge(record))
+          await o.mirror?.chargeWritten(tx, record, c.job.owner, before.creditsCharged + c.credits);
       });
       return {
         creditsLeft: o.requireCredits

@@ -1,4 +1,4 @@
-import type { KubernetesObject } from '../volcano/types.ts';
+import type { KubernetesObject } from '../volcano/api/types.ts';
 import { buildJob } from './job-management.ts';
 import { type JobEnvironment, type JobIdentity, prepareJob } from './prepare.ts';
 

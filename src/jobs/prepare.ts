@@ -6,10 +6,13 @@ import { IssueList, ValidationError } from '../model/errors.ts';
 import { JobSpecification } from '../model/job.ts';
 import { type Owner, ownerDrive } from '../model/owner.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
+import { normalisePath } from '../model/paths.ts';
 import type { Product } from '../model/product.ts';
 import { parser } from '../model/validate.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
+import { drivesOf } from '../storage/files.ts';
 import type { EntryKind, InputStorage } from '../storage/job-storage.ts';
+import type { UserStore } from '../store/users.ts';
 import type { LargestMachine } from './backend.ts';
 
 const jobSpecification = parser(JobSpecification);
@@ -25,6 +28,11 @@ export interface JobIdentity {
   id: string;
   owner: Owner;
   createdAt: number;
+  /**
+   * The drives the creator may take files and folders from (their home, their projects'):
+   * without it, the owner's drive only.
+   */
+  drives?: readonly string[];
 }
 
 /**
@@ -68,6 +76,17 @@ export function maxTimeAllocationMillis(product: Product, config: ResolvedPipeli
     (h) => h !== undefined,
   );
   return hours.length > 0 ? Math.min(...hours) * 3_600_000 : null;
+}
+
+/** The drives a job's creator may take files and folders from: their home, their projects' drives. */
+export async function creatorDrives(
+  users: Pick<UserStore, 'memberships'>,
+  username: string,
+): Promise<string[]> {
+  return drivesOf(
+    username,
+    (await users.memberships(username)).map((m) => m.projectId),
+  );
 }
 
 export function findProduct(products: readonly Product[], id: string, category: string): Product | undefined {
@@ -145,8 +164,9 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
   let parameters: PreparedJob['parameters'] | undefined;
   try {
     parameters = checkParameters(application, spec, {
-      drives: [ownerDrive(identity.owner)],
+      drives: identity.drives ?? [ownerDrive(identity.owner)],
       licenseServers: new Set(env.config.licenseServers.map((s) => s.id)),
+      sessionDrives: [ownerDrive(identity.owner)],
     });
   } catch (e) {
     if (!(e instanceof ValidationError)) throw e;
@@ -154,8 +174,9 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
   }
   issues.throwIfAny();
 
+  const { drives: _drives, ...ids } = identity;
   return {
-    ...identity,
+    ...ids,
     specification: spec,
     application,
     tool,
@@ -169,24 +190,39 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
 
 const INPUT_KINDS: Record<string, EntryKind> = { input_file: 'file', input_directory: 'folder' };
 
+/** The drive a normalised storage path lies in: its first two names (`/home/alice`, `/projects/p1`). */
+const driveOf = (path: string): string => path.split('/').slice(0, 3).join('/');
+
 /**
- * Issues for input files and folders that are not there, or not of their parameter's kind, as
- * `sbatch` refuses a missing script: found now, not when the job starts. Nothing is created.
+ * Issues for input files and folders, and additional folders, that are not there, or not of
+ * their parameter's kind, as `sbatch` refuses a missing script: found now, not when the job
+ * starts. Nothing is created.
  */
 export async function checkInputs(job: PreparedJob, storage: InputStorage, issues: IssueList): Promise<void> {
-  const drive = ownerDrive(job.owner);
+  const wanted: { field: string; path: string; kinds: readonly EntryKind[] }[] = [];
+  for (const parameter of job.application.invocation.parameters) {
+    const kind = INPUT_KINDS[parameter.type];
+    const value = job.parameters.values[parameter.name];
+    if (kind === undefined || value?.type !== 'file') continue;
+    wanted.push({ field: `specification.parameters.${parameter.name}`, path: value.path, kinds: [kind] });
+  }
+  for (const [i, resource] of (job.specification.resources ?? []).entries()) {
+    if (resource.type !== 'file') continue;
+    const path = normalisePath(resource.path) ?? resource.path;
+    wanted.push({ field: `specification.resources[${i}]`, path, kinds: ['folder', 'file'] });
+  }
   await Promise.all(
-    job.application.invocation.parameters.map(async (parameter) => {
-      const wanted = INPUT_KINDS[parameter.type];
-      const value = job.parameters.values[parameter.name];
-      if (wanted === undefined || value?.type !== 'file') return;
-      const found = await storage.entryKind(value.path, drive);
-      if (found === wanted) return;
-      const path = `specification.parameters.${parameter.name}`;
-      if (found === 'missing') issues.add(path, `${value.path} does not exist`);
-      else if (found === 'outside') issues.add(path, `${value.path} leads out of ${drive} through a link`);
+    wanted.map(async ({ field, path, kinds }) => {
+      const drive = driveOf(path);
+      const found = await storage.entryKind(path, drive);
+      if (kinds.includes(found)) return;
+      if (found === 'missing') issues.add(field, `${path} does not exist`);
+      else if (found === 'outside') issues.add(field, `${path} leads out of ${drive} through a link`);
       else
-        issues.add(path, `${value.path} is not a ${wanted}${found === 'other' ? '' : ` (it is a ${found})`}`);
+        issues.add(
+          field,
+          `${path} is not a ${kinds.join(' or ')}${found === 'other' ? '' : ` (it is a ${found})`}`,
+        );
     }),
   );
 }

@@ -1,6 +1,6 @@
 import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
-import type { JobPlugin } from '../plugins/plugin.ts';
+import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
 import type { JobChanges, JobRecord } from '../store/jobs.ts';
 import type { Store } from '../store/store.ts';
@@ -14,10 +14,11 @@ import {
 } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
-import { type CreateOptions, jobIntake } from './intake.ts';
+import { type CreateOptions, insertPrepared, jobIntake } from './intake.ts';
 import { type JobEventListener, jobEvents, type Watch } from './job-events.ts';
 import { pluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
+import type { JobMirror } from './mirror.ts';
 import { jobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
@@ -29,7 +30,6 @@ export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.
 export type { RenameItem } from './control.ts';
 export type { CreateOptions } from './intake.ts';
 export type { JobEvent, JobEventListener, Watch } from './job-events.ts';
-export type { Logger } from './log.ts';
 export type { IncludeFlags } from './presentation.ts';
 
 /** UCloud's PageV2. */
@@ -63,6 +63,8 @@ export interface ServiceOptions {
   requireCredits?: boolean;
   /** First wait before submitting again to a backend that refused; it doubles each time. */
   submitRetryMs?: number;
+  /** Another system told of every update and charge as it is written (UCloud Core in provider mode). */
+  mirror?: JobMirror;
 }
 
 /**
@@ -73,6 +75,13 @@ export interface ServiceOptions {
 export interface JobService {
   /** Checks the items whole, stores them durably, and answers their ids (once per Idempotency-Key). */
   create(caller: Caller, items: unknown, options?: CreateOptions): Promise<string[]>;
+  /**
+   * Stores durably, and submits, jobs validated elsewhere with ids given elsewhere (UCloud Core's);
+   * a job whose id is already stored is left as it is. Answers the ids it stored.
+   */
+  admit(jobs: readonly PreparedJob[]): Promise<string[]>;
+  /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
+  stopJobsOf(account: string, category: string, status: string): Promise<void>;
   /** A page of the jobs the caller sees, as UCloud's browse and search answer it. */
   browse(caller: Caller, options?: BrowseOptions & IncludeFlags): Promise<JobPage>;
   /** The job, or 404 when the caller may not see it. */
@@ -87,7 +96,11 @@ export interface JobService {
   /** The utilization of the machines the job's product runs on (here: the backend's). */
   utilization(caller: Caller, jobId: string): Promise<Utilization>;
   /** Follows a job's updates from now on, with the job as it stands. */
-  follow(caller: Caller, id: string, listener: UpdateListener): Promise<{ job: Job; unsubscribe: () => void }>;
+  follow(
+    caller: Caller,
+    id: string,
+    listener: UpdateListener,
+  ): Promise<{ job: Job; unsubscribe: () => void }>;
   /** The job's logs; 404 (at the first chunk read) when the caller may not see the job. */
   logs(
     caller: Caller,
@@ -138,11 +151,24 @@ export function createJobService(options: ServiceOptions): JobService {
     now,
     lifecycle: () => monitoring.lifecycle,
     exited: (id) => {
-      restarts.schedule(id).catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
+      restarts
+        .schedule(id)
+        .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
     },
     ...(log ? { log } : {}),
+    ...(options.mirror ? { mirror: options.mirror } : {}),
   });
-  const monitoring = jobMonitor({ store, env, backend, hooks, updates, access, now, requireCredits });
+  const monitoring = jobMonitor({
+    store,
+    env,
+    backend,
+    hooks,
+    updates,
+    access,
+    now,
+    requireCredits,
+    ...(options.mirror ? { mirror: options.mirror } : {}),
+  });
   const submission = jobSubmission({
     store,
     env,
@@ -196,6 +222,7 @@ export function createJobService(options: ServiceOptions): JobService {
     hooks,
     resubmit: submission.enqueue,
     now,
+    ...(options.mirror ? { mirror: options.mirror } : {}),
   });
 
   let monitorTimer: NodeJS.Timeout | undefined;
@@ -205,6 +232,25 @@ export function createJobService(options: ServiceOptions): JobService {
 
   return {
     create: intake.create,
+    async admit(jobs) {
+      const fresh = await store.transaction(
+        async (tx) => {
+          const unknown: PreparedJob[] = [];
+          for (const job of new Map(jobs.map((job) => [job.id, job])).values()) {
+            if (!(await tx.jobs.get(job.id))) unknown.push(job);
+          }
+          for (const job of unknown) await insertPrepared(tx, job);
+          return unknown;
+        },
+        { durable: true },
+      );
+      const ids = fresh.map((j) => j.id);
+      if (ids.length > 0) for (const l of createdListeners) l(ids);
+      submission.accept(fresh);
+      for (const id of ids) announce(id);
+      return ids;
+    },
+    stopJobsOf: (account, category, status) => monitoring.lifecycle.stopJobsOf(account, category, status),
     async browse(caller, o = {}) {
       const page = await access.browse(caller, o, env.config.provider);
       return { ...page, items: page.items.map((job) => presentJob(job, env, o)) };

@@ -1,4 +1,4 @@
-import { isFinal } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { JobBuild, PeerLocation, PreparedJob } from '../plugins/plugin.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
 import type { Store } from '../store/store.ts';
@@ -8,7 +8,7 @@ import type { Backend } from './backend.ts';
 import { isDiskFull } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
-import { type JobEnvironment, prepareJob } from './prepare.ts';
+import { creatorDrives, type JobEnvironment, prepareJob } from './prepare.ts';
 import { sshKeys } from './ssh-keys.ts';
 import type { JobUpdates } from './updates.ts';
 
@@ -95,7 +95,12 @@ export function jobSubmission(o: SubmissionOptions) {
       try {
         job ??= prepareJob(
           record.specification,
-          { id, owner: ownerOf(record), createdAt: record.createdAt },
+          {
+            id,
+            owner: ownerOf(record),
+            createdAt: record.createdAt,
+            drives: await creatorDrives(store.users, record.createdBy),
+          },
           env,
         );
       } catch (e) {

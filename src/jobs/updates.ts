@@ -1,4 +1,5 @@
-import { isFinal, type JobState, type JobUpdate } from '../model/job.ts';
+import type { JobState, JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobChanges, JobRecord } from '../store/jobs.ts';
 import type { Store, StoreParts } from '../store/store.ts';
@@ -7,6 +8,7 @@ import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
 import type { Logger } from './log.ts';
+import type { JobMirror } from './mirror.ts';
 import { isRestartExit, restartExit } from './restart-policy.ts';
 
 // Updates: every change of a job goes through the state machine in a transaction, then to the
@@ -24,6 +26,8 @@ export interface UpdatesOptions {
   exited: (id: string) => void;
   now: () => number;
   log?: Logger;
+  /** Told of every update in the transaction that writes it. */
+  mirror?: JobMirror;
 }
 
 interface Applied {
@@ -93,6 +97,7 @@ export function jobUpdates(o: UpdatesOptions) {
     const exiting = isRestartExit(u) && before.state === 'RUNNING';
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
     await tx.jobs.appendUpdate(before, u, changes);
+    await o.mirror?.updateWritten(tx, id, u);
     const job =
       ending || starting || exiting
         ? activeJob({ ...before, ...decision.changes, ...extra, state: next })

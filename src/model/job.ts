@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Application, SimpleDuration, Tool } from './application.ts';
+import { JOB_STATES } from './job-states.ts';
 import { Owner } from './owner.ts';
 import { AppParameterValue, FilePath } from './parameter-value.ts';
 import { Product, ProductReference } from './product.ts';
@@ -34,22 +35,8 @@ export const JobSpecification = Type.Object(
 );
 export type JobSpecification = Static<typeof JobSpecification>;
 
-export const JOB_STATES = [
-  'IN_QUEUE',
-  'RUNNING',
-  'CANCELING',
-  'SUCCESS',
-  'FAILURE',
-  'EXPIRED',
-  'SUSPENDED',
-] as const;
 export const JobState = StringEnum(JOB_STATES);
 export type JobState = Static<typeof JobState>;
-
-export const FINAL_STATES: ReadonlySet<JobState> = new Set(['SUCCESS', 'FAILURE', 'EXPIRED']);
-export function isFinal(state: JobState): boolean {
-  return FINAL_STATES.has(state);
-}
 
 export const JobUpdate = Type.Object({
   timestamp: Type.Integer(),

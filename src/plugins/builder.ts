@@ -1,4 +1,3 @@
-import { JOB_TASK_NAME, USER_CONTAINER_NAME } from '../volcano/names.ts';
 import type {
   Container,
   PodSpec,
@@ -7,7 +6,8 @@ import type {
   TaskSpec,
   Volume,
   VolumeMount,
-} from '../volcano/types.ts';
+} from '../volcano/api/types.ts';
+import { JOB_TASK_NAME, USER_CONTAINER_NAME } from '../volcano/names.ts';
 import type { JobBuild } from './plugin.ts';
 
 /** Accessors over the builder for plugins that run after Task, which creates the task. */

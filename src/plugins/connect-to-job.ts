@@ -1,7 +1,7 @@
-import { VOLCANO_JOB_NAME_LABEL } from '../volcano/conventions.ts';
+import type { NetworkPolicy, NetworkPolicyPeer } from '../volcano/api/types.ts';
+import { VOLCANO_JOB_NAME_LABEL } from '../volcano/emulation/conventions.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, PEERS_ANNOTATION } from '../volcano/labels.ts';
 import { networkPolicyName, volcanoJobName } from '../volcano/names.ts';
-import type { NetworkPolicy, NetworkPolicyPeer } from '../volcano/types.ts';
 import { annotateJob, podSpec } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
 

@@ -1,4 +1,4 @@
-import { VOLCANO_JOB_NAME_LABEL } from '../volcano/conventions.ts';
+import { VOLCANO_JOB_NAME_LABEL } from '../volcano/emulation/conventions.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from '../volcano/labels.ts';
 import type { JobPlugin } from './plugin.ts';
 

@@ -1,4 +1,4 @@
-import { svcTaskKey } from '../volcano/conventions.ts';
+import { svcTaskKey } from '../volcano/emulation/conventions.ts';
 import { JOB_TASK_NAME } from '../volcano/names.ts';
 import { addVolume, mount, podSpec, restrictedSecurityContext, userContainer } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';

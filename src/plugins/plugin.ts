@@ -5,7 +5,7 @@ import type { JobSpecification, JobState } from '../model/job.ts';
 import type { Owner } from '../model/owner.ts';
 import type { Product } from '../model/product.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
-import type { Companion, SshEndpoint, VolcanoJob } from '../volcano/types.ts';
+import type { Companion, SshEndpoint, VolcanoJob } from '../volcano/api/types.ts';
 
 /** A job that passed validation: everything a plugin needs to know about it, resolved. */
 export interface PreparedJob {

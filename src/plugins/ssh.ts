@@ -1,4 +1,5 @@
-import { VOLCANO_JOB_NAME_LABEL, VOLCANO_TASK_INDEX_LABEL } from '../volcano/conventions.ts';
+import type { NetworkPolicy } from '../volcano/api/types.ts';
+import { VOLCANO_JOB_NAME_LABEL, VOLCANO_TASK_INDEX_LABEL } from '../volcano/emulation/conventions.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, SSH_PORT_ANNOTATION } from '../volcano/labels.ts';
 import {
   networkPolicyName,
@@ -8,7 +9,6 @@ import {
   sshKeysSecretName,
   sshServiceName,
 } from '../volcano/names.ts';
-import type { NetworkPolicy } from '../volcano/types.ts';
 import { addVolume, annotateJob, podSpec, restrictedSecurityContext } from './builder.ts';
 import { MULTI_NODE_PATH, MULTI_NODE_VOLUME } from './multi-node.ts';
 import type { JobPlugin } from './plugin.ts';

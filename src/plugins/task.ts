@@ -1,3 +1,4 @@
+import type { Container, PodSpec, ResourceList } from '../volcano/api/types.ts';
 import {
   JOB_ID_LABEL,
   MANAGED_BY,
@@ -6,7 +7,6 @@ import {
   PIDS_LIMIT_ANNOTATION,
 } from '../volcano/labels.ts';
 import { JOB_TASK_NAME, USER_CONTAINER_NAME } from '../volcano/names.ts';
-import type { Container, PodSpec, ResourceList } from '../volcano/types.ts';
 import { annotateJob } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
 

@@ -2,12 +2,50 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type {
   FastifyBaseLogger,
   FastifyInstance,
+  FastifyPluginAsync,
   FastifyTypeProvider,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
+import type { Sessions } from '../interactive/sessions.ts';
+import type { Backend } from '../jobs/backend.ts';
+import type { JobEnvironment } from '../jobs/prepare.ts';
+import type { Caller, JobService } from '../jobs/service.ts';
+import type { Store } from '../store/store.ts';
 import { ErrorBody } from './schemas.ts';
+import type { SignIns } from './sign-in.ts';
+
+declare module 'fastify' {
+  /**
+   * What the route plugins take from the app: decorations set once by buildServer, before any
+   * route is registered.
+   */
+  interface FastifyInstance {
+    jobService: JobService;
+    store: Store;
+    jobEnvironment: JobEnvironment;
+    /** The web interface's sign-ins (cookie sessions and one-time links). */
+    signIns: SignIns;
+    /** Interactive sessions of running jobs (web, VNC, shell). */
+    sessions: Sessions;
+    /** Where interactive sessions connect to (the service's own backend). */
+    sessionBackend: Pick<Backend, 'connect' | 'shell'>;
+  }
+  interface FastifyRequest {
+    /**
+     * Who is calling; set by the authentication hook on every non-public route, and on a public
+     * WebSocket signed in by the web interface's cookie (null on other public routes).
+     */
+    caller: Caller;
+  }
+  interface FastifyContextConfig {
+    /** No token needed (health, metrics, the API description). */
+    public?: boolean;
+    /** Only administrators. */
+    admin?: boolean;
+  }
+}
 
 /**
  * The TypeBox type provider for the model's TypeBox (0.34): @fastify/type-provider-typebox 6 infers
@@ -24,6 +62,16 @@ export type Api = FastifyInstance<
   RawRequestDefaultExpression,
   RawReplyDefaultExpression,
   FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/**
+ * A group of routes: a Fastify plugin that takes what it needs from the app's decorations (and
+ * its own options, when it has any).
+ */
+export type ApiRoutes<Options extends object = Record<never, never>> = FastifyPluginAsync<
+  Options,
+  RawServerDefault,
   TypeBoxTypeProvider
 >;
 

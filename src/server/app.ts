@@ -3,29 +3,19 @@ import { createServer } from 'node:http';
 import fastifySwagger from '@fastify/swagger';
 import fastifyWebsocket from '@fastify/websocket';
 import { type FastifyError, type FastifyInstance, fastify, LogController } from 'fastify';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { interactiveSessions } from '../interactive/sessions.ts';
+import { interactiveSessions, type Sessions } from '../interactive/sessions.ts';
 import { webProxy } from '../interactive/web-proxy.ts';
-import { adminOperations } from '../jobs/admin.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
-import { sshKeys } from '../jobs/ssh-keys.ts';
-import { JOB_STATES } from '../model/job.ts';
+import { inWorkspace } from '../jobs/workspace.ts';
 import type { Store } from '../store/store.ts';
-import { type Api, publicRoute, type TypeBoxTypeProvider } from './api.ts';
-import { authenticate, callerForToken, chooseProtocol, cookieSession, credentialHolds } from './auth.ts';
+import type { Api, TypeBoxTypeProvider } from './api.ts';
+import { authenticate, chooseProtocol, cookieSession } from './auth.ts';
 import { compileValidator, errorBody, errorResponse } from './errors.ts';
-import { accountingRoutes } from './routes/accounting.ts';
-import { adminRoutes } from './routes/admin.ts';
-import { authRoutes } from './routes/auth.ts';
-import { catalogRoutes } from './routes/catalog.ts';
-import { fileRoutes } from './routes/files.ts';
-import { jobRoutes } from './routes/jobs.ts';
-import { sessionRoutes } from './routes/sessions.ts';
-import { sshKeyRoutes } from './routes/ssh.ts';
-import { HealthResponse } from './schemas.ts';
+import { metrics } from './metrics.ts';
+import { apiRoutes } from './routes/index.ts';
 import { webSignIns } from './sign-in.ts';
 import { isAppRequest, serveWebApp, WEB_APP_ROOT } from './web-app.ts';
 
@@ -41,22 +31,26 @@ export interface ServerDeps {
   logger?: boolean | object;
   /** The built web interface (default: web/dist of this checkout). */
   webRoot?: string;
+  /**
+   * Provider mode: another system (UCloud Core) is the source of jobs, owners and credits. Its
+   * routes are registered on the server; ucompute's own end-user API answers administrators'
+   * reads only.
+   */
+  provider?: ProviderMode;
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /**
-     * Who is calling; set by the authentication hook on every non-public route, and on a public
-     * WebSocket signed in by the web interface's cookie (null on other public routes).
-     */
-    caller: Caller;
-  }
-  interface FastifyContextConfig {
-    /** No token needed (health, metrics, the API description). */
-    public?: boolean;
-    /** Only administrators. */
-    admin?: boolean;
-  }
+export interface ProviderMode {
+  /** Registers the provider's routes (with their own authentication: they are public to the API's). */
+  register(app: FastifyInstance, parts: { sessions: Sessions }): Promise<void>;
+  /** Where the provider's session links trade their ticket for the app's cookie. */
+  authorizeAlso: { path: string; query: string };
+  /** Why a call of the end-user API is refused (403). */
+  refusal: string;
+}
+
+/** Calls that only read, which administrators may still make in provider mode. */
+function readsOnly(method: string, url: string): boolean {
+  return method === 'GET' || method === 'HEAD' || url === '/api/jobs/search' || url.startsWith('/api/auth/');
 }
 
 const BODY_LIMIT = 8 * 1024 * 1024;
@@ -65,7 +59,8 @@ const BODY_LIMIT = 8 * 1024 * 1024;
  * The HTTP API (UCloud-shaped): jobs, catalogue, products, accounting and administration, with
  * Bearer-token authentication, Prometheus metrics and /openapi.json. Every request and response
  * schema comes from src/model (through ./schemas.ts), so validation, types and documentation agree.
- * This file sets the server up; the routes of each area live in ./routes, each handler parsing the
+ * This file sets the server up and decorates it with what the routes need; the routes of each area
+ * are Fastify plugins in ./routes (registered in ./routes/index.ts), each handler parsing the
  * request, calling the domain and shaping the answer.
  */
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
@@ -77,7 +72,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     log: { error: (o, m) => app.log.error(o, m) },
   });
   const signIns = webSignIns(store);
-  const proxy = webProxy({ sessions, backend: deps.backend, log: { warn: (o, m) => app.log.warn(o, m) } });
+  const proxy = webProxy({
+    sessions,
+    backend: deps.backend,
+    log: { warn: (o, m) => app.log.warn(o, m) },
+    ...(deps.provider ? { authorizeAlso: deps.provider.authorizeAlso } : {}),
+  });
   // A job that stops running leaves no cached sessions and no connections to its app behind.
   const stopWatching = service.onStateChange((id, state) => {
     if (state === 'RUNNING') return;
@@ -131,35 +131,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     options: { maxPayload: 64 * 1024, handleProtocols: chooseProtocol, server: upgrades as never },
   });
 
-  // ---- metrics ---------------------------------------------------------------------------------
-
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  new Gauge({
-    name: 'ucompute_jobs',
-    help: 'Jobs in the store, by state',
-    labelNames: ['state'],
-    registers: [registry],
-    async collect() {
-      const counts = await store.jobs.countByState();
-      for (const state of JOB_STATES) this.set({ state }, counts[state] ?? 0);
-    },
-  });
-  const submitted = new Counter({
-    name: 'ucompute_jobs_submitted_total',
-    help: 'Jobs accepted through the API',
-    registers: [registry],
-  });
-  const durations = new Histogram({
-    name: 'ucompute_http_request_duration_seconds',
-    help: 'HTTP request duration',
-    labelNames: ['route', 'method', 'status'],
-    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  const stopCounting = service.onCreated((ids) => submitted.inc(ids.length));
   app.addHook('onClose', async () => {
-    stopCounting();
     stopWatching();
     await sessions.close();
     proxy.close();
@@ -177,16 +149,23 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       }
       return;
     }
-    request.caller = await authenticate(store.users, signIns, request, reply);
+    const project = request.headers.project;
+    request.caller = await inWorkspace(
+      store.users,
+      await authenticate(store.users, signIns, request, reply),
+      typeof project === 'string' ? project : undefined,
+    );
     if (request.routeOptions.config.admin === true && !request.caller.admin) {
       throw new ServiceError(403, 'this call is for administrators only');
+    }
+    const route = request.routeOptions.url ?? '';
+    if (deps.provider && !(request.caller.admin && readsOnly(request.method, route))) {
+      throw new ServiceError(403, deps.provider.refusal);
     }
   });
 
   app.addHook('onResponse', async (request, reply) => {
     const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
-    const seconds = reply.elapsedTime / 1000;
-    durations.observe({ route, method: request.method, status: String(reply.statusCode) }, seconds);
     request.log.info(
       {
         method: request.method,
@@ -216,38 +195,16 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // ---- routes ----------------------------------------------------------------------------------
 
   const api: Api = app.withTypeProvider<TypeBoxTypeProvider>();
-
-  api.get(
-    '/healthz',
-    { config: publicRoute, schema: { summary: 'Liveness', security: [], response: { 200: HealthResponse } } },
-    async () => ({ ok: true }),
-  );
-
-  api.get(
-    '/metrics',
-    {
-      config: publicRoute,
-      schema: { summary: 'Prometheus metrics (text exposition format)', security: [] },
-    },
-    async (_request, reply) => {
-      reply.header('content-type', registry.contentType);
-      return registry.metrics();
-    },
-  );
-
-  api.get('/openapi.json', { config: publicRoute, schema: { hide: true } }, async () => app.swagger());
-
-  authRoutes(api, store.users, signIns);
-  jobRoutes(api, service, env, (token) => callerForToken(store.users, token), {
-    holds: (request) => credentialHolds(store.users, signIns, request, request.caller),
-    onSignOut: signIns.onEnd,
-  });
-  catalogRoutes(api, env);
-  accountingRoutes(api, service);
-  adminRoutes(api, adminOperations(store, env));
-  sessionRoutes(api, sessions, deps.backend);
-  sshKeyRoutes(api, sshKeys(store));
-  if (deps.storageRoot !== undefined) fileRoutes(api, store.users, deps.storageRoot);
+  api
+    .decorate('jobService', service)
+    .decorate('store', store)
+    .decorate('jobEnvironment', env)
+    .decorate('signIns', signIns)
+    .decorate('sessions', sessions)
+    .decorate('sessionBackend', deps.backend);
+  await api.register(metrics);
+  await api.register(apiRoutes, { storageRoot: deps.storageRoot });
+  if (deps.provider) await deps.provider.register(app, { sessions });
 
   return app;
 }

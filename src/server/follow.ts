@@ -3,7 +3,8 @@ import { WebSocket } from 'ws';
 import { statusOf } from '../jobs/access.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
-import { isFinal, type JobUpdate } from '../model/job.ts';
+import type { JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { JobRecord } from '../store/jobs.ts';
 import type { FollowMessage } from './schemas.ts';
 

@@ -72,6 +72,7 @@ const filterFlags = {
   filterProvider: Type.Optional(Type.String({ maxLength: 64 })),
   filterProductId: Type.Optional(Type.String({ maxLength: 64 })),
   filterProductCategory: Type.Optional(Type.String({ maxLength: 64 })),
+  filterProject: Type.Optional(ProjectId),
   filterIds: Type.Optional(
     Type.String({
       pattern: `^${JOB_ID_PATTERN.slice(1, -1)}(,${JOB_ID_PATTERN.slice(1, -1)}){0,999}$`,

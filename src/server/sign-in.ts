@@ -43,9 +43,10 @@ export const csrfTokenOf = (secret: string): string =>
 export type SignIns = ReturnType<typeof webSignIns>;
 
 export function webSignIns(store: Store, now: () => number = Date.now) {
+  /** Who a session is for: nobody once the user was disabled. */
   async function callerOf(username: string): Promise<Caller | undefined> {
     const user = await store.users.getUser(username);
-    return user && { username: user.name, admin: user.admin };
+    return user && user.disabledAt === null ? { username: user.name, admin: user.admin } : undefined;
   }
 
   /** Starts a session for a user; answers the cookie's secret. */

@@ -73,6 +73,7 @@ export interface BrowseQuery {
   createdBefore?: number;
   productId?: string;
   productCategory?: string;
+  project?: string;
   ids?: readonly string[];
   /** Case-insensitive text in the job's id, name or application name. */
   query?: string;

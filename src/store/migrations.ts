@@ -141,4 +141,48 @@ export const MIGRATIONS: readonly string[] = [
   );
   create index ssh_keys_by_owner on ssh_keys(owner, id);
   `,
+  // Administrators disable users (their tokens and sign-ins stop working; enabled again, the tokens
+  // work again), and every administrative action is kept in an audit log, newest by id.
+  `
+  alter table users add column disabled_at integer;
+  create table audit_log (
+    id integer primary key,
+    at integer not null,
+    actor text not null,
+    action text not null,
+    target text not null,
+    details text not null
+  );
+  `,
+  // Provider mode (UCloud Core drives ucompute): what Core must be told, in the order it happened,
+  // kept until Core took it; and the applications Core resolved for its jobs, by name and version.
+  `
+  create table ucloud_outbox (
+    seq integer primary key autoincrement,
+    kind text not null check (kind in ('update', 'usage', 'charge')),
+    job_id text not null,
+    body text not null,
+    created_at integer not null
+  );
+  create table ucloud_applications (
+    name text not null,
+    version text not null,
+    body text not null,
+    primary key (name, version)
+  ) without rowid;
+  `,
+  // What running jobs use, per rank, sampled on a steady period (the live resource views): kept
+  // for the job's life, thinned as it grows, removed when the job is cleaned up.
+  `
+  create table resource_samples (
+    job_id text not null,
+    rank integer not null,
+    at integer not null,
+    cpu real,
+    memory integer,
+    gpu real,
+    gpu_memory integer,
+    primary key (job_id, rank, at)
+  ) without rowid;
+  `,
 ];

@@ -1,8 +1,13 @@
 import type { AccountingStore } from './accounting.ts';
+import type { AuditLog } from './audit-log.ts';
+import type { Directory } from './directory.ts';
 import type { JobStore } from './jobs.ts';
+import type { ResourceSeries } from './resource-series.ts';
 import type { SessionStore, SignInStore } from './sessions.ts';
-import type { SshKeyStore } from './ssh-keys.ts';
 import { openSqliteStore } from './sqlite/store.ts';
+import type { SshKeyStore } from './ssh-keys.ts';
+import type { UcloudApplicationStore } from './ucloud-applications.ts';
+import type { UcloudOutboxStore } from './ucloud-outbox.ts';
 import type { UserStore } from './users.ts';
 
 /** The store's parts, one per concern; every method answers a Promise. */
@@ -13,6 +18,13 @@ export interface StoreParts {
   sessions: SessionStore;
   signIns: SignInStore;
   sshKeys: SshKeyStore;
+  /** Users, projects and tokens as administrators list and change them. */
+  directory: Directory;
+  audit: AuditLog;
+  resourceSeries: ResourceSeries;
+  /** Provider mode: what UCloud Core must be told, and the applications it resolved. */
+  ucloudOutbox: UcloudOutboxStore;
+  ucloudApplications: UcloudApplicationStore;
 }
 
 export interface TransactionOptions {

@@ -8,6 +8,8 @@ export interface UserRecord {
   name: string;
   admin: boolean;
   createdAt: number;
+  /** When an administrator disabled the user; null while enabled. */
+  disabledAt: number | null;
 }
 
 export interface Membership {
@@ -26,6 +28,7 @@ export interface UserStore {
   memberships(username: string): Promise<Membership[]>;
   /** Makes a new API token for a user; only its hash is kept. */
   createToken(username: string, description: string, now?: number): Promise<string>;
+  /** The user a token opens: none for an unknown token, or a disabled user's. */
   userForToken(token: string): Promise<UserRecord | undefined>;
 }
 

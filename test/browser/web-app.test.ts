@@ -390,7 +390,8 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     }
   });
 
-  test('signing out leads back to the sign-in page, also after a reload', async () => {
+  test('signing out (from the menu under the user name) leads back to the sign-in page, also after a reload', async () => {
+    await page.locator('.user-menu summary').click();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API token').waitFor();
     await page.reload();

@@ -167,7 +167,8 @@ describe('pod egress', { skip: skip ?? false }, () => {
     await assert.rejects(
       bridgeNetwork(
         { bridge, allowEgressTo: ['10.1.2.0/24', '10.1.2.0/33'] },
-        { reserved: [], nameservers: [], run },
+        // No namespace is made, so no setns is called.
+        { reserved: [], nameservers: [], run, setns: 0 },
       ),
       /local\.network\.allowEgressTo\[1\]: "10\.1\.2\.0\/33" is not an IPv4 or IPv6 CIDR/,
     );

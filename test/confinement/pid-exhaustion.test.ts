@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import type { PodRecord } from '../../src/backends/local/pod.ts';
+import type { PodRecord } from '../../src/backends/local/pod/context.ts';
 import {
   container,
   errors,

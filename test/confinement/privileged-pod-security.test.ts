@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { planJob } from '../../src/jobs/plan.ts';
 import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/config.ts';
 import { ValidationError } from '../../src/model/errors.ts';
-import type { PodSpec, VolcanoJob } from '../../src/volcano/types.ts';
+import type { PodSpec, VolcanoJob } from '../../src/volcano/api/types.ts';
 import { CREATED_AT, catalog, JOB_ID, products } from '../support/fixtures.ts';
 
 /**

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { TaskSpec } from '../../src/volcano/types.ts';
+import type { TaskSpec } from '../../src/volcano/api/types.ts';
 import { openTestBackend } from '../support/local-backend.ts';
 import { missingPrerequisite } from '../support/local-runtime.ts';
 import { shellTask, vcjob } from '../support/vcjob.ts';

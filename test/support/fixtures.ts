@@ -45,6 +45,8 @@ export function product(id: string): Product {
 export interface PrepareOptions {
   user?: string;
   project?: string;
+  /** The drives the creator may use (default: the owner's drive). */
+  drives?: readonly string[];
   id?: string;
   config?: PipelineConfig;
   catalog?: Catalog;
@@ -56,7 +58,11 @@ export function prepare(spec: unknown, opts: PrepareOptions = {}): PreparedJob {
     ...(opts.project !== undefined ? { project: opts.project } : {}),
   };
   const environment = { ...env(opts.config), ...(opts.catalog ? { catalog: opts.catalog } : {}) };
-  return prepareJob(spec, { id: opts.id ?? JOB_ID, owner, createdAt: CREATED_AT }, environment);
+  return prepareJob(
+    spec,
+    { id: opts.id ?? JOB_ID, owner, createdAt: CREATED_AT, ...(opts.drives ? { drives: opts.drives } : {}) },
+    environment,
+  );
 }
 
 export interface BuildOptions extends PrepareOptions {

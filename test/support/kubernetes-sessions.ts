@@ -9,9 +9,11 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { connect } from '../../src/backends/kubernetes/connection.ts';
 import { kubernetesBackend } from '../../src/backends/kubernetes/kubernetes-backend.ts';
+import { resolveKubernetesSettings } from '../../src/backends/kubernetes/settings.ts';
+import type { Config } from '../../src/config/config.ts';
 import { sessionRevocation } from '../../src/interactive/sessions.ts';
 import { createJobService } from '../../src/jobs/service.ts';
-import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/config.ts';
+import { resolvePipelineConfig } from '../../src/model/config.ts';
 import { PLUGINS } from '../../src/plugins/index.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
@@ -34,13 +36,17 @@ export interface Served {
  */
 export async function serveOnKubernetes(
   t: { after(cleanup: () => unknown): void },
-  pipeline: PipelineConfig,
+  pipeline: Config,
   dir: string,
   o: { inCluster?: boolean } = {},
 ): Promise<Served> {
   const config = resolvePipelineConfig(pipeline);
-  const conn = connect(config.kubernetes);
-  const backend = kubernetesBackend({ config, connection: { ...conn, inCluster: o.inCluster ?? false } });
+  const conn = connect(resolveKubernetesSettings(pipeline.kubernetes));
+  const backend = kubernetesBackend({
+    config,
+    settings: pipeline.kubernetes,
+    connection: { ...conn, inCluster: o.inCluster ?? false },
+  });
   const store = await openStore({ sqlite: join(dir, 'ucompute.db') });
   const env = { catalog, products, config };
   const service = createJobService({ store, env, backend, plugins: [...PLUGINS, sessionRevocation(store)] });

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { openLocalBackend } from '../../src/backends/local/open.ts';
+import type { LocalSettings } from '../../src/backends/local/settings.ts';
 import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
 import { createJobService } from '../../src/jobs/service.ts';
-import type { LocalConfig } from '../../src/model/config.ts';
 import { directoryStorage } from '../../src/storage/directory.ts';
 import { env } from './fixtures.ts';
 import { openTestStore } from './store.ts';
@@ -30,7 +30,7 @@ export function testNetwork() {
  */
 export async function openTestBackend(
   t: { after(fn: () => Promise<void>): void },
-  o: { dir?: string; config?: LocalConfig } = {},
+  o: { dir?: string; config?: LocalSettings } = {},
 ) {
   const home = o.dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
   const network = testNetwork();
@@ -87,7 +87,7 @@ export async function openTestBackend(
  */
 export async function openTestService(
   t: { after(fn: () => Promise<void>): void },
-  o: { config?: LocalConfig; requireCredits?: boolean } = {},
+  o: { config?: LocalSettings; requireCredits?: boolean } = {},
 ) {
   const store = await openTestStore();
   let stop = async () => {};

@@ -95,6 +95,9 @@ export function processRuntime(
         async connect() {
           throw new Error('no network in the test runtime');
         },
+        async usage() {
+          return { cpuSeconds: null, memoryBytes: null };
+        },
         async destroy(graceMs) {
           record.destroyed = true;
           for (const pid of pids) process.kill(-pid, 'SIGTERM');

@@ -1,5 +1,5 @@
 /** Volcano Jobs for the local backend's tests: tasks that run a shell script. */
-import type { TaskSpec, VolcanoJob } from '../../src/volcano/types.ts';
+import type { TaskSpec, VolcanoJob } from '../../src/volcano/api/types.ts';
 
 export interface ShellTaskOptions {
   cpu?: string;

@@ -1,5 +1,6 @@
 import { signal } from '@preact/signals';
 import type { Session } from './types.ts';
+import { keepValidWorkspace, workspace } from './workspace.ts';
 
 // Every call the interface makes: same-origin, signed in by the HttpOnly session cookie, with the
 // session's CSRF token on every state-changing request. No token is kept in the browser.
@@ -56,6 +57,7 @@ export async function call(method: string, path: string, init: RequestInit = {})
   const headers = new Headers(init.headers);
   const csrf = session.value?.csrfToken;
   if (STATE_CHANGING.has(method) && csrf !== undefined) headers.set('x-csrf-token', csrf);
+  if (workspace.value !== '' && !path.startsWith('/api/auth/')) headers.set('project', workspace.value);
   const send = () => fetch(path, { ...init, method, headers, credentials: 'same-origin' });
   const response = await (method === 'GET' ? repeated(send) : send());
   if (response.ok) return response;
@@ -88,14 +90,18 @@ export const postJson = <T>(path: string, body: unknown): Promise<T> => sendJson
 /** The session the cookie holds, or null. */
 export async function loadSession(): Promise<void> {
   try {
-    session.value = await getJson<Session>('/api/auth/session');
+    const signedIn = await getJson<Session>('/api/auth/session');
+    keepValidWorkspace(signedIn.user);
+    session.value = signedIn;
   } catch {
     session.value = null;
   }
 }
 
 export async function signIn(token: string): Promise<void> {
-  session.value = await postJson<Session>('/api/auth/session', { token });
+  const signedIn = await postJson<Session>('/api/auth/session', { token });
+  keepValidWorkspace(signedIn.user);
+  session.value = signedIn;
 }
 
 export async function signOut(): Promise<void> {

@@ -1,17 +1,23 @@
 import { lazy, Suspense } from 'preact/compat';
 import { useEffect } from 'preact/hooks';
 import { loadSession, session, signOut } from './api.ts';
-import { AdminPage } from './pages/admin.tsx';
+import { WorkspaceSelect } from './components/workspace-select.tsx';
 import { CataloguePage } from './pages/catalogue.tsx';
-import { FilesPage } from './pages/files.tsx';
 import { JobPage } from './pages/job.tsx';
 import { JobsPage } from './pages/jobs.tsx';
-import { LaunchPage } from './pages/launch.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
-import { Link, pathOf, route } from './router.tsx';
+import { Link, pathOf, queryOf, route } from './router.tsx';
+import { workspace } from './workspace.ts';
 
-// The usage chart (uPlot) loads when its page is opened; the terminal and desktop load from the job page.
+// The usage chart (uPlot) loads when its page is opened; the terminal and desktop load from the job
+// page; the launch form, files, administration, SSH keys and the starting page load when opened:
+// the first load is the catalogue, the jobs and a job.
+const LaunchPage = lazy(() => import('./pages/launch.tsx').then((m) => ({ default: m.LaunchPage })));
+const FilesPage = lazy(() => import('./pages/files.tsx').then((m) => ({ default: m.FilesPage })));
 const UsagePage = lazy(() => import('./pages/usage.tsx').then((m) => ({ default: m.UsagePage })));
+const AdminPage = lazy(() => import('./pages/admin.tsx').then((m) => ({ default: m.AdminPage })));
+const ConnectPage = lazy(() => import('./pages/connect.tsx').then((m) => ({ default: m.ConnectPage })));
+const SshKeysPage = lazy(() => import('./pages/ssh-keys.tsx').then((m) => ({ default: m.SshKeysPage })));
 
 const NAV = [
   { href: '/', label: 'Applications' },
@@ -24,12 +30,15 @@ function Page() {
   const path = pathOf();
   const job = /^\/jobs\/([a-z0-9]+)$/.exec(path);
   const launch = /^\/apps\/([^/]+)$/.exec(path);
+  const connect = /^\/jobs\/([a-z0-9]+)\/connect$/.exec(path);
   if (path === '/') return <CataloguePage />;
   if (launch) return <LaunchPage name={decodeURIComponent(launch[1]!)} />;
   if (path === '/jobs') return <JobsPage />;
   if (job) return <JobPage id={job[1]!} />;
+  if (connect) return <ConnectPage id={connect[1]!} rank={Number(queryOf().get('rank') ?? 0) || 0} />;
   if (path === '/files') return <FilesPage />;
   if (path === '/usage') return <UsagePage />;
+  if (path === '/ssh-keys') return <SshKeysPage />;
   if (path === '/admin' && session.value?.user.admin) return <AdminPage />;
   return (
     <section>
@@ -74,15 +83,30 @@ export function App() {
           </ul>
         </nav>
         <div class="who">
-          <span>{current.user.username}</span>
-          <button type="button" class="link" onClick={() => void signOut()}>
-            Sign out
-          </button>
+          <WorkspaceSelect user={current.user} />
+          <details class="user-menu">
+            <summary>{current.user.username}</summary>
+            {/* biome-ignore lint/a11y/useKeyWithClickEvents: the links and button inside take the keys; this only closes the menu after them */}
+            <ul
+              class="user-menu-items"
+              onClick={(e) => ((e.currentTarget.parentElement as HTMLDetailsElement).open = false)}
+            >
+              <li>
+                <Link href="/ssh-keys">SSH keys</Link>
+              </li>
+              <li>
+                <button type="button" class="link" onClick={() => void signOut()}>
+                  Sign out
+                </button>
+              </li>
+            </ul>
+          </details>
         </div>
       </header>
       <main id="main" tabIndex={-1}>
         <Suspense fallback={<p class="loading">Loading…</p>}>
-          <Page />
+          {/* A new workspace reads every page again: its jobs, files and credits. */}
+          <Page key={workspace.value} />
         </Suspense>
       </main>
     </>

@@ -1,7 +1,8 @@
 import { getJson, session } from './api.ts';
 import type { Wallet } from './types.ts';
+import { workspaceDrive } from './workspace.ts';
 
-/** The drives the signed-in user reaches: their home, and their projects' drives. */
+/** The drives the signed-in user reaches, the chosen workspace's first: their home, and their projects' drives. */
 export async function userDrives(): Promise<string[]> {
   const user = session.value?.user;
   if (!user) return [];
@@ -10,7 +11,9 @@ export async function userDrives(): Promise<string[]> {
   const wallets = await getJson<{ items: Wallet[] }>('/api/accounting/wallets').catch(() => ({ items: [] }));
   for (const w of wallets.items)
     if (w.owner.startsWith('project:')) projects.add(w.owner.slice('project:'.length));
-  return [`/home/${user.username}`, ...[...projects].sort().map((id) => `/projects/${id}`)];
+  const first = workspaceDrive(user);
+  const all = [`/home/${user.username}`, ...[...projects].sort().map((id) => `/projects/${id}`)];
+  return [first, ...all.filter((d) => d !== first)];
 }
 
 /** The folder a path lies in (`/home/a/b.txt` → `/home/a`). */

@@ -1,5 +1,5 @@
 /** The form's own fields that the server's issues may name. */
-const FORM_FIELDS = new Set(['product', 'timeAllocation', 'replicas', 'name']);
+const FORM_FIELDS = new Set(['product', 'timeAllocation', 'replicas', 'name', 'resources']);
 
 /**
  * Where a server issue belongs on the launch form: `param:<name>` for a parameter, one of the

@@ -31,16 +31,7 @@ const numbers = new Intl.NumberFormat('en', { maximumFractionDigits: 2 });
 export const credits = (n: number): string => `${numbers.format(n)} credits`;
 export const number = (n: number): string => numbers.format(n);
 
-export function bytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = n;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
-}
+export { formatBytes } from '../../src/model/bytes.ts';
 
 const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
 export const when = (epochMs: number): string => dateTime.format(new Date(epochMs));

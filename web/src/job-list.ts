@@ -8,11 +8,14 @@ export interface ListFilter {
   state: string;
   /** '' for every application. */
   app: string;
+  /** The workspace's project: only its jobs; '' for every job the user sees. */
+  project: string;
 }
 
 const matches = (job: Job, f: ListFilter) =>
   (f.state === '' || job.status.state === f.state) &&
-  (f.app === '' || job.specification.application.name === f.app);
+  (f.app === '' || job.specification.application.name === f.app) &&
+  (f.project === '' || job.owner.project === f.project);
 
 /**
  * The list (newest first) with one job's latest version in it. A version with fewer updates than

@@ -1,23 +1,14 @@
 // The shapes of the public API as the interface reads them (see /openapi.json): only the fields used.
 // Where the server has a plain type of the same shape, it is imported (type-only: the bundle holds
-// no server code); the values below are restated, as importing them would bring the server's schemas.
-
-import type { JobState } from '../../src/model/job.ts';
+// no server code); job states are the server's plain constants (model/job-states.ts, no schemas).
 
 export type { Wallet } from '../../src/jobs/access.ts';
+
+import type { JobState } from '../../src/model/job-states.ts';
+
+export { FINAL_STATES, JOB_STATES } from '../../src/model/job-states.ts';
 export type { FileEntry } from '../../src/storage/files.ts';
 export type { JobState };
-
-export const JOB_STATES: readonly JobState[] = [
-  'IN_QUEUE',
-  'RUNNING',
-  'CANCELING',
-  'SUCCESS',
-  'FAILURE',
-  'EXPIRED',
-  'SUSPENDED',
-];
-export const FINAL_STATES: ReadonlySet<JobState> = new Set(['SUCCESS', 'FAILURE', 'EXPIRED']);
 
 export interface User {
   username: string;
@@ -90,6 +81,7 @@ export interface Application {
     parameters: Parameter[];
     applicationType: ApplicationType;
     allowMultiNode: boolean;
+    allowAdditionalMounts: boolean;
     web?: { port: number };
     vnc?: { port: number };
   };
@@ -132,6 +124,7 @@ export interface Job {
     name?: string;
     replicas?: number;
     parameters?: Record<string, ParameterValue>;
+    resources?: ParameterValue[];
     timeAllocation?: Duration | null;
   };
   status: {

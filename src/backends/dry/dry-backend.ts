@@ -123,6 +123,10 @@ export function dryBackend(options: DryOptions = {}): Backend {
     async shell() {
       throw new Error('the dry backend runs no processes: there is no shell to open');
     },
+    // It runs no processes: nothing uses anything.
+    async usage() {
+      return new Map();
+    },
     async connect() {
       throw new Error('the dry backend runs no processes: there is no port to connect to');
     },

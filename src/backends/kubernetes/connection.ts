@@ -9,7 +9,7 @@ import {
   ServerConfiguration,
 } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import type { ResolvedPipelineConfig } from '../../model/config.ts';
+import type { ResolvedKubernetesSettings } from './settings.ts';
 
 /** Where the service account's token is mounted in a pod. */
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -62,7 +62,7 @@ export interface Connection {
  * service account when running in a pod; otherwise $KUBECONFIG or ~/.kube/config. A configured
  * context must exist in the file.
  */
-export function connect(config: ResolvedPipelineConfig['kubernetes']): Connection {
+export function connect(config: ResolvedKubernetesSettings): Connection {
   useRawJson();
   const kubeConfig = new KubeConfig();
   let inCluster = false;
@@ -95,7 +95,7 @@ export function connect(config: ResolvedPipelineConfig['kubernetes']): Connectio
   const middleware: Middleware = {
     pre: async (request) => {
       await limiter.take();
-      request.setSignal(AbortSignal.timeout(config.requestTimeoutMs));
+      request.setSignal(timeoutSignal(config.requestTimeoutMs));
       return request;
     },
     post: async (response) => response,
@@ -116,6 +116,18 @@ export function connect(config: ResolvedPipelineConfig['kubernetes']): Connectio
     limiter,
     requestTimeoutMs: config.requestTimeoutMs,
   };
+}
+
+/**
+ * Aborts after `ms` with a plain Error named TimeoutError. Not AbortSignal.timeout: its reason is a
+ * DOMException, whose read-only message client-node tries to prefix (a TypeError instead of the
+ * timeout).
+ */
+function timeoutSignal(ms: number): AbortSignal {
+  const controller = new AbortController();
+  const timeout = Object.assign(new Error('the API server did not answer in time'), { name: 'TimeoutError' });
+  setTimeout(() => controller.abort(timeout), ms).unref();
+  return controller.signal;
 }
 
 export interface RateLimiter {

@@ -1,32 +1,36 @@
-import type { Duplex } from 'node:stream';
-import { Watch } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
-import type { Logger } from '../../jobs/service.ts';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
-import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL } from '../../volcano/labels.ts';
+import type { Service, VolcanoJob } from '../../volcano/api/types.ts';
 import { logFileName, SSH_PORT, sshServiceName } from '../../volcano/names.ts';
-import type { KubernetesObject, Service, VolcanoJob } from '../../volcano/types.ts';
-import { apiMessage, type Connection, connect, statusCode } from './connection.ts';
-import { type Follower, follow } from './follow.ts';
-import { machinesOf, type NodeSummary, summarizeNode } from './nodes.ts';
-import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
+import { apiMessage, type Connection, connect } from './connection.ts';
 import {
-  FINAL_PHASES,
-  type JobSummary,
-  type PodGroupSummary,
-  type PodSummary,
-  reportOf,
-  summarizeJob,
-  summarizePod,
-  summarizePodGroup,
-} from './states.ts';
+  companionsToCreate,
+  evaluation,
+  isShared,
+  jobDeletion,
+  podDeletion,
+  sharedKey,
+} from './decisions.ts';
+import { jobObjects } from './job-objects.ts';
+import { closedWithPod, type JobView, newJobView, runningPod, wake } from './job-views.ts';
+import { clusterUsage } from './metrics.ts';
+import { machinesOf } from './nodes.ts';
+import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
+import { type KubernetesSettings, resolveKubernetesSettings } from './settings.ts';
+import { type JobSummary, type PodSummary, type Report, reportOf } from './states.ts';
 import { connectToPod, podLog, podLogText, podShell } from './streams.ts';
+import { type Watches, watchCluster } from './watches.ts';
+
+export { JOB_COMPANION_KINDS } from './job-objects.ts';
 
 export interface KubernetesBackendOptions {
   config: ResolvedPipelineConfig;
-  /** Made from `config.kubernetes` when not given. */
+  /** The backend's own settings (connection, request rates, clean-up); defaults when left out. */
+  settings?: KubernetesSettings;
+  /** Made from `settings` when not given. */
   connection?: Connection;
   /** Where each rank's log is saved at the end (the job's output folder); none: not saved. */
   storage?: JobStorage;
@@ -34,44 +38,15 @@ export interface KubernetesBackendOptions {
   now?: () => number;
 }
 
-/** The kinds a job's own companions can be; namespaces and queues are shared by an owner's jobs. */
-export const JOB_COMPANION_KINDS = [
-  { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' },
-  { apiVersion: 'v1', kind: 'Service' },
-  { apiVersion: 'v1', kind: 'Secret' },
-  { apiVersion: 'v1', kind: 'ConfigMap' },
-] as const;
-
-/** The order companions are created in: what others refer to first, so nothing waits on a gap. */
-const CREATE_ORDER = ['Namespace', 'Queue', 'NetworkPolicy', 'ConfigMap', 'Secret', 'Service'];
-
-const VOLCANO_JOB = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job' } as const;
-const POD_GROUP = { apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup' } as const;
-const OURS = `${MANAGED_BY_LABEL}=${MANAGED_BY},${JOB_ID_LABEL}`;
-
-const LIST_PAGE = 500;
 /** How long suspend waits for a deleted Volcano Job to be gone (its pods' grace period). */
 const SUSPEND_WAIT_ATTEMPTS = 120;
 const SUSPEND_WAIT_MS = 500;
 
-/** Orphans younger than this may belong to a submission of another ucompute process still under way. */
-const ORPHAN_MIN_AGE_MS = 10 * 60_000;
-
-interface JobView {
-  job?: JobSummary;
-  pods: Map<number, PodSummary>;
-  group?: PodGroupSummary;
-  reported?: { state: BackendEvent['state']; status: string };
-  /** Ended (reported and being removed) or cancelled: nothing more is reported. */
-  done: boolean;
-  /** Resolved when the job's final report went out (followers of its logs stop then). */
-  waiters: Set<() => void>;
-}
-
 /**
  * Runs jobs on a Kubernetes cluster with the Volcano scheduler: submits each job's Volcano Job
  * after its companions, follows Volcano Jobs, PodGroups and pods with one watch each, turns what
- * it sees into job states, saves the logs and removes the job's objects when it ends.
+ * it sees into job states (decisions.ts, states.ts), saves the logs and removes the job's objects
+ * when it ends.
  */
 export function kubernetesBackend(options: KubernetesBackendOptions): Backend & {
   /** Which cluster, context and namespaces it uses, for the start-up message. */
@@ -79,13 +54,15 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   /** Deletes objects of ours whose job is gone; also runs periodically. */
   reconcile(): Promise<number>;
 } {
-  const settings = options.config.kubernetes;
+  const placement = options.config.kubernetes;
+  const settings = resolveKubernetesSettings(options.settings);
   const conn = options.connection ?? connect(settings);
-  const { objects } = conn;
   const now = options.now ?? Date.now;
   const log = options.log;
-  const single = settings.namespaceStrategy === 'single';
-  const scope = single ? settings.namespace : undefined;
+  const measure = clusterUsage(conn, log);
+  const single = placement.namespaceStrategy === 'single';
+  const scope = single ? placement.namespace : undefined;
+  const cluster = jobObjects(conn, scope);
   const listeners: ((e: BackendEvent) => void)[] = [];
   const views = new Map<string, JobView>();
   /** Suspended jobs whose Volcano Job's deletion is still to be seen: not a lost job. */
@@ -97,11 +74,13 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const viewOf = (jobId: string): JobView => {
     let view = views.get(jobId);
     if (!view) {
-      view = { pods: new Map(), done: false, waiters: new Set() };
+      view = newJobView();
       views.set(jobId, view);
     }
     return view;
   };
+  const removeJob = (jobId: string, namespace?: string) =>
+    cluster.removeJob(jobId, namespace, settings.deleteGracePeriodSeconds);
 
   // ---- following ----------------------------------------------------------------------------
 
@@ -121,16 +100,16 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
 
   function evaluate(jobId: string): void {
     const view = views.get(jobId);
-    if (!view?.job || view.done) return;
+    if (!view?.job) return;
     const report = reportOf(view.job, view.pods.values(), view.group, view.reported?.state);
-    if (FINAL_PHASES.has(view.job.phase)) {
+    const next = evaluation({ phase: view.job.phase, done: view.done, reported: view.reported }, report);
+    if (next.action === 'finish') {
       view.done = true;
-      void finish(jobId, view, report);
-      return;
+      void finish(jobId, view, next.report);
+    } else if (next.action === 'report') {
+      view.reported = { state: report.state, status: report.status };
+      emit({ jobId, ...report, at: now() });
     }
-    if (view.reported?.state === report.state && view.reported.status === report.status) return;
-    view.reported = { state: report.state, status: report.status };
-    emit({ jobId, ...report, at: now() });
   }
 
   function emit(event: BackendEvent): void {
@@ -138,15 +117,11 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   }
 
   /** Saves the logs, reports the end, then removes the job's objects. */
-  async function finish(
-    jobId: string,
-    view: JobView,
-    report: Omit<BackendEvent, 'jobId' | 'at'>,
-  ): Promise<void> {
+  async function finish(jobId: string, view: JobView, report: Report): Promise<void> {
     const job = view.job!;
     await saveLogs(job, view);
     emit({ jobId, ...report, at: now() });
-    for (const w of view.waiters) w();
+    wake(view);
     view.waiters.clear();
     await removeJob(jobId, job.namespace).catch((e: unknown) =>
       log?.warn({ err: e, jobId }, 'could not remove the objects of an ended job; reconciliation will'),
@@ -167,125 +142,69 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     }
   }
 
-  /** One kind's objects carrying the label `selector`, in `namespace` (default: ours), all at once. */
-  const listLabelled = (kind: { apiVersion: string; kind: string }, selector: string, namespace = scope) =>
-    objects.list(kind.apiVersion, kind.kind, namespace, undefined, undefined, undefined, undefined, selector);
+  /** A Volcano Job vanished: removed by us (ended, cancelled) or by someone else, which loses the job. */
+  function jobDeleted(job: JobSummary): void {
+    const view = views.get(job.jobId);
+    views.delete(job.jobId);
+    const decision = jobDeletion({
+      known: view !== undefined,
+      done: view?.done ?? false,
+      suspended: suspended.delete(job.jobId),
+      submitting: inFlight.has(job.jobId),
+    });
+    if (decision !== 'lost' || !view) return;
+    view.done = true;
+    emit({
+      jobId: job.jobId,
+      state: 'FAILURE',
+      status: `ucompute lost track of this job: its Volcano Job ${job.namespace}/${job.name} was deleted outside ucompute`,
+      at: now(),
+    });
+    wake(view);
+    void removeJob(job.jobId, job.namespace).catch(() => {});
+  }
 
-  const watch = new Watch(conn.kubeConfig);
-  const collection = (apiVersion: string, plural: string) =>
-    `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}${scope ? `/namespaces/${scope}` : ''}/${plural}`;
-  /**
-   * Lists in pages, so that 10,000 jobs never sit in memory as one response: our objects in our
-   * scope, or with `everything` every object of a cluster-scoped kind.
-   */
-  const lister =
-    (apiVersion: string, kind: string, everything = false) =>
-    async (page: (items: unknown[]) => void) => {
-      let continueToken: string | undefined;
-      let resourceVersion = '';
-      do {
-        const list = await objects.list(
-          apiVersion,
-          kind,
-          everything ? undefined : scope,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          everything ? undefined : OURS,
-          LIST_PAGE,
-          continueToken,
-        );
-        page(list.items);
-        resourceVersion ||= list.metadata?.resourceVersion ?? '';
-        continueToken =
-          list.metadata?._continue ?? (list.metadata as { continue?: string } | undefined)?.continue;
-      } while (continueToken);
-      return resourceVersion;
-    };
-  const failed = (what: string) => (error: unknown) =>
-    log?.warn({ err: error }, `following ${what} failed (${apiMessage(error)}); listing again shortly`);
+  function podDeleted(pod: PodSummary): void {
+    const view = views.get(pod.jobId);
+    if (!view) return;
+    const decision = podDeletion({ phase: view.job?.phase, done: view.done }, pod);
+    if (decision === 'forget') {
+      view.pods.delete(pod.rank);
+      if (view.pods.size === 0 && view.group === undefined) views.delete(pod.jobId);
+    } else if (decision === 'lost') {
+      view.pods.set(pod.rank, { ...pod, deletedUnexpectedly: true });
+      touch(pod.jobId);
+    }
+  }
 
-  let followers: Follower<unknown>[] = [];
-  let nodes: Follower<NodeSummary> | undefined;
+  let watches: Watches | undefined;
   let started: Promise<void> | undefined;
+  let reconcileTimer: NodeJS.Timeout | undefined;
   /** Starts the watches on first use, once a listener can hear what the first list reports. */
   function start(): Promise<void> {
     started ??= (async () => {
-      const jobs = follow<JobSummary>({
-        what: 'Volcano Jobs',
-        watch,
-        path: collection(VOLCANO_JOB.apiVersion, 'jobs'),
-        labelSelector: OURS,
-        list: lister(VOLCANO_JOB.apiVersion, VOLCANO_JOB.kind),
-        summarize: summarizeJob,
-        changed: (_key, job) => {
+      watches = watchCluster(conn, scope, {
+        jobChanged: (job) => {
           viewOf(job.jobId).job = job;
           touch(job.jobId);
         },
-        deleted: (_key, job) => jobDeleted(job),
-        failed: failed('Volcano Jobs'),
-      });
-      const pods = follow<PodSummary>({
-        what: 'pods',
-        watch,
-        path: collection('v1', 'pods'),
-        labelSelector: OURS,
-        list: lister('v1', 'Pod'),
-        summarize: summarizePod,
+        jobDeleted,
         // Pods may be seen before their job (another watch): they are kept by job id either way.
-        changed: (_key, pod) => {
+        podChanged: (pod) => {
           const view = viewOf(pod.jobId);
           view.pods.set(pod.rank, pod);
-          for (const w of view.waiters) w();
+          wake(view);
           touch(pod.jobId);
         },
-        deleted: (_key, pod) => {
-          const view = views.get(pod.jobId);
-          if (!view) return;
-          if (!view.job) {
-            view.pods.delete(pod.rank);
-            if (view.pods.size === 0 && view.group === undefined) views.delete(pod.jobId);
-            return;
-          }
-          const running = !view.done && !FINAL_PHASES.has(view.job.phase);
-          if (running && !pod.killedByController && !pod.ended) {
-            view.pods.set(pod.rank, { ...pod, deletedUnexpectedly: true });
-            touch(pod.jobId);
-          }
-        },
-        failed: failed('pods'),
-      });
-      const groups = follow<PodGroupSummary>({
-        what: 'PodGroups',
-        watch,
-        path: collection(POD_GROUP.apiVersion, 'podgroups'),
-        labelSelector: OURS,
-        list: lister(POD_GROUP.apiVersion, POD_GROUP.kind),
-        summarize: summarizePodGroup,
-        changed: (_key, group) => {
+        podDeleted,
+        groupChanged: (group) => {
           viewOf(group.jobId).group = group;
           touch(group.jobId);
         },
-        deleted: () => {},
-        failed: failed('PodGroups'),
+        failed: (what, error) =>
+          log?.warn({ err: error }, `following ${what} failed (${apiMessage(error)}); listing again shortly`),
       });
-      // The machines (utilization, refusing jobs that fit no node): submissions never wait for it.
-      nodes = follow<NodeSummary>({
-        what: 'nodes',
-        watch,
-        path: '/api/v1/nodes',
-        labelSelector: '',
-        list: lister('v1', 'Node', true),
-        summarize: summarizeNode,
-        changed: () => {},
-        deleted: () => {},
-        failed: failed('nodes'),
-      });
-      followers = [jobs, pods, groups, nodes] as Follower<unknown>[];
-      // Jobs first: pods and groups are kept only for jobs known (or being submitted).
-      await jobs.ready;
-      await Promise.all([pods.ready, groups.ready]);
+      await watches.listed;
       listed = true;
       evaluateDirty();
       reconcileTimer = setInterval(() => {
@@ -295,114 +214,34 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     })();
     return started;
   }
-  let reconcileTimer: NodeJS.Timeout | undefined;
-
-  /** A Volcano Job vanished: removed by us (ended, cancelled) or by someone else, which loses the job. */
-  function jobDeleted(job: JobSummary): void {
-    const view = views.get(job.jobId);
-    views.delete(job.jobId);
-    if (suspended.delete(job.jobId)) return;
-    if (!view || view.done || inFlight.has(job.jobId)) return;
-    view.done = true;
-    emit({
-      jobId: job.jobId,
-      state: 'FAILURE',
-      status: `ucompute lost track of this job: its Volcano Job ${job.namespace}/${job.name} was deleted outside ucompute`,
-      at: now(),
-    });
-    for (const w of view.waiters) w();
-    void removeJob(job.jobId, job.namespace).catch(() => {});
-  }
-
-  // ---- writing ------------------------------------------------------------------------------
-
-  async function createIfAbsent(object: KubernetesObject): Promise<void> {
-    try {
-      await objects.create(object);
-    } catch (e) {
-      if (statusCode(e) === 409) return; // it exists: a repeat after a crash, or a shared object
-      const where = object.metadata.namespace ? `${object.metadata.namespace}/` : '';
-      throw new Error(`could not create ${object.kind} ${where}${object.metadata.name}: ${apiMessage(e)}`);
-    }
-  }
-
-  async function deleteIfPresent(object: KubernetesObject, graceSeconds?: number): Promise<void> {
-    try {
-      await objects.delete(object, undefined, undefined, graceSeconds, undefined, 'Background');
-    } catch (e) {
-      if (statusCode(e) !== 404) throw e;
-    }
-  }
-
-  /** Deletes the job's Volcano Job (its pods go with it) and its own companions; 404s are fine. */
-  async function removeJob(jobId: string, namespace?: string): Promise<void> {
-    const selector = `${JOB_ID_LABEL}=${jobId}`;
-    const found = await listLabelled(VOLCANO_JOB, selector, namespace);
-    for (const job of found.items)
-      await deleteIfPresent(ref(VOLCANO_JOB, job), settings.deleteGracePeriodSeconds);
-    for (const kind of JOB_COMPANION_KINDS) {
-      const list = await listLabelled(kind, selector);
-      for (const item of list.items) await deleteIfPresent(ref(kind, item));
-    }
-  }
 
   async function reconcile(): Promise<number> {
     await start();
-    let deleted = 0;
     const live = (jobId: string) => inFlight.has(jobId) || views.get(jobId)?.job !== undefined;
-    for (const kind of JOB_COMPANION_KINDS) {
-      const list = await listLabelled(kind, OURS);
-      for (const item of list.items) {
-        const jobId = item.metadata?.labels?.[JOB_ID_LABEL];
-        if (typeof jobId !== 'string' || live(jobId)) continue;
-        const created = new Date(item.metadata?.creationTimestamp ?? 0).getTime();
-        if (now() - created < ORPHAN_MIN_AGE_MS) continue;
-        await deleteIfPresent(ref(kind, item));
-        deleted++;
-      }
-    }
+    const deleted = await cluster.deleteOrphans(live, now());
     if (deleted > 0) log?.info({ deleted }, 'deleted objects of jobs that no longer exist');
     return deleted;
   }
 
-  /**
-   * A rank's pod once its container runs. The job's phase and its pods come on different
-   * watches, so a job just seen running may wait a moment (bounded) for its pods' news.
-   */
-  async function runningPod(jobId: string, rank: number): Promise<PodSummary> {
-    await start();
-    const deadline = performance.now() + conn.requestTimeoutMs;
-    for (;;) {
-      const view = views.get(jobId);
-      const pod = view?.pods.get(rank);
-      if (pod?.started && !pod.ended) return pod;
-      const left = deadline - performance.now();
-      const starting = view?.job?.phase === 'Running' && !view.done && !pod?.ended;
-      if (!starting || left <= 0) throw new Error(`rank ${rank} of job ${jobId} is not running`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        view.waiters.add(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+  /** Creates the job's companions, then its Volcano Job once the owner's queue takes jobs. */
+  async function create(jobId: string, build: JobBuild): Promise<void> {
+    for (const companion of companionsToCreate(build.companions, seenShared)) {
+      await cluster.createIfAbsent(companion);
+      if (companion.kind === 'Queue') await cluster.waitUntilOpen(companion);
+      if (isShared(companion.kind)) seenShared.add(sharedKey(companion));
     }
+    const volcanoJob: VolcanoJob = addPeerAliases(build.volcanoJob, podsOf);
+    await cluster.createIfAbsent(volcanoJob);
+    viewOf(jobId);
+    await openPeerPolicies(conn.objects, jobId, volcanoJob, podsOf);
   }
 
-  /**
-   * Closes a stream to a rank once the rank or its job has ended, so that nothing the proxy keeps
-   * (a pooled port-forward, a relay) outlives the pod it reached.
-   */
-  function closedWithPod<S extends Duplex>(jobId: string, rank: number, stream: S): S {
-    const view = views.get(jobId);
-    if (!view) return stream;
-    const check = () => {
-      const pod = view.pods.get(rank);
-      if (view.done || !pod || pod.ended) stream.destroy();
-    };
-    view.waiters.add(check);
-    stream.once('close', () => view.waiters.delete(check));
-    return stream;
+  /** Marks a job done (nothing more is reported) and saves its logs before its objects go. */
+  async function stopFollowing(view: JobView | undefined): Promise<void> {
+    if (!view) return;
+    view.done = true;
+    wake(view);
+    if (view.job) await saveLogs(view.job, view);
   }
 
   const podsOf = (jobId: string): PeerPod | undefined => {
@@ -416,7 +255,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     description:
       `cluster ${conn.server} (context ${conn.context}), ` +
       (single
-        ? `namespace ${settings.namespace}, queue ${settings.queue}`
+        ? `namespace ${placement.namespace}, queue ${placement.queue}`
         : `one namespace and queue per owner (${options.config.prefix}-u-<user>, ${options.config.prefix}-p-<project>)`),
 
     async submit(jobId, build: JobBuild) {
@@ -424,21 +263,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       await start();
       if (views.get(jobId)?.job) return; // already there: a repeated submit
       inFlight.add(jobId);
-      const companions = [...build.companions].sort(
-        (a, b) => CREATE_ORDER.indexOf(a.kind) - CREATE_ORDER.indexOf(b.kind),
-      );
       try {
-        for (const companion of companions) {
-          const shared = companion.kind === 'Namespace' || companion.kind === 'Queue';
-          const key = `${companion.kind}/${companion.metadata.name}`;
-          if (shared && seenShared.has(key)) continue;
-          await createIfAbsent(companion);
-          if (shared) seenShared.add(key);
-        }
-        const volcanoJob: VolcanoJob = addPeerAliases(build.volcanoJob, podsOf);
-        await createIfAbsent(volcanoJob);
-        viewOf(jobId);
-        await openPeerPolicies(objects, jobId, volcanoJob, podsOf);
+        await create(jobId, build);
       } catch (e) {
         // Nothing of a refused job may stay behind: a retry creates it all again.
         await removeJob(jobId, build.volcanoJob.metadata.namespace).catch((err: unknown) =>
@@ -457,11 +283,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     async cancel(jobId) {
       await start();
       const view = views.get(jobId);
-      if (view) {
-        view.done = true;
-        for (const w of view.waiters) w();
-        if (view.job) await saveLogs(view.job, view);
-      }
+      await stopFollowing(view);
       try {
         await removeJob(jobId, view?.job?.namespace);
       } catch (e) {
@@ -478,17 +300,12 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       await start();
       const view = views.get(jobId);
       const namespace = view?.job?.namespace;
-      if (view) {
-        view.done = true;
-        for (const w of view.waiters) w();
-        if (view.job) await saveLogs(view.job, view);
-      }
+      await stopFollowing(view);
       suspended.add(jobId);
       try {
         await removeJob(jobId, namespace);
         for (let i = 0; i < SUSPEND_WAIT_ATTEMPTS; i++) {
-          const left = await listLabelled(VOLCANO_JOB, `${JOB_ID_LABEL}=${jobId}`, namespace);
-          if (left.items.length === 0) break;
+          if (!(await cluster.volcanoJobExists(jobId, namespace))) break;
           await new Promise((resolve) => setTimeout(resolve, SUSPEND_WAIT_MS));
         }
       } catch (e) {
@@ -501,9 +318,18 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       // ucompute's monitor enforces deadlines (Expiry); the Volcano Job carries none to move.
     },
 
+    async usage(jobIds) {
+      const running = new Map<string, PodSummary[]>();
+      for (const id of jobIds) {
+        const pods = [...(views.get(id)?.pods.values() ?? [])].filter((p) => p.phase === 'Running');
+        if (pods.length > 0) running.set(id, pods);
+      }
+      return running.size === 0 ? new Map() : measure(running);
+    },
+
     machines() {
       // Unknown until the nodes are listed (or when they cannot be): nothing is refused then.
-      return machinesOf(nodes?.items.values() ?? []);
+      return machinesOf(watches?.nodes.items.values() ?? []);
     },
 
     async knownJobs() {
@@ -540,19 +366,22 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     },
 
     async shell(jobId, rank, size) {
-      return podShell(conn, await runningPod(jobId, rank), size);
+      await start();
+      return podShell(conn, await runningPod(views, jobId, rank, conn.requestTimeoutMs), size);
     },
 
     async connect(jobId, rank, port) {
-      return closedWithPod(jobId, rank, await connectToPod(conn, await runningPod(jobId, rank), port));
+      await start();
+      const pod = await runningPod(views, jobId, rank, conn.requestTimeoutMs);
+      return closedWithPod(views.get(jobId), rank, await connectToPod(conn, pod, port));
     },
 
     /** The node port the API server gave the job's Service `j-<id>-ssh`, on `kubernetes.sshHost`. */
     async sshEndpoint(jobId) {
       await start();
-      const namespace = views.get(jobId)?.job?.namespace ?? scope ?? settings.namespace;
+      const namespace = views.get(jobId)?.job?.namespace ?? scope ?? placement.namespace;
       const name = sshServiceName(jobId);
-      const service = (await objects.read({
+      const service = (await conn.objects.read({
         apiVersion: 'v1',
         kind: 'Service',
         metadata: { name, namespace },
@@ -567,26 +396,11 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     async close() {
       closed = true;
       clearInterval(reconcileTimer);
-      for (const f of followers) f.stop();
+      watches?.stop();
       for (const view of views.values()) {
-        for (const w of view.waiters) w();
+        wake(view);
         view.waiters.clear();
       }
-    },
-  };
-}
-
-/** Just enough of an object to address it. */
-function ref(
-  kind: { apiVersion: string; kind: string },
-  item: { metadata?: { name?: string; namespace?: string } },
-) {
-  return {
-    apiVersion: kind.apiVersion,
-    kind: kind.kind,
-    metadata: {
-      name: item.metadata?.name ?? '',
-      ...(item.metadata?.namespace ? { namespace: item.metadata.namespace } : {}),
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { LargestMachine, MachineSize, Machines } from '../../jobs/backend.ts';
-import { bytes, cpuMillis } from '../../volcano/quantity.ts';
+import { bytes, cpuMillis } from '../../volcano/api/quantity.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: API objects are checked field by field.
 type Raw = any;

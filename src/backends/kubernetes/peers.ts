@@ -1,9 +1,9 @@
 import type { KubernetesObjectApi } from '@kubernetes/client-node';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { jobPods } from '../../plugins/connect-to-job.ts';
+import type { NetworkPolicy, NetworkPolicyPeer, VolcanoJob } from '../../volcano/api/types.ts';
 import { PEERS_ANNOTATION } from '../../volcano/labels.ts';
 import { JOB_TASK_NAME, networkPolicyName } from '../../volcano/names.ts';
-import type { NetworkPolicy, NetworkPolicyPeer, VolcanoJob } from '../../volcano/types.ts';
 import { statusCode } from './connection.ts';
 
 /** Where a followed job's pods are: its namespace and its rank 0's address ('' until it has one). */

@@ -1,5 +1,5 @@
 import type { BackendEvent } from '../../jobs/backend.ts';
-import { taskIndexFromPodName, VOLCANO_TASK_INDEX_LABEL } from '../../volcano/conventions.ts';
+import { taskIndexFromPodName, VOLCANO_TASK_INDEX_LABEL } from '../../volcano/emulation/conventions.ts';
 import { JOB_ID_LABEL, OUTPUT_FOLDER_ANNOTATION, PEERS_ANNOTATION } from '../../volcano/labels.ts';
 import { USER_CONTAINER_NAME } from '../../volcano/names.ts';
 
@@ -157,9 +157,6 @@ export function summarizePodGroup(o: Raw): PodGroupSummary | undefined {
     unschedulable: unschedulable ? str(unschedulable.message) || str(unschedulable.reason) : '',
   };
 }
-
-/** Volcano phases after which nothing of the job runs any more. */
-export const FINAL_PHASES: ReadonlySet<string> = new Set(['Completed', 'Failed', 'Aborted', 'Terminated']);
 
 export type Report = Pick<BackendEvent, 'state' | 'status' | 'exitCodes'>;
 

@@ -2,8 +2,11 @@ import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from './runtime.ts';
 
-/** The controllers a pod's limits need. */
-export type Controller = 'memory' | 'cpu' | 'pids';
+/**
+ * The controllers a pod's limits need, and cgroup v1's CPU accounting (`cpuacct`), which sets no
+ * limit but counts the CPU time the live resource views read (cgroup v2 counts it in every group).
+ */
+export type Controller = 'memory' | 'cpu' | 'pids' | 'cpuacct';
 const CONTROLLERS: readonly Controller[] = ['memory', 'cpu', 'pids'];
 
 /** One mounted cgroup hierarchy that holds some of the controllers we use. */
@@ -31,7 +34,7 @@ const CFS_PERIOD_US = 100_000;
 export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
   const text = mountinfo ?? (await readFile('/proc/self/mountinfo', 'utf8'));
   let v2Root: string | null = null;
-  const v1: { root: string; controllers: Controller[] }[] = [];
+  const v1: { root: string; controllers: Controller[]; accounts: boolean }[] = [];
   for (const line of text.split('\n')) {
     const [left, right] = line.split(' - ');
     if (!left || !right) continue;
@@ -41,7 +44,11 @@ export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
     if (fsType === 'cgroup2') v2Root = mountPoint;
     if (fsType === 'cgroup') {
       const options = superOptions.split(',');
-      v1.push({ root: mountPoint, controllers: CONTROLLERS.filter((c) => options.includes(c)) });
+      v1.push({
+        root: mountPoint,
+        controllers: CONTROLLERS.filter((c) => options.includes(c)),
+        accounts: options.includes('cpuacct'),
+      });
     }
   }
   const v2Controllers = v2Root ? await readV2Controllers(v2Root) : [];
@@ -62,6 +69,14 @@ export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
   }
   // Without any controller a plain v2 cgroup still tracks every process of a pod.
   if (hierarchies.length === 0 && v2Root) hierarchies.push({ version: 2, root: v2Root, controllers: [] });
+  // CPU time: counted by a v2 group (cpu.stat), else by v1's cpuacct, kept last so that the
+  // hierarchies of pods made before keep their places.
+  const cpuacct = v1.find((h) => h.accounts)?.root;
+  if (!hierarchies.some((h) => h.version === 2) && cpuacct !== undefined) {
+    const known = hierarchies.find((h) => h.root === cpuacct);
+    if (known) known.controllers.push('cpuacct');
+    else hierarchies.push({ version: 1, root: cpuacct, controllers: ['cpuacct'] });
+  }
   return { hierarchies, missing };
 }
 

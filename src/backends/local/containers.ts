@@ -2,9 +2,7 @@ import { closeSync, fstatSync } from 'node:fs';
 import { chown, mkdir } from 'node:fs/promises';
 import { join, normalize, relative } from 'node:path';
 import { openFolder } from '../../storage/folders.ts';
-import { containerProcess } from '../../volcano/expansion.ts';
-import type { PodPlan } from '../../volcano/job-plugins.ts';
-import { bytes, cpuMillis } from '../../volcano/quantity.ts';
+import { bytes, cpuMillis } from '../../volcano/api/quantity.ts';
 import type {
   Companion,
   Container,
@@ -13,7 +11,9 @@ import type {
   ResourceList,
   VolcanoJob,
   Volume,
-} from '../../volcano/types.ts';
+} from '../../volcano/api/types.ts';
+import { containerProcess } from '../../volcano/emulation/expansion.ts';
+import type { PodPlan } from '../../volcano/emulation/plugins/plugin.ts';
 import { imageArgv, imageEnv, imageUser } from './images/oci-config.ts';
 import type { ImageResolver } from './images/resolve.ts';
 import { openWithoutSymlinks } from './open-path.ts';

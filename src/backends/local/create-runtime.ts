@@ -14,20 +14,18 @@ import { requireProtectedHardlinks } from './hardlink-protection.ts';
 import { hostView } from './host-view.ts';
 import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
+import { type ContainerHandle, findContainers, watchContainers } from './pod/container-handle.ts';
 import {
-  type ContainerHandle,
   checkName,
   DEFAULT_LOGS,
-  findContainers,
   type LogRotation,
   type PodContext,
   type PodRecord,
   podDir,
   podDirMode,
-  podHandle,
   type Sandbox,
-  watchContainers,
-} from './pod.ts';
+} from './pod/context.ts';
+import { podHandle } from './pod/pod.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { compiledSeccomp } from './seccomp.ts';
 import { DEFAULT_FIRST_ID, type IdRanges, idRanges } from './userns.ts';
@@ -124,12 +122,14 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     const ids = root
       ? await idRanges(join(options.stateDir, 'userns'), options.firstHostId ?? DEFAULT_FIRST_ID)
       : null;
+    const seccomp = await compiledSeccomp(options.stateDir);
     sandbox = {
       kind: 'bwrap',
       bwrap,
       root,
       hostView: await hostView(join(options.stateDir, 'host-view')),
-      seccomp: await compiledSeccomp(options.stateDir),
+      seccomp: seccomp.program,
+      syscalls: seccomp.syscalls,
       ids,
     };
   }
@@ -163,6 +163,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
           reserved,
           nameservers: nameserversOf(resolvConf),
           run: launcher.run,
+          setns: sandbox.syscalls.setns,
         }).catch((error) => {
           launcher.close();
           throw error;

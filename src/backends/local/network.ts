@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { isIPv4, isIPv6 } from 'node:net';
 import { PRIVATE_RANGES } from '../../plugins/connect-to-job.ts';
 import { run } from './exec.ts';
-import { CLONE_NEWNET, PERL, syscallNumber } from './perl.ts';
+import { PERL, programPath } from './programs.ts';
 
 /** A pod's network identity. */
 export interface PodNetwork {
@@ -178,28 +178,6 @@ function rulesScript(bridge: string, subnet: string, gateway: string, egress: Eg
   ].join('\n');
 }
 
-/**
- * Configures new namespaces from the inside, one process for a whole batch rather than an `ip -n`
- * and an `ip netns exec sysctl` per namespace (processes are what a pod's start costs on a small
- * machine). Perl (see perl.ts) joins each namespace in turn, opens its low ports to every user
- * there (containers' root is root of their own user namespace only, which does not own the pod's
- * network namespace: as Docker and containerd do), and runs `ip -batch` inside it with that
- * namespace's lines. Arguments: setns's number, then name and lines per namespace.
- */
-const CONFIGURE_INSIDE = `
-my $setns = shift @ARGV;
-while (my ($name, $lines) = splice(@ARGV, 0, 2)) {
-  open(my $ns, '<', "/run/netns/$name") or die "netns $name: $!\\n";
-  syscall($setns, fileno($ns), ${CLONE_NEWNET}) == 0 or die "setns $name: $!\\n";
-  my $ports;
-  open($ports, '>', '/proc/sys/net/ipv4/ip_unprivileged_port_start') and print($ports "0\\n") and close($ports)
-    or die "netns $name: ip_unprivileged_port_start: $!\\n";
-  open(my $ip, '|-', 'ip', '-batch', '-') or die "ip: $!\\n";
-  print $ip $lines;
-  close($ip) or die "ip -batch in netns $name failed\\n";
-}
-`;
-
 /** Pods in their own network namespaces on a bridge, with NAT outwards and nftables isolation (root). */
 export async function bridgeNetwork(
   options: NetworkOptions,
@@ -210,10 +188,11 @@ export async function bridgeNetwork(
     nameservers: readonly string[];
     /** Runs `ip` and `nft` (the runtime's launcher: never a fork of ucompute itself). */
     run: typeof run;
+    /** setns's system call number, for programs/configure-netns.pl. */
+    setns: number;
   },
 ): Promise<Network> {
   const { reserved, nameservers } = machine;
-  const setns = syscallNumber('setns');
   const bridge = options.bridge ?? 'ucompute0';
   const egress: EgressPolicy = {
     allowTo: options.allowEgressTo ?? [],
@@ -257,11 +236,10 @@ export async function bridgeNetwork(
     ]);
     try {
       await machine.run('ip', ['-batch', '-'], host.join('\n') + '\n');
+      // Configured from the inside, one process for the whole batch (see configure-netns.pl).
       await machine.run(PERL, [
-        '-e',
-        CONFIGURE_INSIDE,
-        '--',
-        String(setns),
+        programPath('configure-netns.pl'),
+        String(machine.setns),
         ...made.flatMap((n) => [
           n.netns,
           `link set lo up\naddr add ${n.ip}/${bits} dev eth0\nlink set eth0 up\nroute add default via ${gateway}\n`,

@@ -2,16 +2,16 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { LocalConfig } from '../../model/config.ts';
 import { createRuntime } from './create-runtime.ts';
 import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
-import { DEFAULT_LOGS } from './pod.ts';
+import { DEFAULT_LOGS } from './pod/context.ts';
+import type { LocalSettings } from './settings.ts';
 import { lockStateDir } from './state-lock.ts';
 
 export interface OpenLocalOptions {
-  config: LocalConfig;
+  config: LocalSettings;
   /** Default home of the state folder. */
   dataDir: string;
   storageRoot: string;
@@ -108,7 +108,7 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
 }
 
 /** Ports 2200-2299 by default, named by the listen address unless that is every address. */
-function sshSettings(ssh: NonNullable<LocalConfig['ssh']>, listen: string) {
+function sshSettings(ssh: NonNullable<LocalSettings['ssh']>, listen: string) {
   const first = ssh.firstPort ?? 2200;
   const last = ssh.lastPort ?? (ssh.firstPort !== undefined ? first + 99 : 2299);
   if (last < first)

@@ -126,8 +126,18 @@ export interface Pod {
   shell(options: ShellOptions): Promise<ShellStream>;
   /** A TCP stream to a port the pod listens on. */
   connect(port: number): Promise<Duplex>;
+  /** What its processes use: CPU time so far and memory now, from its cgroups (null without them). */
+  usage(): Promise<PodUsage>;
   /** SIGTERM to every process, SIGKILL after `graceMs`, then removes its cgroups, network, folders. Idempotent. */
   destroy(graceMs: number): Promise<void>;
+}
+
+/** What a pod's processes use, from its cgroups: null where no hierarchy here counts it. */
+export interface PodUsage {
+  /** CPU seconds used since the pod's cgroups were made. */
+  cpuSeconds: number | null;
+  /** Bytes of memory in use, without reclaimable page cache. */
+  memoryBytes: number | null;
 }
 
 export interface Runtime {

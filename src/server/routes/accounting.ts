@@ -1,9 +1,9 @@
-import type { JobService } from '../../jobs/service.ts';
-import { type Api, errors } from '../api.ts';
+import { type ApiRoutes, errors } from '../api.ts';
 import { UsageQuery, UsageResponse, WalletsResponse } from '../schemas.ts';
 
 /** A caller's credits: wallets, and usage per bucket. */
-export function accountingRoutes(api: Api, service: JobService): void {
+export const accountingRoutes: ApiRoutes = async (api) => {
+  const service = api.jobService;
   api.get(
     '/api/accounting/wallets',
     {
@@ -28,4 +28,4 @@ export function accountingRoutes(api: Api, service: JobService): void {
     },
     async (request) => service.usage(request.caller, request.query),
   );
-}
+};

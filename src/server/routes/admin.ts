@@ -1,6 +1,6 @@
-import type { AdminOperations } from '../../jobs/admin.ts';
+import { adminOperations } from '../../jobs/admin.ts';
 import type { Role } from '../../store/users.ts';
-import { type Api, adminOnly, errors } from '../api.ts';
+import { type ApiRoutes, adminOnly, errors } from '../api.ts';
 import {
   CreateProjectRequest,
   CreateTokenRequest,
@@ -15,7 +15,8 @@ import {
 } from '../schemas.ts';
 
 /** What administrators do: credits, users, projects, members and tokens. */
-export function adminRoutes(api: Api, admin: AdminOperations): void {
+export const adminRoutes: ApiRoutes = async (api) => {
+  const admin = adminOperations(api.store, api.jobEnvironment);
   api.post(
     '/api/accounting/allocations',
     {
@@ -27,7 +28,7 @@ export function adminRoutes(api: Api, admin: AdminOperations): void {
         response: { 200: GrantResponse, ...errors },
       },
     },
-    async (request) => admin.grant(request.body),
+    async (request) => admin.grant(request.caller, request.body),
   );
 
   api.post(
@@ -41,7 +42,7 @@ export function adminRoutes(api: Api, admin: AdminOperations): void {
         response: { 200: UserResponse, ...errors },
       },
     },
-    async (request) => admin.createUser(request.body.name, request.body.admin),
+    async (request) => admin.createUser(request.caller, request.body.name, request.body.admin),
   );
 
   api.post(
@@ -55,7 +56,7 @@ export function adminRoutes(api: Api, admin: AdminOperations): void {
         response: { 200: ProjectResponse, ...errors },
       },
     },
-    async (request) => admin.createProject(request.body.id, request.body.title),
+    async (request) => admin.createProject(request.caller, request.body.id, request.body.title),
   );
 
   api.post(
@@ -71,7 +72,7 @@ export function adminRoutes(api: Api, admin: AdminOperations): void {
     },
     async (request) => {
       const { projectId, username, role } = request.body;
-      return admin.setMember(projectId, username, role as Role);
+      return admin.setMember(request.caller, projectId, username, role as Role);
     },
   );
 
@@ -86,6 +87,6 @@ export function adminRoutes(api: Api, admin: AdminOperations): void {
         response: { 200: TokenResponse, ...errors },
       },
     },
-    async (request) => admin.createToken(request.body.username, request.body.description),
+    async (request) => admin.createToken(request.caller, request.body.username, request.body.description),
   );
-}
+};

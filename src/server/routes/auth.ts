@@ -1,10 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { closed, StringEnum } from '../../model/schema.ts';
-import type { UserStore } from '../../store/users.ts';
-import { type Api, errors, publicRoute } from '../api.ts';
+import { type ApiRoutes, errors, publicRoute } from '../api.ts';
 import { callerForToken, clearedCookie, cookieSession, sessionCookie } from '../auth.ts';
 import { errorBody } from '../errors.ts';
-import type { SignIns, UiSession } from '../sign-in.ts';
+import type { UiSession } from '../sign-in.ts';
 import { reachedBy } from './sessions.ts';
 
 const SignInRequest = Type.Object({ token: Type.String({ minLength: 1, maxLength: 1024 }) }, closed);
@@ -35,7 +34,8 @@ const EXPIRED_LINK_PAGE =
  * Signing in to the web interface: an API token or a one-time link traded for the session cookie,
  * the session read back and ended. The cookie then opens every call a token does.
  */
-export function authRoutes(api: Api, users: UserStore, signIns: SignIns): void {
+export const authRoutes: ApiRoutes = async (api) => {
+  const { store, signIns } = api;
   const answer = async (session: UiSession) => ({
     user: await signIns.userOf(session.caller),
     csrfToken: session.csrfToken,
@@ -57,7 +57,7 @@ export function authRoutes(api: Api, users: UserStore, signIns: SignIns): void {
       },
     },
     async (request, reply) => {
-      const caller = await callerForToken(users, request.body.token);
+      const caller = await callerForToken(store.users, request.body.token);
       if (!caller) return reply.code(401).send(errorBody(401, 'the API token is not valid'));
       const { secret, session } = await signIns.start(caller.username);
       reply.header('set-cookie', sessionCookie(request, secret)).header('cache-control', 'no-store');
@@ -143,4 +143,4 @@ export function authRoutes(api: Api, users: UserStore, signIns: SignIns): void {
         .send();
     },
   );
-}
+};

@@ -1,6 +1,6 @@
 import { ServiceError } from '../../jobs/errors.ts';
 import type { JobEnvironment } from '../../jobs/prepare.ts';
-import { type Api, errors } from '../api.ts';
+import { type ApiRoutes, errors } from '../api.ts';
 import {
   AppRetrieveQuery,
   AppRetrieveResponse,
@@ -10,7 +10,8 @@ import {
 } from '../schemas.ts';
 
 /** The catalogue and the products. */
-export function catalogRoutes(api: Api, env: JobEnvironment): void {
+export const catalogRoutes: ApiRoutes = async (api) => {
+  const env = api.jobEnvironment;
   // Summarised once per catalogue: `serve` may replace the catalogue when its folders change, and
   // a catalogue's list is the same array for as long as it is in use.
   let summarised: { list: unknown; summaries: AppSummary[] } | undefined;
@@ -76,4 +77,4 @@ export function catalogRoutes(api: Api, env: JobEnvironment): void {
     },
     async () => ({ items: [...env.products] }),
   );
-}
+};

@@ -5,8 +5,7 @@ import { ServiceError } from '../../jobs/errors.ts';
 import type { Caller } from '../../jobs/service.ts';
 import { closed } from '../../model/schema.ts';
 import { driveFiles, drivesOf, FileError } from '../../storage/files.ts';
-import type { UserStore } from '../../store/users.ts';
-import { type Api, errors } from '../api.ts';
+import { type ApiRoutes, errors } from '../api.ts';
 import { errorBody } from '../errors.ts';
 
 const FileEntry = Type.Object({
@@ -56,13 +55,14 @@ const ListResponse = Type.Object({
  * Files in the drives a caller may reach (their home, their projects'): browse, stat, upload
  * (streamed, resumable by offset), download (ranges), mkdir, move, copy, and delete to the trash.
  */
-export function fileRoutes(api: Api, users: UserStore, storageRoot: string): void {
+export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { storageRoot }) => {
+  const store = api.store;
   const filesOf = async (caller: Caller) =>
     driveFiles(
       storageRoot,
       drivesOf(
         caller.username,
-        (await users.memberships(caller.username)).map((m) => m.projectId),
+        (await store.users.memberships(caller.username)).map((m) => m.projectId),
       ),
     );
   const answer = <T>(work: Promise<T>): Promise<T> =>
@@ -160,7 +160,9 @@ export function fileRoutes(api: Api, users: UserStore, storageRoot: string): voi
       if (!(body instanceof Readable)) {
         throw new ServiceError(415, 'send the file as content-type application/octet-stream');
       }
-      return answer((await filesOf(request.caller)).write(request.query.path, body, request.query.offset ?? 0));
+      return answer(
+        (await filesOf(request.caller)).write(request.query.path, body, request.query.offset ?? 0),
+      );
     },
   );
 
@@ -215,7 +217,7 @@ export function fileRoutes(api: Api, users: UserStore, storageRoot: string): voi
     },
     async (request) => answer((await filesOf(request.caller)).trash(request.body.path)),
   );
-}
+};
 
 /** The one byte range of a Range header, `unsatisfiable`, or undefined for the whole file. */
 function byteRange(

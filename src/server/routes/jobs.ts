@@ -1,10 +1,9 @@
 import type { FastifyRequest } from 'fastify';
-import type { JobEnvironment } from '../../jobs/prepare.ts';
 import { computeSupport } from '../../jobs/presentation.ts';
-import type { Caller, JobService } from '../../jobs/service.ts';
 import { Job } from '../../model/job.ts';
 import { normalisedDuration, readJobSpecification } from '../../model/job-request.ts';
-import { type Api, errors, publicRoute } from '../api.ts';
+import { type ApiRoutes, errors, publicRoute } from '../api.ts';
+import { callerForToken, credentialHolds } from '../auth.ts';
 import { errorBody } from '../errors.ts';
 import { followJob } from '../follow.ts';
 import { streamJobEvents } from '../job-events.ts';
@@ -57,26 +56,14 @@ function readExtendRequest(body: unknown): unknown {
   return { ...(body as object), items: read };
 }
 
-/** How the job event stream learns that its caller's sign-in ended. */
-export interface SignInChecks {
-  /** Whether the credential this request came with still holds. */
-  holds(request: FastifyRequest): Promise<() => Promise<boolean>>;
-  /** Called after any web session was signed out; returns the unsubscribe function. */
-  onSignOut(listener: () => void): () => void;
-}
-
 /**
  * Jobs, as UCloud's jobs API has them: create, browse, search, retrieve, retrieveProducts,
  * retrieveUtilization, terminate, suspend, unsuspend, extend, rename, and follow over a WebSocket;
  * and (ucompute's own) one stream of the changes of every job the caller sees.
  */
-export function jobRoutes(
-  api: Api,
-  service: JobService,
-  env: JobEnvironment,
-  callerFor: (token: string) => Promise<Caller | undefined>,
-  signIn: SignInChecks,
-): void {
+export const jobRoutes: ApiRoutes = async (api) => {
+  const { jobService: service, jobEnvironment: env, store, signIns } = api;
+  const callerFor = (token: string) => callerForToken(store.users, token);
   api.route({
     method: 'GET',
     url: '/api/jobs',
@@ -177,7 +164,7 @@ export function jobRoutes(
       },
     },
     async (request, reply) => {
-      const signedIn = await signIn.holds(request);
+      const signedIn = await credentialHolds(store.users, signIns, request, request.caller);
       const res = reply.raw;
       reply.hijack();
       res.writeHead(200, {
@@ -195,9 +182,12 @@ export function jobRoutes(
           buffered: () => res.writableLength,
           end: () => res.end(),
         },
-        { signedIn, ...(lastEventId !== undefined ? { lastEventId } : {}) },
+        {
+          signedIn,
+          ...(lastEventId !== undefined ? { lastEventId } : {}),
+        },
       );
-      const stopWatchingSignOut = signIn.onSignOut(stream.check);
+      const stopWatchingSignOut = signIns.onEnd(stream.check);
       const end = () => {
         stream.stop();
         stopWatchingSignOut();
@@ -375,4 +365,4 @@ export function jobRoutes(
       followJob(service, socket, request.caller, id, request.log);
     },
   });
-}
+};

@@ -1,14 +1,15 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { asset, PAGE_HEADERS, page } from '../../interactive/pages.ts';
-import type { Reached, Sessions } from '../../interactive/sessions.ts';
+import type { Reached } from '../../interactive/sessions.ts';
 import { serveShell } from '../../interactive/shell.ts';
+import { MAX_WAIT_MS, sessionReadiness } from '../../interactive/starting.ts';
 import { relayVnc } from '../../interactive/vnc.ts';
-import type { Backend } from '../../jobs/backend.ts';
 import { ServiceError } from '../../jobs/errors.ts';
 import { JOB_ID_PATTERN } from '../../model/ids.ts';
+import { JobState } from '../../model/job.ts';
 import { closed, StringEnum } from '../../model/schema.ts';
-import { type Api, errors, publicRoute } from '../api.ts';
+import { type ApiRoutes, errors, publicRoute } from '../api.ts';
 
 const SessionRequestBody = Type.Object(
   {
@@ -76,12 +77,56 @@ function vncSecret(request: FastifyRequest): string {
 
 const notWebSocket = { message: 'this call needs a WebSocket' };
 
+const ReadyQuery = Type.Object(
+  {
+    id: Type.String({ pattern: JOB_ID_PATTERN }),
+    rank: Type.Optional(Type.Integer({ minimum: 0, description: 'default 0' })),
+    waitMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_WAIT_MS,
+        description: 'wait up to this long for it (default 0)',
+      }),
+    ),
+  },
+  closed,
+);
+const ReadyResponse = Type.Object({
+  state: JobState,
+  ready: Type.Boolean({
+    description: 'the job runs and its app answers (HTTP for web apps, RFB for desktops)',
+  }),
+  sessionType: StringEnum(['WEB', 'VNC', 'SHELL']),
+  status: Type.Optional(Type.String({ description: "the job's latest status" })),
+});
+
 /** Interactive sessions: web apps, remote desktops and terminals of running jobs. */
-export function sessionRoutes(
-  api: Api,
-  sessions: Sessions,
-  backend: Pick<Backend, 'connect' | 'shell'>,
-): void {
+export const sessionRoutes: ApiRoutes = async (api) => {
+  const { sessions, sessionBackend: backend } = api;
+  const readiness = sessionReadiness({ service: api.jobService, sessions, backend });
+  // A wait in flight must not hold the server's closing up.
+  api.addHook('preClose', async () => readiness.close());
+
+  api.get(
+    '/api/jobs/interactiveSession/ready',
+    {
+      schema: {
+        summary: "Whether a job's session would open onto an app that answers (a long poll)",
+        description:
+          'What a "starting…" page waits for before opening the session: the job RUNNING and its ' +
+          'app answering in its own protocol. With waitMs, the answer comes once the app answers, ' +
+          'the job ends, or waitMs passes.',
+        tags: ['jobs'],
+        querystring: ReadyQuery,
+        response: { 200: ReadyResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const { id, rank, waitMs } = request.query;
+      return readiness.wait(request.caller, id, rank ?? 0, waitMs ?? 0);
+    },
+  );
+
   api.post(
     '/api/jobs/interactiveSession',
     {
@@ -169,4 +214,4 @@ export function sessionRoutes(
       .headers({ ...PAGE_HEADERS, 'content-type': found.type, 'cache-control': 'max-age=3600' })
       .send(found.body);
   });
-}
+};

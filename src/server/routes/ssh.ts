@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import type { SshKeys } from '../../jobs/ssh-keys.ts';
+import { sshKeys } from '../../jobs/ssh-keys.ts';
 import { closed } from '../../model/schema.ts';
-import { type Api, errors } from '../api.ts';
+import { type ApiRoutes, errors } from '../api.ts';
 
 const bulkType = { type: Type.Optional(Type.Literal('bulk')) };
 const MAX_ITEMS = 100;
@@ -50,7 +50,8 @@ const BrowseResponse = Type.Object({
 });
 
 /** A user's SSH public keys, at UCloud's paths (`ssh.create`, `ssh.browse`, `ssh.delete`). */
-export function sshKeyRoutes(api: Api, keys: SshKeys): void {
+export const sshKeyRoutes: ApiRoutes = async (api) => {
+  const keys = sshKeys(api.store);
   const tags = ['ssh'];
   // UCloud's path, and the one the issue names.
   for (const path of ['/api/ssh', '/api/ssh/keys']) {
@@ -101,4 +102,4 @@ export function sshKeyRoutes(api: Api, keys: SshKeys): void {
       return {};
     },
   );
-}
+};

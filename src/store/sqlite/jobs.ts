@@ -125,6 +125,7 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
         ['created_at < ?', q.createdBefore],
         ["json_extract(specification, '$.product.id') = ?", q.productId],
         ["json_extract(specification, '$.product.category') = ?", q.productCategory],
+        ['project = ?', q.project],
       ];
       for (const [condition, value] of equal) {
         if (value === undefined) continue;

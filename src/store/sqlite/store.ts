@@ -1,10 +1,15 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { Store, StoreParts } from '../store.ts';
 import { sqliteAccounting } from './accounting.ts';
+import { sqliteAuditLog } from './audit-log.ts';
 import { openSqliteDatabase, type Synchronous } from './database.ts';
+import { sqliteDirectory } from './directory.ts';
 import { sqliteJobs } from './jobs.ts';
+import { sqliteResourceSeries } from './resource-series.ts';
 import { sqliteSessions, sqliteSignIns } from './sessions.ts';
 import { sqliteSshKeys } from './ssh-keys.ts';
+import { sqliteUcloudApplications } from './ucloud-applications.ts';
+import { sqliteUcloudOutbox } from './ucloud-outbox.ts';
 import { sqliteUsers } from './users.ts';
 
 /** The SQLite store, and its database for what only SQLite has (its pages, its log). */
@@ -15,11 +20,11 @@ export interface SqliteStore extends Store {
 type Run = <R>(op: () => R) => Promise<R>;
 
 /** A part's synchronous methods as the Promise-answering ones of its interface, each run by `run`. */
-function asynchronous<T extends object>(part: Synchronous<T>, run: Run): T {
+function asynchronous(part: object, run: Run): object {
   const methods = Object.entries(part as Record<string, (...args: unknown[]) => unknown>);
   return Object.fromEntries(
     methods.map(([name, method]) => [name, (...args: unknown[]) => run(() => method(...args))]),
-  ) as T;
+  );
 }
 
 const now: Run = (op) => {
@@ -46,15 +51,16 @@ export function openSqliteStore(path: string): SqliteStore {
     sessions: sqliteSessions(d),
     signIns: sqliteSignIns(d),
     sshKeys: sqliteSshKeys(d),
+    directory: sqliteDirectory(d),
+    audit: sqliteAuditLog(d),
+    resourceSeries: sqliteResourceSeries(d),
+    ucloudOutbox: sqliteUcloudOutbox(d),
+    ucloudApplications: sqliteUcloudApplications(d),
   };
-  const each = (run: Run): StoreParts => ({
-    jobs: asynchronous(parts.jobs, run),
-    accounting: asynchronous(parts.accounting, run),
-    users: asynchronous(parts.users, run),
-    sessions: asynchronous(parts.sessions, run),
-    signIns: asynchronous(parts.signIns, run),
-    sshKeys: asynchronous(parts.sshKeys, run),
-  });
+  const each = (run: Run): StoreParts =>
+    Object.fromEntries(
+      Object.entries(parts).map(([name, part]) => [name, asynchronous(part, run)]),
+    ) as unknown as StoreParts;
   /** Transactions waiting or under way. */
   let pending = 0;
   /** Settles when the last transaction queued has ended (never rejects). */

@@ -6,6 +6,7 @@ const toUser = (r: Row): UserRecord => ({
   name: r.name as string,
   admin: r.admin === 1,
   createdAt: Number(r.created_at),
+  disabledAt: r.disabled_at === null ? null : Number(r.disabled_at),
 });
 
 export function sqliteUsers({ sql }: SqliteDatabase): Synchronous<UserStore> {
@@ -54,7 +55,7 @@ export function sqliteUsers({ sql }: SqliteDatabase): Synchronous<UserStore> {
     },
     userForToken(token) {
       const r = sql(
-        'select users.* from tokens join users on users.name = tokens.username where tokens.hash = ?',
+        'select users.* from tokens join users on users.name = tokens.username where tokens.hash = ? and users.disabled_at is null',
       ).get(hashToken(token)) as Row | undefined;
       return r && toUser(r);
     },

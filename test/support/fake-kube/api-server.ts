@@ -7,12 +7,14 @@
  * call is recorded as (verb, group, resource) for the RBAC check. Test code drives the cluster
  * side (the Volcano stand-in) through `apply`/`remove`/`appendLog`.
  */
+
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect as tcpConnect } from 'node:net';
 import * as nodePty from 'node-pty';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { kubernetesObjectProblems } from '../kubernetes-schemas.ts';
+import { type ContainerUsage, fakeMetricsApi } from './metrics-api.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: API objects are free-form JSON here.
 export type Obj = any;
@@ -103,7 +105,14 @@ export interface FakeApiServer {
   endLog(namespace: string, pod: string): void;
   /** Where port-forwards to a pod connect (a local TCP server of the test). */
   forwardPort(namespace: string, pod: string, localPort: number): void;
+  /** What metrics-server reports for a pod's containers (metrics.k8s.io) from now on. */
+  podMetrics(namespace: string, pod: string, containers: ContainerUsage[]): void;
   fail(fault: Fault): void;
+  /**
+   * An admission webhook: called for every object a client creates, after schema validation;
+   * a message refuses the object (answered as the API server answers a webhook's denial).
+   */
+  admission(check: (plural: string, object: Obj) => string | undefined): void;
   /** Ends every open watch with a 410 ERROR event and forgets the history: clients must list again. */
   expireWatches(): void;
   openWatches(): number;
@@ -129,6 +138,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
     });
   }
   const store = new Map<string, Map<string, Obj>>(RESOURCES.map((r) => [r.plural, new Map()]));
+  const metrics = fakeMetricsApi();
   const history: WatchEvent[] = [];
   let compactedBelow = 0;
   let rv = 1000;
@@ -138,6 +148,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
   const received: Obj[] = [];
   const resizes: { cols: number; rows: number }[] = [];
   const faults: Fault[] = [];
+  const admissions: ((plural: string, object: Obj) => string | undefined)[] = [];
   const listeners: ((type: string, plural: string, object: Obj) => void)[] = [];
   const logs = new Map<string, { text: string; ended: boolean; followers: Set<ServerResponse> }>();
   const forwards = new Map<string, number>();
@@ -321,6 +332,8 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const method = req.method ?? 'GET';
+    const measured = metrics.answer(url.pathname, method, calls);
+    if (measured) return json(res, measured.status, measured.body);
     if (method === 'GET') {
       const listing = discovery(url.pathname);
       if (listing) return json(res, 200, listing);
@@ -389,6 +402,10 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
         const object = await body(req);
         if (type.namespaced) object.metadata.namespace ??= target.namespace;
         if (!accept(res, object)) return;
+        for (const check of admissions) {
+          const denied = check(type.plural, object);
+          if (denied !== undefined) return status(res, 400, 'BadRequest', denied);
+        }
         if (type.namespaced && !store.get('namespaces')!.has(keyOf(undefined, object.metadata.namespace))) {
           return status(res, 404, 'NotFound', `namespaces "${object.metadata.namespace}" not found`);
         }
@@ -677,11 +694,15 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
       for (const f of entry.followers) f.write(text);
     },
     endLog: endLogOf,
+    podMetrics: metrics.set,
     forwardPort(namespace, pod, localPort) {
       forwards.set(`${namespace}/${pod}`, localPort);
     },
     fail(fault) {
       faults.push({ ...fault });
+    },
+    admission(check) {
+      admissions.push(check);
     },
     expireWatches() {
       compactedBelow = rv;

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { kubernetesBackend } from '../../../src/backends/kubernetes/kubernetes-backend.ts';
+import type { Config } from '../../../src/config/config.ts';
 import type { BackendEvent } from '../../../src/jobs/backend.ts';
-import { type PipelineConfig, resolvePipelineConfig } from '../../../src/model/config.ts';
+import { resolvePipelineConfig } from '../../../src/model/config.ts';
 import type { JobStorage } from '../../../src/storage/job-storage.ts';
 import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer } from './api-server.ts';
 import { type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
@@ -14,8 +15,8 @@ export interface FakeCluster {
   volcano: VolcanoStandIn;
   /** A kubeconfig file whose current context is the fake API server. */
   kubeconfig: string;
-  /** The pipeline configuration pointing at it (kubernetes.kubeconfig set). */
-  config(extra?: PipelineConfig): PipelineConfig;
+  /** The configuration pointing at it (kubernetes.kubeconfig set). */
+  config(extra?: Config): Config;
 }
 
 /** A fake API server with the Volcano stand-in and a kubeconfig for it; all cleaned up after the test. */
@@ -59,14 +60,11 @@ export async function fakeCluster(
 }
 
 /** A kubernetes backend on the fake cluster, its events collected; closed after the test. */
-export function backendOn(
-  t: TestContext,
-  cluster: FakeCluster,
-  extra: PipelineConfig = {},
-  storage?: JobStorage,
-) {
+export function backendOn(t: TestContext, cluster: FakeCluster, extra: Config = {}, storage?: JobStorage) {
+  const config = cluster.config(extra);
   const backend = kubernetesBackend({
-    config: resolvePipelineConfig(cluster.config(extra)),
+    config: resolvePipelineConfig(config),
+    settings: config.kubernetes,
     ...(storage ? { storage } : {}),
   });
   const events: BackendEvent[] = [];

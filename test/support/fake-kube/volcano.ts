@@ -3,6 +3,7 @@
  * gives each new Volcano Job a PodGroup and the Pending phase, and lets a test move the job on
  * (admit → pods, run, exits, evictions, OOM kills, lost nodes, phases) the way Volcano would.
  * With `autopilot`, every job is admitted, runs and completes with exit code 0 on its own.
+ * Like Volcano, it opens new queues and refuses jobs for queues that are not open yet.
  */
 import type { FakeApiServer, Obj } from './api-server.ts';
 
@@ -220,6 +221,22 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
       standIn.phase(jobId, exitCodes.every((c) => c === 0) ? 'Completed' : 'Terminated');
     },
   };
+
+  // Volcano's queue controller opens a new queue a moment after it is created; until then its
+  // admission webhook refuses the queue's jobs (the first job of a new owner must wait).
+  api.onChange((type, plural, object) => {
+    if (plural !== 'queues' || type !== 'ADDED' || object.status?.state) return;
+    setImmediate(() => api.apply('queues', { ...structuredClone(object), status: { state: 'Open' } }));
+  });
+  api.admission((plural, object) => {
+    if (plural !== 'jobs') return undefined;
+    const queue = api.get('queues', undefined, object.spec?.queue ?? 'default');
+    if (!queue || queue.status?.state === 'Open') return undefined;
+    return (
+      'admission webhook "validatejob.volcano.sh" denied the request: can only submit job to queue with state `Open`, ' +
+      `queue \`${queue.metadata.name}\` status is \`${queue.status?.state ?? ''}\`;`
+    );
+  });
 
   api.onChange((type, plural, object) => {
     if (plural !== 'jobs') return;

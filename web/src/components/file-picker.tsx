@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { parentOf, userDrives } from '../drives.ts';
 import { useFolderListing } from '../folder-listing.ts';
-import { bytes } from '../format.ts';
+import { formatBytes } from '../format.ts';
 import { DialogActions } from './dialog.tsx';
 import { DriveSelect } from './drive-select.tsx';
 
@@ -70,7 +70,7 @@ export function FilePicker({ kind, start, onPick, onClose }: Props) {
                 onClick={() => onPick(entry.path)}
                 aria-label={`Use ${entry.name}`}
               >
-                📄 {entry.name} <span class="muted">{bytes(entry.size)}</span>
+                📄 {entry.name} <span class="muted">{formatBytes(entry.size)}</span>
               </button>
             )}
           </li>

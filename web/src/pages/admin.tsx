@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, postJson } from '../api.ts';
 import { Options } from '../components/options.tsx';
+import { AdminLists } from './admin-lists.tsx';
 
 interface FormSpec {
   title: string;
@@ -140,11 +141,16 @@ function AdminForm({ spec }: { spec: FormSpec }) {
   );
 }
 
-/** Administration: users, tokens, projects, members and grants of credits (the admin routes). */
+/**
+ * Administration: the lists (users, projects, tokens, grants, the audit log) with what takes access
+ * away, then the forms that make users, tokens, projects, members and grants of credits.
+ */
 export function AdminPage() {
   return (
     <section>
       <h1>Administration</h1>
+      <AdminLists />
+      <h2>Create</h2>
       <div class="grid">
         {FORMS.map((spec) => (
           <AdminForm key={spec.path} spec={spec} />

@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../api.ts';
+import { SessionCards } from '../components/session-cards.tsx';
 import { markdownHtml } from '../markdown.ts';
 import { Link } from '../router.tsx';
 import type { AppSummary } from '../types.ts';
@@ -23,6 +24,7 @@ export function CataloguePage() {
   }, [apps, query]);
   return (
     <section>
+      <SessionCards />
       <h1>Applications</h1>
       <div class="toolbar">
         <label for="app-search" class="visually-hidden">

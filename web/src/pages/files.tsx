@@ -5,7 +5,7 @@ import { DriveSelect } from '../components/drive-select.tsx';
 import { ErrorAlert } from '../components/error-alert.tsx';
 import { joinPath, parentOf, userDrives } from '../drives.ts';
 import { useFolderListing } from '../folder-listing.ts';
-import { bytes, when } from '../format.ts';
+import { formatBytes, when } from '../format.ts';
 import { navigate, queryOf } from '../router.tsx';
 import type { FileEntry } from '../types.ts';
 import { uploadFile } from '../upload.ts';
@@ -191,7 +191,7 @@ export function FilesPage() {
                 <span class="error">{u.error}</span>
               ) : (
                 <span class="muted">
-                  {u.sent >= u.size ? 'done' : `${bytes(u.sent)} of ${bytes(u.size)}`}
+                  {u.sent >= u.size ? 'done' : `${formatBytes(u.sent)} of ${formatBytes(u.size)}`}
                 </span>
               )}
             </li>
@@ -229,7 +229,7 @@ export function FilesPage() {
                     </a>
                   )}
                 </td>
-                <td class="wide">{e.type === 'file' ? bytes(e.size) : ''}</td>
+                <td class="wide">{e.type === 'file' ? formatBytes(e.size) : ''}</td>
                 <td class="wide">{when(e.modifiedAt)}</td>
                 <td class="row-actions">
                   {ENTRY_ACTIONS.map((a) => (

@@ -1,22 +1,21 @@
 import { lazy, Suspense } from 'preact/compat';
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, getJson, postJson } from '../api.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { getJson, postJson } from '../api.ts';
+import { Cancel, Extend, OutputFiles } from '../components/job-actions.tsx';
+import { Logs, Timeline } from '../components/job-history.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
-import { bytes, credits, span, when } from '../format.ts';
+import { credits, span, when } from '../format.ts';
 import { followJob } from '../live.ts';
 import { Link } from '../router.tsx';
-import {
-  FINAL_STATES,
-  type FileEntry,
-  type Job,
-  type JobUpdate,
-  type ParameterValue,
-  type Utilization,
-} from '../types.ts';
+import { FINAL_STATES, type Job, type ParameterValue, type Utilization } from '../types.ts';
 
 // xterm.js and noVNC load only when a terminal or a desktop is opened.
 const JobTerminal = lazy(() => import('./terminal.tsx').then((m) => ({ default: m.JobTerminal })));
 const JobDesktop = lazy(() => import('./desktop.tsx').then((m) => ({ default: m.JobDesktop })));
+// The resource charts (uPlot) load with a running job's page.
+const ResourceCharts = lazy(() => import('./resources.tsx').then((m) => ({ default: m.ResourceCharts })));
+/** A running job whose time runs out within this says so at the top of its page. */
+const WARN_BEFORE_MS = 15 * 60_000;
 
 /** Log text kept per rank: the newest part of a long log. */
 const LOG_KEPT = 512 * 1024;
@@ -146,6 +145,11 @@ export function JobPage({ id }: { id: string }) {
       <h1>
         {job.specification.name ?? job.id} <StateBadge state={job.status.state} />
       </h1>
+      {running && job.status.expiresAt !== undefined && job.status.expiresAt - now <= WARN_BEFORE_MS && (
+        <p class="warning" role="alert">
+          This job's time runs out in {span(job.status.expiresAt - now)}: extend it below to keep it running.
+        </p>
+      )}
       {job.status.state === 'IN_QUEUE' && (
         <p class="pending" role="status">
           {latest ?? 'Waiting for a machine.'}
@@ -255,6 +259,15 @@ export function JobPage({ id }: { id: string }) {
         </Suspense>
       )}
 
+      {running && (
+        <>
+          <h2>Resources</h2>
+          <Suspense fallback={<p class="loading">Loading…</p>}>
+            <ResourceCharts jobId={id} />
+          </Suspense>
+        </>
+      )}
+
       <h2>Logs</h2>
       <Logs logs={logs} replicas={replicas} />
 
@@ -282,157 +295,5 @@ export function JobPage({ id }: { id: string }) {
         <OutputFiles folder={job.output.outputFolder} refresh={job.updates.length} />
       )}
     </section>
-  );
-}
-
-function Logs({ logs, replicas }: { logs: Record<number, string>; replicas: number }) {
-  const [rank, setRank] = useState(0);
-  const pre = useRef<HTMLPreElement>(null);
-  const text = logs[rank] ?? '';
-  useEffect(() => {
-    const el = pre.current;
-    if (el) el.scrollTop = el.scrollHeight;
-  }, [text]);
-  return (
-    <div class="logs">
-      {replicas > 1 && (
-        <div class="tabs" role="tablist" aria-label="Rank">
-          {Array.from({ length: replicas }, (_, r) => (
-            <button key={r} type="button" role="tab" aria-selected={r === rank} onClick={() => setRank(r)}>
-              Rank {r}
-            </button>
-          ))}
-        </div>
-      )}
-      <pre
-        ref={pre}
-        class="log"
-        role="log"
-        aria-live="off"
-        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling log must be reachable by keyboard
-        tabIndex={0}
-        aria-label={`Output of rank ${rank}`}
-        data-rank={rank}
-      >
-        {text === '' ? 'No output yet.' : text}
-      </pre>
-    </div>
-  );
-}
-
-function Timeline({ updates }: { updates: JobUpdate[] }) {
-  return (
-    <ol class="timeline">
-      {updates
-        .filter((u) => u.state !== undefined || u.status !== undefined)
-        .map((u, i) => (
-          <li key={`${u.timestamp}-${i}`}>
-            <time dateTime={new Date(u.timestamp).toISOString()}>{when(u.timestamp)}</time>
-            {u.state !== undefined && <StateBadge state={u.state} />}
-            {u.status !== undefined && <span>{u.status}</span>}
-          </li>
-        ))}
-    </ol>
-  );
-}
-
-const EXTENSIONS = [1, 4, 12, 24];
-
-function Extend({ job, onDone }: { job: Job; onDone: (message: string) => void }) {
-  const [hours, setHours] = useState('1');
-  if (job.status.state !== 'RUNNING' && job.status.state !== 'IN_QUEUE') return null;
-  const extend = async () => {
-    try {
-      await postJson('/api/jobs/extend', {
-        items: [{ jobId: job.id, requestedTime: { hours: Number(hours), minutes: 0, seconds: 0 } }],
-      });
-      const updated = await getJson<Job>('/api/jobs/retrieve', { id: job.id });
-      const ends = updated.status.expiresAt;
-      onDone(ends !== undefined ? `Extended: the job now ends at ${when(ends)}.` : `Extended by ${hours} h.`);
-    } catch (e) {
-      onDone(e instanceof ApiError ? `Not extended: ${e.message}` : String(e));
-    }
-  };
-  return (
-    <span class="extend">
-      <label>
-        Extend by{' '}
-        <select value={hours} onChange={(e) => setHours(e.currentTarget.value)}>
-          {EXTENSIONS.map((h) => (
-            <option key={h} value={h}>
-              {h} h
-            </option>
-          ))}
-        </select>
-      </label>
-      <button type="button" onClick={() => void extend()}>
-        Extend
-      </button>
-    </span>
-  );
-}
-
-function Cancel({ id, onDone }: { id: string; onDone: (message: string) => void }) {
-  const dialog = useRef<HTMLDialogElement>(null);
-  const cancel = async () => {
-    dialog.current?.close();
-    try {
-      await postJson('/api/jobs/terminate', { items: [{ id }] });
-      onDone('The job is being cancelled.');
-    } catch (e) {
-      onDone(`Not cancelled: ${(e as Error).message}`);
-    }
-  };
-  return (
-    <>
-      <button type="button" class="danger" onClick={() => dialog.current?.showModal()}>
-        Cancel job
-      </button>
-      <dialog ref={dialog} aria-labelledby="cancel-title">
-        <h2 id="cancel-title">Cancel this job?</h2>
-        <p>Its processes are stopped; the output written so far is kept.</p>
-        <div class="actions">
-          <button type="button" class="danger" onClick={() => void cancel()}>
-            Yes, cancel the job
-          </button>
-          <button type="button" onClick={() => dialog.current?.close()}>
-            Keep it running
-          </button>
-        </div>
-      </dialog>
-    </>
-  );
-}
-
-function OutputFiles({ folder, refresh }: { folder: string; refresh: number }) {
-  const [entries, setEntries] = useState<FileEntry[] | null>(null);
-  useEffect(() => {
-    getJson<{ items: FileEntry[] }>('/api/files/browse', { path: folder, itemsPerPage: 200 })
-      .then((page) => setEntries(page.items))
-      .catch(() => setEntries(null));
-  }, [folder, refresh]);
-  return (
-    <>
-      <h2>Output</h2>
-      <p>
-        <Link href={`/files?path=${encodeURIComponent(folder)}`}>{folder}</Link>
-      </p>
-      {entries !== null && (
-        <ul class="listing">
-          {entries.map((e) => (
-            <li key={e.path}>
-              {e.type === 'file' ? (
-                <a href={`/api/files/download?path=${encodeURIComponent(e.path)}`} download={e.name}>
-                  {e.name}
-                </a>
-              ) : (
-                <Link href={`/files?path=${encodeURIComponent(e.path)}`}>{e.name}/</Link>
-              )}{' '}
-              <span class="muted">{e.type === 'file' ? bytes(e.size) : ''}</span>
-            </li>
-          ))}
-        </ul>
-      )}
-    </>
   );
 }

@@ -1,12 +1,15 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson } from '../api.ts';
 import { Options } from '../components/options.tsx';
+import { SessionCards } from '../components/session-cards.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
-import { when } from '../format.ts';
+import { span, when } from '../format.ts';
 import { type ListFilter, withJob } from '../job-list.ts';
 import { watchJobs } from '../live.ts';
 import { Link, navigate, queryOf } from '../router.tsx';
-import { type AppSummary, JOB_STATES, type Job } from '../types.ts';
+import { connectHref, isSessionApp, timeLeft } from '../sessions.ts';
+import { type AppSummary, FINAL_STATES, JOB_STATES, type Job } from '../types.ts';
+import { workspace } from '../workspace.ts';
 
 /** Rows per page: a laptop screen's worth and some; "Show more" reads the next. */
 const PAGE = 50;
@@ -31,7 +34,7 @@ const browse = (filter: ListFilter, after?: string) =>
  */
 let startingPage: Promise<Page | undefined> | undefined =
   location.pathname === '/jobs' && location.search === ''
-    ? browse({ state: '', app: '' }).catch(() => undefined)
+    ? browse({ state: '', app: '', project: workspace.value }).catch(() => undefined)
     : undefined;
 
 /** The caller's jobs, newest first, filtered by state and application; every change pushed live. */
@@ -53,7 +56,7 @@ export function JobsPage() {
 
   // One stream for every job: changes that arrive before the first page are applied on top of it.
   useEffect(() => {
-    const filter = { state, app };
+    const filter = { state, app, project: workspace.value };
     let early: Job[] = [];
     let current = true;
     const read = (page: Promise<Page>) =>
@@ -86,7 +89,7 @@ export function JobsPage() {
     };
   }, [state, app]);
 
-  // The filter's applications: secondary, read once the rows are there.
+  // The filter's applications (and which are sessions): secondary, read once the rows are there.
   const listed = jobs !== null;
   useEffect(() => {
     if (!listed || apps.length > 0) return;
@@ -94,6 +97,15 @@ export function JobsPage() {
       .then((r) => setApps(r.items))
       .catch(() => {});
   }, [listed]);
+  // Time left counts down.
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const tick = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(tick);
+  }, []);
+  const session = (job: Job) =>
+    job.status.state === 'RUNNING' &&
+    isSessionApp(apps.find((a) => a.name === job.specification.application.name));
 
   const setFilter = (name: string, value: string) => {
     const q = queryOf();
@@ -105,6 +117,7 @@ export function JobsPage() {
 
   return (
     <section>
+      <SessionCards />
       <h1>Jobs</h1>
       <div class="toolbar">
         <label>
@@ -140,11 +153,18 @@ export function JobsPage() {
               <th scope="col">Job</th>
               <th scope="col">Application</th>
               <th scope="col">State</th>
+              <th scope="col">Time left</th>
+              <th scope="col" class="wide">
+                Owner
+              </th>
               <th scope="col" class="wide">
                 Created
               </th>
               <th scope="col" class="wide">
                 Machine
+              </th>
+              <th scope="col">
+                <span class="visually-hidden">Connect</span>
               </th>
             </tr>
           </thead>
@@ -157,9 +177,22 @@ export function JobsPage() {
                 <td>{j.specification.application.name}</td>
                 <td>
                   <StateBadge state={j.status.state} />
+                  {FINAL_STATES.has(j.status.state) && <span class="reason">{reasonOf(j)}</span>}
+                </td>
+                <td>{leftText(j, now)}</td>
+                <td class="wide">
+                  {j.owner.createdBy}
+                  {j.owner.project !== undefined && <span class="muted"> in {j.owner.project}</span>}
                 </td>
                 <td class="wide">{when(j.createdAt)}</td>
                 <td class="wide">{j.specification.product.id}</td>
+                <td>
+                  {session(j) && (
+                    <a class="button small primary" href={connectHref(j)} target="_blank" rel="noopener">
+                      Connect
+                    </a>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -169,7 +202,7 @@ export function JobsPage() {
         <button
           type="button"
           onClick={() =>
-            browse({ state, app }, next)
+            browse({ state, app, project: workspace.value }, next)
               .then((page) => show([...(shown.current.jobs ?? []), ...page.items], page.next))
               .catch((e: Error) => setError(e.message))
           }
@@ -179,4 +212,15 @@ export function JobsPage() {
       )}
     </section>
   );
+}
+
+/** Why a job ended, in its own last words (the status of the update that ended it). */
+function reasonOf(job: Job): string {
+  return [...job.updates].reverse().find((u) => u.state === job.status.state)?.status ?? '';
+}
+
+/** Time before the job's limit while it is active; '-' otherwise. */
+function leftText(job: Job, now: number): string {
+  const left = timeLeft(job, now);
+  return left === undefined || FINAL_STATES.has(job.status.state) ? '-' : span(left);
 }

@@ -1,12 +1,14 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ApiError, getJson, postJson } from '../api.ts';
+import { ApiError, getJson, postJson, session } from '../api.ts';
 import { ErrorAlert } from '../components/error-alert.tsx';
+import { type ChosenFolder, FoldersField } from '../components/folders-field.tsx';
 import { initialRaw, ParameterField, parameterValue, type RawValue } from '../components/parameter-field.tsx';
 import { fieldOf } from '../field-of.ts';
 import { credits, estimatedCost, number, pricePerHour } from '../format.ts';
 import { markdownHtml } from '../markdown.ts';
 import { Link, navigate } from '../router.tsx';
 import type { Application, Duration, Job, Product, Tool, Wallet } from '../types.ts';
+import { workspace, workspaceAccount, workspaceDrive } from '../workspace.ts';
 
 interface Loaded {
   application: Application;
@@ -28,6 +30,7 @@ export function LaunchPage({ name }: { name: string }) {
   const [hours, setHours] = useState('1');
   const [minutes, setMinutes] = useState('0');
   const [jobName, setJobName] = useState('');
+  const [folders, setFolders] = useState<ChosenFolder[]>([]);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [busy, setBusy] = useState(false);
 
@@ -53,9 +56,10 @@ export function LaunchPage({ name }: { name: string }) {
   const duration: Duration = { hours: Number(hours) || 0, minutes: Number(minutes) || 0, seconds: 0 };
   const replicaCount = Math.max(1, Math.floor(Number(replicas)) || 1);
   const estimate = product ? estimatedCost(product, replicaCount, duration) : 0;
+  const user = session.value!.user;
+  const account = workspaceAccount(user);
   const balance = useMemo(
-    () =>
-      loaded?.wallets.find((w) => w.owner.startsWith('user:') && w.category === product?.category)?.balance,
+    () => loaded?.wallets.find((w) => w.owner === account && w.category === product?.category)?.balance,
     [loaded, product],
   );
 
@@ -80,6 +84,7 @@ export function LaunchPage({ name }: { name: string }) {
       parameters,
       timeAllocation: { hours: Number(hours), minutes: Number(minutes), seconds: 0 },
       ...(multiNode ? { replicas: Number(replicas) } : {}),
+      ...(folders.length > 0 ? { resources: folders.map((f) => ({ type: 'file', ...f })) } : {}),
       ...(jobName.trim() !== '' ? { name: jobName.trim() } : {}),
     };
     try {
@@ -141,6 +146,14 @@ export function LaunchPage({ name }: { name: string }) {
             <span class="required">*</span> required
           </p>
         </fieldset>
+        {application.invocation.allowAdditionalMounts && (
+          <FoldersField
+            drive={workspaceDrive(user)}
+            folders={folders}
+            error={errors.resources}
+            onChange={setFolders}
+          />
+        )}
         <fieldset>
           <legend>Resources</legend>
           <div class={`field${errors.product ? ' invalid' : ''}`}>
@@ -216,8 +229,15 @@ export function LaunchPage({ name }: { name: string }) {
           </div>
         </fieldset>
         <div class="estimate" aria-live="polite">
-          Estimated cost: <strong>{credits(estimate)}</strong> at most
-          {balance !== undefined && <span class="muted"> · {credits(balance)} left</span>}
+          Estimated cost: <strong>{credits(estimate)}</strong> at most, paid by{' '}
+          {workspace.value === '' ? 'you' : `project ${workspace.value}`}
+          <span class="muted">
+            {' '}
+            ·{' '}
+            {balance !== undefined
+              ? `${credits(balance)} left`
+              : `no allocation for ${product?.category ?? 'this machine type'}`}
+          </span>
         </div>
         <ErrorAlert message={errors.form} />
         <button type="submit" class="primary" disabled={busy}>

@@ -1,0 +1,115 @@
+import type { BackendEvent } from '../../jobs/backend.ts';
+import { isFinalPhase } from '../../volcano/api/phases.ts';
+import type { KubernetesObject } from '../../volcano/api/types.ts';
+import type { PodSummary, Report } from './states.ts';
+
+/**
+ * What the Kubernetes backend does about what it observes, as pure functions of plain data:
+ * the watches and the API calls live elsewhere (kubernetes-backend.ts), so every decision is
+ * tested over its whole table (test/kubernetes-decisions.test.ts).
+ */
+
+/** What ucompute knows of one job on the cluster, as far as its decisions go. */
+export interface JobFacts {
+  /** The Volcano Job's phase, when the job is known; undefined before it is seen. */
+  phase?: string;
+  /** Ended (reported and being removed), cancelled or suspended: nothing more is reported. */
+  done: boolean;
+  /** What was last reported. */
+  reported?: { state: BackendEvent['state']; status: string };
+}
+
+export type Evaluation =
+  /** The job ended: save its logs, report the end, remove its objects. */
+  | { action: 'finish'; report: Report }
+  /** Its state or status changed: report it. */
+  | { action: 'report'; report: Report }
+  | { action: 'nothing' };
+
+/** After a change to a job, its pods or its PodGroup: what to report, given the mapped report. */
+export function evaluation(job: JobFacts, report: Report): Evaluation {
+  if (job.phase === undefined || job.done) return { action: 'nothing' };
+  if (isFinalPhase(job.phase)) return { action: 'finish', report };
+  const last = job.reported;
+  if (last?.state === report.state && last.status === report.status) return { action: 'nothing' };
+  return { action: 'report', report };
+}
+
+export type PodDeletion =
+  /** Its job is not known (yet, or any more): drop the pod from what is kept. */
+  | 'forget'
+  /** Deleted under a running job by someone else than Volcano's controller: the rank is lost. */
+  | 'lost'
+  /** A deletion that changes nothing: the job ended, Volcano killed it, or it had ended. */
+  | 'ignore';
+
+export function podDeletion(
+  job: JobFacts,
+  pod: Pick<PodSummary, 'killedByController' | 'ended'>,
+): PodDeletion {
+  if (job.phase === undefined) return 'forget';
+  const running = !job.done && !isFinalPhase(job.phase);
+  return running && !pod.killedByController && !pod.ended ? 'lost' : 'ignore';
+}
+
+export type JobDeletion =
+  /** Removed by ucompute (it ended, was cancelled), or still being submitted: nothing to say. */
+  | 'ignore'
+  /** A suspended job's Volcano Job is gone, as suspend wanted. */
+  | 'suspended'
+  /** Deleted outside ucompute while the job went on: the job is lost. */
+  | 'lost';
+
+export function jobDeletion(facts: {
+  known: boolean;
+  done: boolean;
+  suspended: boolean;
+  submitting: boolean;
+}): JobDeletion {
+  if (facts.suspended) return 'suspended';
+  if (!facts.known || facts.done || facts.submitting) return 'ignore';
+  return 'lost';
+}
+
+/** Orphans younger than this may belong to a submission of another ucompute process still under way. */
+export const ORPHAN_MIN_AGE_MS = 10 * 60_000;
+
+/** Whether an object of ours may be deleted: its job is neither live nor being submitted, and it is old enough. */
+export function isOrphan(
+  object: { jobId: string | undefined; createdAt: number },
+  live: (jobId: string) => boolean,
+  now: number,
+): boolean {
+  if (object.jobId === undefined || live(object.jobId)) return false;
+  return now - object.createdAt >= ORPHAN_MIN_AGE_MS;
+}
+
+/** Namespaces and queues are an owner's, shared by its jobs; the rest belongs to one job. */
+export const isShared = (kind: string) => kind === 'Namespace' || kind === 'Queue';
+
+/** The order companions are created in: what others refer to first, so nothing waits on a gap. */
+const CREATE_ORDER = ['Namespace', 'Queue', 'NetworkPolicy', 'ConfigMap', 'Secret', 'Service'];
+
+/**
+ * The companions a submission creates, in order: shared ones (an owner's namespace and queue)
+ * only when this process has not seen them created yet (`seen` holds `Kind/name`).
+ */
+export function companionsToCreate<T extends Pick<KubernetesObject, 'kind' | 'metadata'>>(
+  companions: readonly T[],
+  seen: ReadonlySet<string>,
+): T[] {
+  return companions
+    .filter((c) => !(isShared(c.kind) && seen.has(sharedKey(c))))
+    .sort((a, b) => CREATE_ORDER.indexOf(a.kind) - CREATE_ORDER.indexOf(b.kind));
+}
+
+export const sharedKey = (object: Pick<KubernetesObject, 'kind' | 'metadata'>) =>
+  `${object.kind}/${object.metadata.name}`;
+
+/**
+ * Whether a Volcano Queue takes jobs. Volcano's admission webhook refuses a Job for a queue
+ * whose state is not `Open`, and a new queue has no state until Volcano's queue controller
+ * opens it: the first job of a new owner must wait for that.
+ */
+export const queueIsOpen = (queue: { status?: { state?: unknown } } | undefined) =>
+  queue?.status?.state === 'Open';

@@ -1,0 +1,230 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isFinalPhase, type PodEvent } from '../../../volcano/api/phases.ts';
+import type { Companion, VolcanoAction, VolcanoJob } from '../../../volcano/api/types.ts';
+import { policyAction } from '../../../volcano/emulation/job-controller.ts';
+import { planPods, preparePlugins } from '../../../volcano/emulation/plugins/index.ts';
+import type { ContainerExit, Pod } from '../runtime.ts';
+import { describe } from '../scheduler.ts';
+import { type Admission, admission } from './admission.ts';
+import type { LocalContext } from './context.ts';
+import {
+  exitDecision,
+  killDecision,
+  makesPods,
+  podsToCreate,
+  restartStillWanted,
+  syncedPhase,
+} from './decisions.ts';
+import { type JobRun, jobDir, newRun, type PodRecord } from './job-run.ts';
+import { saveOutput } from './output.ts';
+import { keepEnded, saveRun } from './persistence.ts';
+import { podStarter } from './pod-start.ts';
+
+/**
+ * Volcano's job controller on this machine: it carries out the decisions (decisions.ts) on a
+ * job's pods, one step of a job after the other, and keeps the job's saved state and its
+ * reports up to date with each.
+ */
+export interface JobController {
+  /** Takes a Volcano Job (once per id): it waits for admission, or fails at once when it can never fit. */
+  submit(id: string, job: VolcanoJob, companions: Companion[]): Promise<void>;
+  /** Ends the run: a queued one at once, an admitted one through TerminateJob. */
+  terminate(run: JobRun): Promise<void>;
+  /** Runs a step of a job after the ones before it; a failing step fails the job, said clearly. */
+  step(run: JobRun, what: () => Promise<void>): Promise<void>;
+  /** A pod event through the job's policies; no matching policy means SyncJob. */
+  podEvent(run: JobRun, rec: PodRecord, event: PodEvent): Promise<void>;
+  /** Ends the job with the platform's `fault` (the first one said stays), through TerminateJob. */
+  fail(run: JobRun, fault: string): Promise<void>;
+  /** Ends a run whose phase is final: its pods go, its output is saved, its end is told. */
+  finish(run: JobRun): Promise<void>;
+  /** Follows a running pod's containers to their end (for a recovered pod). */
+  watch(run: JobRun, rec: PodRecord, pod: Pod, exits: Promise<ContainerExit>[]): void;
+  admission: Admission;
+}
+
+/** `ended` is told each run that finished (after its pods are gone, before it is reported). */
+export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): JobController {
+  const { reports } = ctx;
+  const starter = podStarter(ctx, {
+    step,
+    running: (run) => sync(run),
+    failed: (run, rec) => podEvent(run, rec, 'PodFailed'),
+    exited: containerExited,
+  });
+  const admitted = admission(ctx, (run) => void step(run, () => sync(run)));
+
+  function step(run: JobRun, what: () => Promise<void>): Promise<void> {
+    run.chain = run.chain.then(what).catch(async (err: unknown) => {
+      ctx.log?.error({ err, jobId: run.id }, 'local job step failed');
+      run.fault ??= `ucompute could not run the job: ${(err as Error).message}`;
+      await kill(run, 'TerminateJob');
+    });
+    return run.chain;
+  }
+
+  /** SyncJob: phase from the counts, pods created when the job may have them, the end handled. */
+  async function sync(run: JobRun): Promise<void> {
+    const { phase, enteredRunning } = syncedPhase(run);
+    run.phase = phase;
+    if (enteredRunning) run.startedAt ??= ctx.clock.now();
+    if (isFinalPhase(run.phase)) {
+      await finish(run);
+      return;
+    }
+    // Pods are made while the job starts and runs: dependent tasks and elastic replicas come later.
+    if (makesPods(run)) await createPods(run);
+    await saveRun(ctx, run);
+    reports.report(run);
+  }
+
+  async function terminate(run: JobRun): Promise<void> {
+    if (isFinalPhase(run.phase)) return;
+    if (!run.admitted) {
+      run.phase = 'Terminated';
+      await step(run, () => finish(run));
+      return;
+    }
+    await step(run, () => kill(run, 'TerminateJob'));
+  }
+
+  /** Carries out a policy's action (or a cancel) on the job. */
+  async function kill(run: JobRun, action: VolcanoAction, target?: PodRecord): Promise<void> {
+    const decision = killDecision(run, action, target);
+    if (!decision) return;
+    run.retryCount = decision.retryCount;
+    run.phase = decision.phase;
+    if (decision.preparePluginsAgain) run.plugins = await preparePlugins(run.job);
+    for (const v of decision.victims) v.killing = true;
+    await saveRun(ctx, run);
+    reports.report(run);
+    await Promise.all(decision.victims.map((v) => v.pod?.destroy(ctx.graceMs)));
+    for (const v of decision.victims) run.pods.delete(v.plan.name); // deleted pods are gone, as in Kubernetes
+    await sync(run);
+  }
+
+  async function podEvent(run: JobRun, rec: PodRecord, event: PodEvent): Promise<void> {
+    const action = policyAction(run.job, rec.plan.task, event, rec.exit?.exitCode);
+    if (action) await kill(run, action, rec);
+    else await sync(run);
+  }
+
+  /** The pod's main containers ended: the decision (exitDecision) carried out. */
+  async function containerExited(run: JobRun, rec: PodRecord, exit: ContainerExit): Promise<void> {
+    const decision = exitDecision(run, rec, exit);
+    if (decision.kind === 'ignore') return;
+    if (decision.kind === 'restartInPlace' || decision.kind === 'taskFailed') rec.restarts++;
+    if (decision.kind !== 'restartInPlace') {
+      rec.exit = exit;
+      rec.phase = decision.kind === 'podSucceeded' ? 'Succeeded' : 'Failed';
+      if (decision.kind === 'killedFromOutside') rec.fault = decision.fault;
+    }
+    // A finished pod's leftovers (daemons it started) end with it; a restarted one starts afresh.
+    await rec.pod?.destroy(0);
+    rec.pod = undefined;
+    switch (decision.kind) {
+      case 'killedFromOutside':
+      case 'podFailed':
+        await podEvent(run, rec, 'PodFailed');
+        return;
+      case 'taskFailed':
+        await kill(run, decision.action, rec);
+        return;
+      case 'restartInPlace':
+        // The pod stays Running while its container starts again, as a kubelet restart looks.
+        if (decision.backoffMs === 0) {
+          await startPods(run, [rec]);
+          return;
+        }
+        ctx.clock.setTimeout(() => {
+          void step(run, async () => {
+            if (ctx.closed || !restartStillWanted(run, rec)) return;
+            await startPods(run, [rec]);
+          });
+        }, decision.backoffMs);
+        return;
+      case 'podSucceeded':
+        if (decision.taskCompleted) await podEvent(run, rec, 'TaskCompleted');
+        else await sync(run);
+        admitted.reschedule(); // what the pod held is free for waiting pods and jobs
+    }
+  }
+
+  /** SyncJob's pod creation: the pods decided by podsToCreate, started. */
+  async function createPods(run: JobRun): Promise<void> {
+    if (run.pods.size === 0) run.planned = planPods(run.job, run.plugins); // new keys after RestartJob
+    const fresh: PodRecord[] = podsToCreate(run, ctx.requestOf, admitted.free).map((plan) => ({
+      plan,
+      phase: 'Pending',
+      restarts: 0,
+      killing: false,
+    }));
+    for (const rec of fresh) run.pods.set(rec.plan.name, rec);
+    if (fresh.length > 0) await startPods(run, fresh);
+  }
+
+  async function startPods(run: JobRun, recs: PodRecord[]): Promise<void> {
+    await starter.create(run, recs);
+    for (const rec of recs.filter((r) => r.phase === 'Failed')) {
+      await podEvent(run, rec, 'PodFailed');
+      if (isFinalPhase(run.phase) || run.phase === 'Restarting') return;
+    }
+    await sync(run);
+  }
+
+  async function finish(run: JobRun): Promise<void> {
+    ended(run);
+    await Promise.all([...run.pods.values()].map((p) => p.pod?.destroy(ctx.graceMs)));
+    for (const p of run.pods.values()) p.pod = undefined;
+    // The job's time ends with its pods: copying its output (or failing to) is not charged.
+    const endedAt = ctx.clock.now();
+    await saveOutput(ctx, run);
+    await saveRun(ctx, run);
+    reports.report(run, undefined, endedAt);
+    run.end();
+    await keepEnded(ctx, run.id);
+    admitted.reschedule();
+  }
+
+  async function submit(id: string, job: VolcanoJob, companions: Companion[]): Promise<void> {
+    if (ctx.runs.has(id)) return;
+    const plugins = await preparePlugins(job);
+    const run = newRun({
+      id,
+      job,
+      companions,
+      phase: 'Pending',
+      retryCount: 0,
+      admitted: false,
+      submittedAt: ctx.clock.now(),
+      plugins,
+    });
+    await mkdir(join(jobDir(ctx.jobsDir, id), 'logs'), { recursive: true });
+    ctx.runs.set(id, run);
+    const capacity = ctx.runtime.capacity;
+    if (run.demand.cpuMillis > capacity.cpuMillis || run.demand.memoryBytes > capacity.memoryBytes) {
+      run.fault = `The job needs ${describe(run.demand)}; this machine offers ${describe(capacity)}`;
+      run.phase = 'Failed';
+      await step(run, () => finish(run));
+      return;
+    }
+    await saveRun(ctx, run);
+    admitted.reschedule();
+  }
+
+  return {
+    submit,
+    terminate,
+    step,
+    podEvent,
+    fail: (run, fault) =>
+      step(run, async () => {
+        run.fault ??= fault;
+        await kill(run, 'TerminateJob');
+      }),
+    finish,
+    watch: starter.watch,
+    admission: admitted,
+  };
+}

@@ -1,0 +1,88 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { cgroupPids, removePodCgroups } from '../cgroups.ts';
+import type { PodContext, PodRecord } from './context.ts';
+import { isAlive, isSupervisor, pidNamespace } from './proc.ts';
+
+/** Stopping a pod's processes, and removing its cgroups once they are empty. */
+
+function signalAll(pids: readonly number[], signal: NodeJS.Signals) {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** SIGKILL to the listed processes until none is left; after `patientRounds` rounds of waiting. */
+async function killUntilGone(list: () => Promise<number[]>, patientRounds = 0) {
+  for (let round = 0; round < patientRounds + 100; round++) {
+    const pids = await list();
+    if (pids.length === 0) return;
+    if (round >= patientRounds) signalAll(pids, 'SIGKILL');
+    await sleep(10);
+  }
+  throw new Error(`processes ${(await list()).join(', ')} survived SIGKILL`);
+}
+
+/**
+ * Ends the pod's processes: SIGTERM to what runs inside the containers, SIGKILL after the grace
+ * period, supervisors last so that they record how their container ended. `supervisors` are the
+ * pids of the pod's containers' supervisors.
+ */
+export async function stopPod(
+  context: PodContext,
+  record: PodRecord,
+  supervisors: ReadonlySet<number>,
+  graceMs: number,
+): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  if (record.cgroups.length === 0) return stopGroups(supervisors, deadline);
+  const all = () => cgroupPids(record.cgroups);
+  const nonSupervisors = async () => (await all()).filter((p) => !supervisors.has(p));
+  // bubblewrap's own processes die of SIGTERM and would report it for a command that ignores it.
+  const ours = await pidNamespace(process.pid);
+  const inContainers = async () => {
+    const pids = await nonSupervisors();
+    if (context.sandbox.kind === 'none') return pids;
+    const namespaces = await Promise.all(pids.map(pidNamespace));
+    return pids.filter((_, i) => namespaces[i] !== null && namespaces[i] !== ours);
+  };
+  let targets = await inContainers();
+  signalAll(targets, 'SIGTERM');
+  while (targets.length > 0 && Date.now() < deadline) {
+    await sleep(Math.min(20, Math.max(1, deadline - Date.now())));
+    targets = await inContainers();
+  }
+  // A forking process could escape one round of SIGKILL; the cgroup drains within a few rounds.
+  await killUntilGone(nonSupervisors);
+  await killUntilGone(all, 50);
+  // A supervisor started just before the destroy may not have joined the cgroups yet.
+  await killUntilGone(async () => {
+    const pids = [...supervisors];
+    const alive = await Promise.all(pids.map(isSupervisor));
+    return pids.filter((_, i) => alive[i]);
+  });
+}
+
+/** Without cgroups: the process groups of the supervisors. */
+async function stopGroups(supervisors: ReadonlySet<number>, deadline: number) {
+  const groups = async () => [...supervisors].filter(isAlive).map((pid) => -pid);
+  signalAll(await groups(), 'SIGTERM');
+  while ((await groups()).length > 0 && Date.now() < deadline) await sleep(20);
+  await killUntilGone(groups);
+}
+
+/** Removes the cgroups; a process that joined after the last look (EBUSY) is killed first. */
+export async function removeCgroups(record: PodRecord): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await removePodCgroups(record.cgroups);
+    } catch (error) {
+      if (attempt >= 50) throw error;
+      await killUntilGone(() => cgroupPids(record.cgroups));
+      await sleep(10);
+    }
+  }
+}

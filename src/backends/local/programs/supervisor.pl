@@ -1,0 +1,114 @@
+#!/usr/bin/perl -w
+# The supervisor of one container (see supervisor.ts, which starts it): joins the pod's cgroups,
+# runs the command as its child, copies its stdout and stderr to rotated files, and records how
+# it ended in the state folder once the output is written.
+#
+# Arguments: its name (ucompute-supervisor, which marks the process as a supervisor), the state
+# folder, `:`-separated cgroup.procs files, stdout file, stderr file, rotation size, files kept,
+# network namespace file or '', `uid:gid` or '', the numbers of setns and setgroups (or ''), then
+# the command. No module besides strict is loaded: it starts in about a millisecond.
+use strict;
+
+# Exit statuses it records itself: 125 when it cannot join the pod's cgroups (CGROUP_JOIN_FAILED
+# in supervisor.ts); 126 when the child cannot become what the container runs as, 127 when the
+# command is not found.
+my $CGROUP_JOIN_FAILED = 125;
+# setns's nstype for a network namespace (CLONE_NEWNET in <sched.h>, the same on every architecture).
+my $CLONE_NEWNET = 0x40000000;
+
+# A caught signal (unlike an ignored one) is reset for the child: SIGTERM reaches the command
+# while the supervisor stays to record how it ended.
+$SIG{$_} = sub { } for qw(TERM INT HUP);
+my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, $setgroups, @command) = @ARGV;
+
+sub put {
+  my ($file, $text) = @_;
+  open(my $f, '>', $file) or return 0;
+  print $f $text;
+  close($f);
+}
+
+sub refuse {
+  print STDERR "ucompute-supervisor: $_[0]\n";
+  exit 126;
+}
+
+# Shifts `f` -> `f.1` -> ..., the oldest dropped.
+sub rotate {
+  my $file = shift;
+  for (my $i = $keep - 1; $i > 1; $i--) {
+    rename("$file." . ($i - 1), "$file.$i") if -e "$file." . ($i - 1);
+  }
+  rename($file, "$file.1");
+}
+
+# A new file for a stream (a non-empty one left by an earlier run of the container is rotated
+# first); a stream whose file cannot be written is closed, so its writer gets EPIPE rather than
+# filling the disk elsewhere.
+sub begin {
+  my $s = shift;
+  rotate($s->{path}) if -s $s->{path};
+  $s->{size} = 0;
+  return 1 if open($s->{file}, '>', $s->{path});
+  close($s->{pipe});
+  $s->{pipe} = undef;
+  return 0;
+}
+
+put("$state/pid", "$$\n");
+my $status = 0;
+for (split /:/, $cgroups) { put($_, "$$\n") or $status = $CGROUP_JOIN_FAILED }
+if ($status == 0) {
+  pipe(my $outRead, my $outWrite) and pipe(my $errRead, my $errWrite) or die "pipe: $!";
+  my $child = fork;
+  die "fork: $!" unless defined $child;
+  if ($child == 0) {
+    open(STDOUT, '>&', $outWrite) and open(STDERR, '>&', $errWrite) or exit 126;
+    if ($netns ne '') {
+      open(my $ns, '<', $netns) or refuse("$netns: $!");
+      syscall($setns, fileno($ns), $CLONE_NEWNET) == 0 or refuse("setns $netns: $!");
+    }
+    if ($ids ne '') {
+      my ($uid, $gid) = split /:/, $ids;
+      syscall($setgroups, 0, 0) == 0 or refuse("setgroups: $!");
+      $) = $gid;
+      $( = $gid;
+      ($<, $>) = ($uid, $uid);
+      my $became = join(':', $<, $>, $(, $));
+      refuse("could not become $ids ($became)") unless $became eq "$uid:$uid:$gid:$gid";
+    }
+    # Its own message below, not Perl's warning, when the command cannot be run.
+    { local $^W = 0; exec { $command[0] } @command }
+    print STDERR "$command[0]: $!\n";
+    exit($! == 2 ? 127 : 126);
+  }
+  close($outWrite);
+  close($errWrite);
+  # Each stream is copied as it comes (long lines and binary output pass untouched) until every
+  # holder of its pipe closed it.
+  my @streams = ({ pipe => $outRead, path => $out }, { pipe => $errRead, path => $err });
+  begin($_) for @streams;
+  while (my @open = grep { $_->{pipe} } @streams) {
+    my $wanted = '';
+    vec($wanted, fileno($_->{pipe}), 1) = 1 for @open;
+    next if select(my $ready = $wanted, undef, undef, undef) <= 0;
+    for my $s (grep { vec($ready, fileno($_->{pipe}), 1) } @open) {
+      my $got = sysread($s->{pipe}, my $bytes, 65536);
+      next unless defined $got;
+      if ($got == 0) { close($s->{pipe}); $s->{pipe} = undef; close($s->{file}); next }
+      while ($s->{pipe} && length $bytes) {
+        my $part = substr($bytes, 0, $max - $s->{size}, '');
+        for (my $at = 0; $at < length $part;) {
+          my $wrote = syswrite($s->{file}, $part, length($part) - $at, $at);
+          if (!defined $wrote) { close($s->{pipe}); $s->{pipe} = undef; last }
+          $at += $wrote;
+        }
+        $s->{size} += length $part;
+        if ($s->{pipe} && $s->{size} >= $max) { close($s->{file}); begin($s) }
+      }
+    }
+  }
+  1 while waitpid($child, 0) < 0 && $! == 4;
+  $status = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+}
+put("$state/exit", "$status\n");

@@ -1,0 +1,70 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { DrySettings } from '../backends/dry/settings.ts';
+import { KubernetesSettings } from '../backends/kubernetes/settings.ts';
+import { LocalSettings } from '../backends/local/settings.ts';
+import { KubernetesObjectsConfig, PipelineConfig } from '../model/config.ts';
+import { closed } from '../model/schema.ts';
+import { ServiceMode, UcloudProviderConfig } from '../model/ucloud-config.ts';
+
+/**
+ * The whole configuration file: the pipeline's settings, each backend's own (the Kubernetes
+ * backend's beside the pipeline's in `kubernetes`), and the service's.
+ */
+export const Config = Type.Object(
+  {
+    ...PipelineConfig.properties,
+    kubernetes: Type.Optional(
+      Type.Object({ ...KubernetesObjectsConfig.properties, ...KubernetesSettings.properties }, closed),
+    ),
+    server: Type.Optional(
+      Type.Object(
+        {
+          host: Type.Optional(Type.String({ minLength: 1 })),
+          port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+        },
+        closed,
+      ),
+    ),
+    /** Where the database, the admin token and (by default) storage live. */
+    dataDir: Type.Optional(Type.String({ minLength: 1 })),
+    /** The catalogue folder (or folders, read as one catalogue) and the products file; the examples by default. */
+    apps: Type.Optional(
+      Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })]),
+    ),
+    products: Type.Optional(Type.String({ minLength: 1 })),
+    backend: Type.Optional(
+      Type.Union([Type.Literal('dry'), Type.Literal('local'), Type.Literal('kubernetes')]),
+    ),
+    dry: Type.Optional(DrySettings),
+    storage: Type.Optional(Type.Object({ root: Type.Optional(Type.String({ minLength: 1 })) }, closed)),
+    local: Type.Optional(LocalSettings),
+    accounting: Type.Optional(
+      Type.Object(
+        {
+          /** Refuse jobs of owners without credits (402). */
+          requireCredits: Type.Optional(Type.Boolean()),
+          /** Credits per product category granted to the local admin when it is first created. */
+          initialCredits: Type.Optional(Type.Integer({ minimum: 0 })),
+        },
+        closed,
+      ),
+    ),
+    monitorIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+    notifications: Type.Optional(
+      Type.Object(
+        {
+          /** Warn this many minutes before a job's time runs out (default 15). */
+          expiryWarningMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_080 })),
+          /** Also POST each warning as JSON (`{type: "job.expiring", job, expiresAt, minutesLeft}`) here. */
+          webhook: Type.Optional(Type.String({ pattern: '^https?://', description: 'an http(s) URL' })),
+        },
+        closed,
+      ),
+    ),
+    /** `standalone` (default): ucompute is its own orchestrator; `ucloud-provider`: UCloud Core drives it. */
+    mode: Type.Optional(ServiceMode),
+    ucloud: Type.Optional(UcloudProviderConfig),
+  },
+  closed,
+);
+export type Config = Static<typeof Config>;

@@ -1,0 +1,43 @@
+import type { JobPlugin } from '../plugins/plugin.ts';
+import type { Store } from '../store/store.ts';
+import type { Backend } from './backend.ts';
+import type { Logger } from './log.ts';
+import { periodic } from './periodic.ts';
+
+// The live resource views' sampling: on a steady period, what every rank of every running job
+// uses, asked of the backend in one call and appended to the jobs' series in one transaction.
+
+export const DEFAULT_SAMPLE_MS = 5000;
+
+export interface SamplerOptions {
+  store: Store;
+  backend: Pick<Backend, 'usage'>;
+  now?: () => number;
+  periodMs?: number;
+  log?: Pick<Logger, 'error'>;
+}
+
+export function resourceSampler(o: SamplerOptions) {
+  const now = o.now ?? Date.now;
+  const periodMs = o.periodMs ?? DEFAULT_SAMPLE_MS;
+
+  /** One pass: every running job's ranks, now. */
+  async function sample(): Promise<void> {
+    const running = (await o.store.jobs.running()).map((j) => j.id);
+    if (running.length === 0) return;
+    const usage = await o.backend.usage(running);
+    if (usage.size > 0) await o.store.resourceSeries.append(now(), usage);
+  }
+
+  return { periodMs, sample, ...periodic(sample, periodMs, 'sampling what jobs use', o.log) };
+}
+
+/** Forgets a job's series once it has ended (JobManagement's cleanup hook). */
+export function resourceSeriesCleanup(store: Store): JobPlugin {
+  return {
+    name: 'ResourceSeries',
+    async onCleanup(_ctx, jobId) {
+      await store.resourceSeries.remove(jobId);
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  companionsToCreate,
+  evaluation,
+  isOrphan,
+  jobDeletion,
+  ORPHAN_MIN_AGE_MS,
+  podDeletion,
+  queueIsOpen,
+} from '../src/backends/kubernetes/decisions.ts';
+import type { Report } from '../src/backends/kubernetes/states.ts';
+
+const running: Report = { state: 'RUNNING', status: 'The job is running (1/1 ready)' };
+
+test('evaluation: unknown or done jobs report nothing, final phases finish, changes report, repeats do not', () => {
+  const rows: [Parameters<typeof evaluation>[0], Report, string][] = [
+    [{ done: false }, running, 'nothing'],
+    [{ phase: 'Running', done: true }, running, 'nothing'],
+    [{ phase: 'Completed', done: true }, running, 'nothing'],
+    ...['Completed', 'Failed', 'Aborted', 'Terminated'].map(
+      (phase) =>
+        [{ phase, done: false }, running, 'finish'] as [{ phase: string; done: boolean }, Report, string],
+    ),
+    [{ phase: 'Running', done: false }, running, 'report'],
+    [
+      { phase: 'Running', done: false, reported: { state: 'IN_QUEUE', status: 'waiting' } },
+      running,
+      'report',
+    ],
+    [
+      { phase: 'Running', done: false, reported: { state: 'RUNNING', status: 'other text' } },
+      running,
+      'report',
+    ],
+    [{ phase: 'Running', done: false, reported: { ...running } }, running, 'nothing'],
+    [{ phase: 'Pending', done: false, reported: { ...running } }, running, 'nothing'],
+  ];
+  for (const [facts, report, action] of rows) {
+    const decided = evaluation(facts, report);
+    assert.equal(decided.action, action, JSON.stringify(facts));
+    if (decided.action !== 'nothing') assert.equal(decided.report, report);
+  }
+});
+
+test('podDeletion: a pod of an unknown job is forgotten; one deleted under a running job by someone else is lost', () => {
+  const pod = { killedByController: false };
+  const ended = { killedByController: false, ended: { exitCode: 0, reason: 'Completed' } };
+  const killed = { killedByController: true };
+  const rows: [Parameters<typeof podDeletion>[0], Parameters<typeof podDeletion>[1], string][] = [
+    [{ done: false }, pod, 'forget'],
+    [{ phase: 'Running', done: false }, pod, 'lost'],
+    [{ phase: 'Pending', done: false }, pod, 'lost'],
+    [{ phase: 'Running', done: false }, ended, 'ignore'],
+    [{ phase: 'Running', done: false }, killed, 'ignore'],
+    [{ phase: 'Running', done: true }, pod, 'ignore'],
+    [{ phase: 'Completed', done: false }, pod, 'ignore'],
+    [{ phase: 'Aborted', done: false }, pod, 'ignore'],
+  ];
+  for (const [job, p, expected] of rows)
+    assert.equal(podDeletion(job, p), expected, JSON.stringify([job, p]));
+});
+
+test('jobDeletion: only a known, live job that is not being submitted nor suspended is lost', () => {
+  const base = { known: true, done: false, suspended: false, submitting: false };
+  assert.equal(jobDeletion(base), 'lost');
+  assert.equal(jobDeletion({ ...base, suspended: true }), 'suspended');
+  assert.equal(jobDeletion({ ...base, suspended: true, known: false }), 'suspended');
+  assert.equal(jobDeletion({ ...base, known: false }), 'ignore');
+  assert.equal(jobDeletion({ ...base, done: true }), 'ignore');
+  assert.equal(jobDeletion({ ...base, submitting: true }), 'ignore');
+});
+
+test('isOrphan: objects of gone jobs older than the grace are orphans; live, young or unlabelled ones are not', () => {
+  const now = 100 * ORPHAN_MIN_AGE_MS;
+  const live = (id: string) => id === 'alive';
+  const old = now - ORPHAN_MIN_AGE_MS;
+  assert.equal(isOrphan({ jobId: 'gone', createdAt: old }, live, now), true);
+  assert.equal(isOrphan({ jobId: 'gone', createdAt: old + 1 }, live, now), false);
+  assert.equal(isOrphan({ jobId: 'alive', createdAt: 0 }, live, now), false);
+  assert.equal(isOrphan({ jobId: undefined, createdAt: 0 }, live, now), false);
+});
+
+test('companionsToCreate: what others refer to first; an owner namespace and queue once per process', () => {
+  const object = (kind: string, name: string) => ({ kind, metadata: { name } });
+  const companions = [
+    object('Service', 's'),
+    object('Secret', 'x'),
+    object('Queue', 'q'),
+    object('NetworkPolicy', 'p'),
+    object('Namespace', 'n'),
+    object('ConfigMap', 'c'),
+  ];
+  const kinds = (list: { kind: string }[]) => list.map((c) => c.kind);
+  assert.deepEqual(kinds(companionsToCreate(companions, new Set())), [
+    'Namespace',
+    'Queue',
+    'NetworkPolicy',
+    'ConfigMap',
+    'Secret',
+    'Service',
+  ]);
+  assert.deepEqual(kinds(companionsToCreate(companions, new Set(['Namespace/n', 'Queue/q', 'Service/s']))), [
+    'NetworkPolicy',
+    'ConfigMap',
+    'Secret',
+    'Service',
+  ]);
+});
+
+test('queueIsOpen: only the state Open takes jobs (a new queue has none until Volcano opens it)', () => {
+  assert.equal(queueIsOpen({ status: { state: 'Open' } }), true);
+  for (const queue of [
+    undefined,
+    {},
+    { status: {} },
+    { status: { state: 'Closed' } },
+    { status: { state: '' } },
+  ])
+    assert.equal(queueIsOpen(queue), false, JSON.stringify(queue));
+});

@@ -1,0 +1,264 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { PERL, PROGRAMS, PYTHON, programPath } from '../src/backends/local/programs.ts';
+import { compiledSeccomp } from '../src/backends/local/seccomp.ts';
+import { enterContainerArgv } from '../src/backends/local/shell-entry.ts';
+import { CGROUP_JOIN_FAILED, SUPERVISOR_NAME, supervisorCommand } from '../src/backends/local/supervisor.ts';
+import { needs } from './support/local-tools.ts';
+import { until } from './support/until.ts';
+
+/** The local runtime's programs in Perl, Python and sh: linted, and each run on its own. */
+
+const exec = promisify(execFile);
+const DIR = join(import.meta.dirname, '../src/backends/local/programs');
+
+/** Runs a command; its exit code, stdout and stderr, whatever the code. */
+function runProgram(file: string, args: string[], input?: string) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = execFile(file, args, (error, stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+    );
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+async function tempDir(t: { after(fn: () => Promise<void>): void }) {
+  const dir = await mkdtemp(join(tmpdir(), 'ucompute-programs-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('every program the runtime runs is a file in programs/, and every file there is one of them', async () => {
+  assert.deepEqual((await readdir(DIR)).sort(), [...PROGRAMS].sort());
+});
+
+const linters = await needs('perl', 'pyflakes3', 'shellcheck');
+
+test(
+  'the programs pass their linters in strict mode: perl -cw with strict, pyflakes, shellcheck with set -eu',
+  linters,
+  async () => {
+    for (const name of PROGRAMS) {
+      const path = programPath(name);
+      const text = await readFile(path, 'utf8');
+      if (name.endsWith('.pl')) {
+        assert.match(text, /^use strict;$/m, `${name} is strict`);
+        assert.match(text, /^#!\/usr\/bin\/perl -w\n/, `${name} warns`);
+        const { stderr } = await exec(PERL, ['-cw', path]);
+        assert.equal(stderr, `${path} syntax OK\n`, name);
+      } else if (name.endsWith('.py')) {
+        await exec(PYTHON, ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])', path]);
+        assert.equal((await exec('pyflakes3', [path])).stdout, '', name);
+      } else {
+        assert.match(text, /^set -eu$/m, `${name} stops at the first error and on unset variables`);
+        assert.equal((await exec('shellcheck', [path])).stdout, '', name);
+      }
+    }
+  },
+);
+
+/** A supervisor run as supervisorCommand starts it, without cgroups, namespace or ids. */
+async function supervise(
+  dir: string,
+  argv: string[],
+  o: { cgroupProcs?: string[]; logs?: { maxSizeBytes: number; maxFiles: number } } = {},
+) {
+  const { file, args } = supervisorCommand({
+    stateDir: dir,
+    cgroupProcs: o.cgroupProcs ?? [],
+    stdout: join(dir, 'out'),
+    stderr: join(dir, 'err'),
+    netns: null,
+    hostIds: null,
+    syscalls: null,
+    logs: o.logs ?? { maxSizeBytes: 1024, maxFiles: 3 },
+    argv,
+  });
+  // Its own process group, as the launcher starts it.
+  const child = spawn(file, args, { stdio: 'ignore', detached: true });
+  const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, ended };
+}
+
+const read = (path: string) => readFile(path, 'utf8');
+
+test("the supervisor records its pid, the command's output and, after it, how the command ended", async (t) => {
+  const dir = await tempDir(t);
+  const { child, ended } = await supervise(dir, ['/bin/sh', '-c', 'echo out; echo err >&2; exit 3']);
+  await ended;
+  assert.equal(await read(join(dir, 'pid')), `${child.pid}\n`);
+  assert.equal(await read(join(dir, 'out')), 'out\n');
+  assert.equal(await read(join(dir, 'err')), 'err\n', 'the command said it; the supervisor said nothing');
+  assert.equal(await read(join(dir, 'exit')), '3\n');
+});
+
+test('the supervisor rotates output at its size, keeping the newest files; an earlier run’s file is rotated first', async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(join(dir, 'out'), 'earlier\n');
+  const logs = { maxSizeBytes: 10, maxFiles: 3 };
+  const { ended } = await supervise(dir, ['/bin/sh', '-c', 'printf 0123456789abcdefghijKLMNO'], { logs });
+  await ended;
+  assert.equal(await read(join(dir, 'out')), 'KLMNO');
+  assert.equal(await read(join(dir, 'out.1')), 'abcdefghij');
+  assert.equal(await read(join(dir, 'out.2')), '0123456789');
+  await assert.rejects(stat(join(dir, 'out.3')), { code: 'ENOENT' }, 'three files kept, the oldest dropped');
+});
+
+test('SIGTERM to the supervisor reaches the command, whose end it records (143)', async (t) => {
+  const dir = await tempDir(t);
+  const { child, ended } = await supervise(dir, ['/bin/sh', '-c', 'echo started; exec sleep 30']);
+  await until(async () => (await read(join(dir, 'out')).catch(() => '')) === 'started\n', {
+    describe: 'the command runs',
+  });
+  assert.match(
+    await read(`/proc/${child.pid}/cmdline`),
+    new RegExp(SUPERVISOR_NAME),
+    'it is known by its name',
+  );
+  // The supervisor's process group: itself and the command, as a destroy without cgroups signals it.
+  process.kill(-child.pid!, 'SIGTERM');
+  await ended;
+  assert.equal(await read(join(dir, 'exit')), '143\n');
+});
+
+test('a command that cannot be found is 127, said on its stderr; a cgroup it cannot join is 125 and nothing runs', async (t) => {
+  const dir = await tempDir(t);
+  const missing = await supervise(dir, ['/nonexistent/program']);
+  await missing.ended;
+  assert.equal(await read(join(dir, 'exit')), '127\n');
+  assert.match(await read(join(dir, 'err')), /^\/nonexistent\/program: No such file or directory\n$/);
+
+  const other = await tempDir(t);
+  const ran = join(other, 'ran');
+  const blocked = await supervise(other, ['/bin/sh', '-c', `touch ${ran}`], {
+    cgroupProcs: [join(other, 'no-such-cgroup', 'cgroup.procs')],
+  });
+  await blocked.ended;
+  assert.equal(await read(join(other, 'exit')), `${CGROUP_JOIN_FAILED}\n`);
+  await assert.rejects(stat(ran), { code: 'ENOENT' });
+});
+
+test("a shell's cgroup join writes its own pid, which the command keeps; a cgroup it cannot join is 125", async (t) => {
+  const dir = await tempDir(t);
+  const procs = [join(dir, 'a.procs'), join(dir, 'b.procs')];
+  const joined = await runProgram('/bin/sh', [
+    programPath('join-cgroups.sh'),
+    procs.join(':'),
+    '/bin/sh',
+    '-c',
+    'echo $$',
+  ]);
+  assert.equal(joined.code, 0, joined.stderr);
+  for (const file of procs) assert.equal(await read(file), joined.stdout, 'the pid that became the command');
+  const refused = await runProgram('/bin/sh', [
+    programPath('join-cgroups.sh'),
+    join(dir, 'none', 'x'),
+    'true',
+  ]);
+  assert.equal(refused.code, CGROUP_JOIN_FAILED);
+  const none = await runProgram('/bin/sh', [programPath('join-cgroups.sh'), '', '/bin/echo', 'no cgroups']);
+  assert.equal(none.stdout, 'no cgroups\n');
+});
+
+const seccompTools = await needs('python3');
+
+test(
+  'the seccomp compiler writes a BPF program and resolves system calls by name with libseccomp',
+  seccompTools,
+  async (t) => {
+    const dir = await tempDir(t);
+    const compiled = await compiledSeccomp(dir);
+    const size = (await stat(compiled.program)).size;
+    assert.ok(size > 0 && size % 8 === 0, `a BPF program is whole 8-byte instructions (${size} bytes)`);
+    // The numbers are the kernel's: setns(-1, 0) is refused for its descriptor, setgroups(-1, 0) for its size.
+    const errnos = await exec(PERL, [
+      '-e',
+      'syscall($ARGV[0], -1, 0); print $!+0, " "; syscall($ARGV[1], -1, 0); print $!+0',
+      String(compiled.syscalls.setns),
+      String(compiled.syscalls.setgroups),
+    ]);
+    assert.equal(errnos.stdout, '9 22', 'EBADF from setns, EINVAL from setgroups');
+    assert.deepEqual(await compiledSeccomp(dir), compiled, 'compiled once, found again');
+  },
+);
+
+const netTools = await needs('ip');
+
+test(
+  'the namespace set-up joins each namespace, opens its low ports and configures it with ip -batch',
+  netTools,
+  async (t) => {
+    const name = `uclc${process.pid.toString(36)}`;
+    await exec('ip', ['netns', 'add', name]);
+    t.after(() => exec('ip', ['netns', 'delete', name]).then(() => undefined));
+    const seccomp = await compiledSeccomp(await tempDir(t));
+    await exec(PERL, [
+      programPath('configure-netns.pl'),
+      String(seccomp.syscalls.setns),
+      name,
+      'link set lo up\n',
+    ]);
+    const lo = await exec('ip', ['-n', name, '-o', 'link', 'show', 'lo']);
+    assert.match(lo.stdout, /<LOOPBACK,UP,LOWER_UP>/);
+    const ports = await exec('ip', [
+      'netns',
+      'exec',
+      name,
+      'cat',
+      '/proc/sys/net/ipv4/ip_unprivileged_port_start',
+    ]);
+    assert.equal(ports.stdout, '0\n');
+    const failed = await runProgram(PERL, [
+      programPath('configure-netns.pl'),
+      String(seccomp.syscalls.setns),
+      'uclc-none',
+      '',
+    ]);
+    assert.notEqual(failed.code, 0);
+    assert.match(failed.stderr, /^netns uclc-none: No such file or directory$/m);
+  },
+);
+
+const entryTools = await needs('unshare', 'python3');
+
+test(
+  "a shell's entry joins the target's namespaces and drops every capability it is not given",
+  entryTools,
+  async (t) => {
+    const seccomp = await compiledSeccomp(await tempDir(t));
+    // A process in namespaces of its own (uts among them, with its own host name) stands for a container.
+    const holder = spawn(
+      'unshare',
+      ['--uts', '--ipc', '--pid', '--fork', '/bin/sh', '-c', 'hostname uclc-inner; exec sleep 60'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    t.after(() => {
+      holder.kill('SIGKILL');
+    });
+    const target = await until(
+      async () => {
+        const children = await read(`/proc/${holder.pid}/task/${holder.pid}/children`).catch(() => '');
+        const pid = Number(children.trim().split(' ')[0]);
+        return pid > 0 && (await read(`/proc/${pid}/comm`).catch(() => '')) === 'sleep\n' ? pid : 0;
+      },
+      { describe: 'the namespaced process runs' },
+    );
+    const [file, ...rest] = enterContainerArgv(
+      target,
+      { uid: 0, gid: 0 },
+      seccomp.program,
+      [],
+      ['/bin/sh', '-c', 'hostname; grep ^CapEff /proc/self/status'],
+    );
+    const entered = await runProgram(file!, rest);
+    assert.equal(entered.code, 0, entered.stderr);
+    assert.equal(entered.stdout, 'uclc-inner\nCapEff:\t0000000000000000\n');
+  },
+);

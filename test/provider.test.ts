@@ -1,0 +1,287 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WebSocket } from 'ws';
+import { ucloudApplication } from './support/fake-ucloud-core.ts';
+import { catalog } from './support/fixtures.ts';
+import { callProvider, PROVIDER_ID, type ProviderWorld, providerWorld } from './support/provider.ts';
+
+/** Waits for a fact, up to `ms`; on giving up, says what it last saw. */
+async function waitFor<T>(
+  what: string,
+  read: () => T | Promise<T>,
+  holds: (v: T) => boolean,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last = await read();
+  while (!holds(last)) {
+    if (Date.now() > deadline) assert.fail(`never happened: ${what}; last: ${JSON.stringify(last)}`);
+    await sleep(10);
+    last = await read();
+  }
+  return last;
+}
+
+const app = (name: string) => ucloudApplication(catalog.find(name, '1.0')!);
+const spec = (name: string, extra: Record<string, unknown> = {}) => ({
+  application: { name, version: '1.0' },
+  product: { id: 'u1-standard-1', category: 'u1-standard', provider: PROVIDER_ID },
+  timeAllocation: { hours: 1, minutes: 0, seconds: 0 },
+  ...extra,
+});
+const states = (w: ProviderWorld, id: string) =>
+  w.core.updatesOf(id).flatMap((u) => (typeof u.state === 'string' ? [u.state] : []));
+
+let w: ProviderWorld;
+before(async () => {
+  w = await providerWorld();
+});
+after(() => w.close());
+
+test('ucompute registers its products with Core as ProductV2 and refreshes its access token', async () => {
+  const products = await waitFor(
+    'products registered',
+    () => w.core.state.products,
+    (p) => p.length > 0,
+  );
+  const first = products[0] as {
+    name: string;
+    category: { name: string; provider: string };
+    productType: string;
+  };
+  assert.equal(first.productType, 'COMPUTE');
+  assert.equal(first.category.provider, PROVIDER_ID);
+  assert.ok(w.core.state.refreshes >= 1);
+});
+
+test('Core creates, extends, suspends, resumes and terminates a job; every change reaches Core in order', async () => {
+  const job = w.core.job('1001', app('terminal'), spec('terminal'));
+  const created = await callProvider(w, '', { items: [job] });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  assert.deepEqual(created.body, { responses: [null] });
+  await waitFor(
+    'RUNNING at Core',
+    () => states(w, '1001'),
+    (s) => s.includes('RUNNING'),
+  );
+  assert.equal((await w.store.jobs.get('1001'))?.createdBy, 'alice#1234');
+
+  assert.equal(
+    (
+      await callProvider(w, '/extend', {
+        items: [{ job, requestedTime: { hours: 1, minutes: 0, seconds: 0 } }],
+      })
+    ).status,
+    200,
+  );
+  await waitFor(
+    'newTimeAllocation at Core',
+    () => w.core.updatesOf('1001'),
+    (u) => u.some((x) => x.newTimeAllocation === 2 * 3_600_000),
+  );
+  assert.equal((await callProvider(w, '/suspend', { items: [{ job }] })).status, 200);
+  await waitFor(
+    'SUSPENDED at Core',
+    () => states(w, '1001'),
+    (s) => s.at(-1) === 'SUSPENDED',
+  );
+  assert.equal((await callProvider(w, '/unsuspend', { items: [{ job }] })).status, 200);
+  await waitFor(
+    'RUNNING again',
+    () => states(w, '1001'),
+    (s) => s.at(-1) === 'RUNNING',
+  );
+  assert.equal((await callProvider(w, '/terminate', { items: [job] })).status, 200);
+  await waitFor(
+    'SUCCESS at Core',
+    () => states(w, '1001'),
+    (s) => s.at(-1) === 'SUCCESS',
+  );
+  // Terminating an ended job changes nothing and answers 200, as core2 does.
+  assert.equal((await callProvider(w, '/terminate', { items: [job] })).status, 200);
+
+  const ours = (await w.service.retrieve({ username: 'admin', admin: true }, '1001')).updates.slice(1);
+  assert.deepEqual(
+    w.core.updatesOf('1001').map((u) => [u.state, u.status]),
+    ours.map((u) => [u.state, u.status]),
+  );
+});
+
+test('refused: a forged token, an expired one, one for another provider, another role, none; nothing changes', async () => {
+  const job = w.core.job('1002', app('terminal'), spec('terminal'));
+  for (const token of [
+    await w.core.token({ otherProvider: true }),
+    await w.core.token({ expired: true }),
+    await w.core.token({ role: 'USER' }),
+    await w.core.token({ subject: 'alice' }),
+    'not-a-jwt',
+  ]) {
+    const r = await callProvider(w, '', { items: [job] }, token);
+    assert.equal(r.status, 401, JSON.stringify(r.body));
+    assert.equal(typeof r.body.why, 'string');
+  }
+  const bare = await fetch(`${w.url}/ucloud/${PROVIDER_ID}/jobs`, { method: 'POST', body: '{}' });
+  assert.equal(bare.status, 401);
+  assert.equal(await w.store.jobs.get('1002'), undefined);
+});
+
+test('a job ucompute cannot run is refused by name: a virtual machine tool, a private network', async () => {
+  const vm = w.core.job(
+    '1003',
+    ucloudApplication(catalog.find('word-count', '1.0')!, 'VIRTUAL_MACHINE'),
+    spec('word-count'),
+  );
+  const r = await callProvider(w, '', { items: [vm] });
+  assert.equal(r.status, 400);
+  assert.match(String(r.body.why), /VIRTUAL_MACHINE: ucompute runs containers, not virtual machines/);
+  const net = w.core.job(
+    '1004',
+    app('word-count'),
+    spec('word-count', { resources: [{ type: 'private_network', id: 'n1' }] }),
+  );
+  const r2 = await callProvider(w, '', { items: [net] });
+  assert.equal(r2.status, 400);
+  assert.match(String(r2.body.why), /private_network: private networks are not offered/);
+  assert.equal(await w.store.jobs.get('1003'), undefined);
+  assert.equal(await w.store.jobs.get('1004'), undefined);
+});
+
+test('the end-user API is off; the admin still reads', async () => {
+  const r = await w.app.inject({ method: 'POST', url: '/api/jobs', payload: { items: [] } });
+  assert.equal(r.statusCode, 401);
+});
+
+test('retrieveProducts answers ComputeSupport per product', async () => {
+  const r = await callProvider(w, '/retrieveProducts');
+  assert.equal(r.status, 200);
+  const first = (r.body.responses as { product: { provider: string }; docker: { enabled: boolean } }[])[0]!;
+  assert.equal(first.product.provider, PROVIDER_ID);
+  assert.equal(first.docker.enabled, true);
+});
+
+test('sessions: a web link on the job origin sets the cookie once, a replay is refused; a shell identifier', async () => {
+  const job = w.core.job('1005', app('file-server'), spec('file-server'));
+  assert.equal((await callProvider(w, '', { items: [job] })).status, 200);
+  await waitFor(
+    'RUNNING',
+    async () => (await w.store.jobs.get('1005'))?.state,
+    (s) => s === 'RUNNING',
+  );
+  const opened = await callProvider(w, '/interactiveSession', {
+    items: [
+      { job, rank: 0, sessionType: 'WEB', target: null },
+      { job, rank: 0, sessionType: 'SHELL' },
+    ],
+  });
+  assert.equal(opened.status, 200, JSON.stringify(opened.body));
+  const [web, shell] = opened.body.responses as Record<string, string>[];
+  assert.equal(web!.type, 'web');
+  const link = new URL(web!.redirectClientTo!);
+  assert.equal(link.pathname, `/ucloud/${PROVIDER_ID}/authorize-app`);
+  assert.match(link.hostname, /^app-1005-0\./);
+  // Through the server itself: the web proxy answers for the job's origin, not the API.
+  const visit = () =>
+    new Promise<{ status: number; cookie: string }>((done, fail) => {
+      const req = request(
+        `${w.url}${link.pathname}${link.search}`,
+        { headers: { host: link.host } },
+        (res) => {
+          res.resume();
+          done({ status: res.statusCode ?? 0, cookie: String(res.headers['set-cookie'] ?? '') });
+        },
+      );
+      req.on('error', fail);
+      req.end();
+    });
+  const first = await visit();
+  assert.equal(first.status, 303);
+  assert.match(first.cookie, /ucompute-session=/);
+  assert.equal((await visit()).status, 403);
+  assert.equal(shell!.type, 'shell');
+  assert.equal(typeof shell!.sessionIdentifier, 'string');
+  await callProvider(w, '/terminate', { items: [job] });
+});
+
+test('follow: Core follows a job over its WebSocket until the job ends', async () => {
+  const job = w.core.job('1006', app('terminal'), spec('terminal'));
+  assert.equal((await callProvider(w, '', { items: [job] })).status, 200);
+  const socket = new WebSocket(
+    `${w.url.replace('http', 'ws')}/ucloud/jobs.provider.${PROVIDER_ID}/websocket`,
+    {
+      headers: { authorization: `Bearer ${await w.core.token()}` },
+    },
+  );
+  const messages: Record<string, unknown>[] = [];
+  socket.on('message', (m) => messages.push(JSON.parse(String(m))));
+  await new Promise((done) => socket.once('open', done));
+  socket.send(
+    JSON.stringify({
+      call: `jobs.provider.${PROVIDER_ID}.follow`,
+      streamId: 'ignored',
+      payload: { type: 'init', job },
+    }),
+  );
+  await callProvider(w, '/terminate', { items: [job] });
+  await waitFor(
+    'the final response',
+    () => messages,
+    (m) => m.some((x) => x.type === 'response'),
+  );
+  assert.deepEqual(messages.at(-1), { type: 'response', status: 200, streamId: 'ignored', payload: {} });
+  socket.close();
+  const refused = new WebSocket(
+    `${w.url.replace('http', 'ws')}/ucloud/jobs.provider.${PROVIDER_ID}/websocket`,
+  );
+  const status = await new Promise<number>((done) =>
+    refused.once('unexpected-response', (_q, r) => done(r.statusCode ?? 0)),
+  );
+  assert.equal(status, 401);
+});
+
+test('Core down while jobs change state: afterwards every update arrives, in order, once', async () => {
+  w.core.state.down = true;
+  const jobs = ['2001', '2002', '2003'].map((id) => w.core.job(id, app('terminal'), spec('terminal')));
+  assert.equal((await callProvider(w, '', { items: jobs })).status, 200);
+  for (const id of ['2001', '2002', '2003']) {
+    await waitFor(
+      `${id} RUNNING here`,
+      async () => (await w.store.jobs.get(id))?.state,
+      (s) => s === 'RUNNING',
+    );
+  }
+  assert.equal((await callProvider(w, '/terminate', { items: jobs.slice(0, 2) })).status, 200);
+  await waitFor(
+    'refused calls',
+    () => w.core.state.refused,
+    (n) => n >= 3,
+  );
+  assert.equal(states(w, '2001').length, 0);
+  w.core.state.down = false;
+  for (const id of ['2001', '2002']) {
+    await waitFor(
+      `${id} at Core`,
+      () => states(w, id),
+      (s) => s.at(-1) === 'SUCCESS',
+    );
+  }
+  for (const id of ['2001', '2002', '2003']) {
+    const ours = (await w.service.retrieve({ username: 'admin', admin: true }, id)).updates.slice(1);
+    await waitFor(
+      `all of ${id}`,
+      () => w.core.updatesOf(id).length,
+      (n) => n >= ours.length,
+    );
+    assert.deepEqual(
+      w.core.updatesOf(id).map((u) => [u.state, u.status, u.timestamp]),
+      ours.map((u) => [u.state, u.status, u.timestamp]),
+    );
+  }
+  await waitFor(
+    'an empty outbox',
+    () => w.provider.outbox.size(),
+    (n) => n === 0,
+  );
+  await callProvider(w, '/terminate', { items: [jobs[2]] });
+});
