@@ -102,10 +102,10 @@ describe('charges', () => {
     assert.deepEqual((await h.job(id)).billing, { creditsCharged: 0, pricePerUnit: 1 });
 
     await h.monitorAt(59 * SECOND);
-    assert.deepEqual(h.charges('user:alice'), []);
+    assert.deepEqual(await h.charges('user:alice'), []);
 
     await h.monitorAt(60 * SECOND);
-    assert.deepEqual(h.charges('user:alice'), [
+    assert.deepEqual(await h.charges('user:alice'), [
       {
         chargeId: `${id}:0-0`,
         jobId: id,
@@ -131,7 +131,7 @@ describe('charges', () => {
 
     // Ended at 2.5 minutes: the third, started minute is charged too.
     await h.service.terminate(alice, [id]);
-    const all = h.charges('user:alice');
+    const all = await h.charges('user:alice');
     assert.deepEqual(
       (await all).map((c) => [c.chargeId, c.periods, c.credits]),
       [
@@ -161,7 +161,7 @@ describe('charges', () => {
     assert.equal((await h.job(id)).billing.pricePerUnit, 60);
 
     await h.monitorAt(59 * MINUTE);
-    assert.deepEqual(h.charges('user:alice'), []);
+    assert.deepEqual(await h.charges('user:alice'), []);
     await h.monitorAt(60 * MINUTE);
     assert.deepEqual(
       (await h.charges('user:alice')).map((c) => [c.chargeId, c.category, c.units, c.periods, c.credits]),
@@ -203,7 +203,7 @@ describe('charges', () => {
     const id = await h.running(mpi({ product: STANDARD_1 }), alice, 'lab');
     await h.monitorAt(3 * MINUTE);
     assert.equal((await h.job(id)).billing.creditsCharged, 3);
-    assert.deepEqual(h.charges('user:alice'), []);
+    assert.deepEqual(await h.charges('user:alice'), []);
     assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'project:lab', category: 'u1-standard', allocated: 100, used: 3, balance: 97 },
     ]);
@@ -216,11 +216,11 @@ describe('charges', () => {
     await h.grant('user:alice', 'u1-standard', 1000);
     const [id] = await h.service.create(alice, [mpi()]);
     await h.monitorAt(10 * MINUTE);
-    assert.equal(h.state(id!), 'IN_QUEUE');
+    assert.equal(await h.state(id!), 'IN_QUEUE');
     await h.service.terminate(alice, [id!]);
-    assert.equal(h.state(id!), 'SUCCESS');
+    assert.equal(await h.state(id!), 'SUCCESS');
     assert.equal((await h.job(id!)).billing.creditsCharged, 0);
-    assert.deepEqual(h.charges('user:alice'), []);
+    assert.deepEqual(await h.charges('user:alice'), []);
   });
 
   test('free products need no credits and are never stopped for them', async () => {
@@ -391,8 +391,8 @@ describe('retries', () => {
     assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
     const { ctx, charge } = seen[0]!;
-    assert.deepEqual(ctx.charge(charge), { creditsLeft: 996 });
-    assert.deepEqual(ctx.charge({ ...charge }), { creditsLeft: 996 });
+    assert.deepEqual(await ctx.charge(charge), { creditsLeft: 996 });
+    assert.deepEqual(await ctx.charge({ ...charge }), { creditsLeft: 996 });
     assert.equal((await h.charges('user:alice')).length, 1);
     assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
@@ -443,8 +443,8 @@ describe('credits', () => {
 
     await h.monitorAt(2 * MINUTE);
     assert.equal((await h.service.wallets(alice))[0]!.balance, 4);
-    assert.equal(h.state(two), 'RUNNING');
-    assert.equal(h.state(one), 'RUNNING');
+    assert.equal(await h.state(two), 'RUNNING');
+    assert.equal(await h.state(one), 'RUNNING');
 
     await h.monitorAt(4 * MINUTE);
     for (const id of [two, one]) {
@@ -452,7 +452,7 @@ describe('credits', () => {
       assert.equal((await h.job(id)).updates.at(-1)!.status, NO_CREDITS_STATUS);
     }
     assert.equal(NO_CREDITS_STATUS, 'The job was terminated (no credits)');
-    assert.equal(h.state(bobs), 'RUNNING');
+    assert.equal(await h.state(bobs), 'RUNNING');
     // Four minutes of 2 + 1 units: 12 credits, charged once each, whichever job ran dry first.
     assert.equal((await h.job(two)).billing.creditsCharged, 8);
     assert.equal((await h.job(one)).billing.creditsCharged, 4);

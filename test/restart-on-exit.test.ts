@@ -76,7 +76,7 @@ test('an end the backend reports while ucompute cancels or expires the job is no
   clock += 2 * MINUTE;
   await service.monitor();
   await new Promise((r) => setTimeout(r, 50));
-  assert.equal(state(cancelled!), 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(cancelled!)));
+  assert.equal(await state(cancelled!), 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(cancelled!)));
   // Ended for good (by the expiry, or by the end the backend told first), not waiting for a restart.
   assert.ok(isFinal(await state(expired!)), JSON.stringify(await store.jobs.updatesOf(expired!)));
   assert.equal((await store.jobs.updatesOf(expired!)).filter(isRestartExit).length, 0);
@@ -202,12 +202,12 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
   cluster.volcano.finish(id!, [0]);
   await eventually(async () => (await store.jobs.updatesOf(id!)).some(isRestartExit));
   await eventually(() => uid() !== undefined && uid() !== first, 10_000);
-  assert.equal(state(), 'IN_QUEUE');
+  assert.equal(await state(), 'IN_QUEUE');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
   await eventually(async () => (await state()) === 'RUNNING');
   await service.terminate(alice, [id!]);
-  assert.equal(state(), 'SUCCESS');
+  assert.equal(await state(), 'SUCCESS');
   assert.equal(cluster.volcano.job(id!), undefined);
   assert.deepEqual(cluster.api.invalid, []);
 });

@@ -12,6 +12,8 @@ Options:
   --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST         listen address (default 127.0.0.1)
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
+  --store URL         keep jobs, users and accounting in PostgreSQL (postgres://user@host/db) instead
+                      of SQLite in the data folder (configuration \`store: {postgres: {url}}\`)
   --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
                       A change to a file under them reloads the catalogue (no restart); a
                       change that does not load is logged and the catalogue in use stays

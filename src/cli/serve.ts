@@ -6,7 +6,7 @@ import { kubernetesBackend } from '../backends/kubernetes/kubernetes-backend.ts'
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
-import type { Config } from '../config/config.ts';
+import { type Config, POSTGRES_URL_PATTERN } from '../config/config.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { expiryWarnings } from '../jobs/expiry-warnings.ts';
@@ -45,6 +45,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       port: { type: 'string' },
       host: { type: 'string' },
       'data-dir': { type: 'string' },
+      store: { type: 'string' },
       apps: { type: 'string', multiple: true },
       products: { type: 'string' },
       backend: { type: 'string' },
@@ -62,6 +63,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');
   const host = values.host ?? config.server?.host ?? '127.0.0.1';
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
+  const postgresUrl = values.store ?? config.store?.postgres.url;
+  if (postgresUrl !== undefined && !new RegExp(POSTGRES_URL_PATTERN).test(postgresUrl)) {
+    throw new CliError('--store must be a postgres:// URL');
+  }
   const backendName = values.backend ?? config.backend ?? 'local';
   if (backendName !== 'dry' && backendName !== 'local' && backendName !== 'kubernetes') {
     throw new CliError('--backend must be dry, local or kubernetes');
@@ -83,7 +88,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
     const catalog = reloadingCatalog(firstCatalog, appFolders, log);
     opened.push(() => catalog.close());
-    const store = await openStore({ sqlite: join(dataDir, 'ucompute.db') });
+    const store = await openStore(
+      postgresUrl !== undefined
+        ? { postgres: { url: postgresUrl } }
+        : { sqlite: join(dataDir, 'ucompute.db') },
+    );
     opened.push(() => store.close());
     const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
     const storage = directoryStorage(storageRoot);

@@ -135,6 +135,9 @@ export function jobControl(o: ControlOptions) {
     },
 
     async extend(caller: Caller, items: readonly ExtendItem[]): Promise<void> {
+      // The request's time, as it arrived: what it is checked against even if the store answers
+      // after the deadline has come.
+      const at = now();
       const jobs = await visibleJobs(
         caller,
         items.map((item) => item.jobId),
@@ -163,11 +166,11 @@ export function jobControl(o: ControlOptions) {
           }
           // Past its deadline the job is being expired (the monitor may be cancelling it right
           // now): an extend accepted here would be lost, so it is refused.
-          if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now()) {
+          if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= at) {
             ended = `job ${job.id} ran out of time`;
             return;
           }
-          const u: JobUpdate = { timestamp: now(), newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
+          const u: JobUpdate = { timestamp: at, newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
           const decision = decideUpdate(job, u);
           if (decision.kind !== 'apply') return;
           await tx.jobs.appendUpdate(job, u, decision.changes);

@@ -43,16 +43,18 @@ export function jobMonitor(o: MonitorOptions) {
     config: o.env.config,
     now,
     expire: async (jobId) => {
-      // Decided on the stored deadline: the caller's copy of the job may predate an extend.
-      const job = await store.jobs.get(jobId);
-      if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
-      updates.endForGood(jobId);
-      await backend.cancel(jobId);
-      await updates.update(jobId, {
-        state: 'EXPIRED',
-        status: 'The job ran out of time',
-        expectedState: 'RUNNING',
-      });
+      // Decided on the stored deadline, in the transaction that ends the job: the caller's copy
+      // of the job may predate an extend, and an extend may commit while this one waits. Ended
+      // first, then cancelled: what the backend says of the cancel comes to a job already ended.
+      const due = (job: JobRecord) => job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now();
+      const expired = await updates.update(
+        jobId,
+        { state: 'EXPIRED', status: 'The job ran out of time', expectedState: 'RUNNING' },
+        {},
+        undefined,
+        due,
+      );
+      if (expired) await backend.cancel(jobId);
     },
     charge: async (c: Charge) => {
       const account = accountOf(c.job.owner);

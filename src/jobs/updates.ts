@@ -42,6 +42,13 @@ interface Applied {
 /** Work done in an update's transaction beside it (its build saved, its submission forgotten). */
 export type Alongside = (tx: StoreParts) => Promise<void>;
 
+/**
+ * What must still be true of the job as the update's transaction reads it (its row locked on
+ * PostgreSQL): otherwise the update is dropped. A decision made on an earlier read (a deadline that
+ * has passed) is made again here, where no concurrent change (an extend) can slip in between.
+ */
+export type Precondition = (job: JobRecord) => boolean;
+
 /** Wait before writing again backend events that could not be written (a full disk). */
 const EVENT_RETRY_MS = 1000;
 
@@ -84,9 +91,10 @@ export function jobUpdates(o: UpdatesOptions) {
     u: JobUpdate,
     extra: JobChanges,
     alongside?: Alongside,
+    holds?: Precondition,
   ): Promise<Applied | undefined> {
     const before = await tx.jobs.get(id);
-    if (!before) return undefined;
+    if (!before || (holds && !holds(before))) return undefined;
     const decision = decideUpdate(before, u);
     if (decision.kind !== 'apply') return undefined;
     await alongside?.(tx);
@@ -133,9 +141,10 @@ export function jobUpdates(o: UpdatesOptions) {
     partial: Omit<JobUpdate, 'timestamp'> & { timestamp?: number },
     extra: JobChanges = {},
     alongside?: Alongside,
+    holds?: Precondition,
   ): Promise<boolean> {
     const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
-    const result = await store.transaction((tx) => write(tx, id, u, extra, alongside));
+    const result = await store.transaction((tx) => write(tx, id, u, extra, alongside, holds));
     if (result) await applied(result);
     return result !== undefined;
   }

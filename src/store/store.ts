@@ -2,6 +2,7 @@ import type { AccountingStore } from './accounting.ts';
 import type { AuditLog } from './audit-log.ts';
 import type { Directory } from './directory.ts';
 import type { JobStore } from './jobs.ts';
+import { openPostgresStore } from './postgres/store.ts';
 import type { ResourceSeries } from './resource-series.ts';
 import type { SessionStore, SignInStore } from './sessions.ts';
 import { openSqliteStore } from './sqlite/store.ts';
@@ -43,9 +44,12 @@ export interface Store extends StoreParts {
   close(): Promise<void>;
 }
 
-/** Where the store is: an SQLite file (the embedded default, one process). */
-export type StoreLocation = { sqlite: string };
+/**
+ * Where the store is: an SQLite file (the embedded default, one process), or a PostgreSQL
+ * database (`postgres://…`) that several replicas share.
+ */
+export type StoreLocation = { sqlite: string } | { postgres: { url: string } };
 
 export async function openStore(location: StoreLocation): Promise<Store> {
-  return openSqliteStore(location.sqlite);
+  return 'sqlite' in location ? openSqliteStore(location.sqlite) : openPostgresStore(location.postgres.url);
 }

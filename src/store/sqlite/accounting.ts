@@ -1,15 +1,6 @@
 import type { AccountingStore, AllocationRecord } from '../accounting.ts';
+import { toAllocation } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
-
-const toAllocation = (r: Row): AllocationRecord => ({
-  id: Number(r.id),
-  owner: r.owner as string,
-  category: r.category as string,
-  credits: Number(r.credits),
-  used: Number(r.used),
-  startAt: Number(r.start_at),
-  endAt: Number(r.end_at),
-});
 
 export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchronous<AccountingStore> {
   const activeAllocations = (owner: string, category: string, at: number): AllocationRecord[] =>

@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import { MIGRATIONS } from '../migrations.ts';
+import { MIGRATIONS, sqliteSql } from '../migrations.ts';
 
 export type Row = Record<string, SQLInputValue>;
 
@@ -110,7 +110,7 @@ function migrate(db: DatabaseSync): void {
   for (let v = current; v < MIGRATIONS.length; v++) {
     db.exec('begin immediate');
     try {
-      db.exec(MIGRATIONS[v]!);
+      db.exec(sqliteSql(MIGRATIONS[v]!));
       db.prepare('insert into schema_version (version) values (?)').run(v + 1);
       db.exec('commit');
     } catch (e) {

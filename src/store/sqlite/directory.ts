@@ -1,13 +1,7 @@
-import { type Directory, likePattern, TOKEN_ID, TOKEN_ID_LENGTH, type TokenMetadata } from '../directory.ts';
+import { type Directory, likePattern, TOKEN_ID } from '../directory.ts';
+import { toToken } from '../rows.ts';
 import type { Role } from '../users.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
-
-const toToken = (r: Row): TokenMetadata => ({
-  id: (r.hash as string).slice(0, TOKEN_ID_LENGTH),
-  username: r.username as string,
-  description: r.description as string,
-  createdAt: Number(r.created_at),
-});
 
 export function sqliteDirectory({ sql, transaction }: SqliteDatabase): Synchronous<Directory> {
   const tokenWithId = (id: string): Row | undefined =>

@@ -1,30 +1,8 @@
 import type { SQLInputValue } from 'node:sqlite';
-import type { JobSpecification, JobState, JobUpdate } from '../../model/job.ts';
-import type { JobRecord, JobStore } from '../jobs.ts';
+import type { JobState, JobUpdate } from '../../model/job.ts';
+import type { JobStore } from '../jobs.ts';
+import { toJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
-
-const toJob = (r: Row): JobRecord => ({
-  id: r.id as string,
-  createdBy: r.created_by as string,
-  project: (r.project as string | null) ?? null,
-  state: r.state as JobState,
-  application: r.application as string,
-  createdAt: Number(r.created_at),
-  specification: JSON.parse(r.specification as string) as JobSpecification,
-  timeAllocationMs: r.time_allocation_ms === null ? null : Number(r.time_allocation_ms),
-  startedAt: r.started_at === null ? null : Number(r.started_at),
-  expiresAt: r.expires_at === null ? null : Number(r.expires_at),
-  outputFolder: (r.output_folder as string | null) ?? null,
-  exitCodes: r.exit_codes === null ? null : (JSON.parse(r.exit_codes as string) as Record<string, number>),
-  submitted: r.submitted === 1,
-  pricePerUnit: Number(r.price_per_unit),
-  creditsCharged: Number(r.credits_charged),
-  chargedPeriods: Number(r.charged_periods),
-  runStartedAt: r.run_started_at === null ? null : Number(r.run_started_at),
-  timeRunBeforeMs: Number(r.time_run_before_ms),
-  build: (r.build as string | null) ?? null,
-  updateCount: Number(r.update_count),
-});
 
 export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
   return {

@@ -1,16 +1,6 @@
-import type { SessionRecord, SessionStore, SignInStore } from '../sessions.ts';
+import { toSession } from '../rows.ts';
+import type { SessionStore, SignInStore } from '../sessions.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
-
-const toSession = (r: Row): SessionRecord => ({
-  hash: r.hash as string,
-  kind: r.kind as SessionRecord['kind'],
-  jobId: r.job_id as string,
-  rank: Number(r.rank),
-  username: r.username as string,
-  createdAt: Number(r.created_at),
-  lastUsedAt: Number(r.last_used_at),
-  expiresAt: Number(r.expires_at),
-});
 
 export function sqliteSessions({ sql }: SqliteDatabase): Synchronous<SessionStore> {
   return {

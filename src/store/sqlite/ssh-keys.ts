@@ -1,14 +1,6 @@
-import type { SshKeyRecord, SshKeyStore } from '../ssh-keys.ts';
+import { toKey } from '../rows.ts';
+import type { SshKeyStore } from '../ssh-keys.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
-
-const toKey = (r: Row): SshKeyRecord => ({
-  id: r.id as string,
-  owner: r.owner as string,
-  title: r.title as string,
-  key: r.key as string,
-  fingerprint: r.fingerprint as string,
-  createdAt: Number(r.created_at),
-});
 
 export function sqliteSshKeys({ sql, transaction }: SqliteDatabase): Synchronous<SshKeyStore> {
   return {

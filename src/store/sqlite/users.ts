@@ -1,13 +1,7 @@
-import type { Role, UserRecord, UserStore } from '../users.ts';
+import { toUser } from '../rows.ts';
+import type { Role, UserStore } from '../users.ts';
 import { hashToken, newToken } from '../users.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
-
-const toUser = (r: Row): UserRecord => ({
-  name: r.name as string,
-  admin: r.admin === 1,
-  createdAt: Number(r.created_at),
-  disabledAt: r.disabled_at === null ? null : Number(r.disabled_at),
-});
 
 export function sqliteUsers({ sql }: SqliteDatabase): Synchronous<UserStore> {
   return {

@@ -1,0 +1,42 @@
+import type { Store, StoreParts } from '../store.ts';
+import { postgresAccounting } from './accounting.ts';
+import { postgresAuditLog } from './audit-log.ts';
+import { type Connection, openPostgresDatabase } from './database.ts';
+import { postgresDirectory } from './directory.ts';
+import { postgresJobs } from './jobs.ts';
+import { postgresResourceSeries } from './resource-series.ts';
+import { postgresSessions, postgresSignIns } from './sessions.ts';
+import { postgresSshKeys } from './ssh-keys.ts';
+import { postgresUcloudApplications, postgresUcloudOutbox } from './ucloud.ts';
+import { postgresUsers } from './users.ts';
+
+function partsOn(c: Connection): StoreParts {
+  return {
+    jobs: postgresJobs(c),
+    accounting: postgresAccounting(c),
+    users: postgresUsers(c),
+    sessions: postgresSessions(c),
+    signIns: postgresSignIns(c),
+    sshKeys: postgresSshKeys(c),
+    directory: postgresDirectory(c),
+    audit: postgresAuditLog(c),
+    resourceSeries: postgresResourceSeries(c),
+    ucloudOutbox: postgresUcloudOutbox(c),
+    ucloudApplications: postgresUcloudApplications(c),
+  };
+}
+
+/**
+ * The store on PostgreSQL, which several replicas share. A transaction runs on a connection of
+ * its own, so transactions of one process run side by side as those of several do; rows a
+ * transaction reads through `jobs.get` stay locked until it ends, so two updates of one job
+ * apply one after the other. Every commit is synced before it answers (durable or not).
+ */
+export async function openPostgresStore(url: string): Promise<Store> {
+  const d = await openPostgresDatabase(url);
+  return {
+    ...partsOn(d.outside),
+    transaction: (fn) => d.transaction((c) => fn(partsOn(c))),
+    close: () => d.pool.end(),
+  };
+}
