@@ -2,7 +2,6 @@ import type { AccountingStore } from './accounting.ts';
 import type { AuditLog } from './audit-log.ts';
 import type { Directory } from './directory.ts';
 import type { JobStore } from './jobs.ts';
-import { openPostgresStore } from './postgres/store.ts';
 import type { ResourceSeries } from './resource-series.ts';
 import type { SessionStore, SignInStore } from './sessions.ts';
 import { openSqliteStore } from './sqlite/store.ts';
@@ -51,5 +50,8 @@ export interface Store extends StoreParts {
 export type StoreLocation = { sqlite: string } | { postgres: { url: string } };
 
 export async function openStore(location: StoreLocation): Promise<Store> {
-  return 'sqlite' in location ? openSqliteStore(location.sqlite) : openPostgresStore(location.postgres.url);
+  if ('sqlite' in location) return openSqliteStore(location.sqlite);
+  // Loaded only when used: the embedded default starts without node-postgres.
+  const { openPostgresStore } = await import('./postgres/store.ts');
+  return openPostgresStore(location.postgres.url);
 }
