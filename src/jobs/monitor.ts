@@ -1,5 +1,6 @@
 import { accountOf } from '../model/owner.ts';
 import type { Charge, LifecycleContext } from '../plugins/plugin.ts';
+import type { JobRecord } from '../store/jobs.ts';
 import type { Store } from '../store/store.ts';
 import { type JobAccess, ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
@@ -46,7 +47,8 @@ export function jobMonitor(o: MonitorOptions) {
       // Decided on the stored deadline, in the transaction that ends the job: the caller's copy
       // of the job may predate an extend, and an extend may commit while this one waits. Ended
       // first, then cancelled: what the backend says of the cancel comes to a job already ended.
-      const due = (job: JobRecord) => job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now();
+      const due = (job: JobRecord) =>
+        job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now();
       const expired = await updates.update(
         jobId,
         { state: 'EXPIRED', status: 'The job ran out of time', expectedState: 'RUNNING' },

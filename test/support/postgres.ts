@@ -1,5 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, fchownSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  fchownSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -51,15 +60,22 @@ async function answers(url: string): Promise<boolean> {
 
 async function start(): Promise<Server> {
   const bin = postgresBin();
-  if (!bin) throw new Error('PostgreSQL is not installed (Debian: apt-get install postgresql; scripts/setup.sh does)');
+  if (!bin)
+    throw new Error(
+      'PostgreSQL is not installed (Debian: apt-get install postgresql; scripts/setup.sh does)',
+    );
   const user = serverUser();
   const dir = mkdtempSync(join(tmpdir(), 'ucompute-postgres-'));
   if ('uid' in user) chownSync(dir, user.uid, user.gid);
   const data = join(dir, 'data');
-  execFileSync(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'ucompute', '-E', 'UTF8', '--no-sync'], {
-    stdio: 'pipe',
-    ...user,
-  });
+  execFileSync(
+    join(bin, 'initdb'),
+    ['-D', data, '-A', 'trust', '-U', 'ucompute', '-E', 'UTF8', '--no-sync'],
+    {
+      stdio: 'pipe',
+      ...user,
+    },
+  );
   const log = openSync(join(dir, 'log'), 'a');
   if ('uid' in user) fchownSync(log, user.uid, user.gid);
   // A port of our own: picked at random, another tried when it is taken.
@@ -67,7 +83,18 @@ async function start(): Promise<Server> {
     const port = 20_000 + Math.floor(Math.random() * 40_000);
     const child = spawn(
       join(bin, 'postgres'),
-      ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+      [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-k',
+        dir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'max_connections=200',
+      ],
       { stdio: ['ignore', log, log], ...user },
     );
     const url = (database: string) => `postgres://ucompute@127.0.0.1:${port}/${database}`;
