@@ -2,18 +2,21 @@
  * The Kubernetes backend on the real cluster of scripts/cluster.sh (issue 17): N one-replica jobs
  * submitted through ucompute's API, against the same N Volcano Jobs (the manifest `ucompute plan`
  * prints for that job) created directly with client-node, in the same run and on the same cluster.
- * Jobs are test/cluster/apps' sim-batch: KWOK runs each for --run-time, then ends it with exit 0.
+ * Jobs are test/cluster/apps' sim-batch: KWOK runs each for --run-time (by default longer than the
+ * run), so all N are live at once when the last one runs: the API requests counted are those on the
+ * path to Running only (no job has ended, so none is being cleaned up), and the RSS is ucompute's
+ * with N live jobs. Hence N one-CPU jobs must fit on the nodes (--nodes × --node-cpu ≥ --jobs).
  *
  * Reported per side: submit → RUNNING p50/p99 (RUNNING: the Volcano Job's phase for the direct
  * side, ucompute's job state for ucompute's), jobs RUNNING per second; for ucompute also its API
  * requests per job (from the API server's audit log of its ServiceAccount, watches apart, by verb),
  * its CPU ms per job and its largest RSS while the N jobs were live.
  *
- *   node bench/cluster.bench.ts [--jobs 10000] [--nodes 100] [--node-cpu 32] [--run-time 10s]
+ *   node bench/cluster.bench.ts [--jobs 10000] [--nodes 100] [--node-cpu 128] [--run-time 3h]
  *                               [--cluster DIR]   (an `up` cluster to use instead of a new one)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,12 +28,16 @@ const { values } = parseArgs({
   options: {
     jobs: { type: 'string', default: '10000' },
     nodes: { type: 'string', default: '100' },
-    'node-cpu': { type: 'string', default: '32' },
-    'run-time': { type: 'string', default: '10s' },
+    'node-cpu': { type: 'string', default: '128' },
+    'run-time': { type: 'string', default: '3h' },
     cluster: { type: 'string' },
   },
 });
 const JOBS = Number(values.jobs);
+if (JOBS > Number(values.nodes) * Number(values['node-cpu']))
+  throw new Error(
+    `--jobs ${JOBS} one-CPU jobs do not fit on --nodes × --node-cpu CPUs: all must run at once`,
+  );
 const CONCURRENCY = 16;
 const NAMESPACE = 'ucompute';
 const apps = `[${join(ROOT, 'examples/apps')}, ${join(ROOT, 'test/cluster/apps')}]`;
@@ -138,18 +145,19 @@ async function direct() {
     submitted.set(job.metadata.name, performance.now());
     await objects.create(job);
   });
+  console.error(`direct: ${JOBS} created in ${Math.round(performance.now() - firstSubmit)} ms`);
   await all;
+  console.error(`direct: all Running after ${Math.round(performance.now() - firstSubmit)} ms`);
   watch.abort();
-  await objects.list(
-    'batch.volcano.sh/v1alpha1',
-    'Job',
-    NAMESPACE,
-    undefined,
-    undefined,
-    undefined,
-    undefined,
-    'bench=direct',
-  );
+  await deleteJobs('bench=direct');
+  return summary(latencies, firstSubmit, lastRunning);
+}
+
+const binDir = async () => (await readFile(join(cluster, 'run', 'bin'), 'utf8')).trim();
+
+/** Deletes the Volcano Jobs with these labels, and waits until they (and so their pods) are gone. */
+async function deleteJobs(selector: string): Promise<void> {
+  const started = performance.now();
   execFileSync(
     join(await binDir(), 'kubectl'),
     [
@@ -159,19 +167,19 @@ async function direct() {
       'delete',
       'jobs.batch.volcano.sh',
       '-l',
-      'bench=direct',
+      selector,
       '--wait=true',
+      '--timeout=30m',
     ],
     { stdio: 'ignore' },
   );
-  return summary(latencies, firstSubmit, lastRunning);
+  console.error(`${selector}: deleted in ${Math.round(performance.now() - started)} ms`);
 }
-
-const binDir = async () => (await readFile(join(cluster, 'run', 'bin'), 'utf8')).trim();
 
 // ---- through ucompute ---------------------------------------------------------------------------
 async function throughUcompute() {
   const data = join(work, 'ucompute');
+  await mkdir(join(data, 'storage'), { recursive: true });
   const served = await startServe(data, {
     args: ['--backend', 'kubernetes'],
     config: [
@@ -250,14 +258,19 @@ async function throughUcompute() {
     const { responses } = (await answer.json()) as { responses: { id: string }[] };
     submitted.set(responses[0]!.id, at);
   });
+  console.error(`ucompute: ${JOBS} submitted in ${Math.round(performance.now() - firstSubmit)} ms`);
   const rssAllSubmitted = await rssMb();
   await all;
+  console.error(`ucompute: all RUNNING after ${Math.round(performance.now() - firstSubmit)} ms`);
   const cpu = (await cpuMs()) - cpuBefore;
-  // Requests until the last job ran (later ones remove ended jobs: counted apart).
+  const rssAllRunning = await rssMb();
+  // Requests until the last job ran; no job has ended yet (their run time outlasts the run).
   const requests = (await auditLines()).slice(auditBefore.length);
   clearInterval(sampler);
   events.abort();
   await stopServe(served);
+  // On a cluster of the caller's, its jobs would run on: ucompute is stopped, so they go directly.
+  if (values.cluster) await deleteJobs('app.kubernetes.io/managed-by=ucompute');
   const byVerb: Record<string, number> = {};
   for (const r of requests)
     byVerb[`${r.verb} ${r.objectRef?.resource ?? ''}`] =
@@ -271,6 +284,7 @@ async function throughUcompute() {
     ),
     cpuMsPerJob: Math.round((cpu / JOBS) * 100) / 100,
     rssMbAllSubmitted: Math.round(rssAllSubmitted),
+    rssMbAllRunning: Math.round(rssAllRunning),
     rssMbMax: Math.round(maxRss),
   };
 }
@@ -290,7 +304,9 @@ try {
     .map((l) => l.toFixed(2))
     .join(' ');
   const directResult = await direct();
+  console.error('direct:', JSON.stringify(directResult));
   const ucomputeResult = await throughUcompute();
+  console.error('ucompute:', JSON.stringify(ucomputeResult));
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
     cwd: ROOT,
     encoding: 'utf8',

@@ -1,7 +1,7 @@
 /**
- * Time to a usable session (issue 10) on the local backend, as root with bubblewrap: `ucompute
- * serve --backend local` on its own bridge and subnet with the host's userland (as the browser
- * test runs it), then `--runs` times, one job after the other:
+ * Time to a usable session (issues 10 and 19) on the local backend, as root with bubblewrap:
+ * `ucompute serve --backend local` on its own bridge and subnet with the host's userland (as the
+ * browser test runs it), then `--runs` times, one job after the other:
  *
  * 1. `POST /api/jobs` of the Jupyter example (examples/apps/jupyter.yml);
  * 2. RUNNING, as `GET /api/jobs/retrieve` reports it (polled);
@@ -11,29 +11,52 @@
  * 4. a kernel answering: one created over Jupyter's REST API, `1+1` sent over its WebSocket
  *    channels through the proxy, and its `execute_result` of 2 received.
  *
- * Times are from the POST; polling every 20 ms. Each job is stopped before the next starts (the
- * machine has room for one). No browser: HTTP and WebSocket from this process, with the Host header
- * of the job's origin.
+ * The peer, in the same run: the same Jupyter started directly by this process (no ucompute, no
+ * sandbox) until it answers HTTP on its socket (asked every 100 ms), the floor ucompute adds to.
  *
- *   node bench/session.bench.ts [--runs 10]
+ * Then `--desktop-runs` times the XFCE desktop (examples/apps/desktop.yml) in Debian's Chromium:
+ * POST → RUNNING → noVNC on the session's page connected through the relay (the page says so) →
+ * XFCE's panel drawn on its canvas (the browser test's check). One browser for all runs.
+ *
+ * Times are from the POST; polling every 20 ms. Each job is stopped before the next starts (the
+ * machine has room for one). Jupyter without a browser: HTTP and WebSocket from this process, with
+ * the Host header of the job's origin.
+ *
+ *   node bench/session.bench.ts [--runs 10] [--desktop-runs 10]
  */
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type Browser, chromium } from 'playwright-core';
 import WebSocket from 'ws';
 import { which } from '../src/backends/local/exec.ts';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
+import { startJupyter, VNC_CONNECTED } from '../test/support/browser.ts';
+import { panelDrawn } from '../test/support/desktop-canvas.ts';
 import { type Answer, call } from '../test/support/interactive.ts';
 import { serving, spawnServe } from '../test/support/serve.ts';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '10' }, 'desktop-runs': { type: 'string', default: '10' } },
+});
 const RUNS = Number(values.runs);
+const DESKTOP_RUNS = Number(values['desktop-runs']);
 const POLL_MS = 20;
 const WAIT_MS = 120_000;
 
-for (const tool of ['bwrap', 'nft', 'ip', 'jupyter-notebook']) {
+const CHROMIUM = '/usr/bin/chromium';
+for (const tool of [
+  'bwrap',
+  'nft',
+  'ip',
+  'jupyter-notebook',
+  CHROMIUM,
+  'Xvnc',
+  'dbus-launch',
+  'xfce4-panel',
+]) {
   if (!(await which(tool))) throw new Error(`${tool} is needed (scripts/setup.sh installs it)`);
 }
 if (process.getuid?.() !== 0) throw new Error('the local backend runs as root');
@@ -60,6 +83,7 @@ writeFileSync(
   `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet} }\n`,
 );
 let server: ChildProcess | undefined;
+let browser: Browser | undefined;
 
 try {
   server = spawnServe([
@@ -153,24 +177,35 @@ try {
     }
   }
 
-  interface Run {
-    running: number;
-    page: number;
-    kernel: number;
-  }
-
-  async function once(): Promise<Run> {
-    const start = performance.now();
+  /** Submits the example app `name`; gives the job's id. */
+  async function submit(name: string): Promise<string> {
     const created = await api<{ responses: { id: string }[] }>('/api/jobs', {
       items: [
         {
-          application: { name: 'jupyter', version: '1.0' },
+          application: { name, version: '1.0' },
           product: { id: 'u1-standard-1', category: 'u1-standard' },
           parameters: {},
         },
       ],
     });
-    const id = created.responses[0]?.id ?? '';
+    return created.responses[0]?.id ?? '';
+  }
+  async function stop(id: string): Promise<void> {
+    await api('/api/jobs/terminate', { items: [{ id }] });
+    await until('the job ending', async () => ((await stateOf(id)) === 'RUNNING' ? undefined : true));
+  }
+
+  interface Run {
+    running: number;
+    page: number;
+    kernel: number;
+    /** The peer: the same Jupyter started directly, to its first HTTP answer. */
+    direct: number;
+  }
+
+  async function jupyterOnce(): Promise<Omit<Run, 'direct'>> {
+    const start = performance.now();
+    const id = await submit('jupyter');
     try {
       await until('RUNNING', async () => ((await stateOf(id)) === 'RUNNING' ? true : undefined));
       const running = performance.now() - start;
@@ -190,10 +225,53 @@ try {
       const xsrf = /_xsrf=([^;]+)/.exec((first.headers['set-cookie'] ?? []).join('\n'))?.[1] ?? '';
       const two = await onePlusOne(link.host, `${ours}; _xsrf=${xsrf}`, xsrf);
       if (two !== '2') throw new Error(`1+1 gave ${two}`);
-      return { running, page: pageAt, kernel: performance.now() - start };
+      const kernel = performance.now() - start;
+      return { running, page: pageAt, kernel };
     } finally {
-      await api('/api/jobs/terminate', { items: [{ id }] });
-      await until('the job ending', async () => ((await stateOf(id)) === 'RUNNING' ? undefined : true));
+      await stop(id);
+    }
+  }
+
+  /** Jupyter started by this process, no ucompute between: ms to its first HTTP answer. */
+  async function directJupyterOnce(): Promise<number> {
+    const work = mkdtempSync(join(tmp, 'direct-'));
+    const start = performance.now();
+    const jupyter = await startJupyter(work, join(work, 'jupyter.log'));
+    const answered = performance.now() - start;
+    await jupyter.stop();
+    rmSync(work, { recursive: true, force: true });
+    return answered;
+  }
+
+  interface DesktopRun {
+    running: number;
+    connected: number;
+    drawn: number;
+  }
+
+  async function desktopOnce(shown: Browser): Promise<DesktopRun> {
+    const start = performance.now();
+    const id = await submit('desktop');
+    const page = await shown.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await until('RUNNING', async () => ((await stateOf(id)) === 'RUNNING' ? true : undefined));
+      const running = performance.now() - start;
+      const opened = await api<{ responses: { session: { url: string } }[] }>(
+        '/api/jobs/interactiveSession',
+        {
+          items: [{ id, rank: 0, sessionType: 'VNC' }],
+        },
+      );
+      await page.goto(opened.responses[0]?.session.url ?? '');
+      await page.locator(VNC_CONNECTED).waitFor({ timeout: WAIT_MS });
+      const connected = performance.now() - start;
+      await until('XFCE\u2019s panel drawn', async () =>
+        (await page.evaluate(panelDrawn)) ? true : undefined,
+      );
+      return { running, connected, drawn: performance.now() - start };
+    } finally {
+      await page.close();
+      await stop(id);
     }
   }
 
@@ -202,36 +280,67 @@ try {
     return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
   };
   const seconds = (ms: number) => (ms / 1000).toFixed(2);
-
-  console.log(
-    `load average at the start: ${loadavg()
+  const load = () =>
+    loadavg()
       .map((l) => l.toFixed(1))
-      .join(' ')}\n`,
-  );
-  console.log('| run | RUNNING s | first page s | kernel 1+1 s |');
-  console.log('| --- | --- | --- | --- |');
+      .join(' ');
+  const summary = <K extends string>(rows: Record<K, number>[], what: [string, K][]) => {
+    console.log('\n| from POST /api/jobs to | p50 s | p90 s |');
+    console.log('| --- | --- | --- |');
+    for (const [label, key] of what) {
+      const xs = rows.map((r) => r[key]);
+      console.log(`| ${label} | ${seconds(quantile(xs, 0.5))} | ${seconds(quantile(xs, 0.9))} |`);
+    }
+  };
+
+  console.log(`load average at the start: ${load()}\n`);
+  console.log('| run | RUNNING s | first page s | kernel 1+1 s | peer: Jupyter direct s |');
+  console.log('| --- | --- | --- | --- | --- |');
   const runs: Run[] = [];
   for (let i = 1; i <= RUNS; i++) {
-    const r = await once();
+    const r = { ...(await jupyterOnce()), direct: await directJupyterOnce() };
     runs.push(r);
-    console.log(`| ${i} | ${seconds(r.running)} | ${seconds(r.page)} | ${seconds(r.kernel)} |`);
+    console.log(
+      `| ${i} | ${seconds(r.running)} | ${seconds(r.page)} | ${seconds(r.kernel)} | ${seconds(r.direct)} |`,
+    );
   }
-  console.log('\n| from POST /api/jobs to | p50 s | p90 s |');
-  console.log('| --- | --- | --- |');
-  for (const [what, key] of [
+  summary(runs, [
     ['RUNNING', 'running'],
     ['first page through the proxy', 'page'],
     ['kernel answering 1+1', 'kernel'],
-  ] as const) {
-    const xs = runs.map((r) => r[key]);
-    console.log(`| ${what} | ${seconds(quantile(xs, 0.5))} | ${seconds(quantile(xs, 0.9))} |`);
+    ['(peer, from its start) Jupyter started directly: first HTTP answer', 'direct'],
+  ]);
+  const ratio =
+    quantile(
+      runs.map((r) => r.page),
+      0.5,
+    ) /
+    quantile(
+      runs.map((r) => r.direct),
+      0.5,
+    );
+  console.log(`\nfirst page through ucompute / Jupyter started directly, p50: ${ratio.toFixed(2)}`);
+  console.log(`load average after Jupyter: ${load()}\n`);
+
+  if (DESKTOP_RUNS > 0) {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    console.log('| run | RUNNING s | noVNC connected s | XFCE panel drawn s |');
+    console.log('| --- | --- | --- | --- |');
+    const desktops: DesktopRun[] = [];
+    for (let i = 1; i <= DESKTOP_RUNS; i++) {
+      const r = await desktopOnce(browser);
+      desktops.push(r);
+      console.log(`| ${i} | ${seconds(r.running)} | ${seconds(r.connected)} | ${seconds(r.drawn)} |`);
+    }
+    summary(desktops, [
+      ['RUNNING', 'running'],
+      ['noVNC connected through the relay', 'connected'],
+      ['XFCE panel drawn', 'drawn'],
+    ]);
   }
-  console.log(
-    `\nload average at the end: ${loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')}`,
-  );
+  console.log(`\nload average at the end: ${load()}`);
 } finally {
+  await browser?.close();
   server?.kill('SIGTERM');
   await new Promise((resolve) => (server?.exitCode === null ? server.once('exit', resolve) : resolve(null)));
   await removeBridgeNetwork(bridge).catch(() => {});

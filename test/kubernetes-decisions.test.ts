@@ -5,11 +5,12 @@ import {
   evaluation,
   isOrphan,
   jobDeletion,
+  keptPod,
   ORPHAN_MIN_AGE_MS,
   podDeletion,
   queueIsOpen,
 } from '../src/backends/kubernetes/decisions.ts';
-import type { Report } from '../src/backends/kubernetes/states.ts';
+import type { PodSummary, Report } from '../src/backends/kubernetes/states.ts';
 
 const running: Report = { state: 'RUNNING', status: 'The job is running (1/1 ready)' };
 
@@ -43,7 +44,7 @@ test('evaluation: unknown or done jobs report nothing, final phases finish, chan
   }
 });
 
-test('podDeletion: a pod of an unknown job is forgotten; one deleted under a running job by someone else is lost', () => {
+test('podDeletion: a pod of an unknown job is forgotten; one deleted under a running job by someone else is lost, not one Volcano deletes as it ends the job', () => {
   const pod = { killedByController: false };
   const ended = { killedByController: false, ended: { exitCode: 0, reason: 'Completed' } };
   const killed = { killedByController: true };
@@ -56,9 +57,40 @@ test('podDeletion: a pod of an unknown job is forgotten; one deleted under a run
     [{ phase: 'Running', done: true }, pod, 'ignore'],
     [{ phase: 'Completed', done: false }, pod, 'ignore'],
     [{ phase: 'Aborted', done: false }, pod, 'ignore'],
+    // Volcano's controller deletes the other ranks itself once a policy aborts or ends the job.
+    [{ phase: 'Aborting', done: false }, pod, 'ignore'],
+    [{ phase: 'Terminating', done: false }, pod, 'ignore'],
+    [{ phase: 'Restarting', done: false }, pod, 'ignore'],
+    [{ phase: 'Completing', done: false }, pod, 'ignore'],
   ];
   for (const [job, p, expected] of rows)
     assert.equal(podDeletion(job, p), expected, JSON.stringify([job, p]));
+});
+
+test('keptPod: a deletion begun or ended under a running job marks the rank lost once, stamped when first seen', () => {
+  const running = { phase: 'Running', done: false };
+  const pod = { rank: 1, killedByController: false, deleting: false } as PodSummary;
+  const deleting = { ...pod, deleting: true };
+  assert.equal(keptPod(running, undefined, pod, false, 5), pod);
+  assert.deepEqual(keptPod(running, pod, deleting, false, 5), {
+    ...deleting,
+    deletedUnexpectedly: true,
+    deletedSeenAt: 5,
+  });
+  assert.deepEqual(keptPod(running, undefined, pod, true, 7), {
+    ...pod,
+    deletedUnexpectedly: true,
+    deletedSeenAt: 7,
+  });
+  // Once lost, a later change or the deletion itself keeps the first stamp, whatever the phase.
+  const lost = keptPod(running, pod, deleting, false, 5);
+  assert.equal(keptPod({ phase: 'Aborting', done: false }, lost, deleting, true, 9).deletedSeenAt, 5);
+  // Volcano's own deletions, as it aborts the job, are no loss.
+  assert.equal(keptPod({ phase: 'Aborting', done: false }, pod, deleting, false, 5), deleting);
+  assert.equal(
+    keptPod(running, pod, { ...deleting, killedByController: true }, false, 5).deletedUnexpectedly,
+    undefined,
+  );
 });
 
 test('jobDeletion: only a known, live job that is not being submitted nor suspended is lost', () => {

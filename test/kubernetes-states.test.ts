@@ -36,6 +36,7 @@ const pod = (rank: number, extra: Partial<PodSummary> = {}): PodSummary => ({
   lost: false,
   evicted: false,
   killedByController: false,
+  deleting: false,
   ...extra,
 });
 
@@ -130,6 +131,15 @@ test('OOM kills, evictions, lost nodes, deleted pods, aborts and failures withou
       /rank 0 was lost with its node \(node-1 is unresponsive\)/,
     ],
     ['Aborted', [pod(1, { deletedUnexpectedly: true })], /rank 1's pod was deleted while the job ran/],
+    // Volcano's abort deletes rank 0 after rank 1 was lost: the first seen is named.
+    [
+      'Aborted',
+      [
+        pod(0, { deletedUnexpectedly: true, deletedSeenAt: 20 }),
+        pod(1, { deletedUnexpectedly: true, deletedSeenAt: 10 }),
+      ],
+      /rank 1's pod was deleted while the job ran/,
+    ],
   ];
   for (const [phase, pods, status] of cases) {
     const r = reportOf(job(phase), pods, undefined, 'RUNNING');

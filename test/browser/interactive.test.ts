@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,12 +10,13 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
 import {
   fortyTwoInTerminal,
-  freePort,
   onePlusOneInNotebook,
+  type Started,
   SYSTEM_PATH,
   startDesktop,
   startJupyter,
   until,
+  VNC_CONNECTED,
 } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
@@ -26,13 +26,14 @@ import { needs } from '../support/local-tools.ts';
  * The three session kinds in Debian's Chromium, driven by playwright-core: Jupyter through the web
  * proxy (a cell's `1+1` gives `2`, over the kernel's WebSocket), the noVNC page on an Xtigervnc
  * desktop (its canvas is not blank), and the xterm.js page on a shell (`echo $((6*7))` gives 42).
- * The jobs' programs run on this machine as the test's own processes; the backend's `connect`
+ * The jobs' programs run on this machine as the test's own processes, each on a Unix socket of
+ * its own (no port to pick), their output kept beside the screenshots; the backend's `connect`
  * and `shell` reach them, so that what is tested is ucompute's side: sessions, proxy, relay,
- * pages. Screenshots go to test/browser/artifacts.
+ * pages. Screenshots go to test-artifacts/browser. Each test has its own time budget.
  */
 
 const tools = await needs('chromium', 'jupyter-notebook', 'Xtigervnc', 'xterm');
-const ARTIFACTS = join(ROOT, 'test', 'browser', 'artifacts');
+const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 
 /** A bash on a pty, as the backend's shell gives one. */
@@ -66,41 +67,36 @@ function bash(options: ShellOptions) {
   return Object.assign(stream, { resize: (o: ShellOptions) => pty.resize(o.cols, o.rows), exitCode });
 }
 
-describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
+describe('sessions in a browser', tools, () => {
   let w: World;
   let browser: Browser;
   let page: Page;
-  const children: ChildProcess[] = [];
   let work: string;
-  let jupyterPort: number;
-  let vncPort: number;
+  let jupyter: Started;
+  let desktop: Started;
 
-  before(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    work = mkdtempSync(join(tmpdir(), 'ucompute-browser-'));
-    jupyterPort = await freePort();
-    vncPort = await freePort();
-    children.push(startJupyter(work, jupyterPort));
-    children.push(...(await startDesktop(work, `:${40 + (process.pid % 50)}`, vncPort)));
-    w = await world({
-      backend: () => ({
-        connect: async (_jobId, _rank, port) => {
-          const target = port === 8888 ? jupyterPort : vncPort;
-          const socket = connect(target, '127.0.0.1');
-          await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-          return socket;
-        },
-        shell: async (_jobId, _rank, size) => bash(size),
-      }),
-    });
-    await until(
-      'Jupyter answering',
-      async () => (await fetch(`http://127.0.0.1:${jupyterPort}/api`)).ok,
-      200,
-      100,
-    );
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
-  });
+  before(
+    async () => {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      work = mkdtempSync(join(tmpdir(), 'ucompute-browser-'));
+      [jupyter, desktop] = await Promise.all([
+        startJupyter(work, join(ARTIFACTS, 'interactive-jupyter.log')),
+        startDesktop(work, join(ARTIFACTS, 'interactive-xtigervnc.log')),
+      ]);
+      w = await world({
+        backend: () => ({
+          connect: async (_jobId, _rank, port) => {
+            const socket = connect(port === 8888 ? jupyter.socket : desktop.socket);
+            await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+            return socket;
+          },
+          shell: async (_jobId, _rank, size) => bash(size),
+        }),
+      });
+      browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    },
+    { timeout: 120_000 },
+  );
 
   // A page per flow: a notebook left open asks "leave page?" when the next flow navigates away.
   beforeEach(async () => {
@@ -113,7 +109,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
   after(async () => {
     await browser?.close();
     await w?.close();
-    for (const child of children) child.kill('SIGTERM');
+    await Promise.all([jupyter?.stop(), desktop?.stop()]);
     rmSync(work, { recursive: true, force: true });
   });
 
@@ -144,7 +140,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     return JSON.parse(answer.body).responses[0].session;
   }
 
-  test('Jupyter: a cell computes 1+1 through the proxy', async () => {
+  test('Jupyter: a cell computes 1+1 through the proxy', { timeout: 120_000 }, async () => {
     const id = await running('jupyter');
     const session = await open(id, 'WEB');
     await page.goto(session.redirectClientTo);
@@ -156,12 +152,13 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     await page.screenshot({ path: join(ARTIFACTS, 'jupyter.png') });
   });
 
-  test('the desktop: noVNC draws the screen', async () => {
+  test('the desktop: noVNC finishes the RFB handshake and draws the screen', {
+    timeout: 90_000,
+  }, async () => {
     const id = await running('desktop');
     const session = await open(id, 'VNC');
     await page.goto(session.url);
-    const canvas = page.locator('#screen canvas');
-    await canvas.waitFor({ timeout: 30_000 });
+    await page.locator(VNC_CONNECTED).waitFor({ timeout: 60_000 });
     await until(
       'a drawn desktop',
       async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2,
@@ -173,7 +170,7 @@ describe('sessions in a browser', { ...tools, timeout: 180_000 }, () => {
     await page.screenshot({ path: join(ARTIFACTS, 'desktop.png') });
   });
 
-  test('the terminal: echo $((6*7)) prints 42', async () => {
+  test('the terminal: echo $((6*7)) prints 42', { timeout: 90_000 }, async () => {
     const id = await running('terminal');
     const session = await open(id, 'SHELL');
     await page.goto(`http://localhost:${w.port}/sessions/shell#${session.sessionIdentifier}`);

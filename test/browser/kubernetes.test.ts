@@ -7,12 +7,13 @@ import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
 import {
   fortyTwoInTerminal,
-  freePort,
   onePlusOneInNotebook,
   serveClient,
   startDesktop,
   startJupyter,
+  tcpRelay,
   until,
+  VNC_CONNECTED,
 } from '../support/browser.ts';
 import { type FakeCluster, fakeCluster } from '../support/fake-kube/cluster.ts';
 import { ROOT } from '../support/fixtures.ts';
@@ -24,22 +25,19 @@ import { serving, spawnServe } from '../support/serve.ts';
  * The example apps on the Kubernetes backend, in Chromium: `ucompute serve --backend kubernetes`
  * against the fake API server (every object it is sent checked against the fixtures), driven by
  * the real @kubernetes/client-node. The fake cluster "runs" each job's rank 0 by forwarding its pod
- * port to a program the test starts on loopback: Jupyter (port 8888) and Xtigervnc (5900) are
- * reached through port-forward, the terminal through exec running a real `sh`. Screenshots in
- * test/browser/artifacts.
+ * port to a program the test starts: Jupyter (port 8888) and Xtigervnc (5900), each on a Unix
+ * socket of its own behind a loopback relay the system gave a port, are reached through
+ * port-forward, the terminal through exec running a real `sh`. Screenshots and the programs'
+ * output in test-artifacts/browser; each test has its own time budget.
  */
 
 const tools = await needs('chromium', 'jupyter-notebook', 'Xtigervnc', 'xterm');
-const ARTIFACTS = join(ROOT, 'test', 'browser', 'artifacts');
+const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
 /** The namespace of the admin user `local`'s jobs (one namespace per owner). */
 const NAMESPACE = 'ucompute-u-local';
 
-describe('the example apps on the Kubernetes backend (fake API server), in a browser', {
-  ...tools,
-  timeout: 300_000,
-}, () => {
+describe('the example apps on the Kubernetes backend (fake API server), in a browser', tools, () => {
   const cleanups: (() => unknown)[] = [];
-  const children: ChildProcess[] = [];
   let work: string;
   let cluster: FakeCluster;
   let server: ChildProcess | undefined;
@@ -50,27 +48,35 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
   /** Where the fake cluster's pods' ports lead, per application. */
   const appPorts = new Map<string, number>();
 
-  before(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    work = mkdtempSync(join(tmpdir(), 'ucompute-k8s-browser-'));
-    const jupyterPort = await freePort();
-    const vncPort = await freePort();
-    appPorts.set('jupyter', jupyterPort);
-    appPorts.set('desktop', vncPort);
-    children.push(startJupyter(work, jupyterPort));
-    // A display number of its own: the local browser tests use 40 to 89.
-    children.push(...(await startDesktop(work, `:${100 + (process.pid % 100)}`, vncPort)));
+  before(
+    async () => {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      work = mkdtempSync(join(tmpdir(), 'ucompute-k8s-browser-'));
+      const [jupyter, desktop] = await Promise.all([
+        startJupyter(work, join(ARTIFACTS, 'kubernetes-jupyter.log')),
+        startDesktop(work, join(ARTIFACTS, 'kubernetes-xtigervnc.log')),
+      ]);
+      cleanups.push(jupyter.stop, desktop.stop);
+      for (const [app, started] of [
+        ['jupyter', jupyter],
+        ['desktop', desktop],
+      ] as const) {
+        const relay = await tcpRelay(started.socket);
+        cleanups.push(relay.close);
+        appPorts.set(app, relay.port);
+      }
 
-    cluster = await fakeCluster({ after: (f) => void cleanups.push(f) }, { realShellIn: work });
-    const config = join(work, 'config.yml');
-    writeFileSync(config, `kubernetes:\n  kubeconfig: ${cluster.kubeconfig}\n`);
-    server = spawnServe(['--backend', 'kubernetes', '--config', config, '--data-dir', join(work, 'data')]);
-    url = await serving(server);
-    token = readFileSync(join(work, 'data', 'admin.token'), 'utf8').trim();
-    client = serveClient(url, token);
-    await until('Jupyter answering', async () => (await fetch(`http://127.0.0.1:${jupyterPort}/api`)).ok);
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
-  });
+      cluster = await fakeCluster({ after: (f) => void cleanups.push(f) }, { realShellIn: work });
+      const config = join(work, 'config.yml');
+      writeFileSync(config, `kubernetes:\n  kubeconfig: ${cluster.kubeconfig}\n`);
+      server = spawnServe(['--backend', 'kubernetes', '--config', config, '--data-dir', join(work, 'data')]);
+      url = await serving(server);
+      token = readFileSync(join(work, 'data', 'admin.token'), 'utf8').trim();
+      client = serveClient(url, token);
+      browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    },
+    { timeout: 180_000 },
+  );
 
   after(async () => {
     await browser?.close();
@@ -78,8 +84,7 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
     await new Promise((resolve) =>
       server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
     );
-    for (const child of children) child.kill('SIGTERM');
-    for (const cleanup of cleanups) await cleanup();
+    for (const cleanup of cleanups.reverse()) await cleanup();
     rmSync(work, { recursive: true, force: true });
   });
 
@@ -98,7 +103,7 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
   const callsTo = (resource: string, id: string) =>
     cluster.api.calls.filter((c) => c.resource === resource && c.name === `j-${id}-job-0`).length;
 
-  test('Jupyter through port-forward: a cell computes 1+1', async () => {
+  test('Jupyter through port-forward: a cell computes 1+1', { timeout: 180_000 }, async () => {
     const id = await running('jupyter');
     const session = await client.open(id, 'WEB');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
@@ -117,30 +122,27 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
     await page.close();
   });
 
-  test('the desktop through port-forward: noVNC draws the screen', async () => {
+  test('the desktop through port-forward: the RFB handshake, then a drawn screen', {
+    timeout: 120_000,
+  }, async () => {
     const id = await running('desktop');
     const session = await client.open(id, 'VNC');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
-    // A relay that failed (the machine is loaded) leaves noVNC's error: the page is opened again.
+    await page.goto(session.url);
+    // The page says when noVNC finished the handshake (it tries again while the relay is not up).
+    await page.locator(VNC_CONNECTED).waitFor({ timeout: 90_000 });
     await until(
       'a drawn desktop',
-      async () => {
-        await page.goto(session.url);
-        await page.locator('#screen canvas').waitFor({ timeout: 20_000 });
-        for (let i = 0; i < 20; i++) {
-          if ((await page.evaluate<number>(DISTINCT_COLOURS)) >= 2) return true;
-          await new Promise((r) => setTimeout(r, 250));
-        }
-        return false;
-      },
-      5,
+      async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2,
+      200,
+      100,
     );
     await page.screenshot({ path: join(ARTIFACTS, 'desktop-kubernetes.png') });
     assert.ok(callsTo('pods/portforward', id) > 0);
     await page.close();
   });
 
-  test('the terminal through exec: echo $((6*7)) prints 42', async () => {
+  test('the terminal through exec: echo $((6*7)) prints 42', { timeout: 120_000 }, async () => {
     const id = await running('terminal');
     const session = await client.open(id, 'SHELL');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });

@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import { fortyTwoInTerminal, localServeConfig, serveClient, until } from '../support/browser.ts';
+import {
+  fortyTwoInTerminal,
+  localServeConfig,
+  serveClient,
+  until,
+  VNC_CONNECTED,
+} from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -14,14 +20,23 @@ import { serving, spawnServe } from '../support/serve.ts';
 
 /**
  * The example apps as real jobs: `ucompute serve` on the local backend (its own bridge and
- * subnet), each job started through the API and opened in Chromium. Jupyter through the session
+ * subnet), each job started through the API and opened in Chromium (each test its own time budget). Jupyter through the session
  * link, a kernel asked `1+1` over its WebSocket through the proxy; the desktop (Xvnc in the job)
  * drawn by noVNC through the relay; the terminal app's shell printing 42. Screenshots in
- * test/browser/artifacts.
+ * test-artifacts/browser.
  */
 
-const tools = await needs('bwrap', 'nft', 'ip', 'chromium', 'jupyter-notebook', 'Xvnc', 'xterm');
-const ARTIFACTS = join(ROOT, 'test', 'browser', 'artifacts');
+const tools = await needs(
+  'bwrap',
+  'nft',
+  'ip',
+  'chromium',
+  'jupyter-notebook',
+  'Xvnc',
+  'dbus-launch',
+  'xfce4-panel',
+);
+const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
 
 /** Run in the page: starts a kernel and answers what `1+1` gives, over the kernel's WebSocket. */
 const ONE_PLUS_ONE = `(async () => {
@@ -48,7 +63,7 @@ const ONE_PLUS_ONE = `(async () => {
   });
 })()`;
 
-describe('the example apps on the local backend, in a browser', { ...tools, timeout: 240_000 }, () => {
+describe('the example apps on the local backend, in a browser', tools, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-jupyter-'));
   // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
   chmodSync(tmp, 0o711);
@@ -92,7 +107,7 @@ describe('the example apps on the local backend, in a browser', { ...tools, time
     return id;
   }
 
-  test('Jupyter: a kernel computes 1+1 through the proxy', async () => {
+  test('Jupyter: a kernel computes 1+1 through the proxy', { timeout: 180_000 }, async () => {
     const id = await running('jupyter');
     const link = (await client.open(id, 'WEB')).redirectClientTo;
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
@@ -113,24 +128,25 @@ describe('the example apps on the local backend, in a browser', { ...tools, time
     }
   });
 
-  test('the desktop: noVNC draws what Xvnc in the job shows', async () => {
+  test('the desktop: noVNC finishes the handshake with Xvnc in the job and draws it', {
+    timeout: 180_000,
+  }, async () => {
     const id = await running('desktop');
     const session = await client.open(id, 'VNC');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
-    // Until Xvnc listens the relay closes at once: the page is opened again.
+    // Until Xvnc listens the relay closes at once; the page tries again and says when it is connected.
+    await page.goto(session.url);
+    await page.locator(VNC_CONNECTED).waitFor({ timeout: 120_000 });
     await until(
       'a drawn desktop',
-      async () => {
-        await page.goto(session.url);
-        await new Promise((r) => setTimeout(r, 1500));
-        return (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2;
-      },
-      40,
+      async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2,
+      300,
+      100,
     );
     await page.screenshot({ path: join(ARTIFACTS, 'desktop-local.png') });
   });
 
-  test('the terminal: echo $((6*7)) prints 42 in the job', async () => {
+  test('the terminal: echo $((6*7)) prints 42 in the job', { timeout: 120_000 }, async () => {
     const id = await running('terminal');
     const session = await client.open(id, 'SHELL');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });

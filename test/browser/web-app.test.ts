@@ -8,7 +8,6 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient, until } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
-import { DISTINCT_COLOURS } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
 import { builtWebApp, capture, DESKTOP } from '../support/web-app.ts';
@@ -19,7 +18,7 @@ import { builtWebApp, capture, DESKTOP } from '../support/web-app.ts';
  * word-count in the catalogue, upload a file, launch it from its form (an invalid value first, then
  * the file picked from the drive), watch it reach SUCCESS with its output on the job page, see the
  * usage chart move; open a terminal in a running job and run a command, extend it and cancel it;
- * open the Jupyter example and see the job list follow its end; draw the desktop example with noVNC.
+ * open the Jupyter example (through its starting page) and see the job list follow its end.
  * Each page is photographed at desktop and phone widths into
  * test-artifacts/web and checked with axe-core (no serious or critical violations). One browser,
  * one page for the whole file.
@@ -108,8 +107,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       // taken name in the rename dialog (409) are meant.
       // The local backend adds network interfaces for its pods, and Chromium then drops connections
       // in flight (ERR_NETWORK_CHANGED), which the interface repeats.
-      // noVNC logs each refused try while the desktop starts (4502), which the page repeats.
-      const expected = /status of 40[019]|ERR_NETWORK_CHANGED|Failed when connecting: .*code: 4502/;
+      const expected = /status of 40[019]|ERR_NETWORK_CHANGED/;
       if (message.type() === 'error' && !expected.test(message.text())) pageErrors.push(message.text());
     });
   });
@@ -305,7 +303,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await page.locator('h1 .state-success, h1 .state-failure').waitFor();
   });
 
-  test('the Jupyter example opens its own page from the job page', async () => {
+  test('the Jupyter example opens from the job page: a starting page, then the app itself', async () => {
     await page.goto(`${url}/apps/jupyter`);
     await page.getByRole('button', { name: 'Submit' }).click();
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
@@ -313,16 +311,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await page.locator('h1 .state-running').waitFor({ timeout: 120_000 });
     const [app] = await Promise.all([
       page.context().waitForEvent('page'),
-      page.getByRole('button', { name: 'Open interface' }).click(),
+      page.getByRole('link', { name: 'Open interface' }).click(),
     ]);
-    // Until Jupyter listens, the proxy answers 502 with a page saying so.
-    await until('Jupyter answering through the proxy', async () => {
-      const answer = await app.goto(`http://app-${id}-0.localhost:${new URL(url).port}/tree`, {
-        timeout: 10_000,
-      });
-      return answer?.status() === 200;
-    });
-    assert.match(await app.title(), /Jupyter|Home/);
+    // The starting page waits for Jupyter to answer, then goes there by itself.
+    await app.waitForURL(new RegExp(`^http://app-${id}-0\\.localhost:\\d+/`), { timeout: 120_000 });
+    await until('Jupyter drawn', async () => /Jupyter|Home/.test(await app.title()));
     await app.screenshot({ path: join(ARTIFACTS, 'jupyter.png') });
     await app.close();
 
@@ -356,19 +349,6 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
       true,
     );
-  });
-
-  test('the desktop example: noVNC on the job page draws its screen', async () => {
-    await page.goto(`${url}/apps/desktop`);
-    await page.getByRole('button', { name: 'Submit' }).click();
-    await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
-    const id = jobIdOfPage();
-    await page.locator('h1 .state-running').waitFor({ timeout: 120_000 });
-    // Until Xvnc listens the relay closes at once; the page tries again by itself.
-    await page.getByRole('button', { name: 'Open desktop' }).click();
-    await until('a drawn desktop', async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2);
-    await capture(page, ARTIFACTS, 'job-desktop');
-    await api('/api/jobs/terminate', { items: [{ id }] });
   });
 
   test('administration offers users, projects, members and grants', async () => {

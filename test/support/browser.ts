@@ -5,10 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
-import { join } from 'node:path';
+import { once } from 'node:events';
+import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
+import { Agent, fetch } from 'undici';
 import { testNetwork } from './local-backend.ts';
 
 export const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -27,32 +29,91 @@ export async function until(
   assert.fail(`${what} did not happen in time`);
 }
 
-/** A loopback port nothing listens on right now. */
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+/** A program the test started, its output kept in a file of the test's artifacts. */
+export interface Started {
+  child: ChildProcess;
+  /** Where it listens: a Unix socket in the test's folder (no port to pick, none to collide). */
+  socket: string;
+  stop(): Promise<void>;
+}
 
-/** Whether something accepts connections on the loopback port. */
-export const listening = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
+/** SIGTERM to a child, and its end. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const ended = once(child, 'exit');
+  child.kill('SIGTERM');
+  await ended;
+}
+
+/** The child's stdout and stderr into `file` (created, or appended to). */
+function outputTo(file: string): number {
+  mkdirSync(dirname(file), { recursive: true });
+  return openSync(file, 'a');
+}
+
+/** Whether what listens on `socket` answers `request` with `answer` (a protocol's readiness, not a connect). */
+export function answers(socket: string, answer: RegExp, request = ''): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(socket);
+    let text = '';
+    const done = (ok: boolean) => {
       s.destroy();
-      resolve(true);
+      resolve(ok);
+    };
+    s.setTimeout(5000, () => done(false));
+    s.once('connect', () => {
+      if (request !== '') s.write(request);
     });
-    s.once('error', () => resolve(false));
+    s.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (answer.test(text)) done(true);
+    });
+    s.once('error', () => done(false));
+    s.once('end', () => done(answer.test(text)));
   });
+}
+
+/** An HTTP status line: the app serves. */
+export const HTTP_ANSWER = /^HTTP\/1\.[01] [1-5][0-9][0-9]/;
+/** VNC's greeting: the RFB handshake has begun. */
+export const RFB_GREETING = /^RFB \d{3}\.\d{3}\n/;
 
 /**
- * Jupyter Notebook on a loopback port serving `work`, with an empty notebook test.ipynb in it, run
- * with the example app's own arguments (examples/apps/jupyter.yml).
+ * A loopback TCP port (bound by the system: port 0, reported back) whose every connection is
+ * relayed to the Unix socket `socket`: for what can only reach a program by TCP (a fake cluster's
+ * port-forward).
  */
-export function startJupyter(work: string, port: number): ChildProcess {
+export async function tcpRelay(socket: string): Promise<{ port: number; close(): Promise<void> }> {
+  const connections = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(socket);
+    for (const s of [client, upstream]) {
+      connections.add(s);
+      s.once('close', () => connections.delete(s));
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      for (const s of connections) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * Jupyter Notebook on a Unix socket in `work`, serving `work` with an empty notebook test.ipynb
+ * in it, run with the example app's own arguments (examples/apps/jupyter.yml); its output in
+ * `log`. Resolves once it answers HTTP.
+ */
+export async function startJupyter(work: string, log: string): Promise<Started> {
   writeFileSync(
     join(work, 'test.ipynb'),
     JSON.stringify({
@@ -62,12 +123,13 @@ export function startJupyter(work: string, port: number): ChildProcess {
       nbformat_minor: 5,
     }),
   );
-  return spawn(
+  const socket = join(work, 'jupyter.sock');
+  const out = outputTo(log);
+  const child = spawn(
     'jupyter-notebook',
     [
       '--no-browser',
-      '--ip=127.0.0.1',
-      `--port=${port}`,
+      `--sock=${socket}`,
       `--notebook-dir=${work}`,
       '--NotebookApp.token=',
       '--NotebookApp.password=',
@@ -86,34 +148,78 @@ export function startJupyter(work: string, port: number): ChildProcess {
         JUPYTER_DATA_DIR: join(work, 'jupyter', 'data'),
         IPYTHONDIR: join(work, 'ipython'),
       },
-      stdio: 'ignore',
+      stdio: ['ignore', out, out],
     },
   );
+  closeSync(out);
+  const started = { child, socket, stop: () => stopChild(child) };
+  try {
+    await until(
+      'Jupyter answering HTTP on its socket',
+      () => answers(socket, HTTP_ANSWER, 'GET /api HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n'),
+      600,
+      100,
+    );
+  } catch (error) {
+    await started.stop();
+    throw error;
+  }
+  return started;
 }
 
 /**
- * The example desktop: Xtigervnc on X display `display` and loopback port `port`, and once it
- * listens a white xterm on it (noVNC then draws two colours at least). Gives both processes.
+ * The example desktop: Xtigervnc on a display it picks itself (-displayfd) and a Unix socket in
+ * `work` (no TCP port), its output in `log`; once it greets with RFB, a white xterm on it (noVNC
+ * then draws two colours at least).
  */
-export async function startDesktop(work: string, display: string, port: number): Promise<ChildProcess[]> {
+export async function startDesktop(work: string, log: string): Promise<Started & { display: string }> {
+  const socket = join(work, 'vnc.sock');
+  const out = outputTo(log);
   const xvnc = spawn(
     'Xtigervnc',
-    [display, '-SecurityTypes', 'None', '-localhost', '-rfbport', String(port), '-geometry', '800x600'],
-    { cwd: work, env: { PATH: SYSTEM_PATH, HOME: work }, stdio: 'ignore' },
+    [
+      '-displayfd',
+      '3',
+      '-SecurityTypes',
+      'None',
+      '-rfbport',
+      '-1',
+      '-rfbunixpath',
+      socket,
+      '-geometry',
+      '800x600',
+    ],
+    { cwd: work, env: { PATH: SYSTEM_PATH, HOME: work }, stdio: ['ignore', out, out, 'pipe'] },
   );
+  closeSync(out);
+  const children: ChildProcess[] = [xvnc];
+  const stop = async () => {
+    for (const c of children.reverse()) await stopChild(c);
+  };
   try {
-    await until('Xtigervnc listening', () => listening(port), 600);
+    let reported = '';
+    xvnc.stdio[3]!.on('data', (chunk: Buffer) => {
+      reported += chunk.toString();
+    });
+    await until('Xtigervnc reporting its display', async () => /^\d+\n/.test(reported), 600, 100);
+    await until('Xtigervnc greeting with RFB', () => answers(socket, RFB_GREETING), 600, 100);
+    const display = `:${reported.trim()}`;
+    children.push(
+      spawn('xterm', ['-geometry', '80x24+10+10', '-bg', 'white', '-fg', 'black'], {
+        cwd: work,
+        env: { PATH: SYSTEM_PATH, HOME: work, DISPLAY: display },
+        stdio: 'ignore',
+      }),
+    );
+    return { child: xvnc, socket, display, stop };
   } catch (error) {
-    xvnc.kill('SIGTERM');
+    await stop();
     throw error;
   }
-  const xterm = spawn('xterm', ['-geometry', '80x24+10+10', '-bg', 'white', '-fg', 'black'], {
-    cwd: work,
-    env: { PATH: SYSTEM_PATH, HOME: work, DISPLAY: display },
-    stdio: 'ignore',
-  });
-  return [xvnc, xterm];
 }
+
+/** The desktop page once noVNC finished the RFB handshake (the page says so). */
+export const VNC_CONNECTED = 'body[data-state="connected"]';
 
 /**
  * In the notebook open on `page`: waits up to `kernelMs` for its kernel, runs `1+1` in the first
@@ -168,11 +274,18 @@ export function localServeConfig(dir: string): { config: string; bridge: string 
 
 export type Session = { redirectClientTo: string; url: string; sessionIdentifier: string };
 
+/**
+ * Requests on a connection of their own: a kept-alive connection that the loaded server closes
+ * just as it is reused fails the request (ECONNRESET), and a submit cannot be sent twice.
+ */
+const noKeepAlive = new Agent({ pipelining: 0 });
+
 /** The HTTP API of a `ucompute serve` child at `url`, called with `token`. */
 export function serveClient(url: string, token: string) {
   /** GET without a body, POST with one; the answer must be 200. */
   const api = async <T>(path: string, body?: unknown): Promise<T> => {
     const answer = await fetch(`${url}${path}`, {
+      dispatcher: noKeepAlive,
       method: body === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -198,6 +311,7 @@ export function serveClient(url: string, token: string) {
   const untilRunning = (app: string, id: string) =>
     until(`${app} running`, async () => {
       const answer = await fetch(`${url}/api/jobs/retrieve?id=${id}`, {
+        dispatcher: noKeepAlive,
         headers: { authorization: `Bearer ${token}` },
       });
       const job = (await answer.json()) as { status: { state: string }; updates: unknown[] };

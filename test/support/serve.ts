@@ -21,7 +21,7 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): 
 
 /**
  * The URL from the child's "serving on" line. Rejects with its output if it exits first, and kills
- * it if that line has not come within 20 s, so that a hung start fails rather than hangs the test.
+ * it if that line has not come within 90 s (a start takes 2 s alone, over 20 s on a loaded machine), so that a hung start fails rather than hangs the test.
  */
 export function serving(child: ChildProcess): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -30,7 +30,7 @@ export function serving(child: ChildProcess): Promise<string> {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`ucompute serve did not start in time\nstdout: ${out}\nstderr: ${err}`));
-    }, 20_000);
+    }, 90_000);
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       err += chunk;
     });

@@ -9,9 +9,9 @@ import { SignInPage } from './pages/sign-in.tsx';
 import { Link, pathOf, queryOf, route } from './router.tsx';
 import { workspace } from './workspace.ts';
 
-// The usage chart (uPlot) loads when its page is opened; the terminal and desktop load from the job
-// page; the launch form, files, administration, SSH keys and the starting page load when opened:
-// the first load is the catalogue, the jobs and a job.
+// The usage chart (uPlot) loads when its page is opened; the terminal and the resource charts load
+// from the job page; the launch form, files, administration, SSH keys and the starting page load
+// when opened: the first load is the catalogue, the jobs and a job.
 const LaunchPage = lazy(() => import('./pages/launch.tsx').then((m) => ({ default: m.LaunchPage })));
 const FilesPage = lazy(() => import('./pages/files.tsx').then((m) => ({ default: m.FilesPage })));
 const UsagePage = lazy(() => import('./pages/usage.tsx').then((m) => ({ default: m.UsagePage })));

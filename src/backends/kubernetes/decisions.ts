@@ -43,13 +43,38 @@ export type PodDeletion =
   /** A deletion that changes nothing: the job ended, Volcano killed it, or it had ended. */
   | 'ignore';
 
+/**
+ * The phases in which Volcano's job controller deletes the job's pods itself (a policy's
+ * AbortJob, TerminateJob, RestartJob, or the job completing): Volcano v1.10 marks none of them.
+ */
+const KILLING_PHASES = new Set(['Aborting', 'Terminating', 'Restarting', 'Completing']);
+
 export function podDeletion(
   job: JobFacts,
   pod: Pick<PodSummary, 'killedByController' | 'ended'>,
 ): PodDeletion {
   if (job.phase === undefined) return 'forget';
-  const running = !job.done && !isFinalPhase(job.phase);
+  const running = !job.done && !isFinalPhase(job.phase) && !KILLING_PHASES.has(job.phase);
   return running && !pod.killedByController && !pod.ended ? 'lost' : 'ignore';
+}
+
+/**
+ * The pod to keep after a change, or after its deletion (`gone`): once its deletion begins or
+ * ends under a running job, not by Volcano's controller, the rank is lost, stamped with when that
+ * was first seen (`seenAt`); a rank once lost stays lost.
+ */
+export function keptPod(
+  job: JobFacts,
+  kept: PodSummary | undefined,
+  pod: PodSummary,
+  gone: boolean,
+  seenAt: number,
+): PodSummary {
+  if (kept?.deletedUnexpectedly)
+    return { ...pod, deletedUnexpectedly: true, deletedSeenAt: kept.deletedSeenAt! };
+  if ((gone || pod.deleting) && podDeletion(job, pod) === 'lost')
+    return { ...pod, deletedUnexpectedly: true, deletedSeenAt: seenAt };
+  return pod;
 }
 
 export type JobDeletion =

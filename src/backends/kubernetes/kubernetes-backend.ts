@@ -11,6 +11,7 @@ import {
   evaluation,
   isShared,
   jobDeletion,
+  keptPod,
   podDeletion,
   sharedKey,
 } from './decisions.ts';
@@ -167,12 +168,13 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   function podDeleted(pod: PodSummary): void {
     const view = views.get(pod.jobId);
     if (!view) return;
-    const decision = podDeletion({ phase: view.job?.phase, done: view.done }, pod);
-    if (decision === 'forget') {
+    const facts = { phase: view.job?.phase, done: view.done };
+    const kept = keptPod(facts, view.pods.get(pod.rank), pod, true, performance.now());
+    if (podDeletion(facts, pod) === 'forget') {
       view.pods.delete(pod.rank);
       if (view.pods.size === 0 && view.group === undefined) views.delete(pod.jobId);
-    } else if (decision === 'lost') {
-      view.pods.set(pod.rank, { ...pod, deletedUnexpectedly: true });
+    } else if (kept.deletedUnexpectedly) {
+      view.pods.set(pod.rank, kept);
       touch(pod.jobId);
     }
   }
@@ -192,7 +194,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
         // Pods may be seen before their job (another watch): they are kept by job id either way.
         podChanged: (pod) => {
           const view = viewOf(pod.jobId);
-          view.pods.set(pod.rank, pod);
+          const facts = { phase: view.job?.phase, done: view.done };
+          view.pods.set(pod.rank, keptPod(facts, view.pods.get(pod.rank), pod, false, performance.now()));
           wake(view);
           touch(pod.jobId);
         },

@@ -49,8 +49,12 @@ export interface PodSummary {
   evicted: boolean;
   /** Volcano's job controller marked it before deleting it itself (a kill, not a loss). */
   killedByController: boolean;
+  /** Its deletion has begun (it has a deletionTimestamp). */
+  deleting: boolean;
   /** The pod was deleted by someone else than Volcano's controller while the job went on. */
   deletedUnexpectedly?: boolean;
+  /** When that was first seen (monotonic ms): the first rank lost is the one named. */
+  deletedSeenAt?: number;
 }
 
 export interface PodGroupSummary {
@@ -143,6 +147,7 @@ export function summarizePod(o: Raw): PodSummary | undefined {
     lost: phase === 'Unknown' || reason === 'NodeLost' || LOST_DISRUPTIONS.has(disruptedBy),
     evicted: reason === 'Evicted' || EVICTION_DISRUPTIONS.has(disruptedBy),
     killedByController: o.metadata.annotations?.[OUT_OF_SYNC_ANNOTATION] === 'true',
+    deleting: Boolean(o.metadata.deletionTimestamp),
   };
 }
 
@@ -245,8 +250,9 @@ function platformFault(pods: PodSummary[]): string | undefined {
   for (const p of pods) {
     if (p.lost) return `rank ${p.rank} was lost with its node${p.message ? ` (${p.message})` : ''}`;
   }
-  for (const p of pods) {
-    if (p.deletedUnexpectedly && !p.ended) return `rank ${p.rank}'s pod was deleted while the job ran`;
-  }
-  return undefined;
+  // Volcano's controller deletes the other ranks once one is lost: the first seen is the cause.
+  const [deleted] = pods
+    .filter((p) => p.deletedUnexpectedly && !p.ended)
+    .sort((a, b) => (a.deletedSeenAt ?? 0) - (b.deletedSeenAt ?? 0));
+  return deleted ? `rank ${deleted.rank}'s pod was deleted while the job ran` : undefined;
 }

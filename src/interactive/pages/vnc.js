@@ -1,24 +1,74 @@
 // The desktop page: noVNC on the VNC relay. The session secret comes in the URL's fragment (never
 // sent to a server) and travels as a WebSocket subprotocol; the password is asked for only when
-// the application has one.
+// the application has one. The desktop follows the window's size (the VNC server is asked to
+// resize; noVNC scales where it cannot), goes full screen, and shares its clipboard through a
+// text box. `body[data-state]` says where the connection is: connecting, connected, closed.
 import RFB from '/sessions/assets/novnc/core/rfb.js';
 
 const secret = location.hash.slice(1);
 history.replaceState(null, '', location.pathname + location.search);
 const query = new URLSearchParams(location.search);
 const status = document.getElementById('status');
+const screen = document.getElementById('screen');
+const clipboard = document.getElementById('clipboard');
 const url =
   `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/jobs/vnc` +
   `?jobId=${encodeURIComponent(query.get('jobId') ?? '')}&rank=${encodeURIComponent(query.get('rank') ?? '0')}`;
-const rfb = new RFB(document.getElementById('screen'), url, { wsProtocols: ['binary', `session.${secret}`] });
-rfb.scaleViewport = true;
-rfb.addEventListener('connect', () => {
-  status.textContent = '';
+
+/** Tries while the desktop is still starting (the relay closes at once until it answers). */
+const START_ATTEMPTS = 10;
+const RETRY_MS = 1500;
+let rfb;
+
+function say(state, text) {
+  document.body.dataset.state = state;
+  status.textContent = text;
+}
+
+function connect(attempt) {
+  let connected = false;
+  rfb = new RFB(screen, url, { wsProtocols: ['binary', `session.${secret}`] });
+  rfb.resizeSession = true;
+  rfb.scaleViewport = true;
+  rfb.addEventListener('connect', () => {
+    connected = true;
+    say('connected', 'Connected');
+  });
+  rfb.addEventListener('disconnect', (event) => {
+    if (!connected && attempt < START_ATTEMPTS) {
+      say('connecting', 'Waiting for the desktop to start…');
+      setTimeout(() => connect(attempt + 1), RETRY_MS);
+      return;
+    }
+    say('closed', event.detail.clean ? 'The desktop has closed.' : 'Disconnected.');
+  });
+  rfb.addEventListener('credentialsrequired', () => {
+    const password = query.get('password') === '1' ? prompt('Password of the desktop') : '';
+    rfb.sendCredentials({ password: password ?? '' });
+  });
+  rfb.addEventListener('clipboard', (event) => {
+    clipboard.value = event.detail.text;
+  });
+}
+
+document.getElementById('send-clipboard').addEventListener('click', () => {
+  rfb?.clipboardPasteFrom(clipboard.value);
+  rfb?.focus();
 });
-rfb.addEventListener('disconnect', (event) => {
-  status.textContent = event.detail.clean ? 'The desktop has closed.' : 'Disconnected.';
+const toggle = document.getElementById('clipboard-toggle');
+toggle.addEventListener('click', () => {
+  const panel = document.getElementById('clipboard-panel');
+  panel.hidden = !panel.hidden;
+  toggle.setAttribute('aria-expanded', String(!panel.hidden));
+  if (!panel.hidden) clipboard.focus();
 });
-rfb.addEventListener('credentialsrequired', () => {
-  const password = query.get('password') === '1' ? prompt('Password of the desktop') : '';
-  rfb.sendCredentials({ password: password ?? '' });
+const fullscreen = document.getElementById('fullscreen');
+fullscreen.addEventListener('click', () => {
+  if (document.fullscreenElement) void document.exitFullscreen();
+  else void document.documentElement.requestFullscreen();
 });
+document.addEventListener('fullscreenchange', () => {
+  fullscreen.textContent = document.fullscreenElement ? 'Leave full screen' : 'Full screen';
+});
+
+connect(1);

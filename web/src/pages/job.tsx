@@ -7,11 +7,11 @@ import { StateBadge } from '../components/state-badge.tsx';
 import { credits, span, when } from '../format.ts';
 import { followJob } from '../live.ts';
 import { Link } from '../router.tsx';
+import { connectHref } from '../sessions.ts';
 import { FINAL_STATES, type Job, type ParameterValue, type Utilization } from '../types.ts';
 
-// xterm.js and noVNC load only when a terminal or a desktop is opened.
+// xterm.js loads only when a terminal is opened; web apps and desktops open in a tab of their own.
 const JobTerminal = lazy(() => import('./terminal.tsx').then((m) => ({ default: m.JobTerminal })));
-const JobDesktop = lazy(() => import('./desktop.tsx').then((m) => ({ default: m.JobDesktop })));
 // The resource charts (uPlot) load with a running job's page.
 const ResourceCharts = lazy(() => import('./resources.tsx').then((m) => ({ default: m.ResourceCharts })));
 /** A running job whose time runs out within this says so at the top of its page. */
@@ -20,19 +20,8 @@ const WARN_BEFORE_MS = 15 * 60_000;
 /** Log text kept per rank: the newest part of a long log. */
 const LOG_KEPT = 512 * 1024;
 
-type Opened =
-  | { kind: 'shell'; sessionIdentifier: string }
-  | { kind: 'vnc'; secret: string; password?: string; rank: number }
-  | null;
-
-interface SessionAnswer {
-  responses: {
-    session:
-      | { type: 'web'; redirectClientTo: string }
-      | { type: 'vnc'; url: string; password?: string }
-      | { type: 'shell'; sessionIdentifier: string };
-  }[];
-}
+/** The terminal open on the page, if any. */
+type Opened = { sessionIdentifier: string } | null;
 
 function shown(value: ParameterValue): string {
   switch (value.type) {
@@ -113,29 +102,19 @@ export function JobPage({ id }: { id: string }) {
   const replicas = job.specification.replicas ?? 1;
   const latest = [...job.updates].reverse().find((u) => u.status !== undefined)?.status;
 
-  const open = async (sessionType: 'WEB' | 'VNC' | 'SHELL') => {
+  const openTerminal = async () => {
     setNotice(null);
     try {
-      const answer = await postJson<SessionAnswer>('/api/jobs/interactiveSession', {
-        items: [{ id, rank, sessionType }],
-      });
-      const session = answer.responses[0]!.session;
-      if (session.type === 'web') window.open(session.redirectClientTo, '_blank', 'noopener');
-      else if (session.type === 'shell')
-        setOpened({ kind: 'shell', sessionIdentifier: session.sessionIdentifier });
-      else {
-        const secret = new URL(session.url).hash.slice(1);
-        setOpened({
-          kind: 'vnc',
-          secret,
-          rank,
-          ...(session.password !== undefined ? { password: session.password } : {}),
-        });
-      }
+      const answer = await postJson<{ responses: { session: { sessionIdentifier: string } }[] }>(
+        '/api/jobs/interactiveSession',
+        { items: [{ id, rank, sessionType: 'SHELL' }] },
+      );
+      setOpened({ sessionIdentifier: answer.responses[0]!.session.sessionIdentifier });
     } catch (e) {
       setNotice((e as Error).message);
     }
   };
+  const appType = app?.invocation.applicationType;
 
   return (
     <section class="job">
@@ -161,6 +140,11 @@ export function JobPage({ id }: { id: string }) {
         <dt>Application</dt>
         <dd>
           {app?.metadata.title ?? job.specification.application.name} {job.specification.application.version}
+        </dd>
+        <dt>Owner</dt>
+        <dd>
+          {job.owner.createdBy}
+          {job.owner.project !== undefined && ` in project ${job.owner.project}`}
         </dd>
         <dt>Machine</dt>
         <dd>
@@ -213,18 +197,14 @@ export function JobPage({ id }: { id: string }) {
               </select>
             </label>
           )}
-          {app?.invocation.applicationType === 'WEB' && (
-            <button type="button" class="primary" disabled={!running} onClick={() => void open('WEB')}>
-              Open interface
-            </button>
-          )}
-          {app?.invocation.applicationType === 'VNC' && (
-            <button type="button" class="primary" disabled={!running} onClick={() => void open('VNC')}>
-              Open desktop
-            </button>
+          {(appType === 'WEB' || appType === 'VNC') && (
+            // The starting page: it waits for the app to answer, then goes there.
+            <a class="button primary" href={connectHref(job, rank)} target="_blank" rel="noopener">
+              {appType === 'WEB' ? 'Open interface' : 'Open desktop'}
+            </a>
           )}
           {support?.terminal !== false && (
-            <button type="button" disabled={!running} onClick={() => void open('SHELL')}>
+            <button type="button" disabled={!running} onClick={() => void openTerminal()}>
               Open terminal
             </button>
           )}
@@ -251,11 +231,7 @@ export function JobPage({ id }: { id: string }) {
       )}
       {opened !== null && !final && (
         <Suspense fallback={<p class="loading">Loading…</p>}>
-          {opened.kind === 'shell' ? (
-            <JobTerminal sessionIdentifier={opened.sessionIdentifier} />
-          ) : (
-            <JobDesktop jobId={id} rank={opened.rank} secret={opened.secret} password={opened.password} />
-          )}
+          <JobTerminal sessionIdentifier={opened.sessionIdentifier} />
         </Suspense>
       )}
 

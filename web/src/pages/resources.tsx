@@ -60,7 +60,7 @@ function Chart(props: {
             value: (_u: uPlot, v: number | null) => (v === null ? '' : props.format(v)),
           })),
         ],
-        axes: [{}, { label: props.unit, size: 70, values: (_u, ticks) => ticks.map(props.format) }],
+        axes: [{}, { label: props.unit, size: 90, values: (_u, ticks) => ticks.map(props.format) }],
         scales: { x: { time: true }, y: { range: () => [0, props.max] } },
       },
       props.data,
@@ -128,7 +128,11 @@ export function ResourceCharts({ jobId }: { jobId: string }) {
   const cores = (v: number) => v.toFixed(v < 10 ? 2 : 0);
   const latest = resources.ranks.map((r) => ({ rank: r.rank, last: r.samples.at(-1) }));
   return (
-    <div class="resources" data-testid="resources">
+    <div
+      class="resources"
+      data-testid="resources"
+      data-samples={resources.ranks.reduce((n, r) => n + r.samples.length, 0)}
+    >
       <Chart
         data={aligned(resources.ranks, 'cpuCores')}
         ranks={ranks}

@@ -1,0 +1,320 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
+import { localServeConfig, serveClient, until, VNC_CONNECTED } from '../support/browser.ts';
+import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
+import { ROOT } from '../support/fixtures.ts';
+import { needs } from '../support/local-tools.ts';
+import { serving, spawnServe } from '../support/serve.ts';
+import { capture, DESKTOP, PHONE } from '../support/web-app.ts';
+
+/**
+ * Sessions researchers would choose over Open OnDemand and JupyterHub (issue 19), end to end: a
+ * `ucompute serve` on the local backend (its own bridge and subnet) driven in Debian's Chromium.
+ * A session card's Connect opens the starting page, which goes on to Jupyter once it answers, where
+ * a notebook of the user's home drive opens; the desktop draws XFCE's panel and follows the
+ * window's size; a project member launches on the project's credits from its workspace; the job
+ * page's resource chart moves under a job that burns CPU; an administrator revokes a token, which
+ * is refused from then on. Pages are photographed at desktop and phone widths into
+ * test-artifacts/sessions (ours also checked with axe-core). Each test has its own time budget.
+ */
+
+const tools = await needs(
+  'bwrap',
+  'nft',
+  'ip',
+  'chromium',
+  'jupyter-notebook',
+  'Xvnc',
+  'dbus-launch',
+  'xfce4-panel',
+);
+const ARTIFACTS = join(ROOT, 'test-artifacts', 'sessions');
+
+/** A job that keeps one core busy: what the resource chart is drawn from. */
+const BURN_APP = `application: v1
+name: burn
+version: "1.0"
+title: Burn CPU
+authors: [test]
+description: Keeps one core busy until its time runs out.
+tags: [test]
+tool: { name: debian, version: "12" }
+applicationType: BATCH
+invocation: [sh, -c, "while :; do :; done"]
+`;
+
+/** A notebook in the user's home drive, with one cell of text to find. */
+const NOTEBOOK = JSON.stringify({
+  cells: [{ cell_type: 'markdown', metadata: {}, source: ['Hello from my home drive'] }],
+  metadata: {},
+  nbformat: 4,
+  nbformat_minor: 5,
+});
+
+/** What the page functions below use of the page's document (the tests compile without the DOM's types). */
+describe('sessions on the local backend, in a browser', tools, () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'ucompute-sessions-'));
+  // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
+  chmodSync(tmp, 0o711);
+  const { config, bridge } = localServeConfig(tmp);
+  let server: ChildProcess | undefined;
+  let url: string;
+  let admin: ReturnType<typeof serveClient>;
+  let bobToken: string;
+  let browser: Browser | undefined;
+  let context: BrowserContext;
+  let page: Page;
+  const jobs: string[] = [];
+
+  const origin = () => url.replace('127.0.0.1', 'localhost');
+  const jobState = async (id: string) =>
+    (await admin.api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state;
+
+  before(
+    async () => {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      const apps = join(tmp, 'apps');
+      mkdirSync(apps);
+      writeFileSync(join(apps, 'burn.yml'), BURN_APP);
+      server = spawnServe([
+        ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
+        ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
+      ]);
+      url = await serving(server);
+      admin = serveClient(url, readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim());
+      // bob has no credits of his own; his project, lab, has.
+      await admin.api('/api/admin/users', { name: 'bob' });
+      await admin.api('/api/admin/projects', { id: 'lab', title: 'Lab' });
+      await admin.api('/api/admin/projects/members', { projectId: 'lab', username: 'bob', role: 'USER' });
+      await admin.api('/api/accounting/allocations', {
+        owner: 'project:lab',
+        category: 'u1-standard',
+        credits: 100_000,
+      });
+      bobToken = (
+        await admin.api<{ token: string }>('/api/admin/tokens', { username: 'bob', description: 'bob' })
+      ).token;
+      await admin.api('/api/files/folder', { path: '/home/local/notes' });
+      const upload = await fetch(
+        `${url}/api/files/upload?path=${encodeURIComponent('/home/local/notes/hello.ipynb')}`,
+        {
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim()}`,
+            'content-type': 'application/octet-stream',
+          },
+          body: NOTEBOOK,
+        },
+      );
+      assert.equal(upload.status, 200, await upload.text());
+      browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+      context = await browser.newContext({ viewport: DESKTOP });
+      page = await context.newPage();
+      const { url: link } = await admin.api<{ url: string }>('/api/auth/links', {});
+      await page.goto(link.replace('127.0.0.1', 'localhost'));
+      await page.getByRole('heading', { name: 'Applications' }).waitFor();
+    },
+    { timeout: 180_000 },
+  );
+
+  after(async () => {
+    await browser?.close();
+    await stopJobs().catch(() => {});
+    server?.kill('SIGTERM');
+    await new Promise((resolve) =>
+      server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
+    );
+    await removeBridgeNetwork(bridge).catch(() => {});
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** Stops the jobs the tests started that still run. */
+  async function stopJobs(): Promise<void> {
+    const ids: string[] = [];
+    for (const id of jobs.splice(0)) if (['IN_QUEUE', 'RUNNING'].includes(await jobState(id))) ids.push(id);
+    if (ids.length > 0) await admin.api('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
+    for (const id of ids)
+      await until(`job ${id} stopped`, async () => (await jobState(id)) !== 'RUNNING', 300, 200);
+  }
+
+  /** The admin's job of `app` from the API, running; jobs before it are stopped (the machine is small). */
+  async function running(app: string): Promise<string> {
+    await stopJobs();
+    const id = await admin.submit(app);
+    jobs.push(id);
+    await admin.untilRunning(app, id);
+    return id;
+  }
+
+  test("a session card's Connect opens the starting page, then Jupyter, where a notebook of the home drive opens", {
+    timeout: 300_000,
+  }, async () => {
+    await stopJobs();
+    await page.goto(`${origin()}/apps/jupyter`);
+    await page.getByRole('group', { name: 'Folders' }).waitFor();
+    await capture(page, ARTIFACTS, 'launch-jupyter');
+    await page.getByRole('button', { name: 'Submit' }).click();
+    await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
+    const id = /\/jobs\/([a-z0-9]+)$/.exec(page.url())![1]!;
+    jobs.push(id);
+    await page.goto(`${origin()}/jobs`);
+    const card = page.locator(`.session-cards li[data-job="${id}"]`);
+    await card.locator('.state-running').waitFor({ timeout: 120_000 });
+    await capture(page, ARTIFACTS, 'session-card');
+    const [app] = await Promise.all([
+      context.waitForEvent('page'),
+      card.getByRole('link', { name: 'Connect' }).click(),
+    ]);
+    // The starting page, unless Jupyter answered at once: then it is already on its way.
+    await app
+      .getByRole('heading', { name: /Starting/ })
+      .waitFor({ timeout: 10_000 })
+      .then(
+        () => app.screenshot({ path: join(ARTIFACTS, 'starting-desktop.png') }),
+        () => undefined,
+      );
+    await app.waitForURL(new RegExp(`^http://app-${id}-0\\.localhost:\\d+/`), { timeout: 180_000 });
+    await until('Jupyter drawn', async () => /Jupyter|Home/.test(await app.title()), 300, 200);
+    // The home drive is in the job at /work/<user>: Jupyter's tree shows it, and its notebook opens.
+    const appOrigin = new URL(app.url()).origin;
+    await app.goto(`${appOrigin}/tree/local/notes`);
+    await app.getByText('hello.ipynb').first().waitFor({ timeout: 60_000 });
+    await app.goto(`${appOrigin}/notebooks/local/notes/hello.ipynb`);
+    await app.getByText('Hello from my home drive').first().waitFor({ state: 'attached', timeout: 60_000 });
+    for (const [width, size] of [
+      ['desktop', DESKTOP],
+      ['phone', PHONE],
+    ] as const) {
+      await app.setViewportSize(size);
+      await app.screenshot({ path: join(ARTIFACTS, `jupyter-home-notebook-${width}.png`) });
+    }
+    await app.close({ runBeforeUnload: false });
+  });
+
+  test('the desktop draws XFCE\u2019s panel and follows the size of the window', {
+    timeout: 300_000,
+  }, async () => {
+    const id = await running('desktop');
+    await page.goto(`${origin()}/jobs/${id}`);
+    await page.getByRole('link', { name: 'Open desktop' }).waitFor({ timeout: 60_000 });
+    const [desktop] = await Promise.all([
+      context.waitForEvent('page'),
+      page.getByRole('link', { name: 'Open desktop' }).click(),
+    ]);
+    await desktop.locator(VNC_CONNECTED).waitFor({ timeout: 180_000 });
+    await until('XFCE\u2019s panel drawn', () => desktop.evaluate(panelDrawn), 600, 200);
+    await desktop.screenshot({ path: join(ARTIFACTS, 'xfce-desktop-desktop.png') });
+    // The desktop itself (its framebuffer, the canvas's width) follows the window: Xvnc resized it.
+    const widthOf = () =>
+      desktop.evaluate(
+        () => (globalThis as unknown as PageGlobal).document.querySelector('#screen canvas')?.width ?? 0,
+      );
+    await desktop.setViewportSize(PHONE);
+    await until(
+      'the desktop resized to the phone\u2019s width',
+      async () => Math.abs((await widthOf()) - PHONE.width) <= 2,
+      300,
+      200,
+    );
+    await desktop.screenshot({ path: join(ARTIFACTS, 'xfce-desktop-phone.png') });
+    // The clipboard panel opens on the page.
+    await desktop.getByRole('button', { name: 'Clipboard' }).click();
+    await desktop.getByLabel(/clipboard/).waitFor();
+    await desktop.close();
+  });
+
+  test('a project member launches on the project\u2019s credits from its workspace', {
+    timeout: 300_000,
+  }, async () => {
+    await stopJobs();
+    const bob = await browser!.newContext({ viewport: DESKTOP });
+    try {
+      const own = await bob.newPage();
+      await own.goto(origin());
+      await own.getByLabel('API token').fill(bobToken);
+      await own.getByRole('button', { name: 'Sign in' }).click();
+      await own.getByRole('heading', { name: 'Applications' }).waitFor();
+      // His own workspace has no credits: the refusal names it, and where credits are.
+      await own.goto(`${origin()}/apps/terminal`);
+      await own.getByRole('button', { name: 'Submit' }).click();
+      await own
+        .getByText(/user bob has no allocation for u1-standard: run in a project that has credits/)
+        .waitFor();
+      await own.getByLabel('Workspace').selectOption('lab');
+      await own.goto(`${origin()}/apps/terminal`);
+      await own.getByText(/paid by project lab/).waitFor();
+      await capture(own, ARTIFACTS, 'launch-in-project');
+      await own.getByRole('button', { name: 'Submit' }).click();
+      await own.waitForURL(/\/jobs\/[a-z0-9]+$/);
+      const id = /\/jobs\/([a-z0-9]+)$/.exec(own.url())![1]!;
+      jobs.push(id);
+      await own.getByText('bob in project lab').waitFor();
+      await own.locator('h1 .state-running').waitFor({ timeout: 120_000 });
+      await capture(own, ARTIFACTS, 'job-in-project');
+      const job = await admin.api<{ owner: { createdBy: string; project?: string } }>(
+        `/api/jobs/retrieve?id=${id}`,
+      );
+      assert.deepEqual(job.owner, { createdBy: 'bob', project: 'lab' });
+      // The choice is remembered: a new page opens in the project's workspace.
+      const again = await bob.newPage();
+      await again.goto(`${origin()}/jobs`);
+      assert.equal(await again.getByLabel('Workspace').inputValue(), 'lab');
+    } finally {
+      await bob.close();
+    }
+  });
+
+  test('the job page\u2019s resource chart moves under a job that burns CPU', {
+    timeout: 300_000,
+  }, async () => {
+    const id = await running('burn');
+    await page.goto(`${origin()}/jobs/${id}`);
+    const resources = page.getByTestId('resources');
+    await resources.waitFor({ timeout: 60_000 });
+    const samples = async () => Number(await resources.getAttribute('data-samples'));
+    const first = await samples();
+    await until('a new sample drawn', async () => (await samples()) > first, 300, 200);
+    // However loaded the machine, the loop uses some CPU, and the page says how much.
+    await until(
+      'its CPU use shown',
+      async () => Number.parseFloat((await page.getByTestId('cpu-0').textContent()) ?? '0') > 0,
+      300,
+      200,
+    );
+    await capture(page, ARTIFACTS, 'job-resources');
+  });
+
+  test('an administrator revokes a token in the web interface; it gets 401 from then on', {
+    timeout: 120_000,
+  }, async () => {
+    const { token } = await admin.api<{ token: string }>('/api/admin/tokens', {
+      username: 'bob',
+      description: 'revoke me',
+    });
+    const wallets = () =>
+      fetch(`${url}/api/accounting/wallets`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal((await wallets()).status, 200);
+    await page.goto(`${origin()}/admin`);
+    await page.getByRole('tab', { name: 'Tokens' }).click();
+    await page.getByLabel('Search').fill('revoke me');
+    // The row of that token: until the search's answer arrives, the list shows every token.
+    const revoke = page
+      .getByRole('row')
+      .filter({ hasText: 'revoke me' })
+      .getByRole('button', { name: /^Revoke token / });
+    await revoke.waitFor({ timeout: 60_000 });
+    await capture(page, ARTIFACTS, 'admin-tokens');
+    await revoke.click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+    await until('the token refused', async () => (await wallets()).status === 401, 300, 200);
+    await page.getByRole('tab', { name: 'Audit log' }).click();
+    await page.getByText('token.revoke').first().waitFor({ timeout: 60_000 });
+    await capture(page, ARTIFACTS, 'admin-audit');
+  });
+});
