@@ -201,10 +201,10 @@ test('usage covers the caller’s accounts and refuses from after to, naming the
   await store.users.createUser('alice', false);
   const access = jobAccess(store);
   const alice = { username: 'alice', admin: false };
-  assert.throws(
+  await assert.rejects(
     () => access.usage(alice, { from: T0, to: T0 }, T0),
     (e) => e instanceof ValidationError && e.issues[0]?.path === 'from',
   );
-  const usage = access.usage(alice, {}, T0);
+  const usage = await access.usage(alice, {}, T0);
   assert.deepEqual(usage, { from: T0 - 30 * 24 * HOUR, to: T0, bucket: 'day', items: [] });
 });
