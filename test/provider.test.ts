@@ -1,28 +1,11 @@
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
+import { followAsCore, getAt } from './support/core-sessions.ts';
 import { ucloudApplication } from './support/fake-ucloud-core.ts';
 import { catalog } from './support/fixtures.ts';
 import { callProvider, PROVIDER_ID, type ProviderWorld, providerWorld } from './support/provider.ts';
-
-/** Waits for a fact, up to `ms`; on giving up, says what it last saw. */
-async function waitFor<T>(
-  what: string,
-  read: () => T | Promise<T>,
-  holds: (v: T) => boolean,
-  ms = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last = await read();
-  while (!holds(last)) {
-    if (Date.now() > deadline) assert.fail(`never happened: ${what}; last: ${JSON.stringify(last)}`);
-    await sleep(10);
-    last = await read();
-  }
-  return last;
-}
+import { until } from './support/until.ts';
 
 const app = (name: string) => ucloudApplication(catalog.find(name, '1.0')!);
 const spec = (name: string, extra: Record<string, unknown> = {}) => ({
@@ -41,11 +24,9 @@ before(async () => {
 after(() => w.close());
 
 test('ucompute registers its products with Core as ProductV2 and refreshes its access token', async () => {
-  const products = await waitFor(
-    'products registered',
-    () => w.core.state.products,
-    (p) => p.length > 0,
-  );
+  const products = await until(() => w.core.state.products.length > 0 && w.core.state.products, {
+    describe: 'products registered',
+  });
   const first = products[0] as {
     name: string;
     category: { name: string; provider: string };
@@ -61,11 +42,7 @@ test('Core creates, extends, suspends, resumes and terminates a job; every chang
   const created = await callProvider(w, '', { items: [job] });
   assert.equal(created.status, 200, JSON.stringify(created.body));
   assert.deepEqual(created.body, { responses: [null] });
-  await waitFor(
-    'RUNNING at Core',
-    () => states(w, '1001'),
-    (s) => s.includes('RUNNING'),
-  );
+  await until(() => states(w, '1001').includes('RUNNING'), { describe: 'RUNNING at Core' });
   assert.equal((await w.store.jobs.get('1001'))?.createdBy, 'alice#1234');
 
   assert.equal(
@@ -76,29 +53,15 @@ test('Core creates, extends, suspends, resumes and terminates a job; every chang
     ).status,
     200,
   );
-  await waitFor(
-    'newTimeAllocation at Core',
-    () => w.core.updatesOf('1001'),
-    (u) => u.some((x) => x.newTimeAllocation === 2 * 3_600_000),
-  );
+  await until(() => w.core.updatesOf('1001').some((x) => x.newTimeAllocation === 2 * 3_600_000), {
+    describe: 'newTimeAllocation at Core',
+  });
   assert.equal((await callProvider(w, '/suspend', { items: [{ job }] })).status, 200);
-  await waitFor(
-    'SUSPENDED at Core',
-    () => states(w, '1001'),
-    (s) => s.at(-1) === 'SUSPENDED',
-  );
+  await until(() => states(w, '1001').at(-1) === 'SUSPENDED', { describe: 'SUSPENDED at Core' });
   assert.equal((await callProvider(w, '/unsuspend', { items: [{ job }] })).status, 200);
-  await waitFor(
-    'RUNNING again',
-    () => states(w, '1001'),
-    (s) => s.at(-1) === 'RUNNING',
-  );
+  await until(() => states(w, '1001').at(-1) === 'RUNNING', { describe: 'RUNNING again' });
   assert.equal((await callProvider(w, '/terminate', { items: [job] })).status, 200);
-  await waitFor(
-    'SUCCESS at Core',
-    () => states(w, '1001'),
-    (s) => s.at(-1) === 'SUCCESS',
-  );
+  await until(() => states(w, '1001').at(-1) === 'SUCCESS', { describe: 'SUCCESS at Core' });
   // Terminating an ended job changes nothing and answers 200, as core2 does.
   assert.equal((await callProvider(w, '/terminate', { items: [job] })).status, 200);
 
@@ -164,11 +127,7 @@ test('retrieveProducts answers ComputeSupport per product', async () => {
 test('sessions: a web link on the job origin sets the cookie once, a replay is refused; a shell identifier', async () => {
   const job = w.core.job('1005', app('file-server'), spec('file-server'));
   assert.equal((await callProvider(w, '', { items: [job] })).status, 200);
-  await waitFor(
-    'RUNNING',
-    async () => (await w.store.jobs.get('1005'))?.state,
-    (s) => s === 'RUNNING',
-  );
+  await until(async () => (await w.store.jobs.get('1005'))?.state === 'RUNNING', { describe: 'RUNNING' });
   const opened = await callProvider(w, '/interactiveSession', {
     items: [
       { job, rank: 0, sessionType: 'WEB', target: null },
@@ -182,23 +141,10 @@ test('sessions: a web link on the job origin sets the cookie once, a replay is r
   assert.equal(link.pathname, `/ucloud/${PROVIDER_ID}/authorize-app`);
   assert.match(link.hostname, /^app-1005-0\./);
   // Through the server itself: the web proxy answers for the job's origin, not the API.
-  const visit = () =>
-    new Promise<{ status: number; cookie: string }>((done, fail) => {
-      const req = request(
-        `${w.url}${link.pathname}${link.search}`,
-        { headers: { host: link.host } },
-        (res) => {
-          res.resume();
-          done({ status: res.statusCode ?? 0, cookie: String(res.headers['set-cookie'] ?? '') });
-        },
-      );
-      req.on('error', fail);
-      req.end();
-    });
-  const first = await visit();
+  const first = await getAt(w, link.host, link.pathname + link.search);
   assert.equal(first.status, 303);
   assert.match(first.cookie, /ucompute-session=/);
-  assert.equal((await visit()).status, 403);
+  assert.equal((await getAt(w, link.host, link.pathname + link.search)).status, 403);
   assert.equal(shell!.type, 'shell');
   assert.equal(typeof shell!.sessionIdentifier, 'string');
   await callProvider(w, '/terminate', { items: [job] });
@@ -207,30 +153,11 @@ test('sessions: a web link on the job origin sets the cookie once, a replay is r
 test('follow: Core follows a job over its WebSocket until the job ends', async () => {
   const job = w.core.job('1006', app('terminal'), spec('terminal'));
   assert.equal((await callProvider(w, '', { items: [job] })).status, 200);
-  const socket = new WebSocket(
-    `${w.url.replace('http', 'ws')}/ucloud/jobs.provider.${PROVIDER_ID}/websocket`,
-    {
-      headers: { authorization: `Bearer ${await w.core.token()}` },
-    },
-  );
-  const messages: Record<string, unknown>[] = [];
-  socket.on('message', (m) => messages.push(JSON.parse(String(m))));
-  await new Promise((done) => socket.once('open', done));
-  socket.send(
-    JSON.stringify({
-      call: `jobs.provider.${PROVIDER_ID}.follow`,
-      streamId: 'ignored',
-      payload: { type: 'init', job },
-    }),
-  );
+  const follow = await followAsCore(w, job);
   await callProvider(w, '/terminate', { items: [job] });
-  await waitFor(
-    'the final response',
-    () => messages,
-    (m) => m.some((x) => x.type === 'response'),
-  );
-  assert.deepEqual(messages.at(-1), { type: 'response', status: 200, streamId: 'ignored', payload: {} });
-  socket.close();
+  await until(() => follow.response(), { describe: 'the final response' });
+  assert.deepEqual(follow.response(), { type: 'response', status: 200, streamId: 'ignored', payload: {} });
+  follow.close();
   const refused = new WebSocket(
     `${w.url.replace('http', 'ws')}/ucloud/jobs.provider.${PROVIDER_ID}/websocket`,
   );
@@ -245,43 +172,23 @@ test('Core down while jobs change state: afterwards every update arrives, in ord
   const jobs = ['2001', '2002', '2003'].map((id) => w.core.job(id, app('terminal'), spec('terminal')));
   assert.equal((await callProvider(w, '', { items: jobs })).status, 200);
   for (const id of ['2001', '2002', '2003']) {
-    await waitFor(
-      `${id} RUNNING here`,
-      async () => (await w.store.jobs.get(id))?.state,
-      (s) => s === 'RUNNING',
-    );
+    await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', { describe: `${id} RUNNING here` });
   }
   assert.equal((await callProvider(w, '/terminate', { items: jobs.slice(0, 2) })).status, 200);
-  await waitFor(
-    'refused calls',
-    () => w.core.state.refused,
-    (n) => n >= 3,
-  );
+  await until(() => w.core.state.refused >= 3, { describe: 'refused calls' });
   assert.equal(states(w, '2001').length, 0);
   w.core.state.down = false;
   for (const id of ['2001', '2002']) {
-    await waitFor(
-      `${id} at Core`,
-      () => states(w, id),
-      (s) => s.at(-1) === 'SUCCESS',
-    );
+    await until(() => states(w, id).at(-1) === 'SUCCESS', { describe: `${id} at Core` });
   }
   for (const id of ['2001', '2002', '2003']) {
     const ours = (await w.service.retrieve({ username: 'admin', admin: true }, id)).updates.slice(1);
-    await waitFor(
-      `all of ${id}`,
-      () => w.core.updatesOf(id).length,
-      (n) => n >= ours.length,
-    );
+    await until(() => w.core.updatesOf(id).length >= ours.length, { describe: `all of ${id}` });
     assert.deepEqual(
       w.core.updatesOf(id).map((u) => [u.state, u.status, u.timestamp]),
       ours.map((u) => [u.state, u.status, u.timestamp]),
     );
   }
-  await waitFor(
-    'an empty outbox',
-    () => w.provider.outbox.size(),
-    (n) => n === 0,
-  );
+  await until(() => w.provider.outbox.size() === 0, { describe: 'an empty outbox' });
   await callProvider(w, '/terminate', { items: [jobs[2]] });
 });

@@ -1,5 +1,6 @@
 import { DEFAULT_WARN_BEFORE_MS } from '../jobs/expiry-warnings.ts';
 import type { Job } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import type { Product } from '../model/product.ts';
 import type { AppSummary } from '../server/schemas.ts';
 import { APPS_VALIDATE_USAGE } from './apps.ts';
@@ -217,6 +218,11 @@ export async function cancelCommand(argv: string[]): Promise<number> {
   const client = await connect(clientFlags(values));
   const ids: string[] = [];
   for (const text of positionals) ids.push(await resolveJobId(client, text));
+  // The API leaves an ended job as it is (as UCloud does); a person asking to cancel one is told.
+  for (const id of ids) {
+    const { state } = (await client.get<Job>('/api/jobs/retrieve', { id })).status;
+    if (isFinal(state)) throw new CliError(`job ${id} has already ended (${state})`);
+  }
   const response = await client.post<unknown>('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
   if (values.json) printJson(response);
   else for (const id of ids) process.stdout.write(`${id}: cancelled\n`);

@@ -64,11 +64,10 @@ export function jobControl(o: ControlOptions) {
   }
 
   return {
+    /** Ends the jobs; one that has already ended is left as it is (UCloud's core2 answers it 200). */
     async terminate(caller: Caller, ids: readonly string[]): Promise<void> {
       const jobs = await visibleJobs(caller, ids);
-      for (const job of jobs)
-        if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
-      for (const job of jobs) await o.monitor.stop(job.id, 'The job was cancelled');
+      for (const job of jobs) if (!isFinal(job.state)) await o.monitor.stop(job.id, 'The job was cancelled');
     },
 
     /**

@@ -16,6 +16,7 @@ import { authenticate, chooseProtocol, cookieSession } from './auth.ts';
 import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { metrics } from './metrics.ts';
 import { apiRoutes } from './routes/index.ts';
+import { lazySerializers } from './serializers.ts';
 import { webSignIns } from './sign-in.ts';
 import { isAppRequest, serveWebApp, WEB_APP_ROOT } from './web-app.ts';
 
@@ -102,6 +103,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       return server;
     },
     bodyLimit: BODY_LIMIT,
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
     // One line per request, written by the onResponse hook below, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;

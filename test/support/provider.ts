@@ -7,9 +7,10 @@ import type { FastifyInstance } from 'fastify';
 import { dryBackend } from '../../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../../src/jobs/backend.ts';
 import { createJobService, type JobService } from '../../src/jobs/service.ts';
-import { resolvePipelineConfig } from '../../src/model/config.ts';
+import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/config.ts';
 import { openProvider, type Provider } from '../../src/provider/provider.ts';
 import { buildServer } from '../../src/server/app.ts';
+import type { JobStorage } from '../../src/storage/job-storage.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { type FakeCore, fakeUcloudCore } from './fake-ucloud-core.ts';
 import { EXAMPLE_CONFIG, products } from './fixtures.ts';
@@ -31,7 +32,12 @@ export interface ProviderWorld {
 }
 
 export interface ProviderWorldOptions {
+  /** The backend jobs run on (the test closes it); a dry one, closed here, when left out. */
   backend?: Backend;
+  /** The owners' drives, for a backend that makes job folders (the local one). */
+  storage?: JobStorage;
+  /** The pipeline's configuration, over the example catalogue's. */
+  pipeline?: PipelineConfig;
   core?: FakeCore;
   /** A data folder to open again (a restart). */
   dir?: string;
@@ -59,9 +65,16 @@ export async function providerWorld(o: ProviderWorldOptions = {}): Promise<Provi
   const env = {
     catalog: provider.catalog,
     products,
-    config: resolvePipelineConfig({ ...EXAMPLE_CONFIG, provider: PROVIDER_ID }),
+    config: resolvePipelineConfig({ ...EXAMPLE_CONFIG, ...o.pipeline, provider: PROVIDER_ID }),
   };
-  const service = createJobService({ store, env, backend, requireCredits: false, mirror: provider.mirror });
+  const service = createJobService({
+    store,
+    env,
+    backend,
+    requireCredits: false,
+    mirror: provider.mirror,
+    ...(o.storage ? { storage: o.storage } : {}),
+  });
   const app = await buildServer({
     service,
     store,
@@ -80,7 +93,7 @@ export async function providerWorld(o: ProviderWorldOptions = {}): Promise<Provi
     await provider.stop();
     await app.close();
     await service.stop();
-    await backend.close();
+    if (!o.backend) await backend.close();
     await store.close();
   };
   return {
