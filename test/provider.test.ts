@@ -172,7 +172,9 @@ test('Core down while jobs change state: afterwards every update arrives, in ord
   const jobs = ['2001', '2002', '2003'].map((id) => w.core.job(id, app('terminal'), spec('terminal')));
   assert.equal((await callProvider(w, '', { items: jobs })).status, 200);
   for (const id of ['2001', '2002', '2003']) {
-    await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', { describe: `${id} RUNNING here` });
+    await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', {
+      describe: `${id} RUNNING here`,
+    });
   }
   assert.equal((await callProvider(w, '/terminate', { items: jobs.slice(0, 2) })).status, 200);
   await until(() => w.core.state.refused >= 3, { describe: 'refused calls' });
@@ -189,6 +191,6 @@ test('Core down while jobs change state: afterwards every update arrives, in ord
       ours.map((u) => [u.state, u.status, u.timestamp]),
     );
   }
-  await until(() => w.provider.outbox.size() === 0, { describe: 'an empty outbox' });
+  await until(async () => (await w.provider.outbox.size()) === 0, { describe: 'an empty outbox' });
   await callProvider(w, '/terminate', { items: [jobs[2]] });
 });
