@@ -181,6 +181,7 @@ function timedRuntime(runtime: Runtime): Runtime {
   return {
     description: runtime.description,
     warnings: runtime.warnings,
+    hostNames: runtime.hostNames,
     capacity: runtime.capacity,
     async createPod(spec) {
       const m = markOf(spec.jobId);

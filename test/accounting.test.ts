@@ -8,8 +8,10 @@ import { accountingPlugin, NO_CREDITS_STATUS } from '../src/plugins/accounting.t
 import { PLUGINS } from '../src/plugins/index.ts';
 import type { ActiveJob, Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
 import { env, products } from './support/fixtures.ts';
-import { rejectsWith, until } from './support/service.ts';
+import { manualClock } from './support/manual-clock.ts';
+import { rejectsWith } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const SECOND = 1000;
@@ -55,18 +57,19 @@ const mpi = (extra: Record<string, unknown> = {}) => ({
 interface HarnessOptions {
   backend?: Backend;
   plugins?: readonly JobPlugin[];
+  /** When the clock starts; T0 by default. */
+  start?: number;
 }
 
 async function harness(o: HarnessOptions = {}) {
-  const clock = { now: T0 };
-  const now = () => clock.now;
+  const clock = manualClock(o.start ?? T0);
   const store = await openTestStore();
-  const backend = o.backend ?? dryBackend({ runForMs: null, now });
+  const backend = o.backend ?? dryBackend({ runForMs: null, clock });
   const service = createJobService({
     store,
     env: { ...env(), products: [...products, FREE, ...Object.values(PER)] },
     backend,
-    now,
+    clock,
     requireCredits: true,
     ...(o.plugins ? { plugins: o.plugins } : {}),
   });
@@ -83,12 +86,12 @@ async function harness(o: HarnessOptions = {}) {
   const charges = async (owner: string) => await store.accounting.charges(owner, 0, Number.MAX_SAFE_INTEGER);
   const running = async (spec: unknown, caller = alice, project?: string): Promise<string> => {
     const [id] = await service.create(caller, [spec], project !== undefined ? { project } : {});
-    await until(`${id} runs`, async () => (await state(id!)) === 'RUNNING');
+    await until(async () => (await state(id!)) === 'RUNNING', { describe: `${id} runs` });
     return id!;
   };
   /** Moves the clock to `at` after T0 and runs one monitoring pass. */
   const monitorAt = async (at: number) => {
-    clock.now = T0 + at;
+    await clock.advanceTo(T0 + at);
     await service.monitor();
   };
   return { clock, store, backend, service, grant, job, state, charges, running, monitorAt };
@@ -168,7 +171,7 @@ describe('charges', () => {
       [[`${id}:0-0`, 'u1-gpu', 2, 1, 120]],
     );
 
-    h.clock.now = T0 + 61 * MINUTE;
+    await h.clock.advanceTo(T0 + 61 * MINUTE);
     await h.service.terminate(alice, [id]);
     assert.equal((await h.job(id)).billing.creditsCharged, 240);
     assert.deepEqual(await h.service.wallets(alice), [
@@ -263,11 +266,11 @@ describe('suspension', () => {
 
       await h.monitorAt(WAIT / 2);
       assert.equal((await h.charges('user:alice')).length, atSuspension, 'nothing while suspended');
-      h.clock.now = T0 + WAIT;
+      await h.clock.advanceTo(T0 + WAIT);
       await h.service.unsuspend(alice, [id]);
-      await until(`${id} runs again`, async () => (await h.state(id)) === 'RUNNING');
+      await until(async () => (await h.state(id)) === 'RUNNING', { describe: `${id} runs again` });
       await h.monitorAt(WAIT + 20 * MINUTE);
-      h.clock.now = T0 + WAIT + 30 * MINUTE;
+      await h.clock.advanceTo(T0 + WAIT + 30 * MINUTE);
       await h.service.terminate(alice, [id]);
 
       assert.equal(await periodsOf(h, 'user:alice'), expected);
@@ -283,10 +286,10 @@ describe('suspension', () => {
     const spec = mpi({ product: { id: 'per-minute', category: 'per-minute' } });
     const suspended = await h.running(spec);
     const requeued = await h.running(spec);
-    h.clock.now = T0 + 10 * MINUTE;
+    await h.clock.advanceTo(T0 + 10 * MINUTE);
     await h.service.suspend(alice, [suspended, requeued]);
     await h.service.unsuspend(alice, [requeued]);
-    h.clock.now = T0 + DAY;
+    await h.clock.advanceTo(T0 + DAY);
     await h.service.terminate(alice, [suspended]);
     assert.equal((await h.job(suspended)).billing.creditsCharged, 10);
     // The requeued job's suspension was charged; a queued job has no run under way.
@@ -307,23 +310,23 @@ describe('suspension', () => {
         store: h.store,
         env: { ...env(), products: [...products, ...Object.values(PER)] },
         backend: h.backend,
-        now: () => h.clock.now,
+        clock: h.clock,
         requireCredits: true,
       });
       await service.start();
       return service;
     };
     let service = await restart();
-    h.clock.now = T0 + DAY;
+    await h.clock.advanceTo(T0 + DAY);
     await service.monitor();
     await service.unsuspend(alice, [id]);
-    await until(`${id} runs again`, async () => (await h.state(id)) === 'RUNNING');
-    h.clock.now = T0 + DAY + 15 * MINUTE;
+    await until(async () => (await h.state(id)) === 'RUNNING', { describe: `${id} runs again` });
+    await h.clock.advanceTo(T0 + DAY + 15 * MINUTE);
     await service.monitor();
     await service.stop();
     service = await restart();
     await service.monitor();
-    h.clock.now = T0 + DAY + 30 * MINUTE;
+    await h.clock.advanceTo(T0 + DAY + 30 * MINUTE);
     await service.monitor();
     await service.terminate(alice, [id]);
     await service.stop();
@@ -340,7 +343,7 @@ describe('suspension', () => {
     const h = await harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
     await h.grant('user:alice', 'per-minute', 1_000_000);
     const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
-    h.clock.now = T0 + 90 * MINUTE + 1;
+    await h.clock.advanceTo(T0 + 90 * MINUTE + 1);
     await h.service.suspend(alice, [id]);
     assert.equal((await h.job(id)).billing.creditsCharged, 91);
     const { ctx, job } = seen[0]!;
@@ -357,7 +360,7 @@ describe('retries', () => {
     const id = await h.running(mpi());
     await h.monitorAt(2 * MINUTE);
     await h.monitorAt(2 * MINUTE);
-    h.clock.now = T0 + 3 * MINUTE;
+    await h.clock.advanceTo(T0 + 3 * MINUTE);
     await Promise.all([h.service.monitor(), h.service.monitor()]);
     assert.deepEqual(
       (await h.charges('user:alice')).map((c) => [c.chargeId, c.credits]),
@@ -417,17 +420,17 @@ describe('credits', () => {
   });
 
   test('allocations count only inside their validity window', async () => {
-    const h = await harness();
+    // The end is exclusive; the start inclusive.
+    const h = await harness({ start: T0 - DAY });
     await h.grant('user:alice', 'u1-standard', 1000, T0 - 2 * DAY, T0 - DAY);
     await h.grant('user:alice', 'u1-standard', 1000, T0 + DAY, T0 + 2 * DAY);
+    await rejectsWith(h.service.create(alice, [mpi()]), 402);
+    await h.clock.advanceTo(T0);
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
     assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 0, used: 0, balance: 0 },
     ]);
-    // The end is exclusive; the start inclusive.
-    h.clock.now = T0 - DAY;
-    await rejectsWith(h.service.create(alice, [mpi()]), 402);
-    h.clock.now = T0 + DAY;
+    await h.clock.advanceTo(T0 + DAY);
     const [id] = await h.service.create(alice, [mpi()]);
     assert.ok(id);
     assert.equal((await h.service.wallets(alice))[0]!.allocated, 1000);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Answer, call, type World, world } from './support/interactive.ts';
+import { jobInState } from './support/server.ts';
 
 /**
  * What administrators take away takes effect at once, through every way in: a revoked token, and a
@@ -70,8 +71,7 @@ describe('revoking and disabling', { timeout: 60_000 }, () => {
       body: { items: [fileServer] },
     });
     const jobId = json(created).responses[0].id as string;
-    for (let i = 0; i < 200 && (await w.store.jobs.get(jobId))?.state !== 'RUNNING'; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await jobInState(w, jobId, 'RUNNING');
     const opened = await request('POST', '/api/jobs/interactiveSession', {
       bearer: w.tokens.alice,
       body: { items: [{ id: jobId, rank: 0, sessionType: 'WEB' }] },

@@ -4,8 +4,8 @@ import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 const terminal = {
   application: { name: 'terminal', version: '1.0' },
@@ -36,16 +36,20 @@ test('a backend tells why a job waits, then that it runs, each as a status in th
     const [id] = await service.create({ username: 'alice', admin: false }, [terminal]);
     const jobId = id!;
     const statuses = async () => (await store.jobs.updatesOf(jobId)).map((u) => [u.state, u.status]);
-    await until('submitted', async () => (await store.jobs.get(jobId))!.submitted);
+    await until(async () => (await store.jobs.get(jobId))!.submitted, { describe: 'submitted' });
     backend.say({ jobId, state: 'IN_QUEUE', status: 'Waiting for 8 CPUs, position 2 in the queue' });
-    await until('status written', async () => (await statuses()).some(([, s]) => s?.startsWith('Waiting')));
+    await until(async () => (await statuses()).some(([, s]) => s?.startsWith('Waiting')), {
+      describe: 'status written',
+    });
     assert.equal((await store.jobs.get(jobId))!.state, 'IN_QUEUE');
     assert.deepEqual((await statuses()).at(-1), [undefined, 'Waiting for 8 CPUs, position 2 in the queue']);
     const before = (await statuses()).length;
 
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running' });
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running (2 of 2 replicas ready)' });
-    await until('both written', async () => (await statuses()).at(-1)?.[1]?.endsWith('ready)') === true);
+    await until(async () => (await statuses()).at(-1)?.[1]?.endsWith('ready)') === true, {
+      describe: 'both written',
+    });
     assert.equal((await store.jobs.get(jobId))!.state, 'RUNNING');
     assert.deepEqual((await statuses()).slice(-2), [
       ['RUNNING', 'The job is running'],

@@ -191,14 +191,13 @@ ${app('parameters:\n  db: { type: peer, optional: true }\n  ip: { type: network_
     );
   });
 
-  test('a YAML v2 document gets one problem saying only v1 is read', () => {
-    const issues = issuesOf(
-      'application: v2\nname: x\nversion: 1\nsoftware: { type: Container, image: ubuntu }\n',
-    );
-    assert.deepEqual(
-      issues.map((i) => `${i.path}: ${i.message}`),
-      ['application: must be v1: ucompute reads UCloud\'s YAML v1 only, not "v2"'],
-    );
+  test('another version gets one problem naming the versions read; a v2 document without invocation names it', () => {
+    const v2 = 'application: v2\nname: x\nversion: 1\nsoftware: { type: Container, image: ubuntu }\n';
+    const problems = (text: string) => issuesOf(text).map((i) => `${i.path}: ${i.message}`);
+    assert.deepEqual(problems(v2.replace('v2', 'v3')), [
+      'application: must be v1 (or v2 for an application), not "v3"',
+    ]);
+    assert.deepEqual(problems(v2), ['invocation: must be a Jinja template (text)']);
   });
 
   test('what UCloud refuses is refused, naming the field', () => {

@@ -3,16 +3,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseDate } from '../src/cli/dates.ts';
 import { buysInHours } from '../src/cli/usage.ts';
 import type { Product } from '../src/model/product.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
 import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
+import { until } from './support/until.ts';
 
 /** `ucompute admin`, `balance` and `usage` against a real `ucompute serve` (dry backend, jobs held until cancelled). */
 
-const TIMEOUT = { timeout: 180_000 };
+const TIMEOUT = { timeout: 600_000 };
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-admin-'));
@@ -247,11 +247,12 @@ describe('admin, balance and usage', TIMEOUT, () => {
 
   test('usage: credits per UTC day or hour between dates, with totals', async () => {
     const id = (await cli(['run', 'word-count', '--param', 'input=/home/local/a.txt'])).stdout.trim();
-    // A job that ran pays for its started minute: cancel it once it runs (at most 50 looks).
-    for (let i = 0; i < 50; i++) {
-      if ((await cli(['show', id])).stdout.match(/^state\s+RUNNING$/m)) break;
-      await sleep(100);
-    }
+    // A job that ran pays for its started minute: cancel it once it runs.
+    await until(async () => /^state\s+RUNNING$/m.test((await cli(['show', id])).stdout), {
+      describe: `job ${id} runs`,
+      timeout: 60_000,
+      every: 100,
+    });
     assertExit(await cli(['cancel', id]), 0);
     const byDay = await cli(['usage', '--since', '1d']);
     assertExit(byDay, 0);

@@ -13,10 +13,11 @@ import { type Served, startServe, stopServe } from './support/serve.ts';
 /**
  * An application's exit code on the local backend, through the CLI: the job stays SUCCESS (the
  * platform ran it to its end), `jobs` and `show` say which rank exited non-zero, and `run
- * --wait/--follow` exit with the application's code, as `srun` does.
+ * --wait/--follow` exit with the application's code, as `srun` does. A job the platform ended
+ * (cancelled, expired, failed, never started) says so, and the commands exit with its outcome's code.
  */
 
-const TIMEOUT = { timeout: 180_000 };
+const TIMEOUT = { timeout: 600_000 };
 const prerequisites = await needs('bwrap', 'nft', 'ip', 'nsenter', 'setpriv');
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
@@ -39,6 +40,34 @@ tool: { name: debian, version: "12" }
 invocation: [sh, -c, 'echo "exiting with $1"; exit "$1"', sh, { type: var, vars: code }]
 parameters:
   code: { type: integer, title: Exit code }
+---
+application: v1
+name: sleeps
+version: "1.0"
+title: Sleeps
+authors: [tests]
+description: Sleeps for a minute.
+tool: { name: debian, version: "12" }
+invocation: [sleep, "60"]
+---
+application: v1
+name: fills
+version: "1.0"
+title: Fills its folder
+authors: [tests]
+description: Writes more than its folder may hold, then waits.
+tool: { name: debian, version: "12" }
+invocation: [sh, -c, 'head -c 4000000 /dev/zero > /work/fill; sleep 60']
+---
+application: v1
+name: root
+version: "1.0"
+title: Runs as root
+authors: [tests]
+description: Says which user it runs as.
+tool: { name: debian, version: "12" }
+container: { runAsRoot: true }
+invocation: [sh, -c, 'echo "uid $(id -u)"']
 `;
 
 before(async () => {
@@ -50,7 +79,11 @@ before(async () => {
     env: childEnv,
     args: ['--backend', 'local', '--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
     // The debian tool runs on the host's userland: a configuration turns that on explicitly.
-    config: `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet}, poolSize: 2 }\n`,
+    // Two vCPUs: a job on u1-standard-2 keeps the next one queued. Job folders hold 1 MB.
+    config:
+      'monitorIntervalMs: 200\nlocal:\n  hostUserland: true\n  capacity: { cpu: 2 }\n' +
+      '  diskLimitBytes: 1000000\n  diskCheckIntervalMs: 200\n' +
+      `  network: { bridge: ${bridge}, subnet: ${subnet}, poolSize: 2 }\n`,
   });
 });
 
@@ -76,14 +109,18 @@ describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
     assertExit(followed, 3);
     const id = followed.stdout.split('\n')[0]!;
     assert.match(followed.stdout, /^exiting with 3$/m);
-    assert.match(followed.stderr, new RegExp(`^${id}: SUCCESS \\(exit 3 on rank 0\\)$`, 'm'));
+    assert.match(followed.stderr, new RegExp(`^${id}: SUCCESS, completed \\(exit 3 on rank 0\\)$`, 'm'));
 
     const jobs = await cli(['jobs']);
     assertExit(jobs, 0);
-    assert.match(jobs.stdout, new RegExp(`^${id}\\s+exits@1\\.0\\s+SUCCESS \\(exit 3 on rank 0\\)\\s`, 'm'));
+    assert.match(
+      jobs.stdout,
+      new RegExp(`^${id}\\s+exits@1\\.0\\s+SUCCESS, completed \\(exit 3 on rank 0\\)\\s`, 'm'),
+    );
     const show = await cli(['show', id]);
     assertExit(show, 0);
-    assert.match(show.stdout, /^state\s+SUCCESS \(exit 3 on rank 0\)$/m);
+    assert.match(show.stdout, /^state\s+SUCCESS$/m);
+    assert.match(show.stdout, /^outcome\s+completed \(exit 3 on rank 0\)$/m);
     assert.match(show.stdout, /^exit codes\s+rank 0: 3$/m);
   });
 
@@ -91,9 +128,10 @@ describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
     const waited = await cli(['run', 'exits', '--param', 'code=0', '--wait']);
     assertExit(waited, 0);
     const [id, final] = waited.stdout.trim().split('\n');
-    assert.match(final!, new RegExp(`^${id}: SUCCESS \\((?!exit)`));
+    assert.equal(final!, `${id}: SUCCESS, completed (exit 0)`);
     const show = await cli(['show', id!]);
     assert.match(show.stdout, /^state\s+SUCCESS$/m);
+    assert.match(show.stdout, /^outcome\s+completed \(exit 0\)$/m);
   });
 
   test('run --wait exits with the code too, and logs -f of the ended job agrees', async () => {
@@ -104,4 +142,78 @@ describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
     assertExit(logs, 42);
     assert.match(logs.stdout, /^exiting with 42$/m);
   });
+
+  test('a cancelled job: logs -f exits 130, and jobs --outcome cancelled lists it', async () => {
+    const id = await submitted(['sleeps']);
+    await until(id, 'RUNNING');
+    const following = cli(['logs', id, '-f']);
+    assertExit(await cli(['cancel', id]), 0);
+    const logs = await following;
+    assertExit(logs, 130);
+    assert.match(logs.stderr, new RegExp(`^${id}: SUCCESS, cancelled by local$`, 'm'));
+    const cancelled = await cli(['jobs', '--outcome', 'cancelled']);
+    assert.match(
+      cancelled.stdout,
+      new RegExp(`^${id}\\s+sleeps@1\\.0\\s+SUCCESS, cancelled by local\\s`, 'm'),
+    );
+    assert.doesNotMatch((await cli(['jobs', '--outcome', 'completed'])).stdout, new RegExp(id));
+  });
+
+  test('an expired job: run --wait exits 124', async () => {
+    const waited = await cli(['run', 'sleeps', '--time', '2s', '--wait']);
+    assertExit(waited, 124);
+    assert.match(waited.stdout, /: EXPIRED, expired: its time allocation ran out$/m);
+  });
+
+  test('a job the platform failed: run --follow exits 125 with the reason', async () => {
+    const followed = await cli(['run', 'fills', '--follow']);
+    assertExit(followed, 125);
+    assert.match(
+      followed.stderr,
+      /: FAILURE, failed \(The job used .* of its 976.6 KiB disk limit in its job folder\)$/m,
+    );
+  });
+
+  test('a queued job that is cancelled never started: logs -f exits 123', async () => {
+    const blocker = await submitted(['sleeps', '--product', 'u1-standard-2']);
+    await until(blocker, 'RUNNING');
+    const queued = await submitted(['sleeps']);
+    const following = cli(['logs', queued, '-f']);
+    assertExit(await cli(['cancel', queued]), 0);
+    const logs = await following;
+    assertExit(logs, 123);
+    assert.match(
+      logs.stderr,
+      new RegExp(`^${queued}: SUCCESS, never started \\(cancelled by local\\)$`, 'm'),
+    );
+    assertExit(await cli(['cancel', blocker]), 0);
+  });
+
+  test('a runAsRoot app runs under a configuration file that says nothing of root: root in its user namespace', async () => {
+    const waited = await cli(['run', 'root', '--wait']);
+    assertExit(waited, 0);
+    const id = waited.stdout.split('\n')[0]!;
+    const logs = await cli(['logs', id]);
+    assert.match(logs.stdout, /^uid 0$/m);
+  });
 });
+
+/** Submits `run` with these arguments and answers the job's id. */
+async function submitted(args: string[]): Promise<string> {
+  const run = await cli(['run', ...args]);
+  assertExit(run, 0);
+  return run.stdout.trim();
+}
+
+/** Waits until the job is in `state`, as `show --json` reads it. */
+async function until(id: string, state: string): Promise<void> {
+  let last = '';
+  for (let i = 0; i < 300; i++) {
+    const show = await cli(['show', id, '--json']);
+    last =
+      show.code === 0 ? (JSON.parse(show.stdout) as { status: { state: string } }).status.state : show.stderr;
+    if (last === state) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  assert.fail(`job ${id} never became ${state}; it was ${last}`);
+}

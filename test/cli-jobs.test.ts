@@ -5,11 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { commandExitCode, failedRanks, outcomeOf } from '../src/cli/outcome.ts';
+import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from '../src/cli/outcome.ts';
 import type { Job } from '../src/model/job.ts';
+import { failedRanks, type Outcome, type OutcomeKind, presentOutcome } from '../src/model/outcome.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
+import { until } from './support/until.ts';
 
 /**
  * The client commands for people: job id prefixes, `jobs --watch/--project` with ELAPSED and LEFT,
@@ -17,7 +19,7 @@ import { putFile, type Served, startServe, stopServe } from './support/serve.ts'
  * reloads on change. A real `ucompute serve` on the dry backend, jobs held until cancelled.
  */
 
-const TIMEOUT = { timeout: 120_000 };
+const TIMEOUT = { timeout: 600_000 };
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-jobs-'));
@@ -69,38 +71,68 @@ async function retrieve(id: string): Promise<Job> {
   return JSON.parse(result.stdout) as Job;
 }
 
-/** Polls until the job is RUNNING (at most 50 looks). */
-async function running(id: string): Promise<Job> {
-  for (let i = 0; i < 50; i++) {
-    const job = await retrieve(id);
-    if (job.status.state === 'RUNNING') return job;
-    await sleep(100);
-  }
-  assert.fail(`job ${id} did not start`);
+/** The job once it is RUNNING. */
+function running(id: string): Promise<Job> {
+  return until(
+    async () => {
+      const job = await retrieve(id);
+      return job.status.state === 'RUNNING' && job;
+    },
+    { describe: `job ${id} runs`, timeout: 60_000, every: 100 },
+  );
 }
 
 describe('outcomes', () => {
-  const job = (state: string, exitCode?: Record<string, number>) =>
-    ({ id: 'j', status: { state, ...(exitCode ? { exitCode } : {}) }, updates: [] }) as unknown as Job;
+  const job = (state: string, outcome?: Outcome, exitCode?: Record<string, number>) =>
+    ({
+      id: 'j',
+      status: {
+        state,
+        ...(exitCode ? { exitCode } : {}),
+        ...(outcome ? { outcome: presentOutcome(outcome, exitCode) } : {}),
+      },
+      updates: [],
+    }) as unknown as Job;
+  const completed = (exitCode: Record<string, number>) => job('SUCCESS', { kind: 'COMPLETED' }, exitCode);
 
-  test('a SUCCESS with non-zero ranks names them; the exit code is the highest, as srun gives', () => {
-    assert.equal(outcomeOf(job('SUCCESS', { 0: 0, 1: 0 })), 'SUCCESS');
-    assert.equal(commandExitCode(job('SUCCESS', { 0: 0, 1: 0 })), 0);
-    assert.equal(outcomeOf(job('SUCCESS', { 0: 1 })), 'SUCCESS (exit 1 on rank 0)');
-    assert.equal(commandExitCode(job('SUCCESS', { 0: 1 })), 1);
-    const mixed = job('SUCCESS', { 0: 0, 1: 2, 2: 137, 3: 2 });
+  test('a completed job names its non-zero ranks; the exit code is the highest, as srun gives', () => {
+    assert.equal(outcomeOf(completed({ 0: 0, 1: 0 })), 'SUCCESS, completed (exit 0 on every rank)');
+    assert.equal(commandExitCode(completed({ 0: 0, 1: 0 })), 0);
+    assert.equal(outcomeOf(completed({ 0: 1 })), 'SUCCESS, completed (exit 1 on rank 0)');
+    assert.equal(commandExitCode(completed({ 0: 1 })), 1);
+    const mixed = { 0: 0, 1: 2, 2: 137, 3: 2 };
     assert.equal(failedRanks(mixed), 'exit 2 on ranks 1, 3, exit 137 on rank 2');
-    assert.equal(commandExitCode(mixed), 137);
+    assert.equal(commandExitCode(completed(mixed)), 137);
     // Codes a process cannot exit with still mean failure.
-    assert.equal(commandExitCode(job('SUCCESS', { 0: 256 })), 1);
-    assert.equal(commandExitCode(job('SUCCESS', { 0: -1 })), 1);
+    assert.equal(commandExitCode(completed({ 0: 256 })), 1);
+    assert.equal(commandExitCode(completed({ 0: -1 })), 1);
   });
 
-  test('a job that did not succeed exits 1, and its state is not decorated', () => {
-    for (const state of ['FAILURE', 'EXPIRED']) {
-      assert.equal(outcomeOf(job(state, { 0: 3 })), state);
-      assert.equal(commandExitCode(job(state, { 0: 0 })), 1);
+  test('every way the platform ends a job has its own exit code, whatever the ranks exited with', () => {
+    const ends: [string, Outcome, string, number][] = [
+      ['SUCCESS', { kind: 'CANCELLED', by: 'alice' }, 'SUCCESS, cancelled by alice', 130],
+      ['SUCCESS', { kind: 'OUT_OF_CREDITS' }, 'SUCCESS, stopped: out of credits', 122],
+      ['EXPIRED', { kind: 'EXPIRED' }, 'EXPIRED, expired: its time allocation ran out', 124],
+      [
+        'SUCCESS',
+        { kind: 'NEVER_STARTED', reason: 'cancelled', by: 'bob' },
+        'SUCCESS, never started (cancelled by bob)',
+        123,
+      ],
+      ['FAILURE', { kind: 'FAILED', reason: 'OOM-killed' }, 'FAILURE, failed (OOM-killed)', 125],
+    ];
+    for (const [state, outcome, text, code] of ends) {
+      const ended = job(state, outcome, { 0: 0 });
+      assert.equal(outcomeOf(ended), text);
+      assert.equal(commandExitCode(ended), code, text);
+      assert.equal(OUTCOME_EXIT_CODES[outcome.kind as Exclude<OutcomeKind, 'COMPLETED'>], code);
     }
+    assert.equal(new Set(Object.values(OUTCOME_EXIT_CODES)).size, 5, 'one code per outcome');
+  });
+
+  test('a job that has not ended has no outcome: its state alone, and exit code 1', () => {
+    assert.equal(outcomeOf(job('RUNNING')), 'RUNNING');
+    assert.equal(commandExitCode(job('RUNNING')), 1);
   });
 });
 
@@ -189,10 +221,8 @@ describe('jobs', TIMEOUT, () => {
       out += chunk;
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const seen = async (pattern: RegExp) => {
-      for (let i = 0; i < 200 && !pattern.test(out); i++) await sleep(100);
-      assert.match(out, pattern);
-    };
+    const seen = (pattern: RegExp) =>
+      until(() => pattern.test(out), { describe: `the watch shows ${pattern}`, timeout: 60_000 });
     try {
       await seen(new RegExp(`^${id}\\s.*RUNNING`, 'm'));
       assertExit(await cli(['cancel', id]), 0);
@@ -335,12 +365,11 @@ describe('the command line', TIMEOUT, () => {
     assert.equal(await title(), 'extra@1.0: Extra one');
     const file = join(extraApps, 'extra.yml');
     writeFileSync(file, EXTRA_APP('Extra two'));
-    let shown = '';
-    for (let i = 0; i < 50 && shown !== 'extra@1.0: Extra two'; i++) {
-      await sleep(200);
-      shown = (await title()) ?? '';
-    }
-    assert.equal(shown, 'extra@1.0: Extra two');
+    await until(async () => (await title()) === 'extra@1.0: Extra two', {
+      describe: 'the changed app is served',
+      timeout: 60_000,
+      every: 200,
+    });
     const listed = await cli(['apps']);
     assertExit(listed, 0);
     assert.match(listed.stdout, /^extra\s+1\.0\s+BATCH\s+Extra two$/m);

@@ -25,7 +25,7 @@ function assertMessageOnly(result: CliResult, code: number, message: RegExp): vo
   assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
 }
 
-test('a port in use: the address and what to do, exit 1', { timeout: 60_000 }, async () => {
+test('a port in use: the address and what to do, exit 1', { timeout: 300_000 }, async () => {
   const taken = createServer().listen(0, '127.0.0.1');
   await new Promise((resolve) => taken.once('listening', resolve));
   try {
@@ -42,14 +42,14 @@ test('a port in use: the address and what to do, exit 1', { timeout: 60_000 }, a
   }
 });
 
-test('a data folder that is a file: the system’s message, exit 1', { timeout: 60_000 }, async () => {
+test('a data folder that is a file: the system’s message, exit 1', { timeout: 300_000 }, async () => {
   const file = join(tmp, 'a-file');
   writeFileSync(file, '');
   const result = await serve(['--backend', 'dry', '--data-dir', file]);
   assertMessageOnly(result, 1, /^error: ucompute cannot start: EEXIST: .*a-file/);
 });
 
-test('a bad configuration names the field, exit 2', { timeout: 60_000 }, async () => {
+test('a bad configuration names the field, exit 2', { timeout: 300_000 }, async () => {
   const config = join(tmp, 'bad.yml');
   writeFileSync(config, 'backend: locall\n');
   const result = await serve(['--config', config, '--data-dir', join(tmp, 'config')]);
@@ -58,7 +58,7 @@ test('a bad configuration names the field, exit 2', { timeout: 60_000 }, async (
 
 test('a data folder the sandbox cannot pass: the folder and the fix, and the process ends', {
   ...(await needs()),
-  timeout: 60_000,
+  timeout: 300_000,
 }, async () => {
   const closed = join(tmp, 'closed');
   mkdirSync(closed, { mode: 0o700 });

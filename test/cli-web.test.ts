@@ -6,6 +6,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
 import { type Served, startServe, stopServe } from './support/serve.ts';
+import { until } from './support/until.ts';
 
 /** `ucompute web`: the one-time sign-in link, printed, and handed to a browser without the secret. */
 
@@ -37,7 +38,7 @@ async function use(link: string): Promise<{ status: number; cookie: string }> {
   return { status: answer.status, cookie: answer.headers.get('set-cookie') ?? '' };
 }
 
-test('web --url-only prints only a link that signs in once', { timeout: 60_000 }, async () => {
+test('web --url-only prints only a link that signs in once', { timeout: 300_000 }, async () => {
   const result = await runCli(['web', '--url-only', ...on()], { env });
   assertExit(result, 0);
   const lines = result.stdout.trim().split('\n');
@@ -52,7 +53,7 @@ test('web --url-only prints only a link that signs in once', { timeout: 60_000 }
 });
 
 test('web hands the browser a private page leading to the link, never the link', {
-  timeout: 60_000,
+  timeout: 300_000,
 }, async () => {
   // A "browser" that records the arguments it was started with.
   const seen = join(tmp, 'browser-args');
@@ -64,9 +65,7 @@ test('web hands the browser a private page leading to the link, never the link',
   const link = result.stdout.split('\n')[0] ?? '';
   assert.match(link, /\/auth\/link\?ticket=/);
   assert.match(result.stdout, /opened in your browser/);
-  for (let i = 0; i < 100 && !statSync(seen, { throwIfNoEntry: false }); i++) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until(() => statSync(seen, { throwIfNoEntry: false }), { describe: 'the browser is started' });
   const args = readFileSync(seen, 'utf8').trim();
   const ticket = new URL(link).searchParams.get('ticket') ?? '';
   assert.ok(!args.includes(ticket), 'the secret is not on the command line');
@@ -76,7 +75,7 @@ test('web hands the browser a private page leading to the link, never the link',
   assert.equal((await use(link)).status, 303);
 });
 
-test('web without a browser prints the link and says it works once', { timeout: 60_000 }, async () => {
+test('web without a browser prints the link and says it works once', { timeout: 300_000 }, async () => {
   const { DISPLAY: _d, WAYLAND_DISPLAY: _w, ...headless } = env;
   const result = await runCli(['web', ...on()], { env: headless });
   assertExit(result, 0);

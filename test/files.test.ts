@@ -214,6 +214,56 @@ test('.. and encoded .. are refused before anything is read', async (t) => {
   assert.equal(await readFile(join(w.root, 'home/bob/secret.txt'), 'utf8'), 'bob only');
 });
 
+test('names too long or not valid Unicode are 400 naming the field, and nothing is made', async (t) => {
+  const w = await world(t);
+  const long = `/home/alice/${'n'.repeat(300)}`;
+  const expectRefused = (r: LightMyRequestResponse, field: string, message: RegExp) => {
+    assert.equal(r.statusCode, 400, r.body);
+    assert.match(r.json().message, new RegExp(`^${field}: ${message.source}`));
+  };
+  const tooLong = /the name "n{20}…" is 300 bytes long; a file name holds at most 255/;
+  expectRefused(await w.upload('alice', long, 'x'), 'path', tooLong);
+  expectRefused(await w.post('alice', 'folder', { path: long }), 'path', tooLong);
+  expectRefused(await w.stat('alice', long), 'path', tooLong);
+  expectRefused(await w.browse('alice', long), 'path', tooLong);
+  expectRefused(await w.download('alice', long), 'path', tooLong);
+  await w.upload('alice', '/home/alice/a.txt', 'a');
+  expectRefused(await w.post('alice', 'move', { from: '/home/alice/a.txt', to: long }), 'to', tooLong);
+  expectRefused(await w.post('alice', 'copy', { from: '/home/alice/a.txt', to: long }), 'to', tooLong);
+  // Two-byte letters: 200 characters are 400 bytes.
+  expectRefused(
+    await w.post('alice', 'folder', { path: `/home/alice/${'é'.repeat(200)}` }),
+    'path',
+    /the name/,
+  );
+  // A path longer than the file system takes, though each name fits.
+  const deep = `/home/alice/${Array.from({ length: 20 }, () => 'd'.repeat(250)).join('/')}`;
+  expectRefused(await w.post('alice', 'folder', { path: deep }), 'path', /is \d+ bytes long .*at most 4095/);
+  expectRefused(
+    await w.post('alice', 'folder', { path: '/home/alice/half\ud800' }),
+    'path',
+    /holds a character that is not valid Unicode/,
+  );
+  assert.deepEqual(
+    (await w.browse('alice', '/home/alice')).json().items.map((e: { name: string }) => e.name),
+    ['a.txt'],
+  );
+});
+
+test('a name as long as a name may be goes to the trash twice: the second is shortened to fit', async (t) => {
+  const w = await world(t);
+  const name = 'n'.repeat(255);
+  for (const content of ['first', 'second']) {
+    assert.equal((await w.upload('alice', `/home/alice/${name}`, content)).statusCode, 200);
+    const trashed = await w.post('alice', 'trash', { path: `/home/alice/${name}` });
+    assert.equal(trashed.statusCode, 200, trashed.body);
+  }
+  const names = (await w.browse('alice', '/home/alice/Trash'))
+    .json()
+    .items.map((e: { name: string }) => e.name);
+  assert.deepEqual(names.sort(), [name, `${'n'.repeat(251)} (2)`].sort());
+});
+
 test('symlinks a job planted in a drive lead nowhere: not read, written, listed or moved through', async (t) => {
   const w = await world(t);
   const outside = await mkdtemp(join(tmpdir(), 'ucompute-outside-'));

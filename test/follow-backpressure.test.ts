@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { LogChunk } from '../src/jobs/backend.ts';
-import { testServer } from './support/server.ts';
+import { jobInState, testServer } from './support/server.ts';
 import { openTestStore } from './support/store.ts';
 
 const CHUNK = 'x'.repeat(64 * 1024);
@@ -49,13 +49,7 @@ test('a follower that reads nothing holds the server to a bounded number of log 
   });
   assert.equal(created.statusCode, 200, created.body);
   const id = (created.json() as { responses: { id: string }[] }).responses[0]!.id;
-  for (
-    let i = 0;
-    i < 500 &&
-    (await server.service.retrieve({ username: 'alice', admin: true }, id)).status.state !== 'RUNNING';
-    i++
-  )
-    await sleep(5);
+  await jobInState(server, id, 'RUNNING');
 
   // A client that completes the upgrade and then never reads.
   const socket = connect(port, '127.0.0.1');

@@ -4,14 +4,16 @@ import type { FastifyError, InjectOptions } from 'fastify';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { buildCatalog } from '../src/catalog/catalog.ts';
 import { createJobService } from '../src/jobs/service.ts';
+import { type Clock, systemClock } from '../src/model/clock.ts';
 import type { PipelineConfig } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { buildServer } from '../src/server/app.ts';
 import { errorResponse } from '../src/server/errors.ts';
 import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/store.ts';
 import { env, prepare } from './support/fixtures.ts';
-import { until } from './support/service.ts';
+import { manualClock } from './support/manual-clock.ts';
 import { jobCount } from './support/store.ts';
+import { until } from './support/until.ts';
 
 /**
  * Outcomes at the API that say what happened: a full disk is 507 and changes nothing, values no
@@ -32,14 +34,19 @@ after(async () => {
   for (const close of closers) await close();
 });
 
-async function world(config?: PipelineConfig, runForMs: number | null = null, environment = env(config)) {
+async function world(
+  config?: PipelineConfig,
+  runForMs: number | null = null,
+  environment = env(config),
+  clock: Clock = systemClock,
+) {
   // SQLite's own: a full disk is made by capping its pages.
   const store = openSqliteStore(':memory:');
   await store.users.createUser('alice', false);
   await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
   const token = await store.users.createToken('alice', 'test');
-  const backend = dryBackend({ runForMs });
-  const service = createJobService({ store, env: environment, backend });
+  const backend = dryBackend({ runForMs, clock });
+  const service = createJobService({ store, env: environment, backend, clock });
   const app = await buildServer({ service, store, env: environment, backend });
   closers.push(async () => {
     await app.close();
@@ -83,24 +90,27 @@ test('a full disk at submit answers 507 with a message and stores nothing', asyn
 });
 
 test('a job whose end cannot be written (disk full) is not left RUNNING once space is back', async () => {
-  const w = await world(undefined, 50);
+  const clock = manualClock(Date.now());
+  const w = await world(undefined, 50, undefined, clock);
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until('it runs', async () => (await w.store.jobs.get(id))?.state === 'RUNNING');
+  await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', { describe: 'it runs' });
   // Every write fails from now on, as SQLite's do on a full disk.
   const transaction = w.store.transaction;
-  w.store.transaction = () => {
+  w.store.transaction = async () => {
     throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
   };
-  // Its SUCCESS arrives after 50 ms, while nothing can be written, and is kept.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // Its SUCCESS arrives after 50 ms, while nothing can be written, and is kept: the write is tried
+  // again a second later.
+  await clock.advance(50);
+  await until(() => clock.pending() === 1, { describe: 'the end waits to be written again' });
   assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
   w.store.transaction = transaction;
-  for (let i = 0; i < 40 && (await w.store.jobs.get(id))?.state === 'RUNNING'; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  assert.equal((await w.store.jobs.get(id))?.state, 'SUCCESS');
+  await clock.advance(1000);
+  await until(async () => (await w.store.jobs.get(id))?.state === 'SUCCESS', {
+    describe: 'the end is written',
+  });
 });
 
 test('a job whose submission cannot be written (disk full) is submitted once space is back', async () => {
@@ -109,7 +119,7 @@ test('a job whose submission cannot be written (disk full) is submitted once spa
   let refused = 0;
   // Accepting the job works; every write after it fails, as on a disk that just filled up.
   w.service.onCreated(() => {
-    w.store.transaction = () => {
+    w.store.transaction = async () => {
       refused++;
       throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
     };
@@ -117,12 +127,11 @@ test('a job whose submission cannot be written (disk full) is submitted once spa
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until('the submission was refused', () => refused > 0);
+  await until(() => refused > 0, { describe: 'the submission was refused' });
   w.store.transaction = transaction;
-  for (let i = 0; i < 40 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
+  await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', {
+    describe: 'it is submitted and runs',
+  });
 });
 
 test('parameter values the kernel cannot pass are 400 at submit, naming the parameter', async () => {
@@ -146,6 +155,28 @@ test('parameter values the kernel cannot pass are 400 at submit, naming the para
   assert.equal(fits.statusCode, 200, fits.body);
 });
 
+test('file names too long or not valid Unicode are 400 at submit, naming the parameter', async () => {
+  const w = await world();
+  const refused = async (path: string, message: RegExp) => {
+    const response = await w.call('/api/jobs', {
+      items: [
+        {
+          application: { name: 'word-count', version: '1.0' },
+          product: { id: 'u1-standard-1', category: 'u1-standard' },
+          parameters: { input: { type: 'file', path } },
+        },
+      ],
+    });
+    assert.equal(response.statusCode, 400, response.body);
+    const { issues } = response.json<{ issues: { path: string; message: string }[] }>();
+    assert.equal(issues[0]?.path, 'items[0].specification.parameters.input.path');
+    assert.match(issues[0]!.message, message);
+  };
+  await refused(`/home/alice/${'n'.repeat(300)}`, /is 300 bytes long; a file name holds at most 255/);
+  await refused('/home/alice/half\ud800', /not valid Unicode/);
+  assert.equal(w.jobs(), 0);
+});
+
 test('time is bounded by the maximum: at submit and when extending, 400 naming the field', async () => {
   const w = await world({ maxTimeAllocationHours: 3 });
   const tooLong = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(4) })] });
@@ -165,6 +196,31 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1) }] });
   assert.equal(within.statusCode, 200, within.body);
   assert.equal((await w.store.jobs.get(jobId))?.timeAllocationMs, 3 * 3_600_000);
+});
+
+test('by default a job may have a week, extensions included: a million hours or no limit is 400', async () => {
+  const w = await world({ maxTimeAllocationHours: undefined });
+  for (const timeAllocation of [hours(1_000_000), null]) {
+    const refused = await w.call('/api/jobs', { items: [mpi({ timeAllocation })] });
+    assert.equal(refused.statusCode, 400, refused.body);
+    assert.match(refused.body, /items\[0\]\.specification\.timeAllocation.*at most 168 hours/);
+  }
+  const created = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(100) })] });
+  assert.equal(created.statusCode, 200, created.body);
+  const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  const beyond = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1_000_000) }] });
+  assert.equal(beyond.statusCode, 400, beyond.body);
+  assert.match(beyond.json<{ message: string }>().message, /at most 168/);
+  const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(68) }] });
+  assert.equal(within.statusCode, 200, within.body);
+});
+
+test("a job that asks for no time gets its tool's default within the maximum", async () => {
+  const w = await world({ maxTimeAllocationHours: 0.5 });
+  const created = await w.call('/api/jobs', { items: [mpi()] });
+  assert.equal(created.statusCode, 200, created.body);
+  const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
+  assert.equal((await w.store.jobs.get(jobId))?.timeAllocationMs, 1_800_000);
 });
 
 test("a product's own maximum is shorter than the operator's: the shorter one holds", async () => {

@@ -10,6 +10,7 @@ import type { Container } from '../src/volcano/api/types.ts';
 import { assertExit, runCli } from './support/cli.ts';
 import { busyboxArchive } from './support/images.ts';
 import { needs } from './support/local-tools.ts';
+import { until } from './support/until.ts';
 import { vcjob } from './support/vcjob.ts';
 
 /** Images from the store run on the local backend's real runtime with their own config. */
@@ -54,9 +55,7 @@ async function open(t: { after(fn: () => Promise<void>): void }, hostUserland: b
         { name: 't', replicas: 1, template: { spec: { restartPolicy: 'Never', containers: [container] } } },
       ]),
     );
-    for (let i = 0; i < 1000 && !final(id); i++) await new Promise((r) => setTimeout(r, 20));
-    const end = final(id);
-    assert.ok(end, `job ${id} ended`);
+    const end = await until(() => final(id), { describe: `job ${id} ends`, timeout: 20_000 });
     let stdout = '';
     for await (const chunk of backend.logs(id, { follow: false })) stdout += chunk.stdout ?? '';
     return { end, updates: events.filter((e) => e.jobId === id).map((e) => e.status), stdout };
@@ -158,6 +157,13 @@ test(
     assert.match(
       nothing.end.status,
       /spec\.containers\[0\]\.command: image ubuntu:22\.04 has no entrypoint here .*; give a command/,
+    );
+    // Kubernetes gives args to the image's entrypoint; the host view has none, so they are refused.
+    const onlyArgs = await runJob('only-args', { name: 'c', image: 'ubuntu:22.04', args: ['echo', 'ran'] });
+    assert.equal(onlyArgs.end.state, 'FAILURE');
+    assert.match(
+      onlyArgs.end.status,
+      /spec\.containers\[0\]\.command: image ubuntu:22\.04 runs on the host's userland view, which has no entrypoint to give args to; give the command \(args alone would run "echo" as one\)/,
     );
   },
 );

@@ -11,7 +11,8 @@ import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
 import { hashToken } from '../src/store/users.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
-import { call, type World, world } from './support/interactive.ts';
+import { call, runningJob, type World, world } from './support/interactive.ts';
+import { until } from './support/until.ts';
 
 /**
  * The terminal protocol, the VNC relay and their pages, over a backend whose shell is a small
@@ -21,20 +22,25 @@ import { call, type World, world } from './support/interactive.ts';
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 const desktop = { application: { name: 'desktop', version: '1.0' }, product: STANDARD_1, parameters: {} };
 
-/** What the fake shells saw. */
-const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[] }[] = [];
+/** What the fake shells saw; `kill` ends one as its job's end would (SIGTERM). */
+const shells: { jobId: string; rank: number; sizes: ShellOptions[]; input: string[]; kill: () => void }[] =
+  [];
 
 /**
  * A "shell" that answers every input with `you said: <input>` and ends on `exit [code]` (its
  * output ends; like a pty's, the stream does not close), with that exit code.
  */
 function fakeShell(jobId: string, rank: number, size: ShellOptions) {
-  const record = { jobId, rank, sizes: [size], input: [] as string[] };
-  shells.push(record);
   let exited!: (code: number) => void;
   const exitCode = new Promise<number>((resolve) => {
     exited = resolve;
   });
+  const kill = () => {
+    stream.push(null);
+    exited(143);
+  };
+  const record = { jobId, rank, sizes: [size], input: [] as string[], kill };
+  shells.push(record);
   const stream = new Duplex({
     read() {},
     write(chunk: Buffer, _encoding, done) {
@@ -52,21 +58,6 @@ function fakeShell(jobId: string, rank: number, size: ShellOptions) {
 }
 
 let echo: Server;
-
-async function running(w: World, spec: unknown): Promise<string> {
-  const created = await call(w.port, {
-    host: `localhost:${w.port}`,
-    path: '/api/jobs',
-    method: 'POST',
-    headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ items: [spec] }),
-  });
-  const id = JSON.parse(created.body).responses[0].id as string;
-  for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return id;
-}
 
 async function open(w: World, id: string, sessionType: string, rank = 0) {
   const answer = await call(w.port, {
@@ -97,11 +88,6 @@ async function terminal(w: World): Promise<Conversation> {
   return { messages, closed, socket };
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(condition());
-}
-
 describe('the terminal', { timeout: 60_000 }, () => {
   let w: World;
   let id: string;
@@ -109,7 +95,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     w = await world({
       backend: () => ({ shell: async (jobId, rank, size) => fakeShell(jobId, rank, size) }),
     });
-    id = await running(w, desktop);
+    id = await runningJob(w, desktop);
   });
   after(() => w.close());
 
@@ -117,9 +103,9 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const { sessionIdentifier } = await open(w, id, 'SHELL');
     const t = await terminal(w);
     t.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 100, rows: 30 }));
-    await until(() => shells.length === 1);
+    await until(() => shells.length === 1, { describe: 'a shell is opened' });
     t.socket.send(JSON.stringify({ type: 'input', data: 'echo $((6*7))' }));
-    await until(() => t.messages.some((m) => m.type === 'data'));
+    await until(() => t.messages.some((m) => m.type === 'data'), { describe: 'the terminal sends data' });
     assert.ok(t.messages.some((m) => m.type === 'ack'));
     assert.deepEqual(
       t.messages.filter((m) => m.type === 'data'),
@@ -130,7 +116,8 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const closed = await t.closed;
     assert.equal(closed.code, 1000);
     assert.deepEqual(t.messages.at(-1), { type: 'closed', exitCode: 0 });
-    assert.deepEqual(shells[0], {
+    const { kill: _, ...seen } = shells[0]!;
+    assert.deepEqual(seen, {
       jobId: id,
       rank: 0,
       sizes: [
@@ -158,7 +145,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const { sessionIdentifier } = await open(w, id, 'SHELL');
     const first = await terminal(w);
     first.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
-    await until(() => shells.length === 3);
+    await until(() => shells.length === 3, { describe: 'three shells are opened' });
     const second = await terminal(w);
     second.socket.send(JSON.stringify({ type: 'initialize', sessionIdentifier, cols: 80, rows: 24 }));
     assert.equal((await second.closed).code, 4401);
@@ -190,9 +177,9 @@ describe('the terminal', { timeout: 60_000 }, () => {
     });
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     const before = shells.length;
-    await until(() => shells.length === before + 1);
+    await until(() => shells.length === before + 1, { describe: 'one more shell is opened' });
     child.stdin.write('hello');
-    await until(() => stdout.includes('you said: hello'));
+    await until(() => stdout.includes('you said: hello'), { describe: 'the shell answers' });
     child.stdin.write('exit');
     assert.equal(await exited, 0);
   });
@@ -204,9 +191,36 @@ describe('the terminal', { timeout: 60_000 }, () => {
     });
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     const before = shells.length;
-    await until(() => shells.length === before + 1);
+    await until(() => shells.length === before + 1, { describe: 'one more shell is opened' });
     child.stdin.write('exit 3');
     assert.equal(await exited, 3);
+  });
+
+  test('ucompute shell of a job cancelled under it says so and exits 130', async () => {
+    const doomed = await runningJob(w, desktop);
+    const child = spawn(process.execPath, [BIN, 'shell', doomed, '--url', `http://127.0.0.1:${w.port}`], {
+      env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await until(() => shells.some((shell) => shell.jobId === doomed), {
+      describe: 'a shell is opened in the job',
+    });
+    const cancelled = await call(w.port, {
+      host: `localhost:${w.port}`,
+      path: '/api/jobs/terminate',
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ items: [{ id: doomed }] }),
+    });
+    assert.equal(cancelled.status, 200, cancelled.body);
+    shells.find((shell) => shell.jobId === doomed)!.kill();
+    assert.equal(await exited, 130, stderr);
+    assert.match(stderr, new RegExp(`^${doomed}: SUCCESS, cancelled by alice$`, 'm'));
   });
 
   test('ucompute open --no-wait prints the one-time link of a desktop', async () => {
@@ -233,7 +247,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     assertExit(result, 0);
     const [link = '', said] = result.stdout.trim().split('\n');
     assert.equal(said, 'opened in your browser');
-    await until(() => existsSync(seen));
+    await until(() => existsSync(seen), { describe: 'the command ran' });
     const args = readFileSync(seen, 'utf8').trim();
     assert.ok(!args.includes(new URL(link).hash.slice(1)), 'the secret is not on the command line');
     const page = fileURLToPath(args);
@@ -269,7 +283,7 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
         },
       }),
     });
-    id = await running(w, desktop);
+    id = await runningJob(w, desktop);
   });
   after(async () => {
     await w.close();
@@ -305,7 +319,7 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
     assert.equal(await statusOf(relay(id, ['binary'])), 401);
     const shell = await open(w, id, 'SHELL');
     assert.equal(await statusOf(relay(id, ['binary', `session.${shell.sessionIdentifier}`])), 401);
-    const other = await running(w, desktop);
+    const other = await runningJob(w, desktop);
     const session = await open(w, id, 'VNC');
     const secret = new URL(session.url).hash.slice(1);
     assert.equal(await statusOf(relay(other, ['binary', `session.${secret}`])), 401);
@@ -318,7 +332,15 @@ describe('the VNC relay and the pages', { timeout: 60_000 }, () => {
       assert.equal(answer.status, 200, path);
       assert.match(String(answer.headers['content-security-policy']), /default-src 'self'/);
     }
-    for (const name of ['xterm.js', 'xterm.css', 'addon-fit.js', 'shell.js', 'vnc.js', 'novnc/core/rfb.js']) {
+    for (const name of [
+      'xterm.js',
+      'xterm.css',
+      'addon-fit.js',
+      'shell.js',
+      'vnc.js',
+      'vnc-start.js',
+      'novnc/core/rfb.js',
+    ]) {
       assert.equal((await call(w.port, { host, path: `/sessions/assets/${name}` })).status, 200, name);
     }
     for (const name of [

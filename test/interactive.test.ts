@@ -7,7 +7,8 @@ import WebSocket from 'ws';
 import { interactiveSessions } from '../src/interactive/sessions.ts';
 import { hashToken } from '../src/store/users.ts';
 import { env } from './support/fixtures.ts';
-import { call, type World, world } from './support/interactive.ts';
+import { call, runningJob, type World, world } from './support/interactive.ts';
+import { until } from './support/until.ts';
 
 /**
  * Interactive sessions and the web proxy end to end on a loopback port: who may open what, the
@@ -31,17 +32,6 @@ async function api(w: World, who: 'alice' | 'bob', path: string, body: unknown) 
     body: JSON.stringify(body),
   });
   return { status: answer.status, json: JSON.parse(answer.body) };
-}
-
-async function running(w: World, spec: unknown, who: 'alice' | 'bob' = 'alice'): Promise<string> {
-  const created = await api(w, who, '/api/jobs', { items: [spec] });
-  assert.equal(created.status, 200, JSON.stringify(created.json));
-  const id = created.json.responses[0].id as string;
-  for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
-  return id;
 }
 
 const openSession = (w: World, id: string, sessionType: string, rank = 0, who: 'alice' | 'bob' = 'alice') =>
@@ -82,8 +72,8 @@ describe('opening sessions', { timeout: 60_000 }, () => {
   let vnc: string;
   before(async () => {
     w = await world();
-    web = await running(w, fileServer);
-    vnc = await running(w, desktop);
+    web = await runningJob(w, fileServer);
+    vnc = await runningJob(w, desktop);
   });
   after(() => w.close());
 
@@ -147,7 +137,7 @@ describe('opening sessions', { timeout: 60_000 }, () => {
   });
 
   test('only a running job', async () => {
-    const id = await running(w, fileServer);
+    const id = await runningJob(w, fileServer);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
     const answer = await openSession(w, id, 'WEB');
     assert.equal(answer.status, 409);
@@ -161,8 +151,8 @@ describe('the web proxy', { timeout: 60_000 }, () => {
   let b: string;
   before(async () => {
     w = await world({ revocation: false });
-    a = await running(w, fileServer);
-    b = await running(w, fileServer);
+    a = await runningJob(w, fileServer);
+    b = await runningJob(w, fileServer);
   });
   after(() => w.close());
 
@@ -245,12 +235,13 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     await w.store.sessions.touch(hash, old, old + 1000 * 3_600_000);
     await call(w.port, { host: appHost(w, a), path: '/', headers: { cookie } });
     // Written with the other sessions' use every few seconds, not on each request.
-    let session = await w.store.sessions.get(hash);
-    for (let i = 0; i < 100 && session && session.lastUsedAt === old; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      session = await w.store.sessions.get(hash);
-    }
-    assert.ok(session && session.lastUsedAt > old);
+    const session = await until(
+      async () => {
+        const now = await w.store.sessions.get(hash);
+        return now && now.lastUsedAt > old && now;
+      },
+      { describe: 'the use is written', timeout: 30_000, every: 100 },
+    );
     assert.ok(session.expiresAt >= session.lastUsedAt + 10 * 3_600_000 - 1000);
   });
 
@@ -355,12 +346,11 @@ describe('the web proxy', { timeout: 60_000 }, () => {
   });
 
   test('an ended job’s session is denied', async () => {
-    const id = await running(w, fileServer);
+    const id = await runningJob(w, fileServer);
     const { cookie } = await signIn(w, id);
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 200);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
-    for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state === 'RUNNING'; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await until(async () => (await w.store.jobs.get(id))?.state !== 'RUNNING', { describe: 'the job ends' });
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 401);
   });
 
@@ -379,14 +369,14 @@ describe('revocation', { timeout: 60_000 }, () => {
   test('a job’s sessions are deleted when it ends', async () => {
     const w = await world();
     try {
-      const id = await running(w, fileServer);
+      const id = await runningJob(w, fileServer);
       const opened = await openSession(w, id, 'SHELL');
       const hash = hashToken(opened.json.responses[0].session.sessionIdentifier);
       assert.ok(await w.store.sessions.get(hash));
       await w.service.terminate({ username: 'alice', admin: false }, [id]);
-      for (let i = 0; i < 200 && (await w.store.sessions.get(hash)); i++)
-        await new Promise((r) => setTimeout(r, 10));
-      assert.equal(await w.store.sessions.get(hash), undefined);
+      await until(async () => (await w.store.sessions.get(hash)) === undefined, {
+        describe: 'the session is deleted',
+      });
     } finally {
       await w.close();
     }
@@ -400,7 +390,7 @@ describe('sessions in use', { timeout: 60_000 }, () => {
 
   /** A web session's secret on a running job, with sessions on a clock the test moves. */
   async function webSession(w: World, clock: { now: number }) {
-    const id = await running(w, fileServer);
+    const id = await runningJob(w, fileServer);
     const sessions = interactiveSessions({
       store: w.store,
       env: env(),
@@ -459,7 +449,7 @@ describe('sessions in use', { timeout: 60_000 }, () => {
       }),
     });
     try {
-      const id = await running(w, fileServer);
+      const id = await runningJob(w, fileServer);
       const { cookie } = await signIn(w, id);
       assert.equal(
         (await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status,
@@ -468,11 +458,12 @@ describe('sessions in use', { timeout: 60_000 }, () => {
       assert.equal(sockets.length, 1);
       assert.equal(sockets[0]?.destroyed, false);
       await w.service.terminate(alice, [id]);
-      // Kept alive, the app's connection would stay open for its keep-alive time (about 4 s).
-      for (let i = 0; i < 150 && sockets.some((s) => !s.destroyed); i++) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      assert.ok(sockets.every((s) => s.destroyed));
+      // Kept alive, the app's connection would stay open for undici's keep-alive time (4 s): the
+      // wait must end before that, or the test could not fail.
+      await until(() => sockets.every((s) => s.destroyed), {
+        describe: "the app's connections are closed before their keep-alive time",
+        timeout: 3_000,
+      });
     } finally {
       await w.close();
     }

@@ -7,6 +7,7 @@ import type { Job } from '../src/model/job.ts';
 import { EVENTS_BUFFERED_BYTES, streamJobEvents } from '../src/server/job-events.ts';
 import { type TestServer, testServer } from './support/server.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 /**
  * /api/jobs/events (issue 13): one stream of server-sent events with the changes of every job the
@@ -93,11 +94,6 @@ function openEvents(w: World, headers: Record<string, string>): Promise<Stream> 
   });
 }
 
-async function until(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 300 && !(await condition()); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(await condition(), `timed out waiting for ${what}`);
-}
-
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 async function create(w: World, token: string, project?: string): Promise<string> {
@@ -134,19 +130,19 @@ describe('the job event stream', () => {
     const alice = await openEvents(w, bearer(w.tokens.alice));
     const carol = await openEvents(w, bearer(w.tokens.carol));
     assert.equal(alice.status, 200);
-    await until('ready', () => alice.received.some((r) => r.event === 'ready'));
-    await until('ready', () => carol.received.some((r) => r.event === 'ready'));
+    await until(() => alice.received.some((r) => r.event === 'ready'), { describe: 'ready' });
+    await until(() => carol.received.some((r) => r.event === 'ready'), { describe: 'ready' });
 
     const own = await create(w, w.tokens.alice);
     const bobs = await create(w, w.tokens.bob);
     const bobsInClimate = await create(w, w.tokens.bob, 'climate');
-    await until('alice sees her job running', () => statesOf(alice, own).includes('RUNNING'));
+    await until(() => statesOf(alice, own).includes('RUNNING'), { describe: 'alice sees her job running' });
     assert.deepEqual(statesOf(alice, own).slice(0, 1), ['IN_QUEUE']);
-    await until('carol sees the project job running', () =>
-      statesOf(carol, bobsInClimate).includes('RUNNING'),
-    );
+    await until(() => statesOf(carol, bobsInClimate).includes('RUNNING'), {
+      describe: 'carol sees the project job running',
+    });
     await w.service.terminate({ username: 'alice', admin: false }, [own]);
-    await until('alice sees her job end', () => statesOf(alice, own).includes('SUCCESS'));
+    await until(() => statesOf(alice, own).includes('SUCCESS'), { describe: 'alice sees her job end' });
 
     assert.deepEqual(statesOf(alice, bobs), []);
     assert.deepEqual(statesOf(alice, bobsInClimate), []);
@@ -164,30 +160,32 @@ describe('the job event stream', () => {
     const alice = await openEvents(w, bearer(w.tokens.alice));
     const id = await create(w, w.tokens.alice);
     await w.service.rename({ username: 'alice', admin: false }, [{ id, newTitle: 'renamed' }]);
-    await until('the new name', () =>
-      jobsIn(alice).some((j) => j.id === id && j.specification.name === 'renamed'),
-    );
+    await until(() => jobsIn(alice).some((j) => j.id === id && j.specification.name === 'renamed'), {
+      describe: 'the new name',
+    });
     alice.close();
   });
 
   test('a client that reconnects with Last-Event-ID gets what it missed, or resync', async () => {
     const alice = await openEvents(w, bearer(w.tokens.alice));
-    await until('ready', () => alice.received.some((r) => r.event === 'ready'));
+    await until(() => alice.received.some((r) => r.event === 'ready'), { describe: 'ready' });
     const first = await create(w, w.tokens.alice);
-    await until('the first job', () => statesOf(alice, first).includes('RUNNING'));
+    await until(() => statesOf(alice, first).includes('RUNNING'), { describe: 'the first job' });
     const lastSeen = alice.received.at(-1)?.id ?? '';
     // Another watcher keeps the server remembering while alice is away: he comes before she goes.
     const bob = await openEvents(w, bearer(w.tokens.bob));
-    await until('ready', () => bob.received.some((r) => r.event === 'ready'));
+    await until(() => bob.received.some((r) => r.event === 'ready'), { describe: 'ready' });
     alice.close();
     await alice.ended;
     const missed = await create(w, w.tokens.alice);
     const bobs = await create(w, w.tokens.bob);
-    await until('bob sees his job', () => statesOf(bob, bobs).includes('RUNNING'));
-    await until('the missed job runs', async () => (await w.store.jobs.get(missed))?.state === 'RUNNING');
+    await until(() => statesOf(bob, bobs).includes('RUNNING'), { describe: 'bob sees his job' });
+    await until(async () => (await w.store.jobs.get(missed))?.state === 'RUNNING', {
+      describe: 'the missed job runs',
+    });
 
     const back = await openEvents(w, { ...bearer(w.tokens.alice), 'last-event-id': lastSeen });
-    await until('ready', () => back.received.some((r) => r.event === 'ready'));
+    await until(() => back.received.some((r) => r.event === 'ready'), { describe: 'ready' });
     assert.equal(statesOf(back, missed)[0], 'IN_QUEUE');
     assert.equal(statesOf(back, missed).at(-1), 'RUNNING');
     assert.deepEqual(statesOf(back, bobs), []);
@@ -195,7 +193,7 @@ describe('the job event stream', () => {
     back.close();
 
     const unknown = await openEvents(w, { ...bearer(w.tokens.alice), 'last-event-id': 'elsewhere-12' });
-    await until('resync', () => unknown.received.some((r) => r.event === 'resync'));
+    await until(() => unknown.received.some((r) => r.event === 'resync'), { describe: 'resync' });
     assert.equal(
       unknown.received.some((r) => r.event === 'ready'),
       false,
@@ -217,7 +215,7 @@ describe('the job event stream', () => {
     const s = await openEvents(w, { cookie });
     assert.equal(s.status, 200);
     const id = await create(w, w.tokens.alice);
-    await until('the job by cookie', () => statesOf(s, id).includes('RUNNING'));
+    await until(() => statesOf(s, id).includes('RUNNING'), { describe: 'the job by cookie' });
 
     const out = await w.app.inject({
       method: 'DELETE',
@@ -229,7 +227,7 @@ describe('the job event stream', () => {
     void s.ended.then(() => {
       ended = true;
     });
-    await until('the stream to end', () => ended);
+    await until(() => ended, { describe: 'the stream to end' });
     s.close();
   });
 });

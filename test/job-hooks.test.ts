@@ -6,8 +6,8 @@ import { PLUGINS } from '../src/plugins/index.ts';
 import type { JobPlugin } from '../src/plugins/plugin.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 /** The five plugin hooks run in one place under one error rule (JobManagement's pluginHooks). */
 
@@ -50,7 +50,7 @@ test('a plugin whose onCreate fails (storage full) fails the job with its reason
   };
   const h = await harness({ storage: full });
   const [id] = await h.service.create(alice, [mpi]);
-  await until('the job fails', async () => (await h.job(id!)).status.state === 'FAILURE');
+  await until(async () => (await h.job(id!)).status.state === 'FAILURE', { describe: 'the job fails' });
   const status = (await h.job(id!)).updates.at(-1)!.status ?? '';
   assert.match(status, /^The job could not be created: \w+: ENOSPC: no space left on device/);
   assert.deepEqual(h.submitted, []);
@@ -70,11 +70,14 @@ test('onJobStart is guarded like the other hooks: a failing plugin does not stop
   ];
   const h = await harness({ plugins });
   const ids = await h.service.create(alice, [mpi, mpi]);
-  await until('both jobs run', async () => {
-    const states = await Promise.all(ids.map(async (id) => (await h.job(id)).status.state));
-    return states.every((state) => state === 'RUNNING');
-  });
-  await until('the later plugin saw both starts', () => started.length === 2);
+  await until(
+    async () => {
+      const states = await Promise.all(ids.map(async (id) => (await h.job(id)).status.state));
+      return states.every((state) => state === 'RUNNING');
+    },
+    { describe: 'both jobs run' },
+  );
+  await until(() => started.length === 2, { describe: 'the later plugin saw both starts' });
   assert.deepEqual(started.sort(), [...ids].sort());
 });
 
@@ -84,6 +87,6 @@ test('onCreate runs the service’s own plugin list', async () => {
     plugins: [...PLUGINS, { name: 'Recorder', onCreate: (_ctx, job) => void created.push(job.id) }],
   });
   const [id] = await h.service.create(alice, [mpi]);
-  await until('the job runs', async () => (await h.job(id!)).status.state === 'RUNNING');
+  await until(async () => (await h.job(id!)).status.state === 'RUNNING', { describe: 'the job runs' });
   assert.deepEqual(created, [id]);
 });

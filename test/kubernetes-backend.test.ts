@@ -297,6 +297,22 @@ test('after a restart: jobs still there are known, a job that ended meanwhile re
   );
 });
 
+test('reconciliation keeps the objects of a job submitted here that its watch has not shown yet, however old', async (t) => {
+  const cluster = await fakeCluster(t);
+  // The jobs' watch never delivers (as a watch lagging by minutes on a loaded API server).
+  cluster.api.fail({ verb: 'watch', resource: 'jobs', status: 0, times: 1 });
+  const { backend } = backendOn(t, cluster);
+  await backend.submit('unseen', await build(ONE, { id: 'unseen', config: cluster.config() }));
+  const policy = cluster.api.get('networkpolicies', 'ucompute-u-alice', 'policy-unseen');
+  const old = new Date(Date.now() - 3_600_000).toISOString();
+  cluster.api.apply('networkpolicies', {
+    ...policy,
+    metadata: { ...policy.metadata, creationTimestamp: old },
+  });
+  assert.equal(await backend.reconcile(), 0);
+  assert.ok(cluster.api.get('networkpolicies', 'ucompute-u-alice', 'policy-unseen'));
+});
+
 test('API errors (403, 500) refuse the submission with a clear message and leave nothing behind; 409 means it exists', async (t) => {
   const cluster = await fakeCluster(t);
   const { backend } = backendOn(t, cluster);

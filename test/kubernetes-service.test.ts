@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
+import { type Clock, systemClock } from '../src/model/clock.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import type { Store } from '../src/store/store.ts';
 import { CHILD_ENV } from './support/cli.ts';
 import { eventually, type FakeCluster, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
+import { manualClock } from './support/manual-clock.ts';
 import { serving, spawnServe } from './support/serve.ts';
 import { openTestStore } from './support/store.ts';
 
@@ -26,7 +28,8 @@ async function serviceOn(
   t: import('node:test').TestContext,
   cluster: FakeCluster,
   store?: Store,
-  now = Date.now,
+  clock: Clock = systemClock,
+  requireCredits = false,
 ) {
   store ??= await openTestStore();
   const config = resolvePipelineConfig(cluster.config());
@@ -35,8 +38,8 @@ async function serviceOn(
     store,
     env: { catalog, products, config },
     backend,
-    now,
-    requireCredits: false,
+    clock,
+    requireCredits,
   });
   t.after(async () => {
     await service.stop();
@@ -64,8 +67,8 @@ test('through the job service: a job is submitted, runs on the cluster and succe
 
 test('through the job service: cancel and expiry delete the job on the cluster', async (t) => {
   const cluster = await fakeCluster(t);
-  let clock = Date.now();
-  const { service, state } = await serviceOn(t, cluster, undefined, () => clock);
+  const clock = manualClock(Date.now());
+  const { service, state } = await serviceOn(t, cluster, undefined, clock);
   await service.start();
   const [a, b] = await service.create(alice, [
     job(),
@@ -80,11 +83,57 @@ test('through the job service: cancel and expiry delete the job on the cluster',
   await service.terminate(alice, [a!]);
   assert.equal(await state(a!), 'SUCCESS');
   assert.equal(cluster.volcano.job(a!), undefined);
-  clock += 2 * 60_000;
+  await clock.advance(2 * 60_000);
   await service.monitor();
   assert.equal(await state(b!), 'EXPIRED');
   assert.equal(cluster.volcano.job(b!), undefined);
   assert.equal(cluster.api.list('networkpolicies').length, 0);
+});
+
+test('through the job service: cancel, expiry and credits on the cluster end jobs with their outcomes', async (t) => {
+  const cluster = await fakeCluster(t);
+  const store = await openTestStore();
+  const clock = manualClock(Date.now());
+  const { service } = await serviceOn(t, cluster, store, clock, true);
+  const bob = { username: 'bob', admin: false };
+  const status = async (id: string) =>
+    (await service.retrieve({ username: 'admin', admin: true }, id)).status;
+  const state = async (id: string) => (await status(id)).state;
+  const outcome = async (id: string) => (await status(id)).outcome?.text;
+  await store.accounting.grant(
+    'user:alice',
+    'u1-standard',
+    1_000_000,
+    clock.now() - 60_000,
+    clock.now() + 86_400_000,
+  );
+  // Four credits: two minutes of u1-standard-2 (on one replica).
+  await store.accounting.grant('user:bob', 'u1-standard', 4, clock.now() - 60_000, clock.now() + 86_400_000);
+  await service.start();
+  const [cancelled, expiring, queued] = await service.create(alice, [
+    job(),
+    job({ timeAllocation: { hours: 0, minutes: 1, seconds: 0 } }),
+    job(),
+  ]);
+  const [broke] = await service.create(bob, [job({ replicas: 1 })]);
+  for (const id of [cancelled!, expiring!, broke!]) {
+    await eventually(() => cluster.volcano.job(id) !== undefined);
+    cluster.volcano.admit(id);
+    cluster.volcano.run(id);
+    await eventually(async () => (await state(id)) === 'RUNNING');
+  }
+  await eventually(() => cluster.volcano.job(queued!) !== undefined);
+  await service.terminate(alice, [cancelled!, queued!]);
+  await clock.advance(3 * 60_000);
+  await service.monitor();
+  assert.equal(await state(cancelled!), 'SUCCESS');
+  assert.equal(await outcome(cancelled!), 'cancelled by alice');
+  assert.equal(await outcome(queued!), 'never started (cancelled by alice)');
+  assert.equal(await state(expiring!), 'EXPIRED');
+  assert.equal(await outcome(expiring!), 'expired: its time allocation ran out');
+  await eventually(async () => (await outcome(broke!)) !== undefined);
+  assert.equal(await outcome(broke!), 'stopped: out of credits');
+  for (const id of [cancelled!, expiring!, queued!, broke!]) assert.equal(cluster.volcano.job(id), undefined);
 });
 
 test('through the job service: a job the cluster lost while ucompute was down fails on restart', async (t) => {

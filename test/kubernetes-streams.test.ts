@@ -219,7 +219,7 @@ test('connect: port-forward streams serve a keep-alive pool: reused, dropped whe
   assert.equal(await get('/c'), '/c on connection 2');
   assert.equal(forwards(), 2);
   // Idle past the pool's timeout: the stream is released, and the app sees its connection end.
-  await eventually(() => Object.keys(pool.freeSockets).length === 0 && open === 0, 5000);
+  await eventually(() => Object.keys(pool.freeSockets).length === 0 && open === 0);
   assert.equal(await get('/d'), '/d on connection 3');
   assert.equal(forwards(), 3);
 });

@@ -149,12 +149,18 @@ test('the checks find what they look for', () => {
 });
 
 /**
- * The local controller's decisions are pure (controller/decisions.ts, job-status.ts): no Node
+ * The local controller's decisions are pure (controller/decisions.ts, job-status.ts, end-messages.ts,
+ * failure-reasons.ts): no Node
  * module (no file, process or timer), and of the backend's own files only the pure scheduler and
  * each other, besides type-only imports of the job's shape.
  */
 test("the local controller's decisions import nothing with effects", () => {
-  const PURE = ['backends/local/controller/decisions.ts', 'backends/local/controller/job-status.ts'];
+  const PURE = [
+    'backends/local/controller/decisions.ts',
+    'backends/local/controller/job-status.ts',
+    'backends/local/controller/end-messages.ts',
+    'backends/local/controller/failure-reasons.ts',
+  ];
   const ALLOWED = new Set([...PURE, 'backends/local/scheduler.ts']);
   const wrong: string[] = [];
   for (const file of PURE) {

@@ -8,6 +8,7 @@ import { FINAL_STATES } from '../src/model/job-states.ts';
 import type { JobRecord } from '../src/store/jobs.ts';
 import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import { env } from './support/fixtures.ts';
+import { manualClock } from './support/manual-clock.ts';
 
 const STATES: JobState[] = JobState.anyOf.map((s) => s.const);
 const T0 = Date.UTC(2025, 0, 1);
@@ -55,6 +56,7 @@ function record(state: JobState, overrides: Partial<JobRecord> = {}): JobRecord 
     timeRunBeforeMs: 0,
     build: null,
     updateCount: 1,
+    outcome: null,
     ...overrides,
   };
 }
@@ -221,7 +223,7 @@ describe('updates through the store', () => {
       env: env(),
       backend: dryBackend({ runForMs: null }),
       requireCredits: false,
-      now: () => T0,
+      clock: manualClock(T0),
     });
     // Inserted directly and never submitted: only the updates below move it.
     await store.jobs.insert({

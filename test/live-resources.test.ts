@@ -9,6 +9,7 @@ import { MAX_SAMPLES } from '../src/store/resource-series.ts';
 import type { Store } from '../src/store/store.ts';
 import { CHILD_ENV, runCli } from './support/cli.ts';
 import { call, world } from './support/interactive.ts';
+import { jobInState } from './support/server.ts';
 import { openTestStore } from './support/store.ts';
 
 /**
@@ -204,8 +205,7 @@ test('the series through the API (with the machine type as limits; others\u2019 
       }),
     });
     const id = JSON.parse(created.body).responses[0].id as string;
-    for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await jobInState(w, id, 'RUNNING');
     await w.store.resourceSeries.append(
       T0,
       new Map([[id, [{ rank: 0, cpuCores: 1.25, memoryBytes: 2 ** 20 }]]]),

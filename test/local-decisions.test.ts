@@ -336,6 +336,41 @@ test("what a job says: its queue position, running, restarts, and each rank's ou
       { state: 'FAILURE', status: 'The job was aborted: a replica was lost', exitCodes: { 0: 0 } },
     ],
     [
+      'a rank killed by a signal',
+      ended('Failed', [exited(0), exited(139, { signal: 'SIGSEGV' })]),
+      {
+        state: 'SUCCESS',
+        status: 'The job ended (Failed): rank 1 was killed by SIGSEGV',
+        exitCodes: { 0: 0, 1: 139 },
+      },
+    ],
+    [
+      'aborted by a policy',
+      ended('Aborted', [exited(0), exited(3)], { cause: 'rank 1 exited with code 3; its policy: AbortJob' }),
+      {
+        state: 'FAILURE',
+        status: 'The job was aborted: rank 1 exited with code 3; its policy: AbortJob',
+        exitCodes: { 0: 0, 1: 3 },
+      },
+    ],
+    [
+      'minSuccess reached while a rank still ran',
+      (() => {
+        const run = runOf(vcjob('m', [task('Never', {}, 3)], { minSuccess: 2 }), 'Completed', [
+          ['Succeeded'],
+          ['Succeeded'],
+        ]);
+        for (const p of run.pods.values()) p.exit = exited(0);
+        return jobStatus(run);
+      })(),
+      {
+        state: 'SUCCESS',
+        status:
+          'The job completed (minSuccess 2 reached): 2 of 3 ranks exited with code 0; rank 2 was stopped before it ended by itself',
+        exitCodes: { 0: 0, 1: 0 },
+      },
+    ],
+    [
       'ended before any replica',
       jobStatus(runOf(job, 'Terminated', [])),
       { state: 'SUCCESS', status: 'The job ended (Terminated) before any replica started' },

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   container,
-  eventually,
   missingPrerequisite,
   outputDir,
   probeArgv,
@@ -10,20 +9,24 @@ import {
   type TestPod,
   testRuntime,
 } from './support/local-runtime.ts';
+import { until } from './support/until.ts';
 
 const skip = await missingPrerequisite();
 
 /** What the pod's server answers, once it listens. */
 async function reply(pod: TestPod, port: number): Promise<string> {
   let text = '';
-  await eventually(`pod ${pod.name} answers on ${port}`, async () => {
-    try {
-      text = await new Response((await pod.connect(port)) as unknown as ReadableStream).text();
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  await until(
+    async () => {
+      try {
+        text = await new Response((await pod.connect(port)) as unknown as ReadableStream).text();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { describe: `pod ${pod.name} answers on ${port}` },
+  );
   return text;
 }
 

@@ -11,13 +11,13 @@ import {
   allocateArgv,
   container,
   errors,
-  eventually,
   missingPrerequisite,
   output,
   outputDir,
   serverArgv,
   testRuntime,
 } from './support/local-runtime.ts';
+import { until } from './support/until.ts';
 
 const skip = await missingPrerequisite();
 
@@ -193,15 +193,14 @@ describe('local runtime', { skip: skip ?? false }, () => {
       ]),
     );
     let busy = idle;
-    await eventually(
-      'half a CPU second and 32 MiB used',
+    await until(
       async () => {
         busy = await p.usage();
         return (
           (busy.cpuSeconds ?? 0) - (idle.cpuSeconds ?? 0) > 0.5 && (busy.memoryBytes ?? 0) > 32 * 2 ** 20
         );
       },
-      60_000,
+      { describe: 'half a CPU second and 32 MiB used', timeout: 60_000, every: 100 },
     );
     assert.ok(
       (busy.memoryBytes ?? 0) < 512 * 2 ** 20,
@@ -219,16 +218,19 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const main = await p.start(
       container(out, 'main', ['sh', '-c', "sleep 1000 & trap '' TERM; sleep 1000; wait"]),
     );
-    await eventually('the processes run, the trap set', async () => {
-      const procs = await readFile(join(record.cgroups[0]!, 'cgroup.procs'), 'utf8');
-      const commands = await Promise.all(
-        procs
-          .trim()
-          .split('\n')
-          .map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
-      );
-      return commands.filter((c) => c === 'sleep\u00001000\u0000').length === 2;
-    });
+    await until(
+      async () => {
+        const procs = await readFile(join(record.cgroups[0]!, 'cgroup.procs'), 'utf8');
+        const commands = await Promise.all(
+          procs
+            .trim()
+            .split('\n')
+            .map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
+        );
+        return commands.filter((c) => c === 'sleep\u00001000\u0000').length === 2;
+      },
+      { describe: 'the processes run, the trap set' },
+    );
     const started = Date.now();
     await Promise.all([p.destroy(300), p.destroy(300)]);
     assert.ok(Date.now() - started >= 250, 'destroy waited for the grace period');
@@ -239,7 +241,9 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
     assert.ok(!netns.includes(record.network.netns!), 'the network namespace is removed');
     // The kernel removes the veth with its namespace, in the background.
-    await eventually('the veth is removed', () => !existsSync(`/sys/class/net/${record.network.veth}`));
+    await until(() => !existsSync(`/sys/class/net/${record.network.veth}`), {
+      describe: 'the veth is removed',
+    });
     const set = execFileSync('nft', ['list', 'set', 'bridge', bridge, 'pairs'], {
       encoding: 'utf8',
     });
@@ -289,10 +293,10 @@ describe('local runtime', { skip: skip ?? false }, () => {
       seen += chunk.toString();
     });
     shell.write('echo "[$(stty size)|$(id -u)|$(hostname)|$(pwd)]"\n');
-    await eventually('the shell answers', () => seen.includes('[24 80|1000|shell-host|/tmp]'));
+    await until(() => seen.includes('[24 80|1000|shell-host|/tmp]'), { describe: 'the shell answers' });
     shell.resize({ cols: 100, rows: 30 });
     shell.write('echo "<$(stty size)>"\n');
-    await eventually('the size changes', () => seen.includes('<30 100>'));
+    await until(() => seen.includes('<30 100>'), { describe: 'the size changes' });
     const ended = new Promise((resolve) => shell.once('end', resolve));
     shell.write('exit 3\n');
     shell.resume();
@@ -306,15 +310,18 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const p = await pod('listening');
     await p.start(container(out, 'server', serverArgv(9090, 'hello from the pod')));
     let reply = '';
-    await eventually('the server answers', async () => {
-      try {
-        const socket = await p.connect(9090);
-        reply = await new Response(socket as unknown as ReadableStream).text();
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    await until(
+      async () => {
+        try {
+          const socket = await p.connect(9090);
+          reply = await new Response(socket as unknown as ReadableStream).text();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { describe: 'the server answers' },
+    );
     assert.equal(reply, 'hello from the pod');
   });
 });

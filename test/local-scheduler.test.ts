@@ -140,3 +140,16 @@ test('a draining backlog changes the statuses of the head of the queue only, not
   assert.ok(changes < (n * n) / 4, `${changes} status changes`);
   assert.match(said.get('j99')!, /^In the queue, position 1: waiting for 1 CPU/);
 });
+
+test('a gang larger than the machine stays Pending with Volcano’s reason, and blocks no one behind it', () => {
+  const huge = waiting('huge', 'alice', cpus(9, 40), 0);
+  const small = waiting('small', 'alice', cpus(1), 1);
+  const plan = schedule(machine, [{ id: 'r', queue: 'bob', holds: cpus(6), endsAt: null }], [huge, small], 0);
+  assert.deepEqual(plan.start, ['small'], 'no reservation is held for a gang that can never fit');
+  const why = plan.waiting.get('huge')!;
+  assert.equal(why.unschedulable, true);
+  assert.equal(
+    queueStatus(why),
+    'Pending, unschedulable: the gang needs 9 CPUs and 40 GiB of memory; this machine offers 8 CPUs and 32 GiB of memory (0/1 nodes are unavailable: 1 Insufficient cpu, 1 Insufficient memory)',
+  );
+});

@@ -3,14 +3,21 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import type { Clock } from '../src/model/clock.ts';
 import { openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { manualClock } from './support/manual-clock.ts';
+import { until } from './support/until.ts';
 
 /** ucompute jobs (catalogue apps through every plugin) on the local backend, with real processes. */
 
 const tools = await needs('bwrap', 'nft', 'ip');
 
-async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { cpu: 8, memoryInGigs: 32 }) {
+async function setup(
+  t: { after(fn: () => Promise<void>): void },
+  capacity = { cpu: 8, memoryInGigs: 32 },
+  clock?: Clock,
+) {
   const {
     home: dir,
     storageRoot,
@@ -18,19 +25,20 @@ async function setup(t: { after(fn: () => Promise<void>): void }, capacity = { c
     service,
   } = await openTestService(t, {
     config: { capacity },
+    ...(clock ? { clock } : {}),
   });
   for (const user of ['alice', 'bob']) {
     await store.users.createUser(user, false);
     await store.accounting.grant(`user:${user}`, 'u1-standard', 1_000_000, 0, Number.MAX_SAFE_INTEGER);
   }
-  const settled = async (id: string, ms = 20_000) => {
-    for (let i = 0; i < ms / 20; i++) {
-      const job = (await store.jobs.get(id))!;
-      if (job.state === 'SUCCESS' || job.state === 'FAILURE' || job.state === 'EXPIRED') return job;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.fail(`job ${id} did not end: ${JSON.stringify(await store.jobs.updatesOf(id))}`);
-  };
+  const settled = (id: string, timeout = 20_000) =>
+    until(
+      async () => {
+        const job = (await store.jobs.get(id))!;
+        return (job.state === 'SUCCESS' || job.state === 'FAILURE' || job.state === 'EXPIRED') && job;
+      },
+      { describe: `job ${id} ends`, timeout },
+    );
   return { dir, storageRoot, store, service, settled };
 }
 
@@ -56,11 +64,8 @@ test(
     const job = await settled(id!);
     assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id!)));
     assert.deepEqual(job.exitCodes, { 0: 0 });
+    // The output is saved in the job folder before the job's end is told.
     const folder = join(storageRoot, 'home/alice/Jobs/Word count', id!);
-    for (let i = 0; i < 100; i++) {
-      if (await readFile(join(folder, 'stdout-0.log'), 'utf8').catch(() => '')) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
     assert.equal(
       (await readFile(join(folder, 'stdout-0.log'), 'utf8')).replace(/ +/g, ' ').trim(),
       '3 b\n 2 a'.replace(/ +/g, ' '),
@@ -85,13 +90,7 @@ test(
     assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id!)));
     assert.deepEqual(job.exitCodes, { 0: 0 }, JSON.stringify(await store.jobs.updatesOf(id!)));
     const stdout = join(storageRoot, 'home/alice/Jobs/MPI hello', id!, 'stdout-0.log');
-    let lines: string[] = [];
-    for (let i = 0; i < 100 && lines.length < 3; i++) {
-      lines = (await readFile(stdout, 'utf8').catch(() => ''))
-        .split('\n')
-        .filter((l) => l.startsWith('hello'));
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const lines = (await readFile(stdout, 'utf8')).split('\n').filter((l) => l.startsWith('hello'));
     assert.deepEqual(lines.map((l) => l.replace(/ on .*/, '')).sort(), [
       'hello from rank 0 of 3',
       'hello from rank 1 of 3',
@@ -101,7 +100,8 @@ test(
 );
 
 test('expiry stops a running job and leaves nothing of it behind', tools, async (t) => {
-  const { store, service, settled } = await setup(t);
+  const clock = manualClock();
+  const { store, service, settled } = await setup(t, undefined, clock);
   const [id] = await service.create({ username: 'alice', admin: false }, [
     {
       application: { name: 'terminal', version: '1.0' },
@@ -110,6 +110,15 @@ test('expiry stops a running job and leaves nothing of it behind', tools, async 
       timeAllocation: { hours: 0, minutes: 0, seconds: 1 },
     },
   ]);
+  await until(async () => (await store.jobs.get(id!))!.state === 'RUNNING', {
+    describe: 'the job runs',
+    timeout: 30_000,
+  });
+  // Its time started when it ran (the clock has not moved since): checked every 50 ms, it is up after 1 s.
+  assert.equal((await store.jobs.get(id!))!.startedAt, clock.now());
+  await clock.advance(999);
+  assert.equal((await store.jobs.get(id!))!.state, 'RUNNING', 'not before its time is up');
+  await clock.advance(100);
   const job = await settled(id!);
   assert.equal(job.state, 'EXPIRED', JSON.stringify(await store.jobs.updatesOf(id!)));
   const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
@@ -128,9 +137,10 @@ test(
   'two owners share a busy machine fairly: a newcomer starts before the first owner’s backlog',
   tools,
   async (t) => {
-    const { store, service, settled } = await setup(t, { cpu: 1, memoryInGigs: 32 });
-    // Each job holds the one CPU for its time limit: long enough for alice's backlog to reach the
-    // backend's queue while her first job runs, on a slow machine too.
+    // Time stands still until bob has arrived: alice's first job holds the one CPU meanwhile.
+    const clock = manualClock();
+    const { store, service } = await setup(t, { cpu: 1, memoryInGigs: 32 }, clock);
+    // Each job holds the one CPU for its time limit.
     const terminal = {
       application: { name: 'terminal', version: '1.0' },
       product: { id: 'u1-standard-1', category: 'u1-standard' },
@@ -152,12 +162,23 @@ test(
       }
       return running > 0 && waited === 2;
     };
-    for (let i = 0; i < 250 && !(await backlogQueued()); i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(backlogQueued, { describe: "alice's backlog waits in the queue", timeout: 30_000 });
     const [bob] = await service.create({ username: 'bob', admin: false }, [terminal]);
+    await until(() => waitedInQueue(bob!), { describe: 'bob waits in the queue' });
+    // Then the clock moves, half a second at a time, until every job has run out of time.
     const jobs = [...alice, bob!];
-    for (const id of jobs) assert.equal((await settled(id)).state, 'EXPIRED');
+    const expired = async () => {
+      for (const id of jobs) if ((await store.jobs.get(id))!.state !== 'EXPIRED') return false;
+      return true;
+    };
+    await until(
+      async () => {
+        if (await expired()) return true;
+        await clock.advance(500);
+        return false;
+      },
+      { describe: 'every job runs out of time, one after the other', timeout: 60_000 },
+    );
     const started: { id: string; at: number }[] = [];
     for (const id of jobs) started.push({ id, at: (await store.jobs.get(id))!.startedAt! });
     const inOrder = started.sort((a, b) => a.at - b.at).map((s) => s.id);

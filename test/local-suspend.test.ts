@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { openTestBackend } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { until } from './support/until.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** Suspend on the local backend with its real runtime: the pods go, the job does not end. */
@@ -14,13 +15,10 @@ test(
   tools,
   async (t) => {
     const { backend, events } = await openTestBackend(t);
-    const runningSince = async (from: number) => {
-      for (let i = 0; i < 500; i++) {
-        if (events.slice(from).some((e) => e.jobId === 'napper' && e.state === 'RUNNING')) return;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      assert.fail(`napper never ran: ${JSON.stringify(events)}`);
-    };
+    const runningSince = (from: number) =>
+      until(() => events.slice(from).some((e) => e.jobId === 'napper' && e.state === 'RUNNING'), {
+        describe: 'napper runs',
+      });
     const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 577');
     const job = vcjob('napper', [shellTask('t', 2, 'sleep 577')]);
 
@@ -31,17 +29,23 @@ test(
     await backend.suspend('napper');
     assert.equal(sleeping(), false, 'its processes are gone: its resources are free');
     assert.equal((await backend.knownJobs()).has('napper'), false, 'the backend forgot the run');
-    await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(
       events.slice(before).filter((e) => e.jobId === 'napper'),
       [],
-      'a suspended job has not ended',
+      'nothing of its stop is told',
     );
 
     const resumed = events.length;
     await backend.submitVolcanoJob('napper', job);
     await runningSince(resumed);
     assert.ok(sleeping(), 'the same job runs again');
+    assert.deepEqual(
+      events
+        .slice(before)
+        .filter((e) => e.jobId === 'napper' && (e.state === 'SUCCESS' || e.state === 'FAILURE')),
+      [],
+      'a suspended job has not ended, not while it was suspended nor since',
+    );
     // Suspending a job the backend does not have is fine.
     await backend.suspend('never');
     const { cpu, memory } = backend.machines().total;

@@ -4,8 +4,8 @@ import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 const server = {
   application: { name: 'file-server', version: '1.0' },
@@ -30,7 +30,7 @@ test('a peer must be an active job the caller may act on', async () => {
   try {
     const [alices] = await service.create(alice, [server]);
     const [bobs] = await service.create(bob, [server]);
-    await until('both running', async () => (await store.jobs.running()).length === 2);
+    await until(async () => (await store.jobs.running()).length === 2, { describe: 'both running' });
 
     const peerIssues = async (caller: typeof alice, jobId: string) => {
       try {

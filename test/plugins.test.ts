@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { buildCatalog } from '../src/catalog/catalog.ts';
 import { buildJob } from '../src/jobs/job-management.ts';
-import type { PipelineConfig } from '../src/model/config.ts';
+import { type PipelineConfig, resolvePipelineConfig } from '../src/model/config.ts';
 import { fileMountPlugin } from '../src/plugins/file-mount.ts';
 import { fileOutputPlugin } from '../src/plugins/file-output.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
@@ -671,6 +671,37 @@ describe('Miscellaneous', () => {
   test('mpi-hello runs as root (runAsRoot), still without privilege escalation', async () => {
     const b = await build(app('mpi-hello'));
     assert.deepEqual(container(b).securityContext, { runAsUser: 0, allowPrivilegeEscalation: false });
+  });
+
+  test('root apps: refused where root is root on the node, allowed with user namespaces (hostUsers: false)', async () => {
+    // A configuration file with nothing to say on root apps, for a Kubernetes cluster.
+    assert.throws(
+      () => prepare(app('mpi-hello'), { config: { security: {} } }),
+      /runs as root \(runAsRoot\).*kubernetes\.userNamespaces.*security\.allowRootApps/,
+    );
+    const b = await build(app('mpi-hello'), {
+      config: { security: {}, kubernetes: { userNamespaces: true } },
+    });
+    assert.equal(b.volcanoJob.spec.tasks[0]!.template.spec.hostUsers, false);
+    assert.deepEqual(container(b).securityContext, { runAsUser: 0, allowPrivilegeEscalation: false });
+    for (const object of [b.volcanoJob, ...b.companions]) assertValidKubernetesObject(object);
+    // Allowed by the operator without user namespaces: root on the node, as asked.
+    const opted = await build(app('mpi-hello'), { config: { security: { allowRootApps: true } } });
+    assert.equal(opted.volcanoJob.spec.tasks[0]!.template.spec.hostUsers, undefined);
+    // Apps that do not run as root never get a user namespace they do not need.
+    const plain = await build(wordCount(), { config: { kubernetes: { userNamespaces: true } } });
+    assert.equal(plain.volcanoJob.spec.tasks[0]!.template.spec.hostUsers, undefined);
+  });
+
+  test('root apps run by default where the backend maps root to an unprivileged id (the local sandbox)', () => {
+    const local = resolvePipelineConfig({ security: {} }, { rootIsUnprivileged: true });
+    assert.equal(local.security.allowRootApps, true);
+    assert.equal(resolvePipelineConfig({ security: {} }).security.allowRootApps, false);
+    const refused = resolvePipelineConfig(
+      { security: { allowRootApps: false } },
+      { rootIsUnprivileged: true },
+    );
+    assert.equal(refused.security.allowRootApps, false, "the operator's word wins");
   });
 
   test('no working directory when the app keeps its own', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -66,7 +66,11 @@ test(
 async function supervise(
   dir: string,
   argv: string[],
-  o: { cgroupProcs?: string[]; logs?: { maxSizeBytes: number; maxFiles: number } } = {},
+  o: {
+    cgroupProcs?: string[];
+    logs?: { maxSizeBytes: number; maxFiles: number };
+    sandboxStatus?: string;
+  } = {},
 ) {
   const { file, args } = supervisorCommand({
     stateDir: dir,
@@ -76,6 +80,7 @@ async function supervise(
     netns: null,
     hostIds: null,
     syscalls: null,
+    sandboxStatus: o.sandboxStatus ?? null,
     logs: o.logs ?? { maxSizeBytes: 1024, maxFiles: 3 },
     argv,
   });
@@ -95,6 +100,25 @@ test("the supervisor records its pid, the command's output and, after it, how th
   assert.equal(await read(join(dir, 'out')), 'out\n');
   assert.equal(await read(join(dir, 'err')), 'err\n', 'the command said it; the supervisor said nothing');
   assert.equal(await read(join(dir, 'exit')), '3\n');
+});
+
+test('the supervisor hands bubblewrap its status file, opened for writing, as --json-status-fd', async (t) => {
+  const dir = await tempDir(t);
+  // A stand-in for bubblewrap: writes its exit code where --json-status-fd says, then runs the rest.
+  const sandbox = join(dir, 'sandbox');
+  await writeFile(
+    sandbox,
+    '#!/bin/sh\n[ "$1" = --json-status-fd ] || exit 9\necho \'{ "exit-code": 4 }\' >&"$2"\nshift 2\nexec "$@"\n',
+    {
+      mode: 0o755,
+    },
+  );
+  const { ended } = await supervise(dir, [sandbox, '/bin/sh', '-c', 'exit 4'], {
+    sandboxStatus: join(dir, 'sandbox-status'),
+  });
+  await ended;
+  assert.equal(await read(join(dir, 'sandbox-status')), '{ "exit-code": 4 }\n');
+  assert.equal(await read(join(dir, 'exit')), '4\n');
 });
 
 test('the supervisor rotates output at its size, keeping the newest files; an earlier run’s file is rotated first', async (t) => {
@@ -260,5 +284,41 @@ test(
     const entered = await runProgram(file!, rest);
     assert.equal(entered.code, 0, entered.stderr);
     assert.equal(entered.stdout, 'uclc-inner\nCapEff:\t0000000000000000\n');
+  },
+);
+
+test(
+  'the idmapped mount shows a folder read-only with its ids through a user namespace',
+  await needs('unshare', 'umount'),
+  async (t) => {
+    const source = await tempDir(t);
+    await mkdir(join(source, 'private'), { mode: 0o700 });
+    // Its own folder, unmounted before it is removed.
+    const target = await mkdtemp(join(tmpdir(), 'ucompute-idmapped-'));
+    t.after(async () => {
+      await exec('umount', [target]).catch(() => undefined);
+      await rm(target, { recursive: true, force: true });
+    });
+    // A user namespace mapping ids 0..65535 to 3,000,000.., held by a process of its own.
+    const holder = spawn('unshare', ['--user', 'sleep', '60'], { stdio: 'ignore' });
+    t.after(() => {
+      holder.kill('SIGKILL');
+    });
+    const ours = await readlink('/proc/self/ns/user');
+    await until(async () => (await readlink(`/proc/${holder.pid}/ns/user`).catch(() => ours)) !== ours, {
+      describe: 'the holder is in its namespace',
+    });
+    for (const map of ['uid_map', 'gid_map'])
+      await writeFile(`/proc/${holder.pid}/${map}`, '0 3000000 65536\n');
+    const mounted = await runProgram(PERL, [
+      programPath('idmapped-mount.pl'),
+      `/proc/${holder.pid}/ns/user`,
+      source,
+      target,
+    ]);
+    assert.equal(mounted.code, 0, mounted.stderr);
+    const seen = await stat(join(target, 'private'));
+    assert.deepEqual([seen.uid, seen.gid, seen.mode & 0o777], [3000000, 3000000, 0o700]);
+    await assert.rejects(writeFile(join(target, 'new'), ''), { code: 'EROFS' });
   },
 );

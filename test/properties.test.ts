@@ -31,7 +31,13 @@ const catalog = await loadCatalog(root('examples/apps'));
 const products = await loadProducts(root('examples/products.yml'));
 /** The example catalogue's mpi-hello runs as root, which the operator allows here. */
 const ROOT_APPS = { allowRootApps: true };
-const env: JobEnvironment = { catalog, products, config: resolvePipelineConfig({ security: ROOT_APPS }) };
+/** Any time is valid here, none included: no maximum. */
+const ANY_TIME = { maxTimeAllocationHours: null };
+const env: JobEnvironment = {
+  catalog,
+  products,
+  config: resolvePipelineConfig({ security: ROOT_APPS, ...ANY_TIME }),
+};
 const alice = { createdBy: 'alice' };
 const identity = { id: 'abc123', owner: alice, createdAt: 1_700_000_000_000 };
 
@@ -531,7 +537,7 @@ describe('b. valid specifications plan into valid Kubernetes objects', () => {
         const objects = await planJob(
           spec,
           { ...identity, id },
-          { ...env, config: resolvePipelineConfig({ security: ROOT_APPS, kubernetes: config }) },
+          { ...env, config: resolvePipelineConfig({ security: ROOT_APPS, ...ANY_TIME, kubernetes: config }) },
         );
         for (const object of objects) {
           assert.deepEqual(kubernetesObjectProblems(object), [], `${object.kind} ${object.metadata.name}`);

@@ -10,11 +10,13 @@ import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import type { JobUpdate } from '../src/model/job.ts';
 import { isFinal } from '../src/model/job-states.ts';
-import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
+import { fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, env, products } from './support/fixtures.ts';
 import { openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { manualClock } from './support/manual-clock.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 /** restartOnExit: a job whose containers end is SUSPENDED and runs again, backing off; cancel ends it. */
 
@@ -40,7 +42,8 @@ test('restarts back off from 10 s, doubling to 5 minutes; a steady run of 10 min
 
 test('an end the backend reports while ucompute cancels or expires the job is not restarted from', async () => {
   // A backend that sees the containers end (and says so) before its cancel returns.
-  const inner = dryBackend({ runForMs: null });
+  const clock = manualClock();
+  const inner = dryBackend({ runForMs: null, clock });
   const listeners: ((e: BackendEvent) => void)[] = [];
   const backend: Backend = {
     ...inner,
@@ -50,14 +53,13 @@ test('an end the backend reports while ucompute cancels or expires the job is no
     },
     async cancel(jobId) {
       await inner.cancel(jobId);
-      for (const l of listeners) l({ jobId, state: 'SUCCESS', status: 'The job ended', at: clock });
+      for (const l of listeners) l({ jobId, state: 'SUCCESS', status: 'The job ended', at: clock.now() });
       await new Promise((r) => setTimeout(r, 20));
     },
   };
-  let clock = Date.now();
   const store = await openTestStore();
   await store.users.createUser('alice', false);
-  const service = createJobService({ store, env: env(), backend, now: () => clock, requireCredits: false });
+  const service = createJobService({ store, env: env(), backend, clock, requireCredits: false });
   const terminal = (minutes: number) => ({
     application: { name: 'terminal', version: '1.0' },
     product: { id: 'u1-standard-1', category: 'u1-standard' },
@@ -66,20 +68,53 @@ test('an end the backend reports while ucompute cancels or expires the job is no
   });
   const [cancelled, expired] = await service.create(alice, [terminal(30), terminal(1)]);
   const state = async (id: string) => (await store.jobs.get(id))!.state;
-  for (
-    let i = 0;
-    i < 100 && ((await state(cancelled!)) !== 'RUNNING' || (await state(expired!)) !== 'RUNNING');
-    i++
-  )
-    await new Promise((r) => setTimeout(r, 10));
+  await until(async () => (await state(cancelled!)) === 'RUNNING' && (await state(expired!)) === 'RUNNING', {
+    describe: 'both run',
+  });
   await service.terminate(alice, [cancelled!]);
-  clock += 2 * MINUTE;
+  await clock.advance(2 * MINUTE);
   await service.monitor();
-  await new Promise((r) => setTimeout(r, 50));
-  assert.equal(await state(cancelled!), 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(cancelled!)));
   // Ended for good (by the expiry, or by the end the backend told first), not waiting for a restart.
-  assert.ok(isFinal(await state(expired!)), JSON.stringify(await store.jobs.updatesOf(expired!)));
-  assert.equal((await store.jobs.updatesOf(expired!)).filter(isRestartExit).length, 0);
+  await until(async () => isFinal(await state(expired!)), { describe: 'the expired job ends' });
+  assert.equal(await state(cancelled!), 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(cancelled!)));
+  await clock.advance(restartDelayMs(1));
+  for (const id of [cancelled!, expired!]) {
+    assert.ok(isFinal(await state(id)), JSON.stringify(await store.jobs.updatesOf(id)));
+    assert.equal((await store.jobs.updatesOf(id)).filter(isRestartExit).length, 0);
+  }
+  await service.stop();
+});
+
+test('an exit is charged as a suspension, the started minute too, and the job runs again after its back-off', async () => {
+  const clock = manualClock();
+  // Every run of the job ends after 30 s on the clock.
+  const backend = dryBackend({ runForMs: 30_000, clock });
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  const service = createJobService({ store, env: env(), backend, clock, requireCredits: false });
+  const [id] = await service.create(alice, [
+    {
+      application: { name: 'terminal', version: '1.0' },
+      product: { id: 'u1-standard-1', category: 'u1-standard' },
+      restartOnExit: true,
+    },
+  ]);
+  const updates = () => store.jobs.updatesOf(id!);
+  const runs = async () => (await updates()).filter((u) => u.state === 'RUNNING').length;
+  await until(async () => (await runs()) === 1, { describe: 'the job runs' });
+  await clock.advance(30_000);
+  const exit = await until(async () => (await updates()).find(isRestartExit), { describe: 'the run exits' });
+  assert.equal(exit.timestamp, clock.now());
+  const charged = (await store.accounting.charges('user:alice', 0, Number.MAX_SAFE_INTEGER)).map((c) => [
+    c.chargeId,
+    c.periods,
+  ]);
+  assert.deepEqual(charged, [[`${id}:0-0`, 1]]);
+  await clock.advance(restartDelayMs(1) - 1);
+  assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED', 'not before its back-off');
+  await clock.advance(1);
+  await until(async () => (await runs()) === 2, { describe: 'the job runs again' });
+  await service.terminate(alice, [id!]);
   await service.stop();
 });
 
@@ -89,7 +124,8 @@ test(
   'local backend: a job that exits restarts in the same folder after its back-off; cancel ends it for good',
   tools,
   async (t) => {
-    const { storageRoot, store, service } = await openTestService(t, { requireCredits: false });
+    const clock = manualClock();
+    const { storageRoot, store, service } = await openTestService(t, { requireCredits: false, clock });
     await store.users.createUser('alice', false);
     await mkdir(join(storageRoot, 'home/alice'), { recursive: true });
     await writeFile(join(storageRoot, 'home/alice/words.txt'), 'b a b\n');
@@ -106,52 +142,42 @@ test(
         restartOnExit: true,
       },
     ]);
-    const updates = async () => await store.jobs.updatesOf(id!);
+    const updates = () => store.jobs.updatesOf(id!);
     const runs = async () => (await updates()).filter((u) => u.state === 'RUNNING').length;
     const exits = async () => (await updates()).filter(isRestartExit);
-    const wait = async (what: string, check: () => Promise<boolean>, ms: number) => {
-      for (let i = 0; i < ms / 50 && !(await check()); i++) await new Promise((r) => setTimeout(r, 50));
-      assert.ok(await check(), `${what}: ${JSON.stringify(await updates(), null, 1)}`);
-    };
+    const wait = (describe: string, check: () => Promise<boolean>) =>
+      until(check, { describe, timeout: 30_000 });
 
     // Cancelled while it runs: its containers' end is the cancel's, not an exit to restart from.
-    await wait('the sleeper runs', async () => (await store.jobs.get(sleeper!))!.state === 'RUNNING', 30_000);
+    await wait('the sleeper runs', async () => (await store.jobs.get(sleeper!))!.state === 'RUNNING');
     await service.terminate(alice, [sleeper!]);
-    await new Promise((r) => setTimeout(r, 1000));
     assert.equal(
       (await store.jobs.get(sleeper!))!.state,
       'SUCCESS',
       JSON.stringify(await store.jobs.updatesOf(sleeper!)),
     );
-    assert.equal((await store.jobs.updatesOf(sleeper!)).filter(isRestartExit).length, 0);
 
-    await wait('the first run exits', async () => (await exits()).length === 1, 30_000);
+    await wait('the first run exits', async () => (await exits()).length === 1);
     assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED');
     assert.match(
       (await exits())[0]!.status!,
       /exit code 0 on every rank\); restarting in 10 s \(restartOnExit\)$/,
     );
     const exitedAt = (await exits())[0]!.timestamp;
-    // Its run is paid as at a suspension: the started minute too.
-    const charged = async () =>
-      (await store.accounting.charges('user:alice', 0, Number.MAX_SAFE_INTEGER))
-        .filter((c) => c.jobId === id)
-        .map((c) => c.chargeId);
-    await wait('the run is charged', async () => (await charged()).length === 1, 5_000);
-    assert.deepEqual(await charged(), [`${id}:0-0`]);
-    await wait('it runs again', async () => (await runs()) === 2, 40_000);
+    // The back-off counts from the exit, on the service's clock.
+    await clock.advanceTo(exitedAt + 10_000 - 1);
+    assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED', 'not before its back-off');
+    await clock.advance(1);
+    await wait('it runs again', async () => (await runs()) === 2);
     const again = (await updates()).find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
-    assert.ok(
-      again.timestamp - exitedAt >= 10_000,
-      `not before its back-off (${again.timestamp - exitedAt} ms)`,
-    );
+    assert.equal(again.timestamp - exitedAt, 10_000);
     assert.equal(again.status, 'The job is restarting (restart 1 in a row)');
     assert.equal(
       (await store.jobs.get(id!))!.outputFolder,
       `/home/alice/Jobs/Word count/${id}`,
       'the same folder',
     );
-    await wait('the second run exits', async () => (await exits()).length === 2, 30_000);
+    await wait('the second run exits', async () => (await exits()).length === 2);
     assert.match(
       (await exits())[1]!.status!,
       /restarting in 20 s \(restartOnExit\) \(exit 2 in a row: backing off\)$/,
@@ -161,22 +187,27 @@ test(
     const ended = (await store.jobs.get(id!))!;
     assert.equal(ended.state, 'SUCCESS');
     assert.equal((await updates()).at(-1)!.status, 'The job was cancelled');
-    await new Promise((r) => setTimeout(r, 500));
-    assert.equal(runs(), 2, 'a cancelled job does not run again');
+    // Past the second back-off, for both: a cancelled job does not run again.
+    await clock.advance(restartDelayMs(2));
+    assert.equal(await runs(), 2, 'a cancelled job does not run again');
+    assert.equal((await store.jobs.get(id!))!.state, 'SUCCESS');
+    assert.equal((await store.jobs.updatesOf(sleeper!)).filter(isRestartExit).length, 0);
+    assert.equal((await store.jobs.get(sleeper!))!.state, 'SUCCESS');
   },
 );
 
 test('kubernetes: the ended Volcano Job is created again; cancel while running ends it for good', async (t) => {
   const cluster = await fakeCluster(t);
-  const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
+  const config = resolvePipelineConfig({ ...cluster.config(), maxTimeAllocationHours: null });
+  // The backend and the service on one clock, moved past the back-off once the exit is written.
+  const clock = manualClock();
+  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig }, now: clock.now });
   const store = await openTestStore();
-  // The service's clock is ahead: every back-off has passed when the exit is written.
   const service = createJobService({
     store,
     env: { catalog, products, config },
     backend,
-    now: () => Date.now() + 3_600_000,
+    clock,
     requireCredits: false,
   });
   t.after(async () => {
@@ -193,19 +224,29 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
     },
   ]);
   const state = async () => (await store.jobs.get(id!))!.state;
-  const uid = () => cluster.volcano.job(id!)?.metadata.uid as string | undefined;
-  await eventually(() => cluster.volcano.job(id!) !== undefined);
-  const first = uid();
+  // Created, and given its PodGroup by the controller (a moment after the create answered).
+  const created = (describe: string, other?: string) =>
+    until(
+      () => {
+        const job = cluster.volcano.job(id!);
+        return job?.metadata.uid !== other && job?.status?.state?.phase === 'Pending' && job.metadata.uid;
+      },
+      { describe },
+    );
+  const first = await created('the Volcano Job is created');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
-  await eventually(async () => (await state()) === 'RUNNING');
+  await until(async () => (await state()) === 'RUNNING', { describe: 'the job runs' });
   cluster.volcano.finish(id!, [0]);
-  await eventually(async () => (await store.jobs.updatesOf(id!)).some(isRestartExit));
-  await eventually(() => uid() !== undefined && uid() !== first, 10_000);
+  await until(async () => (await store.jobs.updatesOf(id!)).some(isRestartExit), {
+    describe: 'the exit is written',
+  });
+  await clock.advance(restartDelayMs(1));
+  await created('the Volcano Job is created again', first);
   assert.equal(await state(), 'IN_QUEUE');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
-  await eventually(async () => (await state()) === 'RUNNING');
+  await until(async () => (await state()) === 'RUNNING', { describe: 'the job runs' });
   await service.terminate(alice, [id!]);
   assert.equal(await state(), 'SUCCESS');
   assert.equal(cluster.volcano.job(id!), undefined);

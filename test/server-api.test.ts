@@ -5,9 +5,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { InjectOptions } from 'fastify';
 import WebSocket from 'ws';
 import type { Caller } from '../src/jobs/service.ts';
-import type { Job, JobState } from '../src/model/job.ts';
+import type { Job } from '../src/model/job.ts';
 import type { FollowMessage } from '../src/server/schemas.ts';
-import { type TestServer, testServer } from './support/server.ts';
+import { jobInState, type TestServer, testServer } from './support/server.ts';
 import { jobCount, openTestStore } from './support/store.ts';
 
 /**
@@ -103,16 +103,6 @@ async function create(w: World, items: unknown[], as: Who = 'alice', headers: Re
   return body.responses.map((r) => r.id);
 }
 
-/** Waits (a bounded number of turns) until the dry backend has moved the job to `state`. */
-async function waitFor(w: World, id: string, state: JobState): Promise<Job> {
-  for (let i = 0; i < 1000; i++) {
-    const job = await w.service.retrieve(ADMIN, id);
-    if (job.status.state === state) return job;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  assert.fail(`job ${id} never became ${state}`);
-}
-
 // ---- every error path ----------------------------------------------------------------------------
 
 interface ErrorCase extends Call {
@@ -135,8 +125,8 @@ describe('API error paths', () => {
       wordCount('/home/alice', { timeAllocation: null }),
     ]);
     Object.assign(ids, { running, ended, unlimited });
-    await waitFor(w, ids.running, 'RUNNING');
-    await waitFor(w, ids.unlimited, 'RUNNING');
+    await jobInState(w, ids.running, 'RUNNING');
+    await jobInState(w, ids.unlimited, 'RUNNING');
     await ok(w, { url: '/api/jobs/terminate', body: { items: [{ id: ids.ended }] } });
     await create(w, [wordCount()], 'alice', { 'idempotency-key': 'used-once' });
   });
@@ -545,7 +535,7 @@ describe('API happy paths', () => {
       assert.equal(created.specification.name, 'Counting words');
       assert.equal(created.updates[0]?.state, 'IN_QUEUE');
 
-      const running = await waitFor(w, id, 'RUNNING');
+      const running = await jobInState(w, id, 'RUNNING');
       const expiresAt = running.status.expiresAt!;
       assert.equal(expiresAt, running.status.startedAt! + 2 * 3600_000);
       const extended = await ok<{ responses: unknown[] }>(w, {
@@ -595,7 +585,7 @@ describe('API happy paths', () => {
       const onlyMpi = await ok<{ items: Job[] }>(w, { url: '/api/jobs/browse?filterApplication=mpi-hello' });
       assert.deepEqual(onlyMpi.items.map((j) => j.id).sort(), [...mpis].sort());
 
-      await Promise.all([...words, ...mpis, carols!].map((id) => waitFor(w, id, 'RUNNING')));
+      await Promise.all([...words, ...mpis, carols!].map((id) => jobInState(w, id, 'RUNNING')));
       await ok(w, { url: '/api/jobs/terminate', body: { items: [{ id: words[0] }] } });
       const succeeded = await ok<{ items: Job[] }>(w, { url: '/api/jobs/browse?filterState=SUCCESS' });
       assert.deepEqual(
@@ -651,7 +641,7 @@ describe('API happy paths', () => {
       const alices = await ok<{ items: Job[] }>(w, { url: '/api/jobs/browse' });
       assert.deepEqual(alices.items.map((j) => j.id).sort(), [pisJob, bobsJob].sort());
       // The PI may terminate a member's job.
-      await waitFor(w, bobsJob!, 'RUNNING');
+      await jobInState(w, bobsJob!, 'RUNNING');
       await ok(w, { url: '/api/jobs/terminate', body: { items: [{ id: bobsJob }] } });
     } finally {
       await w.close();
@@ -818,7 +808,7 @@ describe('API happy paths', () => {
     try {
       assert.deepEqual((await call(w, { url: '/healthz', as: 'nobody' })).json(), { ok: true });
       const [id] = await create(w, [wordCount(), mpi()]);
-      await waitFor(w, id!, 'RUNNING');
+      await jobInState(w, id!, 'RUNNING');
       const metrics = await call(w, { url: '/metrics', as: 'nobody' });
       assert.equal(metrics.statusCode, 200);
       assert.match(metrics.headers['content-type'] as string, /^text\/plain/);
@@ -967,7 +957,7 @@ describe('following a job over a WebSocket', () => {
 
   test('streams the updates so far, the logs, every new update, and closes once the job ended', async () => {
     const [id] = await create(w, [mpi({ replicas: 2 })]);
-    await waitFor(w, id!, 'RUNNING');
+    await jobInState(w, id!, 'RUNNING');
     const f = await follow(`${base}/api/jobs/follow?id=${id}`, { token: w.tokens.alice });
     const first = await f.until(() => true);
     assert.equal(first.newStatus?.state, 'RUNNING');
@@ -994,7 +984,7 @@ describe('following a job over a WebSocket', () => {
 
   test('a job that has already ended: everything at once, then closed', async () => {
     const [id] = await create(w, [wordCount()]);
-    await waitFor(w, id!, 'RUNNING');
+    await jobInState(w, id!, 'RUNNING');
     await ok(w, { url: '/api/jobs/terminate', body: { items: [{ id }] } });
     const f = await follow(`${base}/api/jobs/follow?id=${id}`, { token: w.tokens.alice });
     assert.equal((await f.closed).code, 1000);
@@ -1012,7 +1002,7 @@ describe('following a job over a WebSocket', () => {
     f.ws.close();
     await f.closed;
     // Following stopped cleanly: the job can still be driven to its end.
-    await waitFor(w, id!, 'RUNNING');
+    await jobInState(w, id!, 'RUNNING');
     await ok(w, { url: '/api/jobs/terminate', body: { items: [{ id }] } });
   });
 

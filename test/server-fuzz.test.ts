@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import type { Caller } from '../src/jobs/service.ts';
-import type { JobState } from '../src/model/job.ts';
 import type { Store } from '../src/store/store.ts';
-import { type TestServer, testServer } from './support/server.ts';
+import { jobInState, type TestServer, testServer } from './support/server.ts';
 import { jobCount, openTestStore } from './support/store.ts';
 
 /**
@@ -13,7 +11,6 @@ import { jobCount, openTestStore } from './support/store.ts';
  */
 
 const YEAR = 365 * 24 * 3600 * 1000;
-const ADMIN: Caller = { username: 'root', admin: true };
 
 interface World extends TestServer {
   tokens: { alice: string; bob: string };
@@ -42,14 +39,6 @@ const jobRows = (store: Store) => jobCount(store);
 async function updateRows(store: Store): Promise<number> {
   const jobs = await store.jobs.browse({ visibility: 'all', limit: 1_000_000 });
   return jobs.reduce((n, job) => n + job.updateCount, 0);
-}
-
-async function waitFor(w: World, id: string, state: JobState): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if ((await w.service.retrieve(ADMIN, id)).status.state === state) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  assert.fail(`job ${id} never became ${state}`);
 }
 
 // ---- arbitraries ---------------------------------------------------------------------------------
@@ -329,7 +318,7 @@ describe('fuzzing terminate and extend', () => {
       },
     });
     ids = (response.json() as { responses: { id: string }[] }).responses.map((r) => r.id);
-    for (const id of ids) await waitFor(w, id, 'RUNNING');
+    for (const id of ids) await jobInState(w, id, 'RUNNING');
   });
   after(() => w.close());
 

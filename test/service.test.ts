@@ -11,8 +11,10 @@ import type { JobBuild } from '../src/plugins/plugin.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
-import { rejectsWith, until } from './support/service.ts';
+import { manualClock } from './support/manual-clock.ts';
+import { rejectsWith } from './support/service.ts';
 import { jobCount, openTestStore, STORE_KINDS, type StoreKind, testStoreLocation } from './support/store.ts';
+import { until } from './support/until.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
 const MINUTE = 60_000;
@@ -78,15 +80,14 @@ interface HarnessOptions {
 }
 
 async function harnessOn(kind: StoreKind, o: HarnessOptions = {}) {
-  const clock = { now: T0 };
-  const now = () => clock.now;
-  const backend = recording(o.backend ?? dryBackend({ runForMs: o.runForMs ?? null, now }));
+  const clock = manualClock(T0);
+  const backend = recording(o.backend ?? dryBackend({ runForMs: o.runForMs ?? null, clock }));
   const store = o.store ?? (await openTestStore(kind));
   const service = createJobService({
     store,
     env: env(),
     backend,
-    now,
+    clock,
     requireCredits: false,
     ...(o.storage ? { storage: o.storage } : {}),
   });
@@ -97,7 +98,7 @@ async function harnessOn(kind: StoreKind, o: HarnessOptions = {}) {
   /** Creates one job and waits for the backend to report it running. */
   const running = async (spec: unknown = mpi()): Promise<string> => {
     const [id] = await service.create(alice, [spec]);
-    await until(`${id} runs`, async () => (await state(id!)) === 'RUNNING');
+    await until(async () => (await state(id!)) === 'RUNNING', { describe: `${id} runs` });
     return id!;
   };
   return { clock, backend, store, service, job, state, rows, lastStatus, running };
@@ -143,7 +144,9 @@ for (const kind of STORE_KINDS) {
         const bobs = await h.service.create(bob, items, { idempotencyKey: 'k1' });
         assert.notDeepEqual(bobs, first);
         assert.equal(await h.rows(), 4);
-        await until('all submitted', async () => (await h.store.jobs.active()).every((r) => r.submitted));
+        await until(async () => (await h.store.jobs.active()).every((r) => r.submitted), {
+          describe: 'all submitted',
+        });
         for (const id of [...first, ...bobs]) assert.equal(h.backend.calls('submit', id), 1, id);
       });
 
@@ -155,7 +158,7 @@ for (const kind of STORE_KINDS) {
         ]);
         assert.deepEqual(a, b);
         assert.equal(await h.rows(), 1);
-        await until('running', async () => (await h.state(a![0]!)) === 'RUNNING');
+        await until(async () => (await h.state(a![0]!)) === 'RUNNING', { describe: 'running' });
         for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
         assert.equal(h.backend.calls('submit', a![0]!), 1);
       });
@@ -204,7 +207,9 @@ for (const kind of STORE_KINDS) {
         // bench/, not here).
         if (kind === 'sqlite') assert.equal(inserts.size, 1);
         for (const [i, id] of ids.entries()) assert.equal((await h.job(id)).specification.name, `job ${i}`);
-        await until('all submitted', async () => (await h.store.jobs.active()).every((r) => r.submitted));
+        await until(async () => (await h.store.jobs.active()).every((r) => r.submitted), {
+          describe: 'all submitted',
+        });
         for (const id of ids) assert.equal(h.backend.calls('submit', id), 1);
       });
     });
@@ -223,7 +228,7 @@ for (const kind of STORE_KINDS) {
         };
         const h = await harness({ storage, runForMs: 0 });
         const [id] = await h.service.create(alice, [mpi({ replicas: 2 })]);
-        await until('success', async () => (await h.state(id!)) === 'SUCCESS');
+        await until(async () => (await h.state(id!)) === 'SUCCESS', { describe: 'success' });
 
         const job = h.job(id!);
         const folder = `/home/alice/Jobs/MPI hello/${id}`;
@@ -264,11 +269,13 @@ for (const kind of STORE_KINDS) {
         const h = await harness();
         const release = h.backend.hold('submit');
         const [id] = await h.service.create(alice, [mpi()]);
-        await until('submit called', async () => h.backend.calls('submit', id!) === 1);
+        await until(async () => h.backend.calls('submit', id!) === 1, { describe: 'submit called' });
         await h.service.terminate(alice, [id!]);
         release();
-        await until('submitted', async () => h.backend.calls('submitted', id!) === 1);
-        await until('cancelled after submission', async () => h.backend.log.at(-1) === `cancel:${id}`);
+        await until(async () => h.backend.calls('submitted', id!) === 1, { describe: 'submitted' });
+        await until(async () => h.backend.log.at(-1) === `cancel:${id}`, {
+          describe: 'cancelled after submission',
+        });
         assert.equal((await h.backend.knownJobs()).has(id!), false);
         assert.equal(await h.state(id!), 'SUCCESS');
       });
@@ -279,20 +286,20 @@ for (const kind of STORE_KINDS) {
         const h = await harness();
         const release = h.backend.hold('submit');
         const [id] = await h.service.create(alice, [mpi({ timeAllocation: hours(1) })]);
-        await until('submit called', async () => h.backend.calls('submit', id!) === 1);
-        h.clock.now = T0 + HOUR;
+        await until(async () => h.backend.calls('submit', id!) === 1, { describe: 'submit called' });
+        await h.clock.advanceTo(T0 + HOUR);
         await h.service.monitor();
         assert.equal(await h.state(id!), 'IN_QUEUE');
         release();
-        await until('running', async () => (await h.state(id!)) === 'RUNNING');
+        await until(async () => (await h.state(id!)) === 'RUNNING', { describe: 'running' });
         const started = T0 + HOUR;
         assert.equal((await h.job(id!)).status.startedAt, started);
         assert.equal((await h.job(id!)).status.expiresAt, started + HOUR);
 
-        h.clock.now = started + HOUR - 1;
+        await h.clock.advanceTo(started + HOUR - 1);
         await h.service.monitor();
         assert.equal(await h.state(id!), 'RUNNING');
-        h.clock.now = started + HOUR;
+        await h.clock.advanceTo(started + HOUR);
         await h.service.monitor();
         assert.equal(await h.state(id!), 'EXPIRED');
         assert.equal(await h.lastStatus(id!), 'The job ran out of time');
@@ -310,7 +317,7 @@ for (const kind of STORE_KINDS) {
         const h = await harness();
         const id = await h.running(mpi({ timeAllocation: null }));
         assert.equal((await h.job(id)).status.expiresAt, undefined);
-        h.clock.now = T0 + 1000 * 24 * HOUR;
+        await h.clock.advanceTo(T0 + 1000 * 24 * HOUR);
         await h.service.monitor();
         assert.equal(await h.state(id), 'RUNNING');
         await rejectsWith(
@@ -324,7 +331,7 @@ for (const kind of STORE_KINDS) {
       test('two extends in the same millisecond both count, right after the start', async () => {
         const h = await harness();
         const id = await h.running(mpi({ timeAllocation: hours(1) }));
-        assert.equal(h.clock.now, T0);
+        assert.equal(h.clock.now(), T0);
         await Promise.all([
           h.service.extend(alice, [{ jobId: id, requestedTime: minutes(30) }]),
           h.service.extend(alice, [{ jobId: id, requestedTime: minutes(30) }]),
@@ -342,22 +349,22 @@ for (const kind of STORE_KINDS) {
         const release = h.backend.hold('submit');
         const [id] = await h.service.create(alice, [mpi({ timeAllocation: hours(1) })]);
         await h.service.extend(alice, [{ jobId: id!, requestedTime: minutes(15) }]);
-        h.clock.now = T0 + 5 * MINUTE;
+        await h.clock.advanceTo(T0 + 5 * MINUTE);
         release();
-        await until('running', async () => (await h.state(id!)) === 'RUNNING');
+        await until(async () => (await h.state(id!)) === 'RUNNING', { describe: 'running' });
         assert.equal((await h.job(id!)).status.expiresAt, T0 + 5 * MINUTE + 75 * MINUTE);
       });
 
       test('an extend just before the deadline keeps the job running', async () => {
         const h = await harness();
         const id = await h.running(mpi({ timeAllocation: hours(1) }));
-        h.clock.now = T0 + HOUR - 1;
+        await h.clock.advanceTo(T0 + HOUR - 1);
         await h.service.extend(alice, [{ jobId: id, requestedTime: minutes(10) }]);
-        h.clock.now = T0 + HOUR + 1;
+        await h.clock.advanceTo(T0 + HOUR + 1);
         await h.service.monitor();
         assert.equal(await h.state(id), 'RUNNING');
         assert.equal((await h.job(id)).status.expiresAt, T0 + 70 * MINUTE);
-        h.clock.now = T0 + 70 * MINUTE;
+        await h.clock.advanceTo(T0 + 70 * MINUTE);
         await h.service.monitor();
         assert.equal(await h.state(id), 'EXPIRED');
       });
@@ -365,7 +372,7 @@ for (const kind of STORE_KINDS) {
       test('an extend accepted while a monitoring pass runs is not lost to it', async () => {
         const h = await harness();
         const id = await h.running(mpi({ timeAllocation: hours(1) }));
-        h.clock.now = T0 + HOUR - 1;
+        await h.clock.advanceTo(T0 + HOUR - 1);
         // The pass reads its batch now, with the old deadline; the extend lands before it decides.
         const pass = h.service.monitor();
         const extended = h.service.extend(alice, [{ jobId: id, requestedTime: minutes(10) }]).then(
@@ -375,7 +382,7 @@ for (const kind of STORE_KINDS) {
             return false;
           },
         );
-        h.clock.now = T0 + HOUR;
+        await h.clock.advanceTo(T0 + HOUR);
         await pass;
         // The extend and the expiry race: whichever the store orders first wins, and the other
         // sees it. On SQLite the extend's transaction comes first; PostgreSQL may order either.
@@ -392,10 +399,10 @@ for (const kind of STORE_KINDS) {
       test('once the deadline has passed an extend is refused, also while the expiry cancels the job', async () => {
         const h = await harness();
         const id = await h.running(mpi({ timeAllocation: hours(1) }));
-        h.clock.now = T0 + HOUR;
+        await h.clock.advanceTo(T0 + HOUR);
         const release = h.backend.hold('cancel');
         const pass = h.service.monitor();
-        await until('expiry cancels the job', async () => h.backend.calls('cancel', id) === 1);
+        await until(async () => h.backend.calls('cancel', id) === 1, { describe: 'expiry cancels the job' });
         await rejectsWith(h.service.extend(alice, [{ jobId: id, requestedTime: hours(1) }]), 409);
         release();
         await pass;
@@ -431,8 +438,10 @@ for (const kind of STORE_KINDS) {
         await a.service.terminate(alice, [ended]);
         a.backend.hold('submit'); // never released: ucompute dies while the backend takes the job
         const [stuck] = await a.service.create(alice, [mpi()]);
-        await until('submit called', async () => a.backend.calls('submit', stuck!) === 1);
-        await until('build saved', async () => (await a.store.jobs.get(stuck!))!.build !== null);
+        await until(async () => a.backend.calls('submit', stuck!) === 1, { describe: 'submit called' });
+        await until(async () => (await a.store.jobs.get(stuck!))!.build !== null, {
+          describe: 'build saved',
+        });
         await a.store.jobs.insert({
           id: 'storedonly1',
           createdBy: 'alice',
@@ -455,8 +464,8 @@ for (const kind of STORE_KINDS) {
         assert.equal(await b.state(ended), 'SUCCESS');
         assert.equal(await b.lastStatus(ended), 'The job was cancelled');
         await until(
-          'resubmitted jobs run',
           async () => (await b.state(stuck!)) === 'RUNNING' && (await b.state('storedonly1')) === 'RUNNING',
+          { describe: 'resubmitted jobs run' },
         );
         assert.equal(
           (await b.job('storedonly1')).output.outputFolder,

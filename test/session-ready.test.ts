@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { connect, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { CHILD_ENV, runCli } from './support/cli.ts';
-import { call, type World, world } from './support/interactive.ts';
+import { call, runningJob, type World, world } from './support/interactive.ts';
+import { until } from './support/until.ts';
 
 /**
  * The "starting…" wait: a session is ready once the job runs and its app answers in its own
@@ -57,21 +58,7 @@ describe('session readiness', { timeout: 60_000 }, () => {
     return { status: answer.status, json: JSON.parse(answer.body) };
   }
 
-  async function running(name: string): Promise<string> {
-    const created = await call(w.port, {
-      host: `localhost:${w.port}`,
-      path: '/api/jobs',
-      method: 'POST',
-      headers: { authorization: `Bearer ${w.tokens.alice}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ items: [spec(name)] }),
-    });
-    const id = JSON.parse(created.body).responses[0].id as string;
-    for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
-    return id;
-  }
+  const running = (name: string) => runningJob(w, spec(name));
 
   test('a web app is ready once it answers HTTP; the long poll answers as soon as it does', async () => {
     mode = 'refuse';
@@ -115,7 +102,10 @@ describe('session readiness', { timeout: 60_000 }, () => {
       env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
     });
     // Its first wait ends without an answer (the probe is refused) before the app comes up.
-    for (let i = 0; i < 300 && polls() === before; i++) await new Promise((r) => setTimeout(r, 100));
+    await until(() => polls() > before, {
+      describe: 'the CLI asks whether the app is ready',
+      timeout: 60_000,
+    });
     mode = 'answer';
     const result = await opening;
     assert.equal(result.code, 0, result.stderr);
@@ -134,9 +124,7 @@ describe('session readiness', { timeout: 60_000 }, () => {
     assert.equal(rank.status, 400);
     assert.match(rank.json.message, /rank: must be a rank of the job, 0 to 0/);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
-    for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state === 'RUNNING'; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until(async () => (await w.store.jobs.get(id))?.state !== 'RUNNING', { describe: 'the job ends' });
     const ended = await get(`/api/jobs/interactiveSession/ready?id=${id}&waitMs=20000`);
     assert.equal(ended.json.ready, false);
     assert.notEqual(ended.json.state, 'RUNNING');

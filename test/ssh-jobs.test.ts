@@ -16,6 +16,7 @@ import { catalog, products } from './support/fixtures.ts';
 import { openTestBackend, openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
 /** Jobs with sshEnabled: the owner's keys log in to rank 0 through the endpoint the backend opens. */
@@ -29,14 +30,16 @@ const sshServer = {
 const CONNECTED = /^SSH: Connected! Available at: ssh ucloud@(\S+) -p (\d+)$/;
 
 /** The endpoint the job's updates announce, once they do. */
-async function announced(store: Store, id: string, ms = 30_000): Promise<{ host: string; port: number }> {
-  for (let i = 0; i < ms / 50; i++) {
-    const line = (await store.jobs.updatesOf(id)).map((u) => CONNECTED.exec(u.status ?? '')).find(Boolean);
-    if (line) return { host: line[1]!, port: Number(line[2]) };
-    if (['SUCCESS', 'FAILURE', 'EXPIRED'].includes((await store.jobs.get(id))!.state)) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`no ssh endpoint announced: ${JSON.stringify(await store.jobs.updatesOf(id), null, 1)}`);
+function announced(store: Store, id: string, timeout = 30_000): Promise<{ host: string; port: number }> {
+  return until(
+    async () => {
+      const updates = await store.jobs.updatesOf(id);
+      const line = updates.map((u) => CONNECTED.exec(u.status ?? '')).find(Boolean);
+      if (line) return { host: line[1]!, port: Number(line[2]) };
+      throw new Error(`not yet; its updates: ${JSON.stringify(updates, null, 1)}`);
+    },
+    { describe: 'the ssh endpoint is announced', timeout },
+  );
 }
 
 const tools = await needs('bwrap', 'nft', 'ip', 'sshd', 'ssh', 'ssh-keygen');
@@ -89,21 +92,18 @@ test(
         ],
         { timeout: 30_000 },
       );
-    let answer: { stdout: string } | undefined;
-    // sshd may still be starting when the job is said to run: a few tries, bounded.
-    for (let i = 0; i < 20 && !answer; i++) {
-      answer = await ssh('alice').catch(async (e: Error) => {
-        if (i === 19) {
-          let output = '';
-          for await (const c of backend.logs(id!, { follow: false }))
-            output += `${c.stdout ?? ''}${c.stderr ?? ''}`;
-          assert.fail(`${e.message}\n${JSON.stringify(await store.jobs.updatesOf(id!), null, 1)}\n${output}`);
-        }
-        await new Promise((r) => setTimeout(r, 500));
-        return undefined;
-      });
-    }
-    assert.equal(answer!.stdout.trim(), '42');
+    // sshd may still be starting when the job is said to run.
+    const answer = await until(() => ssh('alice'), {
+      describe: 'sshd in the job answers',
+      timeout: 20_000,
+      every: 500,
+    }).catch(async (e: Error) => {
+      let output = '';
+      for await (const c of backend.logs(id!, { follow: false }))
+        output += `${c.stdout ?? ''}${c.stderr ?? ''}`;
+      assert.fail(`${e.message}\n${JSON.stringify(await store.jobs.updatesOf(id!), null, 1)}\n${output}`);
+    });
+    assert.equal(answer.stdout.trim(), '42');
     await assert.rejects(ssh('bob'), /Permission denied/);
 
     // The port is released when the job ends.
@@ -141,12 +141,11 @@ test(
     await before.backend.submitVolcanoJob('greeter', job);
     await before.running('greeter');
     const { port } = await before.backend.sshEndpoint('greeter');
-    let answer = '';
-    // The server may still be starting: a few tries, bounded.
-    for (let i = 0; i < 50 && answer === ''; i++) {
-      answer = await hello(port).catch(() => '');
-      if (answer === '') await new Promise((r) => setTimeout(r, 100));
-    }
+    // The server may still be starting.
+    const answer = await until(() => hello(port), {
+      describe: 'the job answers on its ssh port',
+      every: 100,
+    });
     assert.equal(answer, 'hello\n');
     await before.close();
 

@@ -4,8 +4,8 @@ import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { env } from './support/fixtures.ts';
-import { until } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 const terminal = {
   application: { name: 'terminal', version: '1.0' },
@@ -41,9 +41,7 @@ async function run(refusals: number) {
 test('a backend that refuses for a moment gets the job again, waiting longer each time', async () => {
   const { store, backend, service, job } = await run(3);
   try {
-    for (let i = 0; i < 200 && (await job()).state !== 'RUNNING'; i++)
-      await new Promise((r) => setTimeout(r, 5));
-    assert.equal((await job()).state, 'RUNNING');
+    await until(async () => (await job()).state === 'RUNNING', { describe: 'the job runs' });
     assert.equal(backend.calls(), 4, 'three refusals, then accepted');
     assert.equal((await job()).submitted, true);
   } finally {
@@ -56,14 +54,11 @@ test('a backend that refuses for a moment gets the job again, waiting longer eac
 test('a backend that keeps refusing fails the job after five tries, saying why', async () => {
   const { store, backend, service, job } = await run(100);
   try {
-    for (let i = 0; i < 400 && (await job()).state !== 'FAILURE'; i++)
-      await new Promise((r) => setTimeout(r, 5));
-    assert.equal((await job()).state, 'FAILURE');
+    await until(async () => (await job()).state === 'FAILURE', { describe: 'the job fails' });
     assert.equal(backend.calls(), 5);
-    await until(
-      'the status is written',
-      async () => (await store.jobs.updatesOf((await job()).id)).length > 1,
-    );
+    await until(async () => (await store.jobs.updatesOf((await job()).id)).length > 1, {
+      describe: 'the status is written',
+    });
     assert.match(
       (await store.jobs.updatesOf((await job()).id)).at(-1)?.status ?? '',
       /The backend refused the job: connection refused/,

@@ -74,6 +74,25 @@ const OUTCOMES: Record<string, Outcome> = {
     loads: ['redis@8.2.0'],
     ignored: ['parameters.server_port.default_value'],
   },
+  // application: v2 (core2's A2Yaml): its own tool; Native software and Workflow scripts refused.
+  'core2-test-yaml/v2_terminal.yaml': { loads: ['terminal-ubuntu@Aug2025-1'], ignored: ['modules'] },
+  'core2-test-yaml/generic-container.yml': {
+    refused: ['parameters.wf.type: is Workflow: user-written job scripts are not offered by ucompute'],
+  },
+  'im2-docs-k8s/app_example.yaml': { loads: ['example-application@2026.1.0'] },
+  'im2-docs-k8s/app_customize.yaml': {
+    refused: ['parameters.wf.type: is Workflow: user-written job scripts are not offered by ucompute'],
+  },
+  ...Object.fromEntries(
+    ['app_minimal', 'app_configuration', 'app_injection'].map((name) => [
+      `im2-docs-k8s/${name}.yaml`,
+      {
+        refused: [
+          `software.type: is NATIVE: ucompute runs containers, not software loaded on the host (modules)`,
+        ],
+      },
+    ]),
+  ),
   'written-for-ucompute/core2-tools.yml': { loads: ['chat-ui@0.6.9', 'mongodb@8.0.9', 'redis@8.2.0'] },
   'written-for-ucompute/refused-by-ucloud.yml': {
     refused: [
@@ -114,7 +133,7 @@ describe('each file loads, or is refused naming the field', () => {
         outcome.ignored ?? [],
       );
       for (const ref of outcome.loads ?? []) {
-        const kind = /^application: v1/m.test(text) ? apps : tools;
+        const kind = /^application: v[12]/m.test(text) ? apps : tools;
         assert.ok(kind.has(ref), `${ref} is in the catalogue`);
       }
     });
@@ -182,6 +201,8 @@ const PARAMETERS: Record<string, Record<string, AppParameterValue>> = {
   'chat-ui@0.6.9': { data_dir: FOLDER },
   'mongodb@8.0.9': { mongo_data: FOLDER },
   'redis@8.2.0': {},
+  'example-application@2026.1.0': {},
+  'terminal-ubuntu@Aug2025-1': {},
 };
 
 describe('each loaded application plans into valid Kubernetes objects', () => {
@@ -234,5 +255,35 @@ test('apps validate prints a warning line per ignored field and the refusals, an
   assert.equal(
     lines.at(-1),
     `${issues.length} problems in ${files.length} files (${warnings.length} warnings)`,
+  );
+});
+
+test("core2's v2 terminal runs its Jinja script per rank; extra web interfaces are refused by name", async () => {
+  const config = resolvePipelineConfig({ security: { allowRootApps: true } });
+  const plan = (parameters: Record<string, AppParameterValue>) =>
+    planJob(
+      {
+        application: { name: 'terminal-ubuntu', version: 'Aug2025-1' },
+        product: { id: 'u1-standard-1', category: 'u1-standard' },
+        replicas: 2,
+        parameters,
+      },
+      { id: JOB_ID, owner: { createdBy: 'alice' }, createdAt: CREATED_AT },
+      { catalog, products, config },
+    );
+  const [job] = await plan({ shell: { type: 'text', value: 'zsh' } });
+  const container = (
+    job as unknown as { spec: { tasks: { template: { spec: { containers: { command: string[] }[] } } }[] } }
+  ).spec.tasks[0]!.template.spec.containers[0]!;
+  const [shell, flag, script] = container.command;
+  assert.deepEqual([shell, flag], ['bash', '-c']);
+  // The ranks differ (RANK=…), so each runs its own script.
+  assert.match(script!, /^case "\$\$VC_TASK_INDEX" in\n0\) exec bash -c '/);
+  assert.match(script!, /RANK=0/);
+  assert.match(script!, /RANK=1/);
+  assert.match(script!, new RegExp(`CORES=${products.find((p) => p.id === 'u1-standard-1')!.cpu}\\b`));
+  await assert.rejects(
+    plan({ numWeb: { type: 'integer', value: 2 } }),
+    /dynamicInterface: .*extra interfaces are not offered/,
   );
 });

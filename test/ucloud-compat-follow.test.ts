@@ -4,8 +4,8 @@ import { after, before, describe, test } from 'node:test';
 import { Value } from '@sinclair/typebox/value';
 import WebSocket from 'ws';
 import type { Caller } from '../src/jobs/service.ts';
-import type { JobState } from '../src/model/job.ts';
 import { FollowMessage } from '../src/server/schemas.ts';
+import { jobInState } from './support/server.ts';
 import { createFrom, fixture, type World, world } from './support/ucloud.ts';
 
 /**
@@ -60,14 +60,6 @@ function connect(url: string): Promise<Connection> {
   });
 }
 
-async function waitFor(w: World, id: string, state: JobState): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if ((await w.service.retrieve(ADMIN, id)).status.state === state) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  assert.fail(`job ${id} never became ${state}`);
-}
-
 const followCall = (id: string, token: string, streamId = '0') =>
   JSON.stringify({
     ...JSON.parse(
@@ -88,7 +80,7 @@ describe("following jobs with UCloud's WebSocket protocol", () => {
 
   test('initialJob first, then log with its channel, updates and newStatus, and a final response', async () => {
     const id = await createFrom(w, 'create-web-client');
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
     const c = await connect(url);
     c.ws.send(followCall(id, w.token));
     const first = await c.until(() => true);
@@ -115,7 +107,7 @@ describe("following jobs with UCloud's WebSocket protocol", () => {
 
   test('one socket carries several streams; refusals end only their own stream', async () => {
     const id = await createFrom(w, 'create-web-client');
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
     const c = await connect(url);
     c.ws.send(followCall(id, 'not-a-token', 'bad-token'));
     c.ws.send(followCall(id, w.bobToken, 'others-job'));

@@ -3,9 +3,10 @@ import { after, before, describe, test } from 'node:test';
 import { Value } from '@sinclair/typebox/value';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { type Caller, createJobService } from '../src/jobs/service.ts';
-import { Job, type JobState } from '../src/model/job.ts';
+import { Job } from '../src/model/job.ts';
 import { BrowseResponse, ProductSupportResponse, UtilizationResponse } from '../src/server/schemas.ts';
 import { env } from './support/fixtures.ts';
+import { jobInState } from './support/server.ts';
 import { createFrom, fixture, send, type World, world } from './support/ucloud.ts';
 
 /**
@@ -20,14 +21,6 @@ const query = (q: Record<string, string>) => new URLSearchParams(q).toString();
 const substitute = (value: unknown, id: string): unknown =>
   JSON.parse(JSON.stringify(value).replaceAll('$JOB', id));
 
-async function waitFor(w: World, id: string, state: JobState): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if ((await w.service.retrieve(ADMIN, id)).status.state === state) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  assert.fail(`job ${id} never became ${state}`);
-}
-
 function assertSchema(schema: Parameters<typeof Value.Check>[0], value: unknown, what: string): void {
   const errors = [...Value.Errors(schema, value)].map((e) => `${e.path}: ${e.message}`);
   assert.deepEqual(errors, [], what);
@@ -40,7 +33,7 @@ describe("UCloud's browse, retrieve and search", () => {
     w = await world();
     for (let i = 0; i < 3; i++) ids.push(await createFrom(w, 'create-minimal'));
     ids.push(await createFrom(w, 'create-web-client'));
-    for (const id of ids) await waitFor(w, id, 'RUNNING');
+    for (const id of ids) await jobInState(w, id, 'RUNNING');
     await w.service.terminate(ADMIN, [ids[0]!]);
   });
   after(() => w.close());
@@ -158,7 +151,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
 
   test('suspend frees the job from the backend and keeps it; unsuspend runs the same job again', async () => {
     const id = await createFrom(w, 'create-web-client');
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
     const folder = (await w.service.retrieve(ADMIN, id)).output.outputFolder;
     const calls = substitute(fixture('suspend-unsuspend-rename'), id) as Record<string, object>;
 
@@ -174,7 +167,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
 
     const resumed = await send(w, 'POST', '/api/jobs/unsuspend', calls.unsuspend);
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
     const job = await w.service.retrieve(ADMIN, id);
     assert.equal(job.output.outputFolder, folder, 'the same folder');
     assert.deepEqual(
@@ -187,7 +180,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
 
   test('a suspended job stays suspended across a restart, and resumes after it', async () => {
     const id = await createFrom(w, 'create-web-client');
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
     await w.service.suspend(ADMIN, [id]);
     // A restart: a new service and backend over the same store.
     const dry = dryBackend({ runForMs: null });
@@ -206,10 +199,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
       assert.equal((await service.retrieve(ADMIN, id)).status.state, 'SUSPENDED', 'not lost, not started');
       assert.deepEqual(submitted, [], 'recovery does not even start it');
       await service.unsuspend(ADMIN, [id]);
-      for (let i = 0; i < 1000 && (await service.retrieve(ADMIN, id)).status.state !== 'RUNNING'; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      assert.equal((await service.retrieve(ADMIN, id)).status.state, 'RUNNING');
+      await jobInState({ service }, id, 'RUNNING');
       assert.deepEqual(submitted, [id]);
     } finally {
       await service.stop();
@@ -224,12 +214,12 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     assert.equal((await w.service.retrieve(ADMIN, id)).status.state, 'SUSPENDED');
     assert.equal((await w.store.jobs.get(id))?.submitted, false);
     await w.service.unsuspend(ADMIN, [id]);
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
   });
 
   test("others' jobs cannot be suspended, resumed or renamed: 404, and nothing changes", async () => {
     const id = await createFrom(w, 'create-web-client');
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
     const calls = substitute(fixture('suspend-unsuspend-rename'), id) as Record<string, object>;
     for (const call of ['suspend', 'unsuspend', 'rename'] as const) {
       const r = await send(w, 'POST', `/api/jobs/${call}`, calls[call], w.bobToken);
@@ -271,7 +261,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     assert.ok(ours.some((p) => p.product.name === 'u1-standard-1'));
 
     const id = await createFrom(w, 'create-web-client');
-    await waitFor(w, id, 'RUNNING');
+    await jobInState(w, id, 'RUNNING');
     const calls = substitute(fixture('suspend-unsuspend-rename'), id) as Record<
       string,
       Record<string, string>

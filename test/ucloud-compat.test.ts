@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Caller } from '../src/jobs/service.ts';
 import type { Job } from '../src/model/job.ts';
 import { normalisedDuration, readJobSpecification } from '../src/model/job-request.ts';
+import { jobInState } from './support/server.ts';
 import { createFrom, fixture, send, type World, world } from './support/ucloud.ts';
 
 /**
@@ -111,9 +112,7 @@ describe('extending jobs as UCloud clients do', () => {
 
   test('a requested time of 90 minutes is an hour and a half', async () => {
     const id = await createFrom(w, 'create-web-client');
-    for (let i = 0; i < 1000 && (await w.service.retrieve(ADMIN, id)).status.state !== 'RUNNING'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
+    await jobInState(w, id, 'RUNNING');
     const r = await send(w, 'POST', '/api/jobs/extend', {
       type: 'bulk',
       items: [{ jobId: id, requestedTime: { hours: 0, minutes: 90, seconds: 0 } }],

@@ -32,11 +32,23 @@ function issues(documents: unknown[], security: SecurityPolicy = LOCKED): string
   return [];
 }
 
-test('a manifest with one Volcano Job and its ConfigMaps is read as it is', () => {
+test('a manifest with Volcano Jobs and their ConfigMaps is read as it is, every Job in order', () => {
   const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg' }, data: { a: 'b' } };
   const m = readManifest([job({ tasks: [task()] }), configMap], 'job.yaml', LOCKED);
-  assert.equal(m.job.metadata.name, 'demo');
+  assert.deepEqual(
+    m.jobs.map((j) => j.metadata.name),
+    ['demo'],
+  );
   assert.deepEqual(m.companions, [configMap]);
+  const several = readManifest(
+    [job({ tasks: [task()] }), configMap, job({ tasks: [task()] }, 'other')],
+    'jobs.yaml',
+    LOCKED,
+  );
+  assert.deepEqual(
+    several.jobs.map((j) => j.metadata.name),
+    ['demo', 'other'],
+  );
 });
 
 test('every problem of a manifest is named by its field', () => {
@@ -65,8 +77,11 @@ test('every problem of a manifest is named by its field', () => {
   assert.deepEqual(issues([{ apiVersion: 'apps/v1', kind: 'Deployment' }]), [
     'job.yaml.kind: the local backend runs a batch.volcano.sh/v1alpha1 Job with ConfigMaps and Secrets, not apps/v1 Deployment',
   ]);
-  assert.deepEqual(issues([job({ tasks: [task()] }), job({ tasks: [task()] }, 'other')]), [
-    'job.yaml: must hold exactly one Volcano Job (batch.volcano.sh/v1alpha1, kind Job); it holds 2',
+  assert.deepEqual(issues([job({ tasks: [task()] }), job({ tasks: [task()] })]), [
+    'job.yaml[1].metadata.name: repeats the name of the Job at job.yaml[0]: each Job needs its own',
+  ]);
+  assert.deepEqual(issues([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cfg' } }]), [
+    'job.yaml: must hold a Volcano Job (batch.volcano.sh/v1alpha1, kind Job); it holds none',
   ]);
 });
 
@@ -116,7 +131,6 @@ test('every field the local backend cannot honour is named at once, never silent
   const notHere = 'the local backend cannot honour';
   assert.deepEqual(issues([job(spec)]), [
     `job.yaml.spec.volumes: ${notHere} job-level volumes (claims Volcano would create); remove it to run here`,
-    `job.yaml.spec.ttlSecondsAfterFinished: ${notHere} removal of the finished job after a delay; remove it to run here`,
     `job.yaml.spec.priorityClassName: ${notHere} priority classes; remove it to run here`,
     'job.yaml.spec.schedulerName: the local backend schedules as volcano does, not as kube-batch',
     `job.yaml.spec.tasks[0].policies[0].timeout: ${notHere} delayed actions; remove it`,

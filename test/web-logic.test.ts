@@ -71,16 +71,23 @@ describe('the web interface', () => {
   });
 
   test('the jobs list takes each pushed job in its place, keeps the newer version, and follows its filters', () => {
-    const job = (id: string, createdAt: number, state: JobState = 'RUNNING', updates = 1, project?: string) =>
+    const job = (
+      id: string,
+      createdAt: number,
+      state: JobState = 'RUNNING',
+      updates = 1,
+      project?: string,
+      kind?: string,
+    ) =>
       ({
         id,
         createdAt,
         owner: { createdBy: 'alice', ...(project !== undefined ? { project } : {}) },
-        status: { state },
+        status: { state, ...(kind ? { outcome: { kind, text: kind } } : {}) },
         updates: Array.from({ length: updates }, () => ({ timestamp: createdAt })),
         specification: { application: { name: 'app', version: '1' }, product: { id: 'p', category: 'c' } },
       }) as unknown as Job;
-    const all = { state: '', app: '', project: '' };
+    const all = { state: '', outcome: '', app: '', project: '' };
     const list = [job('c', 30), job('a', 10)];
     const ids = (jobs: readonly Job[]) => jobs.map((j) => j.id);
 
@@ -93,16 +100,23 @@ describe('the web interface', () => {
     assert.equal(ended[1]?.status.state, 'SUCCESS');
     assert.equal(withJob(ended, job('a', 10, 'RUNNING', 1), all, false)[1]?.status.state, 'SUCCESS');
     // Filtered by state: a job that leaves the state leaves the list, and one that enters it joins.
-    const running = { state: 'RUNNING', app: '', project: '' };
+    const running = { ...all, state: 'RUNNING' };
     assert.deepEqual(ids(withJob(list, job('a', 10, 'SUCCESS', 2), running, false)), ['c']);
     assert.deepEqual(ids(withJob(list, job('b', 20, 'SUCCESS'), running, false)), ['c', 'a']);
-    assert.deepEqual(ids(withJob(list, job('b', 20), { state: '', app: 'other', project: '' }, false)), [
-      'c',
-      'a',
-    ]);
+    assert.deepEqual(ids(withJob(list, job('b', 20), { ...all, app: 'other' }, false)), ['c', 'a']);
     // In a project's workspace: only that project's jobs join.
-    const inLab = { state: '', app: '', project: 'lab' };
+    const inLab = { ...all, project: 'lab' };
     assert.deepEqual(ids(withJob(list, job('b', 20), inLab, false)), ['c', 'a']);
     assert.deepEqual(ids(withJob(list, job('b', 20, 'RUNNING', 1, 'lab'), inLab, false)), ['c', 'b', 'a']);
+    // Filtered by outcome: a job joins when it ends that way, and only then.
+    const cancelled = { ...all, outcome: 'CANCELLED' };
+    assert.deepEqual(ids(withJob([], job('b', 20), cancelled, false)), []);
+    assert.deepEqual(
+      ids(withJob([], job('b', 20, 'SUCCESS', 2, undefined, 'COMPLETED'), cancelled, false)),
+      [],
+    );
+    assert.deepEqual(ids(withJob([], job('b', 20, 'SUCCESS', 2, undefined, 'CANCELLED'), cancelled, false)), [
+      'b',
+    ]);
   });
 });

@@ -8,6 +8,7 @@ import { SESSION_LIFETIME_MS, webSignIns } from '../src/server/sign-in.ts';
 import { hashToken } from '../src/store/users.ts';
 import { type Answer, call, type World, world } from './support/interactive.ts';
 import { openTestStore } from './support/store.ts';
+import { until } from './support/until.ts';
 
 /**
  * Signing in to the web interface (issue 13): a token or a one-time link traded for the HttpOnly
@@ -73,10 +74,7 @@ async function runningJob(w: World): Promise<string> {
   });
   assert.equal(created.status, 200, created.body);
   const id = (created.json().responses as { id: string }[])[0]?.id ?? '';
-  for (let i = 0; i < 200 && (await w.store.jobs.get(id))?.state !== 'RUNNING'; i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
+  await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', { describe: 'the job runs' });
   return id;
 }
 
@@ -171,7 +169,7 @@ describe('CSRF and Origin checks on calls signed in by the cookie', { timeout: 6
     assert.equal(wrong.status, 403);
     const empty = await request(w, 'POST', '/api/jobs', { cookie, csrf: '', body: { items: [sleepy] } });
     assert.equal(empty.status, 403);
-    await new Promise((r) => setTimeout(r, 50));
+    // Refused before anything is stored.
     assert.equal(jobCount(w), before);
     assert.equal((await w.store.jobs.countByState()).IN_QUEUE ?? 0, 0);
   });

@@ -8,6 +8,7 @@ import { createJobService } from '../src/jobs/service.ts';
 import { directoryStorage } from '../src/storage/directory.ts';
 import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import { env } from './support/fixtures.ts';
+import { until } from './support/until.ts';
 
 /**
  * What one job costs the store, counted rather than timed, so that a machine's load does not
@@ -76,9 +77,8 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
         }
       ).n,
     );
-  for (let i = 0; i < 500 && (await finished()) < JOBS; i++) await new Promise((r) => setTimeout(r, 20));
+  await until(async () => (await finished()) === JOBS, { describe: `all ${JOBS} jobs finish` });
   await jobs.stop();
-  assert.equal(await finished(), JOBS);
 
   // Queued, built (its output folder), running, finished: nothing more, for every job.
   const updates = store.database

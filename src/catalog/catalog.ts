@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import type { Application, ResolvedApplication, Tool } from '../model/application.ts';
 import { type Issue, ValidationError } from '../model/errors.ts';
-import { normaliseDocument } from './yaml-v1.ts';
+import { readDocument } from './document.ts';
 
 /** A loaded catalogue: applications with their tools resolved, by name and version. */
 export interface Catalog {
@@ -89,7 +89,7 @@ export function buildCatalog(files: readonly SourceFile[]): {
         const node = doc.getIn(path, true);
         return isScalar(node) ? node.source : undefined;
       };
-      const result = normaliseDocument(value, sourceText);
+      const result = readDocument(value, sourceText);
       const locate = (issue: Issue): CatalogIssue => {
         const line = lineOf(splitPath(issue.path));
         return { file: file.path, document, ...(line !== undefined ? { line } : {}), ...issue };
@@ -100,8 +100,13 @@ export function buildCatalog(files: readonly SourceFile[]): {
         const text = (field: 'name' | 'version') => sourceText([field]) ?? String(value[field]);
         refusedTools.add(key(text('name'), text('version')));
       }
-      if (result.document?.kind === 'tool') {
-        const t = result.document.tool;
+      // A v2 application document is its own tool too.
+      const read = result.document;
+      const v2 = read?.kind === 'application-v2' ? read.resolved : undefined;
+      const tool = read?.kind === 'tool' ? read.tool : v2?.tool;
+      const application = read?.kind === 'application' ? read.application : v2?.application;
+      if (tool) {
+        const t = tool;
         if (tools.has(key(t.name, t.version))) {
           issues.push({
             file: file.path,
@@ -111,10 +116,11 @@ export function buildCatalog(files: readonly SourceFile[]): {
           });
         }
         tools.set(key(t.name, t.version), t);
-      } else if (result.document?.kind === 'application') {
-        const line = lineOf(['tool']);
+      }
+      if (application) {
+        const line = lineOf([v2 ? 'software' : 'tool']);
         apps.push({
-          application: result.document.application,
+          application,
           file: file.path,
           document,
           ...(line ? { line } : {}),

@@ -22,7 +22,7 @@ export interface RenderOptions {
 }
 
 /** One parameter value as text, or undefined when it contributes nothing. */
-function renderValue(
+export function renderValue(
   parameter: ApplicationParameter | undefined,
   value: AppParameterValue,
   options: RenderOptions,
@@ -68,6 +68,8 @@ function renderItem(
     return text === undefined ? undefined : literal(text);
   };
   switch (item.type) {
+    case 'jinja':
+      throw new Error('a Jinja invocation is rendered whole, as a script (./jinja-script.ts)');
     case 'word':
       return [literal(item.word)];
     case 'env':

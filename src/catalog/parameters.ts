@@ -1,7 +1,7 @@
 import type { Application, ApplicationParameter } from '../model/application.ts';
 import { IssueList, joinPath } from '../model/errors.ts';
 import type { AppParameterValue, AppParameterValueOf } from '../model/parameter-value.ts';
-import { baseName, isInside, normalisePath, parentPath } from '../model/paths.ts';
+import { baseName, isInside, normalisePath, parentPath, pathProblem } from '../model/paths.ts';
 import { inRange } from './yaml-v1.ts';
 
 /** A file or folder from storage, mounted into the job at `/work/<name>`. */
@@ -133,8 +133,11 @@ export function checkParameters(
   let openedFile: string | undefined;
   if (input.openedFile !== undefined) {
     const path = normalisePath(input.openedFile);
+    const problem = path !== undefined ? pathProblem(path) : undefined;
     // The parent folder is what gets mounted, so it must lie in a drive too (a drive root's parent is everyone's).
-    if (path === undefined || !rules.drives.some((d) => isInside(parentPath(path), d))) {
+    if (problem !== undefined) {
+      issues.add('specification.openedFile', problem);
+    } else if (path === undefined || !rules.drives.some((d) => isInside(parentPath(path), d))) {
       issues.add('specification.openedFile', `must be a file inside ${rules.drives.join(' or ')}`);
     } else {
       const folder = mountOf({ type: 'file', path: parentPath(path), readOnly: false });
@@ -228,6 +231,11 @@ function checkFile(
   const normalised = normalisePath(value.path);
   if (normalised === undefined) {
     issues.add(joinPath(path, 'path'), 'must be an absolute path without . or .. segments');
+    return undefined;
+  }
+  const problem = pathProblem(normalised);
+  if (problem !== undefined) {
+    issues.add(joinPath(path, 'path'), problem);
     return undefined;
   }
   if (!rules.drives.some((d) => isInside(normalised, d))) {

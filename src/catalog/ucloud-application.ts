@@ -191,12 +191,7 @@ function readInvocation(raw: unknown, path: string, issues: Issue[]): Invocation
         isSuffixVariablePartOfArg: flag(raw.isSuffixVariablePartOfArg, false),
       };
     case 'jinja':
-      issues.push({
-        path,
-        message:
-          'is a Jinja template (application v2): ucompute renders argument lists, not templated scripts',
-      });
-      return undefined;
+      return { type: 'jinja', template: text(raw.template) };
     default:
       issues.push({
         path: joinPath(path, 'type'),

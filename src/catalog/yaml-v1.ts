@@ -44,8 +44,8 @@ export function normaliseDocument(doc: unknown, sourceText: SourceText): Normali
   const kind = 'application' in doc ? 'application' : 'tool';
   const version = (doc as Record<string, unknown>)[kind];
   if (version !== undefined && typeof version !== 'object' && version !== 'v1') {
-    // Say only this: the rest of a v2 document would be one misleading problem per field.
-    const message = `must be v1: ucompute reads UCloud's YAML v1 only, not ${JSON.stringify(version)}`;
+    // Say only this: the rest of the document would be one misleading problem per field.
+    const message = `must be v1 (or v2 for an application), not ${JSON.stringify(version)}`;
     return { issues: [{ path: kind, message }], warnings: [] };
   }
   if ('application' in doc) {

@@ -5,21 +5,15 @@ import { isFinal } from '../model/job-states.ts';
 import type { Client } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, formatUpdate, printJson } from './format.ts';
-import { commandExitCode, failedRanks } from './outcome.ts';
+import { commandExitCode, outcomeOf } from './outcome.ts';
 
 /**
- * A final job's outcome: its state printed (unless JSON) with the ranks that exited non-zero, else
- * the backend's last word; the exit code is `srun`'s (see `commandExitCode`). The state goes to
- * stdout, or to stderr when stdout carries the job's own output.
+ * A final job's outcome: its state and how it ended, printed (unless JSON) as
+ * `<id>: SUCCESS, completed (exit 1 on rank 0)`; answers the exit code of its outcome (see
+ * `commandExitCode`). It goes to stdout, or to stderr when stdout carries the job's own output.
  */
 export function finalOutcome(job: Job, o: { json: boolean; toStderr?: boolean }): number {
-  if (!o.json) {
-    const failed = job.status.state === 'SUCCESS' ? failedRanks(job) : undefined;
-    const detail = failed ?? job.updates.findLast((u) => u.status !== undefined)?.status;
-    (o.toStderr ? process.stderr : process.stdout).write(
-      `${job.id}: ${job.status.state}${detail ? ` (${detail})` : ''}\n`,
-    );
-  }
+  if (!o.json) (o.toStderr ? process.stderr : process.stdout).write(`${job.id}: ${outcomeOf(job)}\n`);
   return commandExitCode(job);
 }
 

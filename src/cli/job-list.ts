@@ -1,11 +1,14 @@
 import { type Job, JobState } from '../model/job.ts';
+import { OUTCOME_KINDS } from '../model/outcome-kinds.ts';
 import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatSpan, formatTime, printJson, table } from './format.ts';
-import { endedAt, outcomeOf } from './outcome.ts';
+import { endedAt, shortOutcomeOf } from './outcome.ts';
 
 const STATES: string[] = JobState.anyOf.map((s) => s.const);
+/** Outcomes as options name them: out-of-credits for OUT_OF_CREDITS. */
+const OUTCOMES: string[] = OUTCOME_KINDS.map((k) => k.toLowerCase().replaceAll('_', '-'));
 
 const MAX_PAGE = 250;
 /** How often a watch draws ELAPSED and LEFT again; it reads the list again only when a job changed. */
@@ -15,13 +18,14 @@ const WATCH_MAX_MS = 24 * 3600 * 1000;
 
 export const JOBS_USAGE = `Usage: ucompute jobs [options]
 
-Lists jobs, newest first: id, application, state (with the ranks that exited non-zero, as in
-"SUCCESS (exit 1 on rank 0)"), creation time, time run (ELAPSED), time left before the job's
-limit (LEFT), name, who started it (and in which project), and the backend's latest word. With
---project, only that project's jobs.
+Lists jobs, newest first: id, application, state and, once it ended, how ("SUCCESS, cancelled by
+alice", "SUCCESS, completed (exit 1 on rank 0)"), creation time, time run (ELAPSED), time left
+before the job's limit (LEFT), name, who started it (and in which project), and the backend's
+latest word. With --project, only that project's jobs.
 
 Options:
   --state STATE       only jobs in this state (${STATES.join(', ')})
+  --outcome OUTCOME   only jobs that ended this way (${OUTCOMES.join(', ')})
   --app NAME          only jobs of this application
   --limit N           at most N jobs (default 50)
   --watch             redraw the list when a job changes (pushed by the service) and its times
@@ -31,6 +35,7 @@ ${CLIENT_OPTIONS_USAGE}`;
 
 interface ListOptions {
   state: string | undefined;
+  outcome: string | undefined;
   app: string | undefined;
   limit: number;
 }
@@ -38,6 +43,7 @@ interface ListOptions {
 export async function jobsCommand(argv: string[]): Promise<number> {
   const { values, positionals, help } = parseClientCommand(argv, JOBS_USAGE, {
     state: { type: 'string' },
+    outcome: { type: 'string' },
     app: { type: 'string' },
     limit: { type: 'string' },
     watch: { type: 'boolean' },
@@ -48,6 +54,10 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   if (state !== undefined && !STATES.includes(state)) {
     throw new CliError(`--state: "${values.state}" is not one of ${STATES.join(', ')}`);
   }
+  const outcome = stringOption(values, 'outcome')?.toLowerCase();
+  if (outcome !== undefined && !OUTCOMES.includes(outcome)) {
+    throw new CliError(`--outcome: "${values.outcome}" is not one of ${OUTCOMES.join(', ')}`);
+  }
   const limitText = stringOption(values, 'limit') ?? '50';
   const limit = Number(limitText);
   if (!/^\d+$/.test(limitText) || !Number.isSafeInteger(limit) || limit < 1) {
@@ -55,6 +65,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   }
   const options = {
     state,
+    outcome: outcome?.toUpperCase().replaceAll('-', '_'),
     app: stringOption(values, 'app'),
     limit,
   };
@@ -78,6 +89,7 @@ async function listJobs(client: Client, o: ListOptions): Promise<{ items: Job[];
       itemsPerPage: Math.min(o.limit - items.length, MAX_PAGE),
       next: next ?? undefined,
       filterState: o.state,
+      filterOutcome: o.outcome,
       filterApplication: o.app,
     });
     items.push(...response.items.slice(0, o.limit - items.length));
@@ -93,7 +105,7 @@ export function jobsTable(jobs: Job[], now: number): string {
     jobs.map((j) => [
       j.id,
       `${j.specification.application.name}@${j.specification.application.version}`,
-      outcomeOf(j),
+      shortOutcomeOf(j),
       formatTime(j.createdAt),
       elapsed(j, now),
       left(j, now),

@@ -20,7 +20,7 @@ import {
   table,
 } from './format.ts';
 import { resolveJobId } from './job-ids.ts';
-import { endedAt, outcomeOf } from './outcome.ts';
+import { EXIT_CODES_USAGE, endedAt } from './outcome.ts';
 
 /** The client commands that read and act on jobs, the catalogue and the products. */
 
@@ -43,8 +43,8 @@ ${CLIENT_OPTIONS_USAGE}`;
 
 export const SHOW_USAGE = `Usage: ucompute show ID [options]
 
-Shows one job: application, product, state, times, expiry, output folder, exit codes, credits
-charged and every update.
+Shows one job: application, product, state and outcome, times, expiry, output folder, exit
+codes, credits charged and every update.
 ID may be any unique prefix of a job's id.
 
 ${CLIENT_OPTIONS_USAGE}`;
@@ -56,11 +56,13 @@ several replicas) on stdout, stderr on stderr. Without -f it prints what there i
 ID may be any unique prefix of a job's id.
 
 Options:
-  -f, --follow        keep printing until the job ends; exit code as for \`run\` (see its --help)
+  -f, --follow        keep printing until the job ends, then exit with its outcome's code
   --rank N            only rank N's output (no "[rank]" prefixes)
 
 ${CLIENT_OPTIONS_USAGE}
-With --json, every message of the follow stream is printed as one line of JSON.`;
+With --json, every message of the follow stream is printed as one line of JSON.
+
+With -f: ${EXIT_CODES_USAGE}`;
 
 export const CANCEL_USAGE = `Usage: ucompute cancel ID... [options]
 
@@ -163,7 +165,8 @@ function describeJob(job: Job): string {
     ],
     ['product', `${s.product.id} (${s.product.category})`],
     ['replicas', String(s.replicas ?? 1)],
-    ['state', outcomeOf(job)],
+    ['state', st.state],
+    ...(st.outcome ? [['outcome', st.outcome.text] as [string, string]] : []),
     ['created', formatTime(job.createdAt)],
     ['started', formatTime(st.startedAt)],
     ['time limit', timeLimit(job)],
@@ -183,7 +186,10 @@ function describeJob(job: Job): string {
   ]);
   const width = Math.max(...rows.map(([k]) => k.length));
   const updates = job.updates.map((u) => `  ${formatTime(u.timestamp)}  ${formatUpdate(u)}`);
-  return `${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\nupdates:\n${updates.join('\n')}\n`;
+  // A value of several lines (a failure's reason) goes on under its first line.
+  const row = ([k, v]: [string, string]) =>
+    `${k.padEnd(width)}  ${v.replaceAll('\n', `\n${' '.repeat(width + 2)}`)}`;
+  return `${rows.map(row).join('\n')}\nupdates:\n${updates.join('\n')}\n`;
 }
 
 function oneId(positionals: string[], usage: string, what = 'one job ID'): string {
@@ -221,7 +227,8 @@ export async function cancelCommand(argv: string[]): Promise<number> {
   // The API leaves an ended job as it is (as UCloud does); a person asking to cancel one is told.
   for (const id of ids) {
     const { state } = (await client.get<Job>('/api/jobs/retrieve', { id })).status;
-    if (isFinal(state)) throw new CliError(`job ${id} has already ended (${state})`);
+    // Exit 1 as for every refusal of the service's (2 is for a wrong command line).
+    if (isFinal(state)) throw new CliError(`job ${id} has already ended (${state})`, 1);
   }
   const response = await client.post<unknown>('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
   if (values.json) printJson(response);

@@ -8,6 +8,7 @@ import { ApiError, CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } 
 import { CliError } from './errors.ts';
 import { finalOutcome, followJob, waitForJob } from './follow.ts';
 import { listOf, parseDuration, printJson } from './format.ts';
+import { EXIT_CODES_USAGE } from './outcome.ts';
 
 export const RUN_USAGE = `Usage: ucompute run APP[@VERSION] [options]
 
@@ -32,15 +33,17 @@ Options:
   --replicas N          number of replicas (default 1)
   --time DURATION       time limit: 45s, 90m, 2h, 1h30m, 1d (default: the tool's)
   --name NAME           a name for the job
-  --wait                wait until the job ends and print its final state; exit as srun does:
-                        0 for a clean SUCCESS, the application's exit code (the highest of its
-                        ranks') when it exited non-zero, 1 when the job did not succeed
+  --project ID          run in this project's workspace
+  --wait                wait until the job ends and print its state and outcome
+                        ("SUCCESS, cancelled by alice"); exit codes below
   --follow              stream the job's logs (stdout) and updates (stderr) until it ends; the
                         final state goes to stderr; exit code as with --wait
 
 ${CLIENT_OPTIONS_USAGE}
 With --json and --wait or --follow, each response is one line of JSON: the submission, then the
-final job (--wait) or every message of the follow stream (--follow).`;
+final job (--wait) or every message of the follow stream (--follow).
+
+${EXIT_CODES_USAGE}`;
 
 /** Splits `NAME=VALUE` at the first `=`. */
 function splitAssignment(text: string, flag: string): [string, string] {

@@ -108,7 +108,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
       // Core resolves every job's application: the catalogue is what it sent.
       catalog: provider ? provider.catalog : catalog.catalog,
       products,
-      config: resolvePipelineConfig(ucloud ? { ...config, provider: ucloud.providerId } : config),
+      config: resolvePipelineConfig(ucloud ? { ...config, provider: ucloud.providerId } : config, {
+        // The local sandbox maps a container's root to an unprivileged host id; dry runs nothing.
+        rootIsUnprivileged:
+          backendName === 'dry' || (backendName === 'local' && config.local?.unsandboxed !== true),
+      }),
     };
 
     const token = await bootstrapAdmin(

@@ -1,14 +1,20 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { ShellRequest, ShellResponse } from '../interactive/shell.ts';
-import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, connect } from './client.ts';
+import type { Job } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
+import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { jobAndRank, openSession } from './open.ts';
+import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from './outcome.ts';
 
 export const SHELL_USAGE = `Usage: ucompute shell ID [--rank N] [options]
 
 A terminal in a running job's replica, in this terminal: the first of bash, zsh, fish and sh the
 job's image has, as the job's user. Leave it as you leave the shell (exit, Ctrl-D); like ssh, the
-command exits with the shell's exit code.
+command exits with the shell's exit code. When the platform ends the job under the shell, it says
+how and exits with that outcome's code: ${OUTCOME_EXIT_CODES.CANCELLED} cancelled, ${OUTCOME_EXIT_CODES.EXPIRED} expired, ${OUTCOME_EXIT_CODES.FAILED} failed, ${OUTCOME_EXIT_CODES.OUT_OF_CREDITS} stopped: out
+of credits.
 
 Options:
   --rank N            which replica (default 0)
@@ -51,14 +57,43 @@ export async function shellCommand(argv: string[]): Promise<number> {
   if (raw) process.stdin.setRawMode(true);
   process.stdout.on('resize', onResize);
   process.stdin.on('data', onInput);
+  let close: { code: number; reason: string };
   try {
-    const { code, reason } = await closed;
-    if (!ended) throw new CliError(`the terminal was closed: ${reason || `code ${code}`}`, 1);
-    return ended.exitCode ?? 0;
+    close = await closed;
   } finally {
     process.stdout.off('resize', onResize);
     process.stdin.off('data', onInput);
     if (raw) process.stdin.setRawMode(false);
     process.stdin.pause();
+  }
+  const stopped = await endedByPlatform(client, id, ended?.exitCode);
+  if (stopped) {
+    process.stderr.write(`\n${stopped.id}: ${outcomeOf(stopped)}\n`);
+    return commandExitCode(stopped);
+  }
+  if (!ended) throw new CliError(`the terminal was closed: ${close.reason || `code ${close.code}`}`, 1);
+  return ended.exitCode ?? 0;
+}
+
+/** How long a shell that was killed waits for its job's end to be recorded. */
+const JOB_END_WAIT_MS = 15_000;
+
+/**
+ * The job, when the platform ended it under the shell (cancelled, expired, failed, out of
+ * credits). A shell that exited by itself says so with a code below 128; one that was killed
+ * (128 + the signal) or gave none may have died with its job, whose end is recorded a moment later.
+ */
+async function endedByPlatform(
+  client: Client,
+  id: string,
+  shellExit: number | undefined,
+): Promise<Job | undefined> {
+  if (shellExit !== undefined && shellExit < 128) return undefined;
+  const deadline = Date.now() + JOB_END_WAIT_MS;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+    const job = await client.get<Job>('/api/jobs/retrieve', { id });
+    if (isFinal(job.status.state)) return job.status.outcome?.kind === 'COMPLETED' ? undefined : job;
+    if (Date.now() + delay > deadline) return undefined;
+    await sleep(delay);
   }
 }

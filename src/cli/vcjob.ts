@@ -3,10 +3,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { run } from '../backends/local/exec.ts';
 import { removeBridgeNetwork } from '../backends/local/network.ts';
 import { openLocalBackend } from '../backends/local/open.ts';
-import type { LocalSettings } from '../backends/local/settings.ts';
 import type { BackendEvent } from '../jobs/backend.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
 import { readManifest } from '../volcano/emulation/manifest.ts';
@@ -17,10 +15,11 @@ import { CliError } from './errors.ts';
 
 export const VCJOB_USAGE = `Usage: ucompute vcjob run FILE.yaml [options]
 
-Runs a Volcano Job manifest (batch.volcano.sh/v1alpha1, with any ConfigMaps and Secrets it
-mounts) on this machine with the local backend, as Volcano would on a cluster: tasks and
-replicas, the env, svc, ssh and mpi plugins, gang start, policies, retries. Prints the job's
-phase changes and its output; exits 0 when the job Completed, 1 otherwise.
+Runs the Volcano Jobs of a manifest (batch.volcano.sh/v1alpha1, with any ConfigMaps and Secrets
+they mount) on this machine with the local backend, as Volcano would on a cluster: tasks and
+replicas, the env, svc, ssh and mpi plugins, gang start, policies, retries. Prints each job's
+phase changes and output (lines marked [rank], or [job/rank] for several jobs); exits 0 when
+every job Completed, 1 otherwise.
 
 Options:
   --follow            stream the output as it comes (otherwise it is printed at the end)
@@ -28,7 +27,7 @@ Options:
   --data-dir DIR      where storage is (default as for serve)
 
 The run keeps its own state in a temporary folder and its pods on a bridge and subnet of their
-own, all removed when it exits (also on SIGINT or SIGTERM, which first end the job's pods): a
+own, all removed when it exits (also on SIGINT or SIGTERM, which first end the jobs' pods): a
 ucompute server or another run on the same machine is never touched.`;
 
 export async function vcjobCommand(argv: string[]): Promise<number> {
@@ -53,72 +52,88 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
   const broken = documents.find((d) => d.errors.length > 0);
   if (broken) throw new CliError(`${file}: ${broken.errors[0]!.message}`);
   const config = await loadConfig(values.config);
-  const { job, companions } = readManifest(
+  const { jobs, companions } = readManifest(
     documents.map((d) => d.toJS()),
     file,
     resolvePipelineConfig(config).security,
   );
 
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
-  const id = `${job.metadata.name}-${randomBytes(3).toString('hex')}`;
-  const say = (text: string) =>
-    process.stderr.write(`${new Date().toISOString()} ${job.metadata.name}: ${text}\n`);
+  const ids = jobs.map((job) => `${job.metadata.name}-${randomBytes(3).toString('hex')}`);
+  const nameOf = (i: number) => jobs[i]!.metadata.name;
+  const say = (i: number, text: string) =>
+    process.stderr.write(`${new Date().toISOString()} ${nameOf(i)}: ${text}\n`);
 
-  // A signal ends the job (its pods are stopped) and then this process, never the other way round.
+  // A signal ends the jobs (their pods are stopped) and then this process, never the other way round.
   let interrupted = false;
-  let cancelJob: (() => void) | null = null;
+  let cancelJobs: (() => void) | null = null;
   const interrupt = () => {
     interrupted = true;
-    cancelJob?.();
+    cancelJobs?.();
   };
   process.on('SIGINT', interrupt);
   process.on('SIGTERM', interrupt);
-  // Its own state folder, bridge and subnet: a server or another run on this machine is never touched.
+  // Its own state folder: its bridge, subnet and cgroup folder are derived from it (see
+  // host-names.ts) whatever the configuration names (a server's), so that a server or another run
+  // on this machine is never touched.
   const stateDir = await mkdtemp(join(tmpdir(), 'ucompute-vcjob-state-'));
-  const network = await privateNetwork(config.local?.network);
+  const { bridge: _bridge, subnet: _subnet, ...network } = config.local?.network ?? {};
+  const { cgroupParent: _cgroupParent, ...local } = config.local ?? {};
+  let bridge: string | null = null;
   try {
     const backend = await openLocalBackend({
-      config: { ...config.local, stateDir, network },
+      config: { ...local, stateDir, network: { ...network, poolSize: 0 } },
       dataDir,
       storageRoot: config.storage?.root ?? join(dataDir, 'storage'),
       storageClaim: resolvePipelineConfig(config).kubernetes.storageClaim,
       embedded: values.config === undefined,
     });
+    // Made for this run only.
+    bridge = backend.hostNames?.bridge ?? null;
     try {
       for (const w of backend.warnings) process.stderr.write(`warning: ${w}\n`);
       backend.onPhase((jobId, phase) => {
-        if (jobId === id) say(`phase ${phase}`);
+        if (ids.includes(jobId)) say(ids.indexOf(jobId), `phase ${phase}`);
       });
-      const ended = new Promise<BackendEvent>((done) => {
-        backend.onEvent((e) => {
-          if (e.jobId !== id) return;
-          if (e.state === 'IN_QUEUE') say(e.status);
-          if (e.state === 'SUCCESS' || e.state === 'FAILURE') done(e);
-        });
-      });
+      const ended = ids.map(
+        (id, i) =>
+          new Promise<BackendEvent>((done) => {
+            backend.onEvent((e) => {
+              if (e.jobId !== id) return;
+              if (e.state === 'IN_QUEUE') say(i, e.status);
+              if (e.state === 'SUCCESS' || e.state === 'FAILURE') done(e);
+            });
+          }),
+      );
       if (interrupted) return 1;
-      await backend.submitVolcanoJob(id, job, companions);
-      cancelJob = () => void backend.cancel(id).catch(() => undefined);
-      if (interrupted) cancelJob();
-      const [stdout, stderr] = [linePrefixer(), linePrefixer()];
-      const print = async (follow: boolean) => {
-        for await (const chunk of backend.logs(id, { follow })) {
+      for (const [i, id] of ids.entries()) await backend.submitVolcanoJob(id, jobs[i]!, companions);
+      cancelJobs = () => {
+        for (const id of ids) void backend.cancel(id).catch(() => undefined);
+      };
+      if (interrupted) cancelJobs();
+      // One job's lines carry its ranks, several jobs' their names too.
+      const label = (i: number) => (ids.length > 1 ? `${nameOf(i)}/` : '');
+      const print = async (i: number, follow: boolean) => {
+        const [stdout, stderr] = [linePrefixer(label(i)), linePrefixer(label(i))];
+        for await (const chunk of backend.logs(ids[i]!, { follow })) {
           if (chunk.stdout) process.stdout.write(stdout(chunk.rank, chunk.stdout));
           if (chunk.stderr) process.stderr.write(stderr(chunk.rank, chunk.stderr));
         }
       };
-      if (values.follow) await print(true);
-      const end = await ended;
-      if (!values.follow) await print(false);
-      say(end.status);
-      return backend.phaseOf(id) === 'Completed' ? 0 : 1;
+      if (values.follow) await Promise.all(ids.map((_, i) => print(i, true)));
+      const ends = await Promise.all(ended);
+      for (const [i, end] of ends.entries()) {
+        if (!values.follow) await print(i, false);
+        say(i, end.status);
+      }
+      return ids.every((id) => backend.phaseOf(id) === 'Completed') ? 0 : 1;
     } finally {
-      // Ends the job's pods if something above failed; nothing of this run outlives it.
-      await backend.cancel(id).catch(() => undefined);
+      // Ends the jobs' pods if something above failed; nothing of this run outlives it.
+      for (const id of ids) await backend.cancel(id).catch(() => undefined);
       await backend.close();
     }
   } finally {
-    if (network.bridge && process.getuid?.() === 0) await removeBridgeNetwork(network.bridge);
+    if (bridge !== null) await removeBridgeNetwork(bridge);
     await rm(stateDir, { recursive: true, force: true });
     process.off('SIGINT', interrupt);
     process.off('SIGTERM', interrupt);
@@ -126,26 +141,10 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
 }
 
 /**
- * A bridge and a /24 of 10.90.0.0/16 no interface of the machine uses, for one run; the rest of
- * the configured network (egress, pool) applies.
+ * Marks each line of a rank's output (one stream) with the rank after `label`, also when a line
+ * arrives in pieces.
  */
-async function privateNetwork(
-  configured: LocalSettings['network'],
-): Promise<NonNullable<LocalSettings['network']>> {
-  const used = process.getuid?.() === 0 ? await run('ip', ['-o', '-4', 'addr', 'show']).catch(() => '') : '';
-  const free = Array.from({ length: 256 }, (_, i) => i).filter((i) => !used.includes(` 10.90.${i}.`));
-  const third = free[Math.floor(Math.random() * free.length)];
-  if (third === undefined) throw new CliError('no free 10.90.x.0/24 subnet left for the run');
-  return {
-    ...configured,
-    bridge: `ucv${randomBytes(3).toString('hex')}`,
-    subnet: `10.90.${third}.0/24`,
-    poolSize: configured?.poolSize ?? 0,
-  };
-}
-
-/** Marks each line of a rank's output (one stream) with the rank, also when a line arrives in pieces. */
-function linePrefixer(): (rank: number, text: string) => string {
+function linePrefixer(label: string): (rank: number, text: string) => string {
   const midLine = new Set<string>();
   let previous = '';
   return (rank, text) => {
@@ -155,7 +154,7 @@ function linePrefixer(): (rank: number, text: string) => string {
       // Another rank's unfinished line ends here, so that lines never run together.
       if (previous !== key && midLine.delete(previous)) out += '\n';
       previous = key;
-      if (!midLine.has(key)) out += `[${rank}] `;
+      if (!midLine.has(key)) out += `[${label}${rank}] `;
       out += piece;
       if (piece.endsWith('\n')) midLine.delete(key);
       else midLine.add(key);

@@ -17,6 +17,7 @@ const FILES: Readonly<Record<string, string>> = {
   'addon-fit.js': packageFile('@xterm/addon-fit'),
   'shell.js': join(PAGES, 'shell.js'),
   'vnc.js': join(PAGES, 'vnc.js'),
+  'vnc-start.js': join(PAGES, 'vnc-start.js'),
 };
 
 /** A noVNC module path: below core/ or vendor/, plain names only, so nothing else is reachable. */

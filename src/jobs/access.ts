@@ -1,6 +1,8 @@
 import { type UsageBucket, type UsageSum, usageBuckets } from '../accounting/usage.ts';
 import { ValidationError } from '../model/errors.ts';
 import type { Job, JobState, JobStatus } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
+import { type OutcomeKind, presentOutcome } from '../model/outcome.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
 import type { JobRecord, JobVisibility } from '../store/jobs.ts';
 import type { StoreParts } from '../store/store.ts';
@@ -23,6 +25,8 @@ export interface BrowseOptions {
   itemsPerPage?: number;
   next?: string;
   filterState?: JobState;
+  /** Final jobs that ended this way (an addition to UCloud's filters). */
+  filterOutcome?: OutcomeKind;
   filterApplication?: string;
   filterCreatedBy?: string;
   filterCreatedAfter?: number;
@@ -80,6 +84,9 @@ export function statusOf(record: JobRecord): JobStatus {
     ...(record.startedAt !== null ? { startedAt: record.startedAt } : {}),
     ...(record.expiresAt !== null ? { expiresAt: record.expiresAt } : {}),
     ...(record.exitCodes !== null ? { exitCode: record.exitCodes } : {}),
+    ...(record.outcome !== null && isFinal(record.state)
+      ? { outcome: presentOutcome(record.outcome, record.exitCodes ?? undefined) }
+      : {}),
   };
 }
 
@@ -197,6 +204,7 @@ export function jobAccess(store: StoreParts) {
       const records = await store.jobs.browse({
         visibility: caller.admin ? 'all' : await visibility(caller),
         ...optional('state', o.filterState),
+        ...optional('outcome', o.filterOutcome),
         ...optional('application', o.filterApplication),
         ...optional('createdBy', o.filterCreatedBy),
         ...optional('createdAfter', o.filterCreatedAfter),

@@ -67,7 +67,10 @@ export function jobControl(o: ControlOptions) {
     /** Ends the jobs; one that has already ended is left as it is (UCloud's core2 answers it 200). */
     async terminate(caller: Caller, ids: readonly string[]): Promise<void> {
       const jobs = await visibleJobs(caller, ids);
-      for (const job of jobs) if (!isFinal(job.state)) await o.monitor.stop(job.id, 'The job was cancelled');
+      for (const job of jobs) {
+        if (isFinal(job.state)) continue;
+        await o.monitor.stop(job.id, 'The job was cancelled', { kind: 'CANCELLED', by: caller.username });
+      }
     },
 
     /**

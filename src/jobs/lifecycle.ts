@@ -1,5 +1,6 @@
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
+import type { Outcome } from '../model/outcome.ts';
 import type { JobChanges, JobRecord } from '../store/jobs.ts';
 
 /**
@@ -22,6 +23,44 @@ export type Decision =
   | { kind: 'drop'; reason: string }
   | { kind: 'reject'; reason: string };
 
+/** The final state of each way ucompute ends a job (UCloud's: a cancelled job is SUCCESS). */
+const STATE_OF_ENDING: Partial<Record<Outcome['kind'], JobState>> = {
+  CANCELLED: 'SUCCESS',
+  OUT_OF_CREDITS: 'SUCCESS',
+  EXPIRED: 'EXPIRED',
+};
+
+/**
+ * The update as the end ucompute decided: a job being ended (cancelled, out of credits, expired)
+ * ends that way, whatever end the backend reports while it stops the job's replicas.
+ */
+export function asDecidedEnd(job: JobRecord, update: JobUpdate): JobUpdate {
+  if (job.outcome === null || isFinal(job.state) || update.state === undefined || !isFinal(update.state))
+    return update;
+  const state = STATE_OF_ENDING[job.outcome.kind];
+  if (state === undefined || state === update.state || !TRANSITIONS[job.state].includes(state)) return update;
+  return { ...update, state };
+}
+
+/**
+ * How a job that ends now ended: as ucompute was ending it (before it ever ran, it never
+ * started), else by its final state, a FAILURE with the reason its final update gave.
+ */
+export function outcomeAtEnd(job: JobRecord, state: JobState, update: JobUpdate): Outcome {
+  const ending = job.outcome;
+  if (ending !== null) {
+    const stopped = ending.kind === 'CANCELLED' || ending.kind === 'OUT_OF_CREDITS';
+    if (!stopped || job.startedAt !== null) return ending;
+    const reason = ending.kind === 'CANCELLED' ? 'cancelled' : 'stopped: out of credits';
+    return { kind: 'NEVER_STARTED', reason, ...(ending.by !== undefined ? { by: ending.by } : {}) };
+  }
+  if (state === 'EXPIRED') return { kind: 'EXPIRED' };
+  if (state === 'FAILURE') {
+    return update.status !== undefined ? { kind: 'FAILED', reason: update.status } : { kind: 'FAILED' };
+  }
+  return { kind: 'COMPLETED' };
+}
+
 /** Decides what an update does to a job, without doing it. */
 export function decideUpdate(job: JobRecord, update: JobUpdate): Decision {
   if (isFinal(job.state)) return { kind: 'reject', reason: `the job is already ${job.state}` };
@@ -38,6 +77,7 @@ export function decideUpdate(job: JobRecord, update: JobUpdate): Decision {
       return { kind: 'reject', reason: `a ${job.state} job cannot become ${next}` };
     }
     changes.state = next;
+    if (isFinal(next)) changes.outcome = outcomeAtEnd(job, next, update);
     if (next === 'RUNNING') {
       changes.startedAt = update.timestamp;
       changes.runStartedAt = update.timestamp;

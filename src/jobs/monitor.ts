@@ -1,3 +1,5 @@
+import type { JobUpdate } from '../model/job.ts';
+import type { Outcome } from '../model/outcome.ts';
 import { accountOf } from '../model/owner.ts';
 import type { Charge, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobRecord } from '../store/jobs.ts';
@@ -32,11 +34,24 @@ export type JobMonitor = ReturnType<typeof jobMonitor>;
 export function jobMonitor(o: MonitorOptions) {
   const { store, backend, hooks, updates, access, now } = o;
 
-  /** Ends an active job as SUCCESS with `status` (cancelled, out of credits). */
-  async function stop(id: string, status: string): Promise<void> {
-    updates.endForGood(id);
-    await backend.cancel(id);
-    await updates.update(id, { state: 'SUCCESS', status, expectedDifferentState: true });
+  /**
+   * Stops an active job's replicas and ends it with `outcome`, recorded first: whatever end the
+   * backend reports meanwhile, and after a crash in between, the job ends this way.
+   */
+  async function endJob(id: string, outcome: Outcome, update: Omit<JobUpdate, 'timestamp'>): Promise<void> {
+    const marked = await store.jobs.markEnding(id, outcome);
+    try {
+      await backend.cancel(id);
+    } catch (error) {
+      if (marked) await store.jobs.unmarkEnding(id);
+      throw error;
+    }
+    await updates.update(id, update);
+  }
+
+  /** Ends an active job as SUCCESS with `status` (cancelled, out of credits), as `outcome`. */
+  async function stop(id: string, status: string, outcome: Outcome): Promise<void> {
+    await endJob(id, outcome, { state: 'SUCCESS', status, expectedDifferentState: true });
   }
 
   /** What the lifecycle hooks may do: one object, made once. */
@@ -44,9 +59,10 @@ export function jobMonitor(o: MonitorOptions) {
     config: o.env.config,
     now,
     expire: async (jobId) => {
-      // Decided on the stored deadline, in the transaction that ends the job: the caller's copy
-      // of the job may predate an extend, and an extend may commit while this one waits. Ended
-      // first, then cancelled: what the backend says of the cancel comes to a job already ended.
+      // Decided on the stored deadline, in the transaction that ends the job (its outcome EXPIRED
+      // with it): the caller's copy of the job may predate an extend, and an extend may commit
+      // while this one waits. Ended first, then cancelled: what the backend says of the cancel
+      // comes to a job already ended.
       const due = (job: JobRecord) =>
         job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now();
       const expired = await updates.update(
@@ -94,7 +110,7 @@ export function jobMonitor(o: MonitorOptions) {
       for (const record of await store.jobs.active()) {
         if (accountOf(ownerOf(record)) !== account) continue;
         if (record.specification.product.category !== category) continue;
-        await stop(record.id, status);
+        await stop(record.id, status, { kind: 'OUT_OF_CREDITS' });
       }
     },
   };

@@ -133,7 +133,8 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
   if (invocation.container.runAsRoot && !env.config.security.allowRootApps) {
     issues.add(
       'specification.application',
-      `${application.metadata.name} runs as root (runAsRoot), which this provider's configuration does not allow (security.allowRootApps)`,
+      `${application.metadata.name} runs as root (runAsRoot), which this provider's configuration does not allow: ` +
+        'its root would be root on the node (set kubernetes.userNamespaces where the cluster supports user namespaces, or security.allowRootApps)',
     );
   }
   // As UCloud: ssh where the application offers it, and always where it requires it.
@@ -143,16 +144,17 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
   }
   const sshEnabled = sshMode === 'MANDATORY' || (sshMode === 'OPTIONAL' && spec.sshEnabled === true);
 
+  const maximum = product ? maxTimeAllocationMillis(product, env.config) : null;
   let timeAllocationMillis: number | null = null;
-  if (spec.timeAllocation !== null) {
-    const allocation = spec.timeAllocation ?? tool.defaultTimeAllocation;
-    if (allocation !== undefined) {
-      timeAllocationMillis = durationMillis(allocation);
-      if (timeAllocationMillis <= 0) issues.add('specification.timeAllocation', 'must be longer than zero');
-    }
+  if (spec.timeAllocation !== undefined && spec.timeAllocation !== null) {
+    timeAllocationMillis = durationMillis(spec.timeAllocation);
+    if (timeAllocationMillis <= 0) issues.add('specification.timeAllocation', 'must be longer than zero');
+  } else if (spec.timeAllocation === undefined) {
+    // Not asked for: the tool's default within the maximum, else the maximum (none without one).
+    const byDefault = tool.defaultTimeAllocation && durationMillis(tool.defaultTimeAllocation);
+    timeAllocationMillis = byDefault ? Math.min(byDefault, maximum ?? byDefault) : maximum;
   }
 
-  const maximum = product ? maxTimeAllocationMillis(product, env.config) : null;
   if (maximum !== null && (timeAllocationMillis === null || timeAllocationMillis > maximum)) {
     issues.add(
       'specification.timeAllocation',

@@ -1,3 +1,4 @@
+import type { Clock, Timer } from '../model/clock.ts';
 import type { Store } from '../store/store.ts';
 import type { Backend } from './backend.ts';
 import type { Logger } from './log.ts';
@@ -13,15 +14,16 @@ export interface RestartOptions {
   updates: JobUpdates;
   /** Queues a stored job for submission (with its stored build). */
   resubmit: (id: string) => void;
-  now: () => number;
+  /** What back-offs count on: a restart is due on this clock. */
+  clock: Clock;
   log?: Logger;
 }
 
 export type JobRestarts = ReturnType<typeof jobRestarts>;
 
 export function jobRestarts(o: RestartOptions) {
-  const { store, backend, updates, now, log } = o;
-  const timers = new Map<string, NodeJS.Timeout>();
+  const { store, backend, updates, clock, log } = o;
+  const timers = new Map<string, Timer>();
 
   /** Runs the job again, unless it was cancelled or unsuspended meanwhile. */
   async function restart(id: string, exits: number): Promise<void> {
@@ -47,23 +49,16 @@ export function jobRestarts(o: RestartOptions) {
     const freed = backend
       .suspend(id)
       .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not free an exited job'));
-    clearTimeout(timers.get(id));
-    // Node's timers count from the event loop's cached time, which can be behind the clock: a timer
-    // may fire a little before `due`, and then waits out the rest.
-    const arm = () => {
-      const timer = setTimeout(
-        () => {
-          if (now() < due) return arm();
-          freed
-            .then(() => restart(id, exits))
-            .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
-        },
-        Math.max(due - now(), 0),
-      );
-      timer.unref();
-      timers.set(id, timer);
-    };
-    arm();
+    timers.get(id)?.cancel();
+    const timer = clock.setTimeout(
+      () => {
+        freed
+          .then(() => restart(id, exits))
+          .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
+      },
+      Math.max(due - clock.now(), 0),
+    );
+    timers.set(id, timer);
   }
 
   return {
@@ -77,7 +72,7 @@ export function jobRestarts(o: RestartOptions) {
     },
 
     stop(): void {
-      for (const timer of timers.values()) clearTimeout(timer);
+      for (const timer of timers.values()) timer.cancel();
       timers.clear();
     },
   };

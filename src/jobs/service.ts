@@ -1,3 +1,4 @@
+import { type Clock, systemClock, type Timer } from '../model/clock.ts';
 import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
@@ -55,7 +56,8 @@ export interface ServiceOptions {
   storage?: JobStorage;
   /** Where jobs' input files and folders are checked at submit (400 when one is not there). */
   inputs?: InputStorage;
-  now?: () => number;
+  /** What the service reads the time from and waits on (monitoring, back-offs); the machine's by default. */
+  clock?: Clock;
   log?: Logger;
   /** How often running jobs are monitored (expiry, charges). */
   monitorIntervalMs?: number;
@@ -140,7 +142,8 @@ export interface JobService {
 /** The service from its parts: access, intake, submission, updates, monitoring and control. */
 export function createJobService(options: ServiceOptions): JobService {
   const { store, env, backend } = options;
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.now();
   const log = options.log;
   const requireCredits = options.requireCredits ?? true;
   const hooks = pluginHooks(options.plugins ?? PLUGINS, log);
@@ -148,7 +151,7 @@ export function createJobService(options: ServiceOptions): JobService {
   const updates = jobUpdates({
     store,
     hooks,
-    now,
+    clock,
     lifecycle: () => monitoring.lifecycle,
     exited: (id) => {
       restarts
@@ -176,6 +179,7 @@ export function createJobService(options: ServiceOptions): JobService {
     hooks,
     updates,
     retryMs: options.submitRetryMs ?? 1000,
+    clock,
     ...(options.storage ? { storage: options.storage } : {}),
     ...(log ? { log } : {}),
   });
@@ -184,7 +188,7 @@ export function createJobService(options: ServiceOptions): JobService {
     backend,
     updates,
     resubmit: submission.enqueue,
-    now,
+    clock,
     ...(log ? { log } : {}),
   });
   const events = jobEvents({ access, env });
@@ -225,7 +229,7 @@ export function createJobService(options: ServiceOptions): JobService {
     ...(options.mirror ? { mirror: options.mirror } : {}),
   });
 
-  let monitorTimer: NodeJS.Timeout | undefined;
+  let monitorTimer: Timer | undefined;
   let pass: Promise<void> | undefined;
 
   backend.onEvent(updates.onBackendEvent);
@@ -320,18 +324,16 @@ export function createJobService(options: ServiceOptions): JobService {
           .monitor()
           .catch((e: unknown) => log?.error({ err: e }, 'monitoring failed'))
           .finally(() => {
-            monitorTimer = setTimeout(tick, interval);
-            monitorTimer.unref();
+            monitorTimer = clock.setTimeout(tick, interval);
           });
       };
-      monitorTimer = setTimeout(tick, interval);
-      monitorTimer.unref();
+      monitorTimer = clock.setTimeout(tick, interval);
     },
 
     async stop() {
       submission.stop();
       restarts.stop();
-      clearTimeout(monitorTimer);
+      monitorTimer?.cancel();
       await pass;
       await updates.stop();
     },

@@ -1,3 +1,4 @@
+import type { Clock } from '../model/clock.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { JobBuild, PeerLocation, PreparedJob } from '../plugins/plugin.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
@@ -25,6 +26,8 @@ export interface SubmissionOptions {
   log?: Logger;
   /** First wait before submitting again to a backend that refused; it doubles each time. */
   retryMs: number;
+  /** What the waits before trying again count on. */
+  clock: Clock;
 }
 
 const SUBMIT_CONCURRENCY = 16;
@@ -65,7 +68,7 @@ export function jobSubmission(o: SubmissionOptions) {
         .catch((e: unknown) => {
           log?.error({ err: e, jobId: id }, 'submission failed');
           // Nothing of it was written: once there is space again, it is submitted after all.
-          if (isDiskFull(e) && !stopped) setTimeout(() => enqueue(id), DISK_FULL_RETRY_MS).unref();
+          if (isDiskFull(e) && !stopped) o.clock.setTimeout(() => enqueue(id), DISK_FULL_RETRY_MS);
         })
         .finally(() => {
           submitting--;
@@ -160,7 +163,7 @@ export function jobSubmission(o: SubmissionOptions) {
       if (failed < SUBMIT_ATTEMPTS && !stopped) {
         failures.set(id, failed);
         log?.warn({ err: e, jobId: id, attempt: failed }, 'the backend refused a job; trying again');
-        setTimeout(() => enqueue(id), o.retryMs * 2 ** (failed - 1)).unref();
+        o.clock.setTimeout(() => enqueue(id), o.retryMs * 2 ** (failed - 1));
         return;
       }
       failures.delete(id);

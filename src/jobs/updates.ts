@@ -1,3 +1,4 @@
+import type { Clock } from '../model/clock.ts';
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
@@ -6,7 +7,7 @@ import type { Store, StoreParts } from '../store/store.ts';
 import { ownerOf } from './access.ts';
 import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
-import { decideUpdate } from './lifecycle.ts';
+import { asDecidedEnd, decideUpdate } from './lifecycle.ts';
 import type { Logger } from './log.ts';
 import type { JobMirror } from './mirror.ts';
 import { isRestartExit, restartExit } from './restart-policy.ts';
@@ -24,7 +25,8 @@ export interface UpdatesOptions {
   lifecycle: () => LifecycleContext;
   /** Called when a restartOnExit job's end was written as SUSPENDED, to run it again. */
   exited: (id: string) => void;
-  now: () => number;
+  /** What updates are stamped with, and a write that failed waits on before it is tried again. */
+  clock: Clock;
   log?: Logger;
   /** Told of every update in the transaction that writes it. */
   mirror?: JobMirror;
@@ -72,12 +74,11 @@ export function activeJob(record: JobRecord): ActiveJob | undefined {
 export type JobUpdates = ReturnType<typeof jobUpdates>;
 
 export function jobUpdates(o: UpdatesOptions) {
-  const { store, hooks, now, log } = o;
+  const { store, hooks, clock, log } = o;
+  const now = () => clock.now();
   const listeners = new Map<string, Set<UpdateListener>>();
   const everyJob = new Set<UpdateListener>();
   const stateListeners = new Set<StateListener>();
-  /** Jobs being ended by ucompute (cancel, expiry, credits): their end is not an exit to restart from. */
-  const ending = new Set<string>();
   let stopped = false;
 
   /**
@@ -88,13 +89,14 @@ export function jobUpdates(o: UpdatesOptions) {
   async function write(
     tx: StoreParts,
     id: string,
-    u: JobUpdate,
+    given: JobUpdate,
     extra: JobChanges,
     alongside?: Alongside,
     holds?: Precondition,
   ): Promise<Applied | undefined> {
     const before = await tx.jobs.get(id);
     if (!before || (holds && !holds(before))) return undefined;
+    const u = asDecidedEnd(before, given);
     const decision = decideUpdate(before, u);
     if (decision.kind !== 'apply') return undefined;
     await alongside?.(tx);
@@ -117,7 +119,6 @@ export function jobUpdates(o: UpdatesOptions) {
   async function applied(a: Applied): Promise<void> {
     if (a.next !== a.previous) for (const l of stateListeners) l(a.id, a.next);
     await notify(a.id, a.update);
-    if (isFinal(a.next)) ending.delete(a.id);
     const lifecycle = o.lifecycle();
     if (isRestartExit(a.update)) {
       if (a.job) await hooks.suspend(lifecycle, a.job);
@@ -187,7 +188,7 @@ export function jobUpdates(o: UpdatesOptions) {
         // try again, so that a full disk delays a job's end rather than leaving it RUNNING forever.
         log?.error({ err, events: batch.length }, 'could not write backend events; trying again');
         events = [...batch, ...events];
-        if (!stopped) setTimeout(applyEvents, EVENT_RETRY_MS).unref();
+        if (!stopped) clock.setTimeout(applyEvents, EVENT_RETRY_MS);
       },
     );
   }
@@ -218,20 +219,19 @@ export function jobUpdates(o: UpdatesOptions) {
     });
   }
 
-  /** Whether the end the backend reports is an exit to restart from (UCloud's allowRestart). */
+  /**
+   * Whether the end the backend reports is an exit to restart from (UCloud's allowRestart): not
+   * when ucompute is ending the job for good (cancel, expiry, credits).
+   */
   async function restartsOnExit(tx: StoreParts, id: string): Promise<boolean> {
-    return (await tx.jobs.get(id))?.specification.restartOnExit === true && !ending.has(id);
+    const job = await tx.jobs.get(id);
+    return job?.specification.restartOnExit === true && job.outcome === null;
   }
 
   return {
     update,
     notify,
     onBackendEvent,
-
-    /** The job is being ended for good (cancel, expiry, credits): its end is not restarted from. */
-    endForGood(id: string): void {
-      ending.add(id);
-    },
 
     /** Adds a follower of one job's updates; returns the unsubscribe function. */
     listen(id: string, listener: UpdateListener): () => void {

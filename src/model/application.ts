@@ -28,11 +28,14 @@ const BooleanFlagParameter = Type.Object({
   flag: Type.String(),
 });
 const EnvironmentParameter = Type.Object({ type: Type.Literal('env'), variable: Type.String() });
+/** An `application: v2` invocation: a Jinja template of a bash script (UCloud's InvocationParameterJinja). */
+const JinjaParameter = Type.Object({ type: Type.Literal('jinja'), template: Type.String() });
 export const InvocationParameter = TaggedUnion('type', [
   WordParameter,
   VariableParameter,
   BooleanFlagParameter,
   EnvironmentParameter,
+  JinjaParameter,
 ]);
 export type InvocationParameter = Static<typeof InvocationParameter>;
 export type VariableParameter = Static<typeof VariableParameter>;

@@ -40,6 +40,12 @@ export const KubernetesObjectsConfig = Type.Object(
     serviceNamespace: Type.Optional(DnsLabel),
     minikube: Type.Optional(Type.Boolean()),
     allowInternet: Type.Optional(Type.Boolean()),
+    /**
+     * Pods of root apps run in a user namespace of their own (`hostUsers: false`), so their root is
+     * an unprivileged id on the node, and root apps are allowed: for clusters that support it
+     * (Kubernetes 1.33+, or 1.30+ with UserNamespacesSupport; a runtime with idmapped mounts).
+     */
+    userNamespaces: Type.Optional(Type.Boolean()),
     nodeSelectors: Type.Optional(
       Type.Record(Type.String(), Type.Record(Type.String(), Type.String()), {
         description: "node selector per product category; a product's own nodeSelector adds to it",
@@ -109,7 +115,10 @@ export const PipelineConfig = Type.Object(
     security: Type.Optional(
       Type.Object(
         {
-          /** Catalogue apps with `runAsRoot: true` (root inside their container). */
+          /**
+           * Catalogue apps with `runAsRoot: true` (root inside their container). Default: true where
+           * that root is an unprivileged host id (the local backend's sandbox, kubernetes.userNamespaces).
+           */
           allowRootApps: Type.Optional(Type.Boolean()),
           /** `hostPath` volumes in Volcano Jobs. */
           allowHostPaths: Type.Optional(Type.Boolean()),
@@ -121,7 +130,10 @@ export const PipelineConfig = Type.Object(
         closed,
       ),
     ),
-    /** The longest time any job may have, extensions included; a product may set a shorter one. */
+    /**
+     * The longest time any job may have, extensions included; a product may set a shorter one.
+     * Default DEFAULT_MAX_TIME_ALLOCATION_HOURS; null: no maximum (and jobs may ask for no limit).
+     */
     maxTimeAllocationHours: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
   },
   closed,
@@ -144,6 +156,7 @@ export interface ResolvedPipelineConfig {
     serviceNamespace: string;
     minikube: boolean;
     allowInternet: boolean;
+    userNamespaces: boolean;
     nodeSelectors: Record<string, Record<string, string>>;
     tolerations: Record<
       string,
@@ -165,17 +178,36 @@ export interface SecurityPolicy {
   allowPrivileged: boolean;
 }
 
-export function resolveSecurityPolicy(config: PipelineConfig = {}): SecurityPolicy {
+/**
+ * A week, a batch system's usual longest wall time: without it one request could hold a machine
+ * for a million hours (and an extension could add as much).
+ */
+export const DEFAULT_MAX_TIME_ALLOCATION_HOURS = 168;
+
+/** What the backend that runs the jobs does with them, where it decides a default. */
+export interface BackendTraits {
+  /** Root in a job's containers is an unprivileged id on the host (a user namespace of its own). */
+  rootIsUnprivileged?: boolean;
+}
+
+export function resolveSecurityPolicy(
+  config: PipelineConfig = {},
+  traits: BackendTraits = {},
+): SecurityPolicy {
   const s = config.security ?? {};
+  const rootIsUnprivileged = traits.rootIsUnprivileged === true || config.kubernetes?.userNamespaces === true;
   return {
-    allowRootApps: s.allowRootApps ?? false,
+    allowRootApps: s.allowRootApps ?? rootIsUnprivileged,
     allowHostPaths: s.allowHostPaths ?? false,
     allowHostNetwork: s.allowHostNetwork ?? false,
     allowPrivileged: s.allowPrivileged ?? false,
   };
 }
 
-export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipelineConfig {
+export function resolvePipelineConfig(
+  config: PipelineConfig = {},
+  traits: BackendTraits = {},
+): ResolvedPipelineConfig {
   const k = config.kubernetes ?? {};
   return {
     provider: config.provider ?? DEFAULT_PROVIDER,
@@ -192,6 +224,7 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       serviceNamespace: k.serviceNamespace ?? 'ucompute',
       minikube: k.minikube ?? false,
       allowInternet: k.allowInternet ?? true,
+      userNamespaces: k.userNamespaces ?? false,
       nodeSelectors: k.nodeSelectors ?? {},
       tolerations: k.tolerations ?? {},
     },
@@ -204,7 +237,10 @@ export function resolvePipelineConfig(config: PipelineConfig = {}): ResolvedPipe
       hostPrefix: config.sessions?.hostPrefix ?? 'app-',
     },
     licenseServers: config.licenseServers ?? [],
-    maxTimeAllocationHours: config.maxTimeAllocationHours ?? null,
-    security: resolveSecurityPolicy(config),
+    maxTimeAllocationHours:
+      config.maxTimeAllocationHours === undefined
+        ? DEFAULT_MAX_TIME_ALLOCATION_HOURS
+        : config.maxTimeAllocationHours,
+    security: resolveSecurityPolicy(config, traits),
   };
 }

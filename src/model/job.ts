@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Application, SimpleDuration, Tool } from './application.ts';
 import { JOB_STATES } from './job-states.ts';
+import { JobOutcome } from './outcome.ts';
 import { Owner } from './owner.ts';
 import { AppParameterValue, FilePath } from './parameter-value.ts';
 import { Product, ProductReference } from './product.ts';
@@ -109,6 +110,8 @@ export const JobStatus = Type.Object({
   startedAt: Type.Optional(Type.Integer()),
   expiresAt: Type.Optional(Type.Integer()),
   exitCode: Type.Optional(Type.Record(Type.String(), Type.Integer(), { description: 'exit code per rank' })),
+  /** How a final job ended (an addition to UCloud's shape); absent while the job is active. */
+  outcome: Type.Optional(JobOutcome),
   allowRestart: Type.Optional(Type.Boolean()),
   jobParametersJson: Type.Optional(ExportedParameters),
   resolvedApplication: Type.Optional(ResolvedApplication),

@@ -6,8 +6,9 @@ import type { JobPlugin } from './plugin.ts';
  * account token or service links, work in `/work` unless the app says otherwise, and run as the
  * storage uid (not root) unless the app needs root; nothing may escalate privileges. That is Pod
  * Security "restricted" (seccomp RuntimeDefault, no capabilities) for every app but the root apps
- * the operator allows (security.allowRootApps), which keep the runtime's default capabilities
- * (sshd needs them) and so meet "baseline".
+ * allowed (security.allowRootApps), which keep the runtime's default capabilities (sshd needs
+ * them) and so meet "baseline"; with kubernetes.userNamespaces their pods get a user namespace of
+ * their own (`hostUsers: false`), where that root is an unprivileged id on the node.
  */
 export const miscellaneousPlugin: JobPlugin = {
   name: 'Miscellaneous',
@@ -24,5 +25,6 @@ export const miscellaneousPlugin: JobPlugin = {
     container.securityContext = runAsRoot
       ? { runAsUser: 0, allowPrivilegeEscalation: false }
       : restrictedSecurityContext(ctx.config.jobUid);
+    if (runAsRoot && ctx.config.kubernetes.userNamespaces) spec.hostUsers = false;
   },
 };

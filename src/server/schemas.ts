@@ -2,6 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Application, ApplicationType, SimpleDuration, Tool } from '../model/application.ts';
 import { JOB_ID_PATTERN } from '../model/ids.ts';
 import { ComputeSupport, Job, JobSpecification, JobState, JobStatus, JobUpdate } from '../model/job.ts';
+import { OUTCOME_KINDS } from '../model/outcome-kinds.ts';
 import { PROJECT_ID_PATTERN, ProjectId, USERNAME_PATTERN, Username } from '../model/owner.ts';
 import { Product } from '../model/product.ts';
 import { closed, StringEnum } from '../model/schema.ts';
@@ -65,6 +66,9 @@ const includeFlags = {
 };
 const filterFlags = {
   filterState: Type.Optional(JobState),
+  filterOutcome: Type.Optional(
+    StringEnum(OUTCOME_KINDS, 'final jobs that ended this way (an addition to UCloud)'),
+  ),
   filterApplication: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   filterCreatedBy: Type.Optional(Username),
   filterCreatedAfter: Type.Optional(Type.Integer({ minimum: 0, description: 'epoch ms, inclusive' })),

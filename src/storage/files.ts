@@ -3,7 +3,14 @@ import { type FileHandle, lstat, open, readdir, readlink, rename, symlink } from
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ownerDrive } from '../model/owner.ts';
-import { baseName, isInside, normalisePath, parentPath } from '../model/paths.ts';
+import {
+  baseName,
+  isInside,
+  nameWithSuffix,
+  normalisePath,
+  parentPath,
+  pathProblem,
+} from '../model/paths.ts';
 import { at, DIRECTORY, makeFolder, openFolder, StorageError } from './folders.ts';
 
 /**
@@ -49,12 +56,15 @@ const WRITE = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | co
 export type DriveFiles = ReturnType<typeof driveFiles>;
 
 export function driveFiles(root: string, drives: readonly string[]) {
+  const rootBytes = Buffer.byteLength(root);
   /** The normalised path and the drive it lies in; 404 outside the drives, so others' names reveal nothing. */
   function check(path: string, field: string): { path: string; drive: string } {
     const normalised = normalisePath(path);
     if (normalised === undefined) {
       throw new FileError(400, `${field}: must be an absolute path without . or .. segments`);
     }
+    const problem = pathProblem(normalised, rootBytes);
+    if (problem !== undefined) throw new FileError(400, `${field}: ${problem}`);
     const drive = drives.find((d) => isInside(normalised, d));
     if (drive === undefined) throw new FileError(404, `${normalised} was not found`);
     return { path: normalised, drive };
@@ -254,7 +264,7 @@ export function driveFiles(root: string, drives: readonly string[]) {
         const bin = await openPath(trash, checked.drive);
         try {
           for (let n = 1; n <= 1000; n++) {
-            const candidate = n === 1 ? name : `${name} (${n})`;
+            const candidate = n === 1 ? name : nameWithSuffix(name, ` (${n})`);
             const taken = await lstat(at(bin, candidate)).then(
               () => true,
               () => false,

@@ -1,4 +1,5 @@
 import type { JobSpecification, JobState, JobUpdate } from '../model/job.ts';
+import type { Outcome, OutcomeKind } from '../model/outcome.ts';
 
 // Jobs, their updates and idempotent submissions: what the job service keeps of every job.
 
@@ -26,6 +27,11 @@ export interface JobRecord {
   /** The JobBuild as submitted (JSON), kept so that plugins and recovery read the same objects. */
   build: string | null;
   updateCount: number;
+  /**
+   * How the job ended; while it is active, how ucompute is ending it (a cancel, its owner's
+   * credits, its expiry), so that its end is that one whatever the backend says meanwhile.
+   */
+  outcome: Outcome | null;
 }
 
 /** Column changes that go with an update, applied in the same transaction. */
@@ -40,6 +46,7 @@ export interface JobChanges {
   exitCodes?: Record<string, number>;
   submitted?: boolean;
   build?: null;
+  outcome?: Outcome;
 }
 
 export interface NewJob {
@@ -65,6 +72,8 @@ export interface JobVisibility {
 export interface BrowseQuery {
   visibility: JobVisibility | 'all';
   state?: JobState;
+  /** Final jobs that ended this way. */
+  outcome?: OutcomeKind;
   application?: string;
   createdBy?: string;
   /** Epoch ms, inclusive. */
@@ -98,6 +107,13 @@ export interface JobStore {
   updatesOf(id: string): Promise<JobUpdate[]>;
   /** Appends an update and applies its column changes; call inside a transaction with the check. */
   appendUpdate(job: JobRecord, update: JobUpdate, changes: JobChanges): Promise<void>;
+  /**
+   * Records how ucompute is ending an active job, unless something is ending it already; answers
+   * whether this one was recorded.
+   */
+  markEnding(id: string, outcome: Outcome): Promise<boolean>;
+  /** Forgets how an active job was being ended (the backend could not stop it). */
+  unmarkEnding(id: string): Promise<void>;
   /** Gives a job another name (null: none); the rest of its specification stays. */
   rename(id: string, name: string | null): Promise<void>;
   /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */

@@ -225,4 +225,40 @@ export const MIGRATIONS: readonly Migration[] = [
     primary key (job_id, rank, at)
   ) without rowid;
   `,
+  // How a job ended (src/model/outcome.ts): set when ucompute starts ending it (cancel, credits,
+  // expiry, so that a crash in between keeps who ended it) or when it ends. Jobs that ended before
+  // this get theirs from their last status, which said it; who cancelled them was not kept.
+  // (PostgreSQL reads the JSON status its own way.)
+  {
+    sqlite: jobOutcomes("json_extract(body, '$.status')"),
+    postgres: jobOutcomes("body::jsonb ->> 'status'"),
+  },
 ];
+
+/** The migration that gives jobs their outcome, reading an update's status with `status`. */
+function jobOutcomes(status: string): string {
+  return `
+  alter table jobs add column outcome text;
+  alter table jobs add column outcome_by text;
+  alter table jobs add column outcome_reason text;
+  update jobs set outcome_reason = (
+    select ${status} from job_updates
+    where job_id = jobs.id and seq = jobs.update_count - 1
+  ) where state in ('SUCCESS', 'FAILURE', 'EXPIRED');
+  update jobs set outcome = case
+      when state = 'EXPIRED' then 'EXPIRED'
+      when state = 'FAILURE' then 'FAILED'
+      when outcome_reason in ('The job was cancelled', 'The job was terminated (no credits)')
+        and started_at is null then 'NEVER_STARTED'
+      when outcome_reason = 'The job was cancelled' then 'CANCELLED'
+      when outcome_reason = 'The job was terminated (no credits)' then 'OUT_OF_CREDITS'
+      else 'COMPLETED' end,
+    outcome_reason = case
+      when state = 'FAILURE' then outcome_reason
+      when started_at is not null then null
+      when outcome_reason = 'The job was cancelled' then 'cancelled'
+      when outcome_reason = 'The job was terminated (no credits)' then 'stopped: out of credits'
+      end
+  where state in ('SUCCESS', 'FAILURE', 'EXPIRED');
+  `;
+}

@@ -1,4 +1,5 @@
 import type { JobSpecification, JobState } from '../model/job.ts';
+import type { Outcome, OutcomeKind } from '../model/outcome.ts';
 import type { AllocationRecord } from './accounting.ts';
 import type { TokenMetadata } from './directory.ts';
 import { TOKEN_ID_LENGTH } from './directory.ts';
@@ -50,7 +51,16 @@ export const toJob = (r: Row): JobRecord => ({
   timeRunBeforeMs: Number(r.time_run_before_ms),
   build: (r.build as string | null) ?? null,
   updateCount: Number(r.update_count),
+  outcome: r.outcome === null || r.outcome === undefined ? null : outcomeOf(r),
 });
+
+function outcomeOf(r: Row): Outcome {
+  return {
+    kind: r.outcome as OutcomeKind,
+    ...(r.outcome_by !== null ? { by: r.outcome_by as string } : {}),
+    ...(r.outcome_reason !== null ? { reason: r.outcome_reason as string } : {}),
+  };
+}
 
 export const toSession = (r: Row): SessionRecord => ({
   hash: r.hash as string,

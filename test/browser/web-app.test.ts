@@ -250,7 +250,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await top.fill('3');
     await page.getByRole('button', { name: 'Submit' }).click();
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
-    await page.locator('h1 .state-success').waitFor({ timeout: 120_000 });
+    await page.locator('h1 .outcome-completed').waitFor({ timeout: 120_000 });
     // The three most frequent words, counted in the job, on the page.
     await until(
       'the log lines',
@@ -259,7 +259,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     assert.match((await page.locator('pre.log').textContent()) ?? '', /^\s*\d+ \w+/);
     await capture(page, ARTIFACTS, 'job-success');
     await page.goto(`${url}/jobs`);
-    await page.locator('tbody tr').first().locator('.state-success').waitFor();
+    await page.locator('tbody tr').first().locator('.outcome-completed').waitFor();
     await capture(page, ARTIFACTS, 'jobs');
   });
 
@@ -300,7 +300,10 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await capture(page, ARTIFACTS, 'job-cancel');
     await page.getByRole('button', { name: 'Yes, cancel the job' }).click();
     await until('the job ended', async () => ['SUCCESS', 'FAILURE'].includes(await jobState(id)));
-    await page.locator('h1 .state-success, h1 .state-failure').waitFor();
+    // The badge says what happened: cancelled, not a green success.
+    await page.locator('h1 .outcome-cancelled').waitFor();
+    assert.equal(await page.locator('h1 .outcome-cancelled').textContent(), 'Cancelled');
+    assert.equal(await page.getByTestId('outcome').textContent(), 'cancelled by local');
   });
 
   test('the Jupyter example opens from the job page: a starting page, then the app itself', async () => {
@@ -327,7 +330,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       (globalThis as unknown as { notReloaded: boolean }).notReloaded = true;
     });
     await api('/api/jobs/terminate', { items: [{ id }] });
-    await row.locator('.state-success, .state-failure').waitFor({ timeout: 60_000 });
+    await row.locator('.outcome-cancelled').waitFor({ timeout: 60_000 });
 
     // A job submitted elsewhere (the API, as the CLI and other tabs do) joins the open list.
     const created = await api<{ responses: { id: string }[] }>('/api/jobs', {
@@ -344,7 +347,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     assert.equal(await page.locator('tbody tr').first().getAttribute('data-job'), created.responses[0]?.id);
     await other.locator('.state-running').waitFor({ timeout: 120_000 });
     await api('/api/jobs/terminate', { items: [{ id: created.responses[0]?.id }] });
-    await other.locator('.state-success, .state-failure').waitFor({ timeout: 60_000 });
+    await other.locator('.outcome-cancelled').waitFor({ timeout: 60_000 });
     assert.equal(
       await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
       true,

@@ -20,7 +20,9 @@ test('a job runs to its end with exit code 0; its Volcano Job, pods and companio
   skip,
 }, async (t) => {
   const ucompute = await startUcompute(t);
-  const id = await ucompute.submit(spec('sim-batch', simulated(0), { replicas: 2 }));
+  // Long enough to be seen running on a loaded machine: a 2 s job's Volcano Job can go from
+  // Pending to Completed in one sync of Volcano's controller, never Running.
+  const id = await ucompute.submit(spec('sim-batch', simulated(0, '15s'), { replicas: 2 }));
   const running = await ucompute.untilState(id, 'RUNNING');
   assert.match(running.status.status ?? running.updates.at(-1).status, /running/);
   const done = await ucompute.untilState(id, 'SUCCESS');

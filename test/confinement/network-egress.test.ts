@@ -166,9 +166,9 @@ describe('pod egress', { skip: skip ?? false }, () => {
     const bridge = `utx${tag}`;
     await assert.rejects(
       bridgeNetwork(
-        { bridge, allowEgressTo: ['10.1.2.0/24', '10.1.2.0/33'] },
-        // No namespace is made, so no setns is called.
-        { reserved: [], nameservers: [], run, setns: 0 },
+        { bridge, subnet: '10.1.2.0/24', allowEgressTo: ['10.1.2.0/24', '10.1.2.0/33'] },
+        // No namespace is made, so no setns is called and nothing is written down.
+        { journal: '/nonexistent/namespaces', reserved: [], nameservers: [], run, setns: 0 },
       ),
       /local\.network\.allowEgressTo\[1\]: "10\.1\.2\.0\/33" is not an IPv4 or IPv6 CIDR/,
     );

@@ -3,9 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { openTestBackend } from '../support/local-backend.ts';
 import { needs } from '../support/local-tools.ts';
+import { until } from '../support/until.ts';
 import { shellTask, vcjob } from '../support/vcjob.ts';
 
 const tools = await needs('bwrap', 'nft', 'ip', 'pgrep');
@@ -17,13 +17,8 @@ function hostProcesses(pattern: string): number[] {
 }
 
 /** The pid of the host process whose command line is `pattern`, once it runs. */
-async function hostProcess(pattern: string): Promise<number> {
-  for (let i = 0; i < 250; i++) {
-    const [pid] = hostProcesses(pattern);
-    if (pid !== undefined) return pid;
-    await sleep(20);
-  }
-  assert.fail(`no process ${pattern}`);
+function hostProcess(pattern: string): Promise<number> {
+  return until(() => hostProcesses(pattern)[0], { describe: `a process ${pattern} runs`, timeout: 30_000 });
 }
 
 test(

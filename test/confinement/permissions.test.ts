@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { openTestBackend } from '../support/local-backend.ts';
 import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
+import { shellTask, vcjob } from '../support/vcjob.ts';
 
 const modeOf = async (path: string) => (await stat(path)).mode & 0o777;
 
@@ -52,5 +53,23 @@ test(
     // The runtime's tmpfs for containers' files is unmounted at close, before the folder goes.
     await close();
     await rm(home, { recursive: true, force: true });
+  },
+);
+
+test(
+  "a job's logs and state are readable by ucompute alone: files 0600 in 0700 folders",
+  await needs('bwrap', 'nft', 'ip'),
+  async (t) => {
+    const { home, backend, ended } = await openTestBackend(t);
+    await backend.submitVolcanoJob('said', vcjob('said', [shellTask('main', 1, 'echo out; echo err >&2')]));
+    assert.equal((await ended('said')).state, 'SUCCESS');
+    const job = join(home, 'local', 'jobs', 'said');
+    // Passable (its hosts file is bound by path as the containers' host users), not listable.
+    assert.equal(await modeOf(job), 0o711);
+    assert.equal(await modeOf(join(job, 'state.json')), 0o600);
+    assert.equal(await modeOf(join(job, 'logs')), 0o700);
+    const logs = await readdir(join(job, 'logs'));
+    assert.ok(logs.length >= 2, logs.join(', '));
+    for (const log of logs) assert.equal(await modeOf(join(job, 'logs', log)), 0o600, log);
   },
 );

@@ -166,7 +166,7 @@ for (const app of APPS.filter((a) => !a.invocation.container.runAsRoot)) {
   }
 }
 
-test('a runAsRoot app is refused at submit unless the operator allows root apps', async () => {
+test('on Kubernetes a runAsRoot app is refused at submit unless user namespaces or the operator allow it', async () => {
   const rootApps = APPS.filter((a) => a.invocation.container.runAsRoot).map((a) => a.metadata.name);
   assert.deepEqual(rootApps, ['mpi-hello']);
   await assert.rejects(podTemplates('mpi-hello', 2), (e: unknown) => {
@@ -175,7 +175,7 @@ test('a runAsRoot app is refused at submit unless the operator allows root apps'
       {
         path: 'specification.application',
         message:
-          "mpi-hello runs as root (runAsRoot), which this provider's configuration does not allow (security.allowRootApps)",
+          "mpi-hello runs as root (runAsRoot), which this provider's configuration does not allow: its root would be root on the node (set kubernetes.userNamespaces where the cluster supports user namespaces, or security.allowRootApps)",
       },
     ]);
     return true;

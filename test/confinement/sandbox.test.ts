@@ -10,7 +10,6 @@ import { describe, test } from 'node:test';
 import {
   container,
   errors,
-  eventually,
   missingPrerequisite,
   output,
   outputDir,
@@ -19,6 +18,7 @@ import {
   testRuntime,
 } from '../support/local-runtime.ts';
 import { needs } from '../support/local-tools.ts';
+import { until } from '../support/until.ts';
 
 const skip = (await missingPrerequisite()) ?? (await needs('perl')).skip ?? null;
 
@@ -188,9 +188,9 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
       files: [{ path: '/etc/secret/key', content: 'secret-file', mode: 0o600 }],
     });
     await p.start(spec);
-    await eventually('the container printed', async () =>
-      (await output(spec).catch(() => '')).endsWith('\n'),
-    );
+    await until(async () => (await output(spec).catch(() => '')).endsWith('\n'), {
+      describe: 'the container printed',
+    });
     assert.equal(await output(spec), 'secret-file secret-xyz secret-abc\n', await errors(spec));
     const leaks: string[] = [];
     for (const pid of (await readdir('/proc')).filter((e) => /^\d+$/.test(e))) {

@@ -6,14 +6,8 @@ import assert from 'node:assert/strict';
 import { chown, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import {
-  container,
-  eventually,
-  missingPrerequisite,
-  output,
-  outputDir,
-  testRuntime,
-} from '../support/local-runtime.ts';
+import { container, missingPrerequisite, output, outputDir, testRuntime } from '../support/local-runtime.ts';
+import { until } from '../support/until.ts';
 
 const skip = (await missingPrerequisite()) ?? null;
 
@@ -41,10 +35,9 @@ for (const [who, ids] of [
       mounts: [{ source: data, target: '/data', readOnly: true }],
     });
     await p.start(spec);
-    await eventually(
-      'the container is ready',
-      async () => (await output(spec).catch(() => '')) === 'ready\n',
-    );
+    await until(async () => (await output(spec).catch(() => '')) === 'ready\n', {
+      describe: 'the container is ready',
+    });
     const shell = await p.shell({ cols: 200, rows: 24 });
     let seen = '';
     shell.on('data', (chunk: Buffer) => {
@@ -61,7 +54,7 @@ for (const [who, ids] of [
         'echo "DO""NE"',
       ].join('; ') + '\n',
     );
-    await eventually('the shell answers', () => seen.includes('DONE'), 10_000).catch((e) =>
+    await until(() => seen.includes('DONE'), { describe: 'the shell answers', timeout: 10_000 }).catch((e) =>
       assert.fail(`${e.message}: ${seen}`),
     );
     shell.end();

@@ -12,6 +12,7 @@ import { openLocalBackend } from '../../src/backends/local/open.ts';
 import type { BackendEvent } from '../../src/jobs/backend.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from '../support/cli.ts';
 import { needs } from '../support/local-tools.ts';
+import { until } from '../support/until.ts';
 import { shellTask, vcjob } from '../support/vcjob.ts';
 
 /**
@@ -47,14 +48,11 @@ async function server(t: { after(fn: () => Promise<void>): void }, name: string)
     await removeBridgeNetwork(network.bridge);
     await rm(dataDir, { recursive: true, force: true });
   });
-  const reached = async (id: string, states: string[], ms = 30_000) => {
-    for (let i = 0; i < ms / 20; i++) {
-      const e = events.find((e) => e.jobId === id && states.includes(e.state));
-      if (e) return e;
-      await sleep(20);
-    }
-    assert.fail(`job ${id} never reached ${states.join(' or ')}`);
-  };
+  const reached = (id: string, states: string[], ms = 30_000) =>
+    until(() => events.find((e) => e.jobId === id && states.includes(e.state)), {
+      describe: `job ${id} reaches ${states.join(' or ')}`,
+      timeout: ms,
+    });
   return { backend, dataDir, network, reached, events };
 }
 
@@ -166,8 +164,13 @@ test('SIGINT ends the running job, its pods and the run; nothing is left running
     stderr += c;
   });
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  for (let i = 0; i < 1500 && !stdout.includes('started'); i++) await sleep(20);
-  assert.match(stdout, /started/, `the job ran; stderr: ${stderr}`);
+  await until(
+    () => {
+      if (!stdout.includes('started')) throw new Error(`stderr: ${stderr}`);
+      return true;
+    },
+    { describe: 'the job runs', timeout: 60_000 },
+  );
   const running = async () => (await run('pgrep', ['-f', marker]).catch(() => '')).trim();
   assert.notEqual(await running(), '', 'the container process runs');
 
@@ -199,8 +202,7 @@ test(
     });
     await s.backend.submitVolcanoJob(id, vcjob('restart', [...starting, failing], { maxRetry: 100 }));
     const restarts = () => s.events.filter((e) => e.jobId === id && /restarting/.test(e.status)).length;
-    for (let i = 0; i < 3000 && restarts() < 3; i++) await sleep(20);
-    assert.ok(restarts() >= 3, 'the job restarted');
+    await until(() => restarts() >= 3, { describe: 'the job restarts three times', timeout: 120_000 });
     // And a cancel while pods start again.
     await s.backend.cancel(id);
     const end = await s.reached(id, ['SUCCESS', 'FAILURE'], 60_000);

@@ -110,8 +110,8 @@ export async function tcpRelay(socket: string): Promise<{ port: number; close():
 
 /**
  * Jupyter Notebook on a Unix socket in `work`, serving `work` with an empty notebook test.ipynb
- * in it, run with the example app's own arguments (examples/apps/jupyter.yml); its output in
- * `log`. Resolves once it answers HTTP.
+ * in it, run with the example app's own arguments and distutils choice (examples/apps/jupyter.yml);
+ * its output in `log`. Resolves once it answers HTTP.
  */
 export async function startJupyter(work: string, log: string): Promise<Started> {
   writeFileSync(
@@ -147,6 +147,8 @@ export async function startJupyter(work: string, log: string): Promise<Started> 
         JUPYTER_CONFIG_DIR: join(work, 'jupyter', 'config'),
         JUPYTER_DATA_DIR: join(work, 'jupyter', 'data'),
         IPYTHONDIR: join(work, 'ipython'),
+        // As the example sets it (examples/apps/jupyter.yml): the standard library's distutils.
+        SETUPTOOLS_USE_DISTUTILS: 'stdlib',
       },
       stdio: ['ignore', out, out],
     },

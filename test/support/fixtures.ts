@@ -19,8 +19,14 @@ export const EXAMPLE_PRODUCTS = fileURLToPath(new URL('../../examples/products.y
 // Each test file runs in its own process, so this loads once per file.
 export const catalog: Catalog = await loadCatalog(EXAMPLE_APPS);
 export const products: readonly Product[] = await loadProducts(EXAMPLE_PRODUCTS);
-/** The example catalogue's configuration: its mpi-hello runs as root, which the operator allows. */
-export const EXAMPLE_CONFIG: PipelineConfig = { security: { allowRootApps: true } };
+/**
+ * The example catalogue's configuration: its mpi-hello runs as root, which the operator allows;
+ * and no maximum time, so that tests' jobs may run without a limit while their clocks move days.
+ */
+export const EXAMPLE_CONFIG: PipelineConfig = {
+  security: { allowRootApps: true },
+  maxTimeAllocationHours: null,
+};
 export const config = resolvePipelineConfig(EXAMPLE_CONFIG);
 
 export const JOB_ID = 'testjob1';

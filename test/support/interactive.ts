@@ -3,7 +3,7 @@
  * `connect` reaches a small web app of the test's own (every job, every rank: the proxy is what
  * keeps them apart), with alice, bob and their tokens, and log lines kept for inspection.
  */
-
+import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
@@ -19,6 +19,7 @@ import { PLUGINS } from '../../src/plugins/index.ts';
 import { buildServer } from '../../src/server/app.ts';
 import type { Store } from '../../src/store/store.ts';
 import { env } from './fixtures.ts';
+import { jobInState } from './server.ts';
 import { openTestStore } from './store.ts';
 
 const YEAR = 365 * 24 * 3600 * 1000;
@@ -192,6 +193,21 @@ export function call(
     req.on('error', reject);
     req.end(o.body);
   });
+}
+
+/** Submits `spec` as `who` through the API and returns the job's id once it runs. */
+export async function runningJob(w: World, spec: unknown, who: 'alice' | 'bob' = 'alice'): Promise<string> {
+  const created = await call(w.port, {
+    host: `localhost:${w.port}`,
+    path: '/api/jobs',
+    method: 'POST',
+    headers: { authorization: `Bearer ${w.tokens[who]}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ items: [spec] }),
+  });
+  assert.equal(created.status, 200, created.body);
+  const id = (JSON.parse(created.body) as { responses: { id: string }[] }).responses[0]!.id;
+  await jobInState(w, id, 'RUNNING');
+  return id;
 }
 
 /** The processes on this machine whose arguments contain `secret` (none, where secrets are kept). */

@@ -1,6 +1,4 @@
 /** The local backend with its real runtime (bubblewrap, cgroups, a network namespace per pod), for tests. */
-
-import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,9 +7,11 @@ import { openLocalBackend } from '../../src/backends/local/open.ts';
 import type { LocalSettings } from '../../src/backends/local/settings.ts';
 import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
 import { createJobService } from '../../src/jobs/service.ts';
+import type { Clock } from '../../src/model/clock.ts';
 import { directoryStorage } from '../../src/storage/directory.ts';
 import { env } from './fixtures.ts';
 import { openTestStore } from './store.ts';
+import { until } from './until.ts';
 
 /**
  * A bridge and subnet of the test's own (remove the bridge with removeBridgeNetwork once the backend
@@ -30,7 +30,7 @@ export function testNetwork() {
  */
 export async function openTestBackend(
   t: { after(fn: () => Promise<void>): void },
-  o: { dir?: string; config?: LocalSettings } = {},
+  o: { dir?: string; config?: LocalSettings; clock?: Clock } = {},
 ) {
   const home = o.dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
   const network = testNetwork();
@@ -41,6 +41,7 @@ export async function openTestBackend(
     storageRoot: join(home, 'storage'),
     storageClaim: 'ucompute-storage',
     embedded: true,
+    ...(o.clock ? { clock: o.clock } : {}),
   });
   const events: BackendEvent[] = [];
   backend.onEvent((e) => events.push(e));
@@ -60,16 +61,10 @@ export async function openTestBackend(
   });
   const final = (id: string) =>
     events.find((e) => e.jobId === id && (e.state === 'SUCCESS' || e.state === 'FAILURE'));
-  const ended = async (id: string, ms = 20_000) => {
-    for (let i = 0; i < ms / 20 && !final(id); i++) await new Promise((r) => setTimeout(r, 20));
-    assert.ok(final(id), `job ${id} ended`);
-    return final(id)!;
-  };
-  const running = async (id: string) => {
-    for (let i = 0; i < 500 && !events.some((e) => e.jobId === id && e.state === 'RUNNING'); i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
+  const ended = (id: string, ms = 20_000) =>
+    until(() => final(id), { describe: `job ${id} ends`, timeout: ms });
+  const running = (id: string) =>
+    until(() => events.some((e) => e.jobId === id && e.state === 'RUNNING'), { describe: `job ${id} runs` });
   const output = async (id: string) => {
     const chunks: LogChunk[] = [];
     for await (const c of backend.logs(id, { follow: false })) chunks.push(c);
@@ -82,12 +77,12 @@ export async function openTestBackend(
 
 /**
  * The job service, started, on a test backend (openTestBackend) with an empty in-memory store and
- * the backend's storage folder as the users' drives, monitoring every 50 ms. After the test the
- * service stops before the backend's jobs are cancelled and it closes.
+ * the backend's storage folder as the users' drives, monitoring every 50 ms; both on `clock` when
+ * given. After the test the service stops before the backend's jobs are cancelled and it closes.
  */
 export async function openTestService(
   t: { after(fn: () => Promise<void>): void },
-  o: { config?: LocalSettings; requireCredits?: boolean } = {},
+  o: { config?: LocalSettings; requireCredits?: boolean; dir?: string; clock?: Clock } = {},
 ) {
   const store = await openTestStore();
   let stop = async () => {};
@@ -96,7 +91,11 @@ export async function openTestService(
     await stop();
     await store.close();
   });
-  const local = await openTestBackend(t, o.config === undefined ? {} : { config: o.config });
+  const local = await openTestBackend(t, {
+    ...(o.config === undefined ? {} : { config: o.config }),
+    ...(o.dir === undefined ? {} : { dir: o.dir }),
+    ...(o.clock ? { clock: o.clock } : {}),
+  });
   const storageRoot = join(local.home, 'storage');
   const service = createJobService({
     store,
@@ -105,6 +104,7 @@ export async function openTestService(
     storage: directoryStorage(storageRoot),
     monitorIntervalMs: 50,
     requireCredits: o.requireCredits ?? true,
+    ...(o.clock ? { clock: o.clock } : {}),
   });
   await service.start();
   stop = () => service.stop();

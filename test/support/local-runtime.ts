@@ -1,9 +1,7 @@
-import assert from 'node:assert/strict';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type LocalRuntimeOptions } from '../../src/backends/local/create-runtime.ts';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import type {
@@ -141,16 +139,6 @@ const NODE_MOUNT = { source: dirname(process.execPath), target: dirname(process.
 
 export const output = (spec: TestContainer) => readFile(spec.stdout, 'utf8');
 export const errors = (spec: TestContainer) => readFile(spec.stderr, 'utf8');
-
-/** Polls until `check` holds, at most `timeoutMs`. */
-export async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(20);
-  }
-  assert.fail(`never happened within ${timeoutMs} ms: ${what}`);
-}
 
 /**
  * Container commands run the Node that runs the tests (reachable on the host's userland), since

@@ -10,6 +10,8 @@ export interface ManualClock extends Clock {
    * what it started runs until it waits for I/O or time before the next one fires.
    */
   advance(ms: number): Promise<void>;
+  /** `advance` to the instant `at`, which must not be in the past. */
+  advanceTo(at: number): Promise<void>;
   /** Timers armed and not yet fired or cancelled. */
   pending(): number;
   /** When the earliest pending timer is due; undefined when none is. */
@@ -37,20 +39,25 @@ export function manualClock(start = Date.UTC(2025, 0, 1)): ManualClock {
     timers.add(timer);
     return { cancel: () => timers.delete(timer) };
   };
+  async function advance(ms: number): Promise<void> {
+    const target = now + ms;
+    for (let next = earliest(); next && next.due <= target; next = earliest()) {
+      timers.delete(next);
+      now = next.due;
+      next.fire();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    now = target;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   return {
     now: () => now,
     setTimeout: setTimer,
     sleep: (ms) => new Promise((resolve) => setTimer(resolve, ms)),
-    async advance(ms) {
-      const target = now + ms;
-      for (let next = earliest(); next && next.due <= target; next = earliest()) {
-        timers.delete(next);
-        now = next.due;
-        next.fire();
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-      now = target;
-      await new Promise((resolve) => setImmediate(resolve));
+    advance,
+    advanceTo(at) {
+      if (at < now) throw new Error(`the clock does not go back (${at} is before ${now})`);
+      return advance(at - now);
     },
     pending: () => timers.size,
     nextDue: () => earliest()?.due,

@@ -34,6 +34,7 @@ export function processRuntime(
   let nextIp = 1;
   return {
     description: 'plain processes (test runtime)',
+    hostNames: null,
     warnings: [],
     capacity,
     pods,

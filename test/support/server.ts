@@ -3,9 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import { dryBackend } from '../../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../../src/jobs/backend.ts';
 import { createJobService, type JobService } from '../../src/jobs/service.ts';
+import type { Job, JobState } from '../../src/model/job.ts';
 import { buildServer } from '../../src/server/app.ts';
 import type { Store } from '../../src/store/store.ts';
 import { env } from './fixtures.ts';
+import { until } from './until.ts';
 
 export interface TestServer {
   app: FastifyInstance;
@@ -37,4 +39,15 @@ export async function testServer(
       await store.close();
     },
   };
+}
+
+/** The job as an administrator sees it, once the backend has moved it to `state`. */
+export function jobInState(w: { service: JobService }, id: string, state: JobState): Promise<Job> {
+  return until(
+    async () => {
+      const job = await w.service.retrieve({ username: 'root', admin: true }, id);
+      return job.status.state === state && job;
+    },
+    { describe: `job ${id} is ${state}` },
+  );
 }

@@ -47,6 +47,16 @@ export function span(ms: number): string {
   return `${s} s`;
 }
 
+/** How a final job ended, in a badge's words (its full text is the badge's title). */
+export const OUTCOME_LABEL: Record<string, string> = {
+  COMPLETED: 'Completed',
+  CANCELLED: 'Cancelled',
+  OUT_OF_CREDITS: 'Out of credits',
+  EXPIRED: 'Expired',
+  NEVER_STARTED: 'Never started',
+  FAILED: 'Failed',
+};
+
 export const STATE_LABEL: Record<string, string> = {
   IN_QUEUE: 'In queue',
   RUNNING: 'Running',

@@ -6,6 +6,8 @@ import type { Job } from './types.ts';
 export interface ListFilter {
   /** '' for every state. */
   state: string;
+  /** '' for any outcome (active jobs included); else final jobs that ended this way. */
+  outcome: string;
   /** '' for every application. */
   app: string;
   /** The workspace's project: only its jobs; '' for every job the user sees. */
@@ -14,6 +16,7 @@ export interface ListFilter {
 
 const matches = (job: Job, f: ListFilter) =>
   (f.state === '' || job.status.state === f.state) &&
+  (f.outcome === '' || job.status.outcome?.kind === f.outcome) &&
   (f.app === '' || job.specification.application.name === f.app) &&
   (f.project === '' || job.owner.project === f.project);
 

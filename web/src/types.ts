@@ -1,14 +1,18 @@
 // The shapes of the public API as the interface reads them (see /openapi.json): only the fields used.
 // Where the server has a plain type of the same shape, it is imported (type-only: the bundle holds
-// no server code); job states are the server's plain constants (model/job-states.ts, no schemas).
+// no server code); job states and outcomes are the server's plain constants (model/job-states.ts,
+// model/outcome-kinds.ts: no schemas).
 
 export type { Wallet } from '../../src/jobs/access.ts';
 
 import type { JobState } from '../../src/model/job-states.ts';
+import type { JobOutcome } from '../../src/model/outcome.ts';
+import type { OutcomeKind } from '../../src/model/outcome-kinds.ts';
 
 export { FINAL_STATES, JOB_STATES } from '../../src/model/job-states.ts';
+export { OUTCOME_KINDS } from '../../src/model/outcome-kinds.ts';
 export type { FileEntry } from '../../src/storage/files.ts';
-export type { JobState };
+export type { JobOutcome, JobState, OutcomeKind };
 
 export interface User {
   username: string;
@@ -132,6 +136,7 @@ export interface Job {
     startedAt?: number;
     expiresAt?: number;
     exitCode?: Record<string, number>;
+    outcome?: JobOutcome;
     resolvedApplication?: { metadata: Application['metadata']; invocation: Application['invocation'] };
     resolvedSupport?: {
       support: { docker: { web: boolean; vnc: boolean; terminal: boolean; timeExtension: boolean } };

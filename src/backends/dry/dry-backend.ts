@@ -1,17 +1,19 @@
 import { availableParallelism, totalmem } from 'node:os';
 import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
+import { type Clock, systemClock, type Timer } from '../../model/clock.ts';
 
 export interface DryOptions {
   /** How long a job "runs" before it succeeds; null keeps it running until cancelled. */
   runForMs?: number | null;
-  now?: () => number;
+  /** What event times are read from and `runForMs` counts on; the machine's by default. */
+  clock?: Clock;
 }
 
 interface DryJob {
   replicas: number;
   log: LogChunk[];
   ended: boolean;
-  timer?: NodeJS.Timeout;
+  timer?: Timer;
   waiters: Set<() => void>;
 }
 
@@ -25,7 +27,8 @@ const ENDED_KEPT = 10_000;
  * logs of the last ENDED_KEPT ended jobs.
  */
 export function dryBackend(options: DryOptions = {}): Backend {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.now();
   const jobs = new Map<string, DryJob>();
   const listeners: ((e: BackendEvent) => void)[] = [];
   const emit = (e: BackendEvent) => {
@@ -79,13 +82,13 @@ export function dryBackend(options: DryOptions = {}): Backend {
         const runFor = options.runForMs === undefined ? 0 : options.runForMs;
         if (runFor === null) return;
         if (runFor === 0) setImmediate(() => finish(jobId, job));
-        else job.timer = setTimeout(() => finish(jobId, job), runFor);
+        else job.timer = clock.setTimeout(() => finish(jobId, job), runFor);
       });
     },
     async cancel(jobId) {
       const job = jobs.get(jobId);
       if (!job) return;
-      clearTimeout(job.timer);
+      job.timer?.cancel();
       if (job.ended) return;
       job.ended = true;
       wake(jobId, job);
@@ -93,7 +96,7 @@ export function dryBackend(options: DryOptions = {}): Backend {
     async suspend(jobId) {
       const job = jobs.get(jobId);
       if (!job) return;
-      clearTimeout(job.timer);
+      job.timer?.cancel();
       job.ended = true;
       wake(jobId, job);
       // Forgotten, so that a submit runs it again.
@@ -135,7 +138,7 @@ export function dryBackend(options: DryOptions = {}): Backend {
     },
     async close() {
       for (const job of jobs.values()) {
-        clearTimeout(job.timer);
+        job.timer?.cancel();
         job.ended = true;
         for (const w of job.waiters) w();
       }

@@ -27,8 +27,6 @@ export interface CgroupLayout {
   missing: Controller[];
 }
 
-/** Parent folder of every pod cgroup in each hierarchy. */
-const PARENT = 'ucompute';
 const CFS_PERIOD_US = 100_000;
 
 export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
@@ -93,21 +91,22 @@ export function describeCgroups(layout: CgroupLayout): string {
   return `cgroups ${parts.join(' ') || 'none'}`;
 }
 
-/** The folders of one pod's cgroup, one per hierarchy. */
-export function podCgroupDirs(layout: CgroupLayout, pod: string): string[] {
-  return layout.hierarchies.map((h) => join(h.root, PARENT, pod));
+/** The folders of one pod's cgroup, one per hierarchy, in the instance's folder `parent` (see host-names.ts). */
+export function podCgroupDirs(layout: CgroupLayout, parent: string, pod: string): string[] {
+  return layout.hierarchies.map((h) => join(h.root, parent, pod));
 }
 
 /** Makes the pod's cgroups and writes its limits; a process joins by writing its pid to each `cgroup.procs`. */
 export async function createPodCgroups(
   layout: CgroupLayout,
+  parentName: string,
   pod: string,
   limits: ResourceLimits,
   defaultPids: number,
 ): Promise<string[]> {
   const dirs: string[] = [];
   for (const h of layout.hierarchies) {
-    const parent = join(h.root, PARENT);
+    const parent = join(h.root, parentName);
     await mkdir(parent, { recursive: true });
     if (h.version === 2 && h.controllers.length > 0) {
       const enable = h.controllers.map((c) => `+${c}`).join(' ');
@@ -196,4 +195,9 @@ export async function removePodCgroups(dirs: readonly string[]): Promise<void> {
       }
     }
   }
+}
+
+/** Removes the instance's folder of pod cgroups where no pod is left in it (running pods keep theirs). */
+export async function removeCgroupParent(layout: CgroupLayout, parent: string): Promise<void> {
+  for (const h of layout.hierarchies) await rmdir(join(h.root, parent)).catch(() => undefined);
 }

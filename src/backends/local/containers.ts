@@ -153,6 +153,14 @@ export async function containerSpec(
   const { argv: args } = containerProcess({ ...withPlugins, command: [] }, resolve);
   const image = await sources.images(c.image);
   if (image.notice) ctx.notify(image.notice);
+  if (!image.config && command.length === 0 && args.length > 0) {
+    // Kubernetes would run the image's entrypoint with these arguments; here nothing says what it is.
+    const view =
+      image.root.kind === 'host-view' ? "runs on the host's userland view" : 'is a folder from local.images';
+    throw new Error(
+      `${where}.command: image ${c.image} ${view}, which has no entrypoint to give args to; give the command (args alone would run ${JSON.stringify(args[0])} as one)`,
+    );
+  }
   const argv = imageArgv(image.config ?? {}, command, args);
   if (argv.length === 0) {
     const why = image.config

@@ -8,10 +8,13 @@ import {
   describeCgroups,
   detectCgroups,
   podCgroupDirs,
+  removeCgroupParent,
 } from './cgroups.ts';
 import { run, which } from './exec.ts';
 import { requireProtectedHardlinks } from './hardlink-protection.ts';
+import { claimHostNames, type InstanceNames } from './host-registry.ts';
 import { hostView } from './host-view.ts';
+import { imageRoots } from './image-roots.ts';
 import { startLauncher } from './launcher.ts';
 import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
 import { type ContainerHandle, findContainers, watchContainers } from './pod/container-handle.ts';
@@ -28,7 +31,7 @@ import {
 import { podHandle } from './pod/pod.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { compiledSeccomp } from './seccomp.ts';
-import { DEFAULT_FIRST_ID, type IdRanges, idRanges } from './userns.ts';
+import { type IdRanges, idRanges } from './userns.ts';
 
 export interface LocalRuntimeOptions {
   /** Where pods' records, files and emptyDir volumes live; a restart must find the same folder. */
@@ -49,10 +52,14 @@ export interface LocalRuntimeOptions {
   /** How often containers of recovered pods are checked for their end. Default 500 ms. */
   recoveredPollMs?: number;
   /**
-   * The first host id of the owners' id ranges (65,536 ids each) when running as root. Default
-   * 1,000,000; the ranges must not overlap host users' ids.
+   * The first host id of the owners' id ranges (65,536 ids each) when running as root; the ranges
+   * must not overlap host users' ids. Default: chunks no other instance holds, from 1,000,000 on.
    */
   firstHostId?: number;
+  /** The folder of the pods' cgroups in each hierarchy. Default: the instance's own (`ucompute-<bridge>`). */
+  cgroupParent?: string;
+  /** The data folder that messages name this instance by (default: the state folder). */
+  dataDir?: string;
 }
 
 /** One pod cannot take every process id of the host (pid_max is often 32768). */
@@ -108,6 +115,20 @@ async function readRecord(podsDir: string, name: string): Promise<PodRecord | nu
 export async function createRuntime(options: LocalRuntimeOptions): Promise<Runtime> {
   const root = process.getuid?.() === 0;
   const warnings: string[] = [];
+  const configured = options.network === 'loopback' ? null : (options.network ?? {});
+  // As root the instance holds names on the whole host: claimed first, refused if another holds one.
+  const instance: InstanceNames | null = root
+    ? await claimHostNames({
+        stateDir: options.stateDir,
+        ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+        configured: {
+          ...(configured?.bridge !== undefined ? { bridge: configured.bridge } : {}),
+          ...(configured?.subnet !== undefined ? { subnet: configured.subnet } : {}),
+          ...(options.cgroupParent !== undefined ? { cgroupParent: options.cgroupParent } : {}),
+          ...(options.firstHostId !== undefined ? { firstHostId: options.firstHostId } : {}),
+        },
+      })
+    : null;
   let sandbox: Sandbox;
   if (options.unsandboxed) {
     sandbox = { kind: 'none', root };
@@ -119,9 +140,22 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     if (!bwrap) throw new Error(BWRAP_MISSING);
     if (root) await requireProtectedHardlinks();
     await mkdir(options.stateDir, { recursive: true, mode: 0o711 });
-    const ids = root
-      ? await idRanges(join(options.stateDir, 'userns'), options.firstHostId ?? DEFAULT_FIRST_ID)
+    const ids = instance
+      ? await idRanges(join(options.stateDir, 'userns'), {
+          chunks: instance.names.hostIds,
+          more: () => instance.moreHostIds(),
+        })
       : null;
+    const roots =
+      ids &&
+      (await imageRoots(
+        join(options.stateDir, 'image-roots'),
+        (base) => ids.namespaceFile(base, 0, 0),
+        (why) =>
+          warnings.push(
+            `images run with their own file ids, not their owner's (no idmapped mount here: ${why}): their private folders (such as /root) stay closed to containers`,
+          ),
+      ));
     const seccomp = await compiledSeccomp(options.stateDir);
     sandbox = {
       kind: 'bwrap',
@@ -131,6 +165,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       seccomp: seccomp.program,
       syscalls: seccomp.syscalls,
       ids,
+      imageRoots: roots,
     };
   }
   let cgroups: CgroupLayout | null = null;
@@ -158,13 +193,17 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   const resolvConf = await podResolvConf();
   const launcher = startLauncher();
   const network =
-    root && sandbox.kind === 'bwrap' && options.network !== 'loopback'
-      ? await bridgeNetwork(options.network ?? {}, {
-          reserved,
-          nameservers: nameserversOf(resolvConf),
-          run: launcher.run,
-          setns: sandbox.syscalls.setns,
-        }).catch((error) => {
+    instance && sandbox.kind === 'bwrap' && configured !== null
+      ? await bridgeNetwork(
+          { ...configured, bridge: instance.names.bridge, subnet: instance.names.subnet },
+          {
+            journal: join(options.stateDir, 'namespaces'),
+            reserved,
+            nameservers: nameserversOf(resolvConf),
+            run: launcher.run,
+            setns: sandbox.syscalls.setns,
+          },
+        ).catch((error) => {
           launcher.close();
           throw error;
         })
@@ -204,6 +243,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   return {
     description,
     warnings,
+    hostNames: instance?.names ?? null,
     capacity: {
       cpuMillis: options.capacity?.cpuMillis ?? os.availableParallelism() * 1000,
       memoryBytes: options.capacity?.memoryBytes ?? os.totalmem(),
@@ -222,12 +262,14 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
           spec,
           idBase: ranges ? await ranges.base(spec.owner) : null,
           network: await network.acquire(),
-          cgroups: cgroups ? podCgroupDirs(cgroups, spec.name) : [],
+          cgroups: cgroups && instance ? podCgroupDirs(cgroups, instance.names.cgroupParent, spec.name) : [],
           peers: [],
         };
         // Recorded before the cgroups exist, so that a crash in between leaves nothing unknown.
         await writeFile(join(dir, 'pod.json'), JSON.stringify(record));
-        if (cgroups) await createPodCgroups(cgroups, spec.name, spec.limits, defaultPids);
+        if (cgroups && instance) {
+          await createPodCgroups(cgroups, instance.names.cgroupParent, spec.name, spec.limits, defaultPids);
+        }
         return podHandle(context, record, new Map());
       } catch (error) {
         const record = await readRecord(podsDir, spec.name);
@@ -264,7 +306,11 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
     async close() {
       stopWatching();
       await network.close();
-      if (sandbox.kind === 'bwrap') await sandbox.ids?.close();
+      if (cgroups && instance) await removeCgroupParent(cgroups, instance.names.cgroupParent);
+      if (sandbox.kind === 'bwrap') {
+        await sandbox.imageRoots?.close();
+        await sandbox.ids?.close();
+      }
       // Once: a second close (or one after the folder is gone) finds nothing mounted.
       if (
         root &&

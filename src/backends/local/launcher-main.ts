@@ -33,7 +33,7 @@ function spawnDetached(id: number, request: Extract<LauncherRequest, { spawn: un
     const output: ('ignore' | number)[] = ['ignore', 'ignore'];
     if (request.stdout && request.stderr) {
       for (const [i, file] of [request.stdout, request.stderr].entries()) {
-        output[i] = openSync(file, 'a');
+        output[i] = openSync(file, 'a', 0o600);
         fds.push(output[i] as number);
       }
     }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { isIPv4, isIPv6 } from 'node:net';
-import { PRIVATE_RANGES } from '../../plugins/connect-to-job.ts';
 import { run } from './exec.ts';
+import { namespaceJournal } from './namespace-journal.ts';
+import { bridgeNames, checkCidr, type EgressPolicy, rulesScript } from './network-rules.ts';
 import { PERL, programPath } from './programs.ts';
 
 /** A pod's network identity. */
@@ -15,9 +15,12 @@ export interface PodNetwork {
 }
 
 export interface NetworkOptions {
-  /** Bridge name, at most 9 characters: veths are named `<bridge>-<id>`. Default `ucompute0`. */
+  /**
+   * Bridge name, at most 9 characters: veths and namespaces are named `<bridge>-<id>`, nftables
+   * tables `<bridge>`. Default: the instance's own (see host-names.ts).
+   */
   bridge?: string;
-  /** An IPv4 /16 ... /24 subnet; the bridge takes its first address. Default 10.89.0.0/16. */
+  /** An IPv4 /16 ... /24 subnet; the bridge takes its first address. Default: the instance's own. */
   subnet?: string;
   /** Namespaces kept ready for new pods, created in the background. Default 8. */
   poolSize?: number;
@@ -25,36 +28,6 @@ export interface NetworkOptions {
   allowEgressTo?: readonly string[];
   /** Whether pods reach public addresses (through NAT). Default true. */
   allowInternet?: boolean;
-}
-
-/**
- * Destinations a pod never reaches unless `allowEgressTo` names them: private, link-local (cloud
- * metadata) and carrier-NAT ranges, as the Kubernetes backend's NetworkPolicy excepts them, plus
- * their IPv6 counterparts, loopback, multicast and reserved space.
- */
-const BLOCKED_EGRESS = {
-  ipv4: [...PRIVATE_RANGES, '0.0.0.0/8', '127.0.0.0/8', '224.0.0.0/3'],
-  ipv6: ['::1/128', '::ffff:0:0/96', 'fc00::/7', 'fe80::/10', 'ff00::/8'],
-};
-
-/** Where pods may send traffic that leaves their bridge (the host itself is never one of them). */
-export interface EgressPolicy {
-  allowTo: readonly string[];
-  allowInternet: boolean;
-  /** The name servers in pods' resolv.conf: reachable on port 53 even in a blocked range. */
-  nameservers: readonly string[];
-}
-
-/** Checks one `allowEgressTo` entry: an IPv4 or IPv6 address with an optional prefix length. */
-function checkCidr(cidr: string, index: number): void {
-  const [address = '', prefix, ...rest] = cidr.split('/');
-  const max = isIPv4(address) ? 32 : isIPv6(address) ? 128 : -1;
-  const bits = prefix === undefined ? max : Number(prefix);
-  if (max < 0 || rest.length > 0 || !/^\d*$/.test(prefix ?? '') || !(bits >= 0 && bits <= max)) {
-    throw new Error(
-      `local.network.allowEgressTo[${index}]: ${JSON.stringify(cidr)} is not an IPv4 or IPv6 CIDR`,
-    );
-  }
 }
 
 export interface Network {
@@ -68,7 +41,7 @@ export interface Network {
   release(network: PodNetwork, peers: readonly string[]): Promise<void>;
   /** The file that opens the pod's network namespace (for setns); null: the host's network. */
   namespaceFile(network: PodNetwork): string | null;
-  /** Removes namespaces and veths of this network that no live pod owns (a crashed process's). */
+  /** Removes the namespaces this instance created that no live pod owns (a crashed process's). */
   removeLeftovers(live: readonly PodNetwork[]): Promise<void>;
   /** Destroys the ready pool; pods keep their networks. */
   close(): Promise<void>;
@@ -107,81 +80,12 @@ function addressAllocator(first: number, count: number) {
   };
 }
 
-/** Names of nft objects, bridge ports and namespaces that belong to one bridge network. */
-function bridgeNames(bridge: string) {
-  if (!/^[a-z][a-z0-9]{0,8}$/.test(bridge)) {
-    throw new Error(`network bridge name ${bridge} must be 1-9 lowercase letters or digits`);
-  }
-  return { table: bridge, portPattern: `${bridge}-*`, prefix: `${bridge}-` };
-}
-
-/** The inet forward rules for traffic pods send beyond their bridge, in order. */
-function egressRules(bridge: string, egress: EgressPolicy): string[] {
-  const from = `iifname "${bridge}"`;
-  const family = (cidrs: readonly string[]) => ({
-    ipv4: cidrs.filter((c) => !c.includes(':')),
-    ipv6: cidrs.filter((c) => c.includes(':')),
-  });
-  const allowed = family(egress.allowTo);
-  const dns = family(egress.nameservers);
-  // Between pods of the bridge the bridge table decides; with br_netfilter such traffic passes here too.
-  const rules: string[] = [`${from} oifname "${bridge}" accept`];
-  for (const ip of ['ipv4', 'ipv6'] as const) {
-    const match = ip === 'ipv4' ? 'ip daddr' : 'ip6 daddr';
-    if (allowed[ip].length > 0) rules.push(`${from} ${match} { ${allowed[ip].join(', ')} } accept`);
-    if (dns[ip].length > 0) {
-      rules.push(`${from} ${match} { ${dns[ip].join(', ')} } meta l4proto { tcp, udp } th dport 53 accept`);
-    }
-  }
-  if (egress.allowInternet) {
-    rules.push(`${from} ip daddr { ${BLOCKED_EGRESS.ipv4.join(', ')} } drop`);
-    rules.push(`${from} ip6 daddr { ${BLOCKED_EGRESS.ipv6.join(', ')} } drop`);
-  }
-  rules.push(`${from} ${egress.allowInternet ? 'accept' : 'drop'}`);
-  return rules;
-}
-
-/** Shell-free nft script that creates (or refreshes) the rules; set elements of live pods survive. */
-function rulesScript(bridge: string, subnet: string, gateway: string, egress: EgressPolicy): string {
-  const { table, portPattern } = bridgeNames(bridge);
-  const ports = `iifname "${portPattern}" oifname "${portPattern}"`;
-  return [
-    `add table bridge ${table}`,
-    // (a . b) is in the set when pod a allows b; traffic flows only when both pods allow each other,
-    // which also lets replies through without connection tracking (absent on many bridges).
-    `add set bridge ${table} pairs { type ipv4_addr . ipv4_addr; }`,
-    `add chain bridge ${table} forward { type filter hook forward priority 0; policy accept; }`,
-    `add chain bridge ${table} output { type filter hook output priority 0; policy accept; }`,
-    `flush chain bridge ${table} forward`,
-    `flush chain bridge ${table} output`,
-    `add rule bridge ${table} forward ${ports} ether type arp accept`,
-    `add rule bridge ${table} forward ${ports} ether type ip ip saddr . ip daddr @pairs ip daddr . ip saddr @pairs accept`,
-    `add rule bridge ${table} forward ${ports} drop`,
-    // Pods reach each other over the bridge only, never routed through the host.
-    `add rule bridge ${table} output oifname "${portPattern}" ether type ip ip saddr ${subnet} ip saddr != ${gateway} drop`,
-    `add table inet ${table}`,
-    `add chain inet ${table} input { type filter hook input priority 0; policy accept; }`,
-    `add chain inet ${table} forward { type filter hook forward priority 0; policy accept; }`,
-    `add chain inet ${table} postrouting { type nat hook postrouting priority 100; policy accept; }`,
-    `flush chain inet ${table} input`,
-    `flush chain inet ${table} forward`,
-    `flush chain inet ${table} postrouting`,
-    // The host may connect to pods (session proxy); pods may not open connections to the host.
-    `add rule inet ${table} input iifname "${bridge}" ct state established,related accept`,
-    `add rule inet ${table} input iifname "${bridge}" drop`,
-    // Pods reach the internet, never private or link-local ranges, unless the operator allows them.
-    ...egressRules(bridge, egress).map((rule) => `add rule inet ${table} forward ${rule}`),
-    `add rule inet ${table} forward oifname "${bridge}" ct state established,related accept`,
-    `add rule inet ${table} forward oifname "${bridge}" drop`,
-    `add rule inet ${table} postrouting ip saddr ${subnet} oifname != "${bridge}" masquerade`,
-    '',
-  ].join('\n');
-}
-
 /** Pods in their own network namespaces on a bridge, with NAT outwards and nftables isolation (root). */
 export async function bridgeNetwork(
-  options: NetworkOptions,
+  options: NetworkOptions & { bridge: string; subnet: string },
   machine: {
+    /** The file that records the namespaces this instance created (see namespace-journal.ts). */
+    journal: string;
     /** Addresses pods of an earlier process still hold. */
     reserved: readonly string[];
     /** The name servers of pods' resolv.conf. */
@@ -193,16 +97,16 @@ export async function bridgeNetwork(
   },
 ): Promise<Network> {
   const { reserved, nameservers } = machine;
-  const bridge = options.bridge ?? 'ucompute0';
+  const { bridge, subnet } = options;
   const egress: EgressPolicy = {
     allowTo: options.allowEgressTo ?? [],
     allowInternet: options.allowInternet ?? true,
     nameservers,
   };
   egress.allowTo.forEach(checkCidr);
-  const subnet = options.subnet ?? '10.89.0.0/16';
   const poolSize = options.poolSize ?? 8;
   const { table, prefix } = bridgeNames(bridge);
+  const journal = namespaceJournal(machine.journal);
   const { base, prefix: bits } = parseSubnet(subnet);
   const gateway = ipOf(base + 1);
   const cidr = `${ipOf(base)}/${bits}`;
@@ -235,6 +139,7 @@ export async function bridgeNetwork(
       `link set ${n.veth} master ${bridge} up`,
     ]);
     try {
+      await journal.created(made.map((n) => n.netns));
       await machine.run('ip', ['-batch', '-'], host.join('\n') + '\n');
       // Configured from the inside, one process for the whole batch (see configure-netns.pl).
       await machine.run(PERL, [
@@ -314,6 +219,7 @@ export async function bridgeNetwork(
       nextDeletion = null;
       const script = batch.map((netns) => `netns del ${netns}`).join('\n');
       await machine.run('ip', ['-force', '-batch', '-'], `${script}\n`).catch(() => undefined);
+      await journal.deleted(batch).catch(() => undefined);
     });
     lastDeletion = nextDeletion;
     return nextDeletion;
@@ -352,15 +258,13 @@ export async function bridgeNetwork(
     namespaceFile: (n) => `/run/netns/${n.netns}`,
     async removeLeftovers(live) {
       await filling;
-      const owned = new Set([...live, ...pool].flatMap((n) => [n.netns, n.veth]));
-      const links = await machine.run('ip', ['-o', 'link', 'show', 'master', bridge]);
-      for (const match of links.matchAll(/^\d+: ([^@:]+)/gm)) {
-        if (!owned.has(match[1]!)) await machine.run('ip', ['link', 'del', match[1]!]).catch(() => undefined);
-      }
-      for (const line of (await machine.run('ip', ['netns', 'list'])).split('\n')) {
-        const name = line.split(' ')[0];
-        if (name?.startsWith(prefix) && !owned.has(name)) await machine.run('ip', ['netns', 'del', name]);
-      }
+      const owned = [...live, ...pool].flatMap((n) => (n.netns ? [n.netns] : []));
+      const leftovers = [...(await journal.outstanding())].filter((name) => !owned.includes(name));
+      const script = leftovers.map((netns) => `netns del ${netns}`).join('\n');
+      // Already gone is fine: the kernel forgets namespaces at reboot, the journal does not.
+      if (leftovers.length > 0)
+        await machine.run('ip', ['-force', '-batch', '-'], `${script}\n`).catch(() => undefined);
+      await journal.compact(owned);
     },
     async close() {
       closed = true;

@@ -2,11 +2,13 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
+import type { Clock } from '../../model/clock.ts';
 import { createRuntime } from './create-runtime.ts';
 import { imageResolver } from './images/resolve.ts';
 import { imageStoreDir, openImageStore } from './images/store.ts';
 import { type LocalBackend, localBackend } from './local-backend.ts';
 import { DEFAULT_LOGS } from './pod/context.ts';
+import type { Runtime } from './runtime.ts';
 import type { LocalSettings } from './settings.ts';
 import { lockStateDir } from './state-lock.ts';
 
@@ -23,6 +25,8 @@ export interface OpenLocalOptions {
   embedded: boolean;
   /** The server's listen address, where jobs' SSH ports are bound (default 127.0.0.1). */
   listen?: string;
+  /** What the backend reads the time from and waits on; the machine's by default. */
+  clock?: Clock;
   log?: Logger;
 }
 
@@ -32,7 +36,7 @@ export interface OpenLocalOptions {
  */
 export async function openLocalBackend(
   o: OpenLocalOptions,
-): Promise<LocalBackend & { warnings: readonly string[]; description: string }> {
+): Promise<LocalBackend & Pick<Runtime, 'warnings' | 'description' | 'hostNames'>> {
   const stateDir = o.config.stateDir ?? join(o.dataDir, 'local');
   const unlock = await lockStateDir(stateDir);
   try {
@@ -72,6 +76,8 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
     ...(o.config.unsandboxed !== undefined ? { unsandboxed: o.config.unsandboxed } : {}),
     ...(o.config.network ? { network: o.config.network } : {}),
     ...(o.config.userNamespaces?.first !== undefined ? { firstHostId: o.config.userNamespaces.first } : {}),
+    ...(o.config.cgroupParent !== undefined ? { cgroupParent: o.config.cgroupParent } : {}),
+    dataDir: o.dataDir,
     ...(capacity
       ? {
           capacity: {
@@ -102,9 +108,14 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
       ? { diskCheckIntervalMs: o.config.diskCheckIntervalMs }
       : {}),
     ssh: sshSettings(o.config.ssh ?? {}, o.listen ?? '127.0.0.1'),
+    ...(o.clock ? { clock: o.clock } : {}),
     ...(o.log ? { log: o.log } : {}),
   });
-  return Object.assign(backend, { warnings: runtime.warnings, description: runtime.description });
+  return Object.assign(backend, {
+    warnings: runtime.warnings,
+    description: runtime.description,
+    hostNames: runtime.hostNames,
+  });
 }
 
 /** Ports 2200-2299 by default, named by the listen address unless that is every address. */

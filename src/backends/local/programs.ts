@@ -20,6 +20,7 @@ export const PROGRAMS = [
   'seccomp-compile.py',
   'enter-container.py',
   'join-cgroups.sh',
+  'idmapped-mount.pl',
 ] as const;
 
 export type ProgramName = (typeof PROGRAMS)[number];

@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { ShellOptions, ShellStream } from '../../jobs/backend.ts';
+import type { HostNames } from './host-names.ts';
 
 /**
  * What the local job controller asks of the machine: sandboxed pods. A pod is a network identity
@@ -96,6 +97,11 @@ export interface ContainerExit {
   oomKilled: boolean;
   /** Its supervisor ended without recording how it ended (killed from outside, or the machine restarted). */
   supervisorLost?: true;
+  /**
+   * The sandbox failed before or instead of running the command (a bind it could not make, a
+   * command it could not execute): why, from its own words. `exitCode` is then not the application's.
+   */
+  sandboxFailure?: string;
 }
 
 export interface RunningContainer {
@@ -145,6 +151,8 @@ export interface Runtime {
   readonly description: string;
   /** What this runtime cannot enforce here, said at start (no root: shared host network, …). */
   readonly warnings: readonly string[];
+  /** The bridge, subnet, cgroup folder and host ids it holds on the host (as root; see host-names.ts). */
+  readonly hostNames: HostNames | null;
   /** What the machine offers to pods. */
   readonly capacity: { cpuMillis: number; memoryBytes: number };
   createPod(spec: PodSpec): Promise<Pod>;

@@ -1,4 +1,4 @@
-import { lstat, readdir, readlink } from 'node:fs/promises';
+import { lstat, readdir, readlink, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { RootView } from './host-view.ts';
 import type { ContainerSpec } from './runtime.ts';
@@ -87,10 +87,14 @@ async function missingFolders(view: RootView, target: string): Promise<string[]>
   return missing;
 }
 
-/** Arguments that make `folder` a tmpfs holding read-only binds of everything the view has there. */
+/**
+ * Arguments that make `folder` a tmpfs holding read-only binds of everything the view has there,
+ * with the folder's own permissions (an image's /root stays 0700).
+ */
 async function mirrorArgs(view: RootView, folder: string): Promise<string[]> {
   const host = view.hostPath(folder)!;
-  const args = ['--tmpfs', folder];
+  const mode = ((await stat(host)).mode & 0o7777).toString(8).padStart(4, '0');
+  const args = ['--perms', mode, '--tmpfs', folder];
   for (const entry of await readdir(host, { withFileTypes: true })) {
     const source = join(host, entry.name);
     const target = posix.join(folder, entry.name);

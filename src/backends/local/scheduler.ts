@@ -34,9 +34,11 @@ export interface RunningJob {
 }
 
 export interface Waiting {
-  /** 1-based place in the fair order of waiting jobs. */
+  /** 1-based place in the fair order of waiting jobs (0 for an unschedulable one, which has none). */
   position: number;
   reason: string;
+  /** Its gang needs more than the whole machine: it stays Pending, as Volcano keeps such a gang, and waits for no turn. */
+  unschedulable?: true;
 }
 
 export interface Schedule {
@@ -132,8 +134,21 @@ const waitingFor = (demand: Resources, free: Resources, position: number) =>
     ? `waiting for ${describe(demand)} (${describe(free)} free now)`
     : `waiting for ${describe(demand)}`;
 
+/**
+ * Why a gang larger than the machine cannot be scheduled, in the words of Volcano's PodGroup
+ * condition and of the scheduler's event on one node ("0/1 nodes are unavailable: 1 Insufficient cpu").
+ */
+export function unschedulable(demand: Resources, capacity: Resources): string {
+  const short = [
+    ...(demand.cpuMillis > capacity.cpuMillis ? ['1 Insufficient cpu'] : []),
+    ...(demand.memoryBytes > capacity.memoryBytes ? ['1 Insufficient memory'] : []),
+  ];
+  return `the gang needs ${describe(demand)}; this machine offers ${describe(capacity)} (0/1 nodes are unavailable: ${short.join(', ')})`;
+}
+
 /** A waiting job's status: its exact position at the head of the queue only (see POSITIONS_SAID). */
 export function queueStatus(waiting: Waiting): string {
+  if (waiting.unschedulable) return `Pending, unschedulable: ${waiting.reason}`;
   const where =
     waiting.position <= POSITIONS_SAID
       ? `position ${waiting.position}`
@@ -154,6 +169,11 @@ export function schedule(
   let reservation: { at: number; spare: Resources } | undefined;
   let position = 0;
   for (const job of fairOrder(capacity, running, waiting, lastStarts)) {
+    if (!fits(job.demand, capacity)) {
+      // It would hold a reservation no end of a running job ever makes good: it blocks no one.
+      queued.set(job.id, { position: 0, reason: unschedulable(job.demand, capacity), unschedulable: true });
+      continue;
+    }
     if (!reservation && fits(job.demand, free)) {
       start.push(job.id);
       free = minus(free, job.demand);

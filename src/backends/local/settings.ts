@@ -15,7 +15,8 @@ export const LocalSettings = Type.Object(
     images: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }))),
     /**
      * As root, each owner's containers run in a user namespace on its own 65,536 host ids, from
-     * `first` on (container uid U of the k-th owner is host uid first + k·65536 + U).
+     * `first` on (container uid U of the k-th owner is host uid first + k·65536 + U). Default:
+     * ids no other instance on the host holds, from 1,000,000 on.
      */
     userNamespaces: Type.Optional(
       Type.Object(
@@ -74,7 +75,16 @@ export const LocalSettings = Type.Object(
         closed,
       ),
     ),
-    /** The pod network when running as root. */
+    /**
+     * The folder of pods' cgroups in each cgroup hierarchy (as root). Default `ucompute-<bridge>`:
+     * like the bridge, the subnet and the host ids, one instance's own on a host it shares.
+     */
+    cgroupParent: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' })),
+    /**
+     * The pod network when running as root. `bridge` (also the nftables tables' name and the
+     * prefix of namespaces) and `subnet` default to names derived from the data folder that no
+     * other instance on the host holds; an instance configured onto another's names refuses to start.
+     */
     network: Type.Optional(
       Type.Object(
         {

@@ -40,6 +40,11 @@ export interface SupervisedCommand {
   hostIds: { uid: number; gid: number } | null;
   /** The numbers of setns and setgroups on this machine; needed with `netns` or `hostIds`. */
   syscalls: SyscallNumbers | null;
+  /**
+   * Where bubblewrap (the command) writes its JSON status (see sandbox-status.ts): the child opens
+   * it first and hands it over as `--json-status-fd`. Null: the command is not bubblewrap.
+   */
+  sandboxStatus: string | null;
   /** A file is rotated once it holds `maxSizeBytes`; `maxFiles` are kept per stream (at least 2). */
   logs: { maxSizeBytes: number; maxFiles: number };
   argv: readonly string[];
@@ -65,6 +70,7 @@ export function supervisorCommand(command: SupervisedCommand): { file: string; a
     command.hostIds ? `${command.hostIds.uid}:${command.hostIds.gid}` : '',
     command.netns ? String(syscalls().setns) : '',
     command.hostIds ? String(syscalls().setgroups) : '',
+    command.sandboxStatus ?? '',
     ...command.argv,
   ];
   return { file: PERL, args };

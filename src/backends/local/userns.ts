@@ -3,6 +3,7 @@ import { mkdir, readFile, readlink, rename, statfs, writeFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { run } from './exec.ts';
+import { RANGE_SIZE } from './host-names.ts';
 
 /**
  * User namespaces with an id range per owner, as rootless podman and Kubernetes' `hostUsers: false`
@@ -10,13 +11,8 @@ import { run } from './exec.ts';
  * root is nobody on the host and one owner's files are not another's.
  */
 
-/** Ids per owner: container ids 0..65535. */
-export const RANGE_SIZE = 65536;
-/** The first host id of the first owner's range, unless configured. */
-export const DEFAULT_FIRST_ID = 1_000_000;
 /** statfs type of the namespace file system (NSFS_MAGIC): a bind-mounted namespace file. */
 const NSFS_MAGIC = 0x6e736673;
-const LAST_ID = 2 ** 32 - 2;
 
 export interface IdRanges {
   /** The first host id of `owner`'s range; allocated (and recorded) on first use. */
@@ -44,21 +40,44 @@ export function checkContainerIds(uid: number, gid: number): void {
   }
 }
 
-/** Owner ranges recorded in `dir`/ranges.json, and namespace files in `dir`. */
-export async function idRanges(dir: string, firstId = DEFAULT_FIRST_ID): Promise<IdRanges> {
+/** The host ids an instance holds (see host-registry.ts), as chunks `[first, count]`. */
+export interface HostIdChunks {
+  readonly chunks: readonly [number, number][];
+  /** Claims another chunk when every range of these is taken. */
+  more(): Promise<readonly [number, number][]>;
+}
+
+/** The first range of `chunks` that no owner has yet, or null. */
+export function freeRange(chunks: readonly [number, number][], taken: ReadonlySet<number>): number | null {
+  for (const [first, count] of chunks) {
+    for (let base = first; base + RANGE_SIZE <= first + count; base += RANGE_SIZE) {
+      if (!taken.has(base)) return base;
+    }
+  }
+  return null;
+}
+
+/** Owner ranges recorded in `dir`/ranges.json, taken inside the instance's `ids`, and namespace files in `dir`. */
+export async function idRanges(dir: string, ids: HostIdChunks): Promise<IdRanges> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, 'ranges.json');
   const ranges: Record<string, number> = JSON.parse(await readFile(file, 'utf8').catch(() => '{}'));
   let saving = Promise.resolve();
+  let chunks = ids.chunks;
   const files = new Map<string, Promise<string>>();
   return {
     async base(owner) {
       const known = ranges[owner];
       if (known !== undefined) return known;
       const taken = new Set(Object.values(ranges));
-      let base = firstId;
-      while (taken.has(base)) base += RANGE_SIZE;
-      if (base + RANGE_SIZE - 1 > LAST_ID) throw new Error(`no host id range left for owner ${owner}`);
+      let base = freeRange(chunks, taken);
+      if (base === null) {
+        chunks = await ids.more();
+        base = freeRange(chunks, new Set(Object.values(ranges)));
+      }
+      const again = ranges[owner];
+      if (again !== undefined) return again;
+      if (base === null) throw new Error(`no host id range left for owner ${owner}`);
       ranges[owner] = base;
       const text = JSON.stringify(ranges);
       // Written whole and renamed, one write after the other: a crash leaves the old or the new list.

@@ -15,9 +15,14 @@ const url =
   `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/jobs/vnc` +
   `?jobId=${encodeURIComponent(query.get('jobId') ?? '')}&rank=${encodeURIComponent(query.get('rank') ?? '0')}`;
 
-/** Tries while the desktop is still starting (the relay closes at once until it answers). */
-const START_ATTEMPTS = 10;
+/**
+ * Tries again while the desktop is still starting (the relay closes at once until it answers), for
+ * up to two minutes from the page's opening: on a loaded machine a desktop's X server alone can
+ * take longer than the quarter minute ten tries gave.
+ */
+const START_WAIT_MS = 120_000;
 const RETRY_MS = 1500;
+const opened = Date.now();
 let rfb;
 
 function say(state, text) {
@@ -25,7 +30,7 @@ function say(state, text) {
   status.textContent = text;
 }
 
-function connect(attempt) {
+function connect() {
   let connected = false;
   rfb = new RFB(screen, url, { wsProtocols: ['binary', `session.${secret}`] });
   rfb.resizeSession = true;
@@ -35,9 +40,9 @@ function connect(attempt) {
     say('connected', 'Connected');
   });
   rfb.addEventListener('disconnect', (event) => {
-    if (!connected && attempt < START_ATTEMPTS) {
+    if (!connected && Date.now() - opened < START_WAIT_MS) {
       say('connecting', 'Waiting for the desktop to start…');
-      setTimeout(() => connect(attempt + 1), RETRY_MS);
+      setTimeout(connect, RETRY_MS);
       return;
     }
     say('closed', event.detail.clean ? 'The desktop has closed.' : 'Disconnected.');
@@ -71,4 +76,4 @@ document.addEventListener('fullscreenchange', () => {
   fullscreen.textContent = document.fullscreenElement ? 'Leave full screen' : 'Full screen';
 });
 
-connect(1);
+connect();

@@ -57,12 +57,36 @@ export function postgresJobs({ query, locked }: Connection): JobStore {
       if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
       if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
       if (changes.build === null) set('build', null);
+      if (changes.outcome !== undefined) {
+        set('outcome', changes.outcome.kind);
+        set('outcome_by', changes.outcome.by ?? null);
+        set('outcome_reason', changes.outcome.reason ?? null);
+      }
       await query(`update jobs set ${sets.join(', ')} where id = ?`, ...values, job.id);
       await query(
         'insert into job_updates (job_id, seq, body) values (?, ?, ?)',
         job.id,
         job.updateCount,
         JSON.stringify(update),
+      );
+    },
+    async markEnding(id, outcome) {
+      const marked = await query(
+        `update jobs set outcome = ?, outcome_by = ?, outcome_reason = ?
+         where id = ? and outcome is null and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')
+         returning id`,
+        outcome.kind,
+        outcome.by ?? null,
+        outcome.reason ?? null,
+        id,
+      );
+      return marked.length === 1;
+    },
+    async unmarkEnding(id) {
+      await query(
+        `update jobs set outcome = null, outcome_by = null, outcome_reason = null
+         where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+        id,
       );
     },
     async rename(id, name) {
@@ -102,6 +126,7 @@ export function postgresJobs({ query, locked }: Connection): JobStore {
       }
       const equal: [string, string | number | undefined][] = [
         ['state = ?', q.state],
+        ["outcome = ? and state in ('SUCCESS', 'FAILURE', 'EXPIRED')", q.outcome],
         ['application = ?', q.application],
         ['created_by = ?', q.createdBy],
         ['created_at >= ?', q.createdAfter],

@@ -57,12 +57,31 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
       if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
       if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
       if (changes.build === null) set('build', null);
+      if (changes.outcome !== undefined) {
+        set('outcome', changes.outcome.kind);
+        set('outcome_by', changes.outcome.by ?? null);
+        set('outcome_reason', changes.outcome.reason ?? null);
+      }
       sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
       sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
         job.id,
         job.updateCount,
         JSON.stringify(update),
       );
+    },
+    markEnding(id, outcome) {
+      return (
+        sql(
+          `update jobs set outcome = ?, outcome_by = ?, outcome_reason = ?
+           where id = ? and outcome is null and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+        ).run(outcome.kind, outcome.by ?? null, outcome.reason ?? null, id).changes === 1
+      );
+    },
+    unmarkEnding(id) {
+      sql(
+        `update jobs set outcome = null, outcome_by = null, outcome_reason = null
+         where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+      ).run(id);
     },
     rename(id, name) {
       sql(
@@ -97,6 +116,7 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
       }
       const equal: [string, string | number | undefined][] = [
         ['state = ?', q.state],
+        ["outcome = ? and state in ('SUCCESS', 'FAILURE', 'EXPIRED')", q.outcome],
         ['application = ?', q.application],
         ['created_by = ?', q.createdBy],
         ['created_at >= ?', q.createdAfter],

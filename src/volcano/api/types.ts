@@ -97,6 +97,8 @@ export interface PodSpec {
   initContainers?: Container[];
   volumes?: Volume[];
   restartPolicy?: 'Always' | 'OnFailure' | 'Never';
+  /** Seconds a pod may be active (from its start, restarts included) before it is killed and Failed. */
+  activeDeadlineSeconds?: number;
   automountServiceAccountToken?: boolean;
   enableServiceLinks?: boolean;
   hostname?: string;
@@ -111,6 +113,8 @@ export interface PodSpec {
   hostNetwork?: boolean;
   hostPID?: boolean;
   hostIPC?: boolean;
+  /** false: the pod's own user namespace, its root an unprivileged id on the node. */
+  hostUsers?: boolean;
   securityContext?: {
     runAsNonRoot?: boolean;
     runAsUser?: number;

@@ -6,7 +6,7 @@ import { parseQuantity } from '../api/quantity.ts';
  * Fields of a Volcano Job that the local backend (one machine, no cluster) cannot honour. A job
  * that asks for one is refused with every such field named, never run as if the field were not
  * there: accelerators, host ports, job-level volumes (PVCs Volcano would create), node selection beyond this
- * machine's own labels, priorities, clean-up after a delay, other schedulers, delayed policy
+ * machine's own labels, priorities, other schedulers, delayed policy
  * actions and Volcano's topology and partition features.
  */
 
@@ -39,9 +39,6 @@ const notHere = (what: string) => `the local backend cannot honour ${what}; remo
 export function checkJobFields(spec: Json, at: string, issues: IssueList): void {
   if (spec.volumes !== undefined) {
     issues.add(joinPath(at, 'volumes'), notHere('job-level volumes (claims Volcano would create)'));
-  }
-  if (spec.ttlSecondsAfterFinished !== undefined) {
-    issues.add(joinPath(at, 'ttlSecondsAfterFinished'), notHere('removal of the finished job after a delay'));
   }
   if (spec.priorityClassName !== undefined) {
     issues.add(joinPath(at, 'priorityClassName'), notHere('priority classes'));

@@ -39,14 +39,19 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 const isCount = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
 
 export interface Manifest {
-  job: VolcanoJob;
+  /** In the order of the documents; their names differ. */
+  jobs: VolcanoJob[];
   companions: Companion[];
 }
 
-/** Picks the one Volcano Job among the documents; ConfigMaps and Secrets come along; others are errors. */
+/**
+ * The Volcano Jobs among the documents (as `kubectl apply -f` creates every one of them), with
+ * the ConfigMaps and Secrets they share; other kinds are errors.
+ */
 export function readManifest(documents: unknown[], source: string, security: SecurityPolicy): Manifest {
   const issues = new IssueList();
   const jobs: VolcanoJob[] = [];
+  const names = new Map<string, string>();
   const companions: Companion[] = [];
   documents.forEach((doc, i) => {
     const at = documents.length > 1 ? `${source}[${i}]` : source;
@@ -57,6 +62,13 @@ export function readManifest(documents: unknown[], source: string, security: Sec
     }
     if (doc.apiVersion === 'batch.volcano.sh/v1alpha1' && doc.kind === 'Job') {
       checkJob(doc, at, security, issues);
+      const name = (doc.metadata as Json | undefined)?.name;
+      if (typeof name === 'string' && names.has(name)) {
+        issues.add(
+          joinPath(at, 'metadata.name'),
+          `repeats the name of the Job at ${names.get(name)}: each Job needs its own`,
+        );
+      } else if (typeof name === 'string') names.set(name, at);
       jobs.push(doc as unknown as VolcanoJob);
     } else if (doc.apiVersion === 'v1' && (doc.kind === 'ConfigMap' || doc.kind === 'Secret')) {
       companions.push(doc as unknown as Companion);
@@ -67,14 +79,11 @@ export function readManifest(documents: unknown[], source: string, security: Sec
       );
     }
   });
-  if (jobs.length !== 1 && issues.issues.length === 0) {
-    issues.add(
-      source,
-      `must hold exactly one Volcano Job (batch.volcano.sh/v1alpha1, kind Job); it holds ${jobs.length}`,
-    );
+  if (jobs.length === 0 && issues.issues.length === 0) {
+    issues.add(source, 'must hold a Volcano Job (batch.volcano.sh/v1alpha1, kind Job); it holds none');
   }
   issues.throwIfAny();
-  return { job: jobs[0]!, companions };
+  return { jobs, companions };
 }
 
 function checkJob(doc: Json, at: string, security: SecurityPolicy, issues: IssueList): void {

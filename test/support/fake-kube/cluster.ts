@@ -7,6 +7,7 @@ import type { Config } from '../../../src/config/config.ts';
 import type { BackendEvent } from '../../../src/jobs/backend.ts';
 import { resolvePipelineConfig } from '../../../src/model/config.ts';
 import type { JobStorage } from '../../../src/storage/job-storage.ts';
+import { until } from '../until.ts';
 import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer } from './api-server.ts';
 import { type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
 
@@ -74,8 +75,8 @@ export function backendOn(t: TestContext, cluster: FakeCluster, extra: Config = 
     for (const w of waiters) w();
   });
   t.after(() => backend.close());
-  /** Waits (bounded) until an event matches. */
-  async function event(predicate: (e: BackendEvent) => boolean, timeoutMs = 5000): Promise<BackendEvent> {
+  /** Waits (bounded, generously: the fake API server is slow on a loaded machine) until an event matches. */
+  async function event(predicate: (e: BackendEvent) => boolean, timeoutMs = 30_000): Promise<BackendEvent> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = events.find(predicate);
@@ -95,11 +96,10 @@ export function backendOn(t: TestContext, cluster: FakeCluster, extra: Config = 
   return { backend, events, event };
 }
 
-/** Polls a condition (bounded), for effects that are not events. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/**
+ * Waits on a condition for effects that are not events: until() with the time a loaded machine
+ * needs (a watch event has taken seconds at a load of 40).
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  await until(check, { describe: `the condition ${check.toString()}`, timeout: timeoutMs });
 }

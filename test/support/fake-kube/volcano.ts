@@ -10,6 +10,7 @@ import type { FakeApiServer, Obj } from './api-server.ts';
 const JOB_ID_LABEL = 'ucompute.dev/job-id';
 
 export interface VolcanoStandIn {
+  /** The Volcano Job, once the controller has given it its PodGroup and the Pending phase. */
   job(jobId: string): Obj | undefined;
   pod(jobId: string, rank: number): Obj | undefined;
   /** The gang cannot be placed: the PodGroup's Unschedulable condition. */
@@ -252,9 +253,12 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
       return;
     }
     if (type !== 'ADDED' || jobs.has(jobId)) return;
-    jobs.set(jobId, { namespace: object.metadata.namespace, name: object.metadata.name });
-    // After the client's create answered: the controller reacts a moment later.
+    // After the client's create answered: the controller reacts a moment later. The stand-in
+    // knows the job from then on, so that a test that sees it may admit it at once.
     setImmediate(() => {
+      const { namespace, name, uid } = object.metadata;
+      if (api.get('jobs', namespace, name)?.metadata.uid !== uid) return; // deleted meanwhile
+      jobs.set(jobId, { namespace, name });
       api.apply('podgroups', {
         apiVersion: 'scheduling.volcano.sh/v1beta1',
         kind: 'PodGroup',

@@ -122,7 +122,7 @@ export function JobPage({ id }: { id: string }) {
         <Link href="/jobs">Jobs</Link> › {job.specification.name ?? job.id}
       </p>
       <h1>
-        {job.specification.name ?? job.id} <StateBadge state={job.status.state} />
+        {job.specification.name ?? job.id} <StateBadge {...job.status} />
       </h1>
       {running && job.status.expiresAt !== undefined && job.status.expiresAt - now <= WARN_BEFORE_MS && (
         <p class="warning" role="alert">
@@ -166,6 +166,12 @@ export function JobPage({ id }: { id: string }) {
               {when(job.status.expiresAt)}
               {!final && <span class="muted"> ({span(job.status.expiresAt - now)} left)</span>}
             </dd>
+          </>
+        )}
+        {job.status.outcome !== undefined && (
+          <>
+            <dt>Outcome</dt>
+            <dd data-testid="outcome">{job.status.outcome.text}</dd>
           </>
         )}
         <dt>Cost so far</dt>

@@ -3,12 +3,12 @@ import { getJson } from '../api.ts';
 import { Options } from '../components/options.tsx';
 import { SessionCards } from '../components/session-cards.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
-import { span, when } from '../format.ts';
+import { OUTCOME_LABEL, span, when } from '../format.ts';
 import { type ListFilter, withJob } from '../job-list.ts';
 import { watchJobs } from '../live.ts';
 import { Link, navigate, queryOf } from '../router.tsx';
 import { connectHref, isSessionApp, timeLeft } from '../sessions.ts';
-import { type AppSummary, FINAL_STATES, JOB_STATES, type Job } from '../types.ts';
+import { type AppSummary, FINAL_STATES, JOB_STATES, type Job, OUTCOME_KINDS } from '../types.ts';
 import { workspace } from '../workspace.ts';
 
 /** Rows per page: a laptop screen's worth and some; "Show more" reads the next. */
@@ -24,6 +24,7 @@ const browse = (filter: ListFilter, after?: string) =>
     itemsPerPage: PAGE,
     next: after,
     filterState: filter.state || undefined,
+    filterOutcome: filter.outcome || undefined,
     filterApplication: filter.app || undefined,
   });
 
@@ -34,13 +35,14 @@ const browse = (filter: ListFilter, after?: string) =>
  */
 let startingPage: Promise<Page | undefined> | undefined =
   location.pathname === '/jobs' && location.search === ''
-    ? browse({ state: '', app: '', project: workspace.value }).catch(() => undefined)
+    ? browse({ state: '', outcome: '', app: '', project: workspace.value }).catch(() => undefined)
     : undefined;
 
-/** The caller's jobs, newest first, filtered by state and application; every change pushed live. */
+/** The caller's jobs, newest first, filtered by state, outcome and application; every change pushed live. */
 export function JobsPage() {
   const query = queryOf();
   const state = query.get('state') ?? '';
+  const outcome = query.get('outcome') ?? '';
   const app = query.get('app') ?? '';
   const [jobs, setJobs] = useState<readonly Job[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
@@ -56,7 +58,7 @@ export function JobsPage() {
 
   // One stream for every job: changes that arrive before the first page are applied on top of it.
   useEffect(() => {
-    const filter = { state, app, project: workspace.value };
+    const filter = { state, outcome, app, project: workspace.value };
     let early: Job[] = [];
     let current = true;
     const read = (page: Promise<Page>) =>
@@ -80,14 +82,14 @@ export function JobsPage() {
       () => void read(browse(filter)),
     );
     show(null, null);
-    const started = state === '' && app === '' ? startingPage : undefined;
+    const started = state === '' && outcome === '' && app === '' ? startingPage : undefined;
     startingPage = undefined;
     void read(started ? started.then((page) => page ?? browse(filter)) : browse(filter));
     return () => {
       current = false;
       stop();
     };
-  }, [state, app]);
+  }, [state, outcome, app]);
 
   // The filter's applications (and which are sessions): secondary, read once the rows are there.
   const listed = jobs !== null;
@@ -125,6 +127,17 @@ export function JobsPage() {
           <select value={state} onChange={(e) => setFilter('state', e.currentTarget.value)}>
             <option value="">All</option>
             <Options values={JOB_STATES} />
+          </select>
+        </label>
+        <label>
+          Outcome{' '}
+          <select value={outcome} onChange={(e) => setFilter('outcome', e.currentTarget.value)}>
+            <option value="">Any</option>
+            {OUTCOME_KINDS.map((kind) => (
+              <option key={kind} value={kind}>
+                {OUTCOME_LABEL[kind]}
+              </option>
+            ))}
           </select>
         </label>
         <label>
@@ -176,8 +189,8 @@ export function JobsPage() {
                 </td>
                 <td>{j.specification.application.name}</td>
                 <td>
-                  <StateBadge state={j.status.state} />
-                  {FINAL_STATES.has(j.status.state) && <span class="reason">{reasonOf(j)}</span>}
+                  <StateBadge {...j.status} />
+                  {j.status.outcome !== undefined && <span class="reason">{j.status.outcome.text}</span>}
                 </td>
                 <td>{leftText(j, now)}</td>
                 <td class="wide">
@@ -202,7 +215,7 @@ export function JobsPage() {
         <button
           type="button"
           onClick={() =>
-            browse({ state, app, project: workspace.value }, next)
+            browse({ state, outcome, app, project: workspace.value }, next)
               .then((page) => show([...(shown.current.jobs ?? []), ...page.items], page.next))
               .catch((e: Error) => setError(e.message))
           }
@@ -212,11 +225,6 @@ export function JobsPage() {
       )}
     </section>
   );
-}
-
-/** Why a job ended, in its own last words (the status of the update that ended it). */
-function reasonOf(job: Job): string {
-  return [...job.updates].reverse().find((u) => u.state === job.status.state)?.status ?? '';
 }
 
 /** Time before the job's limit while it is active; '-' otherwise. */

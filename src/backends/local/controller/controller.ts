@@ -1,11 +1,8 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { isFinalPhase, type PodEvent } from '../../../volcano/api/phases.ts';
 import type { Companion, VolcanoAction, VolcanoJob } from '../../../volcano/api/types.ts';
 import { policyAction } from '../../../volcano/emulation/job-controller.ts';
 import { planPods, preparePlugins } from '../../../volcano/emulation/plugins/index.ts';
 import type { ContainerExit, Pod } from '../runtime.ts';
-import { describe } from '../scheduler.ts';
 import { type Admission, admission } from './admission.ts';
 import type { LocalContext } from './context.ts';
 import {
@@ -16,9 +13,12 @@ import {
   restartStillWanted,
   syncedPhase,
 } from './decisions.ts';
-import { type JobRun, jobDir, newRun, type PodRecord } from './job-run.ts';
+import { endsJob, policyCause } from './end-messages.ts';
+import { forgetAfterTtl } from './finished-ttl.ts';
+import { type JobRun, newRun, type PodRecord } from './job-run.ts';
 import { saveOutput } from './output.ts';
-import { keepEnded, saveRun } from './persistence.ts';
+import { keepEnded, makeJobDir, saveRun } from './persistence.ts';
+import { deadlineApplies, deadlineFault, podDeadlineMs } from './pod-deadline.ts';
 import { podStarter } from './pod-start.ts';
 
 /**
@@ -27,7 +27,7 @@ import { podStarter } from './pod-start.ts';
  * reports up to date with each.
  */
 export interface JobController {
-  /** Takes a Volcano Job (once per id): it waits for admission, or fails at once when it can never fit. */
+  /** Takes a Volcano Job (once per id): it waits for admission, Pending with its reason while it cannot fit. */
   submit(id: string, job: VolcanoJob, companions: Companion[]): Promise<void>;
   /** Ends the run: a queued one at once, an admitted one through TerminateJob. */
   terminate(run: JobRun): Promise<void>;
@@ -106,6 +106,7 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
 
   async function podEvent(run: JobRun, rec: PodRecord, event: PodEvent): Promise<void> {
     const action = policyAction(run.job, rec.plan.task, event, rec.exit?.exitCode);
+    if (action && endsJob(action)) run.cause ??= policyCause(rec, event, action);
     if (action) await kill(run, action, rec);
     else await sync(run);
   }
@@ -160,8 +161,25 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
       restarts: 0,
       killing: false,
     }));
-    for (const rec of fresh) run.pods.set(rec.plan.name, rec);
+    for (const rec of fresh) {
+      run.pods.set(rec.plan.name, rec);
+      const deadline = podDeadlineMs(rec.plan);
+      if (deadline !== null)
+        ctx.clock.setTimeout(() => void step(run, () => deadlineExceeded(run, rec)), deadline);
+    }
     if (fresh.length > 0) await startPods(run, fresh);
+  }
+
+  /** The kubelet's activeDeadlineSeconds: the pod is killed and Failed, and the job's policies see it. */
+  async function deadlineExceeded(run: JobRun, rec: PodRecord): Promise<void> {
+    if (ctx.closed || !deadlineApplies(run, rec)) return;
+    // Forgotten before it is destroyed, so that its containers' ends are not taken for their own.
+    const pod = rec.pod;
+    rec.pod = undefined;
+    await pod?.destroy(ctx.graceMs);
+    rec.phase = 'Failed';
+    rec.fault = deadlineFault(rec.plan);
+    await podEvent(run, rec, 'PodFailed');
   }
 
   async function startPods(run: JobRun, recs: PodRecord[]): Promise<void> {
@@ -179,11 +197,13 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     for (const p of run.pods.values()) p.pod = undefined;
     // The job's time ends with its pods: copying its output (or failing to) is not charged.
     const endedAt = ctx.clock.now();
+    run.finishedAt = endedAt;
     await saveOutput(ctx, run);
     await saveRun(ctx, run);
     reports.report(run, undefined, endedAt);
     run.end();
     await keepEnded(ctx, run.id);
+    forgetAfterTtl(ctx, run);
     admitted.reschedule();
   }
 
@@ -200,15 +220,9 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
       submittedAt: ctx.clock.now(),
       plugins,
     });
-    await mkdir(join(jobDir(ctx.jobsDir, id), 'logs'), { recursive: true });
+    await makeJobDir(ctx, id);
     ctx.runs.set(id, run);
-    const capacity = ctx.runtime.capacity;
-    if (run.demand.cpuMillis > capacity.cpuMillis || run.demand.memoryBytes > capacity.memoryBytes) {
-      run.fault = `The job needs ${describe(run.demand)}; this machine offers ${describe(capacity)}`;
-      run.phase = 'Failed';
-      await step(run, () => finish(run));
-      return;
-    }
+    // A gang larger than the machine stays Pending, saying why, as Volcano keeps it (scheduler.ts).
     await saveRun(ctx, run);
     admitted.reschedule();
   }

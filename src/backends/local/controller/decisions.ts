@@ -79,12 +79,14 @@ export function syncedPhase(run: Pick<JobRun, 'job' | 'phase' | 'retryCount' | '
 }
 
 /**
- * Why a container ended that the job did not decide: its supervisor vanished, or SIGKILL that was
- * neither ucompute's nor the OOM killer's (a replica ucompute stops is not watched any more).
+ * Why a container ended that the job did not decide: its supervisor vanished, its sandbox failed
+ * (its exit code is then the sandbox's, not the application's), or SIGKILL that was neither
+ * ucompute's nor the OOM killer's (a replica ucompute stops is not watched any more).
  * Nothing in a sandbox tells a command's own `exit 137` from SIGKILL; both read as SIGKILL here.
  */
 export function killedFromOutside(rank: number, exit: ContainerExit): string | null {
   if (exit.supervisorLost) return `ucompute lost the supervisor of rank ${rank}`;
+  if (exit.sandboxFailure) return `Rank ${rank} could not run: its sandbox failed: ${exit.sandboxFailure}`;
   if (exit.signal === 'SIGKILL' && !exit.oomKilled) {
     return `Rank ${rank} was killed by SIGKILL from outside the job`;
   }

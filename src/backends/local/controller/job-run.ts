@@ -36,6 +36,10 @@ export interface SavedJob {
   plugins: PluginState;
   /** Why the platform ended the job, when it did. */
   fault?: string;
+  /** The pod event and policy that ended the job, when one did (see end-messages.ts). */
+  cause?: string;
+  /** When its pods were gone, for ttlSecondsAfterFinished (finished-ttl.ts). */
+  finishedAt?: number;
   /** The host port of its SSH endpoint, opened again after a restart of ucompute. */
   sshPort?: number;
   pods: { name: string; phase: PodPhase; exit?: ContainerExit; fault?: string; restarts: number }[];
@@ -104,6 +108,8 @@ export function savedJob(run: JobRun): SavedJob {
     submittedAt: run.submittedAt,
     plugins: run.plugins,
     ...(run.fault ? { fault: run.fault } : {}),
+    ...(run.cause ? { cause: run.cause } : {}),
+    ...(run.finishedAt !== undefined ? { finishedAt: run.finishedAt } : {}),
     ...(run.sshPort !== undefined ? { sshPort: run.sshPort } : {}),
     pods: [...run.pods.values()].map((p) => ({
       name: p.plan.name,

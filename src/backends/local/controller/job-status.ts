@@ -1,18 +1,21 @@
 import type { BackendEvent } from '../../../jobs/backend.ts';
 import { DEFAULT_MAX_RETRY } from '../../../volcano/api/phases.ts';
 import { queueStatus, type Waiting } from '../scheduler.ts';
+import { endStatus } from './end-messages.ts';
 import type { JobRun } from './job-run.ts';
 
 /**
  * What a job's phase and pods say to the service (SPEC §1), a pure function of the run: the
- * application's exit codes per rank on SUCCESS; OOM-kills and platform faults are FAILURE.
+ * final phases' words are end-messages.ts's.
  * undefined while there is nothing to say (a job not admitted and not waiting, or one between phases).
  */
 export function jobStatus(
-  run: Pick<JobRun, 'phase' | 'pods' | 'startedAt' | 'admitted' | 'retryCount' | 'job' | 'fault'>,
+  run: Pick<
+    JobRun,
+    'phase' | 'pods' | 'planned' | 'startedAt' | 'admitted' | 'retryCount' | 'job' | 'fault' | 'cause'
+  >,
   waiting?: Waiting,
 ): Omit<BackendEvent, 'jobId' | 'at'> | undefined {
-  const ranks = [...run.pods.values()];
   switch (run.phase) {
     case 'Pending':
       if (run.startedAt !== null)
@@ -30,35 +33,7 @@ export function jobStatus(
     case 'Completing':
     case 'Terminating':
       return undefined;
-    default: {
-      const exitCodes = Object.fromEntries(
-        ranks.flatMap((p) => (p.exit ? [[String(p.plan.rank), p.exit.exitCode]] : [])),
-      );
-      const oom = ranks.find((p) => p.exit?.oomKilled);
-      const fault = run.fault ?? ranks.find((p) => p.fault)?.fault;
-      if (oom) {
-        return {
-          state: 'FAILURE',
-          status: `Rank ${oom.plan.rank} exceeded its memory limit (OOM-killed)`,
-          exitCodes,
-        };
-      }
-      if (fault) return { state: 'FAILURE', status: fault, exitCodes };
-      if (ranks.length === 0 && run.phase !== 'Completed') {
-        return { state: 'SUCCESS', status: `The job ended (${run.phase}) before any replica started` };
-      }
-      if (run.phase === 'Aborted') {
-        return { state: 'FAILURE', status: 'The job was aborted: a replica was lost', exitCodes };
-      }
-      const failed = ranks.filter((p) => p.exit && p.exit.exitCode !== 0);
-      const status =
-        failed.length === 0
-          ? `The job finished (exit code 0 on every rank)`
-          : `The job ended (${run.phase}): ${failed
-              .slice(0, 5)
-              .map((p) => `rank ${p.plan.rank} exited with code ${p.exit!.exitCode}`)
-              .join(', ')}${failed.length > 5 ? ', …' : ''}`;
-      return { state: 'SUCCESS', status, exitCodes };
-    }
+    default:
+      return endStatus(run);
   }
 }

@@ -1,4 +1,4 @@
-import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalContext } from './context.ts';
 import { type JobRun, jobDir, type SavedJob, savedJob } from './job-run.ts';
@@ -6,11 +6,20 @@ import { type JobRun, jobDir, type SavedJob, savedJob } from './job-run.ts';
 /** Ended jobs whose state and logs are kept; older ones are removed. */
 const ENDED_KEPT = 10_000;
 
+/**
+ * Makes a job's folder, passable by others (its hosts file is bound by path as the containers'
+ * host users), and its logs folder, ucompute's alone.
+ */
+export async function makeJobDir(ctx: LocalContext, id: string): Promise<void> {
+  await mkdir(jobDir(ctx.jobsDir, id), { recursive: true, mode: 0o711 });
+  await mkdir(join(jobDir(ctx.jobsDir, id), 'logs'), { recursive: true, mode: 0o700 });
+}
+
 /** Writes the job's state (every change passes here, so phase changes are told from here too). */
 export async function saveRun(ctx: LocalContext, run: JobRun): Promise<void> {
   ctx.reports.tellPhase(run);
   const file = join(jobDir(ctx.jobsDir, run.id), 'state.json');
-  await writeFile(`${file}.tmp`, JSON.stringify(savedJob(run)));
+  await writeFile(`${file}.tmp`, JSON.stringify(savedJob(run)), { mode: 0o600 });
   await rename(`${file}.tmp`, file);
 }
 

@@ -1,11 +1,13 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Container } from '../../../volcano/api/types.ts';
 import { containerSpec, podLimits, podShmBytes } from '../containers.ts';
 import type { ContainerExit, Pod } from '../runtime.ts';
+import { fileTail } from '../sandbox-status.ts';
 import type { LocalContext } from './context.ts';
+import { initContainerFailure } from './failure-reasons.ts';
 import { connectNetwork, hostsFile, writeHosts } from './job-network.ts';
-import { type JobRun, jobDir, logFile, type PodRecord, pidsLimit, runtimePodName } from './job-run.ts';
+import { type JobRun, logFile, type PodRecord, pidsLimit, runtimePodName } from './job-run.ts';
+import { makeJobDir } from './persistence.ts';
 
 /** How a pod's start ends, told to the controller; each is called as a step of the job. */
 export interface PodOutcomes {
@@ -38,7 +40,7 @@ export function failToStart(rec: PodRecord, why: string, exit?: ContainerExit): 
 
 export function podStarter(ctx: LocalContext, outcomes: PodOutcomes): PodStarter {
   async function create(run: JobRun, recs: readonly PodRecord[]): Promise<void> {
-    await mkdir(join(jobDir(ctx.jobsDir, run.id), 'logs'), { recursive: true });
+    await makeJobDir(ctx, run.id);
     await Promise.all(
       recs.map(async (rec) => {
         try {
@@ -99,8 +101,8 @@ export function podStarter(ctx: LocalContext, outcomes: PodOutcomes): PodStarter
         const exit = await started.exited;
         if (!current()) return;
         if (exit.exitCode !== 0 || exit.oomKilled) {
-          const how = exit.oomKilled ? 'exceeded its memory limit' : `exited with code ${exit.exitCode}`;
-          await failed(`Rank ${rec.plan.rank} failed to start: init container ${init.name} ${how}`, exit);
+          const stderr = await fileTail(logFile(ctx.jobsDir, run.id, rec.plan.rank, init.name, 'err'));
+          await failed(initContainerFailure(rec.plan.rank, init.name, exit, stderr), exit);
           return;
         }
       }

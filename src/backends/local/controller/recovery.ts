@@ -1,6 +1,7 @@
 import { isFinalPhase } from '../../../volcano/api/phases.ts';
 import type { LocalContext } from './context.ts';
 import type { JobController } from './controller.ts';
+import { forgetAfterTtl } from './finished-ttl.ts';
 import { type JobRun, newRun, type PodRecord, runtimePodName } from './job-run.ts';
 import { savedJobs } from './persistence.ts';
 
@@ -22,6 +23,7 @@ export async function recoverJobs(
       ctx.endedOrder.push(run.id);
       ctx.reports.report(run);
       run.end();
+      forgetAfterTtl(ctx, run);
       continue;
     }
     const lost: PodRecord[] = [];

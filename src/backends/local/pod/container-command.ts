@@ -29,11 +29,22 @@ export function dropPrivileges(context: PodContext, spec: ContainerSpec): string
   return ['/usr/bin/setpriv', `--reuid=${spec.uid}`, `--regid=${spec.gid}`, '--clear-groups'];
 }
 
-/** What a container sees as `/`. */
-export function rootView(context: PodContext, root: ContainerRoot): Promise<RootView> {
-  if (root.kind === 'folder') return folderView(root.path);
-  if (context.sandbox.kind !== 'bwrap') throw new Error('the unsandboxed runtime has no root view');
-  return Promise.resolve(context.sandbox.hostView);
+/**
+ * What a container sees as `/`: an image's folder as the owner whose id range starts at `idBase`
+ * sees it (see image-roots.ts; null: as it is on disk).
+ */
+export async function rootView(
+  context: PodContext,
+  root: ContainerRoot,
+  idBase: number | null,
+): Promise<RootView> {
+  const sandbox = context.sandbox;
+  if (root.kind === 'folder') {
+    const roots = sandbox.kind === 'bwrap' ? sandbox.imageRoots : null;
+    return folderView(roots && idBase !== null ? await roots.rootFor(root.path, idBase) : root.path);
+  }
+  if (sandbox.kind !== 'bwrap') throw new Error('the unsandboxed runtime has no root view');
+  return sandbox.hostView;
 }
 
 /**
@@ -133,7 +144,7 @@ export async function containerCommand(
   const bwrap = await bwrapArgs(sandbox.bwrap, spec, open, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
-    view: await rootView(context, spec.root),
+    view: await rootView(context, spec.root, pod.idBase),
     user,
     seccompFd,
   });

@@ -3,8 +3,12 @@ import { constants } from 'node:os';
 import { join } from 'node:path';
 import { oomKillCount } from '../cgroups.ts';
 import type { ContainerExit, ContainerSpec, RunningContainer } from '../runtime.ts';
+import { readSandboxFailure } from '../sandbox-status.ts';
 import { type PodContext, type PodRecord, podDir } from './context.ts';
 import { isSupervisor, readNumber } from './proc.ts';
+
+/** Bubblewrap's status file in a container's state folder (see sandbox-status.ts). */
+export const SANDBOX_STATUS = 'sandbox-status';
 
 /** What a container's state folder keeps: container.json. */
 export interface ContainerRecord {
@@ -63,6 +67,14 @@ export function containerHandle(
       if (status !== null) {
         const ooms = context.cgroups ? await oomKillCount(context.cgroups, pod.cgroups) : 0;
         exit = exitFromStatus(status, status === 128 + constants.signals.SIGKILL && ooms > record.oomBase);
+        if (context.sandbox.kind === 'bwrap') {
+          const failure = await readSandboxFailure(
+            status,
+            join(stateDir, SANDBOX_STATUS),
+            record.spec.stderr,
+          );
+          if (failure) exit = { ...exit, sandboxFailure: failure };
+        }
       } else {
         // The supervisor itself was killed (destroy after its grace, from outside, or the machine restarted).
         exit = { ...exitFromStatus(128 + constants.signals.SIGKILL, false), supervisorLost: true };

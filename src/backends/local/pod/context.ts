@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { CgroupLayout } from '../cgroups.ts';
 import type { RootView } from '../host-view.ts';
+import type { ImageRoots } from '../image-roots.ts';
 import type { Launcher } from '../launcher.ts';
 import type { Network, PodNetwork } from '../network.ts';
 import type { SyscallNumbers } from '../programs.ts';
@@ -21,6 +22,8 @@ export type Sandbox =
       syscalls: SyscallNumbers;
       /** Owners' id ranges when running as root (container ids are remapped); null otherwise. */
       ids: IdRanges | null;
+      /** Images as each owner sees them (idmapped), where ids are remapped; null otherwise. */
+      imageRoots: ImageRoots | null;
     }
   | { kind: 'none'; root: boolean };
 

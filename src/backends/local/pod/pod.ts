@@ -7,7 +7,12 @@ import type { ContainerSpec, Pod, RunningContainer } from '../runtime.ts';
 import { supervisorCommand } from '../supervisor.ts';
 import { checkContainerIds } from '../userns.ts';
 import { containerCommand, writeContainerFiles } from './container-command.ts';
-import { type ContainerHandle, type ContainerRecord, containerHandle } from './container-handle.ts';
+import {
+  type ContainerHandle,
+  type ContainerRecord,
+  containerHandle,
+  SANDBOX_STATUS,
+} from './container-handle.ts';
 import { checkName, type PodContext, type PodRecord, podDir, procsFiles, secretsOf } from './context.ts';
 import { openShell } from './shell.ts';
 import { removeCgroups, stopPod } from './stop.ts';
@@ -86,6 +91,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       netns,
       hostIds: supervisorIds,
       syscalls: context.sandbox.kind === 'bwrap' ? context.sandbox.syscalls : null,
+      sandboxStatus: context.sandbox.kind === 'bwrap' ? join(stateDir, SANDBOX_STATUS) : null,
       argv: command,
     });
     const pid = await context.launcher

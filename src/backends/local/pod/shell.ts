@@ -76,7 +76,7 @@ async function containerProcess(container: ContainerHandle): Promise<number> {
 }
 
 async function shellIn(context: PodContext, root: ContainerRoot): Promise<string> {
-  const view = await rootView(context, root);
+  const view = await rootView(context, root, null);
   for (const shell of SHELLS) {
     const path = view.hostPath(shell);
     if (path === null) continue;

@@ -5,8 +5,8 @@
 #
 # Arguments: its name (ucompute-supervisor, which marks the process as a supervisor), the state
 # folder, `:`-separated cgroup.procs files, stdout file, stderr file, rotation size, files kept,
-# network namespace file or '', `uid:gid` or '', the numbers of setns and setgroups (or ''), then
-# the command. No module besides strict is loaded: it starts in about a millisecond.
+# network namespace file or '', `uid:gid` or '', the numbers of setns and setgroups (or ''),
+# bubblewrap's status file or '' (see sandbox-status.ts), then the command. No module besides strict is loaded: it starts in about a millisecond.
 use strict;
 
 # Exit statuses it records itself: 125 when it cannot join the pod's cgroups (CGROUP_JOIN_FAILED
@@ -19,7 +19,7 @@ my $CLONE_NEWNET = 0x40000000;
 # A caught signal (unlike an ignored one) is reset for the child: SIGTERM reaches the command
 # while the supervisor stays to record how it ended.
 $SIG{$_} = sub { } for qw(TERM INT HUP);
-my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, $setgroups, @command) = @ARGV;
+my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $setns, $setgroups, $sandboxStatus, @command) = @ARGV;
 
 sub put {
   my ($file, $text) = @_;
@@ -49,7 +49,11 @@ sub begin {
   my $s = shift;
   rotate($s->{path}) if -s $s->{path};
   $s->{size} = 0;
-  return 1 if open($s->{file}, '>', $s->{path});
+  # 0600 (ucompute's alone); the umask the command inherits is left as it was.
+  my $umask = umask(077);
+  my $opened = open($s->{file}, '>', $s->{path});
+  umask($umask);
+  return 1 if $opened;
   close($s->{pipe});
   $s->{pipe} = undef;
   return 0;
@@ -64,6 +68,15 @@ if ($status == 0) {
   die "fork: $!" unless defined $child;
   if ($child == 0) {
     open(STDOUT, '>&', $outWrite) and open(STDERR, '>&', $errWrite) or exit 126;
+    # Opened before anything can fail, so that a status without an exit code means the sandbox
+    # never ran the command; kept in scope until exec (leaving the block would close it).
+    my $sandbox;
+    if ($sandboxStatus ne '') {
+      open($sandbox, '>', $sandboxStatus) or refuse("$sandboxStatus: $!");
+      my $F_SETFD = 2;
+      fcntl($sandbox, $F_SETFD, 0) or refuse("fcntl: $!");    # no close-on-exec: bubblewrap writes it
+      splice(@command, 1, 0, '--json-status-fd', fileno($sandbox));
+    }
     if ($netns ne '') {
       open(my $ns, '<', $netns) or refuse("$netns: $!");
       syscall($setns, fileno($ns), $CLONE_NEWNET) == 0 or refuse("setns $netns: $!");
