@@ -174,7 +174,7 @@ test('file names too long or not valid Unicode are 400 at submit, naming the par
   };
   await refused(`/home/alice/${'n'.repeat(300)}`, /is 300 bytes long; a file name holds at most 255/);
   await refused('/home/alice/half\ud800', /not valid Unicode/);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
 });
 
 test('time is bounded by the maximum: at submit and when extending, 400 naming the field', async () => {

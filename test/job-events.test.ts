@@ -236,11 +236,16 @@ describe('a client that does not keep up', () => {
   const caller: Caller = { username: 'alice', admin: false };
   const job = { id: 'j1', status: { state: 'RUNNING' } } as unknown as Job;
 
-  /** A service whose watch hands out the listener, and a sink whose backlog the test sets. */
-  function fixture() {
+  /**
+   * A service whose watch hands out the listener, and a sink whose backlog the test sets. The stream
+   * does each step after it asked whether the sign-in holds, in order: `settled` answers once every
+   * step told so far is done (a check queued after them has asked).
+   */
+  async function fixture() {
     let listener: (e: JobEvent) => void = () => {};
+    let asked = 0;
     const service = {
-      watchJobs(_c: Caller, _last: string | undefined, l: (e: JobEvent) => void): Watch {
+      async watchJobs(_c: Caller, _last: string | undefined, l: (e: JobEvent) => void): Promise<Watch> {
         listener = l;
         return { position: 'e-0', missed: [], unsubscribe: () => {} };
       },
@@ -259,31 +264,50 @@ describe('a client that does not keep up', () => {
           sink.ended = true;
         },
       },
-      { signedIn: async () => true },
+      {
+        signedIn: async () => {
+          asked++;
+          return true;
+        },
+      },
     );
-    return { emit: (n: number) => listener({ id: `e-${n}`, job }), sink, stream };
+    const settled = async () => {
+      const before = asked;
+      stream.check();
+      await until(() => asked > before, { describe: 'the steps told so far are done' });
+    };
+    await until(() => sink.written.some((t) => t.includes('event: ready')), {
+      describe: 'the stream is ready',
+    });
+    return { emit: (n: number) => listener({ id: `e-${n}`, job }), sink, stream, settled };
   }
 
-  test('has its backlog dropped, then gets one resync once it drains', () => {
-    const { emit, sink, stream } = fixture();
+  test('has its backlog dropped, then gets one resync once it drains', async () => {
+    const { emit, sink, stream, settled } = await fixture();
     sink.backlog = EVENTS_BUFFERED_BYTES + 1;
     const before = sink.written.length;
     for (let n = 1; n <= 1000; n++) emit(n);
+    await settled();
     assert.equal(sink.written.length, before, 'nothing is queued while the client is behind');
 
     sink.backlog = 0;
     stream.check();
-    assert.match(sink.written.at(-1) ?? '', /^id: e-1000\nevent: resync\n/);
+    await until(() => /^id: e-1000\nevent: resync\n/.test(sink.written.at(-1) ?? ''), {
+      describe: 'one resync, at the last event dropped',
+    });
     emit(1001);
-    assert.match(sink.written.at(-1) ?? '', /^id: e-1001\nevent: job\n/);
-    stream.check();
+    await until(() => /^id: e-1001\nevent: job\n/.test(sink.written.at(-1) ?? ''), {
+      describe: 'the next event is sent',
+    });
+    await settled();
     assert.equal(sink.written.filter((t) => t.includes('event: resync')).length, 1);
     stream.stop();
   });
 
-  test('a client that catches up in time loses nothing', () => {
-    const { emit, sink, stream } = fixture();
+  test('a client that catches up in time loses nothing', async () => {
+    const { emit, sink, stream, settled } = await fixture();
     for (let n = 1; n <= 10; n++) emit(n);
+    await settled();
     assert.equal(sink.written.filter((t) => t.includes('event: job')).length, 10);
     assert.equal(
       sink.written.some((t) => t.includes('resync')),

@@ -155,7 +155,7 @@ describe('CSRF and Origin checks on calls signed in by the cookie', { timeout: 6
 
   test('a submit without X-CSRF-Token, or with another one, is refused and creates nothing', async () => {
     const { cookie, csrf } = await signIn(w);
-    const before = jobCount(w);
+    const before = await jobCount(w);
     const missing = await request(w, 'POST', '/api/jobs', { cookie, body: { items: [sleepy] } });
     assert.equal(missing.status, 403, missing.body);
     assert.match(missing.json().why as string, /X-CSRF-Token/);
@@ -170,7 +170,7 @@ describe('CSRF and Origin checks on calls signed in by the cookie', { timeout: 6
     const empty = await request(w, 'POST', '/api/jobs', { cookie, csrf: '', body: { items: [sleepy] } });
     assert.equal(empty.status, 403);
     // Refused before anything is stored.
-    assert.equal(jobCount(w), before);
+    assert.equal(await jobCount(w), before);
     assert.equal((await w.store.jobs.countByState()).IN_QUEUE ?? 0, 0);
   });
 

@@ -166,6 +166,11 @@ export function jobControl(o: ControlOptions) {
             ended = `job ${job.id} has already ended`;
             return;
           }
+          // Being ended by ucompute (cancelled, out of credits, expired): its end is decided.
+          if (job.outcome !== null) {
+            ended = `job ${job.id} is being ended`;
+            return;
+          }
           // Past its deadline the job is being expired (the monitor may be cancelling it right
           // now): an extend accepted here would be lost, so it is refused.
           if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= at) {

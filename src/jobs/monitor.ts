@@ -39,7 +39,11 @@ export function jobMonitor(o: MonitorOptions) {
    * backend reports meanwhile, and after a crash in between, the job ends this way.
    */
   async function endJob(id: string, outcome: Outcome, update: Omit<JobUpdate, 'timestamp'>): Promise<void> {
-    const marked = await store.jobs.markEnding(id, outcome);
+    await cancelThenEnd(id, await store.jobs.markEnding(id, outcome), update);
+  }
+
+  /** Cancels the job on the backend, then writes its end; `marked`: this call recorded the outcome. */
+  async function cancelThenEnd(id: string, marked: boolean, update: Omit<JobUpdate, 'timestamp'>) {
     try {
       await backend.cancel(id);
     } catch (error) {
@@ -59,20 +63,23 @@ export function jobMonitor(o: MonitorOptions) {
     config: o.env.config,
     now,
     expire: async (jobId) => {
-      // Decided on the stored deadline, in the transaction that ends the job (its outcome EXPIRED
-      // with it): the caller's copy of the job may predate an extend, and an extend may commit
-      // while this one waits. Ended first, then cancelled: what the backend says of the cancel
-      // comes to a job already ended.
+      // Decided on the stored deadline, in the transaction that records the expiry (the row locked
+      // on PostgreSQL): the caller's copy of the job may predate an extend, and an extend may
+      // commit while this one waits. Once recorded, extends are refused and the job ends EXPIRED
+      // whatever the backend reports of the cancel.
       const due = (job: JobRecord) =>
         job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now();
-      const expired = await updates.update(
-        jobId,
-        { state: 'EXPIRED', status: 'The job ran out of time', expectedState: 'RUNNING' },
-        {},
-        undefined,
-        due,
-      );
-      if (expired) await backend.cancel(jobId);
+      const ending = await store.transaction(async (tx) => {
+        const job = await tx.jobs.get(jobId);
+        if (!job || !due(job)) return undefined;
+        return { marked: await tx.jobs.markEnding(jobId, { kind: 'EXPIRED' }) };
+      });
+      if (!ending) return;
+      await cancelThenEnd(jobId, ending.marked, {
+        state: 'EXPIRED',
+        status: 'The job ran out of time',
+        expectedState: 'RUNNING',
+      });
     },
     charge: async (c: Charge) => {
       const account = accountOf(c.job.owner);

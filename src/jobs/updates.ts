@@ -44,13 +44,6 @@ interface Applied {
 /** Work done in an update's transaction beside it (its build saved, its submission forgotten). */
 export type Alongside = (tx: StoreParts) => Promise<void>;
 
-/**
- * What must still be true of the job as the update's transaction reads it (its row locked on
- * PostgreSQL): otherwise the update is dropped. A decision made on an earlier read (a deadline that
- * has passed) is made again here, where no concurrent change (an extend) can slip in between.
- */
-export type Precondition = (job: JobRecord) => boolean;
-
 /** Wait before writing again backend events that could not be written (a full disk). */
 const EVENT_RETRY_MS = 1000;
 
@@ -92,10 +85,9 @@ export function jobUpdates(o: UpdatesOptions) {
     given: JobUpdate,
     extra: JobChanges,
     alongside?: Alongside,
-    holds?: Precondition,
   ): Promise<Applied | undefined> {
     const before = await tx.jobs.get(id);
-    if (!before || (holds && !holds(before))) return undefined;
+    if (!before) return undefined;
     const u = asDecidedEnd(before, given);
     const decision = decideUpdate(before, u);
     if (decision.kind !== 'apply') return undefined;
@@ -142,10 +134,9 @@ export function jobUpdates(o: UpdatesOptions) {
     partial: Omit<JobUpdate, 'timestamp'> & { timestamp?: number },
     extra: JobChanges = {},
     alongside?: Alongside,
-    holds?: Precondition,
   ): Promise<boolean> {
     const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
-    const result = await store.transaction((tx) => write(tx, id, u, extra, alongside, holds));
+    const result = await store.transaction((tx) => write(tx, id, u, extra, alongside));
     if (result) await applied(result);
     return result !== undefined;
   }
