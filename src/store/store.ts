@@ -2,9 +2,9 @@ import type { AccountingStore } from './accounting.ts';
 import type { AuditLog } from './audit-log.ts';
 import type { Directory } from './directory.ts';
 import type { JobStore } from './jobs.ts';
+import type { Fence, LeaseStore } from './leases.ts';
 import type { ResourceSeries } from './resource-series.ts';
 import type { SessionStore, SignInStore } from './sessions.ts';
-import { openSqliteStore } from './sqlite/store.ts';
 import type { SshKeyStore } from './ssh-keys.ts';
 import type { UcloudApplicationStore } from './ucloud-applications.ts';
 import type { UcloudOutboxStore } from './ucloud-outbox.ts';
@@ -25,6 +25,8 @@ export interface StoreParts {
   /** Provider mode: what UCloud Core must be told, and the applications it resolved. */
   ucloudOutbox: UcloudOutboxStore;
   ucloudApplications: UcloudApplicationStore;
+  /** Which replica leads, and the epoch that fences a deposed leader's writes. */
+  leases: LeaseStore;
 }
 
 export interface TransactionOptions {
@@ -38,20 +40,18 @@ export interface TransactionOptions {
  * (they would wait for the transaction to end, or write outside it). A nested transaction is
  * part of the one around it.
  */
-export interface Store extends StoreParts {
-  transaction<T>(fn: (tx: StoreParts) => Promise<T>, options?: TransactionOptions): Promise<T>;
+export interface Store extends Transactional {
+  /**
+   * The store as a leader writes it: each of its transactions, and each call of its parts (then a
+   * transaction of its own), first checks that `fence.lease` still has `fence.epoch` — on
+   * PostgreSQL holding that row shared until it ends, so that a takeover commits after it — and is
+   * otherwise refused with FencedError, having written nothing.
+   */
+  fenced(fence: Fence): Transactional;
   close(): Promise<void>;
 }
 
-/**
- * Where the store is: an SQLite file (the embedded default, one process), or a PostgreSQL
- * database (`postgres://…`) that several replicas share.
- */
-export type StoreLocation = { sqlite: string } | { postgres: { url: string } };
-
-export async function openStore(location: StoreLocation): Promise<Store> {
-  if ('sqlite' in location) return openSqliteStore(location.sqlite);
-  // Loaded only when used: the embedded default starts without node-postgres.
-  const { openPostgresStore } = await import('./postgres/store.ts');
-  return openPostgresStore(location.postgres.url);
+/** The parts, and transactions over them. */
+export interface Transactional extends StoreParts {
+  transaction<T>(fn: (tx: StoreParts) => Promise<T>, options?: TransactionOptions): Promise<T>;
 }

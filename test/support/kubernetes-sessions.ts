@@ -16,7 +16,8 @@ import { createJobService } from '../../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../../src/model/config.ts';
 import { PLUGINS } from '../../src/plugins/index.ts';
 import { buildServer } from '../../src/server/app.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/open.ts';
+import type { Store } from '../../src/store/store.ts';
 import { catalog, products } from './fixtures.ts';
 import { call } from './interactive.ts';
 

@@ -11,7 +11,8 @@ import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/conf
 import { openProvider, type Provider } from '../../src/provider/provider.ts';
 import { buildServer } from '../../src/server/app.ts';
 import type { JobStorage } from '../../src/storage/job-storage.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/open.ts';
+import type { Store } from '../../src/store/store.ts';
 import { type FakeCore, fakeUcloudCore } from './fake-ucloud-core.ts';
 import { EXAMPLE_CONFIG, products } from './fixtures.ts';
 

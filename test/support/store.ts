@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import type { StoreLocation } from '../../src/store/open.ts';
 import { openPostgresStore } from '../../src/store/postgres/store.ts';
 import { openSqliteStore } from '../../src/store/sqlite/store.ts';
-import type { Store, StoreLocation } from '../../src/store/store.ts';
+import type { Store } from '../../src/store/store.ts';
 import { newPostgresDatabase, POSTGRES_TESTED } from './postgres.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
