@@ -233,6 +233,16 @@ export const MIGRATIONS: readonly Migration[] = [
     sqlite: jobOutcomes("json_extract(body, '$.status')"),
     postgres: jobOutcomes("body::jsonb ->> 'status'"),
   },
+  // Leases (src/store/leases.ts): the replica that holds 'backend' runs the backend loop; its epoch
+  // fences the writes of a leader that was deposed.
+  `
+  create table leases (
+    name text primary key,
+    holder text not null,
+    epoch integer not null,
+    expires_at integer not null
+  );
+  `,
 ];
 
 /** The migration that gives jobs their outcome, reading an update's status with `status`. */

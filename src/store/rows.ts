@@ -4,6 +4,7 @@ import type { AllocationRecord } from './accounting.ts';
 import type { TokenMetadata } from './directory.ts';
 import { TOKEN_ID_LENGTH } from './directory.ts';
 import type { JobRecord } from './jobs.ts';
+import type { Lease } from './leases.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { SshKeyRecord } from './ssh-keys.ts';
 import type { UserRecord } from './users.ts';
@@ -87,4 +88,11 @@ export const toUser = (r: Row): UserRecord => ({
   admin: r.admin === 1,
   createdAt: Number(r.created_at),
   disabledAt: r.disabled_at === null ? null : Number(r.disabled_at),
+});
+
+export const toLease = (r: Row): Lease => ({
+  name: r.name as string,
+  holder: r.holder as string,
+  epoch: Number(r.epoch),
+  expiresAt: Number(r.expires_at),
 });

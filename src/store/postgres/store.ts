@@ -1,9 +1,11 @@
+import { type Fence, FencedError } from '../leases.ts';
 import type { Store, StoreParts } from '../store.ts';
 import { postgresAccounting } from './accounting.ts';
 import { postgresAuditLog } from './audit-log.ts';
-import { type Connection, openPostgresDatabase } from './database.ts';
+import { type Connection, openPostgresDatabase, type Query } from './database.ts';
 import { postgresDirectory } from './directory.ts';
 import { postgresJobs } from './jobs.ts';
+import { postgresLeases } from './leases.ts';
 import { postgresResourceSeries } from './resource-series.ts';
 import { postgresSessions, postgresSignIns } from './sessions.ts';
 import { postgresSshKeys } from './ssh-keys.ts';
@@ -23,6 +25,7 @@ function partsOn(c: Connection): StoreParts {
     resourceSeries: postgresResourceSeries(c),
     ucloudOutbox: postgresUcloudOutbox(c),
     ucloudApplications: postgresUcloudApplications(c),
+    leases: postgresLeases(c),
   };
 }
 
@@ -37,6 +40,28 @@ export async function openPostgresStore(url: string): Promise<Store> {
   return {
     ...partsOn(d.outside),
     transaction: (fn) => d.transaction((c) => fn(partsOn(c))),
+    fenced(fence) {
+      const fenced = <T>(fn: (c: Connection) => Promise<T>) =>
+        d.transaction(async (c) => {
+          await checkFence(c.query, fence);
+          return fn(c);
+        });
+      // A call of a part outside a transaction: each statement in a fenced transaction of its own.
+      const query = ((text: string, ...params: unknown[]) =>
+        fenced((c) => c.query(text, ...params))) as Query;
+      query.changed = (text, ...params) => fenced((c) => c.query.changed(text, ...params));
+      return {
+        ...partsOn({ query, atomic: (fn) => fenced((c) => fn(c.query)), locked: '' }),
+        transaction: (fn) => fenced((c) => fn(partsOn(c))),
+      };
+    },
     close: () => d.pool.end(),
   };
+}
+
+/** Refuses the transaction unless the lease has the fence's epoch; its row stays shared until the end. */
+async function checkFence(query: Query, fence: Fence): Promise<void> {
+  const [r] = await query('select epoch from leases where name = ? for share', fence.lease);
+  const epoch = r === undefined ? undefined : Number(r.epoch);
+  if (epoch !== fence.epoch) throw new FencedError(fence, epoch);
 }

@@ -1,10 +1,12 @@
 import type { DatabaseSync } from 'node:sqlite';
-import type { Store, StoreParts } from '../store.ts';
+import { type Fence, FencedError } from '../leases.ts';
+import type { Store, StoreParts, Transactional } from '../store.ts';
 import { sqliteAccounting } from './accounting.ts';
 import { sqliteAuditLog } from './audit-log.ts';
 import { openSqliteDatabase, type Synchronous } from './database.ts';
 import { sqliteDirectory } from './directory.ts';
 import { sqliteJobs } from './jobs.ts';
+import { sqliteLeases } from './leases.ts';
 import { sqliteResourceSeries } from './resource-series.ts';
 import { sqliteSessions, sqliteSignIns } from './sessions.ts';
 import { sqliteSshKeys } from './ssh-keys.ts';
@@ -56,6 +58,7 @@ export function openSqliteStore(path: string): SqliteStore {
     resourceSeries: sqliteResourceSeries(d),
     ucloudOutbox: sqliteUcloudOutbox(d),
     ucloudApplications: sqliteUcloudApplications(d),
+    leases: sqliteLeases(d),
   };
   const each = (run: Run): StoreParts =>
     Object.fromEntries(
@@ -68,10 +71,9 @@ export function openSqliteStore(path: string): SqliteStore {
   const inTurn: Run = (op) => (pending === 0 ? now(op) : tail.then(op));
   const inTransaction = each(now);
 
-  return {
-    ...each(inTurn),
-    database: d.db,
-    transaction(fn, options = {}) {
+  /** Transactions, each checking `fence` first when given. */
+  const transactionsFenced = (fence?: Fence): Transactional['transaction'] =>
+    function transaction(fn, options = {}) {
       const durable = options.durable === true;
       pending++;
       const result = tail.then(async () => {
@@ -79,6 +81,7 @@ export function openSqliteStore(path: string): SqliteStore {
           d.begin(durable);
           let ok = false;
           try {
+            if (fence) checkFence(fence);
             const value = await fn(inTransaction);
             ok = true;
             return value;
@@ -91,6 +94,23 @@ export function openSqliteStore(path: string): SqliteStore {
       });
       tail = result.then(noop, noop);
       return result;
+    };
+  const checkFence = (fence: Fence) => {
+    const r = d.sql('select epoch from leases where name = ?').get(fence.lease) as
+      | { epoch: number }
+      | undefined;
+    const epoch = r === undefined ? undefined : Number(r.epoch);
+    if (epoch !== fence.epoch) throw new FencedError(fence, epoch);
+  };
+
+  return {
+    ...each(inTurn),
+    database: d.db,
+    transaction: transactionsFenced(),
+    fenced(fence) {
+      const transaction = transactionsFenced(fence);
+      // A call of a part: a fenced transaction of its own.
+      return { ...each((op) => transaction(async () => op())), transaction };
     },
     async close() {
       await tail;
