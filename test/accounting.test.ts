@@ -393,9 +393,10 @@ describe('retries', () => {
     assert.equal(seen.length, 1);
     assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
+    // 996 left, of which the running job holds back 2 (2 units for its next minute).
     const { ctx, charge } = seen[0]!;
-    assert.deepEqual(await ctx.charge(charge), { creditsLeft: 996 });
-    assert.deepEqual(await ctx.charge({ ...charge }), { creditsLeft: 996 });
+    assert.deepEqual(await ctx.charge(charge), { creditsLeft: 994 });
+    assert.deepEqual(await ctx.charge({ ...charge }), { creditsLeft: 994 });
     assert.equal((await h.charges('user:alice')).length, 1);
     assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
@@ -436,7 +437,7 @@ describe('credits', () => {
     assert.equal((await h.service.wallets(alice))[0]!.allocated, 1000);
   });
 
-  test('an owner whose balance reaches 0 has its jobs stopped and new ones refused', async () => {
+  test("an owner who cannot pay for its jobs' next minute has them stopped and new ones refused", async () => {
     const h = await harness();
     await h.grant('user:alice', 'u1-standard', 10);
     await h.grant('user:bob', 'u1-standard', 1000);
@@ -444,27 +445,35 @@ describe('credits', () => {
     const one = await h.running(mpi({ product: STANDARD_1 }));
     const bobs = await h.running(mpi(), bob);
 
+    // Monitoring once a minute, as the service's pass every second does.
+    await h.monitorAt(MINUTE);
     await h.monitorAt(2 * MINUTE);
     assert.equal((await h.service.wallets(alice))[0]!.balance, 4);
     assert.equal(await h.state(two), 'RUNNING');
     assert.equal(await h.state(one), 'RUNNING');
 
-    await h.monitorAt(4 * MINUTE);
+    // At 3 minutes 1 credit is left, and the next minute of both costs 3: both stop, and neither
+    // pays for the minute it was stopped in.
+    await h.monitorAt(3 * MINUTE);
     for (const id of [two, one]) {
       assert.equal(await h.state(id), 'SUCCESS', id);
       assert.equal((await h.job(id)).updates.at(-1)!.status, NO_CREDITS_STATUS);
     }
     assert.equal(NO_CREDITS_STATUS, 'The job was terminated (no credits)');
     assert.equal(await h.state(bobs), 'RUNNING');
-    // Four minutes of 2 + 1 units: 12 credits, charged once each, whichever job ran dry first.
-    assert.equal((await h.job(two)).billing.creditsCharged, 8);
-    assert.equal((await h.job(one)).billing.creditsCharged, 4);
+    // Three minutes of 2 + 1 units: 9 credits, charged once each, whichever job ran dry first.
+    assert.equal((await h.job(two)).billing.creditsCharged, 6);
+    assert.equal((await h.job(one)).billing.creditsCharged, 3);
     assert.deepEqual(await h.service.wallets(alice), [
-      { owner: 'user:alice', category: 'u1-standard', allocated: 10, used: 12, balance: -2 },
+      { owner: 'user:alice', category: 'u1-standard', allocated: 10, used: 9, balance: 1 },
     ]);
-    await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard \(allocated 10, used 12\)/);
+    await rejectsWith(
+      h.service.create(alice, [mpi()]),
+      402,
+      /user alice has 1 credits left for u1-standard and this job needs 2/,
+    );
     assert.deepEqual(await h.service.wallets(bob), [
-      { owner: 'user:bob', category: 'u1-standard', allocated: 1000, used: 8, balance: 992 },
+      { owner: 'user:bob', category: 'u1-standard', allocated: 1000, used: 6, balance: 994 },
     ]);
   });
 });

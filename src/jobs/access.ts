@@ -150,8 +150,14 @@ export function jobAccess(store: StoreParts) {
   }
 
   /** What an owner has left in a category: its valid allocations less what was drawn from them. */
-  async function wallet(account: string, category: string, at: number): Promise<Wallet> {
-    const active = await store.accounting.activeAllocations(account, category, at);
+  /** The account's credits in a category; read through `parts` inside a transaction. */
+  async function wallet(
+    account: string,
+    category: string,
+    at: number,
+    parts: StoreParts = store,
+  ): Promise<Wallet> {
+    const active = await parts.accounting.activeAllocations(account, category, at);
     const allocated = active.reduce((sum, a) => sum + a.credits, 0);
     const used = active.reduce((sum, a) => sum + a.used, 0);
     return { owner: account, category, allocated, used, balance: allocated - used };

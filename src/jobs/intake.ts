@@ -2,17 +2,19 @@ import { createHash } from 'node:crypto';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { newJobId } from '../model/ids.ts';
 import { isFinal } from '../model/job-states.ts';
-import { accountOf, type Owner } from '../model/owner.ts';
+import type { Owner } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage } from '../storage/job-storage.ts';
 import type { Store, StoreParts } from '../store/store.ts';
-import type { Caller, JobAccess, Wallet } from './access.ts';
+import type { Caller, JobAccess } from './access.ts';
 import type { LargestMachine } from './backend.ts';
-import { conflict, forbidden, paymentRequired } from './errors.ts';
+import { creditCheck } from './credit-check.ts';
+import { conflict, forbidden } from './errors.ts';
 import { checkFits, checkInputs, creatorDrives, type JobEnvironment, prepareJob } from './prepare.ts';
 
 // Intake: a request's jobs checked whole, then made durable together with other requests' in one
-// transaction, once per Idempotency-Key.
+// transaction, once per Idempotency-Key, each holding back the credits it can spend before its
+// first charge (credit-check.ts).
 
 export interface CreateOptions {
   project?: string;
@@ -24,7 +26,10 @@ export interface IntakeOptions {
   env: JobEnvironment;
   access: JobAccess;
   now: () => number;
+  /** Refuse (402) priced jobs whose owner cannot pay for them until their first charge. */
   requireCredits: boolean;
+  /** How often running jobs are charged: a job's reservation covers what it spends in between. */
+  monitorIntervalMs: number;
   /** The backend's largest machine, read at each request (it may change, e.g. as nodes join). */
   largestMachine: () => LargestMachine | null;
   /** Where input files and folders are checked at submit; without it they are not. */
@@ -34,17 +39,6 @@ export interface IntakeOptions {
 }
 
 const MAX_ITEMS = 1000;
-
-/** Why an owner may not start a job in a category, naming the workspace, its allocation and who can help. */
-export function noCredits(owner: Owner, w: Wallet): string {
-  const who = owner.project !== undefined ? `project ${owner.project}` : `user ${owner.createdBy}`;
-  const help =
-    owner.project !== undefined
-      ? "ask the project's PI or an administrator for a grant"
-      : 'run in a project that has credits (--project, or the workspace in the web header), or ask an administrator for a grant';
-  if (w.allocated === 0) return `${who} has no allocation for ${w.category}: ${help}`;
-  return `${who} has no credits left for ${w.category} (allocated ${w.allocated}, used ${w.used}): ${help}`;
-}
 
 interface Pending {
   records: { prepared: PreparedJob }[];
@@ -71,6 +65,9 @@ export async function insertPrepared(tx: StoreParts, prepared: PreparedJob): Pro
 
 export function jobIntake(o: IntakeOptions) {
   const { store, env, access, now } = o;
+  const credits = o.requireCredits
+    ? creditCheck({ access, now, monitorIntervalMs: o.monitorIntervalMs })
+    : undefined;
   let batch: Pending[] = [];
 
   /** Commits every pending request in one transaction: one disk sync for many submissions. */
@@ -86,6 +83,10 @@ export function jobIntake(o: IntakeOptions) {
             if (p.idempotency && (await tx.jobs.idempotent(p.username, p.idempotency.key))) continue;
             fresh.add(p);
             for (const { prepared } of p.records) await insertPrepared(tx, prepared);
+            await credits?.reserve(
+              tx,
+              p.records.map((r) => r.prepared),
+            );
             if (p.idempotency) {
               await tx.jobs.rememberIdempotent(
                 p.username,
@@ -208,15 +209,6 @@ export function jobIntake(o: IntakeOptions) {
       }
     }
     issues.throwIfAny();
-
-    if (o.requireCredits) {
-      const account = accountOf(owner);
-      for (const [i, { prepared }] of records.entries()) {
-        if (prepared.product.pricePerUnit === 0) continue;
-        const w = await access.wallet(account, prepared.product.category, now());
-        if (w.balance <= 0) throw paymentRequired(`items[${i}]: ${noCredits(owner, w)}`);
-      }
-    }
 
     return new Promise<string[]>((resolve, reject) => {
       // A millisecond of patience lets concurrent requests share one sync to disk.

@@ -105,7 +105,8 @@ export function jobMonitor(o: MonitorOptions) {
       });
       return {
         creditsLeft: o.requireCredits
-          ? (await access.wallet(account, c.category, now())).balance
+          ? (await access.wallet(account, c.category, now())).balance -
+            (await store.jobs.heldCredits(c.job.owner, c.category))
           : Number.POSITIVE_INFINITY,
       };
     },

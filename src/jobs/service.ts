@@ -139,6 +139,9 @@ export interface JobService {
   stop(): Promise<void>;
 }
 
+/** How often running jobs are monitored (charged, expired) unless configured. */
+const MONITOR_INTERVAL_MS = 1000;
+
 /** The service from its parts: access, intake, submission, updates, monitoring and control. */
 export function createJobService(options: ServiceOptions): JobService {
   const { store, env, backend } = options;
@@ -207,6 +210,7 @@ export function createJobService(options: ServiceOptions): JobService {
     access,
     now,
     requireCredits,
+    monitorIntervalMs: options.monitorIntervalMs ?? MONITOR_INTERVAL_MS,
     largestMachine: () => backend.machines().largest,
     ...(options.inputs ? { storage: options.inputs } : {}),
     accepted(jobs) {
@@ -318,7 +322,7 @@ export function createJobService(options: ServiceOptions): JobService {
     async start() {
       await monitoring.recover(submission.enqueue);
       await restarts.recover();
-      const interval = options.monitorIntervalMs ?? 1000;
+      const interval = options.monitorIntervalMs ?? MONITOR_INTERVAL_MS;
       const tick = () => {
         pass = monitoring
           .monitor()

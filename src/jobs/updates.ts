@@ -61,6 +61,7 @@ export function activeJob(record: JobRecord): ActiveJob | undefined {
     runStartedAt: record.runStartedAt,
     timeRunBeforeMs: record.timeRunBeforeMs,
     volcanoJob,
+    outcome: record.outcome,
   };
 }
 

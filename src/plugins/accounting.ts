@@ -13,8 +13,10 @@ import type { ActiveJob, JobPlugin, LifecycleContext } from './plugin.ts';
 export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
 
 /**
- * Charges the periods the job owes for the time it has run up to now (`final`: its run ends now);
- * stops the owner's jobs when its credits ran out.
+ * Charges the periods the job owes for the time it has run up to now (`final`: its run ends now,
+ * and the started period counts, unless the job is ending because its owner could not pay for
+ * it: that period is the one its reservation could not cover); stops the owner's jobs when what
+ * it has left cannot pay for its active jobs' next periods.
  */
 async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
   const annotations = job.volcanoJob.metadata.annotations ?? {};
@@ -23,7 +25,13 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     pricePerUnit: Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0),
     unitOfPrice: (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice,
   };
-  const periods = periodsDue(timeRun(job, ctx.now()), basis.unitOfPrice, job.chargedPeriods, final);
+  const startedPeriodDue = final && job.outcome?.kind !== 'OUT_OF_CREDITS';
+  const periods = periodsDue(
+    timeRun(job, ctx.now()),
+    basis.unitOfPrice,
+    job.chargedPeriods,
+    startedPeriodDue,
+  );
   if (periods === 0) return;
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
   const { creditsLeft } = await ctx.charge({
@@ -34,7 +42,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     credits: credits(basis, periods),
     category,
   });
-  if (creditsLeft <= 0 && basis.pricePerUnit > 0) {
+  if (creditsLeft < 0 && basis.pricePerUnit > 0) {
     await ctx.stopJobsOf(accountOf(job.owner), category, NO_CREDITS_STATUS);
   }
 }
@@ -43,8 +51,10 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
  * Accounting: the charging basis travels with the job, so that periodic and final charges need
  * no catalogue lookup: units (replicas × vCPU, or × GPU for GPU-priced products), the price of a
  * unit per period, and the period. While the job runs, every whole period is charged; at the end
- * the started period too, and so at a suspension; the time suspended costs nothing. Each charge covers named periods, so a retry never charges twice. An
- * owner whose credits run out has its running jobs stopped.
+ * the started period too, and so at a suspension; the time suspended costs nothing. Each charge
+ * covers named periods, so a retry never charges twice. An owner whose credits cannot pay for its
+ * active jobs' next periods (their reservations, src/jobs/credit-check.ts) has its jobs in
+ * that category stopped, and pays for whole periods only: its balance never falls below 0.
  */
 export const accountingPlugin: JobPlugin = {
   name: 'Accounting',

@@ -2,6 +2,7 @@ import type { CheckedParameters } from '../catalog/parameters.ts';
 import type { Application, Tool } from '../model/application.ts';
 import type { ResolvedPipelineConfig } from '../model/config.ts';
 import type { JobSpecification, JobState } from '../model/job.ts';
+import type { Outcome } from '../model/outcome.ts';
 import type { Owner } from '../model/owner.ts';
 import type { Product } from '../model/product.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
@@ -62,6 +63,8 @@ export interface ActiveJob {
   timeRunBeforeMs: number;
   /** The Volcano Job as built by onCreate: the plugins' annotations travel on it. */
   volcanoJob: VolcanoJob;
+  /** How ucompute is ending the job, once it has decided to (a cancel, its owner's credits, expiry). */
+  outcome: Outcome | null;
 }
 
 export interface Charge {
@@ -80,7 +83,11 @@ export interface LifecycleContext {
   now(): number;
   /** Ends a running job as EXPIRED. */
   expire(jobId: string): Promise<void>;
-  /** Records a charge once (a retry of the same periods records nothing); answers the credits left. */
+  /**
+   * Records a charge once (a retry of the same periods records nothing); answers the credits left
+   * beyond what the owner's active jobs hold back (this job's next periods included): below 0, its
+   * jobs cannot all be paid for until their next charge.
+   */
   charge(charge: Charge): Promise<{ creditsLeft: number }>;
   /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
   stopJobsOf(account: string, category: string, status: string): Promise<void>;

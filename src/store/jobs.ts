@@ -1,5 +1,6 @@
 import type { JobSpecification, JobState, JobUpdate } from '../model/job.ts';
 import type { Outcome, OutcomeKind } from '../model/outcome.ts';
+import type { Owner } from '../model/owner.ts';
 
 // Jobs, their updates and idempotent submissions: what the job service keeps of every job.
 
@@ -114,6 +115,13 @@ export interface JobStore {
   markEnding(id: string, outcome: Outcome): Promise<boolean>;
   /** Forgets how an active job was being ended (the backend could not stop it). */
   unmarkEnding(id: string): Promise<void>;
+  /**
+   * Sets the credits an active job holds back from its owner's balance (what it can spend before
+   * its next charge); call in the transaction that inserts it.
+   */
+  reserveCredits(id: string, credits: number): Promise<void>;
+  /** What the owner's active jobs hold back in a category. */
+  heldCredits(owner: Owner, category: string): Promise<number>;
   /** Gives a job another name (null: none); the rest of its specification stays. */
   rename(id: string, name: string | null): Promise<void>;
   /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */

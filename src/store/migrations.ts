@@ -233,6 +233,11 @@ export const MIGRATIONS: readonly Migration[] = [
     sqlite: jobOutcomes("json_extract(body, '$.status')"),
     postgres: jobOutcomes("body::jsonb ->> 'status'"),
   },
+  // The credits an active job holds back from its owner's balance: what it can spend before its
+  // next charge (JobStore.reserveCredits). Jobs made before this hold none.
+  `
+  alter table jobs add column reserved_credits real not null default 0;
+  `,
   // Leases (src/store/leases.ts): the replica that holds 'backend' runs the backend loop; its epoch
   // fences the writes of a leader that was deposed.
   `

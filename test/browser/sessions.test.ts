@@ -10,8 +10,15 @@ import { localServeConfig, serveClient, until, VNC_CONNECTED } from '../support/
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
-import { serving, spawnServe } from '../support/serve.ts';
-import { capture, DESKTOP, PHONE } from '../support/web-app.ts';
+import { serving, spawnServe, stderrTail } from '../support/serve.ts';
+import {
+  capture,
+  DESKTOP,
+  failedRequestsOf,
+  jobMeanwhile,
+  PHONE,
+  shownOrExplained,
+} from '../support/web-app.ts';
 
 /**
  * Sessions researchers would choose over Open OnDemand and JupyterHub (issue 19), end to end: a
@@ -70,6 +77,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
   let browser: Browser | undefined;
   let context: BrowserContext;
   let page: Page;
+  let failedRequests: string[] = [];
+  let serverLog = () => '';
   const jobs: string[] = [];
 
   const origin = () => url.replace('127.0.0.1', 'localhost');
@@ -86,6 +95,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
         ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
         ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
       ]);
+      serverLog = stderrTail(server);
       url = await serving(server);
       admin = serveClient(url, readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim());
       // bob has no credits of his own; his project, lab, has.
@@ -116,6 +126,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
       browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
       context = await browser.newContext({ viewport: DESKTOP });
       page = await context.newPage();
+      failedRequests = failedRequestsOf(page);
       const { url: link } = await admin.api<{ url: string }>('/api/auth/links', {});
       await page.goto(link.replace('127.0.0.1', 'localhost'));
       await page.getByRole('heading', { name: 'Applications' }).waitFor();
@@ -165,7 +176,10 @@ describe('sessions on the local backend, in a browser', tools, () => {
     jobs.push(id);
     await page.goto(`${origin()}/jobs`);
     const card = page.locator(`.session-cards li[data-job="${id}"]`);
-    await card.locator('.state-running').waitFor({ timeout: 120_000 });
+    await shownOrExplained(
+      card.locator('.state-running'),
+      jobMeanwhile(admin.api, id, failedRequests, serverLog),
+    );
     await capture(page, ARTIFACTS, 'session-card');
     const [app] = await Promise.all([
       context.waitForEvent('page'),
@@ -236,6 +250,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
     const bob = await browser!.newContext({ viewport: DESKTOP });
     try {
       const own = await bob.newPage();
+      const ownFailed = failedRequestsOf(own);
       await own.goto(origin());
       await own.getByLabel('API token').fill(bobToken);
       await own.getByRole('button', { name: 'Sign in' }).click();
@@ -255,7 +270,10 @@ describe('sessions on the local backend, in a browser', tools, () => {
       const id = /\/jobs\/([a-z0-9]+)$/.exec(own.url())![1]!;
       jobs.push(id);
       await own.getByText('bob in project lab').waitFor();
-      await own.locator('h1 .state-running').waitFor({ timeout: 120_000 });
+      await shownOrExplained(
+        own.locator('h1 .state-running'),
+        jobMeanwhile(admin.api, id, ownFailed, serverLog),
+      );
       await capture(own, ARTIFACTS, 'job-in-project');
       const job = await admin.api<{ owner: { createdBy: string; project?: string } }>(
         `/api/jobs/retrieve?id=${id}`,

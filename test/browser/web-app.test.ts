@@ -9,8 +9,15 @@ import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient, until } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
-import { serving, spawnServe } from '../support/serve.ts';
-import { builtWebApp, capture, DESKTOP } from '../support/web-app.ts';
+import { serving, spawnServe, stderrTail } from '../support/serve.ts';
+import {
+  builtWebApp,
+  capture,
+  DESKTOP,
+  failedRequestsOf,
+  jobMeanwhile,
+  shownOrExplained,
+} from '../support/web-app.ts';
 
 /**
  * The web interface end to end: `ucompute serve` on the local backend (its own bridge and subnet)
@@ -59,12 +66,15 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   let page: Page;
   /** Errors the page's scripts threw or logged, other than refused calls the tests make on purpose. */
   const pageErrors: string[] = [];
+  let failedRequests: string[] = [];
+  let serverLog = () => '';
 
   const api = <T>(path: string, body?: unknown): Promise<T> => serveClient(url, token).api<T>(path, body);
   const jobStatus = async (id: string) =>
     (await api<{ status: { state: string; expiresAt: number } }>(`/api/jobs/retrieve?id=${id}`)).status;
   const jobState = async (id: string) => (await jobStatus(id)).state;
   const expiresAt = async (id: string) => (await jobStatus(id)).expiresAt;
+  const meanwhile = (id: string) => jobMeanwhile(api, id, failedRequests, serverLog);
   const jobIdOfPage = () => /\/jobs\/([a-z0-9]+)$/.exec(new URL(page.url()).pathname)?.[1] ?? '';
   /** The focused element's label, and whether it is inside a dialog. */
   const focused = () =>
@@ -96,12 +106,14 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
       ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', hostile],
     ]);
+    serverLog = stderrTail(server);
     // The interface is used at localhost, as `ucompute serve` prints it for a browser.
     url = (await serving(server)).replace('127.0.0.1', 'localhost');
     token = readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim();
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: DESKTOP });
     page.on('pageerror', (error) => pageErrors.push(String(error)));
+    failedRequests = failedRequestsOf(page);
     page.on('console', (message) => {
       // Chromium logs every refused call; the sign-in check (401), the invalid form (400) and the
       // taken name in the rename dialog (409) are meant.
@@ -250,7 +262,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await top.fill('3');
     await page.getByRole('button', { name: 'Submit' }).click();
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
-    await page.locator('h1 .outcome-completed').waitFor({ timeout: 120_000 });
+    await shownOrExplained(page.locator('h1 .outcome-completed'), meanwhile(jobIdOfPage()));
     // The three most frequent words, counted in the job, on the page.
     await until(
       'the log lines',
@@ -273,7 +285,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
     const id = jobIdOfPage();
     // The state on the page is pushed: no reload.
-    await page.locator('h1 .state-running').waitFor({ timeout: 120_000 });
+    await shownOrExplained(page.locator('h1 .state-running'), meanwhile(id));
     await page.getByRole('button', { name: 'Open terminal' }).click();
     await page.locator('.xterm-rows').waitFor();
     await until(
@@ -301,7 +313,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await page.getByRole('button', { name: 'Yes, cancel the job' }).click();
     await until('the job ended', async () => ['SUCCESS', 'FAILURE'].includes(await jobState(id)));
     // The badge says what happened: cancelled, not a green success.
-    await page.locator('h1 .outcome-cancelled').waitFor();
+    await shownOrExplained(page.locator('h1 .outcome-cancelled'), meanwhile(id));
     assert.equal(await page.locator('h1 .outcome-cancelled').textContent(), 'Cancelled');
     assert.equal(await page.getByTestId('outcome').textContent(), 'cancelled by local');
   });
@@ -311,7 +323,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await page.getByRole('button', { name: 'Submit' }).click();
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
     const id = jobIdOfPage();
-    await page.locator('h1 .state-running').waitFor({ timeout: 120_000 });
+    await shownOrExplained(page.locator('h1 .state-running'), meanwhile(id));
     const [app] = await Promise.all([
       page.context().waitForEvent('page'),
       page.getByRole('link', { name: 'Open interface' }).click(),
@@ -325,12 +337,12 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     // The list follows it live: its end reaches the row with no reload.
     await page.goto(`${url}/jobs`);
     const row = page.locator(`tr[data-job="${id}"]`);
-    await row.locator('.state-running').waitFor();
+    await shownOrExplained(row.locator('.state-running'), meanwhile(id));
     await page.evaluate(() => {
       (globalThis as unknown as { notReloaded: boolean }).notReloaded = true;
     });
     await api('/api/jobs/terminate', { items: [{ id }] });
-    await row.locator('.outcome-cancelled').waitFor({ timeout: 60_000 });
+    await shownOrExplained(row.locator('.outcome-cancelled'), meanwhile(id));
 
     // A job submitted elsewhere (the API, as the CLI and other tabs do) joins the open list.
     const created = await api<{ responses: { id: string }[] }>('/api/jobs', {
@@ -342,12 +354,13 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
         },
       ],
     });
-    const other = page.locator(`tr[data-job="${created.responses[0]?.id}"]`);
-    await other.waitFor();
-    assert.equal(await page.locator('tbody tr').first().getAttribute('data-job'), created.responses[0]?.id);
-    await other.locator('.state-running').waitFor({ timeout: 120_000 });
-    await api('/api/jobs/terminate', { items: [{ id: created.responses[0]?.id }] });
-    await other.locator('.outcome-cancelled').waitFor({ timeout: 60_000 });
+    const otherId = created.responses[0]?.id ?? '';
+    const other = page.locator(`tr[data-job="${otherId}"]`);
+    await shownOrExplained(other, meanwhile(otherId));
+    assert.equal(await page.locator('tbody tr').first().getAttribute('data-job'), otherId);
+    await shownOrExplained(other.locator('.state-running'), meanwhile(otherId));
+    await api('/api/jobs/terminate', { items: [{ id: otherId }] });
+    await shownOrExplained(other.locator('.outcome-cancelled'), meanwhile(otherId));
     assert.equal(
       await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded),
       true,

@@ -103,19 +103,21 @@ export async function startUcompute(
     job,
     async untilState(id, state, tries = 600) {
       let last: { status: { state: string }; updates: unknown[] } | undefined;
+      // Any final state ends the wait (until() swallows what its condition throws, so a wrong
+      // end thrown from there would wait out every try); the wrong one fails just after.
       await until(
         `job ${id} ${state}`,
         async () => {
           last = (await job(id)) as typeof last;
-          if (FINAL.has(last!.status.state) && last!.status.state !== state)
-            assert.fail(`job ${id} is ${last!.status.state}, not ${state}: ${JSON.stringify(last!.updates)}`);
-          return last!.status.state === state;
+          return last!.status.state === state || FINAL.has(last!.status.state);
         },
         tries,
         200,
       ).catch((e: unknown) => {
         throw new Error(`${(e as Error).message}; last seen: ${JSON.stringify(last?.updates)}`);
       });
+      if (last!.status.state !== state)
+        assert.fail(`job ${id} is ${last!.status.state}, not ${state}: ${JSON.stringify(last!.updates)}`);
       return last;
     },
     async submit(spec) {

@@ -94,8 +94,8 @@ export async function fakeUcloudCore(providerId: string) {
     down: false,
     refused: 0,
     refreshes: 0,
-    /** Every `jobs/control/update` item, in the order received. */
-    updates: [] as { id: string; update: Record<string, unknown> }[],
+    /** Every `jobs/control/update` item, in the order received, with when it was (epoch ms). */
+    updates: [] as { id: string; update: Record<string, unknown>; receivedAt: number }[],
     usage: [] as Record<string, unknown>[],
     charges: [] as Record<string, unknown>[],
     products: [] as Record<string, unknown>[],
@@ -155,7 +155,7 @@ export async function fakeUcloudCore(providerId: string) {
     switch (`${req.method} ${url.pathname}`) {
       case 'POST /api/jobs/control/update':
         for (const item of items as { id: string; update: Record<string, unknown> }[]) {
-          state.updates.push(item);
+          state.updates.push({ ...item, receivedAt: Date.now() });
           const job = state.jobs.get(item.id);
           if (job && typeof item.update.state === 'string') job.status.state = item.update.state;
         }

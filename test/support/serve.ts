@@ -19,6 +19,18 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): 
   });
 }
 
+/**
+ * The newest `chars` of what the child writes to stderr (its warnings and errors), from now on: what
+ * a test's failure can tell of the server's side.
+ */
+export function stderrTail(child: ChildProcess, chars = 8000): () => string {
+  let tail = '';
+  child.stderr?.on('data', (chunk: Buffer | string) => {
+    tail = (tail + chunk.toString()).slice(-chars);
+  });
+  return () => tail;
+}
+
 /** How long a start may take (2 s alone; over 90 s once at a load of 40, with a full suite running). */
 const START_WITHIN_MS = 300_000;
 

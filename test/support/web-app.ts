@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import { inspect } from 'node:util';
+import type { Locator, Page } from 'playwright-core';
 import { ROOT } from './fixtures.ts';
 
 export const WEB_DIST = join(ROOT, 'web', 'dist');
@@ -66,4 +67,66 @@ export async function capture(page: Page, folder: string, name: string): Promise
     assert.deepEqual(await seriousViolations(page), [], `${name} at ${width} width`);
   }
   await page.setViewportSize(DESKTOP);
+}
+
+/**
+ * Waits until `locator` shows in the page; when it has not within `timeout`, fails with what
+ * `explain` tells then (the job as the server has it: its state, status and updates; what the page
+ * met), so that a failure says whether the job or the page fell behind.
+ */
+export async function shownOrExplained(
+  locator: Locator,
+  explain: () => Promise<unknown>,
+  timeout = 120_000,
+): Promise<void> {
+  try {
+    await locator.waitFor({ timeout });
+  } catch (error) {
+    const said = await explain().catch((e: unknown) => `not known: ${String(e)}`);
+    assert.fail(`${(error as Error).message}\nmeanwhile: ${inspect(said, { depth: 6, breakLength: 120 })}`);
+  }
+}
+
+/**
+ * The page's requests that failed (the newest 20, each with when and why), collected from now on:
+ * part of what a failed wait is told with (Chromium drops loads when host interfaces change).
+ */
+export function failedRequestsOf(page: Page): string[] {
+  const failed: string[] = [];
+  page.on('requestfailed', (request) => {
+    failed.push(`${new Date().toISOString()} ${request.url()}: ${request.failure()?.errorText}`);
+    failed.splice(0, failed.length - 20);
+  });
+  return failed;
+}
+
+/**
+ * What a wait on a job's row, card or badge is told with when the page does not show it: the job as
+ * the server has it (state, outcome, start, updates), the requests the page saw fail, and the
+ * server's newest warnings and errors.
+ */
+export function jobMeanwhile(
+  api: <T>(path: string) => Promise<T>,
+  id: string,
+  failedRequests: readonly string[],
+  serverLog: () => string,
+): () => Promise<unknown> {
+  return async () => {
+    const job = await api<{ status: Record<string, unknown>; updates: unknown[] }>(
+      `/api/jobs/retrieve?id=${id}`,
+    ).catch((e: unknown) => `not known: ${String(e)}`);
+    return {
+      serverSide:
+        typeof job === 'string'
+          ? job
+          : {
+              state: job.status.state,
+              outcome: job.status.outcome,
+              startedAt: job.status.startedAt,
+              updates: job.updates,
+            },
+      failedRequests,
+      serverLog: serverLog(),
+    };
+  };
 }

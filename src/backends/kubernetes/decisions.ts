@@ -5,8 +5,8 @@ import type { PodSummary, Report } from './states.ts';
 
 /**
  * What the Kubernetes backend does about what it observes, as pure functions of plain data:
- * the watches and the API calls live elsewhere (kubernetes-backend.ts), so every decision is
- * tested over its whole table (test/kubernetes-decisions.test.ts).
+ * the watches and the API calls live elsewhere (job-following.ts, kubernetes-backend.ts), so
+ * every decision is tested over its whole table (test/kubernetes-decisions.test.ts).
  */
 
 /** What ucompute knows of one job on the cluster, as far as its decisions go. */

@@ -4,26 +4,18 @@ import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
 import type { Service, VolcanoJob } from '../../volcano/api/types.ts';
-import { logFileName, SSH_PORT, sshServiceName } from '../../volcano/names.ts';
+import { SSH_PORT, sshServiceName } from '../../volcano/names.ts';
 import { apiMessage, type Connection, connect } from './connection.ts';
-import {
-  companionsToCreate,
-  evaluation,
-  isShared,
-  jobDeletion,
-  keptPod,
-  podDeletion,
-  sharedKey,
-} from './decisions.ts';
+import { companionsToCreate, isShared, sharedKey } from './decisions.ts';
+import { followJobs } from './job-following.ts';
 import { jobObjects } from './job-objects.ts';
-import { closedWithPod, type JobView, newJobView, runningPod, wake } from './job-views.ts';
+import { closedWithPod, runningPod } from './job-views.ts';
 import { clusterUsage } from './metrics.ts';
 import { machinesOf } from './nodes.ts';
 import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
 import { type KubernetesSettings, resolveKubernetesSettings } from './settings.ts';
-import { type JobSummary, type PodSummary, type Report, reportOf } from './states.ts';
+import type { PodSummary } from './states.ts';
 import { connectToPod, podLog, podLogText, podShell } from './streams.ts';
-import { type Watches, watchCluster } from './watches.ts';
 
 export { JOB_COMPANION_KINDS } from './job-objects.ts';
 
@@ -45,9 +37,9 @@ const SUSPEND_WAIT_MS = 500;
 
 /**
  * Runs jobs on a Kubernetes cluster with the Volcano scheduler: submits each job's Volcano Job
- * after its companions, follows Volcano Jobs, PodGroups and pods with one watch each, turns what
- * it sees into job states (decisions.ts, states.ts), saves the logs and removes the job's objects
- * when it ends.
+ * after its companions, cancels and suspends by deleting them, and reaches its pods (logs,
+ * shells, ports). Following the cluster — watches turned into job states, the end of a job —
+ * is job-following.ts's.
  */
 export function kubernetesBackend(options: KubernetesBackendOptions): Backend & {
   /** Which cluster, context and namespaces it uses, for the start-up message. */
@@ -65,168 +57,24 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const scope = single ? placement.namespace : undefined;
   const cluster = jobObjects(conn, scope);
   const listeners: ((e: BackendEvent) => void)[] = [];
-  const views = new Map<string, JobView>();
-  /** Suspended jobs whose Volcano Job's deletion is still to be seen: not a lost job. */
-  const suspended = new Set<string>();
-  const inFlight = new Set<string>();
   const seenShared = new Set<string>();
   let closed = false;
-
-  const viewOf = (jobId: string): JobView => {
-    let view = views.get(jobId);
-    if (!view) {
-      view = newJobView();
-      views.set(jobId, view);
-    }
-    return view;
-  };
   const removeJob = (jobId: string, namespace?: string) =>
     cluster.removeJob(jobId, namespace, settings.deleteGracePeriodSeconds);
-
-  // ---- following ----------------------------------------------------------------------------
-
-  const dirty = new Set<string>();
-  // Until every kind is listed, a job's state would be judged on part of what is known.
-  let listed = false;
-  const touch = (jobId: string) => {
-    if (dirty.size === 0 && listed) setImmediate(evaluateDirty);
-    dirty.add(jobId);
-  };
-
-  function evaluateDirty(): void {
-    const ids = [...dirty];
-    dirty.clear();
-    for (const id of ids) evaluate(id);
-  }
-
-  function evaluate(jobId: string): void {
-    const view = views.get(jobId);
-    if (!view?.job) return;
-    const report = reportOf(view.job, view.pods.values(), view.group, view.reported?.state);
-    const next = evaluation({ phase: view.job.phase, done: view.done, reported: view.reported }, report);
-    if (next.action === 'finish') {
-      view.done = true;
-      void finish(jobId, view, next.report);
-    } else if (next.action === 'report') {
-      view.reported = { state: report.state, status: report.status };
-      emit({ jobId, ...report, at: now() });
-    }
-  }
-
-  function emit(event: BackendEvent): void {
-    for (const l of listeners) l(event);
-  }
-
-  /** Saves the logs, reports the end, then removes the job's objects. */
-  async function finish(jobId: string, view: JobView, report: Report): Promise<void> {
-    const job = view.job!;
-    await saveLogs(job, view);
-    emit({ jobId, ...report, at: now() });
-    wake(view);
-    view.waiters.clear();
-    await removeJob(jobId, job.namespace).catch((e: unknown) =>
-      log?.warn({ err: e, jobId }, 'could not remove the objects of an ended job; reconciliation will'),
-    );
-  }
-
-  async function saveLogs(job: JobSummary, view: JobView): Promise<void> {
-    const storage = options.storage;
-    if (!storage || job.outputFolder === undefined) return;
-    for (const pod of [...view.pods.values()].sort((a, b) => a.rank - b.rank)) {
-      if (!pod.started) continue;
-      try {
-        const text = await podLogText(conn, pod);
-        await storage.writeFile(`${job.outputFolder}/${logFileName(pod.rank)}`, text);
-      } catch (e) {
-        log?.warn({ err: e, jobId: job.jobId, rank: pod.rank }, 'could not save the log of a rank');
-      }
-    }
-  }
-
-  /** A Volcano Job vanished: removed by us (ended, cancelled) or by someone else, which loses the job. */
-  function jobDeleted(job: JobSummary): void {
-    const view = views.get(job.jobId);
-    views.delete(job.jobId);
-    const decision = jobDeletion({
-      known: view !== undefined,
-      done: view?.done ?? false,
-      suspended: suspended.delete(job.jobId),
-      submitting: inFlight.has(job.jobId),
-    });
-    if (decision !== 'lost' || !view) return;
-    view.done = true;
-    emit({
-      jobId: job.jobId,
-      state: 'FAILURE',
-      status: `ucompute lost track of this job: its Volcano Job ${job.namespace}/${job.name} was deleted outside ucompute`,
-      at: now(),
-    });
-    wake(view);
-    void removeJob(job.jobId, job.namespace).catch(() => {});
-  }
-
-  function podDeleted(pod: PodSummary): void {
-    const view = views.get(pod.jobId);
-    if (!view) return;
-    const facts = { phase: view.job?.phase, done: view.done };
-    const kept = keptPod(facts, view.pods.get(pod.rank), pod, true, performance.now());
-    if (podDeletion(facts, pod) === 'forget') {
-      view.pods.delete(pod.rank);
-      if (view.pods.size === 0 && view.group === undefined) views.delete(pod.jobId);
-    } else if (kept.deletedUnexpectedly) {
-      view.pods.set(pod.rank, kept);
-      touch(pod.jobId);
-    }
-  }
-
-  let watches: Watches | undefined;
-  let started: Promise<void> | undefined;
-  let reconcileTimer: NodeJS.Timeout | undefined;
-  /** Starts the watches on first use, once a listener can hear what the first list reports. */
-  function start(): Promise<void> {
-    started ??= (async () => {
-      watches = watchCluster(conn, scope, {
-        jobChanged: (job) => {
-          viewOf(job.jobId).job = job;
-          touch(job.jobId);
-        },
-        jobDeleted,
-        // Pods may be seen before their job (another watch): they are kept by job id either way.
-        podChanged: (pod) => {
-          const view = viewOf(pod.jobId);
-          const facts = { phase: view.job?.phase, done: view.done };
-          view.pods.set(pod.rank, keptPod(facts, view.pods.get(pod.rank), pod, false, performance.now()));
-          wake(view);
-          touch(pod.jobId);
-        },
-        podDeleted,
-        groupChanged: (group) => {
-          viewOf(group.jobId).group = group;
-          touch(group.jobId);
-        },
-        failed: (what, error) =>
-          log?.warn({ err: error }, `following ${what} failed (${apiMessage(error)}); listing again shortly`),
-      });
-      await watches.listed;
-      listed = true;
-      evaluateDirty();
-      reconcileTimer = setInterval(() => {
-        reconcile().catch((e: unknown) => log?.warn({ err: e }, `reconciliation failed: ${apiMessage(e)}`));
-      }, settings.reconcileIntervalMs);
-      reconcileTimer.unref();
-    })();
-    return started;
-  }
-
-  async function reconcile(): Promise<number> {
-    await start();
-    // A job submitted here is live before its watch shows it: under load that took over 10 min
-    // (the cluster benchmark lost 300 of 1,000 running jobs' NetworkPolicies to this).
-    const live = (jobId: string) => inFlight.has(jobId) || views.has(jobId);
-    const deleted = await cluster.deleteOrphans(live, now());
-    if (deleted > 0) log?.info({ deleted }, 'deleted objects of jobs that no longer exist');
-    return deleted;
-  }
+  const following = followJobs({
+    conn,
+    scope,
+    cluster,
+    removeJob,
+    reconcileIntervalMs: settings.reconcileIntervalMs,
+    storage: options.storage,
+    log,
+    now,
+    emit: (event) => {
+      for (const l of listeners) l(event);
+    },
+  });
+  const { views, suspended, inFlight, start, stopFollowing } = following;
 
   /** Creates the job's companions, then its Volcano Job once the owner's queue takes jobs. */
   async function create(jobId: string, build: JobBuild): Promise<void> {
@@ -237,16 +85,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     }
     const volcanoJob: VolcanoJob = addPeerAliases(build.volcanoJob, podsOf);
     await cluster.createIfAbsent(volcanoJob);
-    viewOf(jobId);
+    following.viewOf(jobId);
     await openPeerPolicies(conn.objects, jobId, volcanoJob, podsOf);
-  }
-
-  /** Marks a job done (nothing more is reported) and saves its logs before its objects go. */
-  async function stopFollowing(view: JobView | undefined): Promise<void> {
-    if (!view) return;
-    view.done = true;
-    wake(view);
-    if (view.job) await saveLogs(view.job, view);
   }
 
   const podsOf = (jobId: string): PeerPod | undefined => {
@@ -334,7 +174,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
 
     machines() {
       // Unknown until the nodes are listed (or when they cannot be): nothing is refused then.
-      return machinesOf(watches?.nodes.items.values() ?? []);
+      return machinesOf(following.nodes());
     },
 
     async knownJobs() {
@@ -396,16 +236,11 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       return { host: settings.sshHost ?? new URL(conn.server).hostname, port };
     },
 
-    reconcile,
+    reconcile: following.reconcile,
 
     async close() {
       closed = true;
-      clearInterval(reconcileTimer);
-      watches?.stop();
-      for (const view of views.values()) {
-        wake(view);
-        view.waiters.clear();
-      }
+      following.close();
     },
   };
 }

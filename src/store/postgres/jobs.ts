@@ -5,6 +5,8 @@ import type { Connection } from './database.ts';
 
 // The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
 
+const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
+
 export function postgresJobs({ query, locked }: Connection): JobStore {
   return {
     async insert(job) {
@@ -88,6 +90,27 @@ export function postgresJobs({ query, locked }: Connection): JobStore {
          where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
         id,
       );
+    },
+    async reserveCredits(id, credits) {
+      await query('update jobs set reserved_credits = ? where id = ?', credits, id);
+    },
+    async heldCredits(owner, category) {
+      const [r] =
+        owner.project !== undefined
+          ? await query(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and project = ? and specification::jsonb #>> '{product,category}' = ?`,
+              owner.project,
+              category,
+            )
+          : await query(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and created_by = ? and project is null
+                 and specification::jsonb #>> '{product,category}' = ?`,
+              owner.createdBy,
+              category,
+            );
+      return Number(r?.credits ?? 0);
     },
     async rename(id, name) {
       await query(

@@ -4,6 +4,8 @@ import type { JobStore } from '../jobs.ts';
 import { toJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 
+const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
+
 export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
   return {
     insert(job) {
@@ -82,6 +84,24 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
         `update jobs set outcome = null, outcome_by = null, outcome_reason = null
          where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
       ).run(id);
+    },
+    reserveCredits(id, credits) {
+      sql('update jobs set reserved_credits = ? where id = ?').run(credits, id);
+    },
+    heldCredits(owner, category) {
+      const r = (
+        owner.project !== undefined
+          ? sql(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and project = ? and json_extract(specification, '$.product.category') = ?`,
+            ).get(owner.project, category)
+          : sql(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and created_by = ? and project is null
+                 and json_extract(specification, '$.product.category') = ?`,
+            ).get(owner.createdBy, category)
+      ) as Row | undefined;
+      return Number(r?.credits ?? 0);
     },
     rename(id, name) {
       sql(

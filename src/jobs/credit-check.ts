@@ -1,0 +1,70 @@
+import { credits } from '../accounting/charges.ts';
+import type { Owner } from '../model/owner.ts';
+import { accountOf } from '../model/owner.ts';
+import { chargeUnits, type Product, periodMillis } from '../model/product.ts';
+import type { PreparedJob } from '../plugins/plugin.ts';
+import type { StoreParts } from '../store/store.ts';
+import type { JobAccess, Wallet } from './access.ts';
+import { paymentRequired } from './errors.ts';
+
+// Credit reservations at intake: a priced job is accepted only when its owner's balance, less what
+// its active jobs hold back, covers what the job can spend before its first charge; it then holds
+// that back itself. Checked and reserved in the transaction that accepts the jobs, so requests
+// made at once are counted one after the other and cannot overdraw together.
+
+/**
+ * What a job of `product` on `replicas` can spend between two charges: the periods one monitoring
+ * interval can cross (charges are made by the monitoring passes), at least one.
+ */
+export function reservationFor(product: Product, replicas: number, monitorIntervalMs: number): number {
+  const unitOfPrice = product.unitOfPrice ?? 'CREDITS_PER_MINUTE';
+  const periods = Math.max(1, Math.ceil(monitorIntervalMs / periodMillis(unitOfPrice)));
+  return credits(
+    { units: chargeUnits(product, replicas), pricePerUnit: product.pricePerUnit, unitOfPrice },
+    periods,
+  );
+}
+
+/** Why an owner may not start a job in a category, naming the workspace, its allocation and who can help. */
+export function noCredits(owner: Owner, w: Wallet, held = 0, needed = 0): string {
+  const who = owner.project !== undefined ? `project ${owner.project}` : `user ${owner.createdBy}`;
+  const help =
+    owner.project !== undefined
+      ? "ask the project's PI or an administrator for a grant"
+      : 'run in a project that has credits (--project, or the workspace in the web header), or ask an administrator for a grant';
+  if (w.allocated === 0) return `${who} has no allocation for ${w.category}: ${help}`;
+  if (w.balance > 0) {
+    const holding = held > 0 ? `, of which its active jobs hold ${held} until their next charge,` : '';
+    const wait = held > 0 ? 'wait for a job to end, or ' : '';
+    return `${who} has ${w.balance} credits left for ${w.category}${holding} and this job needs ${needed} (allocated ${w.allocated}, used ${w.used}): ${wait}${help}`;
+  }
+  return `${who} has no credits left for ${w.category} (allocated ${w.allocated}, used ${w.used}): ${help}`;
+}
+
+export interface CreditCheckOptions {
+  access: JobAccess;
+  now: () => number;
+  monitorIntervalMs: number;
+}
+
+export function creditCheck(o: CreditCheckOptions) {
+  return {
+    /**
+     * Reserves for each priced job in order, or throws 402 naming the first (as `items[i]`) its
+     * owner cannot pay for; call inside the transaction that inserts the jobs (`tx`), after
+     * inserting them.
+     */
+    async reserve(tx: StoreParts, jobs: readonly PreparedJob[]): Promise<void> {
+      for (const [i, job] of jobs.entries()) {
+        if (job.product.pricePerUnit === 0) continue;
+        const needed = reservationFor(job.product, job.replicas, o.monitorIntervalMs);
+        const w = await o.access.wallet(accountOf(job.owner), job.product.category, o.now(), tx);
+        const held = await tx.jobs.heldCredits(job.owner, job.product.category);
+        if (w.balance <= 0 || w.balance - held < needed) {
+          throw paymentRequired(`items[${i}]: ${noCredits(job.owner, w, held, needed)}`);
+        }
+        await tx.jobs.reserveCredits(job.id, needed);
+      }
+    },
+  };
+}
