@@ -16,7 +16,7 @@
  *                               [--cluster DIR]   (an `up` cluster to use instead of a new one)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -203,14 +203,37 @@ async function throughUcompute() {
   };
   const rssMb = async () =>
     Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+  /** Open sockets of ucompute's (connections to the API server, mostly; its listener, the events stream). */
+  const sockets = async () =>
+    (
+      await Promise.all(
+        (await readdir(`/proc/${pid}/fd`)).map((fd) => readlink(`/proc/${pid}/fd/${fd}`).catch(() => '')),
+      )
+    ).filter((target) => target.startsWith('socket:')).length;
+  /** What the RSS is made of, from prom-client's process metrics on /metrics (MB). */
+  const heapMb = async () => {
+    const text = await (await fetch(`${served.url}/metrics`)).text();
+    const mb = (name: string) =>
+      Math.round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]) / 2 ** 20);
+    return {
+      heapUsed: mb('nodejs_heap_size_used_bytes'),
+      heapTotal: mb('nodejs_heap_size_total_bytes'),
+      external: mb('nodejs_external_memory_bytes'),
+    };
+  };
   const submitted = new Map<string, number>();
   const latencies: number[] = [];
   let lastRunning = 0;
   let maxRss = 0;
+  let atMaxRss: { sockets: number; heapUsed: number; heapTotal: number; external: number } | undefined;
+  let maxSockets = 0;
   const sampler = setInterval(() => {
-    rssMb().then(
-      (r) => {
-        maxRss = Math.max(maxRss, r);
+    Promise.all([rssMb(), sockets(), heapMb()]).then(
+      ([r, open, heap]) => {
+        maxSockets = Math.max(maxSockets, open);
+        if (r < maxRss) return;
+        maxRss = r;
+        atMaxRss = { sockets: open, ...heap };
       },
       () => {},
     );
@@ -245,6 +268,7 @@ async function throughUcompute() {
       }
     }
   })().catch(() => {});
+  const rssIdle = await rssMb();
   const auditBefore = await auditLines();
   const cpuBefore = await cpuMs();
   const firstSubmit = performance.now();
@@ -283,9 +307,12 @@ async function throughUcompute() {
       Object.entries(byVerb).map(([k, n]) => [k, Math.round((n / JOBS) * 1000) / 1000]),
     ),
     cpuMsPerJob: Math.round((cpu / JOBS) * 100) / 100,
+    rssMbBeforeAnyJob: Math.round(rssIdle),
     rssMbAllSubmitted: Math.round(rssAllSubmitted),
     rssMbAllRunning: Math.round(rssAllRunning),
     rssMbMax: Math.round(maxRss),
+    atRssMax: atMaxRss,
+    socketsMax: maxSockets,
   };
 }
 

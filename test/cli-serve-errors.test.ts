@@ -56,6 +56,28 @@ test('a bad configuration names the field, exit 2', { timeout: 300_000 }, async 
   assertMessageOnly(result, 2, /^error: .*bad\.yml: backend: must be one of/);
 });
 
+test('a public URL that is not an origin names the field or the flag, exit 2', {
+  timeout: 300_000,
+}, async () => {
+  const config = join(tmp, 'public-url.yml');
+  writeFileSync(config, 'server: { publicUrl: "https://compute.example.org/ucompute" }\n');
+  const inFile = await serve(['--config', config, '--data-dir', join(tmp, 'public-url')]);
+  assertMessageOnly(inFile, 2, /^error: .*public-url\.yml: server\.publicUrl: /);
+  const flag = await serve([
+    '--backend',
+    'dry',
+    '--public-url',
+    'compute.example.org',
+    '--data-dir',
+    join(tmp, 'public-url'),
+  ]);
+  assertMessageOnly(
+    flag,
+    2,
+    /^error: --public-url must be an origin, http\(s\):\/\/host\[:port\] without a path/,
+  );
+});
+
 test('a data folder the sandbox cannot pass: the folder and the fix, and the process ends', {
   ...(await needs()),
   timeout: 300_000,

@@ -32,10 +32,27 @@ after(async () => {
 
 const on = () => ['--url', served!.url, '--data-dir', served!.dataDir];
 
-/** Uses a sign-in link as a browser would: the status and the cookie it sets. */
+/**
+ * Uses a sign-in link as a browser would: opens its page and, when there is one, confirms it with
+ * the page's form. The status of the last answer and the session cookie it sets.
+ */
 async function use(link: string): Promise<{ status: number; cookie: string }> {
-  const answer = await fetch(link, { redirect: 'manual' });
-  return { status: answer.status, cookie: answer.headers.get('set-cookie') ?? '' };
+  const page = await fetch(link, { redirect: 'manual' });
+  const body = await page.text();
+  if (page.status !== 200) return { status: page.status, cookie: '' };
+  const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(body)?.[1] ?? '';
+  const answer = await fetch(new URL('/auth/link', link), {
+    method: 'POST',
+    redirect: 'manual',
+    headers: {
+      cookie: page.headers.getSetCookie()[0]?.split(';')[0] ?? '',
+      origin: new URL(link).origin,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ ticket: field('ticket'), nonce: field('nonce') }),
+  });
+  const cookie = answer.headers.getSetCookie().find((c) => c.startsWith('ucompute_session=')) ?? '';
+  return { status: answer.status, cookie };
 }
 
 test('web --url-only prints only a link that signs in once', { timeout: 300_000 }, async () => {
@@ -44,7 +61,8 @@ test('web --url-only prints only a link that signs in once', { timeout: 300_000 
   const lines = result.stdout.trim().split('\n');
   assert.equal(lines.length, 1, result.stdout);
   const link = new URL(lines[0] ?? '');
-  assert.equal(link.origin, served!.url);
+  // The server's public URL: its loopback listen address, named localhost.
+  assert.equal(link.origin, served!.url.replace('127.0.0.1', 'localhost'));
   assert.equal(link.pathname, '/auth/link');
   const first = await use(link.href);
   assert.equal(first.status, 303);

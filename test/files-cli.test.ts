@@ -50,6 +50,20 @@ test('put, ls, cat, get, mv, cp and rm round a file through the drive', async ()
   assert.match(gone.stderr, /error: \/home\/local\/copy\/whale\.txt was not found/);
 });
 
+test('empty-trash deletes what rm put in the Trash for good, and says how much', async () => {
+  const local = join(dir, 'bytes.txt');
+  await writeFile(local, 'x'.repeat(2048));
+  assert.equal((await files('put', local, '/home/local/tmp/bytes.txt')).code, 0);
+  assert.equal((await files('rm', '/home/local/tmp')).code, 0);
+  const emptied = await files('empty-trash', '/home/local');
+  assert.equal(emptied.code, 0, emptied.stderr);
+  assert.match(emptied.stdout, /^emptied the Trash of \/home\/local: \d+ entries, /);
+  assert.equal((await files('ls', '/home/local/Trash')).stdout, 'NAME  TYPE  SIZE  MODIFIED\n');
+  const notDrive = await files('empty-trash', '/home/local/Trash');
+  assert.equal(notDrive.code, 2, 'a bad argument');
+  assert.match(notDrive.stderr, /drive: \/home\/local\/Trash is not a drive/);
+});
+
 test('put into a folder that does not exist yet (PATH/) makes it and puts the file there, in one step', async () => {
   const local = join(dir, 'notes.txt');
   await writeFile(local, 'a note\n');

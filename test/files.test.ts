@@ -61,7 +61,7 @@ function helpers(call: (who: Who, o: InjectOptions) => Promise<LightMyRequestRes
     stat: (who: Who, path: string) => call(who, { method: 'GET', url: `/api/files/stat?${q(path)}` }),
     browse: (who: Who, path: string, extra = '') =>
       call(who, { method: 'GET', url: `/api/files/browse?${q(path)}${extra}` }),
-    post: (who: Who, what: 'folder' | 'move' | 'copy' | 'trash', payload: object) =>
+    post: (who: Who, what: 'folder' | 'move' | 'copy' | 'trash' | 'trash/empty', payload: object) =>
       call(who, { method: 'POST', url: `/api/files/${what}`, payload }),
   };
 }
@@ -168,6 +168,41 @@ test('delete moves to the drive trash under a free name, and the trash keeps the
   await assert.rejects(lstat(join(w.root, 'home/alice/x.txt')), { code: 'ENOENT' });
   assert.equal((await w.post('alice', 'trash', { path: '/home/alice/Trash/x.txt' })).statusCode, 400);
   assert.equal((await w.post('bob', 'trash', { path: '/home/bob' })).statusCode, 400);
+});
+
+test('emptying a trash deletes what is in it for good, and nothing a link in it leads to', async (t) => {
+  const w = await world(t);
+  await w.post('alice', 'folder', { path: '/home/alice/run/out' });
+  await w.upload('alice', '/home/alice/run/out/a.dat', 'x'.repeat(1000));
+  await w.upload('alice', '/home/alice/notes.txt', 'hello');
+  await w.upload('alice', '/home/alice/keep.txt', 'kept');
+  await w.upload('bob', '/home/bob/bobs.txt', 'bob');
+  for (const path of ['/home/alice/run', '/home/alice/notes.txt']) {
+    assert.equal((await w.post('alice', 'trash', { path })).statusCode, 200);
+  }
+  // A job planted links in the trash: to a folder of alice's and to bob's home.
+  await symlink(join(w.root, 'home/alice'), join(w.root, 'home/alice/Trash/home-link'));
+  await symlink(join(w.root, 'home/bob'), join(w.root, 'home/alice/Trash/run/out/bob-link'));
+
+  assert.equal((await w.post('bob', 'trash/empty', { drive: '/home/alice' })).statusCode, 404);
+  const notDrive = await w.post('alice', 'trash/empty', { drive: '/home/alice/Trash' });
+  assert.equal(notDrive.statusCode, 400);
+  assert.match(notDrive.json().why, /^drive: /);
+  const emptied = await w.post('alice', 'trash/empty', { drive: '/home/alice' });
+  assert.equal(emptied.statusCode, 200, emptied.body);
+  assert.deepEqual(emptied.json(), { entries: 3, bytes: 1005 });
+  assert.deepEqual((await w.browse('alice', '/home/alice/Trash')).json().items, []);
+  assert.equal(await readFile(join(w.root, 'home/alice/keep.txt'), 'utf8'), 'kept');
+  assert.equal(await readFile(join(w.root, 'home/bob/bobs.txt'), 'utf8'), 'bob');
+  // Again, and on a drive that never had a trash: nothing to do.
+  assert.deepEqual((await w.post('alice', 'trash/empty', { drive: '/home/alice' })).json(), {
+    entries: 0,
+    bytes: 0,
+  });
+  assert.deepEqual((await w.post('bob', 'trash/empty', { drive: '/home/bob' })).json(), {
+    entries: 0,
+    bytes: 0,
+  });
 });
 
 test("another user's drive and projects one is not a member of are not found", async (t) => {

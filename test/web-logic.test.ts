@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fieldOf } from '../web/src/field-of.ts';
 import { estimatedCost, pricePerHour } from '../web/src/format.ts';
-import { withJob } from '../web/src/job-list.ts';
+import { listFollower, type Shown, withJob } from '../web/src/job-list.ts';
 import type { Job, JobState, Product } from '../web/src/types.ts';
 import { seriesOf } from '../web/src/usage-series.ts';
 
@@ -25,6 +25,24 @@ const gpu: Product = {
   unitOfPrice: 'CREDITS_PER_HOUR',
   pricedPer: 'GPU',
 };
+
+/** A job as the list shows it: `updates` many updates, the newest version having the most. */
+const job = (
+  id: string,
+  createdAt: number,
+  state: JobState = 'RUNNING',
+  updates = 1,
+  project?: string,
+  kind?: string,
+) =>
+  ({
+    id,
+    createdAt,
+    owner: { createdBy: 'alice', ...(project !== undefined ? { project } : {}) },
+    status: { state, ...(kind ? { outcome: { kind, text: kind } } : {}) },
+    updates: Array.from({ length: updates }, () => ({ timestamp: createdAt })),
+    specification: { application: { name: 'app', version: '1' }, product: { id: 'p', category: 'c' } },
+  }) as unknown as Job;
 
 describe('the web interface', () => {
   test('prices per hour count vCPUs, or GPUs for GPU-priced products, per period', () => {
@@ -71,22 +89,6 @@ describe('the web interface', () => {
   });
 
   test('the jobs list takes each pushed job in its place, keeps the newer version, and follows its filters', () => {
-    const job = (
-      id: string,
-      createdAt: number,
-      state: JobState = 'RUNNING',
-      updates = 1,
-      project?: string,
-      kind?: string,
-    ) =>
-      ({
-        id,
-        createdAt,
-        owner: { createdBy: 'alice', ...(project !== undefined ? { project } : {}) },
-        status: { state, ...(kind ? { outcome: { kind, text: kind } } : {}) },
-        updates: Array.from({ length: updates }, () => ({ timestamp: createdAt })),
-        specification: { application: { name: 'app', version: '1' }, product: { id: 'p', category: 'c' } },
-      }) as unknown as Job;
     const all = { state: '', outcome: '', app: '', project: '' };
     const list = [job('c', 30), job('a', 10)];
     const ids = (jobs: readonly Job[]) => jobs.map((j) => j.id);
@@ -118,5 +120,37 @@ describe('the web interface', () => {
     assert.deepEqual(ids(withJob([], job('b', 20, 'SUCCESS', 2, undefined, 'CANCELLED'), cancelled, false)), [
       'b',
     ]);
+  });
+  test('a read of the jobs list gets the changes seen while it was under way on top: it never takes a job back', () => {
+    const all = { state: '', outcome: '', app: '', project: '' };
+    const shown: Shown[] = [];
+    const list = listFollower(all, (s) => shown.push(s));
+    const states = () => list.shown().jobs?.map((j) => `${j.id}:${j.status.state}`);
+
+    // The first read: a change arrives before its answer, which predates it.
+    const first = list.reading();
+    list.changed(job('a', 10, 'RUNNING', 2));
+    assert.equal(list.shown().jobs, null, 'nothing shown before the first answer');
+    first({ items: [job('a', 10, 'IN_QUEUE', 1)], next: null });
+    assert.deepEqual(states(), ['a:RUNNING']);
+
+    // A read after a resync crosses a job's end and another's creation.
+    const again = list.reading();
+    list.changed(job('a', 10, 'SUCCESS', 3));
+    list.changed(job('b', 20, 'IN_QUEUE', 1));
+    assert.deepEqual(states(), ['b:IN_QUEUE', 'a:SUCCESS']);
+    again({ items: [job('a', 10, 'RUNNING', 2)], next: null });
+    assert.deepEqual(states(), ['b:IN_QUEUE', 'a:SUCCESS']);
+
+    // Once no read is under way, an answer is taken as it is (what was seen is forgotten).
+    list.reading()({ items: [job('b', 20, 'RUNNING', 2)], next: null });
+    assert.deepEqual(states(), ['b:RUNNING']);
+    // A read that failed or was abandoned (null) changes nothing, and is no longer waited for.
+    const failed = list.reading();
+    list.changed(job('b', 20, 'SUCCESS', 3));
+    failed(null);
+    list.reading()({ items: [job('b', 20, 'RUNNING', 2)], next: null });
+    assert.deepEqual(states(), ['b:RUNNING']);
+    assert.equal(shown.at(-1), list.shown());
   });
 });

@@ -6,7 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { SESSION_LIFETIME_MS, webSignIns } from '../src/server/sign-in.ts';
 import { hashToken } from '../src/store/users.ts';
-import { type Answer, call, type World, world } from './support/interactive.ts';
+import { call, type World, world } from './support/interactive.ts';
+import { host, origin, request, signIn } from './support/sign-in.ts';
 import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
@@ -18,38 +19,6 @@ import { until } from './support/until.ts';
 
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 const sleepy = { application: { name: 'file-server', version: '1.0' }, product: STANDARD_1, parameters: {} };
-
-const host = (w: World) => `localhost:${w.port}`;
-const origin = (w: World) => `http://${host(w)}`;
-
-async function request(
-  w: World,
-  method: string,
-  path: string,
-  o: { cookie?: string; csrf?: string; bearer?: string; body?: unknown; host?: string } = {},
-): Promise<Answer & { json: () => Record<string, unknown> }> {
-  const headers: Record<string, string> = {};
-  if (o.cookie !== undefined) headers.cookie = o.cookie;
-  if (o.csrf !== undefined) headers['x-csrf-token'] = o.csrf;
-  if (o.bearer !== undefined) headers.authorization = `Bearer ${o.bearer}`;
-  if (o.body !== undefined) headers['content-type'] = 'application/json';
-  const answer = await call(w.port, {
-    host: o.host ?? host(w),
-    path,
-    method,
-    headers,
-    ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-  });
-  return { ...answer, json: () => JSON.parse(answer.body) };
-}
-
-/** Signs alice's browser in with her token: the cookie (name=value) and the CSRF token. */
-async function signIn(w: World): Promise<{ cookie: string; csrf: string; secret: string }> {
-  const answer = await request(w, 'POST', '/api/auth/session', { body: { token: w.tokens.alice } });
-  assert.equal(answer.status, 200, answer.body);
-  const cookie = (answer.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
-  return { cookie, csrf: answer.json().csrfToken as string, secret: cookie.split('=')[1] ?? '' };
-}
 
 const jobCount = async (w: World) => (await w.store.jobs.countByState()).RUNNING ?? 0;
 
@@ -212,78 +181,6 @@ describe('CSRF and Origin checks on calls signed in by the cookie', { timeout: 6
     assert.equal(message.type, 'message', JSON.stringify(message));
     assert.equal(message.payload?.initialJob?.id, id);
     socket.close();
-  });
-});
-
-describe('one-time sign-in links', { timeout: 60_000 }, () => {
-  let w: World;
-  before(async () => {
-    w = await world();
-  });
-  after(() => w.close());
-
-  async function newLink(): Promise<{ url: URL; expiresAt: number }> {
-    const made = await request(w, 'POST', '/api/auth/links', { bearer: w.tokens.alice });
-    assert.equal(made.status, 200, made.body);
-    return { url: new URL(made.json().url as string), expiresAt: made.json().expiresAt as number };
-  }
-
-  test('a link signs in once, within two minutes, and redirects to the interface', async () => {
-    const startedAt = Date.now();
-    const { url, expiresAt } = await newLink();
-    assert.equal(url.origin, origin(w));
-    assert.equal(url.pathname, '/auth/link');
-    const ticket = url.searchParams.get('ticket') ?? '';
-    assert.ok(Buffer.from(ticket, 'base64url').length >= 32);
-    assert.ok(expiresAt >= startedAt + 120_000 && expiresAt <= Date.now() + 120_000);
-
-    const landed = await request(w, 'GET', url.pathname + url.search);
-    assert.equal(landed.status, 303);
-    assert.equal(landed.headers.location, '/');
-    assert.equal(landed.headers['referrer-policy'], 'no-referrer');
-    const cookie = (landed.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
-    const session = await request(w, 'GET', '/api/auth/session', { cookie });
-    assert.equal(session.status, 200);
-    assert.equal((session.json().user as { username: string }).username, 'alice');
-
-    const again = await request(w, 'GET', url.pathname + url.search);
-    assert.equal(again.status, 410);
-    assert.equal(again.headers['set-cookie'], undefined);
-    assert.match(again.body, /ucompute web/);
-  });
-
-  test('an expired link is refused (and used up)', async () => {
-    const ticket = 'an-expired-link-secret-of-enough-length-00000';
-    await w.store.signIns.insertLink(hashToken(ticket), 'alice', Date.now() - 1);
-    const landed = await request(w, 'GET', `/auth/link?ticket=${ticket}`);
-    assert.equal(landed.status, 410);
-    assert.equal(landed.headers['set-cookie'], undefined);
-    assert.equal(await w.store.signIns.takeLink(hashToken(ticket)), undefined);
-  });
-
-  test('no link without a token or session, and none for whoever reaches the port', async () => {
-    assert.equal((await request(w, 'POST', '/api/auth/links')).status, 401);
-    const bare = await request(w, 'GET', '/auth/link');
-    assert.equal(bare.status, 410);
-    assert.equal(bare.headers['set-cookie'], undefined);
-    const { cookie } = await signIn(w);
-    assert.equal((await request(w, 'POST', '/api/auth/links', { cookie })).status, 403, 'CSRF applies');
-  });
-
-  test('the secrets never appear in a log line', async () => {
-    const { url } = await newLink();
-    const ticket = url.searchParams.get('ticket') ?? '';
-    const landed = await request(w, 'GET', url.pathname + url.search);
-    const secret = (landed.headers['set-cookie']?.[0] ?? '').split(';')[0]?.split('=')[1] ?? '';
-    await request(w, 'GET', url.pathname + url.search);
-    assert.ok(
-      w.logLines.some((line) => line.includes('/auth/link')),
-      'the requests were logged',
-    );
-    for (const line of w.logLines) {
-      assert.ok(!line.includes(ticket), `ticket in: ${line}`);
-      assert.ok(!line.includes(secret), `session secret in: ${line}`);
-    }
   });
 });
 

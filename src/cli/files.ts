@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { formatBytes } from '../model/bytes.ts';
 import { parentPath } from '../model/paths.ts';
 import { clientFlags, parseClientCommand } from './args.ts';
 import { ApiError, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
@@ -28,6 +29,9 @@ Commands:
   mv FROM TO              move or rename (never over an existing name)
   cp FROM TO              copy a file or a folder (never over an existing name)
   rm PATH...              move to the drive's Trash folder
+  empty-trash DRIVE       delete for good everything in the drive's Trash (DRIVE: /home/<you> or
+                          /projects/<id>; the service also deletes what has been there for
+                          storage.trashDays, 30 days by default)
 
 Options:
   --resume                put/get: continue where a broken transfer stopped
@@ -57,6 +61,7 @@ const ARITY: Record<string, [number, number]> = {
   mv: [2, 2],
   cp: [2, 2],
   rm: [1, Number.POSITIVE_INFINITY],
+  'empty-trash': [1, 1],
 };
 
 /** The files commands, for the shell's completion. */
@@ -109,6 +114,17 @@ export async function filesCommand(argv: string[]): Promise<number> {
     case 'cp':
       entry(await client.post<FileEntry>('/api/files/copy', { from: paths[0], to: paths[1] }));
       return 0;
+    case 'empty-trash': {
+      const emptied = await client.post<{ entries: number; bytes: number }>('/api/files/trash/empty', {
+        drive: paths[0],
+      });
+      if (json) printJson(emptied);
+      else
+        process.stdout.write(
+          `emptied the Trash of ${paths[0]}: ${emptied.entries} entries, ${formatBytes(emptied.bytes)}\n`,
+        );
+      return 0;
+    }
     default: // rm
       for (const path of paths) {
         const trashed = await client.post<FileEntry>('/api/files/trash', { path });

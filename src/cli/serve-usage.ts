@@ -11,6 +11,11 @@ Options:
   --config FILE       YAML configuration (see README)
   --port N            listen on this port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST         listen address (default 127.0.0.1)
+  --public-url URL    where people reach this service, an origin such as https://compute.example.org
+                      (configuration server.publicUrl; default: the listen address, a loopback one
+                      named localhost). Sign-in and session links are built from it, never from a
+                      request's Host; over https the web interface's cookie is Secure and
+                      __Host-ucompute_session
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
   --store URL         keep jobs, users and accounting in PostgreSQL (postgres://user@host/db) instead
                       of SQLite in the data folder (configuration \`store: {postgres: {url}}\`)

@@ -12,14 +12,17 @@ import type { Backend } from '../jobs/backend.ts';
 import { expiryWarnings } from '../jobs/expiry-warnings.ts';
 import { resourceSampler, resourceSeriesCleanup } from '../jobs/resource-sampler.ts';
 import { createJobService } from '../jobs/service.ts';
+import { systemClock } from '../model/clock.ts';
 import { resolvePipelineConfig } from '../model/config.ts';
 import { ValidationError } from '../model/errors.ts';
 import { accountOf } from '../model/owner.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import { openProvider, type Provider } from '../provider/provider.ts';
 import { buildServer } from '../server/app.ts';
+import { isOrigin } from '../server/public-url.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
+import { DEFAULT_TRASH_DAYS, trashPurge } from '../storage/trash.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { parseCommandLine } from './args.ts';
@@ -45,6 +48,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       config: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
+      'public-url': { type: 'string' },
       'data-dir': { type: 'string' },
       store: { type: 'string' },
       apps: { type: 'string', multiple: true },
@@ -63,6 +67,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const port = values.port !== undefined ? Number(values.port) : (config.server?.port ?? DEFAULT_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError('--port must be a port number');
   const host = values.host ?? config.server?.host ?? '127.0.0.1';
+  const publicUrl = values['public-url'] ?? config.server?.publicUrl;
+  if (publicUrl !== undefined && !isOrigin(publicUrl)) {
+    throw new CliError(`--public-url must be an origin, http(s)://host[:port] without a path: ${publicUrl}`);
+  }
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
   const postgresUrl = values.store ?? config.store?.postgres.url;
   if (postgresUrl !== undefined && !new RegExp(POSTGRES_URL_PATTERN).test(postgresUrl)) {
@@ -97,6 +105,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     opened.push(() => store.close());
     const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
     const storage = directoryStorage(storageRoot);
+    const trashDays = config.storage?.trashDays === undefined ? DEFAULT_TRASH_DAYS : config.storage.trashDays;
     const ucloud = config.mode === 'ucloud-provider' ? config.ucloud : undefined;
     if (config.mode === 'ucloud-provider' && !ucloud) {
       throw new CliError('mode ucloud-provider needs a `ucloud` section (see ucompute serve --help)');
@@ -156,13 +165,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
       backend,
       storageRoot,
       logger: log,
+      ...(publicUrl !== undefined ? { publicUrl } : {}),
       ...(provider ? { provider: provider.mode(service, env, backend) } : {}),
     });
     opened.push(() => app.close());
     await service.start();
-    // The live resource views and the warnings before a job's time runs out.
+    // The live resource views, the Trash's purge and the warnings before a job's time runs out.
     for (const watch of [
       resourceSampler({ store, backend, log }),
+      ...(trashDays === null
+        ? []
+        : [trashPurge({ root: storageRoot, days: trashDays, clock: systemClock, log })]),
       expiryWarnings({
         store,
         addStatus: (id, status) => service.update(id, { status }),

@@ -5,6 +5,7 @@ import { LocalSettings } from '../backends/local/settings.ts';
 import { KubernetesObjectsConfig, PipelineConfig } from '../model/config.ts';
 import { closed } from '../model/schema.ts';
 import { ServiceMode, UcloudProviderConfig } from '../model/ucloud-config.ts';
+import { PublicOrigin } from '../server/public-url.ts';
 
 /** A PostgreSQL connection URL (libpq's form; node-postgres reads it). */
 export const POSTGRES_URL_PATTERN = '^postgres(ql)?://';
@@ -24,6 +25,8 @@ export const Config = Type.Object(
         {
           host: Type.Optional(Type.String({ minLength: 1 })),
           port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+          /** Where people reach this service (an origin); default: the listen address. */
+          publicUrl: Type.Optional(PublicOrigin),
         },
         closed,
       ),
@@ -51,7 +54,16 @@ export const Config = Type.Object(
       Type.Union([Type.Literal('dry'), Type.Literal('local'), Type.Literal('kubernetes')]),
     ),
     dry: Type.Optional(DrySettings),
-    storage: Type.Optional(Type.Object({ root: Type.Optional(Type.String({ minLength: 1 })) }, closed)),
+    storage: Type.Optional(
+      Type.Object(
+        {
+          root: Type.Optional(Type.String({ minLength: 1 })),
+          /** Days an entry stays in a drive's Trash before it is deleted (default 30; null: kept). */
+          trashDays: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 36_500 }), Type.Null()])),
+        },
+        closed,
+      ),
+    ),
     local: Type.Optional(LocalSettings),
     accounting: Type.Optional(
       Type.Object(

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { Dispatcher } from 'undici';
 import type { Backend } from '../jobs/backend.ts';
-import { cookiePairs, UI_COOKIE } from './cookies.ts';
+import { cookiePairs, UI_COOKIES } from './cookies.ts';
 import { AUTHORIZE_PATH, type Sessions } from './sessions.ts';
 import { upstreams } from './upstream.ts';
 
@@ -73,7 +73,7 @@ export function webProxy(o: ProxyOptions) {
     for (const { name, value, text } of cookiePairs(req.headers.cookie)) {
       if (name === cookieName) {
         valid ||= (await sessions.use(value, 'WEB', target.jobId, target.rank)) !== undefined;
-      } else if (name !== UI_COOKIE) {
+      } else if (!UI_COOKIES.has(name)) {
         others.push(text);
       }
     }

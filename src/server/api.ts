@@ -13,6 +13,7 @@ import type { Backend } from '../jobs/backend.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import type { Store } from '../store/store.ts';
+import type { PublicUrl } from './public-url.ts';
 import { ErrorBody } from './schemas.ts';
 import type { SignIns } from './sign-in.ts';
 
@@ -31,6 +32,8 @@ declare module 'fastify' {
     sessions: Sessions;
     /** Where interactive sessions connect to (the service's own backend). */
     sessionBackend: Pick<Backend, 'connect' | 'shell'>;
+    /** Where people reach this service: links are built from it, never from `Host`. */
+    publicUrl: PublicUrl;
   }
   interface FastifyRequest {
     /**

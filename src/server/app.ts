@@ -15,6 +15,7 @@ import type { Api, TypeBoxTypeProvider } from './api.ts';
 import { authenticate, chooseProtocol, cookieSession } from './auth.ts';
 import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { metrics } from './metrics.ts';
+import { publicUrl } from './public-url.ts';
 import { apiRoutes } from './routes/index.ts';
 import { lazySerializers } from './serializers.ts';
 import { webSignIns } from './sign-in.ts';
@@ -32,6 +33,8 @@ export interface ServerDeps {
   logger?: boolean | object;
   /** The built web interface (default: web/dist of this checkout). */
   webRoot?: string;
+  /** Where people reach this service (`server.publicUrl`); default: the address it listens on. */
+  publicUrl?: string;
   /**
    * Provider mode: another system (UCloud Core) is the source of jobs, owners and credits. Its
    * routes are registered on the server; ucompute's own end-user API answers administrators'
@@ -110,6 +113,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(compileValidator);
   app.decorateRequest('caller', null as unknown as Caller);
+  app.decorate('publicUrl', publicUrl(app.server, deps.publicUrl));
 
   await app.register(fastifySwagger, {
     openapi: {

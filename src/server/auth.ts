@@ -1,16 +1,22 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { cookiePairs, UI_COOKIE } from '../interactive/cookies.ts';
+import { cookiePairs, uiCookieName } from '../interactive/cookies.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller } from '../jobs/service.ts';
 import type { UserStore } from '../store/users.ts';
-import { reachedBy } from './routes/sessions.ts';
 import { SESSION_LIFETIME_MS, type SignIns, type UiSession } from './sign-in.ts';
 
 // Who is calling: Bearer tokens in the Authorization header, or (WebSockets from browsers) offered
 // as a subprotocol; or the web interface's session cookie, which a browser sends by itself and so
 // counts only with the session's CSRF token (state-changing calls) or from our own origin
-// (WebSockets).
+// (WebSockets), and only when it comes alone.
+
+/** The web interface's cookie name for this server (`__Host-` prefixed over TLS). */
+const cookieName = (request: FastifyRequest) => uiCookieName(request.server.publicUrl.secure());
+
+/** The request's session cookies: the values of every cookie with the interface's name. */
+const sessionCookies = (request: FastifyRequest) =>
+  cookiePairs(request.headers.cookie).filter((c) => c.name === cookieName(request));
 
 const BEARER = /^Bearer[ ]+([^\s]+)[ ]*$/i;
 const PROTOCOL_PREFIX = 'bearer.';
@@ -27,7 +33,7 @@ export async function authenticate(
     if (signedIn) return signedIn.session.caller;
     throw new ServiceError(
       401,
-      cookiePairs(request.headers.cookie).some((c) => c.name === UI_COOKIE)
+      sessionCookies(request).length > 0
         ? 'the sign-in has ended: sign in again'
         : 'this call needs an API token: send the header Authorization: Bearer <token>',
     );
@@ -51,14 +57,8 @@ export async function credentialHolds(
   if (token !== undefined) {
     return async () => (await callerForToken(users, token))?.username === caller.username;
   }
-  // The cookie that signed the request in is the first one that opens a session.
-  let secret: string | undefined;
-  for (const c of cookiePairs(request.headers.cookie)) {
-    if (c.name === UI_COOKIE && (await signIns.holds(c.value))) {
-      secret = c.value;
-      break;
-    }
-  }
+  // A request signed in by cookie carried exactly one.
+  const secret = sessionCookies(request)[0]?.value;
   return async () => secret !== undefined && (await signIns.holds(secret));
 }
 
@@ -67,54 +67,76 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /**
  * The valid web session a request's cookie carries, if any, checked for how it is used: a
  * state-changing call must carry the session's token in `X-CSRF-Token`, a WebSocket must come from
- * this server's own origin (403 otherwise). A use that extends the session sends the cookie again.
+ * this server's own origin (403 otherwise). Two session cookies are refused (401, and the cookie
+ * is cleared): a page on another origin may have planted one to sign the browser in as someone
+ * else, and which one the browser meant cannot be told. A use that extends the session sends the
+ * cookie again.
  */
 export async function cookieSession(
   signIns: SignIns,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<{ secret: string; session: UiSession } | undefined> {
-  const secrets = cookiePairs(request.headers.cookie).filter((c) => c.name === UI_COOKIE);
-  for (const { value: secret } of secrets) {
-    const session = await signIns.resume(secret);
-    if (!session) continue;
-    if (request.headers.upgrade !== undefined) {
-      if (request.headers.origin !== reachedBy(request).origin) {
-        throw new ServiceError(403, "a WebSocket signed in by cookie must come from this server's own pages");
-      }
-    } else if (
-      STATE_CHANGING.has(request.method) &&
-      !sameSecret(request.headers['x-csrf-token'], session.csrfToken)
-    ) {
+  const cookies = sessionCookies(request);
+  if (cookies.length > 1) {
+    reply.header('set-cookie', clearedCookie(request));
+    throw new ServiceError(
+      401,
+      `the browser sent ${cookies.length} session cookies (a page of another site may have set one): sign in again`,
+    );
+  }
+  const secret = cookies[0]?.value;
+  const session = secret === undefined ? undefined : await signIns.resume(secret);
+  if (secret === undefined || session === undefined) return undefined;
+  if (request.headers.upgrade !== undefined) {
+    if (request.headers.origin !== request.server.publicUrl.origin()) {
       throw new ServiceError(
         403,
-        'a call signed in by cookie must carry the header X-CSRF-Token of its session',
+        `a WebSocket signed in by cookie must come from this server's own pages, ${request.server.publicUrl.origin()} (server.publicUrl)`,
       );
     }
-    if (session.extended) reply.header('set-cookie', sessionCookie(request, secret));
-    return { secret, session };
+  } else if (
+    STATE_CHANGING.has(request.method) &&
+    !sameSecret(request.headers['x-csrf-token'], session.csrfToken)
+  ) {
+    throw new ServiceError(
+      403,
+      'a call signed in by cookie must carry the header X-CSRF-Token of its session',
+    );
   }
-  return undefined;
+  if (session.extended) reply.header('set-cookie', sessionCookie(request, secret));
+  return { secret, session };
 }
 
-function sameSecret(given: string | string[] | undefined, expected: string): boolean {
-  if (typeof given !== 'string' || given.length !== expected.length) return false;
-  return timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+/** Whether `given` is the secret `expected`, compared in constant time. */
+export function sameSecret(given: string | string[] | undefined, expected: string): boolean {
+  if (typeof given !== 'string') return false;
+  const [a, b] = [Buffer.from(given), Buffer.from(expected)];
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /**
  * The session cookie: host-only (no Domain, so job origins never receive it), HttpOnly, sent only
- * by our own site's pages, and Secure over TLS.
+ * by our own site's pages; over TLS (the public URL's scheme) Secure and `__Host-` prefixed.
  */
 export function sessionCookie(request: FastifyRequest, secret: string): string {
-  const secure = request.protocol === 'https' ? '; Secure' : '';
-  return `${UI_COOKIE}=${secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_LIFETIME_MS / 1000}${secure}`;
+  return cookieText(request, cookieName(request), secret, SESSION_LIFETIME_MS / 1000);
 }
 
 /** The answer's instruction to forget the session cookie. */
 export function clearedCookie(request: FastifyRequest): string {
-  const secure = request.protocol === 'https' ? '; Secure' : '';
-  return `${UI_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${secure}`;
+  return cookieText(request, cookieName(request), '', 0);
+}
+
+/** A cookie of the web interface's: host-only, path /, HttpOnly, SameSite=Strict, Secure over TLS. */
+export function cookieText(
+  request: FastifyRequest,
+  name: string,
+  value: string,
+  maxAgeSeconds: number,
+): string {
+  const secure = request.server.publicUrl.secure() ? '; Secure' : '';
+  return `${name}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
 /** Who holds this token, if anyone (UCloud's WebSocket calls carry it in each message). */

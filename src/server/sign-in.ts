@@ -115,6 +115,12 @@ export function webSignIns(store: Store, now: () => number = Date.now) {
       return { secret, expiresAt };
     },
 
+    /** Whose a link is while it is unused and unexpired, without using it (the page that asks first). */
+    async linkHolder(secret: string): Promise<string | undefined> {
+      const link = secret === '' ? undefined : await store.signIns.link(hashToken(secret));
+      return link && link.expiresAt > now() && (await callerOf(link.username)) ? link.username : undefined;
+    },
+
     /** Uses a link up (even when it has expired) and starts a session if it was still valid. */
     async redeemLink(secret: string): Promise<{ secret: string; session: UiSession } | undefined> {
       if (secret === '') return undefined;

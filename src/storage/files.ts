@@ -12,6 +12,7 @@ import {
   pathProblem,
 } from '../model/paths.ts';
 import { at, DIRECTORY, makeFolder, openFolder, StorageError } from './folders.ts';
+import { type Emptied, emptyTrash, TRASH } from './trash.ts';
 
 /**
  * The files of the drives one user may reach, below the storage root, with the path rules of file
@@ -38,8 +39,6 @@ export class FileError extends Error {
     this.status = status;
   }
 }
-
-export const TRASH = 'Trash';
 
 /** The drives of a user: their home and those of the projects they belong to. */
 export function drivesOf(username: string, projects: readonly string[]): string[] {
@@ -279,6 +278,14 @@ export function driveFiles(root: string, drives: readonly string[]) {
         }
       });
       return this.stat(moved);
+    },
+
+    /** Deletes for good everything in the Trash of `drive`, one of the caller's drives. */
+    async emptyTrash(drive: string): Promise<Emptied> {
+      const checked = check(drive, 'drive');
+      if (checked.path !== checked.drive)
+        throw new FileError(400, `drive: ${checked.path} is not a drive (it lies in ${checked.drive})`);
+      return emptyTrash(root, checked.drive);
     },
   };
 }

@@ -37,6 +37,8 @@ export interface SignInStore {
   touchUiSession(hash: string, at: number, expiresAt: number): Promise<void>;
   deleteUiSession(hash: string): Promise<void>;
   insertLink(hash: string, username: string, expiresAt: number): Promise<void>;
+  /** Whose the link is, leaving it unused. */
+  link(hash: string): Promise<{ username: string; expiresAt: number } | undefined>;
   /** Removes the link and answers whose it was, in one step: a link signs in once. */
   takeLink(hash: string): Promise<{ username: string; expiresAt: number } | undefined>;
   /** Forgets expired web sessions and sign-in links. */

@@ -10,7 +10,7 @@ import { localServeConfig, serveClient, until, VNC_CONNECTED } from '../support/
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
-import { serving, spawnServe, stderrTail } from '../support/serve.ts';
+import { outputTail, serving, spawnServe } from '../support/serve.ts';
 import {
   capture,
   DESKTOP,
@@ -95,7 +95,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
         ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
         ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
       ]);
-      serverLog = stderrTail(server);
+      serverLog = outputTail(server);
       url = await serving(server);
       admin = serveClient(url, readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim());
       // bob has no credits of his own; his project, lab, has.
@@ -128,7 +128,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
       page = await context.newPage();
       failedRequests = failedRequestsOf(page);
       const { url: link } = await admin.api<{ url: string }>('/api/auth/links', {});
-      await page.goto(link.replace('127.0.0.1', 'localhost'));
+      await page.goto(link);
+      await page.getByRole('button', { name: /^Sign in as / }).click();
       await page.getByRole('heading', { name: 'Applications' }).waitFor();
     },
     { timeout: 180_000 },

@@ -9,7 +9,7 @@ import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient, until } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
-import { serving, spawnServe, stderrTail } from '../support/serve.ts';
+import { outputTail, serving, spawnServe } from '../support/serve.ts';
 import {
   builtWebApp,
   capture,
@@ -106,7 +106,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
       ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
       ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', hostile],
     ]);
-    serverLog = stderrTail(server);
+    serverLog = outputTail(server);
     // The interface is used at localhost, as `ucompute serve` prints it for a browser.
     url = (await serving(server)).replace('127.0.0.1', 'localhost');
     token = readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim();
@@ -378,7 +378,10 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     const context = await browser!.newContext({ viewport: DESKTOP });
     try {
       const fresh = await context.newPage();
-      await fresh.goto(link.replace('127.0.0.1', 'localhost'));
+      await fresh.goto(link);
+      // The link's page asks first: opening a link alone signs nobody in.
+      await fresh.getByRole('heading', { name: /^Sign in to ucompute as / }).waitFor();
+      await fresh.getByRole('button', { name: /^Sign in as / }).click();
       await fresh.getByRole('heading', { name: 'Applications' }).waitFor();
       assert.doesNotMatch(fresh.url(), /ticket/);
     } finally {

@@ -52,6 +52,8 @@ export interface WorldOptions {
   backend?: (connectTo: number) => Partial<Backend>;
   /** The built web interface the server serves. */
   webRoot?: string;
+  /** `server.publicUrl` (default: the listen address, http://localhost:<port>). */
+  publicUrl?: string;
 }
 
 export async function world(options: WorldOptions = {}): Promise<World> {
@@ -97,6 +99,7 @@ export async function world(options: WorldOptions = {}): Promise<World> {
     backend,
     logger: pino(sink),
     ...(options.webRoot !== undefined ? { webRoot: options.webRoot } : {}),
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
   });
   await service.start();
   await app.listen({ port: 0, host: '127.0.0.1' });

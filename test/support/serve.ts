@@ -20,15 +20,22 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): 
 }
 
 /**
- * The newest `chars` of what the child writes to stderr (its warnings and errors), from now on: what
- * a test's failure can tell of the server's side.
+ * The newest `chars` of what the child writes (its log's warnings and errors, on stdout; stderr),
+ * from now on, and how it ended if it has: what a test's failure can tell of the server's side.
  */
-export function stderrTail(child: ChildProcess, chars = 8000): () => string {
+export function outputTail(child: ChildProcess, chars = 8000): () => string {
   let tail = '';
-  child.stderr?.on('data', (chunk: Buffer | string) => {
-    tail = (tail + chunk.toString()).slice(-chars);
-  });
-  return () => tail;
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.on('data', (chunk: Buffer | string) => {
+      tail = (tail + chunk.toString()).slice(-chars);
+    });
+  }
+  return () => {
+    const { exitCode, signalCode } = child;
+    const ended =
+      exitCode === null && signalCode === null ? '' : `\n[the server exited: ${exitCode ?? signalCode}]`;
+    return tail + ended;
+  };
 }
 
 /** How long a start may take (2 s alone; over 90 s once at a load of 40, with a full suite running). */

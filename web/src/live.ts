@@ -33,13 +33,20 @@ export function followJob(id: string, onMessage: (message: FollowMessage) => voi
 
 /**
  * Watches every job the signed-in user sees over /api/jobs/events (one server-sent stream, signed
- * in by the cookie): `onJob` with each job created or changed, `onResync` when changes were lost
- * and the list is to be read again. EventSource reconnects by itself and resumes from the last
- * event it saw. Returns `stop`.
+ * in by the cookie): `onJob` with each job created or changed, `onResync` when the list is to be
+ * read again: changes were lost, or the stream has just begun (`ready`), since a list read before
+ * the server took the stream misses what changed in between. EventSource reconnects by itself and
+ * resumes from the last event it saw. Returns `stop`.
  */
 export function watchJobs(onJob: (job: Job) => void, onResync: () => void): () => void {
   const source = new EventSource('/api/jobs/events');
+  let begun = false;
   source.addEventListener('job', (event) => onJob(JSON.parse(event.data) as Job));
   source.addEventListener('resync', onResync);
+  source.addEventListener('ready', () => {
+    if (begun) return; // a reconnection that resumed: what it missed came before `ready`
+    begun = true;
+    onResync();
+  });
   return () => source.close();
 }

@@ -9,6 +9,7 @@ import {
   ServerConfiguration,
 } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
+import type { Dispatcher } from 'undici';
 import type { ResolvedKubernetesSettings } from './settings.ts';
 
 /** Where the service account's token is mounted in a pod. */
@@ -92,8 +93,15 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
     );
   }
   const limiter = rateLimiter(config.requestsPerSecond, config.requestBurst);
+  // client-node gives every request a new undici Agent (KubeConfig.applySecurityAuthentication,
+  // for a cluster with TLS options): each opened its own TLS connection, which its agent then kept
+  // open. The first request's agent serves them all, so connections are reused. The kubeconfig's
+  // TLS options are read once (as the token is not: it stays a per-request header).
+  let dispatcher: Dispatcher | undefined;
   const middleware: Middleware = {
     pre: async (request) => {
+      dispatcher ??= request.getDispatcher();
+      if (dispatcher) request.setDispatcher(dispatcher);
       await limiter.take();
       request.setSignal(timeoutSignal(config.requestTimeoutMs));
       return request;

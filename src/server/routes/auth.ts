@@ -4,7 +4,6 @@ import { type ApiRoutes, errors, publicRoute } from '../api.ts';
 import { callerForToken, clearedCookie, cookieSession, sessionCookie } from '../auth.ts';
 import { errorBody } from '../errors.ts';
 import type { UiSession } from '../sign-in.ts';
-import { reachedBy } from './sessions.ts';
 
 const SignInRequest = Type.Object({ token: Type.String({ minLength: 1, maxLength: 1024 }) }, closed);
 
@@ -21,14 +20,6 @@ const SignInLink = Type.Object({
   url: Type.String({ description: 'Opens the web interface signed in, once' }),
   expiresAt: Type.Integer({ description: 'Epoch milliseconds' }),
 });
-
-const LinkQuery = Type.Object({ ticket: Type.Optional(Type.String({ maxLength: 1024 })) });
-
-/** The page of a used, expired or unknown sign-in link. */
-const EXPIRED_LINK_PAGE =
-  '<!doctype html><meta charset="utf-8"><title>ucompute</title>' +
-  '<p>This sign-in link was used already or has expired (a link works once, within two minutes).</p>' +
-  '<p>For a new one, run <code>ucompute web</code>, or sign in with an API token.</p>';
 
 /**
  * Signing in to the web interface: an API token or a one-time link traded for the session cookie,
@@ -114,33 +105,7 @@ export const authRoutes: ApiRoutes = async (api) => {
     async (request, reply) => {
       const { secret, expiresAt } = await signIns.createLink(request.caller.username);
       reply.header('cache-control', 'no-store');
-      return { url: `${reachedBy(request).origin}/auth/link?ticket=${secret}`, expiresAt };
-    },
-  );
-
-  api.get(
-    '/auth/link',
-    {
-      config: publicRoute,
-      schema: {
-        summary: 'Use a sign-in link: sets the session cookie and redirects to the interface',
-        tags: ['auth'],
-        security: [],
-        querystring: LinkQuery,
-      },
-    },
-    async (request, reply) => {
-      // The secret leaves the address bar at once, and no page here refers anyone to it.
-      reply.headers({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
-      const signedIn = await signIns.redeemLink(request.query.ticket ?? '');
-      if (!signedIn) {
-        return reply.code(410).header('content-type', 'text/html; charset=utf-8').send(EXPIRED_LINK_PAGE);
-      }
-      return reply
-        .code(303)
-        .header('location', '/')
-        .header('set-cookie', sessionCookie(request, signedIn.secret))
-        .send();
+      return { url: `${request.server.publicUrl.origin()}/auth/link?ticket=${secret}`, expiresAt };
     },
   );
 };

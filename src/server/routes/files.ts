@@ -46,6 +46,14 @@ const UploadQuery = Type.Object(
 );
 const PathBody = Type.Object({ path: Type.String() }, closed);
 const FromTo = Type.Object({ from: Type.String(), to: Type.String() }, closed);
+const DriveBody = Type.Object(
+  { drive: Type.String({ description: '/home/<you> or /projects/<id>' }) },
+  closed,
+);
+const Emptied = Type.Object({
+  entries: Type.Integer({ description: 'Entries that were directly in the Trash' }),
+  bytes: Type.Integer({ description: 'Bytes of the files deleted' }),
+});
 const ListResponse = Type.Object({
   items: Type.Array(FileEntry),
   next: Type.Union([Type.String(), Type.Null()]),
@@ -53,7 +61,8 @@ const ListResponse = Type.Object({
 
 /**
  * Files in the drives a caller may reach (their home, their projects'): browse, stat, upload
- * (streamed, resumable by offset), download (ranges), mkdir, move, copy, and delete to the trash.
+ * (streamed, resumable by offset), download (ranges), mkdir, move, copy, delete to the trash, and
+ * empty the trash.
  */
 export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { storageRoot }) => {
   const store = api.store;
@@ -216,6 +225,19 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
       },
     },
     async (request) => answer((await filesOf(request.caller)).trash(request.body.path)),
+  );
+
+  api.post(
+    '/api/files/trash/empty',
+    {
+      schema: {
+        summary: "Delete for good everything in a drive's Trash folder; answers what went",
+        tags,
+        body: DriveBody,
+        response: { 200: Emptied, ...errors },
+      },
+    },
+    async (request) => answer((await filesOf(request.caller)).emptyTrash(request.body.drive)),
   );
 };
 

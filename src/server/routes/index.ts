@@ -9,6 +9,7 @@ import { jobRoutes } from './jobs.ts';
 import { resourceRoutes } from './resources.ts';
 import { serviceRoutes } from './service.ts';
 import { sessionRoutes } from './sessions.ts';
+import { signInLinkRoutes } from './sign-in-links.ts';
 import { sshKeyRoutes } from './ssh.ts';
 
 /**
@@ -18,6 +19,7 @@ import { sshKeyRoutes } from './ssh.ts';
 export const apiRoutes: ApiRoutes<{ storageRoot?: string }> = async (api, { storageRoot }) => {
   await api.register(serviceRoutes);
   await api.register(authRoutes);
+  await api.register(signInLinkRoutes);
   await api.register(jobRoutes);
   await api.register(catalogRoutes);
   await api.register(accountingRoutes);

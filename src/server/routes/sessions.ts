@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { asset, PAGE_HEADERS, page } from '../../interactive/pages.ts';
-import type { Reached } from '../../interactive/sessions.ts';
 import { serveShell } from '../../interactive/shell.ts';
 import { MAX_WAIT_MS, sessionReadiness } from '../../interactive/starting.ts';
 import { relayVnc } from '../../interactive/vnc.ts';
@@ -48,17 +47,6 @@ const SessionResponse = Type.Object({
 
 /** The provider's id in UCloud's OpenSessionWithProvider: this service answers for itself. */
 const PROVIDER_ID = 'ucompute';
-
-/** Where the caller reached the API; session URLs keep its scheme and port. */
-export function reachedBy(request: FastifyRequest): Reached {
-  const protocol = request.protocol === 'https' ? 'https' : 'http';
-  const port = /:([0-9]+)$/.exec(request.host)?.[1];
-  return {
-    protocol,
-    origin: `${protocol}://${request.host}`,
-    portSuffix: port !== undefined ? `:${port}` : '',
-  };
-}
 
 const VncQuery = Type.Object(
   { jobId: Type.String({ pattern: JOB_ID_PATTERN }), rank: Type.Integer({ minimum: 0 }) },
@@ -142,7 +130,7 @@ export const sessionRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request) => {
-      const reached = reachedBy(request);
+      const reached = request.server.publicUrl.reached();
       const opened = await sessions.open(request.caller, request.body.items, reached);
       return {
         responses: opened.map((session) => ({

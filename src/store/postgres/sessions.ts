@@ -80,6 +80,10 @@ export function postgresSignIns({ query }: Connection): SignInStore {
         expiresAt,
       );
     },
+    async link(hash) {
+      const [r] = await query('select * from sign_in_links where hash = ?', hash);
+      return r && { username: r.username as string, expiresAt: Number(r.expires_at) };
+    },
     async takeLink(hash) {
       const [r] = await query('delete from sign_in_links where hash = ? returning *', hash);
       return r && { username: r.username as string, expiresAt: Number(r.expires_at) };

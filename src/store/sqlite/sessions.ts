@@ -61,6 +61,10 @@ export function sqliteSignIns({ sql }: SqliteDatabase): Synchronous<SignInStore>
         expiresAt,
       );
     },
+    link(hash) {
+      const r = sql('select * from sign_in_links where hash = ?').get(hash) as Row | undefined;
+      return r && { username: r.username as string, expiresAt: Number(r.expires_at) };
+    },
     takeLink(hash) {
       const r = sql('delete from sign_in_links where hash = ? returning *').get(hash) as Row | undefined;
       return r && { username: r.username as string, expiresAt: Number(r.expires_at) };

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson, postJson } from '../api.ts';
 import { span } from '../format.ts';
 import { watchJobs } from '../live.ts';
@@ -21,14 +21,22 @@ export function SessionCards() {
   const [now, setNow] = useState(Date.now());
   const [notice, setNotice] = useState<string | null>(null);
 
-  const read = () =>
-    Promise.all(
+  // Reads may answer out of order under load: an answer older than one shown is dropped.
+  const reads = useRef({ asked: 0, shown: 0 });
+  const read = () => {
+    const asked = ++reads.current.asked;
+    return Promise.all(
       ACTIVE.map((state) =>
         getJson<{ items: Job[] }>('/api/jobs/browse', { filterState: state, itemsPerPage: 100 }),
       ),
     )
-      .then((pages) => setJobs(pages.flatMap((p) => p.items)))
+      .then((pages) => {
+        if (asked < reads.current.shown) return;
+        reads.current.shown = asked;
+        setJobs(pages.flatMap((p) => p.items));
+      })
       .catch(() => {});
+  };
   useEffect(() => {
     void getJson<{ items: AppSummary[] }>('/api/apps')
       .then((r) => setApps(new Map(r.items.map((a) => [a.name, a]))))

@@ -21,7 +21,11 @@ interface Upload {
 let uploadCount = 0;
 
 /** The dialog open on the page, if any: what it asks, and for which entry. */
-type Asking = { kind: EntryAction; entry: FileEntry } | { kind: 'new-folder'; folder: string } | null;
+type Asking =
+  | { kind: EntryAction; entry: FileEntry }
+  | { kind: 'new-folder'; folder: string }
+  | { kind: 'empty-trash'; drive: string }
+  | null;
 
 type EntryAction = 'rename' | 'move' | 'trash';
 
@@ -84,6 +88,17 @@ export function FilesPage() {
           onClose={close}
         />
       );
+    if (asking.kind === 'empty-trash')
+      return (
+        <ConfirmDialog
+          title={`Empty the trash of ${asking.drive}?`}
+          action="Delete for good"
+          onConfirm={() => change('/api/files/trash/empty', { drive: asking.drive })}
+          onClose={close}
+        >
+          <p>Everything in it is deleted for good.</p>
+        </ConfirmDialog>
+      );
     const { entry } = asking;
     if (asking.kind === 'rename')
       return (
@@ -125,6 +140,8 @@ export function FilesPage() {
   })();
 
   const atDrive = folder !== null && drives.includes(folder);
+  /** The drive whose Trash folder this is, when it is one. */
+  const trashOf = drives.find((d) => folder === joinPath(d, 'Trash'));
   // Dropping files is a shortcut for the "Upload files" button, which the keyboard reaches.
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: a drop zone; the upload button does the same
@@ -152,6 +169,15 @@ export function FilesPage() {
         <button type="button" onClick={() => fileInput.current?.click()}>
           Upload files
         </button>
+        {trashOf !== undefined && (
+          <button
+            type="button"
+            class="danger"
+            onClick={() => setAsking({ kind: 'empty-trash', drive: trashOf })}
+          >
+            Empty trash
+          </button>
+        )}
         <input
           ref={fileInput}
           type="file"

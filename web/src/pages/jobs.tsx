@@ -4,7 +4,7 @@ import { Options } from '../components/options.tsx';
 import { SessionCards } from '../components/session-cards.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
 import { OUTCOME_LABEL, span, when } from '../format.ts';
-import { type ListFilter, withJob } from '../job-list.ts';
+import { type ListFilter, listFollower, type Shown } from '../job-list.ts';
 import { watchJobs } from '../live.ts';
 import { Link, navigate, queryOf } from '../router.tsx';
 import { connectHref, isSessionApp, timeLeft } from '../sessions.ts';
@@ -48,43 +48,33 @@ export function JobsPage() {
   const [next, setNext] = useState<string | null>(null);
   const [apps, setApps] = useState<AppSummary[]>([]);
   const [error, setError] = useState<string | null>(null);
-  // What is shown, as the stream's handler reads it between renders.
-  const shown = useRef<{ jobs: readonly Job[] | null; next: string | null }>({ jobs: null, next: null });
-  const show = (list: readonly Job[] | null, after: string | null) => {
-    shown.current = { jobs: list, next: after };
-    setJobs(list);
-    setNext(after);
+  // The list's follower, which "Show more" adds the next page to.
+  const follower = useRef<ReturnType<typeof listFollower> | null>(null);
+  const show = (shown: Shown) => {
+    setJobs(shown.jobs);
+    setNext(shown.next);
   };
 
-  // One stream for every job: changes that arrive before the first page are applied on top of it.
+  // One stream for every job; each read of the first page gets the changes seen meanwhile on top.
   useEffect(() => {
     const filter = { state, outcome, app, project: workspace.value };
-    let early: Job[] = [];
+    const list = listFollower(filter, show);
+    follower.current = list;
     let current = true;
-    const read = (page: Promise<Page>) =>
+    const read = (page: Promise<Page>) => {
+      const answered = list.reading();
       page
-        .then((p) => {
-          if (!current) return;
-          const more = p.next !== null;
-          show(
-            early.reduce((list, job) => withJob(list, job, filter, more), p.items as readonly Job[]),
-            p.next,
-          );
-          early = [];
-        })
-        .catch((e: Error) => setError(e.message));
-    const stop = watchJobs(
-      (job) => {
-        const { jobs: list, next: after } = shown.current;
-        if (list === null) early.push(job);
-        else show(withJob(list, job, filter, after !== null), after);
-      },
-      () => void read(browse(filter)),
-    );
-    show(null, null);
+        .then((p) => (current ? answered(p) : answered(null)))
+        .catch((e: Error) => {
+          answered(null);
+          setError(e.message);
+        });
+    };
+    const stop = watchJobs(list.changed, () => read(browse(filter)));
+    show({ jobs: null, next: null });
     const started = state === '' && outcome === '' && app === '' ? startingPage : undefined;
     startingPage = undefined;
-    void read(started ? started.then((page) => page ?? browse(filter)) : browse(filter));
+    read(started ? started.then((page) => page ?? browse(filter)) : browse(filter));
     return () => {
       current = false;
       stop();
@@ -216,7 +206,7 @@ export function JobsPage() {
           type="button"
           onClick={() =>
             browse({ state, outcome, app, project: workspace.value }, next)
-              .then((page) => show([...(shown.current.jobs ?? []), ...page.items], page.next))
+              .then((page) => follower.current?.more(page))
               .catch((e: Error) => setError(e.message))
           }
         >
