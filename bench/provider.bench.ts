@@ -11,7 +11,7 @@
  *   to the moment Core received it, p50/p99, for jobs created at a steady rate (one at a time,
  *   `--rate` per second), and for the backlog the bulk case leaves (how long Core waits for it).
  *
- *   node bench/provider.bench.ts [--seconds 8] [--rate 50]
+ *   node bench/provider.bench.ts [--seconds 8] [--rate 50] [--batch 500] [--calls 4]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -23,7 +23,13 @@ import { fakeUcloudCore, ucloudApplication } from '../test/support/fake-ucloud-c
 import { type Served, startServe, stopServe } from '../test/support/serve.ts';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '8' }, rate: { type: 'string', default: '50' } },
+  options: {
+    seconds: { type: 'string', default: '8' },
+    rate: { type: 'string', default: '50' },
+    // The outbox delivery's settings (ucloud.batchSize, ucloud.concurrentCalls); ucompute's defaults when left out.
+    batch: { type: 'string' },
+    calls: { type: 'string' },
+  },
 });
 const SECONDS = Number(values.seconds);
 const RATE = Number(values.rate);
@@ -84,6 +90,8 @@ async function serveProvider(): Promise<Served> {
       `  refreshTokenFile: ${join(dir, 'refresh-token')}`,
       `  corePublicKeyFile: ${join(dir, 'ucloud_key.pub')}`,
       '  publicUrl: http://127.0.0.1',
+      ...(values.batch !== undefined ? [`  batchSize: ${values.batch}`] : []),
+      ...(values.calls !== undefined ? [`  concurrentCalls: ${values.calls}`] : []),
       '',
     ].join('\n'),
   });
@@ -150,13 +158,15 @@ function delivered(prefix: string) {
   const latencies: number[] = [];
   const ended = new Set<string>();
   let last = 0;
+  let lastWritten = 0;
   for (const u of core.state.updates) {
     if (!u.id.startsWith(prefix)) continue;
     latencies.push(u.receivedAt - Number(u.update.timestamp));
     if (u.update.state === 'SUCCESS') ended.add(u.id);
     last = Math.max(last, u.receivedAt);
+    lastWritten = Math.max(lastWritten, Number(u.update.timestamp));
   }
-  return { latencies: latencies.sort((a, b) => a - b), ended: ended.size, last };
+  return { latencies: latencies.sort((a, b) => a - b), ended: ended.size, last, lastWritten };
 }
 
 /** Waits (bounded: 600 s) until Core heard that `count` jobs of `prefix` ended. */
@@ -231,7 +241,7 @@ try {
   const failures = single.failures + bulk.failures + refSingle.failures + refBulk.failures;
   if (failures > 0 || !steadyAllEnded || !bulkAllEnded) process.exitCode = 1;
   console.log(
-    `commit ${commit}, Node ${process.version}, dry backend, ${SECONDS} s per case, server, wrk and the fake Core on one machine; load average ${loadAtStart} at the start, ${load()} at the end\n`,
+    `commit ${commit}, Node ${process.version}, dry backend, ${SECONDS} s per case, delivery batch ${values.batch ?? 'default'} × ${values.calls ?? 'default'} calls, server, wrk and the fake Core on one machine; load average ${loadAtStart} at the start, ${load()} at the end\n`,
   );
   console.log('| case | requests | non-200 | jobs/s | request p50 ms | request p99 ms | × standalone |');
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
@@ -252,7 +262,7 @@ try {
     `| backlog of the bulk case | ${bulk.jobs} | ${backlog.latencies.length} | ${quantile(backlog.latencies, 0.5)} | ${quantile(backlog.latencies, 0.99)} | ${backlog.latencies.at(-1)} |`,
   );
   console.log(
-    `\nThe bulk case's backlog reached Core ${((backlog.last - bulkEndedAt) / 1000).toFixed(1)} s after its last request (${Math.round(backlog.latencies.length / Math.max((backlog.last - bulkEndedAt) / 1000 + SECONDS, 0.001))} updates/s delivered over the case and its drain).`,
+    `\nThe bulk case's backlog reached Core ${((backlog.last - bulkEndedAt) / 1000).toFixed(1)} s after its last request (${Math.round(backlog.latencies.length / Math.max((backlog.last - bulkEndedAt) / 1000 + SECONDS, 0.001))} updates/s delivered over the case and its drain); ucompute wrote its last update ${((backlog.lastWritten - bulkEndedAt) / 1000).toFixed(1)} s after the last request (the jobs' own run and end, on the dry backend).`,
   );
 } finally {
   await stopServe(provider);

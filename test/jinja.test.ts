@@ -44,6 +44,26 @@ test("Jinja's constants, ternary, range and the match/search tests", () => {
   assert.equal(renderJinja(template, { mode: 'fast', n: 3 }), "fast| has-as|'big'|012|True ");
 });
 
+test("match/search take gonja's keyword arguments ignorecase and multiline, as IM2 defines them", () => {
+  const is = (test: string, value: string) =>
+    renderJinja(`{% if v is ${test} %}y{% else %}n{% endif %}`, { v: value });
+  assert.equal(is('search("AS")', 'fast'), 'n');
+  assert.equal(is('search("AS", ignorecase=True)', 'fast'), 'y');
+  assert.equal(is('match("F.ST", ignorecase=True)', 'fast'), 'y');
+  assert.equal(is('match("F.ST", ignorecase=False)', 'fast'), 'n');
+  assert.equal(is('search("^b$")', 'a\nb'), 'n');
+  assert.equal(is('search("^b$", multiline=True)', 'a\nb'), 'y');
+  assert.equal(is('search("^B$", multiline=True, ignorecase=True)', 'a\nb'), 'y');
+  assert.throws(() => is('search("a", ignorecase="yes")', 'a'), /ignorecase must be a boolean/);
+  assert.throws(() => is('search("a", "b")', 'a'), /expected a pattern to match against/);
+  assert.throws(() => is('search', 'a'), /expected a pattern to match against/);
+  // nunjucks' own tests keep working with the arguments compiled this way.
+  assert.equal(
+    renderJinja('{% if 4 is divisibleby(2) %}y{% endif %}{% if x is not defined %}z{% endif %}', {}),
+    'yz',
+  );
+});
+
 test('a template reaches only data: no prototype, no Function, bounded loops and output', () => {
   assert.equal(
     renderJinja('[{{ ucloud.constructor }}][{{ name.length }}]', { ucloud: {}, name: 'abc' }),

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { WebSocket } from 'ws';
+import { buildCatalog } from '../src/catalog/catalog.ts';
 import { followAsCore, getAt } from './support/core-sessions.ts';
 import { ucloudApplication } from './support/fake-ucloud-core.ts';
 import { catalog } from './support/fixtures.ts';
@@ -109,6 +110,84 @@ test('a job ucompute cannot run is refused by name: a virtual machine tool, a pr
   assert.match(String(r2.body.why), /private_network: private networks are not offered/);
   assert.equal(await w.store.jobs.get('1003'), undefined);
   assert.equal(await w.store.jobs.get('1004'), undefined);
+});
+
+test('a Jinja invocation that does not render: alone, a 400 naming it; in a bulk, that job FAILURE at Core, the others run', async () => {
+  const v2 = buildCatalog([
+    {
+      path: 'shell.yml',
+      text: [
+        'application: v2',
+        'name: shell',
+        'version: "1"',
+        'software: { type: Container, image: ubuntu }',
+        'parameters:',
+        '  web: { type: Boolean, title: Web, optional: true }',
+        'invocation: |',
+        '  {% if web %}{{ dynamicInterface(0, "WEB", "extra", 8080) }}{% endif %}',
+        '  sleep infinity',
+        '',
+      ].join('\n'),
+    },
+  ]).catalog.find('shell', '1')!;
+  const shell = (id: string, web: boolean) =>
+    w.core.job(id, ucloudApplication(v2), {
+      ...spec('shell'),
+      application: { name: 'shell', version: '1' },
+      parameters: { web: { type: 'boolean', value: web } },
+    });
+  const alone = await callProvider(w, '', { items: [shell('1011', true)] });
+  assert.equal(alone.status, 400);
+  assert.match(
+    String(alone.body.why),
+    /^items\[0\]\.specification\.application: shell's invocation does not render for this job: .*dynamicInterface/,
+  );
+  assert.equal(await w.store.jobs.get('1011'), undefined);
+
+  const bulk = await callProvider(w, '', { items: [shell('1012', false), shell('1013', true)] });
+  assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
+  assert.deepEqual(bulk.body, { responses: [null, null] });
+  await until(() => states(w, '1012').includes('RUNNING'), { describe: '1012 RUNNING at Core' });
+  await until(() => states(w, '1013').includes('FAILURE'), { describe: '1013 FAILURE at Core' });
+  assert.equal(await w.store.jobs.get('1013'), undefined);
+  assert.match(
+    String(w.core.updatesOf('1013')[0]?.status),
+    /^ucompute cannot run this job: items\[1\]\.specification\.application: shell's invocation does not render/,
+  );
+  assert.equal((await callProvider(w, '/terminate', { items: [shell('1012', false)] })).status, 200);
+});
+
+test("a Core job that asks for no time gets the tool's default within the maximum, as a job that asks for none here", async () => {
+  const { timeAllocation: _none, ...untimed } = spec('terminal');
+  const created = await callProvider(w, '', { items: [w.core.job('1014', app('terminal'), untimed)] });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const tool = catalog.find('terminal', '1.0')!.tool.defaultTimeAllocation;
+  const byDefault = tool ? ((tool.hours * 60 + tool.minutes) * 60 + tool.seconds) * 1000 : undefined;
+  assert.equal(
+    (await w.store.jobs.get('1014'))?.timeAllocationMs,
+    Math.min(byDefault ?? Infinity, 168 * 3_600_000),
+  );
+  assert.equal(
+    (await callProvider(w, '/terminate', { items: [w.core.job('1014', app('terminal'), untimed)] })).status,
+    200,
+  );
+});
+
+test('creates that arrive together are all stored before they are answered, and run', async () => {
+  const ids = Array.from({ length: 12 }, (_, i) => `${1100 + i}`);
+  const answers = await Promise.all(
+    ids.map((id) => callProvider(w, '', { items: [w.core.job(id, app('terminal'), spec('terminal'))] })),
+  );
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    ids.map(() => 200),
+  );
+  for (const id of ids) assert.equal((await w.store.jobs.get(id))?.id, id);
+  await until(() => ids.every((id) => states(w, id).includes('RUNNING')), {
+    describe: 'all RUNNING at Core',
+  });
+  const jobs = ids.map((id) => w.core.job(id, app('terminal'), spec('terminal')));
+  assert.equal((await callProvider(w, '/terminate', { items: jobs })).status, 200);
 });
 
 test('the end-user API is off; the admin still reads', async () => {

@@ -2,13 +2,17 @@ import assert from 'node:assert/strict';
 import { relative } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { buildCatalog, readCatalogFiles } from '../src/catalog/catalog.ts';
 import { planJob } from '../src/jobs/plan.ts';
+import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
+import { ValidationError } from '../src/model/errors.ts';
 import type { AppParameterValue } from '../src/model/parameter-value.ts';
 import { runCli } from './support/cli.ts';
 import { CREATED_AT, JOB_ID, products } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * UCloud's own example applications and tools (test/fixtures/ucloud-apps, copied from UCloud's
@@ -258,7 +262,7 @@ test('apps validate prints a warning line per ignored field and the refusals, an
   );
 });
 
-test("core2's v2 terminal runs its Jinja script per rank; extra web interfaces are refused by name", async () => {
+test("core2's v2 terminal runs its Jinja script per rank", async () => {
   const config = resolvePipelineConfig({ security: { allowRootApps: true } });
   const plan = (parameters: Record<string, AppParameterValue>) =>
     planJob(
@@ -282,8 +286,40 @@ test("core2's v2 terminal runs its Jinja script per rank; extra web interfaces a
   assert.match(script!, /RANK=0/);
   assert.match(script!, /RANK=1/);
   assert.match(script!, new RegExp(`CORES=${products.find((p) => p.id === 'u1-standard-1')!.cpu}\\b`));
-  await assert.rejects(
-    plan({ numWeb: { type: 'integer', value: 2 } }),
-    /dynamicInterface: .*extra interfaces are not offered/,
+});
+
+test('a Jinja invocation that does not render is refused when the job is created, naming it; nothing is created', async () => {
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  const service = createJobService({
+    store,
+    env: { catalog, products, config: resolvePipelineConfig({ security: { allowRootApps: true } }) },
+    backend: dryBackend({ runForMs: null }),
+    requireCredits: false,
+  });
+  const terminal = (parameters: Record<string, AppParameterValue>) => ({
+    application: { name: 'terminal-ubuntu', version: 'Aug2025-1' },
+    product: { id: 'u1-standard-1', category: 'u1-standard' },
+    parameters,
+  });
+  const alice = { username: 'alice', admin: false };
+  // numWeb > 1 asks the template for dynamicInterface, which ucompute does not offer.
+  const refused = await service
+    .create(alice, [terminal({}), terminal({ numWeb: { type: 'integer', value: 2 } })])
+    .then(
+      () => assert.fail('created'),
+      (e: unknown) => e,
+    );
+  assert.ok(refused instanceof ValidationError, String(refused));
+  assert.deepEqual(
+    refused.issues.map((i) => i.path),
+    ['items[1].specification.application'],
   );
+  assert.match(
+    refused.issues[0]!.message,
+    /^terminal-ubuntu's invocation does not render for this job: .*dynamicInterface: .*extra interfaces are not offered/,
+  );
+  assert.deepEqual(await store.jobs.active(), []);
+  const [created] = await service.create(alice, [terminal({})]);
+  assert.equal((await store.jobs.get(created!))?.id, created);
 });

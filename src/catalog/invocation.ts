@@ -1,4 +1,5 @@
 import type { Application, ApplicationParameter, InvocationParameter } from '../model/application.ts';
+import type { LicenseServer } from '../model/config.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
 import { baseName } from '../model/paths.ts';
 
@@ -19,6 +20,14 @@ export function literal(text: string): string {
 export interface RenderOptions {
   /** How a license server id becomes `address:port[/license]`. */
   licenseAddress?: (id: string) => string | undefined;
+}
+
+/** RenderOptions.licenseAddress for the operator's license servers. */
+export function licenseAddressIn(servers: readonly LicenseServer[]): (id: string) => string | undefined {
+  return (id) => {
+    const server = servers.find((s) => s.id === id);
+    return server && `${server.address}:${server.port}${server.license ? `/${server.license}` : ''}`;
+  };
 }
 
 /** One parameter value as text, or undefined when it contributes nothing. */

@@ -11,7 +11,8 @@ import nunjucks from 'nunjucks';
  *   print as gonja prints them;
  * - filters `flag(on[, off])` (the flag, escaped, when the value is true; nothing for an empty
  *   flag) and `option(flag[, addSpace])` (`flag 'value'`, or `'flagvalue'` when the flag ends in
- *   `=` or addSpace is false; nothing without a value), tests `match` and `search`;
+ *   `=` or addSpace is false; nothing without a value), tests `match` and `search` (with gonja's
+ *   keyword arguments `ignorecase` and `multiline`);
  * - globals `ternary(condition, a, b)`, `range` and Jinja's `True`, `False`, `None`; `dynamicInterface` and `setInterfaceName`
  *   declare extra web interfaces, which ucompute does not offer: they fail the rendering;
  * - `{- name -}` template functions are replaced first, as IM2's Kubernetes integration does,
@@ -24,13 +25,38 @@ import nunjucks from 'nunjucks';
  * path leads to JavaScript's Function), `range` is bounded and so is the script.
  */
 
-const { runtime, lib } = nunjucks as unknown as {
+const { runtime, lib, compiler } = nunjucks as unknown as {
   runtime: {
     SafeString: new (s: string) => object;
     suppressValue: (value: unknown, autoescape: boolean) => unknown;
     memberLookup: (obj: unknown, key: unknown) => unknown;
   };
   lib: { TemplateError: new (message: string) => Error };
+  compiler: { Compiler: { prototype: TestCompiler } };
+};
+
+/** The part of nunjucks' compiler that compiles `value is test(args…)`. */
+interface TestCompiler {
+  compileIs(node: IsNode, frame: unknown): void;
+  _emit(code: string): void;
+  compile(node: unknown, frame: unknown): void;
+  _compileAggregate(node: unknown, frame: unknown, start: string, end: string): void;
+}
+interface IsNode {
+  left: unknown;
+  right: { name?: { value: string }; value?: string; args?: unknown };
+}
+
+// nunjucks compiles a test's arguments without commas between them, so `is search(p,
+// ignorecase=True)` (gonja's keyword arguments) or any second argument is a syntax error. This
+// compiles them as a call's arguments are: separated, keyword arguments last as one object. The
+// test name is nunjucks' own lookup (env.getTest), as before.
+compiler.Compiler.prototype.compileIs = function compileIs(this: TestCompiler, node, frame) {
+  const test = node.right.name ? node.right.name.value : node.right.value;
+  this._emit(`env.getTest(${JSON.stringify(test)}).call(context, `);
+  this.compile(node.left, frame);
+  if (node.right.args) this._compileAggregate(node.right.args, frame, ', ', '');
+  this._emit(') === true');
 };
 
 /** UCloud's EscapeBash: one single-quoted word. */
@@ -83,14 +109,32 @@ const notOffered = (name: string) => () => {
 };
 
 /**
- * A `match`/`search` test: the value against a regular expression (whole value for match).
- * nunjucks parses no keyword arguments in a test, so gonja's `ignorecase`/`multiline` are not
- * offered: a template using them fails to render, naming the place.
+ * A `match`/`search` test as IM2 defines it: the value against a regular expression (the whole
+ * value for match), with the keyword arguments `ignorecase` and `multiline` (booleans).
  */
-const regexTest = (whole: boolean) => (value: unknown, pattern: unknown) => {
-  if (typeof value !== 'string') throw new Error('input value must be a string');
-  return new RegExp(whole ? `^(?:${String(pattern)})$` : String(pattern)).test(value);
-};
+const regexTest =
+  (whole: boolean) =>
+  (value: unknown, ...args: unknown[]): boolean => {
+    if (typeof value !== 'string') throw new Error('input value must be a string');
+    const last = args.at(-1);
+    // nunjucks passes keyword arguments last, as one object it marks with `__keywords`.
+    const keywords =
+      typeof last === 'object' && last !== null && Object.hasOwn(last, '__keywords')
+        ? (args.pop() as Record<string, unknown>)
+        : {};
+    if (args.length !== 1) throw new Error('expected a pattern to match against');
+    let flags = '';
+    for (const [name, flag] of [
+      ['ignorecase', 'i'],
+      ['multiline', 'm'],
+    ] as const) {
+      const given = Object.hasOwn(keywords, name) ? keywords[name] : false;
+      if (typeof given !== 'boolean') throw new Error(`${name} must be a boolean`);
+      if (given) flags += flag;
+    }
+    const pattern = String(args[0]);
+    return new RegExp(whole ? `^(?:${pattern})$` : pattern, flags).test(value);
+  };
 
 const environment = new nunjucks.Environment([], { autoescape: true, throwOnUndefined: false });
 environment.addFilter('flag', (value: unknown, on: unknown, off: unknown = '') => {

@@ -37,4 +37,6 @@ ucompute's own users, wallets and end-user job API are off (the admin token stil
   refreshTokenFile    the refresh token Core issued for the provider
   corePublicKeyFile   Core's public key for the provider (base64 DER as UCloud hands it out, or PEM)
   publicUrl           where browsers reach this ucompute (session links, terminals)
-  legacyChargeCredits also charge through jobs/control/chargeCredits (Kotlin Core); default false`;
+  legacyChargeCredits also charge through jobs/control/chargeCredits (Kotlin Core); default false
+  batchSize           most updates or usage reports in one call to Core (1-1000); default 500
+  concurrentCalls     calls to Core under way at once, a job's updates in one (1-16); default 4`;

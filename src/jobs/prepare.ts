@@ -1,6 +1,8 @@
 import type { Catalog } from '../catalog/catalog.ts';
+import { licenseAddressIn } from '../catalog/invocation.ts';
+import { jinjaCommand, jinjaTemplate } from '../catalog/jinja-script.ts';
 import { checkParameters } from '../catalog/parameters.ts';
-import { durationMillis } from '../model/application.ts';
+import { type Application, durationMillis } from '../model/application.ts';
 import type { ResolvedPipelineConfig } from '../model/config.ts';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { JobSpecification } from '../model/job.ts';
@@ -174,6 +176,14 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
     if (!(e instanceof ValidationError)) throw e;
     issues.addAll(e.issues);
   }
+  if (parameters && product) {
+    const failure = jinjaFailure(
+      application,
+      { id: identity.id, replicas, product, values: parameters.values },
+      env,
+    );
+    if (failure !== undefined) issues.add('specification.application', failure);
+  }
   issues.throwIfAny();
 
   const { drives: _drives, ...ids } = identity;
@@ -188,6 +198,32 @@ export function prepareJob(specification: unknown, identity: JobIdentity, env: J
     timeAllocationMillis,
     sshEnabled,
   };
+}
+
+/**
+ * Why the application's Jinja invocation (`application: v2`) does not render for this job, if it
+ * does not (a syntax error, a function ucompute does not offer such as `dynamicInterface`, a
+ * script too long): found when the job is created, not when it is submitted.
+ */
+function jinjaFailure(
+  application: Application,
+  job: { id: string; replicas: number; product: Product; values: Record<string, AppParameterValue> },
+  env: JobEnvironment,
+): string | undefined {
+  const template = jinjaTemplate(application);
+  if (template === undefined) return undefined;
+  try {
+    jinjaCommand(
+      template,
+      { ...job, application },
+      { licenseAddress: licenseAddressIn(env.config.licenseServers) },
+    );
+    return undefined;
+  } catch (e) {
+    // Nunjucks says where on a line of its own: one line, as every issue is.
+    const why = (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, ' ');
+    return `${application.metadata.name}'s invocation does not render for this job: ${why}`;
+  }
 }
 
 const INPUT_KINDS: Record<string, EntryKind> = { input_file: 'file', input_directory: 'folder' };

@@ -22,8 +22,10 @@ export const UcloudProviderConfig = Type.Object(
     publicUrl: Type.String({ pattern: '^https?://[^/?#]+/?$', description: 'an http(s) origin' }),
     /** Also charge through the legacy `jobs/control/chargeCredits` (Kotlin Core); default false. */
     legacyChargeCredits: Type.Optional(Type.Boolean()),
-    /** Most updates or usage reports in one call to Core; default 100. */
+    /** Most updates or usage reports in one call to Core; default 500. */
     batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    /** Calls to Core under way at once, each for its own jobs (a job's updates stay in order); default 4. */
+    concurrentCalls: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 })),
   },
   closed,
 );

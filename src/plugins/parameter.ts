@@ -1,4 +1,4 @@
-import { literal, renderCommand, renderEnvironment } from '../catalog/invocation.ts';
+import { licenseAddressIn, literal, renderCommand, renderEnvironment } from '../catalog/invocation.ts';
 import { jinjaCommand, jinjaTemplate } from '../catalog/jinja-script.ts';
 import { setEnv, userContainer } from './builder.ts';
 import type { JobPlugin } from './plugin.ts';
@@ -12,10 +12,7 @@ import type { JobPlugin } from './plugin.ts';
 export const parameterPlugin: JobPlugin = {
   name: 'Parameter',
   onCreate(ctx, job, build) {
-    const licenseAddress = (id: string) => {
-      const server = ctx.config.licenseServers.find((s) => s.id === id);
-      return server && `${server.address}:${server.port}${server.license ? `/${server.license}` : ''}`;
-    };
+    const licenseAddress = licenseAddressIn(ctx.config.licenseServers);
     const values = job.parameters.values;
     const container = userContainer(build);
     const template = jinjaTemplate(job.application);

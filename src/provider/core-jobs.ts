@@ -94,9 +94,13 @@ function specificationOf(raw: Json, issues: IssueList): JobSpecification {
     replicas: typeof raw.replicas === 'number' ? raw.replicas : 1,
     parameters,
     resources,
-    timeAllocation: isObject(raw.timeAllocation)
-      ? (raw.timeAllocation as JobSpecification['timeAllocation'])
-      : null,
+    // Core sends none when the user asked for none (core2 then sets no limit): as a job that asks
+    // for no time here, it gets its tool's default within the operator's maximum, else the maximum.
+    ...optional(
+      'timeAllocation',
+      raw.timeAllocation as JobSpecification['timeAllocation'],
+      isObject(raw.timeAllocation),
+    ),
     ...optional('openedFile', raw.openedFile, typeof raw.openedFile === 'string' && raw.openedFile !== ''),
     ...optional('restartOnExit', raw.restartOnExit, typeof raw.restartOnExit === 'boolean'),
     ...optional('sshEnabled', raw.sshEnabled, typeof raw.sshEnabled === 'boolean'),

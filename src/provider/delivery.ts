@@ -7,6 +7,13 @@ import type { ChargeEntry, UsageEntry } from './outbox.ts';
 // entries of one kind, so that what happened to a job reaches Core in the order it happened. A
 // call that fails (Core down, 5xx, a timeout) is tried again after a back-off that doubles up to
 // a limit; nothing leaves the outbox before Core has answered it.
+//
+// Several calls are under way at once (`lanes`): each job belongs to one lane (by its id), and a
+// lane sends its entries one call after another, so a job's entries are never in two calls at
+// once and reach Core in order, while other jobs' go in the other lanes. Nothing is merged: Core
+// keeps every update of a job as its history (core2 appends each to `job.Updates` and notifies
+// each change of state, `core2/pkg/orchestrator/job.go` JobsControlAddUpdate), so a superseded
+// update is still told.
 
 /** Timers as delivery uses them: injected, so that tests drive back-offs without waiting. */
 export interface DeliveryClock {
@@ -29,6 +36,8 @@ export interface DeliveryOptions {
   outbox: UcloudOutboxStore;
   core: Pick<CoreClient, 'call'>;
   batchSize: number;
+  /** Calls to Core under way at once, each for its own jobs; 1 when left out. */
+  lanes?: number;
   clock?: DeliveryClock;
   /** First wait after a failed call; it doubles each time, up to `maxRetryMs`. */
   retryMs?: number;
@@ -61,12 +70,27 @@ export function runsOfOneKind(entries: readonly OutboxEntry[]): OutboxEntry[][] 
   return runs;
 }
 
+/** The lane of a job: a hash of its id (FNV-1a), the same for every entry of the job. */
+export function laneOf(jobId: string, lanes: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < jobId.length; i++) hash = Math.imul(hash ^ jobId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % lanes;
+}
+
+/** The entries split by lane, each lane's in the order they came, without empty lanes. */
+export function byLane(entries: readonly OutboxEntry[], lanes: number): OutboxEntry[][] {
+  const split: OutboxEntry[][] = Array.from({ length: lanes }, () => []);
+  for (const entry of entries) split[laneOf(entry.jobId, lanes)]!.push(entry);
+  return split.filter((lane) => lane.length > 0);
+}
+
 export type Delivery = ReturnType<typeof outboxDelivery>;
 
 export function outboxDelivery(o: DeliveryOptions) {
   const clock = o.clock ?? systemClock;
   const retryMs = o.retryMs ?? 1000;
   const maxRetryMs = o.maxRetryMs ?? 60_000;
+  const lanes = o.lanes ?? 1;
   let failures = 0;
   let timer: unknown;
   let running: Promise<void> | undefined;
@@ -112,11 +136,25 @@ export function outboxDelivery(o: DeliveryOptions) {
     o.delivered?.(run, clock.now());
   }
 
+  /** One lane's entries, in calls of at most batchSize; stops at the first call that fails. */
+  async function deliverLane(entries: readonly OutboxEntry[]): Promise<void> {
+    for (let start = 0; start < entries.length && !stopped; start += o.batchSize) {
+      for (const run of runsOfOneKind(entries.slice(start, start + o.batchSize))) await deliver(run);
+    }
+  }
+
+  /**
+   * Delivers the oldest entries, up to a batch per lane at a time, until none is left. A lane that
+   * fails leaves its entries, and so every later entry of its jobs, for the next pass after the
+   * back-off; the other lanes' calls finish first.
+   */
   async function pass(): Promise<void> {
     for (;;) {
-      const batch = await o.outbox.oldest(o.batchSize);
-      if (batch.length === 0 || stopped) return;
-      for (const run of runsOfOneKind(batch)) await deliver(run);
+      const window = await o.outbox.oldest(o.batchSize * lanes);
+      if (window.length === 0 || stopped) return;
+      const outcomes = await Promise.allSettled(byLane(window, lanes).map(deliverLane));
+      const failed = outcomes.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
     }
   }
 

@@ -62,7 +62,8 @@ export async function openProvider(o: ProviderOptions) {
   const delivery = outboxDelivery({
     outbox,
     core,
-    batchSize: config.batchSize ?? 100,
+    batchSize: config.batchSize ?? 500,
+    lanes: config.concurrentCalls ?? 4,
     clock,
     ...(o.retryMs !== undefined ? { retryMs: o.retryMs } : {}),
     ...(o.maxRetryMs !== undefined ? { maxRetryMs: o.maxRetryMs } : {}),

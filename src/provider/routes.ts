@@ -6,13 +6,15 @@ import type { JobEnvironment } from '../jobs/prepare.ts';
 import { prepareJob } from '../jobs/prepare.ts';
 import { computeSupport } from '../jobs/presentation.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
-import { ValidationError } from '../model/errors.ts';
+import { formatIssue, ValidationError } from '../model/errors.ts';
 import { isFinal } from '../model/job-states.ts';
+import type { PreparedJob } from '../plugins/plugin.ts';
 import type { UcloudOutboxStore } from '../store/ucloud-outbox.ts';
 import type { CoreCatalog } from './core-catalog.ts';
 import { readCoreJob } from './core-jobs.ts';
 import { CoreTokenError, verifyCoreToken } from './core-token.ts';
 import type { Delivery } from './delivery.ts';
+import type { CoreJobUpdate } from './outbox.ts';
 
 // The endpoints UCloud Core calls on its provider, under `/ucloud/<providerId>/jobs` (SDU-eScience/
 // UCloud `backend/accounting-service/api/src/main/kotlin/providers/ResourceProviderApi.kt`,
@@ -83,26 +85,75 @@ export function providerRoutes(p: ProviderRouteParts) {
     vnc: (jobId, rank, secret) => `${p.publicUrl}${base}/vnc?token=${secret}&jobId=${jobId}&rank=${rank}`,
   };
 
-  /** Stores Core's jobs and queues them; all or nothing. */
+  /**
+   * Stores Core's jobs and queues them, each on its own, as IM2 answers `jobs.create`: one job
+   * ucompute cannot run is a 4xx naming the field (core2 sends one job per call and deletes its
+   * record when the provider refuses it); in a bulk of several, the others are created and each
+   * refused one is told to Core as FAILURE with the reason, its answer `null` like the others'.
+   */
   async function create(items: unknown[]): Promise<{ responses: null[] }> {
     const now = p.now();
-    const inItem = <T>(i: number, fn: () => T): T => {
+    const admitted: PreparedJob[] = [];
+    const refused: CoreJobUpdate[] = [];
+    for (const [i, item] of items.entries()) {
+      const id = jobIdOf(item, i, false);
       try {
-        return fn();
+        const job = readCoreJob(item, now);
+        await p.catalog.remember(job.application);
+        admitted.push(
+          prepareJob(job.specification, { id: job.id, owner: job.owner, createdAt: job.createdAt }, p.env),
+        );
       } catch (e) {
         if (!(e instanceof ValidationError)) throw e;
-        throw new ValidationError(e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` })));
+        const located = e.issues.map((issue) => ({ ...issue, path: `items[${i}].${issue.path}` }));
+        if (items.length === 1) throw new ValidationError(located);
+        const why = located.map(formatIssue).join('; ');
+        refused.push({
+          id,
+          update: { state: 'FAILURE', status: `ucompute cannot run this job: ${why}`, timestamp: now },
+        });
       }
-    };
-    const read = items.map((item, i) => inItem(i, () => readCoreJob(item, now)));
-    for (const job of read) await p.catalog.remember(job.application);
-    const prepared = read.map((job, i) =>
-      inItem(i, () =>
-        prepareJob(job.specification, { id: job.id, owner: job.owner, createdAt: job.createdAt }, p.env),
-      ),
-    );
-    await p.service.admit(prepared);
+    }
+    await admitSoon(admitted);
+    if (refused.length > 0) {
+      for (const update of refused) await p.outbox.add('update', update.id, update, now);
+      p.delivery.kick();
+    }
     return { responses: items.map(() => null) };
+  }
+
+  /** Requests waiting for the next commit of admitted jobs. */
+  let waiting: { jobs: PreparedJob[]; done: (error?: unknown) => void }[] = [];
+
+  /**
+   * Stores the jobs durably before Core is answered. Requests that arrive within a millisecond
+   * share one transaction, and so one sync to disk, as the standalone API's do (src/jobs/intake.ts).
+   */
+  function admitSoon(jobs: PreparedJob[]): Promise<void> {
+    if (jobs.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      if (waiting.length === 0) setTimeout(() => void commitWaiting(), 1);
+      waiting.push({ jobs, done: (error) => (error === undefined ? resolve() : reject(error)) });
+    });
+  }
+
+  async function commitWaiting(): Promise<void> {
+    const group = waiting;
+    waiting = [];
+    try {
+      await p.service.admit(group.flatMap((request) => request.jobs));
+      for (const request of group) request.done();
+    } catch {
+      // One request's failure must not fail the others: each is committed on its own.
+      for (const request of group) {
+        try {
+          await p.service.admit(request.jobs);
+          request.done();
+        } catch (e) {
+          request.done(e);
+        }
+      }
+    }
   }
 
   /** The items' jobs that have not ended; an ended job needs nothing (core2 answers it 200). */

@@ -15,6 +15,8 @@ export async function processBackend(
   t: { after(fn: () => Promise<void>): void },
   capacity?: { cpuMillis: number; memoryBytes: number },
   clock?: Clock,
+  /** What the ended jobs' state and logs may hold together (the backend's default otherwise). */
+  retainedLogsBytes?: number,
 ) {
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-local-'));
   const runtime = processRuntime(join(dir, 'pods'), capacity);
@@ -28,6 +30,7 @@ export async function processBackend(
     },
     gracePeriodMs: 200,
     ...(clock ? { clock } : {}),
+    ...(retainedLogsBytes !== undefined ? { retainedLogsBytes } : {}),
   });
   const events: BackendEvent[] = [];
   backend.onEvent((e) => events.push(e));
@@ -45,5 +48,5 @@ export async function processBackend(
     for await (const c of backend.logs(id, { follow: false })) chunks.push(c);
     return chunks;
   };
-  return { backend, runtime, events, ended, logs };
+  return { backend, runtime, events, ended, logs, stateDir: join(dir, 'state') };
 }

@@ -13,7 +13,7 @@ import { jobController } from './controller/controller.ts';
 import { watchDiskUse } from './controller/disk-use.ts';
 import type { JobRun } from './controller/job-run.ts';
 import { readLogs } from './controller/log-reader.ts';
-import { forgetJob, saveRun } from './controller/persistence.ts';
+import { DEFAULT_RETAINED_LOGS_BYTES, forgetJob, saveRun } from './controller/persistence.ts';
 import { recoverJobs } from './controller/recovery.ts';
 import { jobReports } from './controller/reports.ts';
 import { localJobUsage } from './job-usage.ts';
@@ -30,6 +30,8 @@ export interface LocalBackendOptions {
   gracePeriodMs?: number;
   /** How the runtime rotates containers' output files: what readers and the output copy find. */
   logs?: LogRotation;
+  /** Most bytes the ended jobs' kept state and logs hold together. Default 10 GiB. */
+  retainedLogsBytes?: number;
   /** Most bytes a job's folder may use while it runs; none by default. */
   diskLimitBytes?: number;
   /** How often a running job's folder is measured. Default 10 s. */
@@ -70,6 +72,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
     rotation: options.logs ?? DEFAULT_LOGS,
     runs: new Map(),
     endedOrder: [],
+    retained: { limitBytes: options.retainedLogsBytes ?? DEFAULT_RETAINED_LOGS_BYTES, bytes: new Map() },
     closed: false,
     reports: jobReports(clock),
     requestOf: requestCache(),

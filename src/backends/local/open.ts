@@ -102,6 +102,7 @@ async function openLocked(o: OpenLocalOptions, stateDir: string) {
       }),
     },
     logs,
+    ...(o.config.retainedLogsBytes !== undefined ? { retainedLogsBytes: o.config.retainedLogsBytes } : {}),
     ...(o.config.gracePeriodMs !== undefined ? { gracePeriodMs: o.config.gracePeriodMs } : {}),
     ...(o.config.diskLimitBytes !== undefined ? { diskLimitBytes: o.config.diskLimitBytes } : {}),
     ...(o.config.diskCheckIntervalMs !== undefined

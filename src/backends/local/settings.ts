@@ -56,6 +56,11 @@ export const LocalSettings = Type.Object(
         closed,
       ),
     ),
+    /**
+     * Most bytes the ended jobs' kept state and logs may hold together (under <stateDir>/jobs); past
+     * it the oldest ended jobs' are removed, as past 10,000 ended jobs. Default 10 GiB.
+     */
+    retainedLogsBytes: Type.Optional(Type.Integer({ minimum: 2 ** 20, maximum: 2 ** 50 })),
     /** Most bytes a job's folder may use while it runs; over it, the job ends FAILURE. None by default. */
     diskLimitBytes: Type.Optional(Type.Integer({ minimum: 1 })),
     /** How often a running job's folder is measured against `diskLimitBytes`. Default 10 s. */

@@ -21,8 +21,10 @@ export interface LocalContext {
   graceMs: number;
   rotation: LogRotation;
   runs: Map<string, JobRun>;
-  /** Ended jobs, oldest first: the oldest are forgotten past ENDED_KEPT. */
+  /** Ended jobs, oldest first: the oldest are forgotten past ENDED_KEPT or `retained.limitBytes`. */
   endedOrder: string[];
+  /** What the ended jobs' kept folders (state and logs) hold: each one's bytes, and their bound. */
+  retained: { limitBytes: number; bytes: Map<string, number> };
   /** Set when the backend closes: what still runs is the next ucompute's to take over. */
   closed: boolean;
   reports: JobReports;

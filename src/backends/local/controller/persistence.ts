@@ -1,10 +1,12 @@
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalContext } from './context.ts';
 import { type JobRun, jobDir, type SavedJob, savedJob } from './job-run.ts';
 
 /** Ended jobs whose state and logs are kept; older ones are removed. */
 const ENDED_KEPT = 10_000;
+/** What the ended jobs' state and logs may hold together by default (`local.retainedLogsBytes`). */
+export const DEFAULT_RETAINED_LOGS_BYTES = 10 * 2 ** 30;
 
 /**
  * Makes a job's folder, passable by others (its hosts file is bound by path as the containers'
@@ -39,14 +41,38 @@ export async function savedJobs(ctx: LocalContext): Promise<SavedJob[]> {
 export const removeJobDir = (ctx: LocalContext, id: string) =>
   rm(jobDir(ctx.jobsDir, id), { recursive: true, force: true });
 
-/** Counts the job among the ended ones, forgetting the oldest past what is kept. */
+/**
+ * Counts the job among the ended ones with the bytes its folder keeps, forgetting the oldest past
+ * ENDED_KEPT jobs or past `ctx.retained.limitBytes` together (the newest is always kept).
+ */
 export async function keepEnded(ctx: LocalContext, id: string): Promise<void> {
+  const { retained } = ctx;
   ctx.endedOrder.push(id);
-  while (ctx.endedOrder.length > ENDED_KEPT) {
+  retained.bytes.set(id, await folderBytes(jobDir(ctx.jobsDir, id)));
+  let total = 0;
+  for (const bytes of retained.bytes.values()) total += bytes;
+  while (ctx.endedOrder.length > 1 && (ctx.endedOrder.length > ENDED_KEPT || total > retained.limitBytes)) {
     const oldest = ctx.endedOrder.shift()!;
+    total -= retained.bytes.get(oldest) ?? 0;
+    retained.bytes.delete(oldest);
     ctx.runs.delete(oldest);
     await removeJobDir(ctx, oldest);
+    ctx.log?.info({ jobId: oldest }, 'removed the oldest ended job’s state and logs (retention)');
   }
+}
+
+/** The bytes of the files below `path` (a job's folder: its state and logs), links not followed. */
+async function folderBytes(path: string, depth = 0): Promise<number> {
+  const s = await lstat(path).catch(() => undefined);
+  if (s === undefined) return 0;
+  if (!s.isDirectory()) return s.isFile() ? s.size : 0;
+  // A job's folder is <id>/logs/<files>: deeper is not ours to count.
+  if (depth > 3) return 0;
+  let bytes = 0;
+  for (const name of await readdir(path).catch(() => [] as string[])) {
+    bytes += await folderBytes(join(path, name), depth + 1);
+  }
+  return bytes;
 }
 
 /** Forgets a job entirely: its run, and its state and logs. */
@@ -54,5 +80,6 @@ export async function forgetJob(ctx: LocalContext, id: string): Promise<void> {
   ctx.runs.delete(id);
   const kept = ctx.endedOrder.indexOf(id);
   if (kept >= 0) ctx.endedOrder.splice(kept, 1);
+  ctx.retained.bytes.delete(id);
   await removeJobDir(ctx, id);
 }

@@ -3,7 +3,7 @@ import type { LocalContext } from './context.ts';
 import type { JobController } from './controller.ts';
 import { forgetAfterTtl } from './finished-ttl.ts';
 import { type JobRun, newRun, type PodRecord, runtimePodName } from './job-run.ts';
-import { savedJobs } from './persistence.ts';
+import { keepEnded, savedJobs } from './persistence.ts';
 
 /**
  * Finds the jobs of an earlier run of ucompute again: live pods re-adopted and watched, lost ones
@@ -20,7 +20,7 @@ export async function recoverJobs(
     const run = newRun(saved);
     ctx.runs.set(run.id, run);
     if (isFinalPhase(run.phase)) {
-      ctx.endedOrder.push(run.id);
+      await keepEnded(ctx, run.id);
       ctx.reports.report(run);
       run.end();
       forgetAfterTtl(ctx, run);
