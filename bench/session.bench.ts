@@ -37,6 +37,7 @@ import { startJupyter, VNC_CONNECTED } from '../test/support/browser.ts';
 import { panelDrawn } from '../test/support/desktop-canvas.ts';
 import { type Answer, call } from '../test/support/interactive.ts';
 import { serving, spawnServe } from '../test/support/serve.ts';
+import { until } from '../test/support/until.ts';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '10' }, 'desktop-runs': { type: 'string', default: '10' } },
@@ -60,18 +61,6 @@ for (const tool of [
   if (!(await which(tool))) throw new Error(`${tool} is needed (scripts/setup.sh installs it)`);
 }
 if (process.getuid?.() !== 0) throw new Error('the local backend runs as root');
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, attempt: () => Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + WAIT_MS;
-  while (Date.now() < end) {
-    const got = await attempt().catch(() => undefined);
-    if (got !== undefined) return got;
-    await sleep(POLL_MS);
-  }
-  throw new Error(`${what} did not happen within ${WAIT_MS / 1000} s`);
-}
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-session-bench-'));
 // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
@@ -197,7 +186,11 @@ try {
   }
   async function stop(id: string): Promise<void> {
     await api('/api/jobs/terminate', { items: [{ id }] });
-    await until('the job ending', async () => ((await stateOf(id)) === 'RUNNING' ? undefined : true));
+    await until(async () => (await stateOf(id)) !== 'RUNNING', {
+      describe: 'the job ending',
+      timeout: WAIT_MS,
+      every: POLL_MS,
+    });
   }
 
   interface Run {
@@ -212,7 +205,11 @@ try {
     const start = performance.now();
     const id = await submit('jupyter');
     try {
-      await until('RUNNING', async () => ((await stateOf(id)) === 'RUNNING' ? true : undefined));
+      await until(async () => (await stateOf(id)) === 'RUNNING', {
+        describe: 'RUNNING',
+        timeout: WAIT_MS,
+        every: POLL_MS,
+      });
       const running = performance.now() - start;
       const opened = await api<{ responses: { session: { redirectClientTo: string } }[] }>(
         '/api/jobs/interactiveSession',
@@ -222,10 +219,13 @@ try {
       const landed = await call(port, { host: link.host, path: link.pathname + link.search });
       const ours = (landed.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
       if (landed.status !== 303 || ours === '') throw new Error(`the link answered ${landed.status}`);
-      const first = await until('the first page', async () => {
-        const answer = await page(link.host, ours, landed.headers.location ?? '/');
-        return answer.status === 200 ? answer : undefined;
-      });
+      const first = await until(
+        async () => {
+          const answer = await page(link.host, ours, landed.headers.location ?? '/');
+          return answer.status === 200 ? answer : undefined;
+        },
+        { describe: 'the first page', timeout: WAIT_MS, every: POLL_MS },
+      );
       const pageAt = performance.now() - start;
       const xsrf = /_xsrf=([^;]+)/.exec((first.headers['set-cookie'] ?? []).join('\n'))?.[1] ?? '';
       const two = await onePlusOne(link.host, `${ours}; _xsrf=${xsrf}`, xsrf);
@@ -268,7 +268,11 @@ try {
       w.on('close', () => met.push('websocket closed'));
     });
     try {
-      await until('RUNNING', async () => ((await stateOf(id)) === 'RUNNING' ? true : undefined));
+      await until(async () => (await stateOf(id)) === 'RUNNING', {
+        describe: 'RUNNING',
+        timeout: WAIT_MS,
+        every: POLL_MS,
+      });
       const running = performance.now() - start;
       const opened = await api<{ responses: { session: { url: string } }[] }>(
         '/api/jobs/interactiveSession',
@@ -279,9 +283,11 @@ try {
       await page.goto(opened.responses[0]?.session.url ?? '');
       await page.locator(VNC_CONNECTED).waitFor({ timeout: WAIT_MS });
       const connected = performance.now() - start;
-      await until('XFCE\u2019s panel drawn', async () =>
-        (await page.evaluate(panelDrawn)) ? true : undefined,
-      );
+      await until(() => page.evaluate(panelDrawn), {
+        describe: 'XFCE\u2019s panel drawn',
+        timeout: WAIT_MS,
+        every: POLL_MS,
+      });
       return { running, connected, drawn: performance.now() - start };
     } catch (error) {
       const status = await page

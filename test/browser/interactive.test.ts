@@ -15,12 +15,12 @@ import {
   SYSTEM_PATH,
   startDesktop,
   startJupyter,
-  until,
   VNC_CONNECTED,
 } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
+import { until } from '../support/until.ts';
 
 /**
  * The three session kinds in Debian's Chromium, driven by playwright-core: Jupyter through the web
@@ -124,7 +124,11 @@ describe('sessions in a browser', tools, () => {
       }),
     });
     const id = JSON.parse(created.body).responses[0].id as string;
-    await until('the job running', async () => (await w.store.jobs.get(id))?.state === 'RUNNING', 200, 100);
+    await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', {
+      describe: 'the job running',
+      timeout: 20_000,
+      every: 100,
+    });
     return id;
   }
 
@@ -159,12 +163,11 @@ describe('sessions in a browser', tools, () => {
     const session = await open(id, 'VNC');
     await page.goto(session.url);
     await page.locator(VNC_CONNECTED).waitFor({ timeout: 60_000 });
-    await until(
-      'a drawn desktop',
-      async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2,
-      200,
-      100,
-    );
+    await until(async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2, {
+      describe: 'a drawn desktop',
+      timeout: 20_000,
+      every: 100,
+    });
     // The page dropped the secret from the address bar once it had read it.
     assert.doesNotMatch(page.url(), /#/);
     await page.screenshot({ path: join(ARTIFACTS, 'desktop.png') });
@@ -174,7 +177,7 @@ describe('sessions in a browser', tools, () => {
     const id = await running('terminal');
     const session = await open(id, 'SHELL');
     await page.goto(`http://localhost:${w.port}/sessions/shell#${session.sessionIdentifier}`);
-    await fortyTwoInTerminal(page, 200, 100);
+    await fortyTwoInTerminal(page, 20_000);
     await page.screenshot({ path: join(ARTIFACTS, 'terminal.png') });
     assert.deepEqual(processesWithArgument(session.sessionIdentifier), []);
   });

@@ -12,7 +12,6 @@ import {
   startDesktop,
   startJupyter,
   tcpRelay,
-  until,
   VNC_CONNECTED,
 } from '../support/browser.ts';
 import { type FakeCluster, fakeCluster } from '../support/fake-kube/cluster.ts';
@@ -20,6 +19,7 @@ import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
+import { until } from '../support/until.ts';
 
 /**
  * The example apps on the Kubernetes backend, in Chromium: `ucompute serve --backend kubernetes`
@@ -91,7 +91,11 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
   /** Starts the app as a job; the fake cluster admits it and "runs" rank 0 on the test's program. */
   async function running(app: string): Promise<string> {
     const id = await client.submit(app);
-    await until(`the Volcano Job of ${app}`, async () => cluster.volcano.job(id) !== undefined);
+    await until(async () => cluster.volcano.job(id) !== undefined, {
+      describe: `the Volcano Job of ${app}`,
+      timeout: 60_000,
+      every: 200,
+    });
     const port = appPorts.get(app);
     if (port !== undefined) cluster.api.forwardPort(NAMESPACE, `j-${id}-job-0`, port);
     cluster.volcano.admit(id);
@@ -131,12 +135,11 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
     await page.goto(session.url);
     // The page says when noVNC finished the handshake (it tries again while the relay is not up).
     await page.locator(VNC_CONNECTED).waitFor({ timeout: 90_000 });
-    await until(
-      'a drawn desktop',
-      async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2,
-      200,
-      100,
-    );
+    await until(async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2, {
+      describe: 'a drawn desktop',
+      timeout: 20_000,
+      every: 100,
+    });
     await page.screenshot({ path: join(ARTIFACTS, 'desktop-kubernetes.png') });
     assert.ok(callsTo('pods/portforward', id) > 0);
     await page.close();

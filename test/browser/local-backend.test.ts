@@ -6,17 +6,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import {
-  fortyTwoInTerminal,
-  localServeConfig,
-  serveClient,
-  until,
-  VNC_CONNECTED,
-} from '../support/browser.ts';
+import { fortyTwoInTerminal, localServeConfig, serveClient, VNC_CONNECTED } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { serving, spawnServe } from '../support/serve.ts';
+import { until } from '../support/until.ts';
 
 /**
  * The example apps as real jobs: `ucompute serve` on the local backend (its own bridge and
@@ -114,10 +109,13 @@ describe('the example apps on the local backend, in a browser', tools, () => {
     await page.goto(link);
     assert.doesNotMatch(page.url(), /ticket/);
     // Until Jupyter listens, the proxy answers 502 with a page saying so.
-    await until('Jupyter answering through the proxy', async () => {
-      const answer = await page.goto(`http://app-${id}-0.localhost:${new URL(url).port}/tree`);
-      return answer?.status() === 200;
-    });
+    await until(
+      async () => {
+        const answer = await page.goto(`http://app-${id}-0.localhost:${new URL(url).port}/tree`);
+        return answer?.status() === 200;
+      },
+      { describe: 'Jupyter answering through the proxy', timeout: 60_000, every: 200 },
+    );
     assert.equal(await page.evaluate<string>(ONE_PLUS_ONE), '2');
     await page.screenshot({ path: join(ARTIFACTS, 'jupyter-local.png') });
     // Neither the link's ticket nor the cookie's secret is in any process's arguments.
@@ -137,12 +135,11 @@ describe('the example apps on the local backend, in a browser', tools, () => {
     // Until Xvnc listens the relay closes at once; the page tries again and says when it is connected.
     await page.goto(session.url);
     await page.locator(VNC_CONNECTED).waitFor({ timeout: 120_000 });
-    await until(
-      'a drawn desktop',
-      async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2,
-      300,
-      100,
-    );
+    await until(async () => (await page.evaluate<number>(DISTINCT_COLOURS)) >= 2, {
+      describe: 'a drawn desktop',
+      timeout: 30_000,
+      every: 100,
+    });
     await page.screenshot({ path: join(ARTIFACTS, 'desktop-local.png') });
   });
 

@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import { localServeConfig, serveClient, until, VNC_CONNECTED } from '../support/browser.ts';
+import { localServeConfig, serveClient, VNC_CONNECTED } from '../support/browser.ts';
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
 import { outputTail, serving, spawnServe } from '../support/serve.ts';
+import { until } from '../support/until.ts';
 import {
   capture,
   DESKTOP,
@@ -152,7 +153,11 @@ describe('sessions on the local backend, in a browser', tools, () => {
     for (const id of jobs.splice(0)) if (['IN_QUEUE', 'RUNNING'].includes(await jobState(id))) ids.push(id);
     if (ids.length > 0) await admin.api('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
     for (const id of ids)
-      await until(`job ${id} stopped`, async () => (await jobState(id)) !== 'RUNNING', 300, 200);
+      await until(async () => (await jobState(id)) !== 'RUNNING', {
+        describe: `job ${id} stopped`,
+        timeout: 60_000,
+        every: 200,
+      });
   }
 
   /** The admin's job of `app` from the API, running; jobs before it are stopped (the machine is small). */
@@ -195,7 +200,11 @@ describe('sessions on the local backend, in a browser', tools, () => {
         () => undefined,
       );
     await app.waitForURL(new RegExp(`^http://app-${id}-0\\.localhost:\\d+/`), { timeout: 180_000 });
-    await until('Jupyter drawn', async () => /Jupyter|Home/.test(await app.title()), 300, 200);
+    await until(async () => /Jupyter|Home/.test(await app.title()), {
+      describe: 'Jupyter drawn',
+      timeout: 60_000,
+      every: 200,
+    });
     // The home drive is in the job at /work/<user>: Jupyter's tree shows it, and its notebook opens.
     const appOrigin = new URL(app.url()).origin;
     await app.goto(`${appOrigin}/tree/local/notes`);
@@ -223,7 +232,11 @@ describe('sessions on the local backend, in a browser', tools, () => {
       page.getByRole('link', { name: 'Open desktop' }).click(),
     ]);
     await desktop.locator(VNC_CONNECTED).waitFor({ timeout: 180_000 });
-    await until('XFCE\u2019s panel drawn', () => desktop.evaluate(panelDrawn), 600, 200);
+    await until(() => desktop.evaluate(panelDrawn), {
+      describe: 'XFCE\u2019s panel drawn',
+      timeout: 120_000,
+      every: 200,
+    });
     await desktop.screenshot({ path: join(ARTIFACTS, 'xfce-desktop-desktop.png') });
     // The desktop itself (its framebuffer, the canvas's width) follows the window: Xvnc resized it.
     const widthOf = () =>
@@ -231,12 +244,11 @@ describe('sessions on the local backend, in a browser', tools, () => {
         () => (globalThis as unknown as PageGlobal).document.querySelector('#screen canvas')?.width ?? 0,
       );
     await desktop.setViewportSize(PHONE);
-    await until(
-      'the desktop resized to the phone\u2019s width',
-      async () => Math.abs((await widthOf()) - PHONE.width) <= 2,
-      300,
-      200,
-    );
+    await until(async () => Math.abs((await widthOf()) - PHONE.width) <= 2, {
+      describe: 'the desktop resized to the phone\u2019s width',
+      timeout: 60_000,
+      every: 200,
+    });
     await desktop.screenshot({ path: join(ARTIFACTS, 'xfce-desktop-phone.png') });
     // The clipboard panel opens on the page.
     await desktop.getByRole('button', { name: 'Clipboard' }).click();
@@ -298,14 +310,17 @@ describe('sessions on the local backend, in a browser', tools, () => {
     await resources.waitFor({ timeout: 60_000 });
     const samples = async () => Number(await resources.getAttribute('data-samples'));
     const first = await samples();
-    await until('a new sample drawn', async () => (await samples()) > first, 300, 200);
+    await until(async () => (await samples()) > first, {
+      describe: 'a new sample drawn',
+      timeout: 60_000,
+      every: 200,
+    });
     // However loaded the machine, the loop uses some CPU, and the page says how much.
-    await until(
-      'its CPU use shown',
-      async () => Number.parseFloat((await page.getByTestId('cpu-0').textContent()) ?? '0') > 0,
-      300,
-      200,
-    );
+    await until(async () => Number.parseFloat((await page.getByTestId('cpu-0').textContent()) ?? '0') > 0, {
+      describe: 'its CPU use shown',
+      timeout: 60_000,
+      every: 200,
+    });
     await capture(page, ARTIFACTS, 'job-resources');
   });
 
@@ -331,7 +346,11 @@ describe('sessions on the local backend, in a browser', tools, () => {
     await capture(page, ARTIFACTS, 'admin-tokens');
     await revoke.click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
-    await until('the token refused', async () => (await wallets()).status === 401, 300, 200);
+    await until(async () => (await wallets()).status === 401, {
+      describe: 'the token refused',
+      timeout: 60_000,
+      every: 200,
+    });
     await page.getByRole('tab', { name: 'Audit log' }).click();
     await page.getByText('token.revoke').first().waitFor({ timeout: 60_000 });
     await capture(page, ARTIFACTS, 'admin-audit');

@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import { localServeConfig, serveClient, until } from '../support/browser.ts';
+import { localServeConfig, serveClient } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
 import { outputTail, serving, spawnServe } from '../support/serve.ts';
+import { until } from '../support/until.ts';
 import {
   builtWebApp,
   capture,
@@ -265,8 +266,8 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await shownOrExplained(page.locator('h1 .outcome-completed'), meanwhile(jobIdOfPage()));
     // The three most frequent words, counted in the job, on the page.
     await until(
-      'the log lines',
       async () => ((await page.locator('pre.log').textContent()) ?? '').trim().split('\n').length === 3,
+      { describe: 'the log lines', timeout: 60_000, every: 200 },
     );
     assert.match((await page.locator('pre.log').textContent()) ?? '', /^\s*\d+ \w+/);
     await capture(page, ARTIFACTS, 'job-success');
@@ -276,7 +277,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   });
 
   test('the usage chart moves once the job is charged', async () => {
-    await until('a higher total', async () => (await usageTotal()) > usageBefore, 30);
+    await until(async () => (await usageTotal()) > usageBefore, {
+      describe: 'a higher total',
+      timeout: 60_000,
+      every: 200,
+    });
   });
 
   test('a running terminal job: a command runs in its terminal, it is extended, then cancelled', async () => {
@@ -288,15 +293,18 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await shownOrExplained(page.locator('h1 .state-running'), meanwhile(id));
     await page.getByRole('button', { name: 'Open terminal' }).click();
     await page.locator('.xterm-rows').waitFor();
-    await until(
-      'a prompt',
-      async () => ((await page.locator('.xterm-rows').textContent()) ?? '').trim() !== '',
-    );
+    await until(async () => ((await page.locator('.xterm-rows').textContent()) ?? '').trim() !== '', {
+      describe: 'a prompt',
+      timeout: 60_000,
+      every: 200,
+    });
     await page.locator('.xterm-helper-textarea').focus();
     await page.keyboard.type('echo $((6*7))');
     await page.keyboard.press('Enter');
-    await until('the answer', async () =>
-      (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
+    await until(
+      async () =>
+        (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
+      { describe: 'the answer', timeout: 60_000, every: 200 },
     );
     await capture(page, ARTIFACTS, 'job-terminal');
 
@@ -311,7 +319,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await page.getByRole('dialog', { name: 'Cancel this job?' }).waitFor();
     await capture(page, ARTIFACTS, 'job-cancel');
     await page.getByRole('button', { name: 'Yes, cancel the job' }).click();
-    await until('the job ended', async () => ['SUCCESS', 'FAILURE'].includes(await jobState(id)));
+    await until(async () => ['SUCCESS', 'FAILURE'].includes(await jobState(id)), {
+      describe: 'the job ended',
+      timeout: 60_000,
+      every: 200,
+    });
     // The badge says what happened: cancelled, not a green success.
     await shownOrExplained(page.locator('h1 .outcome-cancelled'), meanwhile(id));
     assert.equal(await page.locator('h1 .outcome-cancelled').textContent(), 'Cancelled');
@@ -330,7 +342,11 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     ]);
     // The starting page waits for Jupyter to answer, then goes there by itself.
     await app.waitForURL(new RegExp(`^http://app-${id}-0\\.localhost:\\d+/`), { timeout: 120_000 });
-    await until('Jupyter drawn', async () => /Jupyter|Home/.test(await app.title()));
+    await until(async () => /Jupyter|Home/.test(await app.title()), {
+      describe: 'Jupyter drawn',
+      timeout: 60_000,
+      every: 200,
+    });
     await app.screenshot({ path: join(ARTIFACTS, 'jupyter.png') });
     await app.close();
 

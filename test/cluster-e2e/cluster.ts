@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import { serveClient, until } from '../support/browser.ts';
+import { serveClient } from '../support/browser.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { type Served, startServe, stopServe } from '../support/serve.ts';
+import { until } from '../support/until.ts';
 
 const dir = process.env.UCOMPUTE_CLUSTER_DIR;
 if (!dir && process.env.CI === 'true')
@@ -106,13 +107,11 @@ export async function startUcompute(
       // Any final state ends the wait (until() swallows what its condition throws, so a wrong
       // end thrown from there would wait out every try); the wrong one fails just after.
       await until(
-        `job ${id} ${state}`,
         async () => {
           last = (await job(id)) as typeof last;
           return last!.status.state === state || FINAL.has(last!.status.state);
         },
-        tries,
-        200,
+        { describe: `job ${id} ${state}`, timeout: tries * 200, every: 200 },
       ).catch((e: unknown) => {
         throw new Error(`${(e as Error).message}; last seen: ${JSON.stringify(last?.updates)}`);
       });
@@ -195,5 +194,3 @@ export async function ownerNamespace(name: string): Promise<void> {
     input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
   });
 }
-
-export { until };

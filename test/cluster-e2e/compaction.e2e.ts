@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { ROOT } from '../support/fixtures.ts';
-import { CLUSTER_DIR, kubectl, kubectlJson, simulated, skip, spec, startUcompute, until } from './cluster.ts';
+import { until } from '../support/until.ts';
+import { CLUSTER_DIR, kubectl, kubectlJson, simulated, skip, spec, startUcompute } from './cluster.ts';
 
 const run = promisify(execFile);
 const JOBS_PATH = '/apis/batch.volcano.sh/v1alpha1/namespaces/ucompute/jobs';
@@ -52,16 +53,19 @@ test('after an etcd compaction and an API server restart, the version watched fr
   process.kill(pid, 'SIGSTOP');
   let restarted = 0;
   try {
-    await until('the short job completed on the cluster meanwhile', async () => {
-      const jobs = await kubectlJson([
-        'get',
-        'jobs.batch.volcano.sh',
-        '-A',
-        '-l',
-        `ucompute.dev/job-id=${short}`,
-      ]);
-      return jobs.items[0]?.status?.state?.phase === 'Completed';
-    });
+    await until(
+      async () => {
+        const jobs = await kubectlJson([
+          'get',
+          'jobs.batch.volcano.sh',
+          '-A',
+          '-l',
+          `ucompute.dev/job-id=${short}`,
+        ]);
+        return jobs.items[0]?.status?.state?.phase === 'Completed';
+      },
+      { describe: 'the short job completed on the cluster meanwhile', timeout: 180_000, every: 200 },
+    );
     const etcd = (await readFile(join(CLUSTER_DIR, 'run', 'etcd-endpoint'), 'utf8')).trim();
     const status = JSON.parse(
       (await run('etcdctl', [`--endpoints=${etcd}`, 'endpoint', 'status', '-w', 'json'])).stdout,
@@ -69,10 +73,11 @@ test('after an etcd compaction and an API server restart, the version watched fr
     await run('etcdctl', [`--endpoints=${etcd}`, 'compact', String(status[0].Status.header.revision)]);
     restarted = Date.now();
     await run(join(ROOT, 'scripts/cluster.sh'), ['restart', CLUSTER_DIR, 'kube-apiserver']);
-    await until(
-      'the API server ready again',
-      async () => (await kubectl(['get', '--raw', '/readyz'])) === 'ok',
-    );
+    await until(async () => (await kubectl(['get', '--raw', '/readyz'])) === 'ok', {
+      describe: 'the API server ready again',
+      timeout: 180_000,
+      every: 200,
+    });
   } finally {
     process.kill(pid, 'SIGCONT');
   }
@@ -80,10 +85,13 @@ test('after an etcd compaction and an API server restart, the version watched fr
   await ucompute.untilState(short, 'SUCCESS');
   assert.equal((await ucompute.job(long)).status.state, 'RUNNING');
   let requests: AuditEvent[] = [];
-  await until('the list after the restart in the audit log', async () => {
-    requests = await jobRequests();
-    return since(requests, restarted).some(isRelist);
-  });
+  await until(
+    async () => {
+      requests = await jobRequests();
+      return since(requests, restarted).some(isRelist);
+    },
+    { describe: 'the list after the restart in the audit log', timeout: 180_000, every: 200 },
+  );
   const summary = JSON.stringify(requests.map((e) => [e.verb, e.requestURI, e.responseStatus?.code]));
   // The version of ucompute's last watch before the restart is gone: the API server answers 410.
   const before = requests.filter(

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { objectsOf, skip, spec, startUcompute, until } from './cluster.ts';
+import { until } from '../support/until.ts';
+import { objectsOf, skip, spec, startUcompute } from './cluster.ts';
 
 test('an owner out of credits has its running job stopped and its objects removed; the next job is refused', {
   skip,
@@ -16,7 +17,11 @@ test('an owner out of credits has its running job stopped and its objects remove
   // The first minute is charged once it has run: then the balance is 0 and the job stops.
   const stopped = await ucompute.untilState(id, 'SUCCESS', 1500);
   assert.match(JSON.stringify(stopped.updates), /The job was terminated \(no credits\)/);
-  await until('the job objects deleted', async () => (await objectsOf(id)).length === 0);
+  await until(async () => (await objectsOf(id)).length === 0, {
+    describe: 'the job objects deleted',
+    timeout: 180_000,
+    every: 200,
+  });
   const refused = await fetch(`${ucompute.served.url}/api/jobs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ucompute.token}`, 'content-type': 'application/json' },

@@ -10,7 +10,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { serveClient } from '../support/browser.ts';
-import { kubectlJson, ownerNamespace, simulated, skip, spec, startUcompute, until } from './cluster.ts';
+import { until } from '../support/until.ts';
+import { kubectlJson, ownerNamespace, simulated, skip, spec, startUcompute } from './cluster.ts';
 
 const LOCAL = 'ucompute-u-local';
 const BOB = 'ucompute-u-bob';
@@ -59,12 +60,11 @@ test("two owners who each ask for more than the cluster holds share its nodes by
   /** Waits until every node runs a job (`freed`'s node taken again), and answers whose they are. */
   const untilFull = async (what: string, freed?: string) => {
     await until(
-      what,
       async () => {
         split = { local: await runningPods(LOCAL), bob: await runningPods(BOB) };
         return split.local.length + split.bob.length === nodes && !split.local.includes(freed ?? '');
       },
-      600,
+      { describe: what, timeout: 300_000, every: 200 },
     );
     return { local: split.local.length, bob: split.bob.length };
   };
@@ -75,7 +75,11 @@ test("two owners who each ask for more than the cluster holds share its nodes by
     assert.deepEqual(await untilFull('the first owner filling the cluster'), { local: 4, bob: 0 });
     const fifth = local.find((id) => !split.local.includes(id))!;
     bobs = await submit(bob);
-    await until('both owners waiting in their queues', async () => (await groups(BOB)) === jobs.length);
+    await until(async () => (await groups(BOB)) === jobs.length, {
+      describe: 'both owners waiting in their queues',
+      timeout: 180_000,
+      every: 200,
+    });
 
     // One node freed: the second owner's queue has the lower share (0 against 3/3), and takes it
     // although the first owner's fifth job was submitted before any of the second owner's.
@@ -96,10 +100,10 @@ test("two owners who each ask for more than the cluster holds share its nodes by
     // Nothing of this test may hold the nodes for the next one.
     await admin.api('/api/jobs/terminate', { items: local.map((id) => ({ id })) });
     if (bobs.length > 0) await bob.api('/api/jobs/terminate', { items: bobs.map((id) => ({ id })) });
-    await until(
-      'every job of both owners gone',
-      async () => (await groups(LOCAL)) + (await groups(BOB)) === 0,
-      600,
-    );
+    await until(async () => (await groups(LOCAL)) + (await groups(BOB)) === 0, {
+      describe: 'every job of both owners gone',
+      timeout: 300_000,
+      every: 200,
+    });
   }
 });

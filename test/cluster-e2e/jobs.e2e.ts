@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { until } from '../support/until.ts';
 import {
   kubectl,
   kubectlJson,
@@ -13,7 +14,6 @@ import {
   skip,
   spec,
   startUcompute,
-  until,
 } from './cluster.ts';
 
 test('a job runs to its end with exit code 0; its Volcano Job, pods and companions are then gone', {
@@ -27,7 +27,11 @@ test('a job runs to its end with exit code 0; its Volcano Job, pods and companio
   assert.match(running.status.status ?? running.updates.at(-1).status, /running/);
   const done = await ucompute.untilState(id, 'SUCCESS');
   assert.deepEqual(done.status.exitCode, { '0': 0, '1': 0 });
-  await until('the job objects deleted', async () => (await objectsOf(id)).length === 0);
+  await until(async () => (await objectsOf(id)).length === 0, {
+    describe: 'the job objects deleted',
+    timeout: 180_000,
+    every: 200,
+  });
 });
 
 test('a non-zero exit is a SUCCESS with its exit code; an OOM kill is a FAILURE', { skip }, async (t) => {
@@ -50,7 +54,11 @@ test('cancel deletes the Volcano Job, and the garbage collector its pods and com
   assert.ok((await objectsOf(id)).some((o) => o.startsWith('Pod/')));
   await ucompute.client.api('/api/jobs/terminate', { items: [{ id }] });
   await ucompute.untilState(id, 'SUCCESS');
-  await until('the job objects deleted', async () => (await objectsOf(id)).length === 0);
+  await until(async () => (await objectsOf(id)).length === 0, {
+    describe: 'the job objects deleted',
+    timeout: 180_000,
+    every: 200,
+  });
 });
 
 test('a job whose time runs out is EXPIRED and removed', { skip }, async (t) => {
@@ -59,7 +67,11 @@ test('a job whose time runs out is EXPIRED and removed', { skip }, async (t) => 
     spec('terminal', {}, { timeAllocation: { hours: 0, minutes: 0, seconds: 3 } }),
   );
   await ucompute.untilState(id, 'EXPIRED');
-  await until('the job objects deleted', async () => (await objectsOf(id)).length === 0);
+  await until(async () => (await objectsOf(id)).length === 0, {
+    describe: 'the job objects deleted',
+    timeout: 180_000,
+    every: 200,
+  });
 });
 
 test('a gang that fits only partly waits IN_QUEUE with Volcano own reason, and runs when capacity frees', {
@@ -73,10 +85,13 @@ test('a gang that fits only partly waits IN_QUEUE with Volcano own reason, and r
   await ucompute.untilState(blocker, 'RUNNING');
   const gang = await ucompute.submit(spec('sim-batch', simulated(0, '1s'), { ...whole, replicas: 2 }));
   let waiting: { updates: { status?: string }[] } | undefined;
-  await until('the gang waits with the scheduler reason', async () => {
-    waiting = await ucompute.job(gang);
-    return waiting!.updates.some((u) => /unschedulable|Insufficient|not enough/i.test(u.status ?? ''));
-  });
+  await until(
+    async () => {
+      waiting = await ucompute.job(gang);
+      return waiting!.updates.some((u) => /unschedulable|Insufficient|not enough/i.test(u.status ?? ''));
+    },
+    { describe: 'the gang waits with the scheduler reason', timeout: 180_000, every: 200 },
+  );
   assert.equal((await ucompute.job(gang)).status.state, 'IN_QUEUE', JSON.stringify(waiting?.updates));
   await ucompute.client.api('/api/jobs/terminate', { items: [{ id: blocker }] });
   await ucompute.untilState(gang, 'SUCCESS');
@@ -91,16 +106,23 @@ test('ucompute restarted mid-job finds its running job again, and the end of one
   await first.untilState(long, 'RUNNING');
   await first.untilState(short, 'RUNNING');
   await first.stop();
-  await until('the short job completed on the cluster while ucompute was down', async () => {
-    const jobs = await kubectlJson([
-      'get',
-      'jobs.batch.volcano.sh',
-      '-A',
-      '-l',
-      `ucompute.dev/job-id=${short}`,
-    ]);
-    return jobs.items[0]?.status?.state?.phase === 'Completed';
-  });
+  await until(
+    async () => {
+      const jobs = await kubectlJson([
+        'get',
+        'jobs.batch.volcano.sh',
+        '-A',
+        '-l',
+        `ucompute.dev/job-id=${short}`,
+      ]);
+      return jobs.items[0]?.status?.state?.phase === 'Completed';
+    },
+    {
+      describe: 'the short job completed on the cluster while ucompute was down',
+      timeout: 180_000,
+      every: 200,
+    },
+  );
   const second = await startUcompute(t, { dataDir: first.served.dataDir });
   await second.untilState(short, 'SUCCESS');
   assert.equal((await second.job(long)).status.state, 'RUNNING');

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kubectl, kubectlJson, objectsOf, simulated, skip, spec, startUcompute, until } from './cluster.ts';
+import { until } from '../support/until.ts';
+import { kubectl, kubectlJson, objectsOf, simulated, skip, spec, startUcompute } from './cluster.ts';
 
 test('a replica whose pod is deleted aborts the whole gang (PodEvicted → AbortJob): a FAILURE, not a retry', {
   skip,
@@ -33,5 +34,9 @@ test('a replica whose pod is deleted aborts the whole gang (PodEvicted → Abort
     ended,
     /^The job failed: (rank 1's pod was deleted while the job ran|Volcano aborted the job)/,
   );
-  await until('the job objects deleted, rank 0 with them', async () => (await objectsOf(id)).length === 0);
+  await until(async () => (await objectsOf(id)).length === 0, {
+    describe: 'the job objects deleted, rank 0 with them',
+    timeout: 180_000,
+    every: 200,
+  });
 });

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { BIN, CHILD_ENV } from '../support/cli.ts';
 import { appGet, type Served, signIn } from '../support/kubernetes-sessions.ts';
-import { kubectl, kubectlJson, skip, spec, startUcompute, until } from './cluster.ts';
+import { until } from '../support/until.ts';
+import { kubectl, kubectlJson, skip, spec, startUcompute } from './cluster.ts';
 
 /** KWOK's object for one pod of the namespace `ucompute` (the single strategy's). */
 const kwokObject = (kind: string, pod: string, body: Record<string, unknown>) =>
@@ -55,11 +56,17 @@ test('logs are followed live through the API server, and saved into the job fold
   follower.stderr!.setEncoding('utf8').on('data', (d: string) => {
     err += d;
   });
-  await until('the first line followed', async () => out.includes('first line')).catch((e: unknown) =>
-    assert.fail(`${(e as Error).message}: ${out} ${err}`),
-  );
+  await until(async () => out.includes('first line'), {
+    describe: 'the first line followed',
+    timeout: 180_000,
+    every: 200,
+  }).catch((e: unknown) => assert.fail(`${(e as Error).message}: ${out} ${err}`));
   await appendFile(file, cri('a line written later'));
-  await until('a later line followed live', async () => out.includes('a line written later'));
+  await until(async () => out.includes('a line written later'), {
+    describe: 'a later line followed live',
+    timeout: 180_000,
+    every: 200,
+  });
   await ucompute.client.api('/api/jobs/terminate', { items: [{ id }] });
   await ucompute.untilState(id, 'SUCCESS');
   const job = await ucompute.job(id);
@@ -86,11 +93,14 @@ test('a web session reaches the app through port-forward, and only with its cook
   const served = { port: Number(new URL(ucompute.served.url).port), token: ucompute.token } as Served;
   const cookie = await signIn(served, id);
   let last = '';
-  await until('the app answering through the proxy', async () => {
-    const answer = await appGet(served, id, cookie, '/tree');
-    last = `${answer.status} ${answer.body.slice(0, 200)}`;
-    return answer.status === 200;
-  }).catch((e: unknown) => assert.fail(`${(e as Error).message}: ${last}`));
+  await until(
+    async () => {
+      const answer = await appGet(served, id, cookie, '/tree');
+      last = `${answer.status} ${answer.body.slice(0, 200)}`;
+      return answer.status === 200;
+    },
+    { describe: 'the app answering through the proxy', timeout: 180_000, every: 200 },
+  ).catch((e: unknown) => assert.fail(`${(e as Error).message}: ${last}`));
   assert.equal((await appGet(served, id, cookie, '/tree')).body, 'hello from the pod at /tree');
   assert.equal((await appGet(served, id, 'ucompute-session=forged', '/tree')).status, 401);
   await ucompute.client.api('/api/jobs/terminate', { items: [{ id }] });
@@ -118,9 +128,11 @@ test('a terminal through exec runs a shell in the pod', { skip }, async (t) => {
     out += d;
   });
   shell.stdin!.write('echo "in $(pwd): $((6*7))"\n');
-  await until('the shell answered', async () => out.includes(`in ${work}: 42`)).catch((e: unknown) =>
-    assert.fail(`${(e as Error).message}: ${out}`),
-  );
+  await until(async () => out.includes(`in ${work}: 42`), {
+    describe: 'the shell answered',
+    timeout: 180_000,
+    every: 200,
+  }).catch((e: unknown) => assert.fail(`${(e as Error).message}: ${out}`));
   shell.stdin!.end('exit\n');
   await ucompute.client.api('/api/jobs/terminate', { items: [{ id }] });
 });

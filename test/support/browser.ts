@@ -12,22 +12,9 @@ import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { Agent, fetch } from 'undici';
 import { testNetwork } from './local-backend.ts';
+import { until } from './until.ts';
 
 export const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
-
-/** Asks `condition` up to `tries` times, `everyMs` apart (a thrown error counts as not yet); fails naming `what`. */
-export async function until(
-  what: string,
-  condition: () => Promise<boolean>,
-  tries = 300,
-  everyMs = 200,
-): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await condition().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  assert.fail(`${what} did not happen in time`);
-}
 
 /** A program the test started, its output kept in a file of the test's artifacts. */
 export interface Started {
@@ -157,10 +144,8 @@ export async function startJupyter(work: string, log: string): Promise<Started> 
   const started = { child, socket, stop: () => stopChild(child) };
   try {
     await until(
-      'Jupyter answering HTTP on its socket',
       () => answers(socket, HTTP_ANSWER, 'GET /api HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n'),
-      600,
-      100,
+      { describe: 'Jupyter answering HTTP on its socket', timeout: 60_000, every: 100 },
     );
   } catch (error) {
     await started.stop();
@@ -203,8 +188,16 @@ export async function startDesktop(work: string, log: string): Promise<Started &
     xvnc.stdio[3]!.on('data', (chunk: Buffer) => {
       reported += chunk.toString();
     });
-    await until('Xtigervnc reporting its display', async () => /^\d+\n/.test(reported), 600, 100);
-    await until('Xtigervnc greeting with RFB', () => answers(socket, RFB_GREETING), 600, 100);
+    await until(async () => /^\d+\n/.test(reported), {
+      describe: 'Xtigervnc reporting its display',
+      timeout: 60_000,
+      every: 100,
+    });
+    await until(() => answers(socket, RFB_GREETING), {
+      describe: 'Xtigervnc greeting with RFB',
+      timeout: 60_000,
+      every: 100,
+    });
     const display = `:${reported.trim()}`;
     children.push(
       spawn('xterm', ['-geometry', '80x24+10+10', '-bg', 'white', '-fg', 'black'], {
@@ -239,24 +232,21 @@ export async function onePlusOneInNotebook(page: Page, kernelMs: number): Promis
 
 /**
  * In the xterm.js page on `page`: waits for the shell's `$` prompt, runs `echo $((6*7))` and waits
- * for a row that is `42` (each wait `tries` × `everyMs`, as `until`).
+ * for a row that is `42` (each wait at most `timeout` ms).
  */
-export async function fortyTwoInTerminal(page: Page, tries = 300, everyMs = 200): Promise<void> {
+export async function fortyTwoInTerminal(page: Page, timeout = 60_000): Promise<void> {
   await page.waitForSelector('.xterm-rows');
-  await until(
-    'a prompt',
-    async () => ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'),
-    tries,
-    everyMs,
-  );
+  await until(async () => ((await page.locator('.xterm-rows').textContent()) ?? '').includes('$'), {
+    describe: 'a prompt',
+    timeout,
+    every: 200,
+  });
   await page.keyboard.type('echo $((6*7))');
   await page.keyboard.press('Enter');
   await until(
-    'the answer',
     async () =>
       (await page.locator('.xterm-rows > div').allTextContents()).some((row) => row.trim() === '42'),
-    tries,
-    everyMs,
+    { describe: 'the answer', timeout, every: 200 },
   );
 }
 
@@ -311,15 +301,18 @@ export function serveClient(url: string, token: string) {
   };
   /** Waits for the job to run; a job that failed fails the test with its updates. */
   const untilRunning = (app: string, id: string) =>
-    until(`${app} running`, async () => {
-      const answer = await fetch(`${url}/api/jobs/retrieve?id=${id}`, {
-        dispatcher: noKeepAlive,
-        headers: { authorization: `Bearer ${token}` },
-      });
-      const job = (await answer.json()) as { status: { state: string }; updates: unknown[] };
-      assert.notEqual(job.status.state, 'FAILURE', JSON.stringify(job.updates));
-      return job.status.state === 'RUNNING';
-    });
+    until(
+      async () => {
+        const answer = await fetch(`${url}/api/jobs/retrieve?id=${id}`, {
+          dispatcher: noKeepAlive,
+          headers: { authorization: `Bearer ${token}` },
+        });
+        const job = (await answer.json()) as { status: { state: string }; updates: unknown[] };
+        assert.notEqual(job.status.state, 'FAILURE', JSON.stringify(job.updates));
+        return job.status.state === 'RUNNING';
+      },
+      { describe: `${app} running`, timeout: 60_000, every: 200 },
+    );
   const open = async (id: string, sessionType: string): Promise<Session> => {
     const opened = await api<{ responses: { session: Session }[] }>('/api/jobs/interactiveSession', {
       items: [{ id, rank: 0, sessionType }],
