@@ -182,7 +182,7 @@ describe('Task', () => {
     assert.equal(spec.schedulerName, 'volcano');
     assert.equal(spec.minAvailable, 1);
     assert.equal(spec.queue, 'default');
-    assert.equal(spec.maxRetry, 0);
+    assert.equal('maxRetry' in spec, false, 'no policy restarts the job: Volcano keeps its default');
     assert.deepEqual(spec.plugins, { env: [], svc: [] });
     assert.deepEqual(spec.policies, [
       { event: 'PodFailed', action: 'TerminateJob' },

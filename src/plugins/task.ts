@@ -58,9 +58,10 @@ export const taskPlugin: JobPlugin = {
       schedulerName: 'volcano',
       minAvailable: job.replicas,
       queue: ctx.config.kubernetes.queue,
-      maxRetry: 0,
       plugins,
       // A replica that fails or is evicted ends the whole gang: the others cannot go on without it.
+      // No policy restarts the job, so no maxRetry is sent: Volcano's (3) would never count, and
+      // a 0 is Go's "unset" to Volcano's mutating webhook, which stored 3 in its place anyway.
       policies: [
         { event: 'PodFailed', action: 'TerminateJob' },
         { event: 'PodEvicted', action: 'AbortJob' },

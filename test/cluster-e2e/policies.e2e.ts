@@ -17,9 +17,8 @@ test('a replica whose pod is deleted aborts the whole gang (PodEvicted → Abort
   const [job] = (
     await kubectlJson(['get', 'jobs.batch.volcano.sh', '-n', 'ucompute', '-l', `ucompute.dev/job-id=${id}`])
   ).items;
-  // As Volcano's admission webhooks left them: the policies as sent; maxRetry 0 is Go's zero
-  // value to the mutating webhook, which puts its default 3 there. No policy restarts anything,
-  // so no retry ever counts against it.
+  // As Volcano's admission webhooks left them: the policies as sent; ucompute sends no maxRetry
+  // (no policy restarts the job) and the mutating webhook stores Volcano's default 3.
   assert.deepEqual(job.spec.policies, [
     { event: 'PodFailed', action: 'TerminateJob' },
     { event: 'PodEvicted', action: 'AbortJob' },
