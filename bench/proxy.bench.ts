@@ -172,7 +172,7 @@ try {
     }),
   });
   const id = JSON.parse(created.body).responses[0].id as string;
-  for (let i = 0; i < 100 && w.store.getJob(id)?.state !== 'RUNNING'; i++)
+  for (let i = 0; i < 100 && (await w.store.jobs.state(id)) !== 'RUNNING'; i++)
     await new Promise((r) => setTimeout(r, 20));
   const opened = await call(w.port, {
     host: `localhost:${w.port}`,

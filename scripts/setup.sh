@@ -28,9 +28,10 @@ fi
 # plugin's keys), the image store (skopeo, umoci; mmdebstrap builds images from Debian packages;
 # busybox-static is the tests' image), the interactive examples and their browser tests (Chromium,
 # Jupyter, TigerVNC, xterm, the XFCE desktop: xfwm4, its panel, desktop, settings, terminal, Thunar
-# and a session bus), wrk, which drives the API benchmark, and the linters of the runtime's
-# Perl, Python and sh programs (shellcheck, pyflakes3; perl -c is Perl's own).
-packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static wrk chromium jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm dbus-x11 xfwm4 xfce4-panel xfdesktop4 xfce4-settings xfce4-terminal thunar libnss-wrapper shellcheck pyflakes3"
+# and a session bus), wrk, which drives the API benchmark, the linters of the runtime's Perl, Python
+# and sh programs (shellcheck, pyflakes3; perl -c is Perl's own), and PostgreSQL, which the store's
+# tests start in a temporary folder of their own.
+packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static wrk chromium jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm dbus-x11 xfwm4 xfce4-panel xfdesktop4 xfce4-settings xfce4-terminal thunar libnss-wrapper shellcheck pyflakes3 postgresql"
 missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then

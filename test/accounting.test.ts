@@ -7,10 +7,10 @@ import { type Product, periodMillis } from '../src/model/product.ts';
 import { accountingPlugin, NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
 import type { ActiveJob, Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
-import { openStore } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
 import { rejectsWith } from './support/service.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 const T0 = Date.UTC(2025, 0, 1);
@@ -61,9 +61,9 @@ interface HarnessOptions {
   start?: number;
 }
 
-function harness(o: HarnessOptions = {}) {
+async function harness(o: HarnessOptions = {}) {
   const clock = manualClock(o.start ?? T0);
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const backend = o.backend ?? dryBackend({ runForMs: null, clock });
   const service = createJobService({
     store,
@@ -74,19 +74,19 @@ function harness(o: HarnessOptions = {}) {
     ...(o.plugins ? { plugins: o.plugins } : {}),
   });
   /** Credits for a month around T0. */
-  const grant = (
+  const grant = async (
     owner: string,
     category: string,
     credits: number,
     startAt = T0 - DAY,
     endAt = T0 + 30 * DAY,
-  ) => store.grant(owner, category, credits, startAt, endAt, T0);
-  const job = (id: string) => service.retrieve({ username: 'admin', admin: true }, id);
-  const state = (id: string) => job(id).status.state;
-  const charges = (owner: string) => store.charges(owner, 0, Number.MAX_SAFE_INTEGER);
+  ) => await store.accounting.grant(owner, category, credits, startAt, endAt, T0);
+  const job = async (id: string) => await service.retrieve({ username: 'admin', admin: true }, id);
+  const state = async (id: string) => (await job(id)).status.state;
+  const charges = async (owner: string) => await store.accounting.charges(owner, 0, Number.MAX_SAFE_INTEGER);
   const running = async (spec: unknown, caller = alice, project?: string): Promise<string> => {
     const [id] = await service.create(caller, [spec], project !== undefined ? { project } : {});
-    await until(() => state(id!) === 'RUNNING', { describe: `${id} runs` });
+    await until(async () => (await state(id!)) === 'RUNNING', { describe: `${id} runs` });
     return id!;
   };
   /** Moves the clock to `at` after T0 and runs one monitoring pass. */
@@ -99,16 +99,16 @@ function harness(o: HarnessOptions = {}) {
 
 describe('charges', () => {
   test('units are replicas × vCPU; whole minutes while running, the started minute at the end', async () => {
-    const h = harness();
-    h.grant('user:alice', 'u1-standard', 1000);
+    const h = await harness();
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi({ replicas: 3 }));
-    assert.deepEqual(h.job(id).billing, { creditsCharged: 0, pricePerUnit: 1 });
+    assert.deepEqual((await h.job(id)).billing, { creditsCharged: 0, pricePerUnit: 1 });
 
     await h.monitorAt(59 * SECOND);
-    assert.deepEqual(h.charges('user:alice'), []);
+    assert.deepEqual(await h.charges('user:alice'), []);
 
     await h.monitorAt(60 * SECOND);
-    assert.deepEqual(h.charges('user:alice'), [
+    assert.deepEqual(await h.charges('user:alice'), [
       {
         chargeId: `${id}:0-0`,
         jobId: id,
@@ -120,94 +120,94 @@ describe('charges', () => {
         chargedAt: T0 + 60 * SECOND,
       },
     ]);
-    assert.equal(h.job(id).billing.creditsCharged, 6);
+    assert.equal((await h.job(id)).billing.creditsCharged, 6);
 
     await h.monitorAt(150 * SECOND);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.periods, c.credits]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.periods, c.credits]),
       [
         [`${id}:0-0`, 1, 6],
         [`${id}:1-1`, 1, 6],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 12);
+    assert.equal((await h.job(id)).billing.creditsCharged, 12);
 
     // Ended at 2.5 minutes: the third, started minute is charged too.
     await h.service.terminate(alice, [id]);
-    const all = h.charges('user:alice');
+    const all = await h.charges('user:alice');
     assert.deepEqual(
-      all.map((c) => [c.chargeId, c.periods, c.credits]),
+      (await all).map((c) => [c.chargeId, c.periods, c.credits]),
       [
         [`${id}:0-0`, 1, 6],
         [`${id}:1-1`, 1, 6],
         [`${id}:2-2`, 1, 6],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 18);
+    assert.equal((await h.job(id)).billing.creditsCharged, 18);
     assert.equal(
-      all.reduce((sum, c) => sum + c.credits, 0),
+      (await all).reduce((sum, c) => sum + c.credits, 0),
       18,
     );
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 1000, used: 18, balance: 982 },
     ]);
 
     // Nothing more after the end.
     await h.monitorAt(10 * MINUTE);
-    assert.equal(h.charges('user:alice').length, 3);
+    assert.equal((await h.charges('user:alice')).length, 3);
   });
 
   test('a GPU product priced per GPU-hour charges replicas × GPU per started hour', async () => {
-    const h = harness();
-    h.grant('user:alice', 'u1-gpu', 10_000);
+    const h = await harness();
+    await h.grant('user:alice', 'u1-gpu', 10_000);
     const id = await h.running(mpi({ product: GPU_1, replicas: 2 }));
-    assert.equal(h.job(id).billing.pricePerUnit, 60);
+    assert.equal((await h.job(id)).billing.pricePerUnit, 60);
 
     await h.monitorAt(59 * MINUTE);
-    assert.deepEqual(h.charges('user:alice'), []);
+    assert.deepEqual(await h.charges('user:alice'), []);
     await h.monitorAt(60 * MINUTE);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.category, c.units, c.periods, c.credits]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.category, c.units, c.periods, c.credits]),
       [[`${id}:0-0`, 'u1-gpu', 2, 1, 120]],
     );
 
     await h.clock.advanceTo(T0 + 61 * MINUTE);
     await h.service.terminate(alice, [id]);
-    assert.equal(h.job(id).billing.creditsCharged, 240);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.equal((await h.job(id)).billing.creditsCharged, 240);
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-gpu', allocated: 10_000, used: 240, balance: 9760 },
     ]);
   });
 
   test('a job that expires is charged up to its end, once', async () => {
-    const h = harness();
-    h.grant('user:alice', 'u1-standard', 1000);
+    const h = await harness();
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi({ timeAllocation: { hours: 0, minutes: 2, seconds: 30 } }));
     await h.monitorAt(60 * SECOND);
     // Expiry and Accounting see the same batch: the job ends as EXPIRED in the middle of the pass.
     await h.monitorAt(150 * SECOND);
-    assert.equal(h.state(id), 'EXPIRED');
+    assert.equal(await h.state(id), 'EXPIRED');
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.periods]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.periods]),
       [
         [`${id}:0-0`, 1],
         [`${id}:1-2`, 2],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 3 * 2);
+    assert.equal((await h.job(id)).billing.creditsCharged, 3 * 2);
   });
 
   test('a project job charges the project, and its PI sees the wallet', async () => {
-    const h = harness();
-    h.store.createUser('alice', false, T0);
-    h.store.createProject('lab', 'The lab', T0);
-    h.store.setMember('lab', 'alice', 'PI');
-    h.grant('project:lab', 'u1-standard', 100);
+    const h = await harness();
+    await h.store.users.createUser('alice', false, T0);
+    await h.store.users.createProject('lab', 'The lab', T0);
+    await h.store.users.setMember('lab', 'alice', 'PI');
+    await h.grant('project:lab', 'u1-standard', 100);
     const id = await h.running(mpi({ product: STANDARD_1 }), alice, 'lab');
     await h.monitorAt(3 * MINUTE);
-    assert.equal(h.job(id).billing.creditsCharged, 3);
-    assert.deepEqual(h.charges('user:alice'), []);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.equal((await h.job(id)).billing.creditsCharged, 3);
+    assert.deepEqual(await h.charges('user:alice'), []);
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'project:lab', category: 'u1-standard', allocated: 100, used: 3, balance: 97 },
     ]);
   });
@@ -215,25 +215,25 @@ describe('charges', () => {
   test('a job that never ran costs nothing', async () => {
     // A backend that never takes the job: it stays IN_QUEUE until cancelled.
     const backend: Backend = { ...dryBackend({ runForMs: null }), submit: () => new Promise<void>(() => {}) };
-    const h = harness({ backend });
-    h.grant('user:alice', 'u1-standard', 1000);
+    const h = await harness({ backend });
+    await h.grant('user:alice', 'u1-standard', 1000);
     const [id] = await h.service.create(alice, [mpi()]);
     await h.monitorAt(10 * MINUTE);
-    assert.equal(h.state(id!), 'IN_QUEUE');
+    assert.equal(await h.state(id!), 'IN_QUEUE');
     await h.service.terminate(alice, [id!]);
-    assert.equal(h.state(id!), 'SUCCESS');
-    assert.equal(h.job(id!).billing.creditsCharged, 0);
-    assert.deepEqual(h.charges('user:alice'), []);
+    assert.equal(await h.state(id!), 'SUCCESS');
+    assert.equal((await h.job(id!)).billing.creditsCharged, 0);
+    assert.deepEqual(await h.charges('user:alice'), []);
   });
 
   test('free products need no credits and are never stopped for them', async () => {
-    const h = harness();
+    const h = await harness();
     const id = await h.running(mpi({ product: { id: 'u1-free', category: 'u1-free' } }));
     await h.monitorAt(10 * MINUTE);
-    assert.equal(h.state(id), 'RUNNING');
-    assert.equal(h.job(id).billing.creditsCharged, 0);
+    assert.equal(await h.state(id), 'RUNNING');
+    assert.equal((await h.job(id)).billing.creditsCharged, 0);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => c.credits),
+      (await h.charges('user:alice')).map((c) => c.credits),
       [0],
     );
   });
@@ -241,8 +241,8 @@ describe('charges', () => {
 
 describe('suspension', () => {
   const WAIT = 3 * DAY;
-  const periodsOf = (h: ReturnType<typeof harness>, owner: string) =>
-    h.charges(owner).reduce((sum, c) => sum + c.periods, 0);
+  const periodsOf = async (h: Awaited<ReturnType<typeof harness>>, owner: string) =>
+    (await h.charges(owner)).reduce((sum, c) => sum + c.periods, 0);
 
   for (const [unit, expected] of [
     ['MINUTE', 120],
@@ -250,36 +250,39 @@ describe('suspension', () => {
     ['DAY', 1],
   ] as const) {
     test(`90 minutes, suspended ${WAIT / DAY} days, 30 minutes: the periods of 120 minutes (per ${unit})`, async () => {
-      const h = harness();
+      const h = await harness();
       const product = PER[unit];
-      h.grant('user:alice', product.category, 1_000_000);
+      await h.grant('user:alice', product.category, 1_000_000);
       const id = await h.running(mpi({ product: { id: product.id, category: product.category } }));
       await h.monitorAt(90 * MINUTE);
       await h.service.suspend(alice, [id]);
-      assert.equal(h.state(id), 'SUSPENDED');
+      assert.equal(await h.state(id), 'SUSPENDED');
       // Up to the suspension, as at an end: the started period too.
-      assert.equal(periodsOf(h, 'user:alice'), Math.ceil((90 * MINUTE) / periodMillis(product.unitOfPrice)));
-      const atSuspension = h.charges('user:alice').length;
+      assert.equal(
+        await periodsOf(h, 'user:alice'),
+        Math.ceil((90 * MINUTE) / periodMillis(product.unitOfPrice)),
+      );
+      const atSuspension = (await h.charges('user:alice')).length;
 
       await h.monitorAt(WAIT / 2);
-      assert.equal(h.charges('user:alice').length, atSuspension, 'nothing while suspended');
+      assert.equal((await h.charges('user:alice')).length, atSuspension, 'nothing while suspended');
       await h.clock.advanceTo(T0 + WAIT);
       await h.service.unsuspend(alice, [id]);
-      await until(() => h.state(id) === 'RUNNING', { describe: `${id} runs again` });
+      await until(async () => (await h.state(id)) === 'RUNNING', { describe: `${id} runs again` });
       await h.monitorAt(WAIT + 20 * MINUTE);
       await h.clock.advanceTo(T0 + WAIT + 30 * MINUTE);
       await h.service.terminate(alice, [id]);
 
-      assert.equal(periodsOf(h, 'user:alice'), expected);
-      assert.equal(h.job(id).billing.creditsCharged, expected);
-      const ids = h.charges('user:alice').map((c) => c.chargeId);
+      assert.equal(await periodsOf(h, 'user:alice'), expected);
+      assert.equal((await h.job(id)).billing.creditsCharged, expected);
+      const ids = (await h.charges('user:alice')).map((c) => c.chargeId);
       assert.equal(new Set(ids).size, ids.length, 'each charge names its own periods');
     });
   }
 
   test('a job cancelled while suspended, or queued again, pays nothing more', async () => {
-    const h = harness();
-    h.grant('user:alice', 'per-minute', 1_000_000);
+    const h = await harness();
+    await h.grant('user:alice', 'per-minute', 1_000_000);
     const spec = mpi({ product: { id: 'per-minute', category: 'per-minute' } });
     const suspended = await h.running(spec);
     const requeued = await h.running(spec);
@@ -288,14 +291,14 @@ describe('suspension', () => {
     await h.service.unsuspend(alice, [requeued]);
     await h.clock.advanceTo(T0 + DAY);
     await h.service.terminate(alice, [suspended]);
-    assert.equal(h.job(suspended).billing.creditsCharged, 10);
+    assert.equal((await h.job(suspended)).billing.creditsCharged, 10);
     // The requeued job's suspension was charged; a queued job has no run under way.
-    assert.equal(h.job(requeued).billing.creditsCharged, 10);
+    assert.equal((await h.job(requeued)).billing.creditsCharged, 10);
   });
 
   test('a restart while suspended or after resuming charges no period twice', async () => {
-    const h = harness();
-    h.grant('user:alice', 'per-minute', 1_000_000);
+    const h = await harness();
+    await h.grant('user:alice', 'per-minute', 1_000_000);
     const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
     await h.monitorAt(90 * MINUTE);
     await h.service.suspend(alice, [id]);
@@ -317,7 +320,7 @@ describe('suspension', () => {
     await h.clock.advanceTo(T0 + DAY);
     await service.monitor();
     await service.unsuspend(alice, [id]);
-    await until(() => h.state(id) === 'RUNNING', { describe: `${id} runs again` });
+    await until(async () => (await h.state(id)) === 'RUNNING', { describe: `${id} runs again` });
     await h.clock.advanceTo(T0 + DAY + 15 * MINUTE);
     await service.monitor();
     await service.stop();
@@ -328,8 +331,8 @@ describe('suspension', () => {
     await service.terminate(alice, [id]);
     await service.stop();
 
-    assert.equal(periodsOf(h, 'user:alice'), 120);
-    assert.equal(h.job(id).billing.creditsCharged, 120);
+    assert.equal(await periodsOf(h, 'user:alice'), 120);
+    assert.equal((await h.job(id)).billing.creditsCharged, 120);
   });
 
   test('a suspension charge made again (a retry) charges nothing', async () => {
@@ -337,36 +340,36 @@ describe('suspension', () => {
     const seen: { ctx: LifecycleContext; job: ActiveJob }[] = [];
     const spy: JobPlugin = { name: 'Spy', onJobSuspend: (ctx, job) => void seen.push({ ctx, job }) };
     const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
-    const h = harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
-    h.grant('user:alice', 'per-minute', 1_000_000);
+    const h = await harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
+    await h.grant('user:alice', 'per-minute', 1_000_000);
     const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
     await h.clock.advanceTo(T0 + 90 * MINUTE + 1);
     await h.service.suspend(alice, [id]);
-    assert.equal(h.job(id).billing.creditsCharged, 91);
+    assert.equal((await h.job(id)).billing.creditsCharged, 91);
     const { ctx, job } = seen[0]!;
     await accountingPlugin.onJobSuspend?.(ctx, job);
-    assert.equal(h.job(id).billing.creditsCharged, 91);
-    assert.equal(h.charges('user:alice').length, 1);
+    assert.equal((await h.job(id)).billing.creditsCharged, 91);
+    assert.equal((await h.charges('user:alice')).length, 1);
   });
 });
 
 describe('retries', () => {
   test('monitoring twice at the same time charges once, sequentially or concurrently', async () => {
-    const h = harness();
-    h.grant('user:alice', 'u1-standard', 1000);
+    const h = await harness();
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi());
     await h.monitorAt(2 * MINUTE);
     await h.monitorAt(2 * MINUTE);
     await h.clock.advanceTo(T0 + 3 * MINUTE);
     await Promise.all([h.service.monitor(), h.service.monitor()]);
     assert.deepEqual(
-      h.charges('user:alice').map((c) => [c.chargeId, c.credits]),
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.credits]),
       [
         [`${id}:0-1`, 4],
         [`${id}:2-2`, 2],
       ],
     );
-    assert.equal(h.job(id).billing.creditsCharged, 6);
+    assert.equal((await h.job(id)).billing.creditsCharged, 6);
   });
 
   test('a replayed charge (same charge id) is ignored', async () => {
@@ -383,61 +386,61 @@ describe('retries', () => {
       },
     };
     const at = PLUGINS.findIndex((p) => p.name === 'Accounting');
-    const h = harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
-    h.grant('user:alice', 'u1-standard', 1000);
+    const h = await harness({ plugins: [...PLUGINS.slice(0, at), spy, ...PLUGINS.slice(at)] });
+    await h.grant('user:alice', 'u1-standard', 1000);
     const id = await h.running(mpi());
     await h.monitorAt(2 * MINUTE);
     assert.equal(seen.length, 1);
-    assert.equal(h.job(id).billing.creditsCharged, 4);
+    assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
     // 996 left, of which the running job holds back 2 (2 units for its next minute).
     const { ctx, charge } = seen[0]!;
-    assert.deepEqual(ctx.charge(charge), { creditsLeft: 994 });
-    assert.deepEqual(ctx.charge({ ...charge }), { creditsLeft: 994 });
-    assert.equal(h.charges('user:alice').length, 1);
-    assert.equal(h.job(id).billing.creditsCharged, 4);
+    assert.deepEqual(await ctx.charge(charge), { creditsLeft: 994 });
+    assert.deepEqual(await ctx.charge({ ...charge }), { creditsLeft: 994 });
+    assert.equal((await h.charges('user:alice')).length, 1);
+    assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
     // The store itself keeps a charge id once.
-    const [recorded] = h.charges('user:alice');
-    assert.equal(h.store.charge({ ...recorded!, chargedAt: T0 + HOUR }), false);
-    assert.equal(h.job(id).billing.creditsCharged, 4);
+    const [recorded] = await h.charges('user:alice');
+    assert.equal(await h.store.accounting.charge({ ...recorded!, chargedAt: T0 + HOUR }), false);
+    assert.equal((await h.job(id)).billing.creditsCharged, 4);
   });
 });
 
 describe('credits', () => {
   test('an owner without an allocation cannot create a job (402 naming the category)', async () => {
-    const h = harness();
+    const h = await harness();
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
-    h.grant('user:alice', 'u1-gpu', 1000);
+    await h.grant('user:alice', 'u1-gpu', 1000);
     await rejectsWith(
       h.service.create(alice, [mpi()]),
       402,
       /user alice has no allocation for u1-standard: run in a project that has credits/,
     );
-    assert.equal(h.store.activeJobs().length, 0);
+    assert.equal((await h.store.jobs.active()).length, 0);
   });
 
   test('allocations count only inside their validity window', async () => {
     // The end is exclusive; the start inclusive.
-    const h = harness({ start: T0 - DAY });
-    h.grant('user:alice', 'u1-standard', 1000, T0 - 2 * DAY, T0 - DAY);
-    h.grant('user:alice', 'u1-standard', 1000, T0 + DAY, T0 + 2 * DAY);
+    const h = await harness({ start: T0 - DAY });
+    await h.grant('user:alice', 'u1-standard', 1000, T0 - 2 * DAY, T0 - DAY);
+    await h.grant('user:alice', 'u1-standard', 1000, T0 + DAY, T0 + 2 * DAY);
     await rejectsWith(h.service.create(alice, [mpi()]), 402);
     await h.clock.advanceTo(T0);
     await rejectsWith(h.service.create(alice, [mpi()]), 402, /u1-standard/);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 0, used: 0, balance: 0 },
     ]);
     await h.clock.advanceTo(T0 + DAY);
     const [id] = await h.service.create(alice, [mpi()]);
     assert.ok(id);
-    assert.equal(h.service.wallets(alice)[0]!.allocated, 1000);
+    assert.equal((await h.service.wallets(alice))[0]!.allocated, 1000);
   });
 
   test("an owner who cannot pay for its jobs' next minute has them stopped and new ones refused", async () => {
-    const h = harness();
-    h.grant('user:alice', 'u1-standard', 10);
-    h.grant('user:bob', 'u1-standard', 1000);
+    const h = await harness();
+    await h.grant('user:alice', 'u1-standard', 10);
+    await h.grant('user:bob', 'u1-standard', 1000);
     const two = await h.running(mpi());
     const one = await h.running(mpi({ product: STANDARD_1 }));
     const bobs = await h.running(mpi(), bob);
@@ -445,23 +448,23 @@ describe('credits', () => {
     // Monitoring once a minute, as the service's pass every second does.
     await h.monitorAt(MINUTE);
     await h.monitorAt(2 * MINUTE);
-    assert.equal(h.service.wallets(alice)[0]!.balance, 4);
-    assert.equal(h.state(two), 'RUNNING');
-    assert.equal(h.state(one), 'RUNNING');
+    assert.equal((await h.service.wallets(alice))[0]!.balance, 4);
+    assert.equal(await h.state(two), 'RUNNING');
+    assert.equal(await h.state(one), 'RUNNING');
 
     // At 3 minutes 1 credit is left, and the next minute of both costs 3: both stop, and neither
     // pays for the minute it was stopped in.
     await h.monitorAt(3 * MINUTE);
     for (const id of [two, one]) {
-      assert.equal(h.state(id), 'SUCCESS', id);
-      assert.equal(h.job(id).updates.at(-1)!.status, NO_CREDITS_STATUS);
+      assert.equal(await h.state(id), 'SUCCESS', id);
+      assert.equal((await h.job(id)).updates.at(-1)!.status, NO_CREDITS_STATUS);
     }
     assert.equal(NO_CREDITS_STATUS, 'The job was terminated (no credits)');
-    assert.equal(h.state(bobs), 'RUNNING');
+    assert.equal(await h.state(bobs), 'RUNNING');
     // Three minutes of 2 + 1 units: 9 credits, charged once each, whichever job ran dry first.
-    assert.equal(h.job(two).billing.creditsCharged, 6);
-    assert.equal(h.job(one).billing.creditsCharged, 3);
-    assert.deepEqual(h.service.wallets(alice), [
+    assert.equal((await h.job(two)).billing.creditsCharged, 6);
+    assert.equal((await h.job(one)).billing.creditsCharged, 3);
+    assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-standard', allocated: 10, used: 9, balance: 1 },
     ]);
     await rejectsWith(
@@ -469,7 +472,7 @@ describe('credits', () => {
       402,
       /user alice has 1 credits left for u1-standard and this job needs 2/,
     );
-    assert.deepEqual(h.service.wallets(bob), [
+    assert.deepEqual(await h.service.wallets(bob), [
       { owner: 'user:bob', category: 'u1-standard', allocated: 1000, used: 6, balance: 994 },
     ]);
   });

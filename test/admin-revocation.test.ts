@@ -20,8 +20,8 @@ describe('revoking and disabling', { timeout: 60_000 }, () => {
   let root: string;
   before(async () => {
     w = await world();
-    w.store.createUser('root', true);
-    root = w.store.createToken('root', 'admin');
+    await w.store.users.createUser('root', true);
+    root = await w.store.users.createToken('root', 'admin');
   });
   after(() => w.close());
 
@@ -45,7 +45,7 @@ describe('revoking and disabling', { timeout: 60_000 }, () => {
   const cookieOf = (a: Answer) => (a.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
 
   test('a revoked token gets 401 from then on; the others of its user go on working', async () => {
-    const second = w.store.createToken('bob', 'second');
+    const second = await w.store.users.createToken('bob', 'second');
     const tokens = json(await request('GET', '/api/admin/tokens?query=second', { bearer: root }));
     const id = tokens.items[0].id as string;
     assert.equal((await request('GET', '/api/accounting/wallets', { bearer: second })).status, 200);

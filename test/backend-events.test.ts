@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 const terminal = {
@@ -27,27 +27,31 @@ function scripted(): Backend & { say(e: Omit<BackendEvent, 'at'>): void } {
 }
 
 test('a backend tells why a job waits, then that it runs, each as a status in the job updates', async () => {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
   const backend = scripted();
   const service = createJobService({ store, env: env(), backend });
   try {
     const [id] = await service.create({ username: 'alice', admin: false }, [terminal]);
     const jobId = id!;
-    const statuses = () => store.updatesOf(jobId).map((u) => [u.state, u.status]);
-    await until(() => store.getJob(jobId)!.submitted, { describe: 'submitted' });
+    const statuses = async () => (await store.jobs.updatesOf(jobId)).map((u) => [u.state, u.status]);
+    await until(async () => (await store.jobs.get(jobId))!.submitted, { describe: 'submitted' });
     backend.say({ jobId, state: 'IN_QUEUE', status: 'Waiting for 8 CPUs, position 2 in the queue' });
-    await until(() => statuses().some(([, s]) => s?.startsWith('Waiting')), { describe: 'status written' });
-    assert.equal(store.getJob(jobId)!.state, 'IN_QUEUE');
-    assert.deepEqual(statuses().at(-1), [undefined, 'Waiting for 8 CPUs, position 2 in the queue']);
-    const before = statuses().length;
+    await until(async () => (await statuses()).some(([, s]) => s?.startsWith('Waiting')), {
+      describe: 'status written',
+    });
+    assert.equal((await store.jobs.get(jobId))!.state, 'IN_QUEUE');
+    assert.deepEqual((await statuses()).at(-1), [undefined, 'Waiting for 8 CPUs, position 2 in the queue']);
+    const before = (await statuses()).length;
 
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running' });
     backend.say({ jobId, state: 'RUNNING', status: 'The job is running (2 of 2 replicas ready)' });
-    await until(() => statuses().at(-1)?.[1]?.endsWith('ready)') === true, { describe: 'both written' });
-    assert.equal(store.getJob(jobId)!.state, 'RUNNING');
-    assert.deepEqual(statuses().slice(-2), [
+    await until(async () => (await statuses()).at(-1)?.[1]?.endsWith('ready)') === true, {
+      describe: 'both written',
+    });
+    assert.equal((await store.jobs.get(jobId))!.state, 'RUNNING');
+    assert.deepEqual((await statuses()).slice(-2), [
       ['RUNNING', 'The job is running'],
       [undefined, 'The job is running (2 of 2 replicas ready)'],
     ]);
@@ -55,11 +59,11 @@ test('a backend tells why a job waits, then that it runs, each as a status in th
     // A late queue report for a job that already runs changes nothing.
     backend.say({ jobId, state: 'IN_QUEUE', status: 'Waiting, position 1 in the queue' });
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(statuses().length, before + 2);
-    assert.equal(store.getJob(jobId)!.state, 'RUNNING');
+    assert.equal((await statuses()).length, before + 2);
+    assert.equal((await store.jobs.get(jobId))!.state, 'RUNNING');
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });

@@ -29,25 +29,29 @@ async function setup(t: { after(fn: () => Promise<void>): void }, recipes: strin
     requireCredits: false,
   });
   t.after(() => rm(dir, { recursive: true, force: true }));
-  opened.store.createUser('alice', false);
+  await opened.store.users.createUser('alice', false);
   const { store, service } = opened;
   const ended = async (id: string, ms = 120_000) => {
     for (let i = 0; i < ms / 50; i++) {
-      const job = store.getJob(id)!;
+      const job = (await store.jobs.get(id))!;
       if (['SUCCESS', 'FAILURE', 'EXPIRED'].includes(job.state)) return job;
       await new Promise((r) => setTimeout(r, 50));
     }
-    assert.fail(`job ${id} did not end: ${JSON.stringify(store.updatesOf(id))}`);
+    assert.fail(`job ${id} did not end: ${JSON.stringify(await store.jobs.updatesOf(id))}`);
   };
   const running = async (id: string, ms = 60_000) => {
-    for (let i = 0; i < ms / 50 && store.getJob(id)!.state !== 'RUNNING'; i++) {
+    for (let i = 0; i < ms / 50 && (await store.jobs.get(id))!.state !== 'RUNNING'; i++) {
       assert.ok(
-        !['SUCCESS', 'FAILURE'].includes(store.getJob(id)!.state),
-        JSON.stringify(store.updatesOf(id)),
+        !['SUCCESS', 'FAILURE'].includes((await store.jobs.get(id))!.state),
+        JSON.stringify(await store.jobs.updatesOf(id)),
       );
       await new Promise((r) => setTimeout(r, 50));
     }
-    assert.equal(store.getJob(id)!.state, 'RUNNING', JSON.stringify(store.updatesOf(id)));
+    assert.equal(
+      (await store.jobs.get(id))!.state,
+      'RUNNING',
+      JSON.stringify(await store.jobs.updatesOf(id)),
+    );
   };
   const submit = async (spec: { application: { name: string; version: string } } & Record<string, unknown>) =>
     (await service.create(alice, [{ product, ...spec }]))[0]!;
@@ -83,7 +87,7 @@ for (const replicas of [2, 4]) {
     const { submit, ended, store, stdout } = await setup(t, ['openmpi']);
     const id = await submit({ application: { name: 'mpi-hello', version: '1.0' }, replicas });
     const job = await ended(id);
-    assert.equal(job.state, 'SUCCESS', JSON.stringify(store.updatesOf(id)));
+    assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id)));
     assert.deepEqual(job.exitCodes, Object.fromEntries(Array.from({ length: replicas }, (_, r) => [r, 0])));
     const hellos = (await stdout(id)).split('\n').filter((l) => l.startsWith('hello from rank'));
     assert.equal(hellos.length, replicas, await stdout(id));
@@ -101,7 +105,7 @@ test('word-count runs in the debian image on a file of the owner', tools, async 
       top: { type: 'integer', value: 1 },
     },
   });
-  assert.equal((await ended(id)).state, 'SUCCESS', JSON.stringify(store.updatesOf(id)));
+  assert.equal((await ended(id)).state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id)));
   assert.equal((await stdout(id)).trim().replace(/ +/g, ' '), '3 b');
 });
 
@@ -122,7 +126,7 @@ test('http-check in the python image fetches from a file-server peer', tools, as
       path: { type: 'text', value: 'index.txt' },
     },
   });
-  assert.equal((await ended(check)).state, 'SUCCESS', JSON.stringify(store.updatesOf(check)));
+  assert.equal((await ended(check)).state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(check)));
   assert.match(await stdout(check), /served from the image/);
 });
 

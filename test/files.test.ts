@@ -7,9 +7,9 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { buildServer } from '../src/server/app.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * The files API through `app.inject()`, over a storage folder of its own: alice and bob each have
@@ -21,13 +21,16 @@ type Who = 'alice' | 'bob';
 
 async function world(t: { after(fn: () => Promise<void>): void }) {
   const root = await mkdtemp(join(tmpdir(), 'ucompute-files-'));
-  const store = openStore(':memory:');
-  for (const name of ['alice', 'bob']) store.createUser(name, false);
-  store.createProject('climate', 'Climate');
-  store.createProject('secret', 'Secret');
-  store.setMember('climate', 'alice', 'PI');
-  store.setMember('climate', 'bob', 'USER');
-  const tokens = { alice: store.createToken('alice', 'test'), bob: store.createToken('bob', 'test') };
+  const store = await openTestStore();
+  for (const name of ['alice', 'bob']) await store.users.createUser(name, false);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.createProject('secret', 'Secret');
+  await store.users.setMember('climate', 'alice', 'PI');
+  await store.users.setMember('climate', 'bob', 'USER');
+  const tokens = {
+    alice: await store.users.createToken('alice', 'test'),
+    bob: await store.users.createToken('bob', 'test'),
+  };
   const backend = dryBackend({ runForMs: null });
   const service = createJobService({ store, env: env(), backend });
   const app = await buildServer({ service, store, env: env(), backend, storageRoot: root });
@@ -35,7 +38,7 @@ async function world(t: { after(fn: () => Promise<void>): void }) {
     await app.close();
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
     await rm(root, { recursive: true, force: true });
   });
   const call = (who: Who, options: InjectOptions) =>

@@ -9,9 +9,10 @@ import type { PipelineConfig } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { buildServer } from '../src/server/app.ts';
 import { errorResponse } from '../src/server/errors.ts';
-import { openStore, type Store } from '../src/store/store.ts';
+import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/store.ts';
 import { env, prepare } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
+import { jobCount } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -39,10 +40,11 @@ async function world(
   environment = env(config),
   clock: Clock = systemClock,
 ) {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
-  const token = store.createToken('alice', 'test');
+  // SQLite's own: a full disk is made by capping its pages.
+  const store = openSqliteStore(':memory:');
+  await store.users.createUser('alice', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
+  const token = await store.users.createToken('alice', 'test');
   const backend = dryBackend({ runForMs, clock });
   const service = createJobService({ store, env: environment, backend, clock });
   const app = await buildServer({ service, store, env: environment, backend });
@@ -50,7 +52,7 @@ async function world(
     await app.close();
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   });
   const call = (url: string, body?: unknown) => {
     const options: InjectOptions = {
@@ -61,15 +63,15 @@ async function world(
     if (body !== undefined) options.payload = body as InjectOptions['payload'];
     return app.inject(options);
   };
-  const jobs = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
+  const jobs = () => jobCount(store);
   return { store, service, call, jobs };
 }
 
 /** Lets SQLite grow no further than it is now (SQLITE_FULL, as on a full disk); returns the undo. */
-function fillDisk(store: Store): () => void {
-  const pages = Object.values(store.db.prepare('pragma page_count').get()!)[0] as number;
-  store.db.exec(`pragma max_page_count = ${pages}`);
-  return () => store.db.exec('pragma max_page_count = 1073741823');
+function fillDisk(store: SqliteStore): () => void {
+  const pages = Object.values(store.database.prepare('pragma page_count').get()!)[0] as number;
+  store.database.exec(`pragma max_page_count = ${pages}`);
+  return () => store.database.exec('pragma max_page_count = 1073741823');
 }
 
 test('a full disk at submit answers 507 with a message and stores nothing', async () => {
@@ -80,11 +82,11 @@ test('a full disk at submit answers 507 with a message and stores nothing', asyn
   const response = await w.call('/api/jobs', { items });
   assert.equal(response.statusCode, 507, response.body);
   assert.match(response.json<{ message: string }>().message, /disk is full.*nothing was changed/);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
   free();
   const again = await w.call('/api/jobs', { items });
   assert.equal(again.statusCode, 200, again.body);
-  assert.equal(w.jobs(), 200);
+  assert.equal(await w.jobs(), 200);
 });
 
 test('a job whose end cannot be written (disk full) is not left RUNNING once space is back', async () => {
@@ -93,20 +95,22 @@ test('a job whose end cannot be written (disk full) is not left RUNNING once spa
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'it runs' });
+  await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', { describe: 'it runs' });
   // Every write fails from now on, as SQLite's do on a full disk.
   const transaction = w.store.transaction;
-  w.store.transaction = () => {
+  w.store.transaction = async () => {
     throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
   };
   // Its SUCCESS arrives after 50 ms, while nothing can be written, and is kept: the write is tried
   // again a second later.
   await clock.advance(50);
   await until(() => clock.pending() === 1, { describe: 'the end waits to be written again' });
-  assert.equal(w.store.getJob(id)?.state, 'RUNNING');
+  assert.equal((await w.store.jobs.get(id))?.state, 'RUNNING');
   w.store.transaction = transaction;
   await clock.advance(1000);
-  await until(() => w.store.getJob(id)?.state === 'SUCCESS', { describe: 'the end is written' });
+  await until(async () => (await w.store.jobs.get(id))?.state === 'SUCCESS', {
+    describe: 'the end is written',
+  });
 });
 
 test('a job whose submission cannot be written (disk full) is submitted once space is back', async () => {
@@ -115,7 +119,7 @@ test('a job whose submission cannot be written (disk full) is submitted once spa
   let refused = 0;
   // Accepting the job works; every write after it fails, as on a disk that just filled up.
   w.service.onCreated(() => {
-    w.store.transaction = () => {
+    w.store.transaction = async () => {
       refused++;
       throw Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13 });
     };
@@ -125,7 +129,9 @@ test('a job whose submission cannot be written (disk full) is submitted once spa
   const id = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
   await until(() => refused > 0, { describe: 'the submission was refused' });
   w.store.transaction = transaction;
-  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'it is submitted and runs' });
+  await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', {
+    describe: 'it is submitted and runs',
+  });
 });
 
 test('parameter values the kernel cannot pass are 400 at submit, naming the parameter', async () => {
@@ -142,7 +148,7 @@ test('parameter values the kernel cannot pass are 400 at submit, naming the para
   await refused('echo a\u0000b', /NUL byte/);
   // 65,536 characters pass the schema; as UTF-8 they are 131,072 bytes, one more than an argument holds.
   await refused('é'.repeat(65_536), /131072 bytes; one program argument holds at most 131071/);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
   const fits = await w.call('/api/jobs', {
     items: [mpi({ parameters: { command: { type: 'text', value: 'é'.repeat(65_535) } } })],
   });
@@ -168,7 +174,7 @@ test('file names too long or not valid Unicode are 400 at submit, naming the par
   };
   await refused(`/home/alice/${'n'.repeat(300)}`, /is 300 bytes long; a file name holds at most 255/);
   await refused('/home/alice/half\ud800', /not valid Unicode/);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
 });
 
 test('time is bounded by the maximum: at submit and when extending, 400 naming the field', async () => {
@@ -178,7 +184,7 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   assert.match(tooLong.body, /items\[0\]\.specification\.timeAllocation.*at most 3 hours/);
   const unlimited = await w.call('/api/jobs', { items: [mpi({ timeAllocation: null })] });
   assert.equal(unlimited.statusCode, 400, unlimited.body);
-  assert.equal(w.jobs(), 0);
+  assert.equal(await w.jobs(), 0);
 
   const created = await w.call('/api/jobs', { items: [mpi({ timeAllocation: hours(2) })] });
   assert.equal(created.statusCode, 200, created.body);
@@ -186,10 +192,10 @@ test('time is bounded by the maximum: at submit and when extending, 400 naming t
   const beyond = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(2) }] });
   assert.equal(beyond.statusCode, 400, beyond.body);
   assert.match(beyond.json<{ message: string }>().message, /^items\[0\]\.requestedTime: .* at most 3/);
-  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 2 * 3_600_000);
+  assert.equal((await w.store.jobs.get(jobId))?.timeAllocationMs, 2 * 3_600_000);
   const within = await w.call('/api/jobs/extend', { items: [{ jobId, requestedTime: hours(1) }] });
   assert.equal(within.statusCode, 200, within.body);
-  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 3 * 3_600_000);
+  assert.equal((await w.store.jobs.get(jobId))?.timeAllocationMs, 3 * 3_600_000);
 });
 
 test('by default a job may have a week, extensions included: a million hours or no limit is 400', async () => {
@@ -214,7 +220,7 @@ test("a job that asks for no time gets its tool's default within the maximum", a
   const created = await w.call('/api/jobs', { items: [mpi()] });
   assert.equal(created.statusCode, 200, created.body);
   const jobId = created.json<{ responses: { id: string }[] }>().responses[0]!.id;
-  assert.equal(w.store.getJob(jobId)?.timeAllocationMs, 1_800_000);
+  assert.equal((await w.store.jobs.get(jobId))?.timeAllocationMs, 1_800_000);
 });
 
 test("a product's own maximum is shorter than the operator's: the shorter one holds", async () => {

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
-import { hashToken } from '../src/store/store.ts';
+import { hashToken } from '../src/store/users.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
@@ -155,7 +155,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
   test('an unknown, expired or web session identifier opens nothing', async () => {
     const expired = await open(w, id, 'SHELL');
     const hash = hashToken(expired.sessionIdentifier);
-    w.store.touchSession(hash, Date.now() - 10 * 60_000, Date.now() - 5 * 60_000);
+    await w.store.sessions.touch(hash, Date.now() - 10 * 60_000, Date.now() - 5 * 60_000);
     const vnc = await open(w, id, 'VNC');
     const before = shells.length;
     for (const sessionIdentifier of ['nope', expired.sessionIdentifier, new URL(vnc.url).hash.slice(1)]) {
@@ -233,7 +233,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     assertExit(result, 0);
     const url = new URL(result.stdout.trim());
     assert.equal(url.pathname, '/sessions/vnc');
-    assert.equal(w.store.session(hashToken(url.hash.slice(1)))?.kind, 'VNC');
+    assert.equal((await w.store.sessions.get(hashToken(url.hash.slice(1))))?.kind, 'VNC');
   });
 
   test('ucompute open hands the browser a private page leading to the link, never the link', async () => {

@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { interactiveSessions } from '../src/interactive/sessions.ts';
-import { hashToken } from '../src/store/store.ts';
+import { hashToken } from '../src/store/users.ts';
 import { env } from './support/fixtures.ts';
 import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
@@ -92,8 +92,8 @@ describe('opening sessions', { timeout: 60_000 }, () => {
     const ticket = link.searchParams.get('ticket') ?? '';
     assert.ok(Buffer.from(ticket, 'base64url').length >= 16, 'at least 128 random bits');
     // Only the hash is stored.
-    assert.equal(w.store.session(hashToken(ticket))?.kind, 'TICKET');
-    assert.equal(w.store.session(ticket), undefined);
+    assert.equal((await w.store.sessions.get(hashToken(ticket)))?.kind, 'TICKET');
+    assert.equal(await w.store.sessions.get(ticket), undefined);
   });
 
   test('a VNC session is a page on the API origin with the secret in the fragment', async () => {
@@ -103,7 +103,7 @@ describe('opening sessions', { timeout: 60_000 }, () => {
     assert.equal(session.type, 'vnc');
     const url = new URL(session.url);
     assert.equal(url.origin, `http://localhost:${w.port}`);
-    assert.equal(w.store.session(hashToken(url.hash.slice(1)))?.kind, 'VNC');
+    assert.equal((await w.store.sessions.get(hashToken(url.hash.slice(1))))?.kind, 'VNC');
   });
 
   test('every running job offers a shell session', async () => {
@@ -112,7 +112,7 @@ describe('opening sessions', { timeout: 60_000 }, () => {
       assert.equal(opened.status, 200, JSON.stringify(opened.json));
       const session = opened.json.responses[0].session;
       assert.equal(session.type, 'shell');
-      assert.equal(w.store.session(hashToken(session.sessionIdentifier))?.kind, 'SHELL');
+      assert.equal((await w.store.sessions.get(hashToken(session.sessionIdentifier)))?.kind, 'SHELL');
     }
   });
 
@@ -221,9 +221,9 @@ describe('the web proxy', { timeout: 60_000 }, () => {
   test('an expired session is denied', async () => {
     const { cookie } = await signIn(w, a);
     const hash = hashToken(cookie.split('=')[1] ?? '');
-    const session = w.store.session(hash);
+    const session = await w.store.sessions.get(hash);
     assert.ok(session);
-    w.store.touchSession(hash, session.lastUsedAt, Date.now() - 1);
+    await w.store.sessions.touch(hash, session.lastUsedAt, Date.now() - 1);
     const answer = await call(w.port, { host: appHost(w, a), path: '/', headers: { cookie } });
     assert.equal(answer.status, 401);
   });
@@ -232,12 +232,12 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     const { cookie } = await signIn(w, a);
     const hash = hashToken(cookie.split('=')[1] ?? '');
     const old = Date.now() - 3_600_000;
-    w.store.touchSession(hash, old, old + 1000 * 3_600_000);
+    await w.store.sessions.touch(hash, old, old + 1000 * 3_600_000);
     await call(w.port, { host: appHost(w, a), path: '/', headers: { cookie } });
     // Written with the other sessions' use every few seconds, not on each request.
     const session = await until(
-      () => {
-        const now = w.store.session(hash);
+      async () => {
+        const now = await w.store.sessions.get(hash);
         return now && now.lastUsedAt > old && now;
       },
       { describe: 'the use is written', timeout: 30_000, every: 100 },
@@ -350,7 +350,7 @@ describe('the web proxy', { timeout: 60_000 }, () => {
     const { cookie } = await signIn(w, id);
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 200);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
-    await until(() => w.store.getJob(id)?.state !== 'RUNNING', { describe: 'the job ends' });
+    await until(async () => (await w.store.jobs.get(id))?.state !== 'RUNNING', { describe: 'the job ends' });
     assert.equal((await call(w.port, { host: appHost(w, id), path: '/', headers: { cookie } })).status, 401);
   });
 
@@ -372,9 +372,11 @@ describe('revocation', { timeout: 60_000 }, () => {
       const id = await runningJob(w, fileServer);
       const opened = await openSession(w, id, 'SHELL');
       const hash = hashToken(opened.json.responses[0].session.sessionIdentifier);
-      assert.ok(w.store.session(hash));
+      assert.ok(await w.store.sessions.get(hash));
       await w.service.terminate({ username: 'alice', admin: false }, [id]);
-      await until(() => w.store.session(hash) === undefined, { describe: 'the session is deleted' });
+      await until(async () => (await w.store.sessions.get(hash)) === undefined, {
+        describe: 'the session is deleted',
+      });
     } finally {
       await w.close();
     }
@@ -395,10 +397,10 @@ describe('sessions in use', { timeout: 60_000 }, () => {
       service: w.service,
       now: () => clock.now,
     });
-    const [opened] = sessions.open(alice, [{ id, rank: 0, sessionType: 'WEB' }], reached);
+    const [opened] = await sessions.open(alice, [{ id, rank: 0, sessionType: 'WEB' }], reached);
     assert.equal(opened?.type, 'web');
     const ticket = new URL(opened.type === 'web' ? opened.redirectClientTo : '').searchParams.get('ticket');
-    const secret = sessions.trade(ticket ?? '', id, 0);
+    const secret = await sessions.trade(ticket ?? '', id, 0);
     assert.ok(secret);
     return { id, sessions, secret };
   }
@@ -408,11 +410,11 @@ describe('sessions in use', { timeout: 60_000 }, () => {
     const clock = { now: Date.now() };
     const { id, sessions, secret } = await webSession(w, clock);
     try {
-      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      assert.ok(await sessions.use(secret, 'WEB', id, 0));
       clock.now += 10 * HOUR + 1;
-      assert.equal(sessions.use(secret, 'WEB', id, 0), undefined);
+      assert.equal(await sessions.use(secret, 'WEB', id, 0), undefined);
     } finally {
-      sessions.close();
+      await sessions.close();
       await w.close();
     }
   });
@@ -422,13 +424,13 @@ describe('sessions in use', { timeout: 60_000 }, () => {
     const clock = { now: Date.now() };
     const { id, sessions, secret } = await webSession(w, clock);
     try {
-      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      assert.ok(await sessions.use(secret, 'WEB', id, 0));
       clock.now += HOUR;
-      assert.ok(sessions.use(secret, 'WEB', id, 0));
+      assert.ok(await sessions.use(secret, 'WEB', id, 0));
     } finally {
-      sessions.close();
+      await sessions.close();
     }
-    const stored = w.store.session(hashToken(secret));
+    const stored = await w.store.sessions.get(hashToken(secret));
     await w.close();
     assert.equal(stored?.lastUsedAt, clock.now);
     assert.equal(stored?.expiresAt, clock.now + 10 * HOUR);

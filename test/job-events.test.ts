@@ -5,8 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Caller, JobEvent, JobService, Watch } from '../src/jobs/service.ts';
 import type { Job } from '../src/model/job.ts';
 import { EVENTS_BUFFERED_BYTES, streamJobEvents } from '../src/server/job-events.ts';
-import { openStore } from '../src/store/store.ts';
 import { type TestServer, testServer } from './support/server.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -25,20 +25,20 @@ interface World extends TestServer {
 
 /** alice and bob have credits; carol leads project `climate`, where bob is a USER member. */
 async function world(): Promise<World> {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const now = Date.now();
   for (const name of ['alice', 'bob', 'carol']) {
-    store.createUser(name, false);
-    store.grant(`user:${name}`, 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+    await store.users.createUser(name, false);
+    await store.accounting.grant(`user:${name}`, 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   }
-  store.createProject('climate', 'Climate');
-  store.setMember('climate', 'carol', 'PI');
-  store.setMember('climate', 'bob', 'USER');
-  store.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.setMember('climate', 'carol', 'PI');
+  await store.users.setMember('climate', 'bob', 'USER');
+  await store.accounting.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   const tokens = {
-    alice: store.createToken('alice', 'test'),
-    bob: store.createToken('bob', 'test'),
-    carol: store.createToken('carol', 'test'),
+    alice: await store.users.createToken('alice', 'test'),
+    bob: await store.users.createToken('bob', 'test'),
+    carol: await store.users.createToken('carol', 'test'),
   };
   const server = await testServer(store);
   await server.app.listen({ port: 0, host: '127.0.0.1' });
@@ -159,7 +159,7 @@ describe('the job event stream', () => {
   test('a renamed job is sent with its new name', async () => {
     const alice = await openEvents(w, bearer(w.tokens.alice));
     const id = await create(w, w.tokens.alice);
-    w.service.rename({ username: 'alice', admin: false }, [{ id, newTitle: 'renamed' }]);
+    await w.service.rename({ username: 'alice', admin: false }, [{ id, newTitle: 'renamed' }]);
     await until(() => jobsIn(alice).some((j) => j.id === id && j.specification.name === 'renamed'), {
       describe: 'the new name',
     });
@@ -180,7 +180,9 @@ describe('the job event stream', () => {
     const missed = await create(w, w.tokens.alice);
     const bobs = await create(w, w.tokens.bob);
     await until(() => statesOf(bob, bobs).includes('RUNNING'), { describe: 'bob sees his job' });
-    await until(() => w.store.getJob(missed)?.state === 'RUNNING', { describe: 'the missed job runs' });
+    await until(async () => (await w.store.jobs.get(missed))?.state === 'RUNNING', {
+      describe: 'the missed job runs',
+    });
 
     const back = await openEvents(w, { ...bearer(w.tokens.alice), 'last-event-id': lastSeen });
     await until(() => back.received.some((r) => r.event === 'ready'), { describe: 'ready' });
@@ -234,11 +236,16 @@ describe('a client that does not keep up', () => {
   const caller: Caller = { username: 'alice', admin: false };
   const job = { id: 'j1', status: { state: 'RUNNING' } } as unknown as Job;
 
-  /** A service whose watch hands out the listener, and a sink whose backlog the test sets. */
-  function fixture() {
+  /**
+   * A service whose watch hands out the listener, and a sink whose backlog the test sets. The stream
+   * does each step after it asked whether the sign-in holds, in order: `settled` answers once every
+   * step told so far is done (a check queued after them has asked).
+   */
+  async function fixture() {
     let listener: (e: JobEvent) => void = () => {};
+    let asked = 0;
     const service = {
-      watchJobs(_c: Caller, _last: string | undefined, l: (e: JobEvent) => void): Watch {
+      async watchJobs(_c: Caller, _last: string | undefined, l: (e: JobEvent) => void): Promise<Watch> {
         listener = l;
         return { position: 'e-0', missed: [], unsubscribe: () => {} };
       },
@@ -257,31 +264,50 @@ describe('a client that does not keep up', () => {
           sink.ended = true;
         },
       },
-      { signedIn: () => true },
+      {
+        signedIn: async () => {
+          asked++;
+          return true;
+        },
+      },
     );
-    return { emit: (n: number) => listener({ id: `e-${n}`, job }), sink, stream };
+    const settled = async () => {
+      const before = asked;
+      stream.check();
+      await until(() => asked > before, { describe: 'the steps told so far are done' });
+    };
+    await until(() => sink.written.some((t) => t.includes('event: ready')), {
+      describe: 'the stream is ready',
+    });
+    return { emit: (n: number) => listener({ id: `e-${n}`, job }), sink, stream, settled };
   }
 
-  test('has its backlog dropped, then gets one resync once it drains', () => {
-    const { emit, sink, stream } = fixture();
+  test('has its backlog dropped, then gets one resync once it drains', async () => {
+    const { emit, sink, stream, settled } = await fixture();
     sink.backlog = EVENTS_BUFFERED_BYTES + 1;
     const before = sink.written.length;
     for (let n = 1; n <= 1000; n++) emit(n);
+    await settled();
     assert.equal(sink.written.length, before, 'nothing is queued while the client is behind');
 
     sink.backlog = 0;
     stream.check();
-    assert.match(sink.written.at(-1) ?? '', /^id: e-1000\nevent: resync\n/);
+    await until(() => /^id: e-1000\nevent: resync\n/.test(sink.written.at(-1) ?? ''), {
+      describe: 'one resync, at the last event dropped',
+    });
     emit(1001);
-    assert.match(sink.written.at(-1) ?? '', /^id: e-1001\nevent: job\n/);
-    stream.check();
+    await until(() => /^id: e-1001\nevent: job\n/.test(sink.written.at(-1) ?? ''), {
+      describe: 'the next event is sent',
+    });
+    await settled();
     assert.equal(sink.written.filter((t) => t.includes('event: resync')).length, 1);
     stream.stop();
   });
 
-  test('a client that catches up in time loses nothing', () => {
-    const { emit, sink, stream } = fixture();
+  test('a client that catches up in time loses nothing', async () => {
+    const { emit, sink, stream, settled } = await fixture();
     for (let n = 1; n <= 10; n++) emit(n);
+    await settled();
     assert.equal(sink.written.filter((t) => t.includes('event: job')).length, 10);
     assert.equal(
       sink.written.some((t) => t.includes('resync')),

@@ -5,8 +5,8 @@ import { createJobService } from '../src/jobs/service.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
 import type { JobPlugin } from '../src/plugins/plugin.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /** The five plugin hooks run in one place under one error rule (JobManagement's pluginHooks). */
@@ -17,7 +17,7 @@ const mpi = {
   product: { id: 'u1-standard-2', category: 'u1-standard' },
 };
 
-function harness(o: { storage?: JobStorage; plugins?: readonly JobPlugin[] } = {}) {
+async function harness(o: { storage?: JobStorage; plugins?: readonly JobPlugin[] } = {}) {
   const submitted: string[] = [];
   const inner = dryBackend({ runForMs: null });
   const backend = {
@@ -28,14 +28,14 @@ function harness(o: { storage?: JobStorage; plugins?: readonly JobPlugin[] } = {
     },
   };
   const service = createJobService({
-    store: openStore(':memory:'),
+    store: await openTestStore(),
     env: env(),
     backend,
     requireCredits: false,
     ...(o.storage ? { storage: o.storage } : {}),
     ...(o.plugins ? { plugins: o.plugins } : {}),
   });
-  const job = (id: string) => service.retrieve(alice, id);
+  const job = async (id: string) => await service.retrieve(alice, id);
   return { service, submitted, job };
 }
 
@@ -48,10 +48,10 @@ test('a plugin whose onCreate fails (storage full) fails the job with its reason
       throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
     },
   };
-  const h = harness({ storage: full });
+  const h = await harness({ storage: full });
   const [id] = await h.service.create(alice, [mpi]);
-  await until(() => h.job(id!).status.state === 'FAILURE', { describe: 'the job fails' });
-  const status = h.job(id!).updates.at(-1)!.status ?? '';
+  await until(async () => (await h.job(id!)).status.state === 'FAILURE', { describe: 'the job fails' });
+  const status = (await h.job(id!)).updates.at(-1)!.status ?? '';
   assert.match(status, /^The job could not be created: \w+: ENOSPC: no space left on device/);
   assert.deepEqual(h.submitted, []);
 });
@@ -68,19 +68,25 @@ test('onJobStart is guarded like the other hooks: a failing plugin does not stop
     },
     { name: 'Recorder', onJobStart: (_ctx, job) => void started.push(job.id) },
   ];
-  const h = harness({ plugins });
+  const h = await harness({ plugins });
   const ids = await h.service.create(alice, [mpi, mpi]);
-  await until(() => ids.every((id) => h.job(id).status.state === 'RUNNING'), { describe: 'both jobs run' });
+  await until(
+    async () => {
+      const states = await Promise.all(ids.map(async (id) => (await h.job(id)).status.state));
+      return states.every((state) => state === 'RUNNING');
+    },
+    { describe: 'both jobs run' },
+  );
   await until(() => started.length === 2, { describe: 'the later plugin saw both starts' });
   assert.deepEqual(started.sort(), [...ids].sort());
 });
 
 test('onCreate runs the service’s own plugin list', async () => {
   const created: string[] = [];
-  const h = harness({
+  const h = await harness({
     plugins: [...PLUGINS, { name: 'Recorder', onCreate: (_ctx, job) => void created.push(job.id) }],
   });
   const [id] = await h.service.create(alice, [mpi]);
-  await until(() => h.job(id!).status.state === 'RUNNING', { describe: 'the job runs' });
+  await until(async () => (await h.job(id!)).status.state === 'RUNNING', { describe: 'the job runs' });
   assert.deepEqual(created, [id]);
 });

@@ -6,9 +6,9 @@ import { asDecidedEnd, outcomeAtEnd } from '../src/jobs/lifecycle.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { Job } from '../src/model/job.ts';
 import { parser } from '../src/model/validate.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { type ManualClock, manualClock } from './support/manual-clock.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -67,9 +67,9 @@ function controllable(clock: ManualClock) {
   };
 }
 
-function world(credits = 1_000_000) {
+async function world(credits = 1_000_000) {
   const clock = manualClock(T0);
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const control = controllable(clock);
   const service = createJobService({
     store,
@@ -78,9 +78,9 @@ function world(credits = 1_000_000) {
     clock,
     requireCredits: true,
   });
-  store.grant('user:alice', 'u1-standard', credits, T0 - MINUTE, T0 + 1000 * MINUTE);
-  const job = (id: string) => {
-    const j = service.retrieve(admin, id);
+  await store.accounting.grant('user:alice', 'u1-standard', credits, T0 - MINUTE, T0 + 1000 * MINUTE);
+  const job = async (id: string) => {
+    const j = await service.retrieve(admin, id);
     assert.ok(jobSchema.check(j), JSON.stringify(jobSchema.check(j) || jobSchema.issues(j)));
     return j;
   };
@@ -88,7 +88,7 @@ function world(credits = 1_000_000) {
     (await service.create(alice, [mpi(extra)]))[0]!;
   const running = async (extra: Record<string, unknown> = {}) => {
     const id = await submit(extra);
-    await until(() => job(id).status.state === 'RUNNING', { describe: `${id} runs` });
+    await until(async () => (await job(id)).status.state === 'RUNNING', { describe: `${id} runs` });
     return id;
   };
   return { clock, store, service, job, submit, running, ...control };
@@ -96,19 +96,22 @@ function world(credits = 1_000_000) {
 
 describe('every final job says how it ended', () => {
   test('completed, with its exit codes', async () => {
-    const w = world();
+    const w = await world();
     const id = await w.running({ replicas: 2 });
     w.emit({ jobId: id, state: 'SUCCESS', status: 'done', exitCodes: { 0: 0, 1: 3 }, at: T0 });
-    await until(() => w.job(id).status.state === 'SUCCESS', { describe: 'it ends' });
-    assert.deepEqual(w.job(id).status.outcome, { kind: 'COMPLETED', text: 'completed (exit 3 on rank 1)' });
+    await until(async () => (await w.job(id)).status.state === 'SUCCESS', { describe: 'it ends' });
+    assert.deepEqual((await w.job(id)).status.outcome, {
+      kind: 'COMPLETED',
+      text: 'completed (exit 3 on rank 1)',
+    });
   });
 
   test('cancelled: by whom; a queued job that is cancelled never started', async () => {
-    const w = world();
+    const w = await world();
     const ran = await w.running();
     await w.service.terminate(alice, [ran]);
-    assert.equal(w.job(ran).status.state, 'SUCCESS', "UCloud's state stays");
-    assert.deepEqual(w.job(ran).status.outcome, {
+    assert.equal((await w.job(ran)).status.state, 'SUCCESS', "UCloud's state stays");
+    assert.deepEqual((await w.job(ran)).status.outcome, {
       kind: 'CANCELLED',
       by: 'alice',
       text: 'cancelled by alice',
@@ -116,7 +119,7 @@ describe('every final job says how it ended', () => {
     w.holdStarts();
     const queued = await w.submit();
     await w.service.terminate(admin, [queued]);
-    assert.deepEqual(w.job(queued).status.outcome, {
+    assert.deepEqual((await w.job(queued)).status.outcome, {
       kind: 'NEVER_STARTED',
       reason: 'cancelled',
       by: 'admin',
@@ -126,42 +129,49 @@ describe('every final job says how it ended', () => {
 
   test('stopped for lack of credits, running or queued', async () => {
     // Two credits a minute, five in all.
-    const w = world(5);
+    const w = await world(5);
     const ran = await w.running();
     w.holdStarts();
     const queued = await w.submit();
     await w.clock.advanceTo(T0 + 10 * MINUTE);
     await w.service.monitor();
-    await until(() => w.job(queued).status.state === 'SUCCESS', { describe: 'both end' });
-    assert.equal(w.job(ran).status.state, 'SUCCESS');
-    assert.deepEqual(w.job(ran).status.outcome, { kind: 'OUT_OF_CREDITS', text: 'stopped: out of credits' });
-    assert.equal(w.job(queued).status.outcome?.kind, 'NEVER_STARTED');
-    assert.equal(w.job(queued).status.outcome?.text, 'never started (stopped: out of credits)');
+    await until(async () => (await w.job(queued)).status.state === 'SUCCESS', { describe: 'both end' });
+    assert.equal((await w.job(ran)).status.state, 'SUCCESS');
+    assert.deepEqual((await w.job(ran)).status.outcome, {
+      kind: 'OUT_OF_CREDITS',
+      text: 'stopped: out of credits',
+    });
+    assert.equal((await w.job(queued)).status.outcome?.kind, 'NEVER_STARTED');
+    assert.equal((await w.job(queued)).status.outcome?.text, 'never started (stopped: out of credits)');
   });
 
   test('expired', async () => {
-    const w = world();
+    const w = await world();
     const id = await w.running({ timeAllocation: { hours: 0, minutes: 1, seconds: 0 } });
     await w.clock.advanceTo(T0 + 2 * MINUTE);
     await w.service.monitor();
-    assert.equal(w.job(id).status.state, 'EXPIRED');
-    assert.deepEqual(w.job(id).status.outcome, {
+    assert.equal((await w.job(id)).status.state, 'EXPIRED');
+    assert.deepEqual((await w.job(id)).status.outcome, {
       kind: 'EXPIRED',
       text: 'expired: its time allocation ran out',
     });
   });
 
   test('failed, with the reason the backend gave', async () => {
-    const w = world();
+    const w = await world();
     const id = await w.running();
     const reason = 'init container ucloud-compat exited with code 126: bwrap: Permission denied';
     w.emit({ jobId: id, state: 'FAILURE', status: reason, at: T0 });
-    await until(() => w.job(id).status.state === 'FAILURE', { describe: 'it fails' });
-    assert.deepEqual(w.job(id).status.outcome, { kind: 'FAILED', reason, text: `failed (${reason})` });
+    await until(async () => (await w.job(id)).status.state === 'FAILURE', { describe: 'it fails' });
+    assert.deepEqual((await w.job(id)).status.outcome, {
+      kind: 'FAILED',
+      reason,
+      text: `failed (${reason})`,
+    });
   });
 
   test("an end the backend reports while ucompute stops the job is ucompute's end", async () => {
-    const w = world();
+    const w = await world();
     const cancelled = await w.running();
     const expiring = await w.running({ timeAllocation: { hours: 0, minutes: 1, seconds: 0 } });
     // Killed, its replicas exit 143, or the backend calls it a failure.
@@ -171,51 +181,53 @@ describe('every final job says how it ended', () => {
         : { jobId, state: 'FAILURE', status: 'Terminated', at: T0 },
     );
     await w.service.terminate(alice, [cancelled]);
-    assert.equal(w.job(cancelled).status.outcome?.text, 'cancelled by alice');
+    assert.equal((await w.job(cancelled)).status.outcome?.text, 'cancelled by alice');
     await w.clock.advanceTo(T0 + 2 * MINUTE);
     await w.service.monitor();
-    await until(() => w.job(expiring).status.outcome !== undefined, { describe: 'it ends' });
-    assert.equal(w.job(expiring).status.state, 'EXPIRED');
-    assert.equal(w.job(expiring).status.outcome?.kind, 'EXPIRED');
-    const updates = w.job(expiring).updates;
+    await until(async () => (await w.job(expiring)).status.outcome !== undefined, { describe: 'it ends' });
+    assert.equal((await w.job(expiring)).status.state, 'EXPIRED');
+    assert.equal((await w.job(expiring)).status.outcome?.kind, 'EXPIRED');
+    const updates = (await w.job(expiring)).updates;
     assert.equal(updates.at(-1)?.state, 'EXPIRED', 'the update says the state the job has');
   });
 
   test('a restartOnExit job that is cancelled ends; it is not run again', async () => {
-    const w = world();
+    const w = await world();
     const id = await w.running({ restartOnExit: true });
     w.sayOnCancel((jobId) => ({ jobId, state: 'SUCCESS', status: 'exit 0', exitCodes: { 0: 0 }, at: T0 }));
     await w.service.terminate(alice, [id]);
-    assert.equal(w.job(id).status.state, 'SUCCESS');
-    assert.equal(w.job(id).status.outcome?.kind, 'CANCELLED');
+    assert.equal((await w.job(id)).status.state, 'SUCCESS');
+    assert.equal((await w.job(id)).status.outcome?.kind, 'CANCELLED');
   });
 
   test('how ucompute was ending a job survives a restart: its end after it is that one', async () => {
-    const w = world();
+    const w = await world();
     const id = await w.running();
     // The server stopped after recording the cancel and before the backend stopped the job.
-    assert.ok(w.store.markEnding(id, { kind: 'CANCELLED', by: 'alice' }));
-    assert.equal(w.job(id).status.outcome, undefined, 'an active job shows no outcome');
+    assert.ok(await w.store.jobs.markEnding(id, { kind: 'CANCELLED', by: 'alice' }));
+    assert.equal((await w.job(id)).status.outcome, undefined, 'an active job shows no outcome');
     w.emit({ jobId: id, state: 'FAILURE', status: 'the pod was deleted', at: T0 });
-    await until(() => w.job(id).status.outcome !== undefined, { describe: 'it ends' });
-    assert.equal(w.job(id).status.state, 'SUCCESS');
-    assert.equal(w.job(id).status.outcome?.text, 'cancelled by alice');
+    await until(async () => (await w.job(id)).status.outcome !== undefined, { describe: 'it ends' });
+    assert.equal((await w.job(id)).status.state, 'SUCCESS');
+    assert.equal((await w.job(id)).status.outcome?.text, 'cancelled by alice');
   });
 
   test('browse filters final jobs by outcome', async () => {
-    const w = world();
+    const w = await world();
     const cancelled = await w.running();
     await w.service.terminate(alice, [cancelled]);
     const completed = await w.running();
     w.emit({ jobId: completed, state: 'SUCCESS', status: 'done', exitCodes: { 0: 0 }, at: T0 });
-    await until(() => w.job(completed).status.state === 'SUCCESS', { describe: 'it ends' });
+    await until(async () => (await w.job(completed)).status.state === 'SUCCESS', { describe: 'it ends' });
     const active = await w.running();
-    const ids = (filterOutcome: 'CANCELLED' | 'COMPLETED' | 'FAILED') =>
-      w.service.browse(alice, { filterOutcome }).items.map((j) => j.id);
-    assert.deepEqual(ids('CANCELLED'), [cancelled]);
-    assert.deepEqual(ids('COMPLETED'), [completed]);
-    assert.deepEqual(ids('FAILED'), []);
-    assert.ok(!w.service.browse(alice, { filterState: 'RUNNING' }).items.some((j) => j.id !== active));
+    const ids = async (filterOutcome: 'CANCELLED' | 'COMPLETED' | 'FAILED') =>
+      (await w.service.browse(alice, { filterOutcome })).items.map((j) => j.id);
+    assert.deepEqual(await ids('CANCELLED'), [cancelled]);
+    assert.deepEqual(await ids('COMPLETED'), [completed]);
+    assert.deepEqual(await ids('FAILED'), []);
+    assert.ok(
+      !(await w.service.browse(alice, { filterState: 'RUNNING' })).items.some((j) => j.id !== active),
+    );
   });
 });
 

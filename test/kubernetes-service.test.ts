@@ -7,12 +7,13 @@ import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend
 import { createJobService } from '../src/jobs/service.ts';
 import { type Clock, systemClock } from '../src/model/clock.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
-import { openStore } from '../src/store/store.ts';
+import type { Store } from '../src/store/store.ts';
 import { CHILD_ENV } from './support/cli.ts';
 import { eventually, type FakeCluster, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
 import { serving, spawnServe } from './support/serve.ts';
+import { openTestStore } from './support/store.ts';
 
 const alice = { username: 'alice', admin: false };
 const job = (extra: Record<string, unknown> = {}) => ({
@@ -23,13 +24,14 @@ const job = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-function serviceOn(
+async function serviceOn(
   t: import('node:test').TestContext,
   cluster: FakeCluster,
-  store = openStore(':memory:'),
+  store?: Store,
   clock: Clock = systemClock,
   requireCredits = false,
 ) {
+  store ??= await openTestStore();
   const config = resolvePipelineConfig(cluster.config());
   const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
   const service = createJobService({
@@ -43,17 +45,17 @@ function serviceOn(
     await service.stop();
     await backend.close();
   });
-  const state = (id: string) => service.retrieve(alice, id).status.state;
+  const state = async (id: string) => (await service.retrieve(alice, id)).status.state;
   return { service, backend, store, state };
 }
 
 test('through the job service: a job is submitted, runs on the cluster and succeeds with its exit codes', async (t) => {
   const cluster = await fakeCluster(t, { autopilot: true });
-  const { service, state } = serviceOn(t, cluster);
+  const { service, state } = await serviceOn(t, cluster);
   await service.start();
   const [id] = await service.create(alice, [job()]);
-  await eventually(() => state(id!) === 'SUCCESS');
-  const done = service.retrieve(alice, id!);
+  await eventually(async () => (await state(id!)) === 'SUCCESS');
+  const done = await service.retrieve(alice, id!);
   assert.deepEqual(done.status.exitCode, { '0': 0, '1': 0 });
   assert.ok(
     done.updates.some((u) => u.state === 'RUNNING'),
@@ -66,7 +68,7 @@ test('through the job service: a job is submitted, runs on the cluster and succe
 test('through the job service: cancel and expiry delete the job on the cluster', async (t) => {
   const cluster = await fakeCluster(t);
   const clock = manualClock(Date.now());
-  const { service, state } = serviceOn(t, cluster, openStore(':memory:'), clock);
+  const { service, state } = await serviceOn(t, cluster, undefined, clock);
   await service.start();
   const [a, b] = await service.create(alice, [
     job(),
@@ -76,30 +78,37 @@ test('through the job service: cancel and expiry delete the job on the cluster',
     await eventually(() => cluster.volcano.job(id) !== undefined);
     cluster.volcano.admit(id);
     cluster.volcano.run(id);
-    await eventually(() => state(id) === 'RUNNING');
+    await eventually(async () => (await state(id)) === 'RUNNING');
   }
   await service.terminate(alice, [a!]);
-  assert.equal(state(a!), 'SUCCESS');
+  assert.equal(await state(a!), 'SUCCESS');
   assert.equal(cluster.volcano.job(a!), undefined);
   await clock.advance(2 * 60_000);
   await service.monitor();
-  assert.equal(state(b!), 'EXPIRED');
+  assert.equal(await state(b!), 'EXPIRED');
   assert.equal(cluster.volcano.job(b!), undefined);
   assert.equal(cluster.api.list('networkpolicies').length, 0);
 });
 
 test('through the job service: cancel, expiry and credits on the cluster end jobs with their outcomes', async (t) => {
   const cluster = await fakeCluster(t);
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const clock = manualClock(Date.now());
-  const { service } = serviceOn(t, cluster, store, clock, true);
+  const { service } = await serviceOn(t, cluster, store, clock, true);
   const bob = { username: 'bob', admin: false };
-  const status = (id: string) => service.retrieve({ username: 'admin', admin: true }, id).status;
-  const state = (id: string) => status(id).state;
-  const outcome = (id: string) => status(id).outcome?.text;
-  store.grant('user:alice', 'u1-standard', 1_000_000, clock.now() - 60_000, clock.now() + 86_400_000);
+  const status = async (id: string) =>
+    (await service.retrieve({ username: 'admin', admin: true }, id)).status;
+  const state = async (id: string) => (await status(id)).state;
+  const outcome = async (id: string) => (await status(id)).outcome?.text;
+  await store.accounting.grant(
+    'user:alice',
+    'u1-standard',
+    1_000_000,
+    clock.now() - 60_000,
+    clock.now() + 86_400_000,
+  );
   // Four credits: two minutes of u1-standard-2 (on one replica).
-  store.grant('user:bob', 'u1-standard', 4, clock.now() - 60_000, clock.now() + 86_400_000);
+  await store.accounting.grant('user:bob', 'u1-standard', 4, clock.now() - 60_000, clock.now() + 86_400_000);
   await service.start();
   const [cancelled, expiring, queued] = await service.create(alice, [
     job(),
@@ -111,44 +120,47 @@ test('through the job service: cancel, expiry and credits on the cluster end job
     await eventually(() => cluster.volcano.job(id) !== undefined);
     cluster.volcano.admit(id);
     cluster.volcano.run(id);
-    await eventually(() => state(id) === 'RUNNING');
+    await eventually(async () => (await state(id)) === 'RUNNING');
   }
   await eventually(() => cluster.volcano.job(queued!) !== undefined);
   await service.terminate(alice, [cancelled!, queued!]);
   await clock.advance(3 * 60_000);
   await service.monitor();
-  assert.equal(state(cancelled!), 'SUCCESS');
-  assert.equal(outcome(cancelled!), 'cancelled by alice');
-  assert.equal(outcome(queued!), 'never started (cancelled by alice)');
-  assert.equal(state(expiring!), 'EXPIRED');
-  assert.equal(outcome(expiring!), 'expired: its time allocation ran out');
-  await eventually(() => outcome(broke!) !== undefined);
-  assert.equal(outcome(broke!), 'stopped: out of credits');
+  assert.equal(await state(cancelled!), 'SUCCESS');
+  assert.equal(await outcome(cancelled!), 'cancelled by alice');
+  assert.equal(await outcome(queued!), 'never started (cancelled by alice)');
+  assert.equal(await state(expiring!), 'EXPIRED');
+  assert.equal(await outcome(expiring!), 'expired: its time allocation ran out');
+  await eventually(async () => (await outcome(broke!)) !== undefined);
+  assert.equal(await outcome(broke!), 'stopped: out of credits');
   for (const id of [cancelled!, expiring!, queued!, broke!]) assert.equal(cluster.volcano.job(id), undefined);
 });
 
 test('through the job service: a job the cluster lost while ucompute was down fails on restart', async (t) => {
   const cluster = await fakeCluster(t);
-  const store = openStore(':memory:');
-  const first = serviceOn(t, cluster, store);
+  const store = await openTestStore();
+  const first = await serviceOn(t, cluster, store);
   await first.service.start();
   const [kept, lost] = await first.service.create(alice, [job(), job()]);
   await eventually(
     () => cluster.volcano.job(kept!) !== undefined && cluster.volcano.job(lost!) !== undefined,
   );
-  await eventually(() => store.getJob(lost!)?.submitted === true && store.getJob(kept!)?.submitted === true);
+  await eventually(
+    async () =>
+      (await store.jobs.get(lost!))?.submitted === true && (await store.jobs.get(kept!))?.submitted === true,
+  );
   await first.service.stop();
   await first.backend.close();
   const j = cluster.volcano.job(lost!);
   cluster.api.remove('jobs', j.metadata.namespace, j.metadata.name);
-  const second = serviceOn(t, cluster, store);
+  const second = await serviceOn(t, cluster, store);
   await second.service.start();
-  assert.equal(second.state(lost!), 'FAILURE');
+  assert.equal(await second.state(lost!), 'FAILURE');
   assert.equal(
-    second.service.retrieve(alice, lost!).updates.at(-1)?.status,
+    (await second.service.retrieve(alice, lost!)).updates.at(-1)?.status,
     'ucompute lost track of this job',
   );
-  assert.equal(second.state(kept!), 'IN_QUEUE');
+  assert.equal(await second.state(kept!), 'IN_QUEUE');
 });
 
 test('ucompute serve --backend kubernetes says which cluster it uses and runs jobs there', async (t) => {

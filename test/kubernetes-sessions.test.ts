@@ -51,7 +51,7 @@ async function runningJupyter(cluster: FakeCluster, served: Served, ip?: string)
     pod.status.podIP = ip;
     cluster.api.apply('pods', pod);
   }
-  await eventually(() => served.store.getJob(id)?.state === 'RUNNING');
+  await eventually(async () => (await served.store.jobs.get(id))?.state === 'RUNNING');
   return id;
 }
 
@@ -109,7 +109,7 @@ test('a restart of ucompute keeps the routes of running jobs: the same cookie re
   await first.stop();
 
   const second = await serveOnKubernetes(t, cluster.config(), dir);
-  await eventually(() => second.store.getJob(id)?.state === 'RUNNING');
+  await eventually(async () => (await second.store.jobs.get(id))?.state === 'RUNNING');
   const answer = await appGet(second, id, cookie, '/after');
   assert.equal(answer.status, 200, answer.body);
   assert.match(answer.body, /^app saw \/after on connection/);
@@ -117,7 +117,7 @@ test('a restart of ucompute keeps the routes of running jobs: the same cookie re
   assert.equal((await appGet(second, id, 'ucompute-session=forged', '/after')).status, 401);
   // The job ends: its sessions end with it.
   cluster.volcano.finish(id, [0]);
-  await eventually(() => second.store.getJob(id)?.state === 'SUCCESS');
+  await eventually(async () => (await second.store.jobs.get(id))?.state === 'SUCCESS');
   assert.equal((await appGet(second, id, cookie, '/after')).status, 401);
   assert.deepEqual(cluster.api.invalid, []);
 });

@@ -5,7 +5,8 @@ import { decideUpdate, TRANSITIONS } from '../src/jobs/lifecycle.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { type JobSpecification, JobState, type JobUpdate } from '../src/model/job.ts';
 import { FINAL_STATES } from '../src/model/job-states.ts';
-import { type JobRecord, openStore } from '../src/store/store.ts';
+import type { JobRecord } from '../src/store/jobs.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import { env } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
 
@@ -214,8 +215,9 @@ describe('updates', () => {
 describe('updates through the store', () => {
   const alice = { username: 'alice', admin: false };
 
-  function setUp() {
-    const store = openStore(':memory:');
+  async function setUp() {
+    // SQLite's own: the rows are read as stored.
+    const store = openSqliteStore(':memory:');
     const service = createJobService({
       store,
       env: env(),
@@ -224,7 +226,7 @@ describe('updates through the store', () => {
       clock: manualClock(T0),
     });
     // Inserted directly and never submitted: only the updates below move it.
-    store.insertJob({
+    await store.jobs.insert({
       id: 'job1',
       createdBy: 'alice',
       project: null,
@@ -238,7 +240,9 @@ describe('updates through the store', () => {
     // The rows as stored: seq numbers and the timestamps of their bodies.
     const rows = () =>
       (
-        store.db.prepare('select seq, body from job_updates where job_id = ? order by seq').all('job1') as {
+        store.database
+          .prepare('select seq, body from job_updates where job_id = ? order by seq')
+          .all('job1') as {
           seq: number;
           body: string;
         }[]
@@ -247,7 +251,7 @@ describe('updates through the store', () => {
   }
 
   test('updates are appended in order with increasing seq; rejected and dropped ones leave no trace', async () => {
-    const { store, service, rows } = setUp();
+    const { store, service, rows } = await setUp();
     assert.equal(await service.update('job1', { timestamp: T0 + 1, state: 'RUNNING' }), true);
     assert.equal(await service.update('job1', { timestamp: T0 + 2, state: 'IN_QUEUE' }), false);
     assert.equal(
@@ -259,7 +263,7 @@ describe('updates through the store', () => {
     assert.equal(await service.update('job1', { timestamp: T0 + 6, status: 'too late' }), false);
 
     assert.deepEqual(
-      store.updatesOf('job1').map((u) => [u.timestamp, u.state ?? null, u.status ?? null]),
+      (await store.jobs.updatesOf('job1')).map((u) => [u.timestamp, u.state ?? null, u.status ?? null]),
       [
         [T0, 'IN_QUEUE', 'The job is in the queue'],
         [T0 + 1, 'RUNNING', null],
@@ -273,20 +277,20 @@ describe('updates through the store', () => {
       [2, T0 + 4],
       [3, T0 + 5],
     ]);
-    assert.equal(store.getJob('job1')!.updateCount, 4);
-    assert.equal(store.getJob('job1')!.state, 'SUCCESS');
+    assert.equal((await store.jobs.get('job1'))!.updateCount, 4);
+    assert.equal((await store.jobs.get('job1'))!.state, 'SUCCESS');
   });
 
   test('status.startedAt is the latest move to RUNNING, and the deadline follows it', async () => {
-    const { service } = setUp();
+    const { service } = await setUp();
     assert.equal(await service.update('job1', { timestamp: T0 + 1000, state: 'RUNNING' }), true);
-    let status = service.retrieve(alice, 'job1').status;
+    let status = (await service.retrieve(alice, 'job1')).status;
     assert.equal(status.startedAt, T0 + 1000);
     assert.equal(status.expiresAt, T0 + 1000 + HOUR);
 
     assert.equal(await service.update('job1', { timestamp: T0 + 2000, state: 'SUSPENDED' }), true);
     assert.equal(await service.update('job1', { timestamp: T0 + 9000, state: 'RUNNING' }), true);
-    status = service.retrieve(alice, 'job1').status;
+    status = (await service.retrieve(alice, 'job1')).status;
     assert.equal(status.state, 'RUNNING');
     assert.equal(status.startedAt, T0 + 9000);
     assert.equal(status.expiresAt, T0 + 9000 + HOUR);
@@ -296,16 +300,16 @@ describe('updates through the store', () => {
       await service.update('job1', { timestamp: T0 + 9500, state: 'RUNNING', status: 'ok' }),
       true,
     );
-    assert.equal(service.retrieve(alice, 'job1').status.startedAt, T0 + 9000);
+    assert.equal((await service.retrieve(alice, 'job1')).status.startedAt, T0 + 9000);
   });
 
   test('newTimeAllocation is stored with the update and moves expiresAt', async () => {
-    const { store, service } = setUp();
+    const { store, service } = await setUp();
     await service.update('job1', { timestamp: T0 + 1000, state: 'RUNNING' });
     assert.equal(await service.update('job1', { timestamp: T0 + 2000, newTimeAllocation: 2 * HOUR }), true);
-    const job = store.getJob('job1')!;
+    const job = (await store.jobs.get('job1'))!;
     assert.equal(job.timeAllocationMs, 2 * HOUR);
     assert.equal(job.expiresAt, T0 + 1000 + 2 * HOUR);
-    assert.equal(store.updatesOf('job1').at(-1)!.newTimeAllocation, 2 * HOUR);
+    assert.equal((await store.jobs.updatesOf('job1')).at(-1)!.newTimeAllocation, 2 * HOUR);
   });
 });

@@ -5,11 +5,12 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { expiryWarning, expiryWarnings, warningDue } from '../src/jobs/expiry-warnings.ts';
 import { resourceSampler, resourceSeriesCleanup } from '../src/jobs/resource-sampler.ts';
-import { MAX_SAMPLES, resourceSeries } from '../src/store/resource-series.ts';
-import { openStore, type Store } from '../src/store/store.ts';
+import { MAX_SAMPLES } from '../src/store/resource-series.ts';
+import type { Store } from '../src/store/store.ts';
 import { CHILD_ENV, runCli } from './support/cli.ts';
 import { call, world } from './support/interactive.ts';
 import { jobInState } from './support/server.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * The live resource views' series (sampled from the backend, kept for the job's life at a grain
@@ -20,8 +21,8 @@ import { jobInState } from './support/server.ts';
 const T0 = Date.UTC(2026, 10, 1);
 
 /** A stored RUNNING job of alice's, started at T0 and ending at `expiresAt`. */
-function runningJob(store: Store, id: string, expiresAt: number | null): void {
-  store.insertJob({
+async function runningJob(store: Store, id: string, expiresAt: number | null): Promise<void> {
+  await store.jobs.insert({
     id,
     createdBy: 'alice',
     project: null,
@@ -35,21 +36,21 @@ function runningJob(store: Store, id: string, expiresAt: number | null): void {
     pricePerUnit: 1,
     firstUpdate: { timestamp: T0, state: 'IN_QUEUE' },
   });
-  const job = store.getJob(id)!;
-  store.appendUpdate(
+  const job = (await store.jobs.get(id))!;
+  await store.jobs.appendUpdate(
     job,
     { timestamp: T0, state: 'RUNNING' },
     { state: 'RUNNING', startedAt: T0, expiresAt },
   );
 }
 
-test("a rank's series keeps the job's whole life within its bound, the past at a coarser grain", () => {
-  const store = openStore(':memory:');
-  const series = resourceSeries(store);
+test("a rank's series keeps the job's whole life within its bound, the past at a coarser grain", async () => {
+  const store = await openTestStore();
+  const series = store.resourceSeries;
   for (let i = 0; i < 3 * MAX_SAMPLES; i++) {
-    series.append(T0 + i * 1000, new Map([['j1', [{ rank: 0, cpuCores: i, memoryBytes: 1000 + i }]]]));
+    await series.append(T0 + i * 1000, new Map([['j1', [{ rank: 0, cpuCores: i, memoryBytes: 1000 + i }]]]));
   }
-  const [rank0] = series.of('j1');
+  const [rank0] = await series.of('j1');
   const samples = rank0!.samples;
   assert.ok(samples.length <= MAX_SAMPLES, `${samples.length} samples`);
   assert.equal(samples[0]!.at, T0, 'the first sample stays');
@@ -62,16 +63,16 @@ test("a rank's series keeps the job's whole life within its bound, the past at a
     memoryBytes: 1000 + 3 * MAX_SAMPLES - 1,
   });
   assert.deepEqual(
-    series.of('j1', samples.at(-2)!.at).map((r) => r.samples.length),
+    (await series.of('j1', samples.at(-2)!.at)).map((r) => r.samples.length),
     [1],
     'after: only newer',
   );
 });
 
 test('the sampler asks the backend for every running job at once; cleanup forgets the series', async () => {
-  const store = openStore(':memory:');
-  runningJob(store, 'j1', null);
-  runningJob(store, 'j2', null);
+  const store = await openTestStore();
+  await runningJob(store, 'j1', null);
+  await runningJob(store, 'j2', null);
   const asked: string[][] = [];
   let at = T0;
   const sampler = resourceSampler({
@@ -99,8 +100,8 @@ test('the sampler asks the backend for every running job at once; cleanup forget
     ['j1', 'j2'],
     ['j1', 'j2'],
   ]);
-  const series = resourceSeries(store);
-  assert.deepEqual(series.of('j1'), [
+  const series = store.resourceSeries;
+  assert.deepEqual(await series.of('j1'), [
     {
       rank: 0,
       samples: [
@@ -117,7 +118,7 @@ test('the sampler asks the backend for every running job at once; cleanup forget
     },
   ]);
   await resourceSeriesCleanup(store).onCleanup?.({} as never, 'j1');
-  assert.deepEqual(series.of('j1'), []);
+  assert.deepEqual(await series.of('j1'), []);
 });
 
 test('a deadline is warned of once, in the updates and to the webhook; an extension is warned of again', async () => {
@@ -139,15 +140,15 @@ test('a deadline is warned of once, in the updates and to the webhook; an extens
   }).listen(0, '127.0.0.1');
   await once(hook, 'listening');
   try {
-    const store = openStore(':memory:');
-    runningJob(store, 'j1', T0 + 10 * 60_000);
-    runningJob(store, 'j2', T0 + 60 * 60_000);
+    const store = await openTestStore();
+    await runningJob(store, 'j1', T0 + 10 * 60_000);
+    await runningJob(store, 'j2', T0 + 60 * 60_000);
     const statuses: [string, string][] = [];
     let now = T0;
     const addStatus = async (id: string, status: string) => {
       statuses.push([id, status]);
-      const job = store.getJob(id)!;
-      store.appendUpdate(job, { timestamp: now, status }, {});
+      const job = (await store.jobs.get(id))!;
+      await store.jobs.appendUpdate(job, { timestamp: now, status }, {});
     };
     const webhook = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
     const warnings = expiryWarnings({ store, addStatus, now: () => now, webhook });
@@ -169,7 +170,11 @@ test('a deadline is warned of once, in the updates and to the webhook; an extens
     // A restarted service finds the warning said; an extension moves the deadline, warned of again.
     await expiryWarnings({ store, addStatus, now: () => now }).check();
     assert.equal(statuses.length, 1);
-    store.appendUpdate(store.getJob('j1')!, { timestamp: now }, { expiresAt: T0 + 20 * 60_000 });
+    await store.jobs.appendUpdate(
+      (await store.jobs.get('j1'))!,
+      { timestamp: now },
+      { expiresAt: T0 + 20 * 60_000 },
+    );
     now = T0 + 6 * 60_000;
     await warnings.check();
     assert.deepEqual(
@@ -201,7 +206,10 @@ test('the series through the API (with the machine type as limits; others\u2019 
     });
     const id = JSON.parse(created.body).responses[0].id as string;
     await jobInState(w, id, 'RUNNING');
-    resourceSeries(w.store).append(T0, new Map([[id, [{ rank: 0, cpuCores: 1.25, memoryBytes: 2 ** 20 }]]]));
+    await w.store.resourceSeries.append(
+      T0,
+      new Map([[id, [{ rank: 0, cpuCores: 1.25, memoryBytes: 2 ** 20 }]]]),
+    );
     const get = (who: 'alice' | 'bob', query = '') =>
       call(w.port, {
         host: `localhost:${w.port}`,

@@ -28,13 +28,13 @@ async function setup(
     ...(clock ? { clock } : {}),
   });
   for (const user of ['alice', 'bob']) {
-    store.createUser(user, false);
-    store.grant(`user:${user}`, 'u1-standard', 1_000_000, 0, Number.MAX_SAFE_INTEGER);
+    await store.users.createUser(user, false);
+    await store.accounting.grant(`user:${user}`, 'u1-standard', 1_000_000, 0, Number.MAX_SAFE_INTEGER);
   }
   const settled = (id: string, timeout = 20_000) =>
     until(
-      () => {
-        const job = store.getJob(id)!;
+      async () => {
+        const job = (await store.jobs.get(id))!;
         return (job.state === 'SUCCESS' || job.state === 'FAILURE' || job.state === 'EXPIRED') && job;
       },
       { describe: `job ${id} ends`, timeout },
@@ -62,7 +62,7 @@ test(
       wordCount('/home/alice/words.txt'),
     ]);
     const job = await settled(id!);
-    assert.equal(job.state, 'SUCCESS', JSON.stringify(store.updatesOf(id!)));
+    assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id!)));
     assert.deepEqual(job.exitCodes, { 0: 0 });
     // The output is saved in the job folder before the job's end is told.
     const folder = join(storageRoot, 'home/alice/Jobs/Word count', id!);
@@ -87,8 +87,8 @@ test(
       },
     ]);
     const job = await settled(id!, 60_000);
-    assert.equal(job.state, 'SUCCESS', JSON.stringify(store.updatesOf(id!)));
-    assert.deepEqual(job.exitCodes, { 0: 0 }, JSON.stringify(store.updatesOf(id!)));
+    assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id!)));
+    assert.deepEqual(job.exitCodes, { 0: 0 }, JSON.stringify(await store.jobs.updatesOf(id!)));
     const stdout = join(storageRoot, 'home/alice/Jobs/MPI hello', id!, 'stdout-0.log');
     const lines = (await readFile(stdout, 'utf8')).split('\n').filter((l) => l.startsWith('hello'));
     assert.deepEqual(lines.map((l) => l.replace(/ on .*/, '')).sort(), [
@@ -110,14 +110,17 @@ test('expiry stops a running job and leaves nothing of it behind', tools, async 
       timeAllocation: { hours: 0, minutes: 0, seconds: 1 },
     },
   ]);
-  await until(() => store.getJob(id!)!.state === 'RUNNING', { describe: 'the job runs', timeout: 30_000 });
+  await until(async () => (await store.jobs.get(id!))!.state === 'RUNNING', {
+    describe: 'the job runs',
+    timeout: 30_000,
+  });
   // Its time started when it ran (the clock has not moved since): checked every 50 ms, it is up after 1 s.
-  assert.equal(store.getJob(id!)!.startedAt, clock.now());
+  assert.equal((await store.jobs.get(id!))!.startedAt, clock.now());
   await clock.advance(999);
-  assert.equal(store.getJob(id!)!.state, 'RUNNING', 'not before its time is up');
+  assert.equal((await store.jobs.get(id!))!.state, 'RUNNING', 'not before its time is up');
   await clock.advance(100);
   const job = await settled(id!);
-  assert.equal(job.state, 'EXPIRED', JSON.stringify(store.updatesOf(id!)));
+  assert.equal(job.state, 'EXPIRED', JSON.stringify(await store.jobs.updatesOf(id!)));
   const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
   assert.ok(!ps.includes(`j-${id}`), 'no process of the job');
   assert.ok(
@@ -144,30 +147,40 @@ test(
       timeAllocation: { hours: 0, minutes: 0, seconds: 3 },
     };
     const alice = await service.create({ username: 'alice', admin: false }, [terminal, terminal, terminal]);
-    const waitedInQueue = (id: string) =>
-      store
-        .updatesOf(id)
-        .some((u) =>
-          /^In the queue, position \d: waiting for 1 CPU and 2 GiB of memory/.test(u.status ?? ''),
-        );
+    const waitedInQueue = async (id: string) =>
+      (await store.jobs.updatesOf(id)).some((u) =>
+        /^In the queue, position \d: waiting for 1 CPU and 2 GiB of memory/.test(u.status ?? ''),
+      );
     // Bob arrives while alice uses the machine and has a backlog (which of her jobs runs first is the
     // scheduler's choice: they were submitted together).
-    const backlogQueued = () =>
-      alice.some((id) => store.getJob(id)!.state === 'RUNNING') && alice.filter(waitedInQueue).length === 2;
+    const backlogQueued = async () => {
+      let running = 0;
+      let waited = 0;
+      for (const id of alice) {
+        if ((await store.jobs.get(id))!.state === 'RUNNING') running++;
+        if (await waitedInQueue(id)) waited++;
+      }
+      return running > 0 && waited === 2;
+    };
     await until(backlogQueued, { describe: "alice's backlog waits in the queue", timeout: 30_000 });
     const [bob] = await service.create({ username: 'bob', admin: false }, [terminal]);
     await until(() => waitedInQueue(bob!), { describe: 'bob waits in the queue' });
     // Then the clock moves, half a second at a time, until every job has run out of time.
     const jobs = [...alice, bob!];
+    const expired = async () => {
+      for (const id of jobs) if ((await store.jobs.get(id))!.state !== 'EXPIRED') return false;
+      return true;
+    };
     await until(
       async () => {
-        if (jobs.every((id) => store.getJob(id)!.state === 'EXPIRED')) return true;
+        if (await expired()) return true;
         await clock.advance(500);
         return false;
       },
       { describe: 'every job runs out of time, one after the other', timeout: 60_000 },
     );
-    const started = jobs.map((id) => ({ id, at: store.getJob(id)!.startedAt! }));
+    const started: { id: string; at: number }[] = [];
+    for (const id of jobs) started.push({ id, at: (await store.jobs.get(id))!.startedAt! });
     const inOrder = started.sort((a, b) => a.at - b.at).map((s) => s.id);
     assert.deepEqual(
       inOrder.map((id) => (id === bob ? 'bob' : 'alice')),
@@ -177,11 +190,8 @@ test(
     // The last to start was told where it stood while it waited.
     const last = inOrder.at(-1)!;
     assert.ok(
-      waitedInQueue(last),
-      store
-        .updatesOf(last)
-        .map((u) => u.status ?? '')
-        .join(' | '),
+      await waitedInQueue(last),
+      (await store.jobs.updatesOf(last)).map((u) => u.status ?? '').join(' | '),
     );
   },
 );

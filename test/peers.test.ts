@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 const server = {
@@ -18,10 +18,10 @@ const checkWith = (jobId: string) => ({
 });
 
 test('a peer must be an active job the caller may act on', async () => {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   for (const name of ['alice', 'bob']) {
-    store.createUser(name, false);
-    store.grant(`user:${name}`, 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
+    await store.users.createUser(name, false);
+    await store.accounting.grant(`user:${name}`, 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
   }
   const backend = dryBackend({ runForMs: null });
   const service = createJobService({ store, env: env(), backend });
@@ -30,7 +30,7 @@ test('a peer must be an active job the caller may act on', async () => {
   try {
     const [alices] = await service.create(alice, [server]);
     const [bobs] = await service.create(bob, [server]);
-    await until(() => store.runningJobs().length === 2, { describe: 'both running' });
+    await until(async () => (await store.jobs.running()).length === 2, { describe: 'both running' });
 
     const peerIssues = async (caller: typeof alice, jobId: string) => {
       try {
@@ -41,14 +41,14 @@ test('a peer must be an active job the caller may act on', async () => {
         return e.issues.map((i) => `${i.path}: ${i.message}`);
       }
     };
-    const before = store.countByState();
+    const before = await store.jobs.countByState();
     assert.deepEqual(await peerIssues(alice, bobs!), [
       `items[0].specification: peer web names no job of yours (${bobs})`,
     ]);
     assert.deepEqual(await peerIssues(alice, 'nosuchjob'), [
       'items[0].specification: peer web names no job of yours (nosuchjob)',
     ]);
-    assert.deepEqual(store.countByState(), before, 'a refused peer creates nothing');
+    assert.deepEqual(await store.jobs.countByState(), before, 'a refused peer creates nothing');
     assert.deepEqual(await peerIssues(alice, alices!), []);
 
     await service.terminate(alice, [alices!]);
@@ -58,6 +58,6 @@ test('a peer must be an active job the caller may act on', async () => {
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });

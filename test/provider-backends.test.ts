@@ -156,7 +156,7 @@ async function throughCore(w: ProviderWorld, runtime: Runtime, ids: { web: strin
         timeout: 30_000,
         describe: `Core hears that ${id} ended`,
       });
-      const ours = w.service.retrieve({ username: 'admin', admin: true }, id).updates.slice(1);
+      const ours = (await w.service.retrieve({ username: 'admin', admin: true }, id)).updates.slice(1);
       await until(() => w.core.updatesOf(id).length >= ours.length, {
         describe: `every update of ${id} at Core`,
       });

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CoreCallError } from '../src/provider/core-client.ts';
 import { type DeliveryClock, laneOf, outboxDelivery } from '../src/provider/delivery.ts';
-import { openStore } from '../src/store/store.ts';
-import { ucloudOutboxStore } from '../src/store/ucloud-outbox.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 type Item = { id: string; update: { status: string } };
@@ -54,11 +53,11 @@ function manualClock(): DeliveryClock & { fire(): void } {
 }
 
 /** `perJob` updates for each of `jobs` jobs, interleaved as jobs change state together. */
-function fill(jobs: number, perJob: number) {
-  const outbox = ucloudOutboxStore(openStore(':memory:'));
+async function fill(jobs: number, perJob: number) {
+  const { ucloudOutbox: outbox } = await openTestStore();
   for (let n = 0; n < perJob; n++) {
     for (let j = 0; j < jobs; j++) {
-      outbox.add('update', `j${j}`, { id: `j${j}`, update: { status: `${n}` } }, 0);
+      await outbox.add('update', `j${j}`, { id: `j${j}`, update: { status: `${n}` } }, 0);
     }
   }
   return outbox;
@@ -68,11 +67,11 @@ const statusesOf = (received: Item[], id: string) =>
   received.filter((i) => i.id === id).map((i) => i.update.status);
 
 test('several calls to Core at once, never two with the same job; every job hears its updates in order, once', async () => {
-  const outbox = fill(12, 5);
+  const outbox = await fill(12, 5);
   const core = stubCore();
   const delivery = outboxDelivery({ outbox, core, batchSize: 3, lanes: 4, outOfCredits() {} });
   delivery.kick();
-  await until(() => outbox.size() === 0, { describe: 'outbox empty' });
+  await until(async () => (await outbox.size()) === 0, { describe: 'outbox empty' });
   await delivery.idle();
   assert.ok(core.mostAtOnce() > 1, `at most ${core.mostAtOnce()} call at once`);
   assert.ok(core.mostAtOnce() <= 4, `${core.mostAtOnce()} calls at once`);
@@ -83,7 +82,7 @@ test('several calls to Core at once, never two with the same job; every job hear
 });
 
 test("a lane that fails keeps its jobs' updates for after the back-off; the other lanes' calls finish", async () => {
-  const outbox = fill(8, 3);
+  const outbox = await fill(8, 3);
   const clock = manualClock();
   let down = true;
   const failing = laneOf('j0', 4);
@@ -101,7 +100,7 @@ test("a lane that fails keeps its jobs' updates for after the back-off; the othe
   assert.ok(core.received.length > 0);
   down = false;
   clock.fire();
-  await until(() => outbox.size() === 0, { describe: 'outbox empty after the back-off' });
+  await until(async () => (await outbox.size()) === 0, { describe: 'outbox empty after the back-off' });
   await delivery.idle();
   for (let j = 0; j < 8; j++) assert.deepEqual(statusesOf(core.received, `j${j}`), ['0', '1', '2']);
   await delivery.stop();

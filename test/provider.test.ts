@@ -44,7 +44,7 @@ test('Core creates, extends, suspends, resumes and terminates a job; every chang
   assert.equal(created.status, 200, JSON.stringify(created.body));
   assert.deepEqual(created.body, { responses: [null] });
   await until(() => states(w, '1001').includes('RUNNING'), { describe: 'RUNNING at Core' });
-  assert.equal(w.store.getJob('1001')?.createdBy, 'alice#1234');
+  assert.equal((await w.store.jobs.get('1001'))?.createdBy, 'alice#1234');
 
   assert.equal(
     (
@@ -66,7 +66,7 @@ test('Core creates, extends, suspends, resumes and terminates a job; every chang
   // Terminating an ended job changes nothing and answers 200, as core2 does.
   assert.equal((await callProvider(w, '/terminate', { items: [job] })).status, 200);
 
-  const ours = w.service.retrieve({ username: 'admin', admin: true }, '1001').updates.slice(1);
+  const ours = (await w.service.retrieve({ username: 'admin', admin: true }, '1001')).updates.slice(1);
   assert.deepEqual(
     w.core.updatesOf('1001').map((u) => [u.state, u.status]),
     ours.map((u) => [u.state, u.status]),
@@ -88,7 +88,7 @@ test('refused: a forged token, an expired one, one for another provider, another
   }
   const bare = await fetch(`${w.url}/ucloud/${PROVIDER_ID}/jobs`, { method: 'POST', body: '{}' });
   assert.equal(bare.status, 401);
-  assert.equal(w.store.getJob('1002'), undefined);
+  assert.equal(await w.store.jobs.get('1002'), undefined);
 });
 
 test('a job ucompute cannot run is refused by name: a virtual machine tool, a private network', async () => {
@@ -108,8 +108,8 @@ test('a job ucompute cannot run is refused by name: a virtual machine tool, a pr
   const r2 = await callProvider(w, '', { items: [net] });
   assert.equal(r2.status, 400);
   assert.match(String(r2.body.why), /private_network: private networks are not offered/);
-  assert.equal(w.store.getJob('1003'), undefined);
-  assert.equal(w.store.getJob('1004'), undefined);
+  assert.equal(await w.store.jobs.get('1003'), undefined);
+  assert.equal(await w.store.jobs.get('1004'), undefined);
 });
 
 test('a Jinja invocation that does not render: alone, a 400 naming it; in a bulk, that job FAILURE at Core, the others run', async () => {
@@ -142,14 +142,14 @@ test('a Jinja invocation that does not render: alone, a 400 naming it; in a bulk
     String(alone.body.why),
     /^items\[0\]\.specification\.application: shell's invocation does not render for this job: .*dynamicInterface/,
   );
-  assert.equal(w.store.getJob('1011'), undefined);
+  assert.equal(await w.store.jobs.get('1011'), undefined);
 
   const bulk = await callProvider(w, '', { items: [shell('1012', false), shell('1013', true)] });
   assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
   assert.deepEqual(bulk.body, { responses: [null, null] });
   await until(() => states(w, '1012').includes('RUNNING'), { describe: '1012 RUNNING at Core' });
   await until(() => states(w, '1013').includes('FAILURE'), { describe: '1013 FAILURE at Core' });
-  assert.equal(w.store.getJob('1013'), undefined);
+  assert.equal(await w.store.jobs.get('1013'), undefined);
   assert.match(
     String(w.core.updatesOf('1013')[0]?.status),
     /^ucompute cannot run this job: items\[1\]\.specification\.application: shell's invocation does not render/,
@@ -163,7 +163,10 @@ test("a Core job that asks for no time gets the tool's default within the maximu
   assert.equal(created.status, 200, JSON.stringify(created.body));
   const tool = catalog.find('terminal', '1.0')!.tool.defaultTimeAllocation;
   const byDefault = tool ? ((tool.hours * 60 + tool.minutes) * 60 + tool.seconds) * 1000 : undefined;
-  assert.equal(w.store.getJob('1014')?.timeAllocationMs, Math.min(byDefault ?? Infinity, 168 * 3_600_000));
+  assert.equal(
+    (await w.store.jobs.get('1014'))?.timeAllocationMs,
+    Math.min(byDefault ?? Infinity, 168 * 3_600_000),
+  );
   assert.equal(
     (await callProvider(w, '/terminate', { items: [w.core.job('1014', app('terminal'), untimed)] })).status,
     200,
@@ -179,7 +182,7 @@ test('creates that arrive together are all stored before they are answered, and 
     answers.map((a) => a.status),
     ids.map(() => 200),
   );
-  for (const id of ids) assert.equal(w.store.getJob(id)?.id, id);
+  for (const id of ids) assert.equal((await w.store.jobs.get(id))?.id, id);
   await until(() => ids.every((id) => states(w, id).includes('RUNNING')), {
     describe: 'all RUNNING at Core',
   });
@@ -253,7 +256,7 @@ test('retrieveProducts answers ComputeSupport per product', async () => {
 test('sessions: a web link on the job origin sets the cookie once, a replay is refused; a shell identifier', async () => {
   const job = w.core.job('1005', app('file-server'), spec('file-server'));
   assert.equal((await callProvider(w, '', { items: [job] })).status, 200);
-  await until(() => w.store.getJob('1005')?.state === 'RUNNING', { describe: 'RUNNING' });
+  await until(async () => (await w.store.jobs.get('1005'))?.state === 'RUNNING', { describe: 'RUNNING' });
   const opened = await callProvider(w, '/interactiveSession', {
     items: [
       { job, rank: 0, sessionType: 'WEB', target: null },
@@ -298,7 +301,9 @@ test('Core down while jobs change state: afterwards every update arrives, in ord
   const jobs = ['2001', '2002', '2003'].map((id) => w.core.job(id, app('terminal'), spec('terminal')));
   assert.equal((await callProvider(w, '', { items: jobs })).status, 200);
   for (const id of ['2001', '2002', '2003']) {
-    await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: `${id} RUNNING here` });
+    await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', {
+      describe: `${id} RUNNING here`,
+    });
   }
   assert.equal((await callProvider(w, '/terminate', { items: jobs.slice(0, 2) })).status, 200);
   await until(() => w.core.state.refused >= 3, { describe: 'refused calls' });
@@ -308,13 +313,13 @@ test('Core down while jobs change state: afterwards every update arrives, in ord
     await until(() => states(w, id).at(-1) === 'SUCCESS', { describe: `${id} at Core` });
   }
   for (const id of ['2001', '2002', '2003']) {
-    const ours = w.service.retrieve({ username: 'admin', admin: true }, id).updates.slice(1);
+    const ours = (await w.service.retrieve({ username: 'admin', admin: true }, id)).updates.slice(1);
     await until(() => w.core.updatesOf(id).length >= ours.length, { describe: `all of ${id}` });
     assert.deepEqual(
       w.core.updatesOf(id).map((u) => [u.state, u.status, u.timestamp]),
       ours.map((u) => [u.state, u.status, u.timestamp]),
     );
   }
-  await until(() => w.provider.outbox.size() === 0, { describe: 'an empty outbox' });
+  await until(async () => (await w.provider.outbox.size()) === 0, { describe: 'an empty outbox' });
   await callProvider(w, '/terminate', { items: [jobs[2]] });
 });

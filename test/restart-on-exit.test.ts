@@ -10,12 +10,12 @@ import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import type { JobUpdate } from '../src/model/job.ts';
 import { isFinal } from '../src/model/job-states.ts';
-import { openStore } from '../src/store/store.ts';
 import { fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, env, products } from './support/fixtures.ts';
 import { openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { manualClock } from './support/manual-clock.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /** restartOnExit: a job whose containers end is SUSPENDED and runs again, backing off; cancel ends it. */
@@ -57,8 +57,8 @@ test('an end the backend reports while ucompute cancels or expires the job is no
       await new Promise((r) => setTimeout(r, 20));
     },
   };
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   const service = createJobService({ store, env: env(), backend, clock, requireCredits: false });
   const terminal = (minutes: number) => ({
     application: { name: 'terminal', version: '1.0' },
@@ -67,20 +67,20 @@ test('an end the backend reports while ucompute cancels or expires the job is no
     restartOnExit: true,
   });
   const [cancelled, expired] = await service.create(alice, [terminal(30), terminal(1)]);
-  const state = (id: string) => store.getJob(id)!.state;
-  await until(() => state(cancelled!) === 'RUNNING' && state(expired!) === 'RUNNING', {
+  const state = async (id: string) => (await store.jobs.get(id))!.state;
+  await until(async () => (await state(cancelled!)) === 'RUNNING' && (await state(expired!)) === 'RUNNING', {
     describe: 'both run',
   });
   await service.terminate(alice, [cancelled!]);
   await clock.advance(2 * MINUTE);
   await service.monitor();
   // Ended for good (by the expiry, or by the end the backend told first), not waiting for a restart.
-  await until(() => isFinal(state(expired!)), { describe: 'the expired job ends' });
-  assert.equal(state(cancelled!), 'SUCCESS', JSON.stringify(store.updatesOf(cancelled!)));
+  await until(async () => isFinal(await state(expired!)), { describe: 'the expired job ends' });
+  assert.equal(await state(cancelled!), 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(cancelled!)));
   await clock.advance(restartDelayMs(1));
   for (const id of [cancelled!, expired!]) {
-    assert.ok(isFinal(state(id)), JSON.stringify(store.updatesOf(id)));
-    assert.equal(store.updatesOf(id).filter(isRestartExit).length, 0);
+    assert.ok(isFinal(await state(id)), JSON.stringify(await store.jobs.updatesOf(id)));
+    assert.equal((await store.jobs.updatesOf(id)).filter(isRestartExit).length, 0);
   }
   await service.stop();
 });
@@ -89,8 +89,8 @@ test('an exit is charged as a suspension, the started minute too, and the job ru
   const clock = manualClock();
   // Every run of the job ends after 30 s on the clock.
   const backend = dryBackend({ runForMs: 30_000, clock });
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   const service = createJobService({ store, env: env(), backend, clock, requireCredits: false });
   const [id] = await service.create(alice, [
     {
@@ -99,18 +99,21 @@ test('an exit is charged as a suspension, the started minute too, and the job ru
       restartOnExit: true,
     },
   ]);
-  const updates = () => store.updatesOf(id!);
-  const runs = () => updates().filter((u) => u.state === 'RUNNING').length;
-  await until(() => runs() === 1, { describe: 'the job runs' });
+  const updates = () => store.jobs.updatesOf(id!);
+  const runs = async () => (await updates()).filter((u) => u.state === 'RUNNING').length;
+  await until(async () => (await runs()) === 1, { describe: 'the job runs' });
   await clock.advance(30_000);
-  const exit = await until(() => updates().find(isRestartExit), { describe: 'the run exits' });
+  const exit = await until(async () => (await updates()).find(isRestartExit), { describe: 'the run exits' });
   assert.equal(exit.timestamp, clock.now());
-  const charged = store.charges('user:alice', 0, Number.MAX_SAFE_INTEGER).map((c) => [c.chargeId, c.periods]);
+  const charged = (await store.accounting.charges('user:alice', 0, Number.MAX_SAFE_INTEGER)).map((c) => [
+    c.chargeId,
+    c.periods,
+  ]);
   assert.deepEqual(charged, [[`${id}:0-0`, 1]]);
   await clock.advance(restartDelayMs(1) - 1);
-  assert.equal(store.getJob(id!)!.state, 'SUSPENDED', 'not before its back-off');
+  assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED', 'not before its back-off');
   await clock.advance(1);
-  await until(() => runs() === 2, { describe: 'the job runs again' });
+  await until(async () => (await runs()) === 2, { describe: 'the job runs again' });
   await service.terminate(alice, [id!]);
   await service.stop();
 });
@@ -123,7 +126,7 @@ test(
   async (t) => {
     const clock = manualClock();
     const { storageRoot, store, service } = await openTestService(t, { requireCredits: false, clock });
-    store.createUser('alice', false);
+    await store.users.createUser('alice', false);
     await mkdir(join(storageRoot, 'home/alice'), { recursive: true });
     await writeFile(join(storageRoot, 'home/alice/words.txt'), 'b a b\n');
     const [id, sleeper] = await service.create(alice, [
@@ -139,45 +142,57 @@ test(
         restartOnExit: true,
       },
     ]);
-    const updates = () => store.updatesOf(id!);
-    const runs = () => updates().filter((u) => u.state === 'RUNNING').length;
-    const exits = () => updates().filter(isRestartExit);
-    const wait = (describe: string, check: () => boolean) => until(check, { describe, timeout: 30_000 });
+    const updates = () => store.jobs.updatesOf(id!);
+    const runs = async () => (await updates()).filter((u) => u.state === 'RUNNING').length;
+    const exits = async () => (await updates()).filter(isRestartExit);
+    const wait = (describe: string, check: () => Promise<boolean>) =>
+      until(check, { describe, timeout: 30_000 });
 
     // Cancelled while it runs: its containers' end is the cancel's, not an exit to restart from.
-    await wait('the sleeper runs', () => store.getJob(sleeper!)!.state === 'RUNNING');
+    await wait('the sleeper runs', async () => (await store.jobs.get(sleeper!))!.state === 'RUNNING');
     await service.terminate(alice, [sleeper!]);
-    assert.equal(store.getJob(sleeper!)!.state, 'SUCCESS', JSON.stringify(store.updatesOf(sleeper!)));
+    assert.equal(
+      (await store.jobs.get(sleeper!))!.state,
+      'SUCCESS',
+      JSON.stringify(await store.jobs.updatesOf(sleeper!)),
+    );
 
-    await wait('the first run exits', () => exits().length === 1);
-    assert.equal(store.getJob(id!)!.state, 'SUSPENDED');
-    assert.match(exits()[0]!.status!, /exit code 0 on every rank\); restarting in 10 s \(restartOnExit\)$/);
-    const exitedAt = exits()[0]!.timestamp;
+    await wait('the first run exits', async () => (await exits()).length === 1);
+    assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED');
+    assert.match(
+      (await exits())[0]!.status!,
+      /exit code 0 on every rank\); restarting in 10 s \(restartOnExit\)$/,
+    );
+    const exitedAt = (await exits())[0]!.timestamp;
     // The back-off counts from the exit, on the service's clock.
     await clock.advanceTo(exitedAt + 10_000 - 1);
-    assert.equal(store.getJob(id!)!.state, 'SUSPENDED', 'not before its back-off');
+    assert.equal((await store.jobs.get(id!))!.state, 'SUSPENDED', 'not before its back-off');
     await clock.advance(1);
-    await wait('it runs again', () => runs() === 2);
-    const again = updates().find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
+    await wait('it runs again', async () => (await runs()) === 2);
+    const again = (await updates()).find((u) => u.state === 'IN_QUEUE' && u.timestamp > exitedAt)!;
     assert.equal(again.timestamp - exitedAt, 10_000);
     assert.equal(again.status, 'The job is restarting (restart 1 in a row)');
-    assert.equal(store.getJob(id!)!.outputFolder, `/home/alice/Jobs/Word count/${id}`, 'the same folder');
-    await wait('the second run exits', () => exits().length === 2);
+    assert.equal(
+      (await store.jobs.get(id!))!.outputFolder,
+      `/home/alice/Jobs/Word count/${id}`,
+      'the same folder',
+    );
+    await wait('the second run exits', async () => (await exits()).length === 2);
     assert.match(
-      exits()[1]!.status!,
+      (await exits())[1]!.status!,
       /restarting in 20 s \(restartOnExit\) \(exit 2 in a row: backing off\)$/,
     );
 
     await service.terminate(alice, [id!]);
-    const ended = store.getJob(id!)!;
+    const ended = (await store.jobs.get(id!))!;
     assert.equal(ended.state, 'SUCCESS');
-    assert.equal(updates().at(-1)!.status, 'The job was cancelled');
+    assert.equal((await updates()).at(-1)!.status, 'The job was cancelled');
     // Past the second back-off, for both: a cancelled job does not run again.
     await clock.advance(restartDelayMs(2));
-    assert.equal(runs(), 2, 'a cancelled job does not run again');
-    assert.equal(store.getJob(id!)!.state, 'SUCCESS');
-    assert.equal(store.updatesOf(sleeper!).filter(isRestartExit).length, 0);
-    assert.equal(store.getJob(sleeper!)!.state, 'SUCCESS');
+    assert.equal(await runs(), 2, 'a cancelled job does not run again');
+    assert.equal((await store.jobs.get(id!))!.state, 'SUCCESS');
+    assert.equal((await store.jobs.updatesOf(sleeper!)).filter(isRestartExit).length, 0);
+    assert.equal((await store.jobs.get(sleeper!))!.state, 'SUCCESS');
   },
 );
 
@@ -187,7 +202,7 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
   // The backend and the service on one clock, moved past the back-off once the exit is written.
   const clock = manualClock();
   const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig }, now: clock.now });
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const service = createJobService({
     store,
     env: { catalog, products, config },
@@ -208,7 +223,7 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
       restartOnExit: true,
     },
   ]);
-  const state = () => store.getJob(id!)!.state;
+  const state = async () => (await store.jobs.get(id!))!.state;
   // Created, and given its PodGroup by the controller (a moment after the create answered).
   const created = (describe: string, other?: string) =>
     until(
@@ -221,17 +236,19 @@ test('kubernetes: the ended Volcano Job is created again; cancel while running e
   const first = await created('the Volcano Job is created');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
-  await until(() => state() === 'RUNNING', { describe: 'the job runs' });
+  await until(async () => (await state()) === 'RUNNING', { describe: 'the job runs' });
   cluster.volcano.finish(id!, [0]);
-  await until(() => store.updatesOf(id!).some(isRestartExit), { describe: 'the exit is written' });
+  await until(async () => (await store.jobs.updatesOf(id!)).some(isRestartExit), {
+    describe: 'the exit is written',
+  });
   await clock.advance(restartDelayMs(1));
   await created('the Volcano Job is created again', first);
-  assert.equal(state(), 'IN_QUEUE');
+  assert.equal(await state(), 'IN_QUEUE');
   cluster.volcano.admit(id!);
   cluster.volcano.run(id!);
-  await until(() => state() === 'RUNNING', { describe: 'the job runs' });
+  await until(async () => (await state()) === 'RUNNING', { describe: 'the job runs' });
   await service.terminate(alice, [id!]);
-  assert.equal(state(), 'SUCCESS');
+  assert.equal(await state(), 'SUCCESS');
   assert.equal(cluster.volcano.job(id!), undefined);
   assert.deepEqual(cluster.api.invalid, []);
 });

@@ -7,8 +7,8 @@ import WebSocket from 'ws';
 import type { Caller } from '../src/jobs/service.ts';
 import type { Job } from '../src/model/job.ts';
 import type { FollowMessage } from '../src/server/schemas.ts';
-import { openStore } from '../src/store/store.ts';
 import { jobInState, type TestServer, testServer } from './support/server.ts';
+import { jobCount, openTestStore } from './support/store.ts';
 
 /**
  * The HTTP API end to end through `app.inject()` (and a real loopback port for WebSockets), over
@@ -30,22 +30,22 @@ interface World extends TestServer {
  * has no members. `root` is an administrator.
  */
 async function world(): Promise<World> {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const now = Date.now();
-  for (const name of ['alice', 'bob', 'carol']) store.createUser(name, false);
-  store.createUser('root', true);
-  store.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
-  store.createProject('climate', 'Climate');
-  store.createProject('secret', 'Secret');
-  store.setMember('climate', 'alice', 'PI');
-  store.setMember('climate', 'bob', 'USER');
-  store.setMember('climate', 'carol', 'ADMIN');
-  store.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  for (const name of ['alice', 'bob', 'carol']) await store.users.createUser(name, false);
+  await store.users.createUser('root', true);
+  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.createProject('secret', 'Secret');
+  await store.users.setMember('climate', 'alice', 'PI');
+  await store.users.setMember('climate', 'bob', 'USER');
+  await store.users.setMember('climate', 'carol', 'ADMIN');
+  await store.accounting.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   const tokens = {
-    alice: store.createToken('alice', 'test'),
-    bob: store.createToken('bob', 'test'),
-    carol: store.createToken('carol', 'test'),
-    admin: store.createToken('root', 'test'),
+    alice: await store.users.createToken('alice', 'test'),
+    bob: await store.users.createToken('bob', 'test'),
+    carol: await store.users.createToken('carol', 'test'),
+    admin: await store.users.createToken('root', 'test'),
   };
   return { ...(await testServer(store)), tokens };
 }
@@ -102,9 +102,6 @@ async function create(w: World, items: unknown[], as: Who = 'alice', headers: Re
   });
   return body.responses.map((r) => r.id);
 }
-
-const jobCount = (w: World) =>
-  Number((w.store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
 
 // ---- every error path ----------------------------------------------------------------------------
 
@@ -495,7 +492,7 @@ describe('API error paths', () => {
 
   test('every error answers with its status and a message naming the problem, and changes nothing', async () => {
     for (const c of cases()) {
-      const before = jobCount(w);
+      const before = await jobCount(w.store);
       const response = await call(w, c);
       assert.equal(response.statusCode, c.status, `${c.name}: ${response.statusCode} ${response.body}`);
       const body = response.json() as { message?: unknown; issues?: { path: string; message: string }[] };
@@ -508,10 +505,10 @@ describe('API error paths', () => {
         assert.ok((body.message as string).includes(`${c.issue}: `), `${c.name}: ${body.message}`);
       }
       if (c.status === 401) assert.equal(response.headers['www-authenticate'], 'Bearer', c.name);
-      assert.equal(jobCount(w), before, `${c.name}: the job count changed`);
+      assert.equal(await jobCount(w.store), before, `${c.name}: the job count changed`);
     }
     // The running job was left alone by every refused terminate and extend.
-    const job = w.service.retrieve(ADMIN, ids.running);
+    const job = await w.service.retrieve(ADMIN, ids.running);
     assert.equal(job.status.state, 'RUNNING');
     assert.equal(job.updates.filter((u) => u.newTimeAllocation !== undefined).length, 0);
   });
@@ -609,10 +606,10 @@ describe('API happy paths', () => {
     try {
       const headers = { 'idempotency-key': 'submit-42' };
       const first = await create(w, [wordCount(), mpi()], 'alice', headers);
-      const count = jobCount(w);
+      const count = await jobCount(w.store);
       const again = await create(w, [wordCount(), mpi()], 'alice', headers);
       assert.deepEqual(again, first);
-      assert.equal(jobCount(w), count);
+      assert.equal(await jobCount(w.store), count);
       // Keys belong to their user: bob's identical key is his own (and refused for credits only).
       const response = await call(w, { url: '/api/jobs', as: 'bob', body: { items: [mpi()] }, headers });
       assert.equal(response.statusCode, 402);
@@ -761,8 +758,8 @@ describe('API happy paths', () => {
       const [id] = await create(w, [wordCount()]);
       const hour = 3600_000;
       const t0 = Date.UTC(2025, 0, 1);
-      const charge = (n: number, at: number, credits: number) =>
-        w.store.charge({
+      const charge = async (n: number, at: number, credits: number) =>
+        await w.store.accounting.charge({
           chargeId: `${id}:${n}`,
           jobId: id!,
           owner: 'user:alice',

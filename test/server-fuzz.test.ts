@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { openStore, type Store } from '../src/store/store.ts';
+import type { Store } from '../src/store/store.ts';
 import { jobInState, type TestServer, testServer } from './support/server.ts';
+import { jobCount, openTestStore } from './support/store.ts';
 
 /**
  * Fuzzing the job API: arbitrary JSON and mutations of valid requests never get a 5xx, and a
@@ -17,22 +18,28 @@ interface World extends TestServer {
 
 /** alice has credits and leads project `climate`; bob has none; `secret` has no members. */
 async function world(): Promise<World> {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const now = Date.now();
-  store.createUser('alice', false);
-  store.createUser('bob', false);
-  store.grant('user:alice', 'u1-standard', 1e12, now - 1000, now + YEAR);
-  store.createProject('climate', 'Climate');
-  store.createProject('secret', 'Secret');
-  store.setMember('climate', 'alice', 'PI');
-  store.grant('project:climate', 'u1-standard', 1e12, now - 1000, now + YEAR);
-  const tokens = { alice: store.createToken('alice', 'fuzz'), bob: store.createToken('bob', 'fuzz') };
+  await store.users.createUser('alice', false);
+  await store.users.createUser('bob', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1e12, now - 1000, now + YEAR);
+  await store.users.createProject('climate', 'Climate');
+  await store.users.createProject('secret', 'Secret');
+  await store.users.setMember('climate', 'alice', 'PI');
+  await store.accounting.grant('project:climate', 'u1-standard', 1e12, now - 1000, now + YEAR);
+  const tokens = {
+    alice: await store.users.createToken('alice', 'fuzz'),
+    bob: await store.users.createToken('bob', 'fuzz'),
+  };
   return { ...(await testServer(store)), tokens };
 }
 
-const count = (store: Store, sql: string) => Number((store.db.prepare(sql).get() as { n: number }).n);
-const jobRows = (store: Store) => count(store, 'select count(*) as n from jobs');
-const updateRows = (store: Store) => count(store, 'select count(*) as n from job_updates');
+const jobRows = (store: Store) => jobCount(store);
+/** Every update of every job. */
+async function updateRows(store: Store): Promise<number> {
+  const jobs = await store.jobs.browse({ visibility: 'all', limit: 1_000_000 });
+  return jobs.reduce((n, job) => n + job.updateCount, 0);
+}
 
 // ---- arbitraries ---------------------------------------------------------------------------------
 
@@ -183,7 +190,7 @@ describe('fuzzing POST /api/jobs', () => {
   const keys = new Map<string, string[]>();
 
   async function post(body: string, as: 'alice' | 'bob', headers: Record<string, string | undefined>) {
-    const before = jobRows(w.store);
+    const before = await jobRows(w.store);
     const sent: Record<string, string> = {
       authorization: `Bearer ${w.tokens[as]}`,
       'content-type': 'application/json',
@@ -193,7 +200,7 @@ describe('fuzzing POST /api/jobs', () => {
     const context = `${response.statusCode} ${response.body.slice(0, 500)}\nbody: ${body.slice(0, 500)}`;
     assert.ok(response.statusCode < 500, context);
     const parsed = response.json() as { responses?: { id: string }[]; message?: unknown };
-    const created = jobRows(w.store) - before;
+    const created = (await jobRows(w.store)) - before;
     if (response.statusCode !== 200) {
       assert.equal(typeof parsed.message, 'string', context);
       assert.equal(created, 0, `a refused request created jobs: ${context}`);
@@ -316,7 +323,7 @@ describe('fuzzing terminate and extend', () => {
   after(() => w.close());
 
   async function send(url: string, body: Json, as: 'alice' | 'bob') {
-    const before = updateRows(w.store);
+    const before = await updateRows(w.store);
     const response = await w.app.inject({
       method: 'POST',
       url,
@@ -326,7 +333,7 @@ describe('fuzzing terminate and extend', () => {
     const context = `${url} ${response.statusCode} ${response.body.slice(0, 300)}\nbody: ${JSON.stringify(body)}`;
     assert.ok(response.statusCode < 500, context);
     if (response.statusCode !== 200) {
-      assert.equal(updateRows(w.store), before, `a refused request changed jobs: ${context}`);
+      assert.equal(await updateRows(w.store), before, `a refused request changed jobs: ${context}`);
     }
   }
 

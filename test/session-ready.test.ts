@@ -124,7 +124,7 @@ describe('session readiness', { timeout: 60_000 }, () => {
     assert.equal(rank.status, 400);
     assert.match(rank.json.message, /rank: must be a rank of the job, 0 to 0/);
     await w.service.terminate({ username: 'alice', admin: false }, [id]);
-    await until(() => w.store.getJob(id)?.state !== 'RUNNING', { describe: 'the job ends' });
+    await until(async () => (await w.store.jobs.get(id))?.state !== 'RUNNING', { describe: 'the job ends' });
     const ended = await get(`/api/jobs/interactiveSession/ready?id=${id}&waitMs=20000`);
     assert.equal(ended.json.ready, false);
     assert.notEqual(ended.json.state, 'RUNNING');

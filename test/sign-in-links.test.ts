@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { hashToken } from '../src/store/store.ts';
+import { hashToken } from '../src/store/users.ts';
 import type { Answer, World } from './support/interactive.ts';
 import { runningJob, world } from './support/interactive.ts';
 import { origin, request, setCookie, signIn } from './support/sign-in.ts';
@@ -95,7 +95,7 @@ describe('one-time sign-in links', { timeout: 60_000 }, () => {
 
   test('an expired link is refused, on its page and by its POST (and used up)', async () => {
     const ticket = 'an-expired-link-secret-of-enough-length-00000';
-    w.store.insertSignInLink(hashToken(ticket), 'alice', Date.now() - 1);
+    await w.store.signIns.insertLink(hashToken(ticket), 'alice', Date.now() - 1);
     const page = await request(w, 'GET', `/auth/link?ticket=${ticket}`);
     assert.equal(page.status, 410);
     assert.equal(page.headers['set-cookie'], undefined);
@@ -108,7 +108,7 @@ describe('one-time sign-in links', { timeout: 60_000 }, () => {
     });
     assert.equal(posted.status, 410);
     assert.equal(setCookie(posted, 'ucompute_session'), undefined);
-    assert.equal(w.store.takeSignInLink(hashToken(ticket)), undefined);
+    assert.equal(await w.store.signIns.takeLink(hashToken(ticket)), undefined);
   });
 
   test('no link without a token or session', async () => {
@@ -195,7 +195,7 @@ describe('session fixation', { timeout: 60_000 }, () => {
     }
     assert.equal(await whoIs(w, victim.cookie), 'bob');
     // Refused attempts do not use the link up: its holder may still confirm it.
-    assert.ok(w.store.signInLink(hashToken(attackersPage.ticket)));
+    assert.ok(await w.store.signIns.link(hashToken(attackersPage.ticket)));
   });
 
   test('by tossed cookie: a request with two session cookies is refused and the cookie cleared', async () => {

@@ -10,11 +10,12 @@ import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend
 import { createJobService } from '../src/jobs/service.ts';
 import { sshKeys } from '../src/jobs/ssh-keys.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
-import { openStore, type Store } from '../src/store/store.ts';
+import type { Store } from '../src/store/store.ts';
 import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { catalog, products } from './support/fixtures.ts';
 import { openTestBackend, openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 
@@ -31,13 +32,11 @@ const CONNECTED = /^SSH: Connected! Available at: ssh ucloud@(\S+) -p (\d+)$/;
 /** The endpoint the job's updates announce, once they do. */
 function announced(store: Store, id: string, timeout = 30_000): Promise<{ host: string; port: number }> {
   return until(
-    () => {
-      const line = store
-        .updatesOf(id)
-        .map((u) => CONNECTED.exec(u.status ?? ''))
-        .find(Boolean);
+    async () => {
+      const updates = await store.jobs.updatesOf(id);
+      const line = updates.map((u) => CONNECTED.exec(u.status ?? '')).find(Boolean);
       if (line) return { host: line[1]!, port: Number(line[2]) };
-      throw new Error(`not yet; its updates: ${JSON.stringify(store.updatesOf(id), null, 1)}`);
+      throw new Error(`not yet; its updates: ${JSON.stringify(updates, null, 1)}`);
     },
     { describe: 'the ssh endpoint is announced', timeout },
   );
@@ -61,7 +60,7 @@ test(
       requireCredits: false,
     });
     for (const user of ['alice', 'bob']) {
-      store.createUser(user, false);
+      await store.users.createUser(user, false);
       await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', user, '-f', join(dir, user)]);
     }
     const keys = sshKeys(store);
@@ -102,7 +101,7 @@ test(
       let output = '';
       for await (const c of backend.logs(id!, { follow: false }))
         output += `${c.stdout ?? ''}${c.stderr ?? ''}`;
-      assert.fail(`${e.message}\n${JSON.stringify(store.updatesOf(id!), null, 1)}\n${output}`);
+      assert.fail(`${e.message}\n${JSON.stringify(await store.jobs.updatesOf(id!), null, 1)}\n${output}`);
     });
     assert.equal(answer.stdout.trim(), '42');
     await assert.rejects(ssh('bob'), /Permission denied/);
@@ -168,8 +167,8 @@ test('kubernetes: the keys from a Secret into /etc/ucloud/ssh by an init contain
     config,
     settings: { kubeconfig: cluster.kubeconfig, sshHost: 'ssh.example.org' },
   });
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice';
   sshKeys(store).create(alice, [{ title: 'laptop', key }]);
   const service = createJobService({

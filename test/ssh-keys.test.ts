@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parsePublicKey } from '../src/jobs/ssh-keys.ts';
-import { openStore } from '../src/store/store.ts';
 import { needs } from './support/local-tools.ts';
 import { type TestServer, testServer } from './support/server.ts';
+import { openTestStore } from './support/store.ts';
 
 /** Users' SSH public keys: UCloud's ssh.create, ssh.browse and ssh.delete, each user's own. */
 
@@ -68,10 +68,10 @@ describe('the ssh keys API', () => {
   let server: TestServer;
   const tokens: Record<string, string> = {};
   before(async () => {
-    const store = openStore(':memory:');
+    const store = await openTestStore();
     for (const user of ['alice', 'bob']) {
-      store.createUser(user, false);
-      tokens[user] = store.createToken(user, 'test');
+      await store.users.createUser(user, false);
+      tokens[user] = await store.users.createToken(user, 'test');
     }
     server = await testServer(store);
   });

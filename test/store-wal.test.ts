@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { openStore } from '../src/store/store.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
 
 /**
  * The write-ahead log stays bounded: one transaction larger than the 64 MiB checkpoint interval
@@ -15,17 +15,17 @@ const MiB = 1024 * 1024;
 const dir = mkdtempSync(join(tmpdir(), 'ucompute-wal-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-test('after a transaction beyond the checkpoint interval the log is cut back to 64 MiB', () => {
-  const store = openStore(join(dir, 'ucompute.db'));
+test('after a transaction beyond the checkpoint interval the log is cut back to 64 MiB', async () => {
+  const store = openSqliteStore(join(dir, 'ucompute.db'));
   const wal = () => statSync(join(dir, 'ucompute.db-wal')).size;
-  store.db.exec('create table filler (x text)');
-  const insert = store.db.prepare('insert into filler values (?)');
+  store.database.exec('create table filler (x text)');
+  const insert = store.database.prepare('insert into filler values (?)');
   const row = 'x'.repeat(100_000);
-  store.transaction(() => {
+  await store.transaction(async () => {
     for (let i = 0; i < 800; i++) insert.run(`${row}${i}`);
   });
   assert.ok(wal() > 70 * MiB, `the big transaction's log is ${wal()} bytes`);
-  for (let i = 0; i < 3; i++) store.transaction(() => insert.run('small'));
+  for (let i = 0; i < 3; i++) await store.transaction(async () => insert.run('small'));
   assert.ok(wal() <= 64 * MiB, `the log is still ${(wal() / MiB).toFixed(1)} MiB`);
-  store.close();
+  await store.close();
 });

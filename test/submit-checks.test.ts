@@ -8,8 +8,8 @@ import type { LargestMachine } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { directoryStorage } from '../src/storage/directory.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { jobCount, openTestStore } from './support/store.ts';
 
 const alice = { username: 'alice', admin: false };
 const STANDARD_2 = { id: 'u1-standard-2', category: 'u1-standard' };
@@ -27,8 +27,8 @@ symlinkSync('books/moby.txt', join(root, 'home/alice/moby-link.txt'));
 const GiB = 2 ** 30;
 
 /** The dry backend, with the largest machine given (null: unknown, as the dry backend says). */
-function service(machine: LargestMachine | null = null) {
-  const store = openStore(':memory:');
+async function service(machine: LargestMachine | null = null) {
+  const store = await openTestStore();
   const jobs = createJobService({
     store,
     env: env(),
@@ -39,7 +39,7 @@ function service(machine: LargestMachine | null = null) {
     inputs: directoryStorage(root),
     requireCredits: false,
   });
-  const rows = () => Number((store.db.prepare('select count(*) as n from jobs').get() as { n: number }).n);
+  const rows = () => jobCount(store);
   return { jobs, rows };
 }
 
@@ -67,16 +67,16 @@ async function issuesOf(promise: Promise<unknown>): Promise<string[]> {
 
 describe('inputs are checked at submit', () => {
   test('a missing input file is refused naming its parameter, and nothing is created', async () => {
-    const { jobs, rows } = service();
+    const { jobs, rows } = await service();
     assert.deepEqual(await issuesOf(jobs.create(alice, [wordCount('/home/alice/books/missing.txt')])), [
       'items[0].specification.parameters.input: /home/alice/books/missing.txt does not exist',
     ]);
-    assert.equal(rows(), 0);
+    assert.equal(await rows(), 0);
     assert.equal(existsSync(join(root, 'home/alice/books/missing.txt')), false);
   });
 
   test('a folder for a file parameter, and a file for a folder parameter, are refused', async () => {
-    const { jobs } = service();
+    const { jobs } = await service();
     assert.deepEqual(await issuesOf(jobs.create(alice, [wordCount('/home/alice/books')])), [
       'items[0].specification.parameters.input: /home/alice/books is not a file (it is a folder)',
     ]);
@@ -86,7 +86,7 @@ describe('inputs are checked at submit', () => {
   });
 
   test("a symlink out of the owner's drive is refused; one inside it is followed", async () => {
-    const { jobs, rows } = service();
+    const { jobs, rows } = await service();
     assert.deepEqual(await issuesOf(jobs.create(alice, [wordCount('/home/alice/bobs-secret.txt')])), [
       'items[0].specification.parameters.input: /home/alice/bobs-secret.txt leads out of /home/alice through a link',
     ]);
@@ -97,20 +97,20 @@ describe('inputs are checked at submit', () => {
     assert.deepEqual(await issuesOf(jobs.create(alice, [wordCount('/home/alice/bobs-home/secret.txt')])), [
       'items[0].specification.parameters.input: /home/alice/bobs-home/secret.txt leads out of /home/alice through a link',
     ]);
-    assert.equal(rows(), 0);
+    assert.equal(await rows(), 0);
     assert.equal((await jobs.create(alice, [wordCount('/home/alice/moby-link.txt')])).length, 1);
   });
 
   test('existing inputs of the right kind are accepted; every bad item of a request is named', async () => {
-    const { jobs, rows } = service();
+    const { jobs, rows } = await service();
     assert.equal((await jobs.create(alice, [wordCount('/home/alice/books/moby.txt')])).length, 1);
     assert.equal((await jobs.create(alice, [fileServer('/home/alice/books')])).length, 1);
-    assert.equal(rows(), 2);
+    assert.equal(await rows(), 2);
     const issues = await issuesOf(
       jobs.create(alice, [wordCount('/home/alice/books/moby.txt'), wordCount('/home/alice/nothing')]),
     );
     assert.deepEqual(issues, ['items[1].specification.parameters.input: /home/alice/nothing does not exist']);
-    assert.equal(rows(), 2);
+    assert.equal(await rows(), 2);
   });
 });
 
@@ -124,26 +124,26 @@ describe('a job that fits no machine is refused at submit', () => {
   const twoCpus = { cpuMillis: 2000, memoryBytes: 8 * GiB };
 
   test('one replica larger than the largest machine, with the reason; nothing is stored', async () => {
-    const { jobs, rows } = service({ ...twoCpus, holdsEveryReplica: false });
+    const { jobs, rows } = await service({ ...twoCpus, holdsEveryReplica: false });
     assert.deepEqual(await issuesOf(jobs.create(alice, [mpi('u1-standard-8', 1)])), [
       'items[0].specification.product: u1-standard-8 needs 8 CPUs per replica; the largest machine here has 2 CPUs',
       'items[0].specification.product: u1-standard-8 needs 32 GiB of memory per replica; the largest machine here has 8 GiB of memory',
     ]);
-    assert.equal(rows(), 0);
+    assert.equal(await rows(), 0);
   });
 
   test('where replicas share one machine they must fit it together; elsewhere each on its own', async () => {
     const local = service({ ...twoCpus, holdsEveryReplica: true });
-    assert.deepEqual(await issuesOf(local.jobs.create(alice, [mpi('u1-standard-1', 3)])), [
+    assert.deepEqual(await issuesOf((await local).jobs.create(alice, [mpi('u1-standard-1', 3)])), [
       'items[0].specification.replicas: 3 replicas of u1-standard-1 need 3 CPUs together on the one machine here, which has 2 CPUs',
     ]);
-    assert.equal((await local.jobs.create(alice, [mpi('u1-standard-1', 2)])).length, 1);
+    assert.equal((await (await local).jobs.create(alice, [mpi('u1-standard-1', 2)])).length, 1);
     const cluster = service({ ...twoCpus, holdsEveryReplica: false });
-    assert.equal((await cluster.jobs.create(alice, [mpi('u1-standard-1', 3)])).length, 1);
+    assert.equal((await (await cluster).jobs.create(alice, [mpi('u1-standard-1', 3)])).length, 1);
   });
 
   test('an unknown largest machine refuses nothing', async () => {
-    const { jobs } = service(null);
+    const { jobs } = await service(null);
     assert.equal((await jobs.create(alice, [mpi('u1-standard-8', 1)])).length, 1);
   });
 });

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import { openStore } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 const terminal = {
@@ -28,42 +28,44 @@ function flaky(refusals: number): Backend & { calls: () => number } {
 }
 
 async function run(refusals: number) {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1000, 0, Number.MAX_SAFE_INTEGER);
   const backend = flaky(refusals);
   const service = createJobService({ store, env: env(), backend, submitRetryMs: 1 });
   const [id] = await service.create({ username: 'alice', admin: false }, [terminal]);
-  const job = () => store.getJob(id!)!;
+  const job = async () => (await store.jobs.get(id!))!;
   return { store, backend, service, job };
 }
 
 test('a backend that refuses for a moment gets the job again, waiting longer each time', async () => {
   const { store, backend, service, job } = await run(3);
   try {
-    await until(() => job().state === 'RUNNING', { describe: 'the job runs' });
+    await until(async () => (await job()).state === 'RUNNING', { describe: 'the job runs' });
     assert.equal(backend.calls(), 4, 'three refusals, then accepted');
-    assert.equal(job().submitted, true);
+    assert.equal((await job()).submitted, true);
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });
 
 test('a backend that keeps refusing fails the job after five tries, saying why', async () => {
   const { store, backend, service, job } = await run(100);
   try {
-    await until(() => job().state === 'FAILURE', { describe: 'the job fails' });
+    await until(async () => (await job()).state === 'FAILURE', { describe: 'the job fails' });
     assert.equal(backend.calls(), 5);
-    await until(() => store.updatesOf(job().id).length > 1, { describe: 'the status is written' });
+    await until(async () => (await store.jobs.updatesOf((await job()).id)).length > 1, {
+      describe: 'the status is written',
+    });
     assert.match(
-      store.updatesOf(job().id).at(-1)?.status ?? '',
+      (await store.jobs.updatesOf((await job()).id)).at(-1)?.status ?? '',
       /The backend refused the job: connection refused/,
     );
   } finally {
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   }
 });

@@ -9,10 +9,10 @@ import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import type { AppParameterValue } from '../src/model/parameter-value.ts';
-import { openStore } from '../src/store/store.ts';
 import { runCli } from './support/cli.ts';
 import { CREATED_AT, JOB_ID, products } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
+import { openTestStore } from './support/store.ts';
 
 /**
  * UCloud's own example applications and tools (test/fixtures/ucloud-apps, copied from UCloud's
@@ -341,8 +341,8 @@ test("a Workflow parameter: the user's job script runs after the application's, 
 });
 
 test('a Jinja invocation that does not render is refused when the job is created, naming it; nothing is created', async () => {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   const service = createJobService({
     store,
     env: { catalog, products, config: resolvePipelineConfig({ security: { allowRootApps: true } }) },
@@ -371,7 +371,7 @@ test('a Jinja invocation that does not render is refused when the job is created
     refused.issues[0]!.message,
     /^terminal-ubuntu's invocation does not render for this job: .*dynamicInterface: .*extra interfaces are not offered/,
   );
-  assert.deepEqual(store.activeJobs(), []);
+  assert.deepEqual(await store.jobs.active(), []);
   const [created] = await service.create(alice, [terminal({})]);
-  assert.equal(store.getJob(created!)?.id, created);
+  assert.equal((await store.jobs.get(created!))?.id, created);
 });

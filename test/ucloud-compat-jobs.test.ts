@@ -152,14 +152,14 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
   test('suspend frees the job from the backend and keeps it; unsuspend runs the same job again', async () => {
     const id = await createFrom(w, 'create-web-client');
     await jobInState(w, id, 'RUNNING');
-    const folder = w.service.retrieve(ADMIN, id).output.outputFolder;
+    const folder = (await w.service.retrieve(ADMIN, id)).output.outputFolder;
     const calls = substitute(fixture('suspend-unsuspend-rename'), id) as Record<string, object>;
 
     const suspended = await send(w, 'POST', '/api/jobs/suspend', calls.suspend);
     assert.equal(suspended.status, 200, JSON.stringify(suspended.body));
     assert.deepEqual(suspended.body, { responses: [{}] });
-    assert.equal(w.service.retrieve(ADMIN, id).status.state, 'SUSPENDED');
-    assert.equal(w.store.getJob(id)?.submitted, false, 'the backend no longer has it');
+    assert.equal((await w.service.retrieve(ADMIN, id)).status.state, 'SUSPENDED');
+    assert.equal((await w.store.jobs.get(id))?.submitted, false, 'the backend no longer has it');
 
     const again = await send(w, 'POST', '/api/jobs/suspend', calls.suspend);
     assert.equal(again.status, 409);
@@ -168,7 +168,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     const resumed = await send(w, 'POST', '/api/jobs/unsuspend', calls.unsuspend);
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
     await jobInState(w, id, 'RUNNING');
-    const job = w.service.retrieve(ADMIN, id);
+    const job = await w.service.retrieve(ADMIN, id);
     assert.equal(job.output.outputFolder, folder, 'the same folder');
     assert.deepEqual(
       job.updates.flatMap((u) => u.state ?? []),
@@ -196,7 +196,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     try {
       await service.start();
       await new Promise((resolve) => setTimeout(resolve, 20));
-      assert.equal(service.retrieve(ADMIN, id).status.state, 'SUSPENDED', 'not lost, not started');
+      assert.equal((await service.retrieve(ADMIN, id)).status.state, 'SUSPENDED', 'not lost, not started');
       assert.deepEqual(submitted, [], 'recovery does not even start it');
       await service.unsuspend(ADMIN, [id]);
       await jobInState({ service }, id, 'RUNNING');
@@ -211,8 +211,8 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     const id = await createFrom(w, 'create-web-client');
     await w.service.suspend(ADMIN, [id]);
     await new Promise((resolve) => setTimeout(resolve, 20));
-    assert.equal(w.service.retrieve(ADMIN, id).status.state, 'SUSPENDED');
-    assert.equal(w.store.getJob(id)?.submitted, false);
+    assert.equal((await w.service.retrieve(ADMIN, id)).status.state, 'SUSPENDED');
+    assert.equal((await w.store.jobs.get(id))?.submitted, false);
     await w.service.unsuspend(ADMIN, [id]);
     await jobInState(w, id, 'RUNNING');
   });
@@ -225,7 +225,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
       const r = await send(w, 'POST', `/api/jobs/${call}`, calls[call], w.bobToken);
       assert.equal(r.status, 404, call);
     }
-    const job = w.service.retrieve(ADMIN, id);
+    const job = await w.service.retrieve(ADMIN, id);
     assert.equal(job.status.state, 'RUNNING');
     assert.equal(job.specification.name, 'Counting words');
     const utilization = await send(
@@ -243,13 +243,13 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     const calls = substitute(fixture('suspend-unsuspend-rename'), id) as Record<string, object>;
     const r = await send(w, 'POST', '/api/jobs/rename', calls.rename);
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(w.service.retrieve(ADMIN, id).specification.name, 'Renamed (again)');
+    assert.equal((await w.service.retrieve(ADMIN, id)).specification.name, 'Renamed (again)');
     const bad = await send(w, 'POST', '/api/jobs/rename', { items: [{ id, newTitle: 'a/b' }] });
     assert.equal(bad.status, 400);
     assert.match(bad.body.why as string, /items\[0\]\.newTitle/);
-    assert.equal(w.service.retrieve(ADMIN, id).specification.name, 'Renamed (again)');
+    assert.equal((await w.service.retrieve(ADMIN, id)).specification.name, 'Renamed (again)');
     await send(w, 'POST', '/api/jobs/rename', { items: [{ id, newTitle: '' }] });
-    assert.equal(w.service.retrieve(ADMIN, id).specification.name, undefined);
+    assert.equal((await w.service.retrieve(ADMIN, id)).specification.name, undefined);
   });
 
   test('retrieveProducts answers every product with its support; retrieveUtilization the backend and queue', async () => {
@@ -269,7 +269,7 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     const r = await send(w, 'GET', `/api/jobs/retrieveUtilization?${query(calls.utilization!)}`);
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assertSchema(UtilizationResponse, r.body, 'the utilization');
-    const running = w.store.runningJobs().length;
+    const running = (await w.store.jobs.running()).length;
     assert.deepEqual(r.body.queueStatus, { running, pending: 0 });
     assert.deepEqual(r.body.usedCapacity, { cpu: running, memory: running * 2 * 2 ** 30 });
     assert.ok((r.body.capacity as { cpu: number }).cpu > 0);

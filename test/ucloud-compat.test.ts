@@ -22,7 +22,7 @@ describe('creating jobs as UCloud clients do', () => {
 
   test("the web client's request is accepted; metadata, hostname and labels are read and ignored", async () => {
     const id = await createFrom(w, 'create-web-client');
-    const job: Job = w.service.retrieve(ADMIN, id);
+    const job: Job = await w.service.retrieve(ADMIN, id);
     assert.deepEqual(job.specification.application, { name: 'word-count', version: '1.0' });
     assert.equal(job.specification.name, 'Counting words');
     assert.equal('hostname' in job.specification, false);
@@ -33,7 +33,7 @@ describe('creating jobs as UCloud clients do', () => {
 
   test('null and empty fields count as absent, as in UCloud Go core', async () => {
     const id = await createFrom(w, 'create-minimal');
-    const job = w.service.retrieve(ADMIN, id);
+    const job = await w.service.retrieve(ADMIN, id);
     assert.equal('name' in job.specification, false);
     assert.equal('openedFile' in job.specification, false);
     assert.deepEqual(job.specification.timeAllocation, { hours: 2, minutes: 0, seconds: 0 });
@@ -118,7 +118,7 @@ describe('extending jobs as UCloud clients do', () => {
       items: [{ jobId: id, requestedTime: { hours: 0, minutes: 90, seconds: 0 } }],
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    const added = w.service.retrieve(ADMIN, id).updates.at(-1)?.newTimeAllocation;
+    const added = (await w.service.retrieve(ADMIN, id)).updates.at(-1)?.newTimeAllocation;
     assert.equal(added, (90 + 90) * 60_000, 'the 90 minutes it had, and 90 more');
   });
 });

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { SESSION_LIFETIME_MS, webSignIns } from '../src/server/sign-in.ts';
-import { hashToken, openStore } from '../src/store/store.ts';
+import { hashToken } from '../src/store/users.ts';
 import { call, type World, world } from './support/interactive.ts';
 import { host, origin, request, signIn } from './support/sign-in.ts';
+import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -19,7 +20,7 @@ import { until } from './support/until.ts';
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 const sleepy = { application: { name: 'file-server', version: '1.0' }, product: STANDARD_1, parameters: {} };
 
-const jobCount = (w: World) => w.store.countByState().RUNNING ?? 0;
+const jobCount = async (w: World) => (await w.store.jobs.countByState()).RUNNING ?? 0;
 
 /** The status a WebSocket upgrade gets (101 when it opens), and the socket if it opened. */
 function upgrade(
@@ -42,7 +43,7 @@ async function runningJob(w: World): Promise<string> {
   });
   assert.equal(created.status, 200, created.body);
   const id = (created.json().responses as { id: string }[])[0]?.id ?? '';
-  await until(() => w.store.getJob(id)?.state === 'RUNNING', { describe: 'the job runs' });
+  await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', { describe: 'the job runs' });
   return id;
 }
 
@@ -67,8 +68,8 @@ describe('signing in with a token', { timeout: 60_000 }, () => {
     assert.doesNotMatch(cookie, /Domain=|Secure/i);
     const secret = cookie.split(';')[0]?.split('=')[1] ?? '';
     assert.notEqual(body.csrfToken, secret);
-    assert.equal(w.store.uiSession(hashToken(secret))?.username, 'alice');
-    assert.equal(w.store.uiSession(secret), undefined);
+    assert.equal((await w.store.signIns.uiSession(hashToken(secret)))?.username, 'alice');
+    assert.equal(await w.store.signIns.uiSession(secret), undefined);
   });
 
   test('a wrong token: 401 in UCloud’s error shape and no cookie', async () => {
@@ -123,7 +124,7 @@ describe('CSRF and Origin checks on calls signed in by the cookie', { timeout: 6
 
   test('a submit without X-CSRF-Token, or with another one, is refused and creates nothing', async () => {
     const { cookie, csrf } = await signIn(w);
-    const before = jobCount(w);
+    const before = await jobCount(w);
     const missing = await request(w, 'POST', '/api/jobs', { cookie, body: { items: [sleepy] } });
     assert.equal(missing.status, 403, missing.body);
     assert.match(missing.json().why as string, /X-CSRF-Token/);
@@ -138,8 +139,8 @@ describe('CSRF and Origin checks on calls signed in by the cookie', { timeout: 6
     const empty = await request(w, 'POST', '/api/jobs', { cookie, csrf: '', body: { items: [sleepy] } });
     assert.equal(empty.status, 403);
     // Refused before anything is stored.
-    assert.equal(jobCount(w), before);
-    assert.equal(w.store.countByState().IN_QUEUE ?? 0, 0);
+    assert.equal(await jobCount(w), before);
+    assert.equal((await w.store.jobs.countByState()).IN_QUEUE ?? 0, 0);
   });
 
   test('with its own CSRF token the cookie submits; a bearer token needs none', async () => {
@@ -291,17 +292,17 @@ describe('the web interface at /', { timeout: 60_000 }, () => {
   });
 });
 
-test('a session slides: used within 12 hours it lasts, unused for 12 hours it has ended', () => {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
+test('a session slides: used within 12 hours it lasts, unused for 12 hours it has ended', async () => {
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
   let now = 1_000_000;
   const signIns = webSignIns(store, () => now);
-  const { secret } = signIns.start('alice');
+  const { secret } = await signIns.start('alice');
   now += SESSION_LIFETIME_MS - 1000;
-  assert.equal(signIns.resume(secret)?.extended, true);
+  assert.equal((await signIns.resume(secret))?.extended, true);
   now += SESSION_LIFETIME_MS - 1000;
-  assert.equal(signIns.resume(secret)?.caller.username, 'alice');
+  assert.equal((await signIns.resume(secret))?.caller.username, 'alice');
   now += SESSION_LIFETIME_MS;
-  assert.equal(signIns.resume(secret), undefined);
-  store.close();
+  assert.equal(await signIns.resume(secret), undefined);
+  await store.close();
 });

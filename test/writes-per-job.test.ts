@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { directoryStorage } from '../src/storage/directory.ts';
-import { openStore } from '../src/store/store.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import { env } from './support/fixtures.ts';
 import { until } from './support/until.ts';
 
@@ -36,7 +36,7 @@ const spec = {
 };
 
 test('a job run to its end writes few pages, its four updates, and shares its sync to disk', async () => {
-  const store = openStore(join(dir, 'ucompute.db'));
+  const store = openSqliteStore(join(dir, 'ucompute.db'));
   const storage = directoryStorage(storageRoot);
   const jobs = createJobService({
     store,
@@ -47,14 +47,14 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
     requireCredits: false,
   });
   await jobs.start();
-  const PAGE = Number((store.db.prepare('pragma page_size').get() as { page_size: number }).page_size);
+  const PAGE = Number((store.database.prepare('pragma page_size').get() as { page_size: number }).page_size);
   // The log starts empty; each page a transaction writes is one frame (a header and the page).
-  store.db.exec('pragma wal_checkpoint(truncate)');
+  store.database.exec('pragma wal_checkpoint(truncate)');
   const frames = () => (statSync(join(dir, 'ucompute.db-wal')).size - 32) / (24 + PAGE);
 
   // Durable transactions are the ones that sync to disk; concurrent requests should share them.
   let durable = 0;
-  const transaction = store.transaction;
+  const transaction = store.transaction.bind(store);
   store.transaction = (fn, options) => {
     if (options?.durable) durable++;
     return transaction(fn, options);
@@ -69,20 +69,24 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
       }
     }),
   );
-  const finished = () =>
+  const finished = async () =>
     Number(
-      (store.db.prepare("select count(*) as n from jobs where state = 'SUCCESS'").get() as { n: number }).n,
+      (
+        store.database.prepare("select count(*) as n from jobs where state = 'SUCCESS'").get() as {
+          n: number;
+        }
+      ).n,
     );
-  await until(() => finished() === JOBS, { describe: `all ${JOBS} jobs finish` });
+  await until(async () => (await finished()) === JOBS, { describe: `all ${JOBS} jobs finish` });
   await jobs.stop();
 
   // Queued, built (its output folder), running, finished: nothing more, for every job.
-  const updates = store.db
+  const updates = store.database
     .prepare('select count(*) as n from job_updates group by job_id having n != 4')
     .all();
   assert.deepEqual(updates, [], 'jobs with other than four updates');
   assert.ok(durable <= JOBS / 4, `${durable} syncs to disk for ${JOBS} jobs sent 16 at a time`);
   const perJob = frames() / JOBS;
   assert.ok(perJob <= 25, `${perJob.toFixed(1)} pages written per job`);
-  store.close();
+  await store.close();
 });

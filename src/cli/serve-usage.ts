@@ -17,6 +17,8 @@ Options:
                       request's Host; over https the web interface's cookie is Secure and
                       __Host-ucompute_session
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
+  --store URL         keep jobs, users and accounting in PostgreSQL (postgres://user@host/db) instead
+                      of SQLite in the data folder (configuration \`store: {postgres: {url}}\`)
   --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
                       A change to a file under them reloads the catalogue (no restart); a
                       change that does not load is logged and the catalogue in use stays

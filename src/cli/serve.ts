@@ -5,7 +5,7 @@ import { dryBackend } from '../backends/dry/dry-backend.ts';
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
-import type { Config } from '../config/config.ts';
+import { type Config, POSTGRES_URL_PATTERN } from '../config/config.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { expiryWarnings } from '../jobs/expiry-warnings.ts';
@@ -22,7 +22,8 @@ import { isOrigin } from '../server/public-url.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
 import { DEFAULT_TRASH_DAYS, trashPurge } from '../storage/trash.ts';
-import { openStore, type Store } from '../store/store.ts';
+import { openStore } from '../store/open.ts';
+import type { Store } from '../store/store.ts';
 import { parseCommandLine } from './args.ts';
 import { reloadingCatalog } from './catalog-watch.ts';
 import { loadConfig } from './config-file.ts';
@@ -48,6 +49,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       host: { type: 'string' },
       'public-url': { type: 'string' },
       'data-dir': { type: 'string' },
+      store: { type: 'string' },
       apps: { type: 'string', multiple: true },
       products: { type: 'string' },
       backend: { type: 'string' },
@@ -69,6 +71,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw new CliError(`--public-url must be an origin, http(s)://host[:port] without a path: ${publicUrl}`);
   }
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
+  const postgresUrl = values.store ?? config.store?.postgres.url;
+  if (postgresUrl !== undefined && !new RegExp(POSTGRES_URL_PATTERN).test(postgresUrl)) {
+    throw new CliError('--store must be a postgres:// URL');
+  }
   const backendName = values.backend ?? config.backend ?? 'local';
   if (backendName !== 'dry' && backendName !== 'local' && backendName !== 'kubernetes') {
     throw new CliError('--backend must be dry, local or kubernetes');
@@ -90,7 +96,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
     const catalog = reloadingCatalog(firstCatalog, appFolders, log);
     opened.push(() => catalog.close());
-    const store = openStore(join(dataDir, 'ucompute.db'));
+    const store = await openStore(
+      postgresUrl !== undefined
+        ? { postgres: { url: postgresUrl } }
+        : { sqlite: join(dataDir, 'ucompute.db') },
+    );
     opened.push(() => store.close());
     const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
     const storage = directoryStorage(storageRoot);
@@ -276,17 +286,26 @@ async function bootstrapAdmin(
   initialCredits = 1_000_000,
 ): Promise<{ created: boolean }> {
   const now = Date.now();
-  if (store.createUser(ADMIN_USER, true, now)) {
-    for (const category of new Set(categories))
-      store.grant(accountOf({ createdBy: ADMIN_USER }), category, initialCredits, now, now + YEAR);
+  if (await store.users.createUser(ADMIN_USER, true, now)) {
+    for (const category of new Set(categories)) {
+      await store.accounting.grant(
+        accountOf({ createdBy: ADMIN_USER }),
+        category,
+        initialCredits,
+        now,
+        now + YEAR,
+      );
+    }
   }
   const file = join(dataDir, ADMIN_TOKEN_FILE);
   const existing = await readFile(file, 'utf8').then(
     (t) => t.trim(),
     () => undefined,
   );
-  if (existing !== undefined && store.userForToken(existing)?.name === ADMIN_USER) return { created: false };
-  const token = store.createToken(ADMIN_USER, 'admin token written by ucompute serve', now);
+  if (existing !== undefined && (await store.users.userForToken(existing))?.name === ADMIN_USER) {
+    return { created: false };
+  }
+  const token = await store.users.createToken(ADMIN_USER, 'admin token written by ucompute serve', now);
   // A new file, 0600 from its creation, then renamed over the old one: never readable by others.
   const fresh = `${file}.${process.pid}.tmp`;
   await writeFile(fresh, `${token}\n`, { mode: 0o600, flag: 'wx' });

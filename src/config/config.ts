@@ -7,6 +7,9 @@ import { closed } from '../model/schema.ts';
 import { ServiceMode, UcloudProviderConfig } from '../model/ucloud-config.ts';
 import { PublicOrigin } from '../server/public-url.ts';
 
+/** A PostgreSQL connection URL (libpq's form; node-postgres reads it). */
+export const POSTGRES_URL_PATTERN = '^postgres(ql)?://';
+
 /**
  * The whole configuration file: the pipeline's settings, each backend's own (the Kubernetes
  * backend's beside the pipeline's in `kubernetes`), and the service's.
@@ -30,6 +33,18 @@ export const Config = Type.Object(
     ),
     /** Where the database, the admin token and (by default) storage live. */
     dataDir: Type.Optional(Type.String({ minLength: 1 })),
+    /** The store: SQLite in the data folder unless PostgreSQL (which several replicas share) is named. */
+    store: Type.Optional(
+      Type.Object(
+        {
+          postgres: Type.Object(
+            { url: Type.String({ pattern: POSTGRES_URL_PATTERN, description: 'a postgres:// URL' }) },
+            closed,
+          ),
+        },
+        closed,
+      ),
+    ),
     /** The catalogue folder (or folders, read as one catalogue) and the products file; the examples by default. */
     apps: Type.Optional(
       Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })]),

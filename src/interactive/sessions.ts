@@ -5,7 +5,9 @@ import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import type { Application } from '../model/application.ts';
 import type { JobPlugin } from '../plugins/plugin.ts';
-import { hashToken, type SessionRecord, type Store } from '../store/store.ts';
+import type { SessionRecord } from '../store/sessions.ts';
+import type { Store } from '../store/store.ts';
+import { hashToken } from '../store/users.ts';
 
 // Interactive sessions: who may open one, what it is, how long it lives. Every secret handed out
 // is 256 random bits; the store keeps only its hash.
@@ -82,62 +84,73 @@ export function interactiveSessions(o: SessionOptions) {
   const cached = new Map<string, SessionRecord>();
   /** Hashes of cached sessions used since their last use was written. */
   const used = new Set<string>();
-  const writing = setInterval(writeUse, WRITE_USE_EVERY_MS);
+  const writing = setInterval(() => void writeUse(), WRITE_USE_EVERY_MS);
   writing.unref();
 
-  /** Writes the last use of the sessions used since the last time; kept for later if it fails. */
-  function writeUse(): void {
+  /**
+   * Writes the last use of the sessions used since the last time (as they are now: the writing
+   * outlives their place in memory); kept for later if it fails.
+   */
+  async function writeUse(): Promise<void> {
     if (used.size === 0) return;
+    const touched = [...used].flatMap((hash) => {
+      const session = cached.get(hash);
+      return session ? [{ ...session }] : [];
+    });
+    used.clear();
     try {
-      store.transaction(() => {
-        for (const hash of used) {
-          const session = cached.get(hash);
-          if (session) store.touchSession(hash, session.lastUsedAt, session.expiresAt);
-        }
+      await store.transaction(async (tx) => {
+        for (const s of touched) await tx.sessions.touch(s.hash, s.lastUsedAt, s.expiresAt);
       });
-      used.clear();
     } catch (err) {
+      for (const s of touched) if (cached.has(s.hash)) used.add(s.hash);
       o.log?.error({ err }, 'could not record the use of sessions');
     }
   }
 
   /** The web or VNC session of a hash, from memory or else from the store (then kept). */
-  function cachedSession(hash: string): SessionRecord | undefined {
+  async function cachedSession(hash: string): Promise<SessionRecord | undefined> {
     const known = cached.get(hash);
     if (known) return known;
-    const session = store.session(hash);
+    const session = await store.sessions.get(hash);
     if (!session || (session.kind !== 'WEB' && session.kind !== 'VNC')) return undefined;
     if (cached.size >= MAX_CACHED_SESSIONS) {
       const oldest = cached.keys().next().value as string;
-      if (used.has(oldest)) writeUse();
+      if (used.has(oldest)) void writeUse();
       cached.delete(oldest);
     }
-    cached.set(hash, session);
-    return session;
+    cached.set(hash, cached.get(hash) ?? session);
+    return cached.get(hash);
   }
 
   /** Forgets cached sessions, their last use written first: all of them, or those `which` picks. */
-  function forgetSessions(which: (session: SessionRecord) => boolean = () => true): void {
-    writeUse();
+  async function forgetSessions(which: (session: SessionRecord) => boolean = () => true): Promise<void> {
+    const written = writeUse();
     for (const [hash, session] of cached) {
       if (which(session)) {
         cached.delete(hash);
         used.delete(hash);
       }
     }
+    await written;
   }
 
-  function applicationOf(jobId: string): Application | undefined {
-    const job = store.getJob(jobId);
+  async function applicationOf(jobId: string): Promise<Application | undefined> {
+    const job = await store.jobs.get(jobId);
     if (!job) return undefined;
     const { name, version } = job.specification.application;
     return env.catalog.find(name, version)?.application;
   }
 
-  function create(kind: SessionRecord['kind'], jobId: string, rank: number, username: string): string {
+  async function create(
+    kind: SessionRecord['kind'],
+    jobId: string,
+    rank: number,
+    username: string,
+  ): Promise<string> {
     const secret = newSecret();
     const at = now();
-    store.insertSession({
+    await store.sessions.insert({
       hash: hashToken(secret),
       kind,
       jobId,
@@ -151,9 +164,9 @@ export function interactiveSessions(o: SessionOptions) {
   }
 
   /** The job's session settings checked for one request item; throws naming the field. */
-  function check(caller: Caller, item: SessionRequest, index: number): Application {
+  async function check(caller: Caller, item: SessionRequest, index: number): Promise<Application> {
     const path = `items[${index}]`;
-    const job = service.retrieve(caller, item.id);
+    const job = await service.retrieve(caller, item.id);
     if (job.status.state !== 'RUNNING') {
       throw new ServiceError(409, `${path}.id: job ${item.id} is ${job.status.state}, not RUNNING`);
     }
@@ -161,7 +174,7 @@ export function interactiveSessions(o: SessionOptions) {
     if (!Number.isInteger(item.rank) || item.rank < 0 || item.rank >= replicas) {
       throw new ServiceError(400, `${path}.rank: must be a rank of the job, 0 to ${replicas - 1}`);
     }
-    const application = applicationOf(item.id);
+    const application = await applicationOf(item.id);
     if (!application) throw new ServiceError(409, `${path}.id: the job's application is no longer known`);
     const type = application.invocation.applicationType;
     if (item.sessionType !== 'SHELL' && item.sessionType !== type) {
@@ -174,11 +187,11 @@ export function interactiveSessions(o: SessionOptions) {
   }
 
   /** The ticket or shell session behind a secret if it is of `kind`, unexpired and its job running. */
-  function valid(secret: string, kind: 'TICKET' | 'SHELL'): SessionRecord | undefined {
+  async function valid(secret: string, kind: 'TICKET' | 'SHELL'): Promise<SessionRecord | undefined> {
     if (secret === '') return undefined;
-    const session = store.session(hashToken(secret));
+    const session = await store.sessions.get(hashToken(secret));
     if (!session || session.kind !== kind || session.expiresAt <= now()) return undefined;
-    if (store.jobState(session.jobId) !== 'RUNNING') return undefined;
+    if ((await store.jobs.state(session.jobId)) !== 'RUNNING') return undefined;
     return session;
   }
 
@@ -196,51 +209,56 @@ export function interactiveSessions(o: SessionOptions) {
     },
 
     /** Opens one session per item; every item is checked before any is opened. */
-    open(
+    async open(
       caller: Caller,
       items: readonly SessionRequest[],
       reached: Reached,
       links: SessionLinks = standaloneLinks(reached),
-    ): OpenSession[] {
+    ): Promise<OpenSession[]> {
       // Sessions extended in memory have their new expiry written before the expired ones go.
-      writeUse();
-      store.deleteExpiredSessions(now());
-      const applications = items.map((item, i) => check(caller, item, i));
-      return items.map((item, i): OpenSession => {
+      await writeUse();
+      await store.sessions.deleteExpired(now());
+      const applications: Application[] = [];
+      for (const [i, item] of items.entries()) applications.push(await check(caller, item, i));
+      const opened: OpenSession[] = [];
+      for (const [i, item] of items.entries()) opened.push(await openOne(item, applications[i]!));
+      return opened;
+
+      async function openOne(item: SessionRequest, application: Application): Promise<OpenSession> {
         const { id: jobId, rank } = item;
         if (item.sessionType === 'SHELL') {
           return {
             type: 'shell',
             jobId,
             rank,
-            sessionIdentifier: create('SHELL', jobId, rank, caller.username),
+            sessionIdentifier: await create('SHELL', jobId, rank, caller.username),
           };
         }
         if (item.sessionType === 'VNC') {
-          const password = applications[i]?.invocation.vnc?.password;
-          const secret = create('VNC', jobId, rank, caller.username);
+          const password = application.invocation.vnc?.password;
+          const secret = await create('VNC', jobId, rank, caller.username);
           const url = links.vnc(jobId, rank, secret, password !== undefined);
           return { type: 'vnc', jobId, rank, url, ...(password !== undefined ? { password } : {}) };
         }
-        const ticket = create('TICKET', jobId, rank, caller.username);
+        const ticket = await create('TICKET', jobId, rank, caller.username);
         return {
           type: 'web',
           jobId,
           rank,
           redirectClientTo: links.web(jobId, rank, ticket, appHost(jobId, rank)),
         };
-      });
+      }
     },
 
     /**
      * Trades a web ticket for a web session of the same job and rank (once); undefined when the
      * ticket is unknown, used, expired or for another job or rank.
      */
-    trade(ticket: string, jobId: string, rank: number): string | undefined {
-      const session = valid(ticket, 'TICKET');
+    async trade(ticket: string, jobId: string, rank: number): Promise<string | undefined> {
+      const session = await valid(ticket, 'TICKET');
       if (!session) return undefined;
       // Taken, so a ticket opens one session only, even when two requests race for it.
-      const taken = store.takeSession(session.hash);
+      const taken = await store.sessions.take(session.hash);
       if (!taken || taken.jobId !== jobId || taken.rank !== rank) return undefined;
       return create('WEB', jobId, rank, taken.username);
     },
@@ -249,15 +267,20 @@ export function interactiveSessions(o: SessionOptions) {
      * The session for `secret` if it is of `kind`, for exactly this job and rank, unexpired and its
      * job running; its use is recorded and extends it (sliding lifetime).
      */
-    use(secret: string, kind: 'WEB' | 'VNC', jobId: string, rank: number): SessionRecord | undefined {
+    async use(
+      secret: string,
+      kind: 'WEB' | 'VNC',
+      jobId: string,
+      rank: number,
+    ): Promise<SessionRecord | undefined> {
       if (secret === '') return undefined;
       const hash = hashToken(secret);
-      const session = cachedSession(hash);
+      const session = await cachedSession(hash);
       if (!session || session.kind !== kind || session.jobId !== jobId || session.rank !== rank) {
         return undefined;
       }
       const at = now();
-      if (session.expiresAt <= at || store.jobState(jobId) !== 'RUNNING') return undefined;
+      if (session.expiresAt <= at || (await store.jobs.state(jobId)) !== 'RUNNING') return undefined;
       session.lastUsedAt = at;
       session.expiresAt = at + LIFETIMES[kind];
       used.add(hash);
@@ -265,16 +288,16 @@ export function interactiveSessions(o: SessionOptions) {
     },
 
     /** A shell session opens one terminal: its identifier is used up here. */
-    takeShell(secret: string): SessionRecord | undefined {
-      const session = valid(secret, 'SHELL');
-      return session && store.takeSession(session.hash);
+    async takeShell(secret: string): Promise<SessionRecord | undefined> {
+      const session = await valid(secret, 'SHELL');
+      return session && (await store.sessions.take(session.hash));
     },
 
     /** The port of the job's web or VNC app (a job's application never changes: kept). */
-    portOf(jobId: string, kind: 'WEB' | 'VNC'): number | undefined {
+    async portOf(jobId: string, kind: 'WEB' | 'VNC'): Promise<number | undefined> {
       const key = `${jobId}/${kind}`;
       if (ports.has(key)) return ports.get(key);
-      const invocation = applicationOf(jobId)?.invocation;
+      const invocation = (await applicationOf(jobId))?.invocation;
       const port = kind === 'WEB' ? invocation?.web?.port : invocation?.vnc?.port;
       if (ports.size >= MAX_KEPT_PORTS) ports.clear();
       ports.set(key, port);
@@ -282,19 +305,19 @@ export function interactiveSessions(o: SessionOptions) {
     },
 
     /** Forgets a job's cached sessions (it stopped running; they are read again if it runs again). */
-    forgetJob(jobId: string): void {
-      forgetSessions((session) => session.jobId === jobId);
+    forgetJob(jobId: string): Promise<void> {
+      return forgetSessions((session) => session.jobId === jobId);
     },
 
     /** Forgets a user's cached sessions (they were disabled and their sessions deleted): none opens now. */
-    forgetUser(username: string): void {
-      forgetSessions((session) => session.username === username);
+    forgetUser(username: string): Promise<void> {
+      return forgetSessions((session) => session.username === username);
     },
 
     /** Writes the last use of sessions and stops. */
-    close(): void {
+    close(): Promise<void> {
       clearInterval(writing);
-      forgetSessions();
+      return forgetSessions();
     },
   };
 }
@@ -314,8 +337,8 @@ function standaloneLinks(reached: Reached): SessionLinks {
 export function sessionRevocation(store: Store): JobPlugin {
   return {
     name: 'Sessions',
-    onCleanup(_ctx, jobId) {
-      store.deleteSessionsOf(jobId);
+    async onCleanup(_ctx, jobId) {
+      await store.sessions.deleteOf(jobId);
     },
   };
 }

@@ -50,6 +50,48 @@ export function serveShell(socket: WebSocket, deps: ShellDeps): void {
   };
   const deadline = setTimeout(() => close(4408, 'initialize first'), INITIALIZE_WITHIN_MS);
 
+  /** Trades the session identifier for a shell of the job's rank, once. */
+  async function open(message: Extract<ShellRequest, { type: 'initialize' }>): Promise<void> {
+    const session = await deps.sessions.takeShell(message.sessionIdentifier);
+    if (!session) {
+      close(4401, 'the session is not valid: open a new one');
+      return;
+    }
+    let opened: ShellStream;
+    try {
+      opened = await deps.backend.shell(session.jobId, session.rank, {
+        cols: message.cols,
+        rows: message.rows,
+      });
+    } catch (err) {
+      deps.log.warn({ err, jobId: session.jobId, rank: session.rank }, 'opening a shell failed');
+      close(4404, 'the job has no running replica with that rank');
+      return;
+    }
+    clearTimeout(deadline);
+    if (socket.readyState !== WebSocket.OPEN) {
+      opened.destroy();
+      return;
+    }
+    shell = opened;
+    for (const early of pending.splice(0)) apply(opened, early);
+    const decoder = new StringDecoder('utf8');
+    opened.on('data', (chunk: Buffer) => send({ type: 'data', data: decoder.write(chunk) }));
+    opened.on('error', () => opened.destroy());
+    // A pty's stream ends when the shell exits but may never close: its input side is open.
+    let ending = false;
+    const ended = async () => {
+      if (ending) return;
+      ending = true;
+      const exitCode = await exitCodeOf(opened);
+      if (socket.readyState !== WebSocket.OPEN) return;
+      send({ type: 'closed', ...(exitCode !== null ? { exitCode } : {}) });
+      close(1000, 'the shell has ended');
+    };
+    opened.on('end', ended);
+    opened.on('close', ended);
+  }
+
   socket.on('close', () => {
     clearTimeout(deadline);
     shell?.destroy();
@@ -66,41 +108,10 @@ export function serveShell(socket: WebSocket, deps: ShellDeps): void {
         return;
       }
       starting = true;
-      const session = deps.sessions.takeShell(message.sessionIdentifier);
-      if (!session) {
-        close(4401, 'the session is not valid: open a new one');
-        return;
-      }
-      deps.backend.shell(session.jobId, session.rank, { cols: message.cols, rows: message.rows }).then(
-        (opened) => {
-          clearTimeout(deadline);
-          if (socket.readyState !== WebSocket.OPEN) {
-            opened.destroy();
-            return;
-          }
-          shell = opened;
-          for (const early of pending.splice(0)) apply(opened, early);
-          const decoder = new StringDecoder('utf8');
-          opened.on('data', (chunk: Buffer) => send({ type: 'data', data: decoder.write(chunk) }));
-          opened.on('error', () => opened.destroy());
-          // A pty's stream ends when the shell exits but may never close: its input side is open.
-          let ending = false;
-          const ended = async () => {
-            if (ending) return;
-            ending = true;
-            const exitCode = await exitCodeOf(opened);
-            if (socket.readyState !== WebSocket.OPEN) return;
-            send({ type: 'closed', ...(exitCode !== null ? { exitCode } : {}) });
-            close(1000, 'the shell has ended');
-          };
-          opened.on('end', ended);
-          opened.on('close', ended);
-        },
-        (err: unknown) => {
-          deps.log.warn({ err, jobId: session.jobId, rank: session.rank }, 'opening a shell failed');
-          close(4404, 'the job has no running replica with that rank');
-        },
-      );
+      open(message).catch((err: unknown) => {
+        deps.log.warn({ err }, 'opening a shell failed');
+        close(1011, 'internal error');
+      });
       return;
     }
     if (!starting) {

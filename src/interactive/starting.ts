@@ -47,7 +47,7 @@ export function sessionReadiness(deps: ReadinessDeps) {
 
   /** The job's readiness now (one probe). */
   async function check(caller: Caller, id: string, rank: number): Promise<Readiness> {
-    const job = deps.service.retrieve(caller, id, { includeApplication: true });
+    const job = await deps.service.retrieve(caller, id, { includeApplication: true });
     const replicas = job.specification.replicas ?? 1;
     if (rank >= replicas)
       throw new ServiceError(400, `rank: must be a rank of the job, 0 to ${replicas - 1}`);
@@ -61,7 +61,7 @@ export function sessionReadiness(deps: ReadinessDeps) {
     } as const;
     if (job.status.state !== 'RUNNING') return { ...answer, ready: false };
     if (sessionType === 'SHELL') return { ...answer, ready: true };
-    const port = deps.sessions.portOf(id, sessionType);
+    const port = await deps.sessions.portOf(id, sessionType);
     const protocol: AppProtocol = sessionType === 'WEB' ? 'http' : 'rfb';
     const ready = port !== undefined && (await appAnswers(deps.backend, { jobId: id, rank, port }, protocol));
     return { ...answer, ready };

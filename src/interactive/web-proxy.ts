@@ -66,13 +66,13 @@ export function webProxy(o: ProxyOptions) {
    * session of the API), when one of ours (a page on a sibling origin may have set more than one)
    * is a session for exactly this job and rank; undefined without such a session.
    */
-  function signedIn(req: IncomingMessage, target: AppTarget): { others: string } | undefined {
+  async function signedIn(req: IncomingMessage, target: AppTarget): Promise<{ others: string } | undefined> {
     const cookieName = cookieNameOf(req);
     let valid = false;
     const others: string[] = [];
     for (const { name, value, text } of cookiePairs(req.headers.cookie)) {
       if (name === cookieName) {
-        valid ||= sessions.use(value, 'WEB', target.jobId, target.rank) !== undefined;
+        valid ||= (await sessions.use(value, 'WEB', target.jobId, target.rank)) !== undefined;
       } else if (!UI_COOKIES.has(name)) {
         others.push(text);
       }
@@ -99,8 +99,13 @@ export function webProxy(o: ProxyOptions) {
     return path === o.authorizeAlso?.path ? o.authorizeAlso.query : undefined;
   }
 
-  function authorize(req: IncomingMessage, res: ServerResponse, target: AppTarget, ticket: string): void {
-    const secret = sessions.trade(ticket, target.jobId, target.rank);
+  async function authorize(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: AppTarget,
+    ticket: string,
+  ): Promise<void> {
+    const secret = await sessions.trade(ticket, target.jobId, target.rank);
     if (secret === undefined) {
       page(res, 403, 'This link was used already or has expired. Open the app again from ucompute.', target);
       return;
@@ -166,69 +171,20 @@ export function webProxy(o: ProxyOptions) {
 
     /** Serves one HTTP request at an app's origin. */
     handle(req: IncomingMessage, res: ServerResponse, target: AppTarget): void {
-      const url = normalised(req.url);
-      if (!url) {
-        res.writeHead(400).end();
-        return;
-      }
-      const ticketIn = ticketParameter(url.pathname);
-      if (ticketIn !== undefined) {
-        authorize(req, res, target, url.searchParams.get(ticketIn) ?? '');
-        return;
-      }
-      const port = sessions.portOf(target.jobId, 'WEB');
-      const session = port === undefined ? undefined : signedIn(req, target);
-      if (!session || port === undefined) {
-        page(res, 401, 'You are not signed in to this app.', target);
-        return;
-      }
-      apps.pool(target.jobId, target.rank, port).dispatch(
-        {
-          method: req.method as Dispatcher.HttpMethod,
-          path: url.pathname + url.search,
-          headers: forwardedHeaders(req, session.others),
-          // Without a length or chunked coding a request has no body (RFC 9112 §6.3).
-          body:
-            req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined
-              ? null
-              : req,
-        },
-        relay(res, target),
-      );
+      serve(req, res, target).catch((err: unknown) => {
+        o.log.warn({ err, jobId: target.jobId, rank: target.rank }, 'serving a web app request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+        else res.destroy();
+      });
     },
 
     /** Relays one WebSocket (or other upgrade) at an app's origin, only with a session. */
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: AppTarget): void {
-      const url = normalised(req.url);
-      const port = sessions.portOf(target.jobId, 'WEB');
-      const session = url && port !== undefined ? signedIn(req, target) : undefined;
-      if (!url || port === undefined || !session) {
-        socket.end('HTTP/1.1 401 Unauthorized\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-        return;
-      }
       socket.on('error', () => socket.destroy());
-      apps.connect(target.jobId, target.rank, port).then(
-        (app) => {
-          const headers = forwardedHeaders(req, session.others);
-          headers.connection = 'upgrade';
-          headers.upgrade = req.headers.upgrade ?? 'websocket';
-          let head1 = `${req.method} ${url.pathname}${url.search} HTTP/1.1\r\n`;
-          for (const [name, value] of Object.entries(headers)) {
-            for (const v of Array.isArray(value) ? value : [value ?? '']) head1 += `${name}: ${v}\r\n`;
-          }
-          app.write(`${head1}\r\n`);
-          if (head.length > 0) app.write(head);
-          app.on('error', () => socket.destroy());
-          socket.on('close', () => app.destroy());
-          app.on('close', () => socket.destroy());
-          app.pipe(socket);
-          socket.pipe(app);
-        },
-        (err: Error) => {
-          o.log.warn({ err, jobId: target.jobId, rank: target.rank }, 'the web app did not answer');
-          socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-        },
-      );
+      relayUpgrade(req, socket, head, target).catch((err: unknown) => {
+        o.log.warn({ err, jobId: target.jobId, rank: target.rank }, 'relaying a web app upgrade failed');
+        socket.destroy();
+      });
     },
 
     /** Closes the connections to a job's app once it stops running. */
@@ -236,6 +192,75 @@ export function webProxy(o: ProxyOptions) {
 
     close: apps.close,
   };
+
+  async function serve(req: IncomingMessage, res: ServerResponse, target: AppTarget): Promise<void> {
+    const url = normalised(req.url);
+    if (!url) {
+      res.writeHead(400).end();
+      return;
+    }
+    const ticketIn = ticketParameter(url.pathname);
+    if (ticketIn !== undefined) {
+      await authorize(req, res, target, url.searchParams.get(ticketIn) ?? '');
+      return;
+    }
+    const port = await sessions.portOf(target.jobId, 'WEB');
+    const session = port === undefined ? undefined : await signedIn(req, target);
+    if (!session || port === undefined) {
+      page(res, 401, 'You are not signed in to this app.', target);
+      return;
+    }
+    apps.pool(target.jobId, target.rank, port).dispatch(
+      {
+        method: req.method as Dispatcher.HttpMethod,
+        path: url.pathname + url.search,
+        headers: forwardedHeaders(req, session.others),
+        // Without a length or chunked coding a request has no body (RFC 9112 §6.3).
+        body:
+          req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined
+            ? null
+            : req,
+      },
+      relay(res, target),
+    );
+  }
+
+  async function relayUpgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: AppTarget,
+  ): Promise<void> {
+    const url = normalised(req.url);
+    const port = await sessions.portOf(target.jobId, 'WEB');
+    const session = url && port !== undefined ? await signedIn(req, target) : undefined;
+    if (!url || port === undefined || !session) {
+      socket.end('HTTP/1.1 401 Unauthorized\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    apps.connect(target.jobId, target.rank, port).then(
+      (app) => {
+        const headers = forwardedHeaders(req, session.others);
+        headers.connection = 'upgrade';
+        headers.upgrade = req.headers.upgrade ?? 'websocket';
+        let head1 = `${req.method} ${url.pathname}${url.search} HTTP/1.1\r\n`;
+        for (const [name, value] of Object.entries(headers)) {
+          for (const v of Array.isArray(value) ? value : [value ?? '']) head1 += `${name}: ${v}\r\n`;
+        }
+        app.write(`${head1}\r\n`);
+        if (head.length > 0) app.write(head);
+        app.on('error', () => socket.destroy());
+        socket.on('close', () => app.destroy());
+        app.on('close', () => socket.destroy());
+        app.pipe(socket);
+        socket.pipe(app);
+      },
+      (err: Error) => {
+        o.log.warn({ err, jobId: target.jobId, rank: target.rank }, 'the web app did not answer');
+        socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      },
+    );
+  }
 }
 
 /**

@@ -4,7 +4,8 @@ import type { Job, JobState, JobStatus } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import { type OutcomeKind, presentOutcome } from '../model/outcome.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
-import type { JobRecord, JobVisibility, Store } from '../store/store.ts';
+import type { JobRecord, JobVisibility } from '../store/jobs.ts';
+import type { StoreParts } from '../store/store.ts';
 import { notFound } from './errors.ts';
 
 // Who sees what: a caller's jobs and accounts, and a job as the API shows it.
@@ -95,9 +96,9 @@ export function ownerOf(record: JobRecord): Owner {
 
 export type JobAccess = ReturnType<typeof jobAccess>;
 
-export function jobAccess(store: Store) {
-  function visibility(caller: Caller): JobVisibility {
-    const memberships = store.memberships(caller.username);
+export function jobAccess(store: StoreParts) {
+  async function visibility(caller: Caller): Promise<JobVisibility> {
+    const memberships = await store.users.memberships(caller.username);
     return {
       username: caller.username,
       allOf: memberships.filter((m) => m.role !== 'USER').map((m) => m.projectId),
@@ -105,27 +106,28 @@ export function jobAccess(store: Store) {
     };
   }
 
-  function canSee(caller: Caller, job: Pick<JobRecord, 'createdBy' | 'project'>): boolean {
+  async function canSee(caller: Caller, job: Pick<JobRecord, 'createdBy' | 'project'>): Promise<boolean> {
     if (caller.admin) return true;
     if (job.project === null) return job.createdBy === caller.username;
-    const role = store.memberships(caller.username).find((m) => m.projectId === job.project)?.role;
+    const memberships = await store.users.memberships(caller.username);
+    const role = memberships.find((m) => m.projectId === job.project)?.role;
     return role === 'PI' || role === 'ADMIN' || (role === 'USER' && job.createdBy === caller.username);
   }
 
   /** The job if the caller may see it; otherwise 404, so that others' ids reveal nothing. */
-  function visibleJob(caller: Caller, id: string): JobRecord {
-    const job = typeof id === 'string' ? store.getJob(id) : undefined;
-    if (!job || !canSee(caller, job)) throw notFound(`job ${id}`);
+  async function visibleJob(caller: Caller, id: string): Promise<JobRecord> {
+    const job = typeof id === 'string' ? await store.jobs.get(id) : undefined;
+    if (!job || !(await canSee(caller, job))) throw notFound(`job ${id}`);
     return job;
   }
 
-  function toJob(record: JobRecord): Job {
+  async function toJob(record: JobRecord): Promise<Job> {
     return {
       id: record.id,
       owner: ownerOf(record),
       specification: record.specification,
       status: statusOf(record),
-      updates: store.updatesOf(record.id),
+      updates: await store.jobs.updatesOf(record.id),
       createdAt: record.createdAt,
       output: record.outputFolder !== null ? { outputFolder: record.outputFolder } : {},
       billing: { creditsCharged: record.creditsCharged, pricePerUnit: record.pricePerUnit },
@@ -136,21 +138,26 @@ export function jobAccess(store: Store) {
    * The accounts whose credits a caller sees: their own, and the projects they lead; in a
    * project's workspace, that project's (every member may see what the project has left).
    */
-  function accountsOf(caller: Caller): string[] {
+  async function accountsOf(caller: Caller): Promise<string[]> {
     if (caller.project !== undefined)
       return [accountOf({ createdBy: caller.username, project: caller.project })];
     return [
       accountOf({ createdBy: caller.username }),
-      ...store
-        .memberships(caller.username)
+      ...(await store.users.memberships(caller.username))
         .filter((m) => m.role !== 'USER')
         .map((m) => accountOf({ createdBy: caller.username, project: m.projectId })),
     ];
   }
 
   /** What an owner has left in a category: its valid allocations less what was drawn from them. */
-  function wallet(account: string, category: string, at: number): Wallet {
-    const active = store.activeAllocations(account, category, at);
+  /** The account's credits in a category; read through `parts` inside a transaction. */
+  async function wallet(
+    account: string,
+    category: string,
+    at: number,
+    parts: StoreParts = store,
+  ): Promise<Wallet> {
+    const active = await parts.accounting.activeAllocations(account, category, at);
     const allocated = active.reduce((sum, a) => sum + a.credits, 0);
     const used = active.reduce((sum, a) => sum + a.used, 0);
     return { owner: account, category, allocated, used, balance: allocated - used };
@@ -164,27 +171,33 @@ export function jobAccess(store: Store) {
     wallet,
 
     /** Credits charged to the caller's accounts, per bucket and category. */
-    usage(caller: Caller, q: UsageQuery, now: number): Usage {
+    async usage(caller: Caller, q: UsageQuery, now: number): Promise<Usage> {
       const to = q.to ?? now;
       const from = q.from ?? Math.max(0, to - 30 * DAY);
       const bucket = q.bucket ?? 'day';
       if (from >= to) throw new ValidationError([{ path: 'from', message: 'must be before to' }]);
-      const charges = accountsOf(caller).map((a) => [a, store.charges(a, from, to)] as const);
+      const charges = await Promise.all(
+        (await accountsOf(caller)).map(
+          async (a) => [a, await store.accounting.charges(a, from, to)] as const,
+        ),
+      );
       return { from, to, bucket, items: usageBuckets(charges, bucket) };
     },
 
-    wallets(caller: Caller, at: number): Wallet[] {
-      return accountsOf(caller).flatMap((account) => {
-        const categories = new Set(store.allocations(account).map((a) => a.category));
-        return [...categories].map((category) => wallet(account, category, at));
-      });
+    async wallets(caller: Caller, at: number): Promise<Wallet[]> {
+      const wallets: Wallet[] = [];
+      for (const account of await accountsOf(caller)) {
+        const categories = new Set((await store.accounting.allocations(account)).map((a) => a.category));
+        for (const category of categories) wallets.push(await wallet(account, category, at));
+      }
+      return wallets;
     },
 
-    browse(
+    async browse(
       caller: Caller,
       o: BrowseOptions,
       provider: string,
-    ): { items: Job[]; next: string | null; itemsPerPage: number } {
+    ): Promise<{ items: Job[]; next: string | null; itemsPerPage: number }> {
       const limit = pageSize(o.itemsPerPage);
       // Every job here is this provider's container job: other providers and VMs have none.
       const elsewhere =
@@ -194,8 +207,8 @@ export function jobAccess(store: Store) {
       if (elsewhere) return { items: [], next: null, itemsPerPage: limit };
       const optional = <K extends string, V>(key: K, value: V | undefined) =>
         (value !== undefined ? { [key]: value } : {}) as Partial<Record<K, V>>;
-      const records = store.browseJobs({
-        visibility: caller.admin ? 'all' : visibility(caller),
+      const records = await store.jobs.browse({
+        visibility: caller.admin ? 'all' : await visibility(caller),
         ...optional('state', o.filterState),
         ...optional('outcome', o.filterOutcome),
         ...optional('application', o.filterApplication),
@@ -216,7 +229,7 @@ export function jobAccess(store: Store) {
       });
       const page = records.slice(0, limit);
       return {
-        items: page.map(toJob),
+        items: await Promise.all(page.map(toJob)),
         next: records.length > limit ? (page.at(-1)?.id ?? null) : null,
         itemsPerPage: limit,
       };

@@ -1,12 +1,9 @@
 import { ValidationError } from '../model/errors.ts';
-import { type AuditEntry, auditLog } from '../store/audit-log.ts';
-import {
-  type DirectoryProject,
-  type DirectoryUser,
-  directory,
-  type TokenMetadata,
-} from '../store/directory.ts';
-import type { AllocationRecord, Role, Store } from '../store/store.ts';
+import type { AllocationRecord } from '../store/accounting.ts';
+import type { AuditEntry } from '../store/audit-log.ts';
+import type { DirectoryProject, DirectoryUser, ListPage, TokenMetadata } from '../store/directory.ts';
+import type { Store, StoreParts } from '../store/store.ts';
+import type { Role } from '../store/users.ts';
 import type { Caller } from './access.ts';
 import { conflict, notFound } from './errors.ts';
 import type { JobEnvironment } from './prepare.ts';
@@ -45,25 +42,30 @@ export type AdminOperations = ReturnType<typeof adminOperations>;
 
 export function adminOperations(store: Store, env: JobEnvironment, now: () => number = Date.now) {
   const categories = new Set(env.products.map((p) => p.category));
-  const people = directory(store);
-  const audit = auditLog(store);
+  const people = store.directory;
 
   /** Runs a change and records it, together: a change is never made without its entry. */
-  function audited<T>(actor: Caller, action: string, target: string, change: () => T, details = {}): T {
-    return store.transaction(() => {
-      const result = change();
-      audit.record({ at: now(), actor: actor.username, action, target, details });
+  function audited<T>(
+    actor: Caller,
+    action: string,
+    target: string,
+    change: (tx: StoreParts) => Promise<T>,
+    details = {},
+  ): Promise<T> {
+    return store.transaction(async (tx) => {
+      const result = await change(tx);
+      await tx.audit.record({ at: now(), actor: actor.username, action, target, details });
       return result;
     });
   }
 
-  function page<T>(
+  async function page<T>(
     q: ListQuery,
-    list: (p: { query?: string; after?: string; limit: number }) => T[],
+    list: (p: ListPage) => Promise<T[]>,
     key: (t: T) => string,
-  ): Page<T> {
+  ): Promise<Page<T>> {
     const limit = Math.min(Math.max(1, q.itemsPerPage ?? DEFAULT_PAGE), MAX_PAGE);
-    const items = list({
+    const items = await list({
       ...(q.query ? { query: q.query } : {}),
       ...(q.next ? { after: q.next } : {}),
       limit: limit + 1,
@@ -72,15 +74,17 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
     return { items: shown, next: items.length > limit ? key(shown.at(-1)!) : null };
   }
 
-  function knownUser(name: string): void {
-    if (!store.getUser(name)) throw notFound(`user ${name}`);
+  async function knownUser(name: string): Promise<void> {
+    if (!(await store.users.getUser(name))) throw notFound(`user ${name}`);
   }
 
   return {
     /** Credits for an owner in a product category, valid from `start` (now) for a year unless `end`. */
-    grant(actor: Caller, g: GrantInput) {
+    async grant(actor: Caller, g: GrantInput) {
       const [kind, id] = g.owner.split(':') as ['user' | 'project', string];
-      if (kind === 'user' ? !store.getUser(id) : !store.projectExists(id)) throw notFound(`${kind} ${id}`);
+      const exists =
+        kind === 'user' ? (await store.users.getUser(id)) !== undefined : await store.users.projectExists(id);
+      if (!exists) throw notFound(`${kind} ${id}`);
       if (!categories.has(g.category)) {
         throw new ValidationError([
           { path: 'category', message: `names no product category (there is ${[...categories].join(', ')})` },
@@ -90,36 +94,36 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
       const end = g.end ?? start + YEAR;
       if (end <= start) throw new ValidationError([{ path: 'end', message: 'must be after start' }]);
       const details = { category: g.category, credits: g.credits, start, end };
-      const allocation = audited(
+      const allocation = await audited(
         actor,
         'grant.create',
         g.owner,
-        () => store.grant(g.owner, g.category, g.credits, start, end),
+        (tx) => tx.accounting.grant(g.owner, g.category, g.credits, start, end),
         details,
       );
       return { id: allocation, owner: g.owner, category: g.category, credits: g.credits, start, end };
     },
 
-    createUser(actor: Caller, name: string, admin = false) {
-      audited(
+    async createUser(actor: Caller, name: string, admin = false) {
+      await audited(
         actor,
         'user.create',
         `user:${name}`,
-        () => {
-          if (!store.createUser(name, admin)) throw conflict(`user ${name} already exists`);
+        async (tx) => {
+          if (!(await tx.users.createUser(name, admin))) throw conflict(`user ${name} already exists`);
         },
         { admin },
       );
       return { name, admin };
     },
 
-    createProject(actor: Caller, id: string, title: string) {
-      audited(
+    async createProject(actor: Caller, id: string, title: string) {
+      await audited(
         actor,
         'project.create',
         `project:${id}`,
-        () => {
-          if (!store.createProject(id, title)) throw conflict(`project ${id} already exists`);
+        async (tx) => {
+          if (!(await tx.users.createProject(id, title))) throw conflict(`project ${id} already exists`);
         },
         { title },
       );
@@ -127,23 +131,26 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
     },
 
     /** Adds a member, or changes a member's role. */
-    setMember(actor: Caller, projectId: string, username: string, role: Role) {
-      if (!store.projectExists(projectId)) throw notFound(`project ${projectId}`);
-      knownUser(username);
-      audited(actor, 'member.set', `project:${projectId}`, () => store.setMember(projectId, username, role), {
-        username,
-        role,
-      });
+    async setMember(actor: Caller, projectId: string, username: string, role: Role) {
+      if (!(await store.users.projectExists(projectId))) throw notFound(`project ${projectId}`);
+      await knownUser(username);
+      await audited(
+        actor,
+        'member.set',
+        `project:${projectId}`,
+        (tx) => tx.users.setMember(projectId, username, role),
+        { username, role },
+      );
       return { projectId, username, role };
     },
 
-    removeMember(actor: Caller, projectId: string, username: string) {
-      audited(
+    async removeMember(actor: Caller, projectId: string, username: string) {
+      await audited(
         actor,
         'member.remove',
         `project:${projectId}`,
-        () => {
-          if (!people.removeMember(projectId, username))
+        async (tx) => {
+          if (!(await tx.directory.removeMember(projectId, username)))
             throw notFound(`member ${username} of project ${projectId}`);
         },
         { username },
@@ -151,25 +158,23 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
       return { projectId, username };
     },
 
-    createToken(actor: Caller, username: string, description: string) {
-      knownUser(username);
-      const token = audited(
+    async createToken(actor: Caller, username: string, description: string) {
+      await knownUser(username);
+      const token = await audited(
         actor,
         'token.create',
         `user:${username}`,
-        () => store.createToken(username, description),
-        {
-          description,
-        },
+        (tx) => tx.users.createToken(username, description),
+        { description },
       );
       return { token };
     },
 
     /** Revokes a token by its id: it opens nothing from now on. */
-    revokeToken(actor: Caller, id: string): TokenMetadata {
-      const token = people.token(id);
+    async revokeToken(actor: Caller, id: string): Promise<TokenMetadata> {
+      const token = await people.token(id);
       if (!token) throw notFound(`token ${id}`);
-      audited(actor, 'token.revoke', `token:${id}`, () => people.revokeToken(id), {
+      await audited(actor, 'token.revoke', `token:${id}`, (tx) => tx.directory.revokeToken(id), {
         username: token.username,
         description: token.description,
       });
@@ -177,24 +182,23 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
     },
 
     /** Disables a user (their tokens and sign-ins stop working), or enables them again. */
-    setDisabled(actor: Caller, name: string, disabled: boolean) {
-      knownUser(name);
+    async setDisabled(actor: Caller, name: string, disabled: boolean) {
+      await knownUser(name);
       if (disabled && name === actor.username) throw conflict('administrators cannot disable themselves');
-      audited(actor, disabled ? 'user.disable' : 'user.enable', `user:${name}`, () =>
-        people.setDisabled(name, disabled ? now() : null),
+      await audited(actor, disabled ? 'user.disable' : 'user.enable', `user:${name}`, (tx) =>
+        tx.directory.setDisabled(name, disabled ? now() : null),
       );
       return { name, disabled };
     },
 
-    users: (q: ListQuery): Page<DirectoryUser> => page(q, people.users, (u) => u.name),
-    projects: (q: ListQuery): Page<DirectoryProject> => page(q, people.projects, (p) => p.id),
-    tokens: (q: ListQuery): Page<TokenMetadata> => page(q, people.tokens, (t) => t.id),
+    users: (q: ListQuery): Promise<Page<DirectoryUser>> => page(q, people.users, (u) => u.name),
+    projects: (q: ListQuery): Promise<Page<DirectoryProject>> => page(q, people.projects, (p) => p.id),
+    tokens: (q: ListQuery): Promise<Page<TokenMetadata>> => page(q, people.tokens, (t) => t.id),
 
     /** Grants (allocations), their owner or category containing the query, newest first. */
-    grants(q: ListQuery): Page<AllocationRecord> {
+    async grants(q: ListQuery): Promise<Page<AllocationRecord>> {
       const text = (q.query ?? '').toLowerCase();
-      const all = store
-        .allocations()
+      const all = (await store.accounting.allocations())
         .filter((a) => `${a.owner} ${a.category}`.toLowerCase().includes(text))
         .reverse();
       const from = q.next === undefined ? 0 : all.findIndex((a) => String(a.id) === q.next) + 1;
@@ -204,15 +208,15 @@ export function adminOperations(store: Store, env: JobEnvironment, now: () => nu
     },
 
     /** The audit log, newest first. */
-    audit(q: {
+    async audit(q: {
       actor?: string;
       action?: string;
       target?: string;
       next?: string;
       itemsPerPage?: number;
-    }): Page<AuditEntry> {
+    }): Promise<Page<AuditEntry>> {
       const limit = Math.min(Math.max(1, q.itemsPerPage ?? DEFAULT_PAGE), MAX_PAGE);
-      const entries = audit.entries({
+      const entries = await store.audit.entries({
         ...(q.actor ? { actor: q.actor } : {}),
         ...(q.action ? { action: q.action } : {}),
         ...(q.target ? { target: q.target } : {}),

@@ -2,7 +2,8 @@ import type { SimpleDuration } from '../model/application.ts';
 import { durationMillis } from '../model/application.ts';
 import { JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
-import type { JobRecord, Store } from '../store/store.ts';
+import type { JobRecord } from '../store/jobs.ts';
+import type { Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { Backend } from './backend.ts';
 import { badRequest, conflict } from './errors.ts';
@@ -55,10 +56,17 @@ export function jobControl(o: ControlOptions) {
     );
   }
 
+  /** The jobs if the caller may see every one; otherwise 404 for the first that is not. */
+  async function visibleJobs(caller: Caller, ids: readonly string[]): Promise<JobRecord[]> {
+    const jobs: JobRecord[] = [];
+    for (const id of ids) jobs.push(await access.visibleJob(caller, id));
+    return jobs;
+  }
+
   return {
     /** Ends the jobs; one that has already ended is left as it is (UCloud's core2 answers it 200). */
     async terminate(caller: Caller, ids: readonly string[]): Promise<void> {
-      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      const jobs = await visibleJobs(caller, ids);
       for (const job of jobs) {
         if (isFinal(job.state)) continue;
         await o.monitor.stop(job.id, 'The job was cancelled', { kind: 'CANCELLED', by: caller.username });
@@ -71,7 +79,7 @@ export function jobControl(o: ControlOptions) {
      * running jobs can be suspended; charging and the clock stop with them.
      */
     async suspend(caller: Caller, ids: readonly string[]): Promise<void> {
-      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      const jobs = await visibleJobs(caller, ids);
       for (const job of jobs) {
         if (job.state !== 'RUNNING' && job.state !== 'IN_QUEUE')
           throw conflict(`job ${job.id} is ${job.state}; only queued or running jobs can be suspended`);
@@ -80,21 +88,21 @@ export function jobControl(o: ControlOptions) {
         await backend.suspend(job.id);
         // Charged up to now before the job is stored as suspended: a crash in between leaves a
         // running job, whose later end charges only the periods this charge did not cover.
-        const running = store.getJob(job.id);
+        const running = await store.jobs.get(job.id);
         const active = running?.state === 'RUNNING' ? activeJob(running) : undefined;
         if (active) await o.hooks.suspend(o.monitor.lifecycle, active);
         await updates.update(
           job.id,
           { state: 'SUSPENDED', status: 'The job was suspended; its folder is kept' },
           {},
-          () => store.markUnsubmitted(job.id),
+          (tx) => tx.jobs.markUnsubmitted(job.id),
         );
       }
     },
 
     /** Queues suspended jobs again, with the build they had: the same job, folder and outputs. */
     async unsuspend(caller: Caller, ids: readonly string[]): Promise<void> {
-      const jobs = ids.map((id) => access.visibleJob(caller, id));
+      const jobs = await visibleJobs(caller, ids);
       for (const job of jobs) {
         if (job.state !== 'SUSPENDED') throw conflict(`job ${job.id} is ${job.state}, not SUSPENDED`);
       }
@@ -109,8 +117,11 @@ export function jobControl(o: ControlOptions) {
     },
 
     /** UCloud's rename: a new name (as a job's name is checked), or none with an empty title. */
-    rename(caller: Caller, items: readonly RenameItem[]): void {
-      const jobs = items.map((item) => access.visibleJob(caller, item.id));
+    async rename(caller: Caller, items: readonly RenameItem[]): Promise<void> {
+      const jobs = await visibleJobs(
+        caller,
+        items.map((item) => item.id),
+      );
       items.forEach((item, i) => {
         if (
           item.newTitle.length > 200 ||
@@ -118,15 +129,21 @@ export function jobControl(o: ControlOptions) {
         )
           throw badRequest(`items[${i}].newTitle: must be at most 200 letters, digits, spaces and ():_-`);
       });
-      store.transaction(() => {
+      await store.transaction(async (tx) => {
         for (const [i, item] of items.entries()) {
-          store.renameJob(jobs[i]!.id, item.newTitle === '' ? null : item.newTitle);
+          await tx.jobs.rename(jobs[i]!.id, item.newTitle === '' ? null : item.newTitle);
         }
       });
     },
 
     async extend(caller: Caller, items: readonly ExtendItem[]): Promise<void> {
-      const jobs = items.map((item) => access.visibleJob(caller, item.jobId));
+      // The request's time, as it arrived: what it is checked against even if the store answers
+      // after the deadline has come.
+      const at = now();
+      const jobs = await visibleJobs(
+        caller,
+        items.map((item) => item.jobId),
+      );
       items.forEach((item, i) => {
         const job = jobs[i]!;
         if (isFinal(job.state)) throw conflict(`job ${job.id} has already ended (${job.state})`);
@@ -141,29 +158,34 @@ export function jobControl(o: ControlOptions) {
         // Read and write in one transaction, so that concurrent extends all count.
         let expiresAt: number | null = null;
         let ended: string | undefined;
-        store.transaction(() => {
-          const job = store.getJob(item.jobId)!;
+        await store.transaction(async (tx) => {
+          const job = (await tx.jobs.get(item.jobId))!;
           // Checked again on the stored allocation: concurrent extends add up.
           beyondMaximum(job, (job.timeAllocationMs ?? 0) + added, i);
           if (isFinal(job.state)) {
             ended = `job ${job.id} has already ended`;
             return;
           }
+          // Being ended by ucompute (cancelled, out of credits, expired): its end is decided.
+          if (job.outcome !== null) {
+            ended = `job ${job.id} is being ended`;
+            return;
+          }
           // Past its deadline the job is being expired (the monitor may be cancelling it right
           // now): an extend accepted here would be lost, so it is refused.
-          if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now()) {
+          if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= at) {
             ended = `job ${job.id} ran out of time`;
             return;
           }
-          const u: JobUpdate = { timestamp: now(), newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
+          const u: JobUpdate = { timestamp: at, newTimeAllocation: (job.timeAllocationMs ?? 0) + added };
           const decision = decideUpdate(job, u);
           if (decision.kind !== 'apply') return;
-          store.appendUpdate(job, u, decision.changes);
-          o.mirror?.updateWritten(job.id, u);
+          await tx.jobs.appendUpdate(job, u, decision.changes);
+          await o.mirror?.updateWritten(tx, job.id, u);
           expiresAt = decision.changes.expiresAt ?? null;
         });
         if (ended !== undefined) throw conflict(ended);
-        updates.notify(item.jobId, store.updatesOf(item.jobId).at(-1));
+        await updates.notify(item.jobId, (await store.jobs.updatesOf(item.jobId)).at(-1));
         if (expiresAt !== null) await backend.extend(item.jobId, expiresAt);
       }
     },

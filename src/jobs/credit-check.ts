@@ -3,8 +3,7 @@ import type { Owner } from '../model/owner.ts';
 import { accountOf } from '../model/owner.ts';
 import { chargeUnits, type Product, periodMillis } from '../model/product.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
-import { creditReservations } from '../store/credit-reservations.ts';
-import type { Store } from '../store/store.ts';
+import type { StoreParts } from '../store/store.ts';
 import type { JobAccess, Wallet } from './access.ts';
 import { paymentRequired } from './errors.ts';
 
@@ -43,30 +42,29 @@ export function noCredits(owner: Owner, w: Wallet, held = 0, needed = 0): string
 }
 
 export interface CreditCheckOptions {
-  store: Store;
   access: JobAccess;
   now: () => number;
   monitorIntervalMs: number;
 }
 
 export function creditCheck(o: CreditCheckOptions) {
-  const reservations = creditReservations(o.store);
   return {
     /**
      * Reserves for each priced job in order, or throws 402 naming the first (as `items[i]`) its
-     * owner cannot pay for; call inside the transaction that inserts the jobs, after inserting them.
+     * owner cannot pay for; call inside the transaction that inserts the jobs (`tx`), after
+     * inserting them.
      */
-    reserve(jobs: readonly PreparedJob[]): void {
-      jobs.forEach((job, i) => {
-        if (job.product.pricePerUnit === 0) return;
+    async reserve(tx: StoreParts, jobs: readonly PreparedJob[]): Promise<void> {
+      for (const [i, job] of jobs.entries()) {
+        if (job.product.pricePerUnit === 0) continue;
         const needed = reservationFor(job.product, job.replicas, o.monitorIntervalMs);
-        const w = o.access.wallet(accountOf(job.owner), job.product.category, o.now());
-        const held = reservations.held(job.owner, job.product.category);
+        const w = await o.access.wallet(accountOf(job.owner), job.product.category, o.now(), tx);
+        const held = await tx.jobs.heldCredits(job.owner, job.product.category);
         if (w.balance <= 0 || w.balance - held < needed) {
           throw paymentRequired(`items[${i}]: ${noCredits(job.owner, w, held, needed)}`);
         }
-        reservations.reserve(job.id, needed);
-      });
+        await tx.jobs.reserveCredits(job.id, needed);
+      }
     },
   };
 }

@@ -71,7 +71,7 @@ export function expiryWarnings(o: ExpiryWarningOptions) {
 
   /** One pass over the running jobs: warns of each deadline that has come close, once. */
   async function check(): Promise<void> {
-    const running = o.store.runningJobs();
+    const running = await o.store.jobs.running();
     const ids = new Set(running.map((j) => j.id));
     for (const id of warned.keys()) if (!ids.has(id)) warned.delete(id);
     for (const job of running) {
@@ -85,7 +85,7 @@ export function expiryWarnings(o: ExpiryWarningOptions) {
       warned.set(job.id, expiresAt);
       const text = expiryWarning(expiresAt);
       // Said before this process started (a restart): not again.
-      if (o.store.updatesOf(job.id).some((u) => u.status === text)) continue;
+      if ((await o.store.jobs.updatesOf(job.id)).some((u) => u.status === text)) continue;
       try {
         await o.addStatus(job.id, text);
       } catch (err) {

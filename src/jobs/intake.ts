@@ -5,7 +5,7 @@ import { isFinal } from '../model/job-states.ts';
 import type { Owner } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage } from '../storage/job-storage.ts';
-import type { Store } from '../store/store.ts';
+import type { Store, StoreParts } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { LargestMachine } from './backend.ts';
 import { creditCheck } from './credit-check.ts';
@@ -49,8 +49,8 @@ interface Pending {
 }
 
 /** Inserts a validated job as IN_QUEUE; call inside a (durable) transaction. */
-export function insertPrepared(store: Store, prepared: PreparedJob): void {
-  store.insertJob({
+export async function insertPrepared(tx: StoreParts, prepared: PreparedJob): Promise<void> {
+  await tx.jobs.insert({
     id: prepared.id,
     createdBy: prepared.owner.createdBy,
     project: prepared.owner.project ?? null,
@@ -66,26 +66,29 @@ export function insertPrepared(store: Store, prepared: PreparedJob): void {
 export function jobIntake(o: IntakeOptions) {
   const { store, env, access, now } = o;
   const credits = o.requireCredits
-    ? creditCheck({ store, access, now, monitorIntervalMs: o.monitorIntervalMs })
+    ? creditCheck({ access, now, monitorIntervalMs: o.monitorIntervalMs })
     : undefined;
   let batch: Pending[] = [];
 
   /** Commits every pending request in one transaction: one disk sync for many submissions. */
-  function flush(): void {
+  async function flush(): Promise<void> {
     const pending = batch;
     batch = [];
     // Answers the requests whose jobs it inserted; the others repeat a key committed first.
     const commit = (group: Pending[]) =>
       store.transaction(
-        () => {
+        async (tx) => {
           const fresh = new Set<Pending>();
           for (const p of group) {
-            if (p.idempotency && store.idempotent(p.username, p.idempotency.key)) continue;
+            if (p.idempotency && (await tx.jobs.idempotent(p.username, p.idempotency.key))) continue;
             fresh.add(p);
-            for (const { prepared } of p.records) insertPrepared(store, prepared);
-            credits?.reserve(p.records.map((r) => r.prepared));
+            for (const { prepared } of p.records) await insertPrepared(tx, prepared);
+            await credits?.reserve(
+              tx,
+              p.records.map((r) => r.prepared),
+            );
             if (p.idempotency) {
-              store.rememberIdempotent(
+              await tx.jobs.rememberIdempotent(
                 p.username,
                 p.idempotency.key,
                 p.idempotency.hash,
@@ -99,8 +102,9 @@ export function jobIntake(o: IntakeOptions) {
       );
     // Answers the jobs to submit: a repeat gets the first request's ids (409 for another body) and
     // submits nothing, or the job would be submitted twice.
-    const settle = (p: Pending, fresh: ReadonlySet<Pending>): PreparedJob[] => {
-      const seen = !fresh.has(p) && p.idempotency && store.idempotent(p.username, p.idempotency.key);
+    const settle = async (p: Pending, fresh: ReadonlySet<Pending>): Promise<PreparedJob[]> => {
+      const seen =
+        !fresh.has(p) && p.idempotency && (await store.jobs.idempotent(p.username, p.idempotency.key));
       if (!seen) {
         p.resolve(p.records.map((r) => r.prepared.id));
         return p.records.map((r) => r.prepared);
@@ -109,18 +113,27 @@ export function jobIntake(o: IntakeOptions) {
       else p.reject(conflict('this Idempotency-Key was used for a different request'));
       return [];
     };
+    let fresh: ReadonlySet<Pending>;
     try {
-      const fresh = commit(pending);
-      o.accepted(pending.flatMap((p) => settle(p, fresh)));
+      fresh = await commit(pending);
     } catch {
       // One bad request must not fail the others: commit them one by one.
       for (const p of pending) {
         try {
-          o.accepted(settle(p, commit([p])));
+          o.accepted(await settle(p, await commit([p])));
         } catch (e) {
           p.reject(e);
         }
       }
+      return;
+    }
+    try {
+      const accepted: PreparedJob[] = [];
+      for (const p of pending) accepted.push(...(await settle(p, fresh)));
+      o.accepted(accepted);
+    } catch (e) {
+      // Requests answered already keep their answer (a promise settles once).
+      for (const p of pending) p.reject(e);
     }
   }
 
@@ -131,8 +144,9 @@ export function jobIntake(o: IntakeOptions) {
       ]);
     }
     if (opts.project !== undefined) {
-      const member = store.memberships(caller.username).some((m) => m.projectId === opts.project);
-      if (!member && !(caller.admin && store.projectExists(opts.project))) {
+      const memberships = await store.users.memberships(caller.username);
+      const member = memberships.some((m) => m.projectId === opts.project);
+      if (!member && !(caller.admin && (await store.users.projectExists(opts.project)))) {
         throw forbidden(`you are not a member of project ${opts.project}`);
       }
     }
@@ -146,7 +160,7 @@ export function jobIntake(o: IntakeOptions) {
       const hash = createHash('sha256')
         .update(JSON.stringify([opts.project ?? null, items]))
         .digest('hex');
-      const seen = store.idempotent(caller.username, opts.idempotencyKey);
+      const seen = await store.jobs.idempotent(caller.username, opts.idempotencyKey);
       if (seen) {
         if (seen.requestHash !== hash)
           throw conflict('this Idempotency-Key was used for a different request');
@@ -156,7 +170,7 @@ export function jobIntake(o: IntakeOptions) {
     }
 
     const createdAt = now();
-    const drives = creatorDrives(store, caller.username);
+    const drives = await creatorDrives(store.users, caller.username);
     const issues = new IssueList();
     const records: Pending['records'] = [];
     const machine = o.largestMachine();
@@ -183,22 +197,22 @@ export function jobIntake(o: IntakeOptions) {
       );
     }
     // A peer opens a network path both ways: it must be a job the caller may act on, still active.
-    records.forEach(({ prepared }, i) => {
+    for (const [i, { prepared }] of records.entries()) {
       for (const peer of prepared.parameters.peers) {
-        const job = store.getJob(peer.jobId);
+        const job = await store.jobs.get(peer.jobId);
         const path = `items[${i}].specification`;
-        if (!job || !access.canSee(caller, job)) {
+        if (!job || !(await access.canSee(caller, job))) {
           issues.add(path, `peer ${peer.hostname} names no job of yours (${peer.jobId})`);
         } else if (isFinal(job.state)) {
           issues.add(path, `peer ${peer.hostname} names a job that has ended (${peer.jobId})`);
         }
       }
-    });
+    }
     issues.throwIfAny();
 
     return new Promise<string[]>((resolve, reject) => {
       // A millisecond of patience lets concurrent requests share one sync to disk.
-      if (batch.length === 0) setTimeout(flush, 1);
+      if (batch.length === 0) setTimeout(() => void flush(), 1);
       batch.push({
         records,
         username: caller.username,

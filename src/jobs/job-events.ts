@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Job } from '../model/job.ts';
-import type { JobRecord } from '../store/store.ts';
+import type { JobRecord } from '../store/jobs.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { JobEnvironment } from './prepare.ts';
 import { presentJob } from './presentation.ts';
@@ -46,6 +46,8 @@ export function jobEvents(o: { access: JobAccess; env: JobEnvironment; recent?: 
   /** Every change from this sequence on is in `recent`. */
   let keptFrom = 1;
   const watchers = new Set<{ caller: Caller; listener: JobEventListener }>();
+  /** Changes are numbered and told in the order they were made, one after the other. */
+  let telling: Promise<void> = Promise.resolve();
 
   const idOf = (n: number) => `${epoch}-${n}`;
 
@@ -62,36 +64,43 @@ export function jobEvents(o: { access: JobAccess; env: JobEnvironment; recent?: 
 
   return {
     /** Records a change of the job and tells every watcher who may see it. */
-    changed(record: JobRecord): void {
-      sequence++;
-      // Nobody watches: no job is presented; a client that comes back later reads again.
-      if (watchers.size === 0) {
-        recent.length = 0;
-        keptFrom = sequence + 1;
-        return;
-      }
-      const event = { id: idOf(sequence), job: presentJob(access.toJob(record), env) };
-      recent.push({ sequence, owner: { createdBy: record.createdBy, project: record.project }, event });
-      if (recent.length > recentAtMost) keptFrom = (recent.shift()?.sequence ?? 0) + 1;
-      for (const w of watchers) if (access.canSee(w.caller, record)) w.listener(event);
+    changed(record: JobRecord): Promise<void> {
+      const told = telling.then(async () => {
+        sequence++;
+        // Nobody watches: no job is presented; a client that comes back later reads again.
+        if (watchers.size === 0) {
+          recent.length = 0;
+          keptFrom = sequence + 1;
+          return;
+        }
+        const event = { id: idOf(sequence), job: presentJob(await access.toJob(record), env) };
+        recent.push({ sequence, owner: { createdBy: record.createdBy, project: record.project }, event });
+        if (recent.length > recentAtMost) keptFrom = (recent.shift()?.sequence ?? 0) + 1;
+        for (const w of watchers) if (await access.canSee(w.caller, record)) w.listener(event);
+      });
+      telling = told.catch(() => {});
+      return told;
     },
 
     /**
      * Watches the changes of every job the caller may see (as browse shows them). With the id of
      * the last change a client saw, the visible changes since then come in `missed`.
      */
-    watch(caller: Caller, lastId: string | undefined, listener: JobEventListener): Watch {
-      let missed: JobEvent[] | 'resync' = [];
-      if (lastId !== undefined) {
-        const last = resumableFrom(lastId);
-        missed =
-          last === undefined
-            ? 'resync'
-            : recent.filter((k) => k.sequence > last && access.canSee(caller, k.owner)).map((k) => k.event);
-      }
-      const watcher = { caller, listener };
-      watchers.add(watcher);
-      return { position: idOf(sequence), missed, unsubscribe: () => watchers.delete(watcher) };
+    async watch(caller: Caller, lastId: string | undefined, listener: JobEventListener): Promise<Watch> {
+      // Between changes being told: what is missed and where the watch starts agree.
+      return telling.then(async () => {
+        let missed: JobEvent[] | 'resync' = [];
+        const last = lastId === undefined ? undefined : resumableFrom(lastId);
+        if (lastId !== undefined && last === undefined) missed = 'resync';
+        else if (last !== undefined) {
+          const since = recent.filter((k) => k.sequence > last);
+          const visible = await Promise.all(since.map((k) => access.canSee(caller, k.owner)));
+          missed = since.filter((_, i) => visible[i]).map((k) => k.event);
+        }
+        const watcher = { caller, listener };
+        watchers.add(watcher);
+        return { position: idOf(sequence), missed, unsubscribe: () => watchers.delete(watcher) };
+      });
     },
   };
 }

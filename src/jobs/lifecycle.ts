@@ -1,7 +1,7 @@
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { Outcome } from '../model/outcome.ts';
-import type { JobChanges, JobRecord } from '../store/store.ts';
+import type { JobChanges, JobRecord } from '../store/jobs.ts';
 
 /**
  * The job state machine, in one place. Final states (SUCCESS, FAILURE, EXPIRED) accept nothing;

@@ -2,7 +2,7 @@ import type { JobUpdate } from '../model/job.ts';
 import type { Outcome } from '../model/outcome.ts';
 import { accountOf } from '../model/owner.ts';
 import type { Charge, LifecycleContext } from '../plugins/plugin.ts';
-import { creditReservations } from '../store/credit-reservations.ts';
+import type { JobRecord } from '../store/jobs.ts';
 import type { Store } from '../store/store.ts';
 import { type JobAccess, ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
@@ -33,18 +33,21 @@ export type JobMonitor = ReturnType<typeof jobMonitor>;
 
 export function jobMonitor(o: MonitorOptions) {
   const { store, backend, hooks, updates, access, now } = o;
-  const reservations = creditReservations(store);
 
   /**
    * Stops an active job's replicas and ends it with `outcome`, recorded first: whatever end the
    * backend reports meanwhile, and after a crash in between, the job ends this way.
    */
   async function endJob(id: string, outcome: Outcome, update: Omit<JobUpdate, 'timestamp'>): Promise<void> {
-    const marked = store.markEnding(id, outcome);
+    await cancelThenEnd(id, await store.jobs.markEnding(id, outcome), update);
+  }
+
+  /** Cancels the job on the backend, then writes its end; `marked`: this call recorded the outcome. */
+  async function cancelThenEnd(id: string, marked: boolean, update: Omit<JobUpdate, 'timestamp'>) {
     try {
       await backend.cancel(id);
     } catch (error) {
-      if (marked) store.unmarkEnding(id);
+      if (marked) await store.jobs.unmarkEnding(id);
       throw error;
     }
     await updates.update(id, update);
@@ -60,23 +63,32 @@ export function jobMonitor(o: MonitorOptions) {
     config: o.env.config,
     now,
     expire: async (jobId) => {
-      // Decided on the stored deadline: the caller's copy of the job may predate an extend.
-      const job = store.getJob(jobId);
-      if (job?.state !== 'RUNNING' || job.expiresAt === null || job.expiresAt > now()) return;
-      await endJob(
-        jobId,
-        { kind: 'EXPIRED' },
-        { state: 'EXPIRED', status: 'The job ran out of time', expectedState: 'RUNNING' },
-      );
+      // Decided on the stored deadline, in the transaction that records the expiry (the row locked
+      // on PostgreSQL): the caller's copy of the job may predate an extend, and an extend may
+      // commit while this one waits. Once recorded, extends are refused and the job ends EXPIRED
+      // whatever the backend reports of the cancel.
+      const due = (job: JobRecord) =>
+        job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now();
+      const ending = await store.transaction(async (tx) => {
+        const job = await tx.jobs.get(jobId);
+        if (!job || !due(job)) return undefined;
+        return { marked: await tx.jobs.markEnding(jobId, { kind: 'EXPIRED' }) };
+      });
+      if (!ending) return;
+      await cancelThenEnd(jobId, ending.marked, {
+        state: 'EXPIRED',
+        status: 'The job ran out of time',
+        expectedState: 'RUNNING',
+      });
     },
-    charge: (c: Charge) => {
+    charge: async (c: Charge) => {
       const account = accountOf(c.job.owner);
       const last = c.firstPeriod + c.periods - 1;
-      store.transaction(() => {
+      await store.transaction(async (tx) => {
         // A charge must start where the recorded ones end: one computed from a stale copy of the
         // job (its final charge happened meanwhile) names other periods, so its id alone would
         // not stop it from charging them twice.
-        const before = store.getJob(c.job.id);
+        const before = await tx.jobs.get(c.job.id);
         if (before?.chargedPeriods !== c.firstPeriod) return;
         const record = {
           chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
@@ -88,12 +100,13 @@ export function jobMonitor(o: MonitorOptions) {
           credits: c.credits,
           chargedAt: now(),
         };
-        if (store.charge(record))
-          o.mirror?.chargeWritten(record, c.job.owner, before.creditsCharged + c.credits);
+        if (await tx.accounting.charge(record))
+          await o.mirror?.chargeWritten(tx, record, c.job.owner, before.creditsCharged + c.credits);
       });
       return {
         creditsLeft: o.requireCredits
-          ? access.wallet(account, c.category, now()).balance - reservations.held(c.job.owner, c.category)
+          ? (await access.wallet(account, c.category, now())).balance -
+            (await store.jobs.heldCredits(c.job.owner, c.category))
           : Number.POSITIVE_INFINITY,
       };
     },
@@ -102,7 +115,7 @@ export function jobMonitor(o: MonitorOptions) {
       await updates.update(jobId, { status });
     },
     stopJobsOf: async (account, category, status) => {
-      for (const record of store.activeJobs()) {
+      for (const record of await store.jobs.active()) {
         if (accountOf(ownerOf(record)) !== account) continue;
         if (record.specification.product.category !== category) continue;
         await stop(record.id, status, { kind: 'OUT_OF_CREDITS' });
@@ -116,7 +129,7 @@ export function jobMonitor(o: MonitorOptions) {
 
     /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
     async monitor(): Promise<void> {
-      const running = store.runningJobs();
+      const running = await store.jobs.running();
       for (let i = 0; i < running.length; i += MONITOR_BATCH) {
         const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);
         await hooks.monitoring(lifecycle, jobs);
@@ -129,7 +142,7 @@ export function jobMonitor(o: MonitorOptions) {
      */
     async recover(resubmit: (id: string) => void): Promise<void> {
       const known = await backend.knownJobs();
-      for (const record of store.activeJobs()) {
+      for (const record of await store.jobs.active()) {
         if (!record.submitted) resubmit(record.id);
         else if (!known.has(record.id)) {
           await updates.update(record.id, { state: 'FAILURE', status: 'ucompute lost track of this job' });

@@ -14,7 +14,7 @@ import { parser } from '../model/validate.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import { drivesOf } from '../storage/files.ts';
 import type { EntryKind, InputStorage } from '../storage/job-storage.ts';
-import type { Store } from '../store/store.ts';
+import type { UserStore } from '../store/users.ts';
 import type { LargestMachine } from './backend.ts';
 
 const jobSpecification = parser(JobSpecification);
@@ -81,10 +81,13 @@ export function maxTimeAllocationMillis(product: Product, config: ResolvedPipeli
 }
 
 /** The drives a job's creator may take files and folders from: their home, their projects' drives. */
-export function creatorDrives(store: Pick<Store, 'memberships'>, username: string): string[] {
+export async function creatorDrives(
+  users: Pick<UserStore, 'memberships'>,
+  username: string,
+): Promise<string[]> {
   return drivesOf(
     username,
-    store.memberships(username).map((m) => m.projectId),
+    (await users.memberships(username)).map((m) => m.projectId),
   );
 }
 

@@ -1,5 +1,4 @@
 import type { JobPlugin } from '../plugins/plugin.ts';
-import { resourceSeries } from '../store/resource-series.ts';
 import type { Store } from '../store/store.ts';
 import type { Backend } from './backend.ts';
 import type { Logger } from './log.ts';
@@ -19,16 +18,15 @@ export interface SamplerOptions {
 }
 
 export function resourceSampler(o: SamplerOptions) {
-  const series = resourceSeries(o.store);
   const now = o.now ?? Date.now;
   const periodMs = o.periodMs ?? DEFAULT_SAMPLE_MS;
 
   /** One pass: every running job's ranks, now. */
   async function sample(): Promise<void> {
-    const running = o.store.runningJobs().map((j) => j.id);
+    const running = (await o.store.jobs.running()).map((j) => j.id);
     if (running.length === 0) return;
     const usage = await o.backend.usage(running);
-    if (usage.size > 0) series.append(now(), usage);
+    if (usage.size > 0) await o.store.resourceSeries.append(now(), usage);
   }
 
   return { periodMs, sample, ...periodic(sample, periodMs, 'sampling what jobs use', o.log) };
@@ -36,11 +34,10 @@ export function resourceSampler(o: SamplerOptions) {
 
 /** Forgets a job's series once it has ended (JobManagement's cleanup hook). */
 export function resourceSeriesCleanup(store: Store): JobPlugin {
-  const series = resourceSeries(store);
   return {
     name: 'ResourceSeries',
-    onCleanup(_ctx, jobId) {
-      series.remove(jobId);
+    async onCleanup(_ctx, jobId) {
+      await store.resourceSeries.remove(jobId);
     },
   };
 }

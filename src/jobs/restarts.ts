@@ -40,8 +40,8 @@ export function jobRestarts(o: RestartOptions) {
    * Frees what the ended run still holds in the backend, then restarts the job when its
    * back-off has passed (counted from its exit, so that a restart of ucompute keeps it).
    */
-  function schedule(id: string): void {
-    const history = store.updatesOf(id);
+  async function schedule(id: string): Promise<void> {
+    const history = await store.jobs.updatesOf(id);
     const exit = history.at(-1);
     if (!exit || !isRestartExit(exit)) return;
     const exits = exitsInARow(history.slice(0, -1), exit.timestamp);
@@ -65,9 +65,9 @@ export function jobRestarts(o: RestartOptions) {
     schedule,
 
     /** Schedules the restarts that were due when ucompute stopped. */
-    recover(): void {
-      for (const record of store.activeJobs()) {
-        if (record.state === 'SUSPENDED') schedule(record.id);
+    async recover(): Promise<void> {
+      for (const record of await store.jobs.active()) {
+        if (record.state === 'SUSPENDED') await schedule(record.id);
       }
     },
 

@@ -3,7 +3,8 @@ import type { Job, JobUpdate } from '../model/job.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
-import type { JobChanges, JobRecord, Store } from '../store/store.ts';
+import type { JobChanges, JobRecord } from '../store/jobs.ts';
+import type { Store } from '../store/store.ts';
 import {
   type BrowseOptions,
   type Caller,
@@ -80,24 +81,29 @@ export interface JobService {
    * Stores durably, and submits, jobs validated elsewhere with ids given elsewhere (UCloud Core's);
    * a job whose id is already stored is left as it is. Answers the ids it stored.
    */
-  admit(jobs: readonly PreparedJob[]): string[];
+  admit(jobs: readonly PreparedJob[]): Promise<string[]>;
   /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
   stopJobsOf(account: string, category: string, status: string): Promise<void>;
   /** A page of the jobs the caller sees, as UCloud's browse and search answer it. */
-  browse(caller: Caller, options?: BrowseOptions & IncludeFlags): JobPage;
+  browse(caller: Caller, options?: BrowseOptions & IncludeFlags): Promise<JobPage>;
   /** The job, or 404 when the caller may not see it. */
-  retrieve(caller: Caller, id: string, flags?: IncludeFlags): Job;
+  retrieve(caller: Caller, id: string, flags?: IncludeFlags): Promise<Job>;
   terminate(caller: Caller, ids: readonly string[]): Promise<void>;
   extend(caller: Caller, items: readonly ExtendItem[]): Promise<void>;
   /** Frees a queued or running job's resources, keeping the job and its folder (409 otherwise). */
   suspend(caller: Caller, ids: readonly string[]): Promise<void>;
   /** Queues suspended jobs again: the same jobs, folders and builds. */
   unsuspend(caller: Caller, ids: readonly string[]): Promise<void>;
-  rename(caller: Caller, items: readonly RenameItem[]): void;
+  rename(caller: Caller, items: readonly RenameItem[]): Promise<void>;
   /** The utilization of the machines the job's product runs on (here: the backend's). */
   utilization(caller: Caller, jobId: string): Promise<Utilization>;
   /** Follows a job's updates from now on, with the job as it stands. */
-  follow(caller: Caller, id: string, listener: UpdateListener): { job: Job; unsubscribe: () => void };
+  follow(
+    caller: Caller,
+    id: string,
+    listener: UpdateListener,
+  ): Promise<{ job: Job; unsubscribe: () => void }>;
+  /** The job's logs; 404 (at the first chunk read) when the caller may not see the job. */
   logs(
     caller: Caller,
     id: string,
@@ -107,15 +113,15 @@ export interface JobService {
    * Watches the changes of every job the caller may see, from now on: with the id of the last
    * change a client saw, also those it missed since (or 'resync' when they are no longer known).
    */
-  watchJobs(caller: Caller, lastId: string | undefined, listener: JobEventListener): Watch;
+  watchJobs(caller: Caller, lastId: string | undefined, listener: JobEventListener): Promise<Watch>;
   /** Called with the ids of every batch of jobs made durable; returns the unsubscribe function. */
   onCreated(listener: (ids: string[]) => void): () => void;
   /** Called with a job and its new state whenever a job's state changes; returns the unsubscribe function. */
   onStateChange(listener: StateListener): () => void;
   /** The accounts whose credits and usage a caller sees: their own, and the projects they lead. */
-  accountsOf(caller: Caller): string[];
-  wallets(caller: Caller): Wallet[];
-  usage(caller: Caller, query: UsageQuery): Usage;
+  accountsOf(caller: Caller): Promise<string[]>;
+  wallets(caller: Caller): Promise<Wallet[]>;
+  usage(caller: Caller, query: UsageQuery): Promise<Usage>;
   /**
    * Applies one update through the state machine, atomically, then tells followers and runs the
    * plugins' hooks; false when it was dropped.
@@ -150,7 +156,11 @@ export function createJobService(options: ServiceOptions): JobService {
     hooks,
     clock,
     lifecycle: () => monitoring.lifecycle,
-    exited: (id) => restarts.schedule(id),
+    exited: (id) => {
+      restarts
+        .schedule(id)
+        .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
+    },
     ...(log ? { log } : {}),
     ...(options.mirror ? { mirror: options.mirror } : {}),
   });
@@ -187,12 +197,10 @@ export function createJobService(options: ServiceOptions): JobService {
   const events = jobEvents({ access, env });
   // Runs inside creating, updating and renaming jobs: it must never throw back into them.
   const announce = (id: string, known?: JobRecord) => {
-    try {
-      const record = known ?? store.getJob(id);
-      if (record) events.changed(record);
-    } catch (err) {
-      log?.error({ err, jobId: id }, 'telling watchers of a change failed');
-    }
+    (async () => {
+      const record = known ?? (await store.jobs.get(id));
+      if (record) await events.changed(record);
+    })().catch((err: unknown) => log?.error({ err, jobId: id }, 'telling watchers of a change failed'));
   };
   updates.listenAll((_update, record) => announce(record.id, record));
   const createdListeners = new Set<(ids: string[]) => void>();
@@ -232,13 +240,14 @@ export function createJobService(options: ServiceOptions): JobService {
 
   return {
     create: intake.create,
-    admit(jobs) {
-      const fresh = store.transaction(
-        () => {
-          const unknown = [...new Map(jobs.map((job) => [job.id, job])).values()].filter(
-            (job) => !store.getJob(job.id),
-          );
-          for (const job of unknown) insertPrepared(store, job);
+    async admit(jobs) {
+      const fresh = await store.transaction(
+        async (tx) => {
+          const unknown: PreparedJob[] = [];
+          for (const job of new Map(jobs.map((job) => [job.id, job])).values()) {
+            if (!(await tx.jobs.get(job.id))) unknown.push(job);
+          }
+          for (const job of unknown) await insertPrepared(tx, job);
           return unknown;
         },
         { durable: true },
@@ -250,24 +259,25 @@ export function createJobService(options: ServiceOptions): JobService {
       return ids;
     },
     stopJobsOf: (account, category, status) => monitoring.lifecycle.stopJobsOf(account, category, status),
-    browse(caller, o = {}) {
-      const page = access.browse(caller, o, env.config.provider);
+    async browse(caller, o = {}) {
+      const page = await access.browse(caller, o, env.config.provider);
       return { ...page, items: page.items.map((job) => presentJob(job, env, o)) };
     },
-    retrieve: (caller, id, flags) => presentJob(access.toJob(access.visibleJob(caller, id)), env, flags),
+    retrieve: async (caller, id, flags) =>
+      presentJob(await access.toJob(await access.visibleJob(caller, id)), env, flags),
     terminate: control.terminate,
     extend: control.extend,
     suspend: control.suspend,
     unsuspend: control.unsuspend,
-    rename(caller, items) {
-      control.rename(caller, items);
+    async rename(caller, items) {
+      await control.rename(caller, items);
       for (const item of items) announce(item.id);
     },
 
     async utilization(caller, jobId) {
-      access.visibleJob(caller, jobId);
+      await access.visibleJob(caller, jobId);
       const used = { cpu: 0, memory: 0 };
-      const running = store.runningJobs();
+      const running = await store.jobs.running();
       for (const job of running) {
         const { id, category } = job.specification.product;
         const product = findProduct(env.products, id, category);
@@ -276,7 +286,7 @@ export function createJobService(options: ServiceOptions): JobService {
         used.cpu += product.cpu * replicas;
         used.memory += product.memoryInGigs * 2 ** 30 * replicas;
       }
-      const pending = store.countByState().IN_QUEUE ?? 0;
+      const pending = (await store.jobs.countByState()).IN_QUEUE ?? 0;
       return {
         capacity: backend.machines().total,
         usedCapacity: used,
@@ -289,16 +299,16 @@ export function createJobService(options: ServiceOptions): JobService {
     wallets: (caller) => access.wallets(caller, now()),
     usage: (caller, query) => access.usage(caller, query, now()),
 
-    follow(caller, id, listener) {
-      const record = access.visibleJob(caller, id);
+    async follow(caller, id, listener) {
+      const record = await access.visibleJob(caller, id);
       const unsubscribe = updates.listen(id, listener);
       const flags = { includeApplication: true, includeProduct: true, includeSupport: true };
-      return { job: presentJob(access.toJob(record), env, flags), unsubscribe };
+      return { job: presentJob(await access.toJob(record), env, flags), unsubscribe };
     },
 
-    logs(caller, id, o) {
-      access.visibleJob(caller, id);
-      return backend.logs(id, o);
+    async *logs(caller, id, o) {
+      await access.visibleJob(caller, id);
+      yield* backend.logs(id, o);
     },
 
     watchJobs: events.watch,
@@ -311,7 +321,7 @@ export function createJobService(options: ServiceOptions): JobService {
 
     async start() {
       await monitoring.recover(submission.enqueue);
-      restarts.recover();
+      await restarts.recover();
       const interval = options.monitorIntervalMs ?? MONITOR_INTERVAL_MS;
       const tick = () => {
         pass = monitoring
@@ -329,7 +339,7 @@ export function createJobService(options: ServiceOptions): JobService {
       restarts.stop();
       monitorTimer?.cancel();
       await pass;
-      updates.stop();
+      await updates.stop();
     },
   };
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { IssueList } from '../model/errors.ts';
-import { type SshKeyRecord, sshKeyStore } from '../store/ssh-keys.ts';
+import type { SshKeyRecord } from '../store/ssh-keys.ts';
 import type { Store } from '../store/store.ts';
 import { type Caller, pageSize } from './access.ts';
 import { notFound } from './errors.ts';
@@ -110,10 +110,10 @@ const present = (k: SshKeyRecord): SshKey => ({
 export type SshKeys = ReturnType<typeof sshKeys>;
 
 export function sshKeys(store: Store, now: () => number = Date.now) {
-  const keys = sshKeyStore(store);
+  const keys = store.sshKeys;
   return {
     /** Checks every item, then stores them all; answers their ids. Bad items name their field. */
-    create(caller: Caller, items: readonly { title: string; key: string }[]): string[] {
+    async create(caller: Caller, items: readonly { title: string; key: string }[]): Promise<string[]> {
       const issues = new IssueList();
       const at = now();
       const records = items.map((item, i): SshKeyRecord | undefined => {
@@ -137,30 +137,30 @@ export function sshKeys(store: Store, now: () => number = Date.now) {
       });
       issues.throwIfAny();
       const stored = records as SshKeyRecord[];
-      keys.insert(stored);
+      await keys.insert(stored);
       return stored.map((k) => k.id);
     },
 
     /** The caller's own keys, oldest first (UCloud's PageV2). */
-    browse(caller: Caller, o: { itemsPerPage?: number; next?: string }): SshKeyPage {
+    async browse(caller: Caller, o: { itemsPerPage?: number; next?: string }): Promise<SshKeyPage> {
       const limit = pageSize(o.itemsPerPage);
-      const found = keys.page(caller.username, o.next ?? '', limit + 1);
+      const found = await keys.page(caller.username, o.next ?? '', limit + 1);
       const items = found.slice(0, limit).map(present);
       return { items, next: found.length > limit ? (items.at(-1)?.id ?? null) : null, itemsPerPage: limit };
     },
 
     /** Removes the caller's keys with these ids; 404 (and nothing removed) when one is not theirs. */
-    remove(caller: Caller, ids: readonly string[]): void {
-      const own = new Set(keys.of(caller.username).map((k) => k.id));
+    async remove(caller: Caller, ids: readonly string[]): Promise<void> {
+      const own = new Set((await keys.of(caller.username)).map((k) => k.id));
       ids.forEach((id, i) => {
         if (!own.has(id)) throw notFound(`items[${i}].id: ssh key ${id}`);
       });
-      keys.remove(caller.username, ids);
+      await keys.remove(caller.username, ids);
     },
 
     /** UCloud's browseSshKeys{jobId}: the authorized_keys lines a job of this user accepts. */
-    authorizedKeys(username: string): string[] {
-      return keys.of(username).map((k) => k.key);
+    async authorizedKeys(username: string): Promise<string[]> {
+      return (await keys.of(username)).map((k) => k.key);
     },
   };
 }

@@ -77,10 +77,10 @@ export function jobSubmission(o: SubmissionOptions) {
     }
   }
 
-  function peerLocations(job: PreparedJob): Map<string, PeerLocation> {
+  async function peerLocations(job: PreparedJob): Promise<Map<string, PeerLocation>> {
     const peers = new Map<string, PeerLocation>();
     for (const peer of job.parameters.peers) {
-      const record = store.getJob(peer.jobId);
+      const record = await store.jobs.get(peer.jobId);
       if (record) peers.set(peer.jobId, { namespace: ownerNamespace(env.config, ownerOf(record)) });
     }
     return peers;
@@ -88,7 +88,7 @@ export function jobSubmission(o: SubmissionOptions) {
 
   /** Builds (once) and submits a stored job; the backend makes a repeated submit harmless. */
   async function submit(id: string): Promise<void> {
-    const record = store.getJob(id);
+    const record = await store.jobs.get(id);
     // A suspended job waits for unsuspend, also when a restart's recovery queues it.
     if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return;
     let build: JobBuild;
@@ -102,7 +102,7 @@ export function jobSubmission(o: SubmissionOptions) {
             id,
             owner: ownerOf(record),
             createdAt: record.createdAt,
-            drives: creatorDrives(store, record.createdBy),
+            drives: await creatorDrives(store.users, record.createdBy),
           },
           env,
         );
@@ -115,9 +115,9 @@ export function jobSubmission(o: SubmissionOptions) {
       }
       const created = await hooks.create(job, {
         config: env.config,
-        peers: peerLocations(job),
+        peers: await peerLocations(job),
         ...(o.storage ? { storage: o.storage } : {}),
-        ...(job.sshEnabled ? { authorizedKeys: keys.authorizedKeys(record.createdBy) } : {}),
+        ...(job.sshEnabled ? { authorizedKeys: await keys.authorizedKeys(record.createdBy) } : {}),
       });
       if ('failure' in created) {
         await updates.update(id, {
@@ -137,7 +137,7 @@ export function jobSubmission(o: SubmissionOptions) {
           expectedState: 'IN_QUEUE',
         },
         {},
-        () => store.saveBuild(id, json),
+        (tx) => tx.jobs.saveBuild(id, json),
       );
       if (!saved) return;
     } else {
@@ -146,14 +146,14 @@ export function jobSubmission(o: SubmissionOptions) {
     try {
       await backend.submit(id, build);
       failures.delete(id);
-      const state = store.jobState(id)!;
+      const state = (await store.jobs.state(id))!;
       // Suspended while the submission was under way: the backend must not run it, and
       // unsuspend submits it again.
       if (state === 'SUSPENDED') {
         await backend.suspend(id);
         return;
       }
-      store.markSubmitted(id);
+      await store.jobs.markSubmitted(id);
       // Cancelled while the submission was under way: the backend must not keep it.
       if (isFinal(state)) await backend.cancel(id);
     } catch (e) {

@@ -2,7 +2,8 @@ import type { Clock } from '../model/clock.ts';
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
-import type { JobChanges, JobRecord, Store } from '../store/store.ts';
+import type { JobChanges, JobRecord } from '../store/jobs.ts';
+import type { Store, StoreParts } from '../store/store.ts';
 import { ownerOf } from './access.ts';
 import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
@@ -40,6 +41,9 @@ interface Applied {
   job?: ActiveJob;
 }
 
+/** Work done in an update's transaction beside it (its build saved, its submission forgotten). */
+export type Alongside = (tx: StoreParts) => Promise<void>;
+
 /** Wait before writing again backend events that could not be written (a full disk). */
 const EVENT_RETRY_MS = 1000;
 
@@ -76,26 +80,27 @@ export function jobUpdates(o: UpdatesOptions) {
    * A job that ends loses its build in the same write (only active jobs need one); its hooks get
    * the job as it was read here.
    */
-  function write(
+  async function write(
+    tx: StoreParts,
     id: string,
     given: JobUpdate,
     extra: JobChanges,
-    alongside?: () => void,
-  ): Applied | undefined {
-    const before = store.getJob(id);
+    alongside?: Alongside,
+  ): Promise<Applied | undefined> {
+    const before = await tx.jobs.get(id);
     if (!before) return undefined;
     const u = asDecidedEnd(before, given);
     const decision = decideUpdate(before, u);
     if (decision.kind !== 'apply') return undefined;
-    alongside?.();
+    await alongside?.(tx);
     const next = decision.changes.state ?? before.state;
     const ending = next !== before.state && isFinal(next);
     const starting = next === 'RUNNING' && before.state !== 'RUNNING' && hooks.hasStart;
     // A restartOnExit job's run ended: it pays for it as for a suspension.
     const exiting = isRestartExit(u) && before.state === 'RUNNING';
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
-    store.appendUpdate(before, u, changes);
-    o.mirror?.updateWritten(id, u);
+    await tx.jobs.appendUpdate(before, u, changes);
+    await o.mirror?.updateWritten(tx, id, u);
     const job =
       ending || starting || exiting
         ? activeJob({ ...before, ...decision.changes, ...extra, state: next })
@@ -106,7 +111,7 @@ export function jobUpdates(o: UpdatesOptions) {
   /** Tells followers, then runs the plugins' hooks for a change of state. */
   async function applied(a: Applied): Promise<void> {
     if (a.next !== a.previous) for (const l of stateListeners) l(a.id, a.next);
-    notify(a.id, a.update);
+    await notify(a.id, a.update);
     const lifecycle = o.lifecycle();
     if (isRestartExit(a.update)) {
       if (a.job) await hooks.suspend(lifecycle, a.job);
@@ -129,79 +134,89 @@ export function jobUpdates(o: UpdatesOptions) {
     id: string,
     partial: Omit<JobUpdate, 'timestamp'> & { timestamp?: number },
     extra: JobChanges = {},
-    alongside?: () => void,
+    alongside?: Alongside,
   ): Promise<boolean> {
     const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
-    const result = store.transaction(() => write(id, u, extra, alongside));
+    const result = await store.transaction((tx) => write(tx, id, u, extra, alongside));
     if (result) await applied(result);
     return result !== undefined;
   }
 
-  function notify(id: string, u?: JobUpdate): void {
+  async function notify(id: string, u?: JobUpdate): Promise<void> {
+    if (!u || (!listeners.has(id) && everyJob.size === 0)) return;
+    const job = (await store.jobs.get(id))!;
     const set = listeners.get(id);
-    if (!u || (!set && everyJob.size === 0)) return;
-    const job = store.getJob(id)!;
     for (const l of set ?? []) l(u, job);
     for (const l of everyJob) l(u, job);
   }
 
-  // Backend events that arrive together are written in one transaction: a backend reports many
-  // jobs at once, and each transaction is a write to the log.
+  // Backend events that arrive together are written in one transaction, one batch at a time: a
+  // backend reports many jobs at once, and each transaction is a write to the log.
   let events: BackendEvent[] = [];
+  /** The batch being written, if one is. */
+  let writing: Promise<void> | undefined;
 
   function onBackendEvent(e: BackendEvent): void {
     if (stopped) return;
-    if (events.length === 0) setImmediate(applyEvents);
+    if (events.length === 0 && !writing) setImmediate(applyEvents);
     events.push(e);
   }
 
   function applyEvents(): void {
-    if (events.length === 0) return;
+    if (events.length === 0 || writing) return;
     const batch = events;
     events = [];
-    let results: Applied[];
-    try {
-      results = writeEvents(batch);
-    } catch (err) {
-      // Nothing of the batch was written (one transaction): keep it, before any later events, and
-      // try again, so that a full disk delays a job's end rather than leaving it RUNNING forever.
-      log?.error({ err, events: batch.length }, 'could not write backend events; trying again');
-      events = [...batch, ...events];
-      if (!stopped) clock.setTimeout(applyEvents, EVENT_RETRY_MS);
-      return;
-    }
-    (async () => {
-      for (const r of results) await applied(r);
-    })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
+    writing = writeEvents(batch).then(
+      (results) => {
+        writing = undefined;
+        applyEvents();
+        (async () => {
+          for (const r of results) await applied(r);
+        })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
+      },
+      (err: unknown) => {
+        writing = undefined;
+        // Nothing of the batch was written (one transaction): keep it, before any later events, and
+        // try again, so that a full disk delays a job's end rather than leaving it RUNNING forever.
+        log?.error({ err, events: batch.length }, 'could not write backend events; trying again');
+        events = [...batch, ...events];
+        if (!stopped) clock.setTimeout(applyEvents, EVENT_RETRY_MS);
+      },
+    );
   }
 
-  function writeEvents(batch: readonly BackendEvent[]): Applied[] {
-    return store.transaction(() =>
-      batch.flatMap((e) => {
-        const current = store.jobState(e.jobId);
+  function writeEvents(batch: readonly BackendEvent[]): Promise<Applied[]> {
+    return store.transaction(async (tx) => {
+      const results: Applied[] = [];
+      for (const e of batch) {
+        const current = await tx.jobs.state(e.jobId);
         // A suspended job is in no backend: what arrives for it was said before it was suspended.
-        if (current === 'SUSPENDED') return [];
+        if (current === 'SUSPENDED') continue;
         // The same state again is news about the job (a queue position, ready replicas): status only.
         let u: JobUpdate =
           current === e.state
             ? { status: e.status, timestamp: e.at, expectedState: e.state }
             : { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true };
         const exitCodes = e.exitCodes ? { exitCodes: e.exitCodes } : {};
-        if (u.state !== undefined && isFinal(u.state) && restartsOnExit(e.jobId)) {
-          u = restartExit({ status: e.status, timestamp: e.at }, store.updatesOf(e.jobId));
-          return write(e.jobId, u, exitCodes, () => store.markUnsubmitted(e.jobId)) ?? [];
+        let result: Applied | undefined;
+        if (u.state !== undefined && isFinal(u.state) && (await restartsOnExit(tx, e.jobId))) {
+          u = restartExit({ status: e.status, timestamp: e.at }, await tx.jobs.updatesOf(e.jobId));
+          result = await write(tx, e.jobId, u, exitCodes, (t) => t.jobs.markUnsubmitted(e.jobId));
+        } else {
+          result = await write(tx, e.jobId, u, exitCodes);
         }
-        return write(e.jobId, u, exitCodes) ?? [];
-      }),
-    );
+        if (result) results.push(result);
+      }
+      return results;
+    });
   }
 
   /**
    * Whether the end the backend reports is an exit to restart from (UCloud's allowRestart): not
    * when ucompute is ending the job for good (cancel, expiry, credits).
    */
-  function restartsOnExit(id: string): boolean {
-    const job = store.getJob(id);
+  async function restartsOnExit(tx: StoreParts, id: string): Promise<boolean> {
+    const job = await tx.jobs.get(id);
     return job?.specification.restartOnExit === true && job.outcome === null;
   }
 
@@ -237,9 +252,11 @@ export function jobUpdates(o: UpdatesOptions) {
     },
 
     /** Writes the backend events already received; later ones are ignored. */
-    stop(): void {
+    async stop(): Promise<void> {
       stopped = true;
+      while (writing) await writing;
       applyEvents();
+      while (writing) await writing;
     },
   };
 }

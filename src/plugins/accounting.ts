@@ -34,7 +34,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
   );
   if (periods === 0) return;
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
-  const { creditsLeft } = ctx.charge({
+  const { creditsLeft } = await ctx.charge({
     job,
     firstPeriod: job.chargedPeriods,
     periods,

@@ -88,7 +88,7 @@ export interface LifecycleContext {
    * beyond what the owner's active jobs hold back (this job's next periods included): below 0, its
    * jobs cannot all be paid for until their next charge.
    */
-  charge(charge: Charge): { creditsLeft: number };
+  charge(charge: Charge): Promise<{ creditsLeft: number }>;
   /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
   stopJobsOf(account: string, category: string, status: string): Promise<void>;
   /** Opens (once) where users reach port 22 of the job's rank 0 (Backend.sshEndpoint). */

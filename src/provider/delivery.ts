@@ -132,7 +132,7 @@ export function outboxDelivery(o: DeliveryOptions) {
         return;
       }
     }
-    o.outbox.remove(run.map((e) => e.seq));
+    await o.outbox.remove(run.map((e) => e.seq));
     o.delivered?.(run, clock.now());
   }
 
@@ -150,7 +150,7 @@ export function outboxDelivery(o: DeliveryOptions) {
    */
   async function pass(): Promise<void> {
     for (;;) {
-      const window = o.outbox.oldest(o.batchSize * lanes);
+      const window = await o.outbox.oldest(o.batchSize * lanes);
       if (window.length === 0 || stopped) return;
       const outcomes = await Promise.allSettled(byLane(window, lanes).map(deliverLane));
       const failed = outcomes.find((r) => r.status === 'rejected');

@@ -1,7 +1,6 @@
 import type { JobMirror } from '../jobs/mirror.ts';
 import type { JobUpdate } from '../model/job.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
-import type { UcloudOutboxStore } from '../store/ucloud-outbox.ts';
 
 // What Core is told, written down in the transaction of the change it tells of (the delivery in
 // ./delivery.ts sends it). Shapes: SDU-eScience/UCloud `provider-integration/shared/pkg/
@@ -49,19 +48,18 @@ export function walletOwner(owner: Owner): WalletOwner {
  * report sent twice counts once) and, where configured, a legacy charge.
  */
 export function coreMirror(o: {
-  outbox: UcloudOutboxStore;
   providerId: string;
   legacyChargeCredits: boolean;
   now: () => number;
 }): JobMirror {
-  const { outbox, providerId, now } = o;
+  const { providerId, now } = o;
   return {
-    updateWritten(jobId, update) {
+    async updateWritten(tx, jobId, update) {
       const { expectedState, expectedDifferentState, newMounts, ...told } = update;
       const item: CoreJobUpdate = { id: jobId, update: told };
-      outbox.add('update', jobId, item, now());
+      await tx.ucloudOutbox.add('update', jobId, item, now());
     },
-    chargeWritten(charge, owner, totalCredits) {
+    async chargeWritten(tx, charge, owner, totalCredits) {
       const account = accountOf(owner);
       const usage: UsageEntry = {
         request: {
@@ -74,7 +72,7 @@ export function coreMirror(o: {
         account,
         category: charge.category,
       };
-      outbox.add('usage', charge.jobId, usage, now());
+      await tx.ucloudOutbox.add('usage', charge.jobId, usage, now());
       if (!o.legacyChargeCredits) return;
       const legacy: ChargeEntry = {
         request: {
@@ -87,7 +85,7 @@ export function coreMirror(o: {
         account,
         category: charge.category,
       };
-      outbox.add('charge', charge.jobId, legacy, now());
+      await tx.ucloudOutbox.add('charge', charge.jobId, legacy, now());
     },
   };
 }

@@ -9,8 +9,6 @@ import { isFinal } from '../model/job-states.ts';
 import type { UcloudProviderConfig } from '../model/ucloud-config.ts';
 import { NO_CREDITS_STATUS } from '../plugins/accounting.ts';
 import type { Store } from '../store/store.ts';
-import { ucloudApplicationStore } from '../store/ucloud-applications.ts';
-import { ucloudOutboxStore } from '../store/ucloud-outbox.ts';
 import { coreCatalog } from './core-catalog.ts';
 import { type CoreClient, coreClient } from './core-client.ts';
 import { readCorePublicKey } from './core-token.ts';
@@ -58,8 +56,8 @@ export async function openProvider(o: ProviderOptions) {
     refreshToken: () => readFile(config.refreshTokenFile, 'utf8'),
     now: clock.now,
   });
-  const outbox = ucloudOutboxStore(store);
-  const catalog = coreCatalog(ucloudApplicationStore(store));
+  const outbox = store.ucloudOutbox;
+  const catalog = await coreCatalog(store.ucloudApplications);
   let service: JobService | undefined;
   const delivery = outboxDelivery({
     outbox,
@@ -77,7 +75,6 @@ export async function openProvider(o: ProviderOptions) {
     ...(log ? { log } : {}),
   });
   const written = coreMirror({
-    outbox,
     providerId,
     legacyChargeCredits: config.legacyChargeCredits ?? false,
     now: clock.now,
@@ -85,12 +82,12 @@ export async function openProvider(o: ProviderOptions) {
   // Delivered once the transaction that wrote the entry has committed.
   const kickSoon = () => setImmediate(delivery.kick);
   const mirror: JobMirror = {
-    updateWritten(id, update) {
-      written.updateWritten(id, update);
+    async updateWritten(tx, id, update) {
+      await written.updateWritten(tx, id, update);
       kickSoon();
     },
-    chargeWritten(charge, owner, total) {
-      written.chargeWritten(charge, owner, total);
+    async chargeWritten(tx, charge, owner, total) {
+      await written.chargeWritten(tx, charge, owner, total);
       kickSoon();
     },
   };
@@ -123,19 +120,19 @@ export async function openProvider(o: ProviderOptions) {
         if (!ACTIVE_IN_CORE.has(job.status?.state ?? '')) continue;
         // A job Core made since this start is on its way here, not lost.
         if ((job.createdAt ?? 0) >= startedAt) continue;
-        const known = store.getJob(job.id);
+        const known = await store.jobs.get(job.id);
         const at = clock.now();
         if (!known) {
           const update = { state: 'FAILURE', status: 'ucompute lost track of this job', timestamp: at };
-          outbox.add('update', job.id, { id: job.id, update }, at);
+          await outbox.add('update', job.id, { id: job.id, update }, at);
         } else if (isFinal(known.state)) {
-          const last = svc.retrieve({ username: '_UCloud', admin: true }, job.id).updates.at(-1);
+          const last = (await svc.retrieve({ username: '_UCloud', admin: true }, job.id)).updates.at(-1);
           const update = {
             state: known.state,
             status: last?.status ?? `The job is ${known.state}`,
             timestamp: at,
           };
-          outbox.add('update', job.id, { id: job.id, update }, at);
+          await outbox.add('update', job.id, { id: job.id, update }, at);
         }
       }
       next = answer.next ?? null;

@@ -10,7 +10,7 @@ import { formatIssue, ValidationError } from '../model/errors.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { UcloudOutboxStore } from '../store/ucloud-outbox.ts';
-import type { coreCatalog } from './core-catalog.ts';
+import type { CoreCatalog } from './core-catalog.ts';
 import { readCoreJob } from './core-jobs.ts';
 import { CoreTokenError, verifyCoreToken } from './core-token.ts';
 import type { Delivery } from './delivery.ts';
@@ -30,7 +30,7 @@ export interface ProviderRouteParts {
   coreKey: CryptoKey;
   service: JobService;
   env: JobEnvironment;
-  catalog: ReturnType<typeof coreCatalog>;
+  catalog: CoreCatalog;
   outbox: UcloudOutboxStore;
   delivery: Pick<Delivery, 'kick'>;
   now: () => number;
@@ -95,11 +95,11 @@ export function providerRoutes(p: ProviderRouteParts) {
     const now = p.now();
     const admitted: PreparedJob[] = [];
     const refused: CoreJobUpdate[] = [];
-    items.forEach((item, i) => {
+    for (const [i, item] of items.entries()) {
       const id = jobIdOf(item, i, false);
       try {
         const job = readCoreJob(item, now);
-        p.catalog.remember(job.application);
+        await p.catalog.remember(job.application);
         admitted.push(
           prepareJob(job.specification, { id: job.id, owner: job.owner, createdAt: job.createdAt }, p.env),
         );
@@ -113,10 +113,10 @@ export function providerRoutes(p: ProviderRouteParts) {
           update: { state: 'FAILURE', status: `ucompute cannot run this job: ${why}`, timestamp: now },
         });
       }
-    });
+    }
     await admitSoon(admitted);
     if (refused.length > 0) {
-      for (const update of refused) p.outbox.add('update', update.id, update, now);
+      for (const update of refused) await p.outbox.add('update', update.id, update, now);
       p.delivery.kick();
     }
     return { responses: items.map(() => null) };
@@ -132,22 +132,22 @@ export function providerRoutes(p: ProviderRouteParts) {
   function admitSoon(jobs: PreparedJob[]): Promise<void> {
     if (jobs.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      if (waiting.length === 0) setTimeout(commitWaiting, 1);
+      if (waiting.length === 0) setTimeout(() => void commitWaiting(), 1);
       waiting.push({ jobs, done: (error) => (error === undefined ? resolve() : reject(error)) });
     });
   }
 
-  function commitWaiting(): void {
+  async function commitWaiting(): Promise<void> {
     const group = waiting;
     waiting = [];
     try {
-      p.service.admit(group.flatMap((request) => request.jobs));
+      await p.service.admit(group.flatMap((request) => request.jobs));
       for (const request of group) request.done();
     } catch {
       // One request's failure must not fail the others: each is committed on its own.
       for (const request of group) {
         try {
-          p.service.admit(request.jobs);
+          await p.service.admit(request.jobs);
           request.done();
         } catch (e) {
           request.done(e);
@@ -157,33 +157,34 @@ export function providerRoutes(p: ProviderRouteParts) {
   }
 
   /** The items' jobs that have not ended; an ended job needs nothing (core2 answers it 200). */
-  function activeIds(items: unknown[], wrapped: boolean): string[] {
-    return items
-      .map((item, i) => jobIdOf(item, i, wrapped))
-      .filter((id) => {
-        try {
-          return !isFinal(p.service.retrieve(CORE_CALLER, id).status.state);
-        } catch {
-          return false;
-        }
-      });
+  async function activeIds(items: unknown[], wrapped: boolean): Promise<string[]> {
+    const active: string[] = [];
+    for (const [i, item] of items.entries()) {
+      const id = jobIdOf(item, i, wrapped);
+      const job = await p.service.retrieve(CORE_CALLER, id).catch(() => undefined);
+      if (job && !isFinal(job.status.state)) active.push(id);
+    }
+    return active;
   }
 
   /** Core thinks these jobs active: the ones ucompute does not know are told FAILURE. */
-  function verify(items: unknown[]): void {
-    items.forEach((item, i) => {
-      const id = jobIdOf(item, i, false);
-      try {
-        p.service.retrieve(CORE_CALLER, id);
-      } catch {
-        p.outbox.add(
-          'update',
-          id,
-          { id, update: { state: 'FAILURE', status: 'ucompute lost track of this job', timestamp: p.now() } },
-          p.now(),
-        );
-      }
-    });
+  async function verify(items: unknown[]): Promise<void> {
+    const ids = items.map((item, i) => jobIdOf(item, i, false));
+    for (const id of ids) {
+      if (
+        await p.service.retrieve(CORE_CALLER, id).then(
+          () => true,
+          () => false,
+        )
+      )
+        continue;
+      await p.outbox.add(
+        'update',
+        id,
+        { id, update: { state: 'FAILURE', status: 'ucompute lost track of this job', timestamp: p.now() } },
+        p.now(),
+      );
+    }
     p.delivery.kick();
   }
 
@@ -199,7 +200,7 @@ export function providerRoutes(p: ProviderRouteParts) {
       post(jobs, (body) => create(itemsOf(body)));
       post(`${jobs}/terminate`, async (body) => {
         const items = itemsOf(body);
-        const ids = activeIds(items, false);
+        const ids = await activeIds(items, false);
         if (ids.length > 0) await p.service.terminate(CORE_CALLER, ids);
         return none(items);
       });
@@ -229,7 +230,7 @@ export function providerRoutes(p: ProviderRouteParts) {
         );
         return none(items);
       });
-      post(`${jobs}/interactiveSession`, (body, request) => {
+      post(`${jobs}/interactiveSession`, async (body, request) => {
         const items = itemsOf(body).map((item, i) => {
           const rank = isObject(item) ? item.rank : undefined;
           const sessionType = isObject(item) ? item.sessionType : undefined;
@@ -240,14 +241,14 @@ export function providerRoutes(p: ProviderRouteParts) {
           return { id: jobIdOf(item, i, true), rank, sessionType } as const;
         });
         const reached = { protocol: 'https' as const, origin: p.publicUrl, portSuffix: '' };
-        const opened = parts.sessions.open(CORE_CALLER, items, reached, links);
+        const opened = await parts.sessions.open(CORE_CALLER, items, reached, links);
         request.log.debug({ sessions: opened.length }, 'sessions opened for Core');
         // The browser goes to ucompute itself, wherever Core thinks the provider is.
         return { responses: opened.map((session) => ({ ...session, domainOverride: p.publicUrl })) };
       });
       post(`${jobs}/updateAcl`, (body) => none(itemsOf(body)));
-      post(`${jobs}/verify`, (body) => {
-        verify(itemsOf(body));
+      post(`${jobs}/verify`, async (body) => {
+        await verify(itemsOf(body));
         return {};
       });
       post(`${jobs}/init`, () => ({}));

@@ -149,14 +149,14 @@ export function providerSockets(p: SocketParts) {
       // Refused before the upgrade: nothing reaches the job without a session for it.
       preHandler: async (request: FastifyRequest) => {
         const q = request.query as { token?: string; jobId?: string; rank?: string };
-        if (!sessions.use(q.token ?? '', 'VNC', q.jobId ?? '', Number(q.rank ?? 0))) {
+        if (!(await sessions.use(q.token ?? '', 'VNC', q.jobId ?? '', Number(q.rank ?? 0)))) {
           throw new ServiceError(401, 'the VNC session is not valid: open a new one');
         }
       },
       handler: async (_request, reply) => reply.code(426).send(notWebSocket),
-      wsHandler: (socket, request) => {
+      wsHandler: async (socket, request) => {
         const q = request.query as { jobId: string; rank: string };
-        const port = sessions.portOf(q.jobId, 'VNC');
+        const port = await sessions.portOf(q.jobId, 'VNC');
         if (port === undefined) socket.close(4404, 'the job has no VNC port');
         else relayVnc(socket, { jobId: q.jobId, rank: Number(q.rank), port }, p.backend, request.log);
       },

@@ -85,7 +85,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // A job that stops running leaves no cached sessions and no connections to its app behind.
   const stopWatching = service.onStateChange((id, state) => {
     if (state === 'RUNNING') return;
-    sessions.forgetJob(id);
+    void sessions.forgetJob(id);
     proxy.forget(id);
   });
   // Requests for a job's app origin go to the web proxy, all others to the API.
@@ -139,7 +139,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   app.addHook('onClose', async () => {
     stopWatching();
-    sessions.close();
+    await sessions.close();
     proxy.close();
   });
 
@@ -150,15 +150,15 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (request.routeOptions.config.public === true) {
       // A public WebSocket (UCloud's at /api/jobs) may be signed in by the cookie: from our pages only.
       if (request.headers.upgrade !== undefined) {
-        const signedIn = cookieSession(signIns, request, reply);
+        const signedIn = await cookieSession(signIns, request, reply);
         if (signedIn) request.caller = signedIn.session.caller;
       }
       return;
     }
     const project = request.headers.project;
-    request.caller = inWorkspace(
-      store,
-      authenticate(store, signIns, request, reply),
+    request.caller = await inWorkspace(
+      store.users,
+      await authenticate(store.users, signIns, request, reply),
       typeof project === 'string' ? project : undefined,
     );
     if (request.routeOptions.config.admin === true && !request.caller.admin) {

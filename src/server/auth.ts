@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { cookiePairs, uiCookieName } from '../interactive/cookies.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller } from '../jobs/service.ts';
-import type { Store } from '../store/store.ts';
+import type { UserStore } from '../store/users.ts';
 import { SESSION_LIFETIME_MS, type SignIns, type UiSession } from './sign-in.ts';
 
 // Who is calling: Bearer tokens in the Authorization header, or (WebSockets from browsers) offered
@@ -21,15 +21,15 @@ const sessionCookies = (request: FastifyRequest) =>
 const BEARER = /^Bearer[ ]+([^\s]+)[ ]*$/i;
 const PROTOCOL_PREFIX = 'bearer.';
 
-export function authenticate(
-  store: Store,
+export async function authenticate(
+  users: UserStore,
   signIns: SignIns,
   request: FastifyRequest,
   reply: FastifyReply,
-): Caller {
+): Promise<Caller> {
   const token = tokenOf(request);
   if (token === undefined) {
-    const signedIn = cookieSession(signIns, request, reply);
+    const signedIn = await cookieSession(signIns, request, reply);
     if (signedIn) return signedIn.session.caller;
     throw new ServiceError(
       401,
@@ -38,7 +38,7 @@ export function authenticate(
         : 'this call needs an API token: send the header Authorization: Bearer <token>',
     );
   }
-  const caller = callerForToken(store, token);
+  const caller = await callerForToken(users, token);
   if (!caller) throw new ServiceError(401, 'the API token is not valid');
   return caller;
 }
@@ -47,17 +47,19 @@ export function authenticate(
  * Whether the credential an authenticated request came with still holds: its token still names
  * the same user, or a cookie still opens an unexpired session (checked without extending it).
  */
-export function credentialHolds(
-  store: Store,
+export async function credentialHolds(
+  users: UserStore,
   signIns: SignIns,
   request: FastifyRequest,
   caller: Caller,
-): () => boolean {
+): Promise<() => Promise<boolean>> {
   const token = tokenOf(request);
-  if (token !== undefined) return () => callerForToken(store, token)?.username === caller.username;
+  if (token !== undefined) {
+    return async () => (await callerForToken(users, token))?.username === caller.username;
+  }
   // A request signed in by cookie carried exactly one.
   const secret = sessionCookies(request)[0]?.value;
-  return () => secret !== undefined && signIns.holds(secret);
+  return async () => secret !== undefined && (await signIns.holds(secret));
 }
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -70,11 +72,11 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * else, and which one the browser meant cannot be told. A use that extends the session sends the
  * cookie again.
  */
-export function cookieSession(
+export async function cookieSession(
   signIns: SignIns,
   request: FastifyRequest,
   reply: FastifyReply,
-): { secret: string; session: UiSession } | undefined {
+): Promise<{ secret: string; session: UiSession } | undefined> {
   const cookies = sessionCookies(request);
   if (cookies.length > 1) {
     reply.header('set-cookie', clearedCookie(request));
@@ -84,7 +86,7 @@ export function cookieSession(
     );
   }
   const secret = cookies[0]?.value;
-  const session = secret === undefined ? undefined : signIns.resume(secret);
+  const session = secret === undefined ? undefined : await signIns.resume(secret);
   if (secret === undefined || session === undefined) return undefined;
   if (request.headers.upgrade !== undefined) {
     if (request.headers.origin !== request.server.publicUrl.origin()) {
@@ -138,8 +140,8 @@ export function cookieText(
 }
 
 /** Who holds this token, if anyone (UCloud's WebSocket calls carry it in each message). */
-export function callerForToken(store: Store, token: string): Caller | undefined {
-  const user = token !== '' ? store.userForToken(token) : undefined;
+export async function callerForToken(users: UserStore, token: string): Promise<Caller | undefined> {
+  const user = token !== '' ? await users.userForToken(token) : undefined;
   return user ? { username: user.name, admin: user.admin } : undefined;
 }
 

@@ -3,7 +3,9 @@ import { WebSocket } from 'ws';
 import { statusOf } from '../jobs/access.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
+import type { JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
+import type { JobRecord } from '../store/jobs.ts';
 import type { FollowMessage } from './schemas.ts';
 
 /** Log bytes queued for one follower before reading more: server memory stays bounded per reader. */
@@ -84,30 +86,44 @@ export function followStream(
     );
   };
 
-  let first: ReturnType<JobService['follow']>;
-  try {
-    first = service.follow(caller, id, (update, record) => {
+  /** Updates told before the first message went out, while the job was read. */
+  let early: [JobUpdate, JobRecord][] | undefined = [];
+  const told = (update: JobUpdate, record: JobRecord) => {
+    send({ updates: [update], log: [], newStatus: statusOf(record) });
+    if (isFinal(record.state)) final = true;
+    if (record.state === 'RUNNING' || final) startLogs();
+    maybeEnd();
+  };
+  service
+    .follow(caller, id, (update, record) => {
       // Runs inside the service's update: it must never throw back into it.
       try {
-        send({ updates: [update], log: [], newStatus: statusOf(record) });
-        if (isFinal(record.state)) final = true;
-        if (record.state === 'RUNNING' || final) startLogs();
-        maybeEnd();
+        if (early) early.push([update, record]);
+        else told(update, record);
       } catch (err) {
         log.error({ err, jobId: id }, 'following a job failed');
       }
-    });
-  } catch (err) {
-    const status = err instanceof ServiceError ? err.status : 500;
-    if (status >= 500) log.error({ err, jobId: id }, 'following a job failed');
-    finish(status === 404 ? 'not-found' : 'failed');
-    return stop;
-  }
-  unsubscribe = first.unsubscribe;
-  const { job } = first;
-  send({ initialJob: job, updates: job.updates, log: [], newStatus: job.status });
-  final = isFinal(job.status.state);
-  if (final || job.status.startedAt !== undefined) startLogs();
+    })
+    .then(
+      ({ job, unsubscribe: stopFollowing }) => {
+        unsubscribe = stopFollowing;
+        if (closed) return stopFollowing();
+        send({ initialJob: job, updates: job.updates, log: [], newStatus: job.status });
+        final = isFinal(job.status.state);
+        if (final || job.status.startedAt !== undefined) startLogs();
+        // What the job as read holds already is not told twice.
+        const known = new Set(job.updates.map((u) => JSON.stringify(u)));
+        const held = early ?? [];
+        early = undefined;
+        for (const [update, record] of held) if (!known.has(JSON.stringify(update))) told(update, record);
+        maybeEnd();
+      },
+      (err: unknown) => {
+        const status = err instanceof ServiceError ? err.status : 500;
+        if (status >= 500) log.error({ err, jobId: id }, 'following a job failed');
+        finish(status === 404 ? 'not-found' : 'failed');
+      },
+    );
   return () => {
     stop();
   };

@@ -23,7 +23,7 @@ export interface EventStreamOptions {
   /** The id of the last event the client saw (EventSource's Last-Event-ID). */
   lastEventId?: string;
   /** Whether the credential the stream was opened with still holds. */
-  signedIn: () => boolean;
+  signedIn: () => Promise<boolean>;
   heartbeatMs?: number;
 }
 
@@ -46,6 +46,18 @@ export function streamJobEvents(
   let closed = false;
   /** The id of the newest event dropped for this client, while it is behind. */
   let droppedSince: string | undefined;
+  let unsubscribe = () => {};
+  /** What the stream does, in order: each step checks the sign-in first. */
+  let steps: Promise<void> = Promise.resolve();
+  const inOrder = (step: () => void) => {
+    steps = steps
+      .then(async () => {
+        if (closed) return;
+        if (!(await o.signedIn())) return finish();
+        step();
+      })
+      .catch(() => finish());
+  };
 
   const write = (text: string): boolean => {
     if (closed) return false;
@@ -53,25 +65,27 @@ export function streamJobEvents(
     sink.write(text);
     return true;
   };
-  const send = (event: JobEvent) => {
-    if (closed) return;
-    if (!o.signedIn()) return finish();
+  const sendNow = (event: JobEvent) => {
     if (!write(eventText('job', event.id, event.job))) droppedSince = event.id;
   };
-  const check = () => {
-    if (closed) return;
-    if (!o.signedIn()) return finish();
-    if (droppedSince !== undefined && sink.buffered() <= EVENTS_BUFFERED_BYTES) {
-      const id = droppedSince;
-      droppedSince = undefined;
-      write(eventText('resync', id, {}));
-    }
+  /** Changes told before the watch answered where it starts: they follow what it missed. */
+  let early: JobEvent[] | undefined = [];
+  const send = (event: JobEvent) => {
+    if (early) early.push(event);
+    else inOrder(() => sendNow(event));
   };
+  const check = () =>
+    inOrder(() => {
+      if (droppedSince !== undefined && sink.buffered() <= EVENTS_BUFFERED_BYTES) {
+        const id = droppedSince;
+        droppedSince = undefined;
+        write(eventText('resync', id, {}));
+      }
+    });
 
-  const watch = service.watchJobs(caller, o.lastEventId, send);
   const heartbeat = setInterval(() => {
     check();
-    write(': heartbeat\n\n');
+    inOrder(() => write(': heartbeat\n\n'));
   }, o.heartbeatMs ?? HEARTBEAT_MS);
   heartbeat.unref();
 
@@ -79,7 +93,7 @@ export function streamJobEvents(
     if (closed) return false;
     closed = true;
     clearInterval(heartbeat);
-    watch.unsubscribe();
+    unsubscribe();
     return true;
   }
   function finish(): void {
@@ -87,10 +101,23 @@ export function streamJobEvents(
   }
 
   write(`retry: ${RETRY_MS}\n\n`);
-  if (watch.missed === 'resync') write(eventText('resync', watch.position, {}));
-  else {
-    for (const event of watch.missed) send(event);
-    write(eventText('ready', watch.position, {}));
-  }
+  service.watchJobs(caller, o.lastEventId, send).then(
+    (watch) => {
+      if (closed) return watch.unsubscribe();
+      unsubscribe = watch.unsubscribe;
+      const told = early ?? [];
+      early = undefined;
+      const { missed, position } = watch;
+      inOrder(() => {
+        if (missed === 'resync') write(eventText('resync', position, {}));
+        else {
+          for (const event of missed) sendNow(event);
+          write(eventText('ready', position, {}));
+        }
+        for (const event of told) sendNow(event);
+      });
+    },
+    () => finish(),
+  );
   return { stop: () => void stop(), check };
 }

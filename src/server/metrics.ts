@@ -17,8 +17,8 @@ export const metrics: ApiRoutes = fastifyPlugin(async (api) => {
     help: 'Jobs in the store, by state',
     labelNames: ['state'],
     registers: [registry],
-    collect() {
-      const counts = store.countByState();
+    async collect() {
+      const counts = await store.jobs.countByState();
       for (const state of JOB_STATES) this.set({ state }, counts[state] ?? 0);
     },
   });

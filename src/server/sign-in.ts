@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Caller } from '../jobs/service.ts';
-import { hashToken, type Role, type Store } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
+import { hashToken, type Role } from '../store/users.ts';
 
 // Signing in to the web interface: an API token, or a one-time link made by the CLI, is traded for
 // a session whose secret lives in an HttpOnly cookie. Every secret is 256 random bits; the store
@@ -43,20 +44,26 @@ export type SignIns = ReturnType<typeof webSignIns>;
 
 export function webSignIns(store: Store, now: () => number = Date.now) {
   /** Who a session is for: nobody once the user was disabled. */
-  function callerOf(username: string): Caller | undefined {
-    const user = store.getUser(username);
+  async function callerOf(username: string): Promise<Caller | undefined> {
+    const user = await store.users.getUser(username);
     return user && user.disabledAt === null ? { username: user.name, admin: user.admin } : undefined;
   }
 
   /** Starts a session for a user; answers the cookie's secret. */
-  function start(username: string): { secret: string; session: UiSession } {
-    const caller = callerOf(username);
+  async function start(username: string): Promise<{ secret: string; session: UiSession }> {
+    const caller = await callerOf(username);
     if (!caller) throw new Error(`no user ${username}`);
-    store.deleteExpiredSignIns(now());
+    await store.signIns.deleteExpired(now());
     const secret = newSecret();
     const at = now();
     const expiresAt = at + SESSION_LIFETIME_MS;
-    store.insertUiSession({ hash: hashToken(secret), username, createdAt: at, lastUsedAt: at, expiresAt });
+    await store.signIns.insertUiSession({
+      hash: hashToken(secret),
+      username,
+      createdAt: at,
+      lastUsedAt: at,
+      expiresAt,
+    });
     return { secret, session: { caller, csrfToken: csrfTokenOf(secret), expiresAt, extended: false } };
   }
 
@@ -66,9 +73,11 @@ export function webSignIns(store: Store, now: () => number = Date.now) {
     start,
 
     /** Whether a cookie's secret opens an unexpired session, without extending it. */
-    holds(secret: string): boolean {
-      const record = secret === '' ? undefined : store.uiSession(hashToken(secret));
-      return record !== undefined && record.expiresAt > now() && callerOf(record.username) !== undefined;
+    async holds(secret: string): Promise<boolean> {
+      const record = secret === '' ? undefined : await store.signIns.uiSession(hashToken(secret));
+      return (
+        record !== undefined && record.expiresAt > now() && (await callerOf(record.username)) !== undefined
+      );
     },
 
     /** Called after any session was signed out; returns the unsubscribe function. */
@@ -78,51 +87,52 @@ export function webSignIns(store: Store, now: () => number = Date.now) {
     },
 
     /** The session behind a cookie's secret if it is unexpired; its use extends it. */
-    resume(secret: string): UiSession | undefined {
+    async resume(secret: string): Promise<UiSession | undefined> {
       if (secret === '') return undefined;
       const hash = hashToken(secret);
-      const record = store.uiSession(hash);
+      const record = await store.signIns.uiSession(hash);
       const at = now();
       if (!record || record.expiresAt <= at) return undefined;
-      const caller = callerOf(record.username);
+      const caller = await callerOf(record.username);
       if (!caller) return undefined;
       const extended = at - record.lastUsedAt >= TOUCH_EVERY_MS;
       const expiresAt = extended ? at + SESSION_LIFETIME_MS : record.expiresAt;
-      if (extended) store.touchUiSession(hash, at, expiresAt);
+      if (extended) await store.signIns.touchUiSession(hash, at, expiresAt);
       return { caller, csrfToken: csrfTokenOf(secret), expiresAt, extended };
     },
 
     /** Signs a session out: its secret opens nothing any more. */
-    end(secret: string): void {
-      store.deleteUiSession(hashToken(secret));
+    async end(secret: string): Promise<void> {
+      await store.signIns.deleteUiSession(hashToken(secret));
       for (const l of endListeners) l();
     },
 
     /** A one-time sign-in link's secret for a user. */
-    createLink(username: string): { secret: string; expiresAt: number } {
+    async createLink(username: string): Promise<{ secret: string; expiresAt: number }> {
       const secret = newSecret();
       const expiresAt = now() + LINK_LIFETIME_MS;
-      store.insertSignInLink(hashToken(secret), username, expiresAt);
+      await store.signIns.insertLink(hashToken(secret), username, expiresAt);
       return { secret, expiresAt };
     },
 
     /** Whose a link is while it is unused and unexpired, without using it (the page that asks first). */
-    linkHolder(secret: string): string | undefined {
-      const link = secret === '' ? undefined : store.signInLink(hashToken(secret));
-      return link && link.expiresAt > now() && callerOf(link.username) ? link.username : undefined;
+    async linkHolder(secret: string): Promise<string | undefined> {
+      const link = secret === '' ? undefined : await store.signIns.link(hashToken(secret));
+      return link && link.expiresAt > now() && (await callerOf(link.username)) ? link.username : undefined;
     },
 
     /** Uses a link up (even when it has expired) and starts a session if it was still valid. */
-    redeemLink(secret: string): { secret: string; session: UiSession } | undefined {
+    async redeemLink(secret: string): Promise<{ secret: string; session: UiSession } | undefined> {
       if (secret === '') return undefined;
-      const link = store.takeSignInLink(hashToken(secret));
-      if (!link || link.expiresAt <= now() || !callerOf(link.username)) return undefined;
+      const link = await store.signIns.takeLink(hashToken(secret));
+      if (!link || link.expiresAt <= now() || !(await callerOf(link.username))) return undefined;
       return start(link.username);
     },
 
     /** What the interface shows of a signed-in user. */
-    userOf(caller: Caller): SignedInUser {
-      const projects = store.memberships(caller.username).map((m) => ({ id: m.projectId, role: m.role }));
+    async userOf(caller: Caller): Promise<SignedInUser> {
+      const memberships = await store.users.memberships(caller.username);
+      const projects = memberships.map((m) => ({ id: m.projectId, role: m.role }));
       return { username: caller.username, admin: caller.admin, projects };
     },
   };

@@ -30,7 +30,7 @@ const MAX_STREAMS = 64;
 export function serveUCloudSocket(
   socket: WebSocket,
   service: JobService,
-  callerFor: (token: string) => Caller | undefined,
+  callerFor: (token: string) => Promise<Caller | undefined>,
   /** Who signed the socket in with the web interface's cookie: calls without `bearer` are theirs. */
   signedIn: Caller | undefined,
   log: Log,
@@ -47,9 +47,17 @@ export function serveUCloudSocket(
   socket.on('message', (data) => {
     const call = parseCall(String(data));
     if (typeof call === 'string') return respond('unknown', 400, call);
+    follow(call).catch((err: unknown) => {
+      log.error({ err, streamId: call.streamId }, 'following a job failed');
+      respond(call.streamId, 500, 'internal error');
+    });
+  });
+
+  async function follow(call: Call): Promise<void> {
     const { streamId } = call;
     if (call.call !== 'jobs.follow') return respond(streamId, 404, `there is no call ${call.call} here`);
-    const caller = typeof call.bearer === 'string' ? callerFor(call.bearer) : signedIn;
+    const caller = typeof call.bearer === 'string' ? await callerFor(call.bearer) : signedIn;
+    if (socket.readyState !== WebSocket.OPEN) return;
     if (!caller) return respond(streamId, 401, 'the call needs a valid API token in `bearer`');
     const id = (call.payload as { id?: unknown } | null)?.id;
     if (typeof id !== 'string') return respond(streamId, 400, 'payload.id: must be a job id');
@@ -71,7 +79,7 @@ export function serveUCloudSocket(
       log,
     );
     if (streams.has(streamId)) streams.set(streamId, stop);
-  });
+  }
 
   socket.on('close', () => {
     for (const stop of streams.values()) stop();

@@ -124,7 +124,7 @@ describe('sessions in a browser', tools, () => {
       }),
     });
     const id = JSON.parse(created.body).responses[0].id as string;
-    await until(async () => w.store.getJob(id)?.state === 'RUNNING', {
+    await until(async () => (await w.store.jobs.get(id))?.state === 'RUNNING', {
       describe: 'the job running',
       timeout: 20_000,
       every: 100,

@@ -41,7 +41,7 @@ test('the Jupyter example opens through the session proxy on a real cluster, the
   const id = await submitJupyter(served);
   t.after(() => post(served, '/api/jobs/terminate', { items: [{ id }] }).catch(() => {}));
   // Pulling the image may take minutes on a fresh node.
-  await until('the job running', () => served.store.getJob(id)?.state === 'RUNNING', 480_000);
+  await until('the job running', async () => (await served.store.jobs.get(id))?.state === 'RUNNING', 480_000);
   const cookie = await signIn(served, id);
   // Until Jupyter listens the proxy answers 502 with a page saying so.
   await until(
@@ -59,6 +59,6 @@ test('the Jupyter example opens through the session proxy on a real cluster, the
   // Without the cookie the proxy refuses, on the real cluster too.
   assert.equal((await appGet(served, id, 'ucompute-session=forged', '/tree')).status, 401);
   await post(served, '/api/jobs/terminate', { items: [{ id }] });
-  assert.equal(served.store.getJob(id)?.state, 'SUCCESS');
+  assert.equal((await served.store.jobs.get(id))?.state, 'SUCCESS');
   assert.equal((await appGet(served, id, cookie, '/tree')).status, 401);
 });

@@ -17,9 +17,10 @@ import type { Backend } from '../../src/jobs/backend.ts';
 import { createJobService, type JobService } from '../../src/jobs/service.ts';
 import { PLUGINS } from '../../src/plugins/index.ts';
 import { buildServer } from '../../src/server/app.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
+import type { Store } from '../../src/store/store.ts';
 import { env } from './fixtures.ts';
 import { jobInState } from './server.ts';
+import { openTestStore } from './store.ts';
 
 const YEAR = 365 * 24 * 3600 * 1000;
 
@@ -61,13 +62,16 @@ export async function world(options: WorldOptions = {}): Promise<World> {
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const appPort = (upstream.address() as AddressInfo).port;
 
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   const now = Date.now();
-  store.createUser('alice', false);
-  store.createUser('bob', false);
-  store.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
-  store.grant('user:bob', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
-  const tokens = { alice: store.createToken('alice', 'test'), bob: store.createToken('bob', 'test') };
+  await store.users.createUser('alice', false);
+  await store.users.createUser('bob', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  await store.accounting.grant('user:bob', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  const tokens = {
+    alice: await store.users.createToken('alice', 'test'),
+    bob: await store.users.createToken('bob', 'test'),
+  };
 
   const dry = dryBackend({ runForMs: null });
   const backend: Backend = {
@@ -112,7 +116,7 @@ export async function world(options: WorldOptions = {}): Promise<World> {
       await app.close();
       await service.stop();
       await dry.close();
-      store.close();
+      await store.close();
       upstream.closeAllConnections();
       await new Promise((resolve) => upstream.close(resolve));
     },

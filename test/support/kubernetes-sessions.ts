@@ -16,7 +16,8 @@ import { createJobService } from '../../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../../src/model/config.ts';
 import { PLUGINS } from '../../src/plugins/index.ts';
 import { buildServer } from '../../src/server/app.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/open.ts';
+import type { Store } from '../../src/store/store.ts';
 import { catalog, products } from './fixtures.ts';
 import { call } from './interactive.ts';
 
@@ -47,15 +48,21 @@ export async function serveOnKubernetes(
     settings: pipeline.kubernetes,
     connection: { ...conn, inCluster: o.inCluster ?? false },
   });
-  const store = openStore(join(dir, 'ucompute.db'));
+  const store = await openStore({ sqlite: join(dir, 'ucompute.db') });
   const env = { catalog, products, config };
   const service = createJobService({ store, env, backend, plugins: [...PLUGINS, sessionRevocation(store)] });
   const app = await buildServer({ service, store, env, backend, logger: pino({ level: 'silent' }) });
   await service.start();
   await app.listen({ port: 0, host: '127.0.0.1' });
-  if (!store.getUser('alice')) {
-    store.createUser('alice', false);
-    store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
+  if (!(await store.users.getUser('alice'))) {
+    await store.users.createUser('alice', false);
+    await store.accounting.grant(
+      'user:alice',
+      'u1-standard',
+      1_000_000,
+      Date.now() - 1000,
+      Date.now() + YEAR,
+    );
   }
   let stopped = false;
   const stop = async () => {
@@ -64,13 +71,13 @@ export async function serveOnKubernetes(
     await app.close();
     await service.stop();
     await backend.close();
-    store.close();
+    await store.close();
   };
   t.after(stop);
   return {
     port: (app.server.address() as AddressInfo).port,
     store,
-    token: store.createToken('alice', 'test'),
+    token: await store.users.createToken('alice', 'test'),
     stop,
   };
 }

@@ -9,8 +9,8 @@ import type { BackendEvent, LogChunk } from '../../src/jobs/backend.ts';
 import { createJobService } from '../../src/jobs/service.ts';
 import type { Clock } from '../../src/model/clock.ts';
 import { directoryStorage } from '../../src/storage/directory.ts';
-import { openStore } from '../../src/store/store.ts';
 import { env } from './fixtures.ts';
+import { openTestStore } from './store.ts';
 import { until } from './until.ts';
 
 /**
@@ -84,12 +84,12 @@ export async function openTestService(
   t: { after(fn: () => Promise<void>): void },
   o: { config?: LocalSettings; requireCredits?: boolean; dir?: string; clock?: Clock } = {},
 ) {
-  const store = openStore(':memory:');
+  const store = await openTestStore();
   let stop = async () => {};
   // Registered before the backend's own: after hooks run in the order they were added.
   t.after(async () => {
     await stop();
-    store.close();
+    await store.close();
   });
   const local = await openTestBackend(t, {
     ...(o.config === undefined ? {} : { config: o.config }),

@@ -11,7 +11,8 @@ import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/conf
 import { openProvider, type Provider } from '../../src/provider/provider.ts';
 import { buildServer } from '../../src/server/app.ts';
 import type { JobStorage } from '../../src/storage/job-storage.ts';
-import { openStore, type Store } from '../../src/store/store.ts';
+import { openStore } from '../../src/store/open.ts';
+import type { Store } from '../../src/store/store.ts';
 import { type FakeCore, fakeUcloudCore } from './fake-ucloud-core.ts';
 import { EXAMPLE_CONFIG, products } from './fixtures.ts';
 
@@ -52,7 +53,7 @@ export async function providerWorld(o: ProviderWorldOptions = {}): Promise<Provi
     join(dir, 'ucloud_key.pub'),
     o.keyAs === 'pem' ? core.publicKeyPem : `${core.publicKeyForProvider}\n`,
   );
-  const store = openStore(join(dir, 'ucompute.db'));
+  const store = await openStore({ sqlite: join(dir, 'ucompute.db') });
   const backend = o.backend ?? dryBackend({ runForMs: null });
   const ucloud = {
     providerId: PROVIDER_ID,
@@ -94,7 +95,7 @@ export async function providerWorld(o: ProviderWorldOptions = {}): Promise<Provi
     await app.close();
     await service.stop();
     if (!o.backend) await backend.close();
-    store.close();
+    await store.close();
   };
   return {
     core,

@@ -36,7 +36,7 @@ export async function testServer(
       await app.close();
       await service.stop();
       await backend.close();
-      store.close();
+      await store.close();
     },
   };
 }
@@ -44,8 +44,8 @@ export async function testServer(
 /** The job as an administrator sees it, once the backend has moved it to `state`. */
 export function jobInState(w: { service: JobService }, id: string, state: JobState): Promise<Job> {
   return until(
-    () => {
-      const job = w.service.retrieve({ username: 'root', admin: true }, id);
+    async () => {
+      const job = await w.service.retrieve({ username: 'root', admin: true }, id);
       return job.status.state === state && job;
     },
     { describe: `job ${id} is ${state}` },

@@ -1,8 +1,9 @@
 /** UCloud's clients against the test server: fixtures of their requests, and a world to send them to. */
+
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { openStore } from '../../src/store/store.ts';
 import { type TestServer, testServer } from './server.ts';
+import { openTestStore } from './store.ts';
 
 const YEAR = 365 * 24 * 3600 * 1000;
 
@@ -19,12 +20,12 @@ export interface World extends TestServer {
 
 /** alice has credits for u1-standard; bob has none and sees none of alice's jobs. */
 export async function world(): Promise<World> {
-  const store = openStore(':memory:');
-  store.createUser('alice', false);
-  store.createUser('bob', false);
-  store.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
-  const token = store.createToken('alice', 'test');
-  const bobToken = store.createToken('bob', 'test');
+  const store = await openTestStore();
+  await store.users.createUser('alice', false);
+  await store.users.createUser('bob', false);
+  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
+  const token = await store.users.createToken('alice', 'test');
+  const bobToken = await store.users.createToken('bob', 'test');
   return { ...(await testServer(store)), token, bobToken };
 }
 

@@ -13,7 +13,7 @@ export const accountingRoutes: ApiRoutes = async (api) => {
         response: { 200: WalletsResponse, ...errors },
       },
     },
-    async (request) => ({ items: service.wallets(request.caller) }),
+    async (request) => ({ items: await service.wallets(request.caller) }),
   );
 
   api.get(

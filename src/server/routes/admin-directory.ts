@@ -59,9 +59,11 @@ export const adminDirectoryRoutes: ApiRoutes = async (api) => {
         response: { 200: RevokeTokensResponse, ...errors },
       },
     },
-    async (request) => ({
-      responses: request.body.items.map((i) => admin.revokeToken(request.caller, i.id)),
-    }),
+    async (request) => {
+      const responses = [];
+      for (const i of request.body.items) responses.push(await admin.revokeToken(request.caller, i.id));
+      return { responses };
+    },
   );
 
   for (const [verb, disabled] of [
@@ -81,13 +83,14 @@ export const adminDirectoryRoutes: ApiRoutes = async (api) => {
           response: { 200: UsersResponse, ...errors },
         },
       },
-      async (request) => ({
-        responses: request.body.items.map((i) => {
-          const changed = admin.setDisabled(request.caller, i.name, disabled);
-          if (disabled) api.sessions.forgetUser(i.name);
-          return changed;
-        }),
-      }),
+      async (request) => {
+        const responses = [];
+        for (const i of request.body.items) {
+          responses.push(await admin.setDisabled(request.caller, i.name, disabled));
+          if (disabled) await api.sessions.forgetUser(i.name);
+        }
+        return { responses };
+      },
     );
   }
 

@@ -1,5 +1,5 @@
 import { adminOperations } from '../../jobs/admin.ts';
-import type { Role } from '../../store/store.ts';
+import type { Role } from '../../store/users.ts';
 import { type ApiRoutes, adminOnly, errors } from '../api.ts';
 import {
   CreateProjectRequest,

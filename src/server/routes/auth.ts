@@ -27,8 +27,8 @@ const SignInLink = Type.Object({
  */
 export const authRoutes: ApiRoutes = async (api) => {
   const { store, signIns } = api;
-  const answer = (session: UiSession) => ({
-    user: signIns.userOf(session.caller),
+  const answer = async (session: UiSession) => ({
+    user: await signIns.userOf(session.caller),
     csrfToken: session.csrfToken,
   });
 
@@ -48,9 +48,9 @@ export const authRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request, reply) => {
-      const caller = callerForToken(store, request.body.token);
+      const caller = await callerForToken(store.users, request.body.token);
       if (!caller) return reply.code(401).send(errorBody(401, 'the API token is not valid'));
-      const { secret, session } = signIns.start(caller.username);
+      const { secret, session } = await signIns.start(caller.username);
       reply.header('set-cookie', sessionCookie(request, secret)).header('cache-control', 'no-store');
       return answer(session);
     },
@@ -68,7 +68,7 @@ export const authRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request, reply) => {
-      const signedIn = cookieSession(signIns, request, reply);
+      const signedIn = await cookieSession(signIns, request, reply);
       if (!signedIn) return reply.code(401).send(errorBody(401, 'the browser is not signed in'));
       reply.header('cache-control', 'no-store');
       return answer(signedIn.session);
@@ -86,8 +86,8 @@ export const authRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request, reply) => {
-      const signedIn = cookieSession(signIns, request, reply);
-      if (signedIn) signIns.end(signedIn.secret);
+      const signedIn = await cookieSession(signIns, request, reply);
+      if (signedIn) await signIns.end(signedIn.secret);
       return reply.code(204).header('set-cookie', clearedCookie(request)).send(null);
     },
   );
@@ -103,7 +103,7 @@ export const authRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request, reply) => {
-      const { secret, expiresAt } = signIns.createLink(request.caller.username);
+      const { secret, expiresAt } = await signIns.createLink(request.caller.username);
       reply.header('cache-control', 'no-store');
       return { url: `${request.server.publicUrl.origin()}/auth/link?ticket=${secret}`, expiresAt };
     },

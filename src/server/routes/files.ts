@@ -66,12 +66,12 @@ const ListResponse = Type.Object({
  */
 export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { storageRoot }) => {
   const store = api.store;
-  const filesOf = (caller: Caller) =>
+  const filesOf = async (caller: Caller) =>
     driveFiles(
       storageRoot,
       drivesOf(
         caller.username,
-        store.memberships(caller.username).map((m) => m.projectId),
+        (await store.users.memberships(caller.username)).map((m) => m.projectId),
       ),
     );
   const answer = <T>(work: Promise<T>): Promise<T> =>
@@ -95,7 +95,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
     },
     async (request) =>
       answer(
-        filesOf(request.caller).list(request.query.path, {
+        (await filesOf(request.caller)).list(request.query.path, {
           limit: request.query.itemsPerPage ?? 100,
           after: request.query.next,
         }),
@@ -112,7 +112,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).stat(request.query.path)),
+    async (request) => answer((await filesOf(request.caller)).stat(request.query.path)),
   );
 
   api.get(
@@ -125,7 +125,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
       },
     },
     async (request, reply) => {
-      const file = await answer(filesOf(request.caller).openForReading(request.query.path));
+      const file = await answer((await filesOf(request.caller)).openForReading(request.query.path));
       const range = byteRange(request, file.size);
       if (range === 'unsatisfiable') {
         await file.handle.close();
@@ -169,7 +169,9 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
       if (!(body instanceof Readable)) {
         throw new ServiceError(415, 'send the file as content-type application/octet-stream');
       }
-      return answer(filesOf(request.caller).write(request.query.path, body, request.query.offset ?? 0));
+      return answer(
+        (await filesOf(request.caller)).write(request.query.path, body, request.query.offset ?? 0),
+      );
     },
   );
 
@@ -183,7 +185,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).mkdir(request.body.path)),
+    async (request) => answer((await filesOf(request.caller)).mkdir(request.body.path)),
   );
 
   api.post(
@@ -196,7 +198,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).move(request.body.from, request.body.to)),
+    async (request) => answer((await filesOf(request.caller)).move(request.body.from, request.body.to)),
   );
 
   api.post(
@@ -209,7 +211,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).copy(request.body.from, request.body.to)),
+    async (request) => answer((await filesOf(request.caller)).copy(request.body.from, request.body.to)),
   );
 
   api.post(
@@ -222,7 +224,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
         response: { 200: FileEntry, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).trash(request.body.path)),
+    async (request) => answer((await filesOf(request.caller)).trash(request.body.path)),
   );
 
   api.post(
@@ -235,7 +237,7 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
         response: { 200: Emptied, ...errors },
       },
     },
-    async (request) => answer(filesOf(request.caller).emptyTrash(request.body.drive)),
+    async (request) => answer((await filesOf(request.caller)).emptyTrash(request.body.drive)),
   );
 };
 

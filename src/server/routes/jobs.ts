@@ -63,7 +63,7 @@ function readExtendRequest(body: unknown): unknown {
  */
 export const jobRoutes: ApiRoutes = async (api) => {
   const { jobService: service, jobEnvironment: env, store, signIns } = api;
-  const callerFor = (token: string) => callerForToken(store, token);
+  const callerFor = (token: string) => callerForToken(store.users, token);
   api.route({
     method: 'GET',
     url: '/api/jobs',
@@ -164,6 +164,7 @@ export const jobRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request, reply) => {
+      const signedIn = await credentialHolds(store.users, signIns, request, request.caller);
       const res = reply.raw;
       reply.hijack();
       res.writeHead(200, {
@@ -182,7 +183,7 @@ export const jobRoutes: ApiRoutes = async (api) => {
           end: () => res.end(),
         },
         {
-          signedIn: credentialHolds(store, signIns, request, request.caller),
+          signedIn,
           ...(lastEventId !== undefined ? { lastEventId } : {}),
         },
       );
@@ -298,7 +299,7 @@ export const jobRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request) => {
-      service.rename(request.caller, request.body.items);
+      await service.rename(request.caller, request.body.items);
       return { responses: request.body.items.map(() => ({})) };
     },
   );
@@ -355,7 +356,7 @@ export const jobRoutes: ApiRoutes = async (api) => {
     },
     // Refuse unknown and others' jobs before the upgrade, so the client sees a 404.
     preHandler: async (request: FastifyRequest<{ Querystring: { id: string } }>) => {
-      service.retrieve(request.caller, request.query.id);
+      await service.retrieve(request.caller, request.query.id);
     },
     handler: async (_request, reply) =>
       reply.code(426).header('upgrade', 'websocket').send(errorBody(426, 'this call needs a WebSocket')),

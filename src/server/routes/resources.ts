@@ -3,7 +3,6 @@ import { findProduct } from '../../jobs/prepare.ts';
 import { DEFAULT_SAMPLE_MS } from '../../jobs/resource-sampler.ts';
 import { JOB_ID_PATTERN } from '../../model/ids.ts';
 import { closed } from '../../model/schema.ts';
-import { resourceSeries } from '../../store/resource-series.ts';
 import { type ApiRoutes, errors } from '../api.ts';
 
 const GIB = 2 ** 30;
@@ -40,7 +39,6 @@ const ResourcesResponse = Type.Object({
 
 /** The live resource views: what each rank of a job used, sampled while it runs. */
 export const resourceRoutes: ApiRoutes = async (api) => {
-  const series = resourceSeries(api.store);
   api.get(
     '/api/jobs/resources',
     {
@@ -56,7 +54,7 @@ export const resourceRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request) => {
-      const job = api.jobService.retrieve(request.caller, request.query.id);
+      const job = await api.jobService.retrieve(request.caller, request.query.id);
       const { id, category } = job.specification.product;
       const product = findProduct(api.jobEnvironment.products, id, category);
       return {
@@ -67,7 +65,7 @@ export const resourceRoutes: ApiRoutes = async (api) => {
           memoryBytes: Math.round((product?.memoryInGigs ?? 0) * GIB),
           gpus: product?.gpu ?? 0,
         },
-        ranks: series.of(job.id, request.query.after ?? 0),
+        ranks: await api.store.resourceSeries.of(job.id, request.query.after ?? 0),
       };
     },
   );

@@ -131,7 +131,7 @@ export const sessionRoutes: ApiRoutes = async (api) => {
     },
     async (request) => {
       const reached = request.server.publicUrl.reached();
-      const opened = sessions.open(request.caller, request.body.items, reached);
+      const opened = await sessions.open(request.caller, request.body.items, reached);
       return {
         responses: opened.map((session) => ({
           providerDomain: reached.origin,
@@ -175,14 +175,14 @@ export const sessionRoutes: ApiRoutes = async (api) => {
     // Refused before the upgrade, so the browser sees a 401 and nothing reaches the job.
     preHandler: async (request: FastifyRequest<{ Querystring: { jobId: string; rank: number } }>) => {
       const { jobId, rank } = request.query;
-      if (!sessions.use(vncSecret(request), 'VNC', jobId, rank)) {
+      if (!(await sessions.use(vncSecret(request), 'VNC', jobId, rank))) {
         throw new ServiceError(401, 'the VNC session is not valid: open a new one');
       }
     },
     handler: async (_request, reply) => reply.code(426).header('upgrade', 'websocket').send(notWebSocket),
-    wsHandler: (socket, request) => {
+    wsHandler: async (socket, request) => {
       const { jobId, rank } = request.query as { jobId: string; rank: number };
-      const port = sessions.portOf(jobId, 'VNC');
+      const port = await sessions.portOf(jobId, 'VNC');
       if (port === undefined) socket.close(4404, 'the job has no VNC port');
       else relayVnc(socket, { jobId, rank, port }, backend, request.log);
     },

@@ -70,9 +70,9 @@ export const signInLinkRoutes: ApiRoutes = async (api) => {
     async (request, reply) => {
       reply.headers(PAGE_HEADERS);
       const ticket = request.query.ticket ?? '';
-      const holder = signIns.linkHolder(ticket);
+      const holder = await signIns.linkHolder(ticket);
       if (holder === undefined) return reply.code(410).send(EXPIRED_LINK_PAGE);
-      const current = signedInAs(request, reply);
+      const current = await signedInAs(request, reply);
       const nonce = randomBytes(32).toString('base64url');
       const replaced =
         current !== undefined && current !== holder
@@ -117,7 +117,7 @@ export const signInLinkRoutes: ApiRoutes = async (api) => {
           .code(403)
           .send(page('<p>This sign-in was not sent from its own page here: open the link again.</p>'));
       }
-      const signedIn = signIns.redeemLink(request.body.ticket ?? '');
+      const signedIn = await signIns.redeemLink(request.body.ticket ?? '');
       if (!signedIn) return reply.code(410).send(EXPIRED_LINK_PAGE);
       return reply
         .code(303)
@@ -132,9 +132,9 @@ export const signInLinkRoutes: ApiRoutes = async (api) => {
 };
 
 /** Who the browser is signed in as now, if anyone (a cookie the server would refuse says nobody). */
-function signedInAs(request: FastifyRequest, reply: FastifyReply): string | undefined {
+async function signedInAs(request: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
   try {
-    return cookieSession(request.server.signIns, request, reply)?.session.caller.username;
+    return (await cookieSession(request.server.signIns, request, reply))?.session.caller.username;
   } catch {
     return undefined;
   }

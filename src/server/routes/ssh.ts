@@ -66,7 +66,7 @@ export const sshKeyRoutes: ApiRoutes = async (api) => {
         },
       },
       async (request) => ({
-        responses: keys.create(request.caller, request.body.items).map((id) => ({ id })),
+        responses: (await keys.create(request.caller, request.body.items)).map((id) => ({ id })),
       }),
     );
   }
@@ -95,7 +95,7 @@ export const sshKeyRoutes: ApiRoutes = async (api) => {
       },
     },
     async (request) => {
-      keys.remove(
+      await keys.remove(
         request.caller,
         request.body.items.map((item) => item.id),
       );

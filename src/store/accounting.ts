@@ -1,0 +1,46 @@
+// Allocations of credits and the charges drawn from them.
+
+export interface ChargeRecord {
+  chargeId: string;
+  jobId: string;
+  owner: string;
+  category: string;
+  units: number;
+  periods: number;
+  credits: number;
+  chargedAt: number;
+}
+
+export interface AllocationRecord {
+  id: number;
+  owner: string;
+  category: string;
+  credits: number;
+  used: number;
+  startAt: number;
+  endAt: number;
+}
+
+export interface AccountingStore {
+  /** Grants credits to an owner in a category for [startAt, endAt); answers the allocation's id. */
+  grant(
+    owner: string,
+    category: string,
+    credits: number,
+    startAt: number,
+    endAt: number,
+    now?: number,
+  ): Promise<number>;
+  /** Every allocation, or an owner's, in the order they were granted. */
+  allocations(owner?: string): Promise<AllocationRecord[]>;
+  /** Allocations of an owner in a category that are valid at `at`, the soonest to end first. */
+  activeAllocations(owner: string, category: string, at: number): Promise<AllocationRecord[]>;
+  /**
+   * Records a charge once (false when this charge id was already recorded: a retry) and draws it
+   * from the owner's valid allocations, the soonest to end first; what none can cover is
+   * drawn from the last one, which then shows a negative balance. Atomic on its own.
+   */
+  charge(c: ChargeRecord): Promise<boolean>;
+  /** An owner's charges in [from, to), oldest first. */
+  charges(owner: string, from: number, to: number): Promise<ChargeRecord[]>;
+}

@@ -1,0 +1,146 @@
+import type { JobSpecification, JobState, JobUpdate } from '../model/job.ts';
+import type { Outcome, OutcomeKind } from '../model/outcome.ts';
+import type { Owner } from '../model/owner.ts';
+
+// Jobs, their updates and idempotent submissions: what the job service keeps of every job.
+
+export interface JobRecord {
+  id: string;
+  createdBy: string;
+  project: string | null;
+  state: JobState;
+  application: string;
+  createdAt: number;
+  specification: JobSpecification;
+  timeAllocationMs: number | null;
+  startedAt: number | null;
+  expiresAt: number | null;
+  outputFolder: string | null;
+  exitCodes: Record<string, number> | null;
+  submitted: boolean;
+  pricePerUnit: number;
+  creditsCharged: number;
+  chargedPeriods: number;
+  /** When the current run started; null while none is under way (queued, suspended). */
+  runStartedAt: number | null;
+  /** How long the job's runs before the current one ran, in all. */
+  timeRunBeforeMs: number;
+  /** The JobBuild as submitted (JSON), kept so that plugins and recovery read the same objects. */
+  build: string | null;
+  updateCount: number;
+  /**
+   * How the job ended; while it is active, how ucompute is ending it (a cancel, its owner's
+   * credits, its expiry), so that its end is that one whatever the backend says meanwhile.
+   */
+  outcome: Outcome | null;
+}
+
+/** Column changes that go with an update, applied in the same transaction. */
+export interface JobChanges {
+  state?: JobState;
+  startedAt?: number | null;
+  runStartedAt?: number | null;
+  timeRunBeforeMs?: number;
+  expiresAt?: number | null;
+  timeAllocationMs?: number | null;
+  outputFolder?: string;
+  exitCodes?: Record<string, number>;
+  submitted?: boolean;
+  build?: null;
+  outcome?: Outcome;
+}
+
+export interface NewJob {
+  id: string;
+  createdBy: string;
+  project: string | null;
+  application: string;
+  createdAt: number;
+  specification: JobSpecification;
+  timeAllocationMs: number | null;
+  pricePerUnit: number;
+  firstUpdate: JobUpdate;
+}
+
+export interface JobVisibility {
+  username: string;
+  /** Projects whose every job the user sees (PI, ADMIN). */
+  allOf: readonly string[];
+  /** Projects where the user sees only their own jobs (USER). */
+  ownOf: readonly string[];
+}
+
+export interface BrowseQuery {
+  visibility: JobVisibility | 'all';
+  state?: JobState;
+  /** Final jobs that ended this way. */
+  outcome?: OutcomeKind;
+  application?: string;
+  createdBy?: string;
+  /** Epoch ms, inclusive. */
+  createdAfter?: number;
+  /** Epoch ms, exclusive. */
+  createdBefore?: number;
+  productId?: string;
+  productCategory?: string;
+  project?: string;
+  ids?: readonly string[];
+  /** Case-insensitive text in the job's id, name or application name. */
+  query?: string;
+  /** Oldest first; newest first by default. */
+  ascending?: boolean;
+  /** Ids sort by creation time; the page starts after this id, in the page's order. */
+  before?: string;
+  limit: number;
+}
+
+/** What an Idempotency-Key stands for: the request's hash and the jobs it made. */
+export interface IdempotentRequest {
+  requestHash: string;
+  jobIds: string[];
+}
+
+export interface JobStore {
+  insert(job: NewJob): Promise<void>;
+  state(id: string): Promise<JobState | undefined>;
+  /** The job; inside a transaction on PostgreSQL its row stays locked until the end. */
+  get(id: string): Promise<JobRecord | undefined>;
+  updatesOf(id: string): Promise<JobUpdate[]>;
+  /** Appends an update and applies its column changes; call inside a transaction with the check. */
+  appendUpdate(job: JobRecord, update: JobUpdate, changes: JobChanges): Promise<void>;
+  /**
+   * Records how ucompute is ending an active job, unless something is ending it already; answers
+   * whether this one was recorded.
+   */
+  markEnding(id: string, outcome: Outcome): Promise<boolean>;
+  /** Forgets how an active job was being ended (the backend could not stop it). */
+  unmarkEnding(id: string): Promise<void>;
+  /**
+   * Sets the credits an active job holds back from its owner's balance (what it can spend before
+   * its next charge); call in the transaction that inserts it.
+   */
+  reserveCredits(id: string, credits: number): Promise<void>;
+  /** What the owner's active jobs hold back in a category. */
+  heldCredits(owner: Owner, category: string): Promise<number>;
+  /** Gives a job another name (null: none); the rest of its specification stays. */
+  rename(id: string, name: string | null): Promise<void>;
+  /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */
+  saveBuild(id: string, build: string): Promise<void>;
+  markSubmitted(id: string): Promise<void>;
+  /** The backend no longer has the job (suspended): the next submission sends it again. */
+  markUnsubmitted(id: string): Promise<void>;
+  browse(q: BrowseQuery): Promise<JobRecord[]>;
+  /** Jobs that have not ended, oldest first. */
+  active(): Promise<JobRecord[]>;
+  /** Running jobs only, from the partial index of active jobs: a queue backlog costs nothing here. */
+  running(): Promise<JobRecord[]>;
+  countByState(): Promise<Record<string, number>>;
+  idempotent(username: string, key: string): Promise<IdempotentRequest | undefined>;
+  rememberIdempotent(
+    username: string,
+    key: string,
+    requestHash: string,
+    jobIds: string[],
+    now?: number,
+  ): Promise<void>;
+}

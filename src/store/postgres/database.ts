@@ -1,0 +1,128 @@
+import pg from 'pg';
+import { MIGRATIONS, postgresSql } from '../migrations.ts';
+import type { Row } from '../rows.ts';
+
+/** One statement, with SQLite's `?` placeholders (numbered for PostgreSQL here); answers its rows. */
+export interface Query {
+  (text: string, ...params: unknown[]): Promise<Row[]>;
+  /** How many rows the statement changed. */
+  changed(text: string, ...params: unknown[]): Promise<number>;
+}
+
+/**
+ * What a part of the PostgreSQL store runs on: statements on one connection inside a transaction
+ * (`locked` then locks the rows it reads), or on the pool outside one.
+ */
+export interface Connection {
+  query: Query;
+  /** Runs `fn` in a transaction: this one, or a new one when there is none. */
+  atomic<T>(fn: (q: Query) => Promise<T>): Promise<T>;
+  /** ` for update` inside a transaction (rows read there stay the caller's until it ends), else ''. */
+  readonly locked: string;
+}
+
+// bigint (epoch milliseconds, counts) and numeric as JavaScript numbers: every value the store
+// keeps fits in 53 bits.
+const INT8 = 20;
+const NUMERIC = 1700;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8 || oid === NUMERIC
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
+};
+
+const numbered = new Map<string, string>();
+/** `?` placeholders as `$1`, `$2`, …: the statements are written once, in SQLite's style. */
+function numberedPlaceholders(text: string): string {
+  let out = numbered.get(text);
+  if (out === undefined) {
+    let n = 0;
+    out = text.replace(/\?/g, () => `$${++n}`);
+    numbered.set(text, out);
+  }
+  return out;
+}
+
+function queryOn(client: pg.Pool | pg.PoolClient): Query {
+  const run = (text: string, params: unknown[]) => client.query<Row>(numberedPlaceholders(text), params);
+  const query = (async (text: string, ...params: unknown[]) => (await run(text, params)).rows) as Query;
+  query.changed = async (text, ...params) => (await run(text, params)).rowCount ?? 0;
+  return query;
+}
+
+export interface PostgresDatabase {
+  pool: pg.Pool;
+  /** Statements on the pool, each its own transaction. */
+  outside: Connection;
+  /** Runs `fn` in a new transaction on a connection of its own; committed when it returns. */
+  transaction<T>(fn: (c: Connection) => Promise<T>): Promise<T>;
+}
+
+/**
+ * PostgreSQL through node-postgres: a pool of connections, every write committed before it
+ * answers (PostgreSQL syncs a commit to disk by default, so an accepted job is durable on every
+ * transaction, not only those marked so). The schema is migrated at open, under an advisory lock
+ * so that replicas starting together migrate once.
+ */
+export async function openPostgresDatabase(url: string): Promise<PostgresDatabase> {
+  // Idle connections do not keep the process alive: it ends when its work does.
+  const pool = new pg.Pool({ connectionString: url, types, max: 10, allowExitOnIdle: true });
+  // An idle connection that fails (the server restarted) is dropped by the pool; without a
+  // listener its error would end the process.
+  pool.on('error', () => {});
+  const transaction = async <T>(fn: (c: Connection) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      await client.query('begin');
+      const query = queryOn(client);
+      const result = await fn({ query, atomic: (inner) => inner(query), locked: ' for update' });
+      await client.query('commit');
+      return result;
+    } catch (e) {
+      broken = await client.query('rollback').then(
+        () => false,
+        () => true,
+      );
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  };
+  try {
+    await migrate(pool);
+  } catch (e) {
+    await pool.end();
+    throw e;
+  }
+  const query = queryOn(pool);
+  return {
+    pool,
+    outside: { query, atomic: (fn) => transaction((c) => fn(c.query)), locked: '' },
+    transaction,
+  };
+}
+
+/** Any number that no other use of advisory locks in the database picks: "ucompute" in ASCII. */
+const MIGRATION_LOCK = 0x7563_6f6d_7075;
+
+async function migrate(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query('create table if not exists schema_version (version integer not null)');
+    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from schema_version');
+    for (let v = rows[0]?.v ?? 0; v < MIGRATIONS.length; v++) {
+      await client.query(postgresSql(MIGRATIONS[v]!));
+      await client.query('insert into schema_version (version) values ($1)', [v + 1]);
+    }
+    await client.query('commit');
+  } catch (e) {
+    await client.query('rollback').catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,226 @@
+import type { JobState, JobUpdate } from '../../model/job.ts';
+import type { JobStore } from '../jobs.ts';
+import { toJob } from '../rows.ts';
+import type { Connection } from './database.ts';
+
+// The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
+
+const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
+
+export function postgresJobs({ query, locked }: Connection): JobStore {
+  return {
+    async insert(job) {
+      await query(
+        `insert into jobs (id, created_by, project, state, application, created_at, specification,
+           time_allocation_ms, price_per_unit, update_count)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+        job.id,
+        job.createdBy,
+        job.project,
+        job.firstUpdate.state ?? 'IN_QUEUE',
+        job.application,
+        job.createdAt,
+        JSON.stringify(job.specification),
+        job.timeAllocationMs,
+        job.pricePerUnit,
+      );
+      await query(
+        'insert into job_updates (job_id, seq, body) values (?, 0, ?)',
+        job.id,
+        JSON.stringify(job.firstUpdate),
+      );
+    },
+    async state(id) {
+      const [r] = await query('select state from jobs where id = ?', id);
+      return r?.state as JobState | undefined;
+    },
+    async get(id) {
+      const [r] = await query(`select * from jobs where id = ?${locked}`, id);
+      return r && toJob(r);
+    },
+    async updatesOf(id) {
+      const rows = await query('select body from job_updates where job_id = ? order by seq', id);
+      return rows.map((r) => JSON.parse(r.body as string) as JobUpdate);
+    },
+    async appendUpdate(job, update, changes) {
+      const sets: string[] = ['update_count = update_count + 1'];
+      const values: unknown[] = [];
+      const set = (column: string, value: unknown) => {
+        sets.push(`${column} = ?`);
+        values.push(value);
+      };
+      if (changes.state !== undefined) set('state', changes.state);
+      if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
+      if (changes.runStartedAt !== undefined) set('run_started_at', changes.runStartedAt);
+      if (changes.timeRunBeforeMs !== undefined) set('time_run_before_ms', changes.timeRunBeforeMs);
+      if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
+      if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
+      if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
+      if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
+      if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
+      if (changes.build === null) set('build', null);
+      if (changes.outcome !== undefined) {
+        set('outcome', changes.outcome.kind);
+        set('outcome_by', changes.outcome.by ?? null);
+        set('outcome_reason', changes.outcome.reason ?? null);
+      }
+      await query(`update jobs set ${sets.join(', ')} where id = ?`, ...values, job.id);
+      await query(
+        'insert into job_updates (job_id, seq, body) values (?, ?, ?)',
+        job.id,
+        job.updateCount,
+        JSON.stringify(update),
+      );
+    },
+    async markEnding(id, outcome) {
+      const marked = await query(
+        `update jobs set outcome = ?, outcome_by = ?, outcome_reason = ?
+         where id = ? and outcome is null and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')
+         returning id`,
+        outcome.kind,
+        outcome.by ?? null,
+        outcome.reason ?? null,
+        id,
+      );
+      return marked.length === 1;
+    },
+    async unmarkEnding(id) {
+      await query(
+        `update jobs set outcome = null, outcome_by = null, outcome_reason = null
+         where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+        id,
+      );
+    },
+    async reserveCredits(id, credits) {
+      await query('update jobs set reserved_credits = ? where id = ?', credits, id);
+    },
+    async heldCredits(owner, category) {
+      const [r] =
+        owner.project !== undefined
+          ? await query(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and project = ? and specification::jsonb #>> '{product,category}' = ?`,
+              owner.project,
+              category,
+            )
+          : await query(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and created_by = ? and project is null
+                 and specification::jsonb #>> '{product,category}' = ?`,
+              owner.createdBy,
+              category,
+            );
+      return Number(r?.credits ?? 0);
+    },
+    async rename(id, name) {
+      await query(
+        `update jobs set specification = case when ?::text is null then (specification::jsonb - 'name')::text
+           else jsonb_set(specification::jsonb, '{name}', to_jsonb(?::text))::text end where id = ?`,
+        name,
+        name,
+        id,
+      );
+    },
+    async saveBuild(id, build) {
+      await query('update jobs set build = ? where id = ?', build, id);
+    },
+    async markSubmitted(id) {
+      await query('update jobs set submitted = 1 where id = ?', id);
+    },
+    async markUnsubmitted(id) {
+      await query('update jobs set submitted = 0 where id = ?', id);
+    },
+    async browse(q) {
+      const where: string[] = [];
+      const values: unknown[] = [];
+      if (q.visibility !== 'all') {
+        const v = q.visibility;
+        const parts = ['(project is null and created_by = ?)'];
+        values.push(v.username);
+        if (v.allOf.length > 0) {
+          parts.push('project = any(?::text[])');
+          values.push(v.allOf);
+        }
+        if (v.ownOf.length > 0) {
+          parts.push('(created_by = ? and project = any(?::text[]))');
+          values.push(v.username, v.ownOf);
+        }
+        where.push(`(${parts.join(' or ')})`);
+      }
+      const equal: [string, string | number | undefined][] = [
+        ['state = ?', q.state],
+        ["outcome = ? and state in ('SUCCESS', 'FAILURE', 'EXPIRED')", q.outcome],
+        ['application = ?', q.application],
+        ['created_by = ?', q.createdBy],
+        ['created_at >= ?', q.createdAfter],
+        ['created_at < ?', q.createdBefore],
+        ["specification::jsonb #>> '{product,id}' = ?", q.productId],
+        ["specification::jsonb #>> '{product,category}' = ?", q.productCategory],
+        ['project = ?', q.project],
+      ];
+      for (const [condition, value] of equal) {
+        if (value === undefined) continue;
+        where.push(condition);
+        values.push(value);
+      }
+      if (q.ids !== undefined) {
+        where.push('id = any(?::text[])');
+        values.push(q.ids);
+      }
+      if (q.query !== undefined) {
+        where.push(
+          "strpos(lower(id || ' ' || application || ' ' || coalesce(specification::jsonb ->> 'name', '')), lower(?)) > 0",
+        );
+        values.push(q.query);
+      }
+      if (q.before !== undefined) {
+        where.push(q.ascending === true ? 'id > ?' : 'id < ?');
+        values.push(q.before);
+      }
+      const clause = where.length > 0 ? `where ${where.join(' and ')}` : '';
+      const order = q.ascending === true ? 'asc' : 'desc';
+      const rows = await query(
+        `select * from jobs ${clause} order by id ${order} limit ?`,
+        ...values,
+        q.limit,
+      );
+      return rows.map(toJob);
+    },
+    async active() {
+      const rows = await query(
+        `select * from jobs where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') order by id`,
+      );
+      return rows.map(toJob);
+    },
+    async running() {
+      return (await query(`select * from jobs where state = 'RUNNING' order by id`)).map(toJob);
+    },
+    async countByState() {
+      const out: Record<string, number> = {};
+      for (const r of await query('select state, count(*) as n from jobs group by state')) {
+        out[r.state as string] = Number(r.n);
+      }
+      return out;
+    },
+    async idempotent(username, key) {
+      const [r] = await query(
+        'select request_hash, job_ids from idempotency where username = ? and key = ?',
+        username,
+        key,
+      );
+      return (
+        r && { requestHash: r.request_hash as string, jobIds: JSON.parse(r.job_ids as string) as string[] }
+      );
+    },
+    async rememberIdempotent(username, key, requestHash, jobIds, now = Date.now()) {
+      await query(
+        'insert into idempotency (username, key, request_hash, job_ids, created_at) values (?, ?, ?, ?, ?)',
+        username,
+        key,
+        requestHash,
+        JSON.stringify(jobIds),
+        now,
+      );
+    },
+  };
+}

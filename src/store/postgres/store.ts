@@ -1,0 +1,67 @@
+import { type Fence, FencedError } from '../leases.ts';
+import type { Store, StoreParts } from '../store.ts';
+import { postgresAccounting } from './accounting.ts';
+import { postgresAuditLog } from './audit-log.ts';
+import { type Connection, openPostgresDatabase, type Query } from './database.ts';
+import { postgresDirectory } from './directory.ts';
+import { postgresJobs } from './jobs.ts';
+import { postgresLeases } from './leases.ts';
+import { postgresResourceSeries } from './resource-series.ts';
+import { postgresSessions, postgresSignIns } from './sessions.ts';
+import { postgresSshKeys } from './ssh-keys.ts';
+import { postgresUcloudApplications, postgresUcloudOutbox } from './ucloud.ts';
+import { postgresUsers } from './users.ts';
+
+function partsOn(c: Connection): StoreParts {
+  return {
+    jobs: postgresJobs(c),
+    accounting: postgresAccounting(c),
+    users: postgresUsers(c),
+    sessions: postgresSessions(c),
+    signIns: postgresSignIns(c),
+    sshKeys: postgresSshKeys(c),
+    directory: postgresDirectory(c),
+    audit: postgresAuditLog(c),
+    resourceSeries: postgresResourceSeries(c),
+    ucloudOutbox: postgresUcloudOutbox(c),
+    ucloudApplications: postgresUcloudApplications(c),
+    leases: postgresLeases(c),
+  };
+}
+
+/**
+ * The store on PostgreSQL, which several replicas share. A transaction runs on a connection of
+ * its own, so transactions of one process run side by side as those of several do; rows a
+ * transaction reads through `jobs.get` stay locked until it ends, so two updates of one job
+ * apply one after the other. Every commit is synced before it answers (durable or not).
+ */
+export async function openPostgresStore(url: string): Promise<Store> {
+  const d = await openPostgresDatabase(url);
+  return {
+    ...partsOn(d.outside),
+    transaction: (fn) => d.transaction((c) => fn(partsOn(c))),
+    fenced(fence) {
+      const fenced = <T>(fn: (c: Connection) => Promise<T>) =>
+        d.transaction(async (c) => {
+          await checkFence(c.query, fence);
+          return fn(c);
+        });
+      // A call of a part outside a transaction: each statement in a fenced transaction of its own.
+      const query = ((text: string, ...params: unknown[]) =>
+        fenced((c) => c.query(text, ...params))) as Query;
+      query.changed = (text, ...params) => fenced((c) => c.query.changed(text, ...params));
+      return {
+        ...partsOn({ query, atomic: (fn) => fenced((c) => fn(c.query)), locked: '' }),
+        transaction: (fn) => fenced((c) => fn(partsOn(c))),
+      };
+    },
+    close: () => d.pool.end(),
+  };
+}
+
+/** Refuses the transaction unless the lease has the fence's epoch; its row stays shared until the end. */
+async function checkFence(query: Query, fence: Fence): Promise<void> {
+  const [r] = await query('select epoch from leases where name = ? for share', fence.lease);
+  const epoch = r === undefined ? undefined : Number(r.epoch);
+  if (epoch !== fence.epoch) throw new FencedError(fence, epoch);
+}

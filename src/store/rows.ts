@@ -1,0 +1,98 @@
+import type { JobSpecification, JobState } from '../model/job.ts';
+import type { Outcome, OutcomeKind } from '../model/outcome.ts';
+import type { AllocationRecord } from './accounting.ts';
+import type { TokenMetadata } from './directory.ts';
+import { TOKEN_ID_LENGTH } from './directory.ts';
+import type { JobRecord } from './jobs.ts';
+import type { Lease } from './leases.ts';
+import type { SessionRecord } from './sessions.ts';
+import type { SshKeyRecord } from './ssh-keys.ts';
+import type { UserRecord } from './users.ts';
+
+// Rows as both databases answer them (column names as in the migrations), made records. Numbers
+// may come as numbers or, from PostgreSQL's bigint, as parsed numbers too; flags are 0 or 1.
+
+export type Row = Record<string, unknown>;
+
+export const toAllocation = (r: Row): AllocationRecord => ({
+  id: Number(r.id),
+  owner: r.owner as string,
+  category: r.category as string,
+  credits: Number(r.credits),
+  used: Number(r.used),
+  startAt: Number(r.start_at),
+  endAt: Number(r.end_at),
+});
+
+export const toToken = (r: Row): TokenMetadata => ({
+  id: (r.hash as string).slice(0, TOKEN_ID_LENGTH),
+  username: r.username as string,
+  description: r.description as string,
+  createdAt: Number(r.created_at),
+});
+
+export const toJob = (r: Row): JobRecord => ({
+  id: r.id as string,
+  createdBy: r.created_by as string,
+  project: (r.project as string | null) ?? null,
+  state: r.state as JobState,
+  application: r.application as string,
+  createdAt: Number(r.created_at),
+  specification: JSON.parse(r.specification as string) as JobSpecification,
+  timeAllocationMs: r.time_allocation_ms === null ? null : Number(r.time_allocation_ms),
+  startedAt: r.started_at === null ? null : Number(r.started_at),
+  expiresAt: r.expires_at === null ? null : Number(r.expires_at),
+  outputFolder: (r.output_folder as string | null) ?? null,
+  exitCodes: r.exit_codes === null ? null : (JSON.parse(r.exit_codes as string) as Record<string, number>),
+  submitted: r.submitted === 1,
+  pricePerUnit: Number(r.price_per_unit),
+  creditsCharged: Number(r.credits_charged),
+  chargedPeriods: Number(r.charged_periods),
+  runStartedAt: r.run_started_at === null ? null : Number(r.run_started_at),
+  timeRunBeforeMs: Number(r.time_run_before_ms),
+  build: (r.build as string | null) ?? null,
+  updateCount: Number(r.update_count),
+  outcome: r.outcome === null || r.outcome === undefined ? null : outcomeOf(r),
+});
+
+function outcomeOf(r: Row): Outcome {
+  return {
+    kind: r.outcome as OutcomeKind,
+    ...(r.outcome_by !== null ? { by: r.outcome_by as string } : {}),
+    ...(r.outcome_reason !== null ? { reason: r.outcome_reason as string } : {}),
+  };
+}
+
+export const toSession = (r: Row): SessionRecord => ({
+  hash: r.hash as string,
+  kind: r.kind as SessionRecord['kind'],
+  jobId: r.job_id as string,
+  rank: Number(r.rank),
+  username: r.username as string,
+  createdAt: Number(r.created_at),
+  lastUsedAt: Number(r.last_used_at),
+  expiresAt: Number(r.expires_at),
+});
+
+export const toKey = (r: Row): SshKeyRecord => ({
+  id: r.id as string,
+  owner: r.owner as string,
+  title: r.title as string,
+  key: r.key as string,
+  fingerprint: r.fingerprint as string,
+  createdAt: Number(r.created_at),
+});
+
+export const toUser = (r: Row): UserRecord => ({
+  name: r.name as string,
+  admin: r.admin === 1,
+  createdAt: Number(r.created_at),
+  disabledAt: r.disabled_at === null ? null : Number(r.disabled_at),
+});
+
+export const toLease = (r: Row): Lease => ({
+  name: r.name as string,
+  holder: r.holder as string,
+  epoch: Number(r.epoch),
+  expiresAt: Number(r.expires_at),
+});

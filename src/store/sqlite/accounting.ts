@@ -1,0 +1,70 @@
+import type { AccountingStore, AllocationRecord } from '../accounting.ts';
+import { toAllocation } from '../rows.ts';
+import type { Row, SqliteDatabase, Synchronous } from './database.ts';
+
+export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchronous<AccountingStore> {
+  const activeAllocations = (owner: string, category: string, at: number): AllocationRecord[] =>
+    (
+      sql(
+        'select * from allocations where owner = ? and category = ? and start_at <= ? and end_at > ? order by end_at, id',
+      ).all(owner, category, at, at) as Row[]
+    ).map(toAllocation);
+
+  return {
+    grant(owner, category, credits, startAt, endAt, now = Date.now()) {
+      return Number(
+        sql(
+          'insert into allocations (owner, category, credits, start_at, end_at, created_at) values (?, ?, ?, ?, ?, ?)',
+        ).run(owner, category, credits, startAt, endAt, now).lastInsertRowid,
+      );
+    },
+    allocations(owner) {
+      const rows = (
+        owner === undefined
+          ? sql('select * from allocations order by id').all()
+          : sql('select * from allocations where owner = ? order by id').all(owner)
+      ) as Row[];
+      return rows.map(toAllocation);
+    },
+    activeAllocations,
+    charge(c) {
+      return transaction(() => {
+        const inserted =
+          sql(
+            `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at)
+             values (?, ?, ?, ?, ?, ?, ?, ?)`,
+          ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt)
+            .changes === 1;
+        if (!inserted) return false;
+        sql(
+          'update jobs set credits_charged = credits_charged + ?, charged_periods = charged_periods + ? where id = ?',
+        ).run(c.credits, c.periods, c.jobId);
+        const allocations = activeAllocations(c.owner, c.category, c.chargedAt);
+        let remaining = c.credits;
+        allocations.forEach((a, i) => {
+          const last = i === allocations.length - 1;
+          const take = last ? remaining : Math.min(remaining, Math.max(0, a.credits - a.used));
+          if (take !== 0) sql('update allocations set used = used + ? where id = ?').run(take, a.id);
+          remaining -= take;
+        });
+        return true;
+      });
+    },
+    charges(owner, from, to) {
+      return (
+        sql(
+          'select * from charges where owner = ? and charged_at >= ? and charged_at < ? order by charged_at',
+        ).all(owner, from, to) as Row[]
+      ).map((r) => ({
+        chargeId: r.charge_id as string,
+        jobId: r.job_id as string,
+        owner: r.owner as string,
+        category: r.category as string,
+        units: Number(r.units),
+        periods: Number(r.periods),
+        credits: Number(r.credits),
+        chargedAt: Number(r.charged_at),
+      }));
+    },
+  };
+}

@@ -1,0 +1,205 @@
+import type { SQLInputValue } from 'node:sqlite';
+import type { JobState, JobUpdate } from '../../model/job.ts';
+import type { JobStore } from '../jobs.ts';
+import { toJob } from '../rows.ts';
+import type { Row, SqliteDatabase, Synchronous } from './database.ts';
+
+const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
+
+export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
+  return {
+    insert(job) {
+      sql(
+        `insert into jobs (id, created_by, project, state, application, created_at, specification,
+           time_allocation_ms, price_per_unit, update_count)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+      ).run(
+        job.id,
+        job.createdBy,
+        job.project,
+        job.firstUpdate.state ?? 'IN_QUEUE',
+        job.application,
+        job.createdAt,
+        JSON.stringify(job.specification),
+        job.timeAllocationMs,
+        job.pricePerUnit,
+      );
+      sql('insert into job_updates (job_id, seq, body) values (?, 0, ?)').run(
+        job.id,
+        JSON.stringify(job.firstUpdate),
+      );
+    },
+    state(id) {
+      const r = sql('select state from jobs where id = ?').get(id) as Row | undefined;
+      return r?.state as JobState | undefined;
+    },
+    get(id) {
+      const r = sql('select * from jobs where id = ?').get(id) as Row | undefined;
+      return r && toJob(r);
+    },
+    updatesOf(id) {
+      return (sql('select body from job_updates where job_id = ? order by seq').all(id) as Row[]).map(
+        (r) => JSON.parse(r.body as string) as JobUpdate,
+      );
+    },
+    appendUpdate(job, update, changes) {
+      const sets: string[] = ['update_count = update_count + 1'];
+      const values: SQLInputValue[] = [];
+      const set = (column: string, value: SQLInputValue) => {
+        sets.push(`${column} = ?`);
+        values.push(value);
+      };
+      if (changes.state !== undefined) set('state', changes.state);
+      if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
+      if (changes.runStartedAt !== undefined) set('run_started_at', changes.runStartedAt);
+      if (changes.timeRunBeforeMs !== undefined) set('time_run_before_ms', changes.timeRunBeforeMs);
+      if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
+      if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
+      if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
+      if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
+      if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
+      if (changes.build === null) set('build', null);
+      if (changes.outcome !== undefined) {
+        set('outcome', changes.outcome.kind);
+        set('outcome_by', changes.outcome.by ?? null);
+        set('outcome_reason', changes.outcome.reason ?? null);
+      }
+      sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
+      sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
+        job.id,
+        job.updateCount,
+        JSON.stringify(update),
+      );
+    },
+    markEnding(id, outcome) {
+      return (
+        sql(
+          `update jobs set outcome = ?, outcome_by = ?, outcome_reason = ?
+           where id = ? and outcome is null and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+        ).run(outcome.kind, outcome.by ?? null, outcome.reason ?? null, id).changes === 1
+      );
+    },
+    unmarkEnding(id) {
+      sql(
+        `update jobs set outcome = null, outcome_by = null, outcome_reason = null
+         where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
+      ).run(id);
+    },
+    reserveCredits(id, credits) {
+      sql('update jobs set reserved_credits = ? where id = ?').run(credits, id);
+    },
+    heldCredits(owner, category) {
+      const r = (
+        owner.project !== undefined
+          ? sql(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and project = ? and json_extract(specification, '$.product.category') = ?`,
+            ).get(owner.project, category)
+          : sql(
+              `select coalesce(sum(reserved_credits), 0) as credits from jobs
+               where ${ACTIVE} and created_by = ? and project is null
+                 and json_extract(specification, '$.product.category') = ?`,
+            ).get(owner.createdBy, category)
+      ) as Row | undefined;
+      return Number(r?.credits ?? 0);
+    },
+    rename(id, name) {
+      sql(
+        "update jobs set specification = case when ? is null then json_remove(specification, '$.name') else json_set(specification, '$.name', ?) end where id = ?",
+      ).run(name, name, id);
+    },
+    saveBuild(id, build) {
+      sql('update jobs set build = ? where id = ?').run(build, id);
+    },
+    markSubmitted(id) {
+      sql('update jobs set submitted = 1 where id = ?').run(id);
+    },
+    markUnsubmitted(id) {
+      sql('update jobs set submitted = 0 where id = ?').run(id);
+    },
+    browse(q) {
+      const where: string[] = [];
+      const values: SQLInputValue[] = [];
+      if (q.visibility !== 'all') {
+        const v = q.visibility;
+        const parts = ['(project is null and created_by = ?)'];
+        values.push(v.username);
+        if (v.allOf.length > 0) {
+          parts.push(`project in (${v.allOf.map(() => '?').join(', ')})`);
+          values.push(...v.allOf);
+        }
+        if (v.ownOf.length > 0) {
+          parts.push(`(created_by = ? and project in (${v.ownOf.map(() => '?').join(', ')}))`);
+          values.push(v.username, ...v.ownOf);
+        }
+        where.push(`(${parts.join(' or ')})`);
+      }
+      const equal: [string, string | number | undefined][] = [
+        ['state = ?', q.state],
+        ["outcome = ? and state in ('SUCCESS', 'FAILURE', 'EXPIRED')", q.outcome],
+        ['application = ?', q.application],
+        ['created_by = ?', q.createdBy],
+        ['created_at >= ?', q.createdAfter],
+        ['created_at < ?', q.createdBefore],
+        ["json_extract(specification, '$.product.id') = ?", q.productId],
+        ["json_extract(specification, '$.product.category') = ?", q.productCategory],
+        ['project = ?', q.project],
+      ];
+      for (const [condition, value] of equal) {
+        if (value === undefined) continue;
+        where.push(condition);
+        values.push(value);
+      }
+      if (q.ids !== undefined) {
+        where.push(`id in (${q.ids.map(() => '?').join(', ')})`);
+        values.push(...q.ids);
+      }
+      if (q.query !== undefined) {
+        where.push(
+          "(instr(lower(id || ' ' || application || ' ' || coalesce(json_extract(specification, '$.name'), '')), lower(?)) > 0)",
+        );
+        values.push(q.query);
+      }
+      if (q.before !== undefined) {
+        where.push(q.ascending === true ? 'id > ?' : 'id < ?');
+        values.push(q.before);
+      }
+      const clause = where.length > 0 ? `where ${where.join(' and ')}` : '';
+      const order = q.ascending === true ? 'asc' : 'desc';
+      return (
+        sql(`select * from jobs ${clause} order by id ${order} limit ?`).all(...values, q.limit) as Row[]
+      ).map(toJob);
+    },
+    active() {
+      return (
+        sql(
+          "select * from jobs where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') order by id",
+        ).all() as Row[]
+      ).map(toJob);
+    },
+    running() {
+      return (sql("select * from jobs where state = 'RUNNING' order by id").all() as Row[]).map(toJob);
+    },
+    countByState() {
+      const out: Record<string, number> = {};
+      for (const r of sql('select state, count(*) as n from jobs group by state').all() as Row[]) {
+        out[r.state as string] = Number(r.n);
+      }
+      return out;
+    },
+    idempotent(username, key) {
+      const r = sql('select request_hash, job_ids from idempotency where username = ? and key = ?').get(
+        username,
+        key,
+      ) as Row | undefined;
+      return (
+        r && { requestHash: r.request_hash as string, jobIds: JSON.parse(r.job_ids as string) as string[] }
+      );
+    },
+    rememberIdempotent(username, key, requestHash, jobIds, now = Date.now()) {
+      sql(
+        'insert into idempotency (username, key, request_hash, job_ids, created_at) values (?, ?, ?, ?, ?)',
+      ).run(username, key, requestHash, JSON.stringify(jobIds), now);
+    },
+  };
+}

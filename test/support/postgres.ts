@@ -1,0 +1,137 @@
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  chownSync,
+  existsSync,
+  fchownSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+// A PostgreSQL server of the tests' own (Debian's postgresql): initdb in a temporary folder, run as
+// the postgres user when the tests run as root, on loopback at a port picked at random. One per test process, started on first use and stopped at exit; each test
+// gets a database of its own.
+
+const ROOT = '/usr/lib/postgresql';
+
+/** The folder of PostgreSQL's programs, or undefined when none is installed. */
+export function postgresBin(): string | undefined {
+  const versions = existsSync(ROOT) ? readdirSync(ROOT).sort((a, b) => Number(b) - Number(a)) : [];
+  const found = versions.map((v) => join(ROOT, v, 'bin')).find((bin) => existsSync(join(bin, 'initdb')));
+  return found;
+}
+
+/** Whether the PostgreSQL tests run: a server is installed, or CI=true (where its absence fails them). */
+export const POSTGRES_TESTED = postgresBin() !== undefined || process.env.CI === 'true';
+
+interface Server {
+  url: (database: string) => string;
+}
+
+let server: Promise<Server> | undefined;
+let databases = 0;
+
+/** As the postgres user when we are root (PostgreSQL refuses root); as ourselves otherwise. */
+function serverUser(): { uid: number; gid: number } | Record<string, never> {
+  if (process.getuid?.() !== 0) return {};
+  return {
+    uid: Number(execFileSync('id', ['-u', 'postgres']).toString()),
+    gid: Number(execFileSync('id', ['-g', 'postgres']).toString()),
+  };
+}
+
+/** Whether a server answers at this URL now. */
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function start(): Promise<Server> {
+  const bin = postgresBin();
+  if (!bin)
+    throw new Error(
+      'PostgreSQL is not installed (Debian: apt-get install postgresql; scripts/setup.sh does)',
+    );
+  const user = serverUser();
+  const dir = mkdtempSync(join(tmpdir(), 'ucompute-postgres-'));
+  if ('uid' in user) chownSync(dir, user.uid, user.gid);
+  const data = join(dir, 'data');
+  execFileSync(
+    join(bin, 'initdb'),
+    ['-D', data, '-A', 'trust', '-U', 'ucompute', '-E', 'UTF8', '--no-sync'],
+    {
+      stdio: 'pipe',
+      ...user,
+    },
+  );
+  const log = openSync(join(dir, 'log'), 'a');
+  if ('uid' in user) fchownSync(log, user.uid, user.gid);
+  // A port of our own: picked at random, another tried when it is taken.
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 40_000);
+    const child = spawn(
+      join(bin, 'postgres'),
+      [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-k',
+        dir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'max_connections=200',
+      ],
+      { stdio: ['ignore', log, log], ...user },
+    );
+    const url = (database: string) => `postgres://ucompute@127.0.0.1:${port}/${database}`;
+    // Up to a minute for it to answer: the machine may be busy.
+    let up = false;
+    for (let i = 0; i < 600 && !up && child.exitCode === null; i++) {
+      up = await answers(url('postgres'));
+      if (!up) await new Promise((r) => setTimeout(r, 100));
+    }
+    if (!up) {
+      child.kill('SIGKILL');
+      // Taken by another: try another port; anything else is a failure to report.
+      if (readFileSync(join(dir, 'log'), 'utf8').includes('could not bind')) continue;
+      throw new Error(`PostgreSQL did not start: ${readFileSync(join(dir, 'log'), 'utf8')}`);
+    }
+    child.unref();
+    // Immediate shutdown when the tests end: nothing of it is kept.
+    process.on('exit', () => {
+      child.kill('SIGQUIT');
+      rmSync(dir, { recursive: true, force: true });
+    });
+    return { url };
+  }
+  throw new Error('PostgreSQL found no free port in 20 tries');
+}
+
+/** The URL of a new, empty database on the tests' PostgreSQL server. */
+export async function newPostgresDatabase(): Promise<string> {
+  server ??= start();
+  const s = await server;
+  const name = `test_${process.pid}_${++databases}`;
+  const admin = new pg.Client({ connectionString: s.url('postgres') });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return s.url(name);
+}
