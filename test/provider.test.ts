@@ -236,7 +236,7 @@ test("Core's Workflow value: the user's script and its inputs run; a script that
     String(broken.body.why),
     /^items\[0\]\.specification\.application: generic's invocation does not render/,
   );
-  assert.equal(w.store.getJob('1022'), undefined);
+  assert.equal(await w.store.jobs.get('1022'), undefined);
   assert.equal((await callProvider(w, '/terminate', { items: [withScript('1021', '')] })).status, 200);
 });
 
