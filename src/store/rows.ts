@@ -3,7 +3,7 @@ import type { Outcome, OutcomeKind } from '../model/outcome.ts';
 import type { AllocationRecord } from './accounting.ts';
 import type { TokenMetadata } from './directory.ts';
 import { TOKEN_ID_LENGTH } from './directory.ts';
-import type { JobRecord } from './jobs.ts';
+import type { JobChanges, JobRecord } from './jobs.ts';
 import type { Lease } from './leases.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { SshKeyRecord } from './ssh-keys.ts';
@@ -96,3 +96,35 @@ export const toLease = (r: Row): Lease => ({
   epoch: Number(r.epoch),
   expiresAt: Number(r.expires_at),
 });
+
+/**
+ * The `update jobs set …` of a job's changes, as the same SQL for both stores: one assignment
+ * (`column = ?`) per change, with its value. The update count always goes up by one.
+ */
+export function jobChangeAssignments(changes: JobChanges): {
+  sets: string[];
+  values: (string | number | null)[];
+} {
+  const sets: string[] = ['update_count = update_count + 1'];
+  const values: (string | number | null)[] = [];
+  const set = (column: string, value: string | number | null) => {
+    sets.push(`${column} = ?`);
+    values.push(value);
+  };
+  if (changes.state !== undefined) set('state', changes.state);
+  if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
+  if (changes.runStartedAt !== undefined) set('run_started_at', changes.runStartedAt);
+  if (changes.timeRunBeforeMs !== undefined) set('time_run_before_ms', changes.timeRunBeforeMs);
+  if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
+  if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
+  if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
+  if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
+  if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
+  if (changes.build === null) set('build', null);
+  if (changes.outcome !== undefined) {
+    set('outcome', changes.outcome.kind);
+    set('outcome_by', changes.outcome.by ?? null);
+    set('outcome_reason', changes.outcome.reason ?? null);
+  }
+  return { sets, values };
+}

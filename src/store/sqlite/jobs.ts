@@ -1,7 +1,7 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobStore } from '../jobs.ts';
-import { toJob } from '../rows.ts';
+import { jobChangeAssignments, toJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 
 const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
@@ -43,27 +43,7 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
       );
     },
     appendUpdate(job, update, changes) {
-      const sets: string[] = ['update_count = update_count + 1'];
-      const values: SQLInputValue[] = [];
-      const set = (column: string, value: SQLInputValue) => {
-        sets.push(`${column} = ?`);
-        values.push(value);
-      };
-      if (changes.state !== undefined) set('state', changes.state);
-      if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
-      if (changes.runStartedAt !== undefined) set('run_started_at', changes.runStartedAt);
-      if (changes.timeRunBeforeMs !== undefined) set('time_run_before_ms', changes.timeRunBeforeMs);
-      if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
-      if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
-      if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
-      if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
-      if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
-      if (changes.build === null) set('build', null);
-      if (changes.outcome !== undefined) {
-        set('outcome', changes.outcome.kind);
-        set('outcome_by', changes.outcome.by ?? null);
-        set('outcome_reason', changes.outcome.reason ?? null);
-      }
+      const { sets, values } = jobChangeAssignments(changes);
       sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
       sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
         job.id,
