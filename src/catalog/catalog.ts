@@ -191,7 +191,12 @@ export async function readCatalogFiles(dir: string): Promise<SourceFile[]> {
     .map((e) => join(e.parentPath, e.name))
     // A ConfigMap volume (the Helm chart's catalogue) keeps its files in a hidden `..<time>` folder,
     // linked as `..data` and from each visible name: the visible links are read, the hidden copies not.
-    .filter((path) => !relative(dir, path).split(sep).some((part) => part.startsWith('..')));
+    .filter(
+      (path) =>
+        !relative(dir, path)
+          .split(sep)
+          .some((part) => part.startsWith('..')),
+    );
   const isFile = await Promise.all(found.map(async (path) => (await stat(path)).isFile()));
   const paths = found.filter((_, i) => isFile[i]).sort();
   return Promise.all(
