@@ -1,6 +1,6 @@
 /** `ucompute serve` as a child process, for the tests that talk to a real server. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { connect } from '../../src/cli/client.ts';
 import type { Job, JobState } from '../../src/model/job.ts';
@@ -131,7 +131,9 @@ export async function servedJobInState(
   state: JobState,
   timeout = 120_000,
 ): Promise<Job> {
-  const client = await connect({ url: served.url, 'data-dir': served.dataDir });
+  // The admin token `serve` wrote, whatever $UCOMPUTE_TOKEN this process has.
+  const token = readFileSync(join(served.dataDir, 'admin.token'), 'utf8').trim();
+  const client = await connect({ url: served.url, token });
   return until(
     async () => {
       const job = await client.get<Job>('/api/jobs/retrieve', { id });
