@@ -82,6 +82,12 @@ async function submit(args: string[] = [], input = '/home/local/a.txt'): Promise
   return result.stdout.trim();
 }
 
+async function retrieve(id: string): Promise<Job> {
+  const result = await cli(['show', id, '--json']);
+  assertExit(result, 0);
+  return JSON.parse(result.stdout) as Job;
+}
+
 /** The job once it is RUNNING. */
 const running = (id: string) => servedJobInState(server!, id, 'RUNNING', 60_000);
 
