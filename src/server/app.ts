@@ -17,6 +17,7 @@ import { compileValidator, errorBody, errorResponse } from './errors.ts';
 import { metrics } from './metrics.ts';
 import { publicUrl } from './public-url.ts';
 import { apiRoutes } from './routes/index.ts';
+import type { StorageQuotas } from '../storage/quota.ts';
 import { lazySerializers } from './serializers.ts';
 import { webSignIns } from './sign-in.ts';
 import { isAppRequest, serveWebApp, WEB_APP_ROOT } from './web-app.ts';
@@ -29,6 +30,8 @@ export interface ServerDeps {
   backend: Pick<Backend, 'connect' | 'shell'>;
   /** The storage folder the drives live in: with it, the server offers the files API. */
   storageRoot?: string;
+  /** The owners' storage quotas, which the files API enforces and shows; without them, no limit. */
+  quotas?: StorageQuotas;
   /** Fastify's `logger` option (pino options or true/false), or a ready pino logger. */
   logger?: boolean | object;
   /** The built web interface (default: web/dist of this checkout). */
@@ -209,7 +212,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     .decorate('sessions', sessions)
     .decorate('sessionBackend', deps.backend);
   await api.register(metrics);
-  await api.register(apiRoutes, { storageRoot: deps.storageRoot });
+  await api.register(apiRoutes, { storageRoot: deps.storageRoot, quotas: deps.quotas });
   if (deps.provider) await deps.provider.register(app, { sessions });
 
   return app;
