@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { type FileHandle, lstat, open, readdir, readlink, rename, symlink } from 'node:fs/promises';
+import { type FileHandle, lstat, open, readdir, readlink, rename, symlink, unlink } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ownerDrive } from '../model/owner.ts';
@@ -12,7 +12,7 @@ import {
   pathProblem,
 } from '../model/paths.ts';
 import { at, DIRECTORY, makeFolder, openFolder, StorageError } from './folders.ts';
-import { bytesAt, QuotaExceeded, type StorageQuotas } from './quota.ts';
+import { bytesAt, QuotaExceeded, quotaProblem, type StorageQuotas } from './quota.ts';
 import { type Emptied, emptyTrash, TRASH } from './trash.ts';
 
 /**
@@ -216,6 +216,10 @@ export function driveFiles(root: string, drives: readonly string[], quotas: Stor
       const checked = checkBelowDrive(path, 'path');
       await room(checked.drive);
       return inParent(checked, async (parent, name) => {
+        const existed = await lstat(at(parent, name)).then(
+          () => true,
+          () => false,
+        );
         const handle = await open(at(parent, name), WRITE, 0o644).catch((e: NodeJS.ErrnoException) => {
           if (['ELOOP', 'EISDIR', 'ENXIO'].includes(e.code ?? '')) {
             throw new FileError(400, `${checked.path} is not a file`);
@@ -234,18 +238,37 @@ export function driveFiles(root: string, drives: readonly string[], quotas: Stor
             freed = s.size;
             await handle.truncate(0);
           }
-          const limit = await quotas.limiter(checked.drive, freed);
-          const output = handle.createWriteStream({ start: offset, autoClose: false });
+          // Written here rather than piped: the room left is checked before each piece goes to disk.
+          const usage = await quotas.usage(checked.drive);
+          const room =
+            usage.quotaBytes === null ? Number.POSITIVE_INFINITY : usage.quotaBytes - usage.usedBytes + freed;
+          let written = 0;
           try {
-            await pipeline(content, limit.stream, output);
-            quotas.added(checked.drive, limit.passed() - freed);
+            // Not destroyed when refused: the request's stream is drained below, so the answer reaches the client.
+            for await (const piece of content.iterator({ destroyOnReturn: false })) {
+              const chunk = Buffer.from(piece);
+              if (written + chunk.length > room) {
+                throw new FileError(402, quotaProblem(usage, written + chunk.length - freed) ?? '');
+              }
+              for (let at = 0; at < chunk.length; ) {
+                at += (await handle.write(chunk, at, chunk.length - at, offset + written + at)).bytesWritten;
+              }
+              written += chunk.length;
+            }
           } catch (error) {
-            if (!(error instanceof QuotaExceeded)) throw error;
+            if (!(error instanceof FileError)) {
+              // A broken upload keeps what came, to be continued at its size.
+              quotas.added(checked.drive, written - freed);
+              throw error;
+            }
             // Refused whole: what this request wrote goes again, as though it never came.
-            await handle.truncate(offset);
+            content.resume();
+            if (existed) await handle.truncate(offset);
+            else await unlink(at(parent, name));
             quotas.added(checked.drive, -freed);
-            throw new FileError(402, error.message);
+            throw error;
           }
+          quotas.added(checked.drive, written - freed);
         } finally {
           await handle.close();
         }
@@ -265,24 +288,32 @@ export function driveFiles(root: string, drives: readonly string[], quotas: Stor
     },
 
     async move(from: string, to: string): Promise<FileEntry> {
-      const target = await transfer(from, to, async (sourceParent, sourceName, targetParent, targetName, d) => {
-        // Within a drive nothing enters it; into another drive the bytes count for its owner.
-        const bytes = d.source === d.target ? 0 : await bytesAt(sourceParent, sourceName);
-        await room(d.target, bytes);
-        await rename(at(sourceParent, sourceName), at(targetParent, targetName));
-        quotas.added(d.source, -bytes);
-        quotas.added(d.target, bytes);
-      });
+      const target = await transfer(
+        from,
+        to,
+        async (sourceParent, sourceName, targetParent, targetName, d) => {
+          // Within a drive nothing enters it; into another drive the bytes count for its owner.
+          const bytes = d.source === d.target ? 0 : await bytesAt(sourceParent, sourceName);
+          await room(d.target, bytes);
+          await rename(at(sourceParent, sourceName), at(targetParent, targetName));
+          quotas.added(d.source, -bytes);
+          quotas.added(d.target, bytes);
+        },
+      );
       return this.stat(target);
     },
 
     async copy(from: string, to: string): Promise<FileEntry> {
-      const target = await transfer(from, to, async (sourceParent, sourceName, targetParent, targetName, d) => {
-        const bytes = await bytesAt(sourceParent, sourceName);
-        await room(d.target, bytes);
-        await copyEntry(sourceParent, sourceName, targetParent, targetName);
-        quotas.added(d.target, bytes);
-      });
+      const target = await transfer(
+        from,
+        to,
+        async (sourceParent, sourceName, targetParent, targetName, d) => {
+          const bytes = await bytesAt(sourceParent, sourceName);
+          await room(d.target, bytes);
+          await copyEntry(sourceParent, sourceName, targetParent, targetName);
+          quotas.added(d.target, bytes);
+        },
+      );
       return this.stat(target);
     },
 

@@ -1,5 +1,4 @@
 import { type FileHandle, lstat, open } from 'node:fs/promises';
-import { Transform } from 'node:stream';
 import { formatBytes } from '../model/bytes.ts';
 import { at, DIRECTORY, diskUse, openFolder, StorageError } from './folders.ts';
 
@@ -70,8 +69,7 @@ export interface StorageQuotaOptions {
 export type StorageQuotas = ReturnType<typeof storageQuotas>;
 
 export function storageQuotas(o: StorageQuotaOptions) {
-  const defaultBytes =
-    o.settings?.defaultBytes === undefined ? DEFAULT_QUOTA_BYTES : o.settings.defaultBytes;
+  const defaultBytes = o.settings?.defaultBytes === undefined ? DEFAULT_QUOTA_BYTES : o.settings.defaultBytes;
   const owners = o.settings?.owners ?? {};
   const measured = new Map<string, { bytes: number; at: number }>();
   /** Measures under way, so that concurrent requests share one `du` per drive. */
@@ -111,25 +109,6 @@ export function storageQuotas(o: StorageQuotaOptions) {
       if (quotaOf(ownerOfDrive(drive)) === null) return;
       const problem = quotaProblem(await usage(drive), adding);
       if (problem !== undefined) throw new QuotaExceeded(problem);
-    },
-
-    /**
-     * A stream that passes bytes on until the drive's owner has no room left (`freed`: bytes the
-     * write replaces), then fails with QuotaExceeded; `passed` counts what went through.
-     */
-    async limiter(drive: string, freed: number): Promise<{ stream: Transform; passed: () => number }> {
-      const now = await usage(drive);
-      const room =
-        now.quotaBytes === null ? Number.POSITIVE_INFINITY : now.quotaBytes - now.usedBytes + freed;
-      let passed = 0;
-      const stream = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          passed += chunk.length;
-          if (passed > room) done(new QuotaExceeded(quotaProblem(now, passed - freed)));
-          else done(null, chunk);
-        },
-      });
-      return { stream, passed: () => passed };
     },
 
     /** Counts bytes written (negative: freed) into a measured drive until its next measure. */

@@ -60,7 +60,9 @@ const DriveUsage = Type.Object({
   owner: Type.String({ description: 'user:<name> or project:<id>' }),
   usedBytes: Type.Integer({ description: 'Bytes on disk: the drive, its job folders and its Trash' }),
   quotaBytes: Type.Union([Type.Integer(), Type.Null()], { description: 'null: no limit' }),
-  measuredAt: Type.Integer({ description: 'epoch ms of the last whole measure; writes through the API are added since' }),
+  measuredAt: Type.Integer({
+    description: 'epoch ms of the last whole measure; writes through the API are added since',
+  }),
 });
 const ListResponse = Type.Object({
   items: Type.Array(FileEntry),
@@ -81,7 +83,10 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string; quotas?: StorageQuotas
   const quotas = options.quotas ?? storageQuotas({ root: storageRoot, now: Date.now });
   const store = api.store;
   const drivesOfCaller = async (caller: Caller) =>
-    drivesOf(caller.username, (await store.users.memberships(caller.username)).map((m) => m.projectId));
+    drivesOf(
+      caller.username,
+      (await store.users.memberships(caller.username)).map((m) => m.projectId),
+    );
   const filesOf = async (caller: Caller) => driveFiles(storageRoot, await drivesOfCaller(caller), quotas);
   const answer = <T>(work: Promise<T>): Promise<T> =>
     work.catch((e: unknown) => {

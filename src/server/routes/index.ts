@@ -17,10 +17,10 @@ import { sshKeyRoutes } from './ssh.ts';
  * Every group of the API's routes, registered in one place; each takes what it needs from the
  * app's decorations. With a storage folder (where the drives live), the files API too.
  */
-export const apiRoutes: ApiRoutes<{ storageRoot?: string | undefined; quotas?: StorageQuotas | undefined }> = async (
-  api,
-  { storageRoot, quotas },
-) => {
+export const apiRoutes: ApiRoutes<{
+  storageRoot?: string | undefined;
+  quotas?: StorageQuotas | undefined;
+}> = async (api, { storageRoot, quotas }) => {
   await api.register(serviceRoutes);
   await api.register(authRoutes);
   await api.register(signInLinkRoutes);
