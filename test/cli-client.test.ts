@@ -134,6 +134,10 @@ describe('parseDuration and parameterValue', () => {
     assert.throws(() => parameterValue(param({ type: 'floating_point' }), ''), {
       message: /is not a number/,
     });
+    assert.deepEqual(parameterValue(param({ type: 'workflow' }), 'echo {{ x }}'), {
+      type: 'workflow',
+      specification: { job: 'echo {{ x }}' },
+    });
   });
 });
 

@@ -38,9 +38,20 @@ parameters:
   word: { type: text, title: Word, description: The word to print, optional: true, defaultValue: hello }
 `;
 
+// UCloud's `application: v2` with a Workflow: the user writes the job script.
+const SCRIPTED_APP = `application: v2
+name: scripted
+version: "1"
+software: { type: Container, image: "debian:12" }
+parameters:
+  wf: { type: Workflow, title: Job script }
+invocation: ""
+`;
+
 before(async () => {
   mkdirSync(extraApps);
   writeFileSync(join(extraApps, 'extra.yml'), EXTRA_APP('Extra one'));
+  writeFileSync(join(extraApps, 'scripted.yml'), SCRIPTED_APP);
   server = await startServe(mkdtempSync(join(tmp, 'data-')), {
     env: childEnv,
     args: ['--apps', join(ROOT, 'examples', 'apps'), '--apps', extraApps],
@@ -306,6 +317,29 @@ describe('the command line', TIMEOUT, () => {
     const unknown = await cli(['apps', 'show', 'nope']);
     assertExit(unknown, 2);
     assert.match(unknown.stderr, /there is no application nope/);
+  });
+
+  test('a Workflow parameter takes the job script inline or from a local file with @FILE', async () => {
+    const scriptFile = join(tmp, 'job.j2');
+    writeFileSync(scriptFile, 'echo "rank {{ ucloud.rank }}"\n');
+    const fromFile = await cli(['run', 'scripted', '--param', `wf=@${scriptFile}`]);
+    assertExit(fromFile, 0);
+    const inline = await cli(['run', 'scripted', '--param', 'wf=echo inline']);
+    assertExit(inline, 0);
+    const jobs = [fromFile, inline].map((r) => r.stdout.trim());
+    const scripts = await Promise.all(jobs.map((id) => retrieve(id)));
+    assert.deepEqual(
+      scripts.map((j) => j.specification.parameters?.wf),
+      [
+        { type: 'workflow', specification: { job: 'echo "rank {{ ucloud.rank }}"\n' } },
+        { type: 'workflow', specification: { job: 'echo inline' } },
+      ],
+    );
+    for (const id of jobs) assertExit(await cli(['cancel', id]), 0);
+
+    const missing = await cli(['run', 'scripted', '--param', `wf=@${join(tmp, 'nope.j2')}`]);
+    assertExit(missing, 2);
+    assert.match(missing.stderr, /--param wf: cannot read the job script .*nope\.j2/);
   });
 
   test('completion scripts for bash and zsh offer the commands and each command’s options', async () => {
