@@ -62,6 +62,8 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
     parameters: { server: { type: 'peer', hostname: 'server', jobId: 'rbac1' } },
   };
   await backend.submit('rbac2', await build(peer, { id: 'rbac2', config: cluster.config(extra) }));
+  // rbac1 had no policy of its own: rbac2 made it; a second peer patches it.
+  await backend.submit('rbac4', await build(peer, { id: 'rbac4', config: cluster.config(extra) }));
   // A job with sshEnabled: its keys' Secret and its Service, whose node port is read back.
   const ssh = { ...web, application: { name: 'ssh-server', version: '1.0' } };
   await backend.submit('rbac3', await build(ssh, { id: 'rbac3', config: cluster.config(extra) }));
@@ -92,6 +94,7 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
   cluster.volcano.finish('rbac1', [0]);
   await event((e) => e.jobId === 'rbac1' && e.state === 'SUCCESS');
   await backend.cancel('rbac2');
+  await backend.cancel('rbac4');
   await backend.reconcile();
   await eventually(() => cluster.api.list('jobs').length === 0);
   assert.deepEqual(cluster.api.invalid, []);
