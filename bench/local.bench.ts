@@ -197,7 +197,8 @@ function timedRuntime(runtime: Runtime): Runtime {
 }
 
 const home = await mkdtemp(join(tmpdir(), 'ucompute-local-bench-'));
-// Passable by others: the sandbox reaches the folders as the containers' unprivileged host users.
+// As `ucompute serve` lets others pass its data folder (backends/local/open.ts): the sandbox binds
+// the host view below it as a container's unprivileged host user.
 await chmod(home, 0o711);
 const stateDir = join(home, 'local');
 const runtime = timedRuntime(
