@@ -3,10 +3,9 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { leadership } from '../jobs/leadership.ts';
 import { systemClock } from '../model/clock.ts';
+import { BACKEND_LEASE } from '../store/leases.ts';
 import type { Store, Transactional } from '../store/store.ts';
 
-/** The lease whose holder runs the backend loop (and the other work done once, not per replica). */
-export const BACKEND_LEASE = 'backend';
 /** client-go's leader election's defaults: a crashed leader is replaced within about 17 s. */
 export const DEFAULT_LEASE_SECONDS = 15;
 export const DEFAULT_RENEW_SECONDS = 2;

@@ -177,6 +177,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       storageRoot,
       logger: log,
       ...(publicUrl !== undefined ? { publicUrl } : {}),
+      replicated: postgresUrl !== undefined,
       ...(provider ? { provider: provider.mode(service, env, backend) } : {}),
     });
     opened.push(() => app.close());

@@ -35,6 +35,8 @@ export interface ServerDeps {
   webRoot?: string;
   /** Where people reach this service (`server.publicUrl`); default: the address it listens on. */
   publicUrl?: string;
+  /** Several replicas share the store: readiness (/readyz) also needs a leader known. */
+  replicated?: boolean;
   /**
    * Provider mode: another system (UCloud Core) is the source of jobs, owners and credits. Its
    * routes are registered on the server; ucompute's own end-user API answers administrators'
@@ -207,7 +209,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     .decorate('jobEnvironment', env)
     .decorate('signIns', signIns)
     .decorate('sessions', sessions)
-    .decorate('sessionBackend', deps.backend);
+    .decorate('sessionBackend', deps.backend)
+    .decorate('replicated', deps.replicated === true);
   await api.register(metrics);
   await api.register(apiRoutes, { storageRoot: deps.storageRoot });
   if (deps.provider) await deps.provider.register(app, { sessions });

@@ -332,3 +332,9 @@ export const TokenResponse = Type.Object({ token: Type.String() });
 // ---- service ------------------------------------------------------------------------------------
 
 export const HealthResponse = Type.Object({ ok: Type.Boolean() });
+/** Readiness: the store answers, and (replicas) which replica leads, when one is known. */
+export const ReadinessResponse = Type.Object({
+  ok: Type.Boolean(),
+  leader: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+});

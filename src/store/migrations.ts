@@ -260,6 +260,11 @@ export const MIGRATIONS: readonly Migration[] = [
   );
   create unique index charges_once_per_period on charges(job_id, first_period);
   `,
+  // The epoch is a key of the lease row (PostgreSQL's row locks): a leader's fenced transactions
+  // lock it `for key share`, which a takeover (a new epoch) waits for and a renewal does not.
+  `
+  create unique index leases_epoch on leases(name, epoch);
+  `,
 ];
 
 /** The migration that gives jobs their outcome, reading an update's status with `status`. */
