@@ -4,13 +4,19 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from '../src/cli/outcome.ts';
 import type { Job } from '../src/model/job.ts';
 import { failedRanks, type Outcome, type OutcomeKind, presentOutcome } from '../src/model/outcome.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
-import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
+import {
+  outputTail,
+  putFile,
+  type Served,
+  servedJobInState,
+  startServe,
+  stopServe,
+} from './support/serve.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -38,9 +44,20 @@ parameters:
   word: { type: text, title: Word, description: The word to print, optional: true, defaultValue: hello }
 `;
 
+// UCloud's `application: v2` with a Workflow: the user writes the job script.
+const SCRIPTED_APP = `application: v2
+name: scripted
+version: "1"
+software: { type: Container, image: "debian:12" }
+parameters:
+  wf: { type: Workflow, title: Job script }
+invocation: ""
+`;
+
 before(async () => {
   mkdirSync(extraApps);
   writeFileSync(join(extraApps, 'extra.yml'), EXTRA_APP('Extra one'));
+  writeFileSync(join(extraApps, 'scripted.yml'), SCRIPTED_APP);
   server = await startServe(mkdtempSync(join(tmp, 'data-')), {
     env: childEnv,
     args: ['--apps', join(ROOT, 'examples', 'apps'), '--apps', extraApps],
@@ -72,15 +89,7 @@ async function retrieve(id: string): Promise<Job> {
 }
 
 /** The job once it is RUNNING. */
-function running(id: string): Promise<Job> {
-  return until(
-    async () => {
-      const job = await retrieve(id);
-      return job.status.state === 'RUNNING' && job;
-    },
-    { describe: `job ${id} runs`, timeout: 60_000, every: 100 },
-  );
-}
+const running = (id: string) => servedJobInState(server!, id, 'RUNNING', 60_000);
 
 describe('outcomes', () => {
   const job = (state: string, outcome?: Outcome, exitCode?: Record<string, number>) =>
@@ -308,6 +317,29 @@ describe('the command line', TIMEOUT, () => {
     assert.match(unknown.stderr, /there is no application nope/);
   });
 
+  test('a Workflow parameter takes the job script inline or from a local file with @FILE', async () => {
+    const scriptFile = join(tmp, 'job.j2');
+    writeFileSync(scriptFile, 'echo "rank {{ ucloud.rank }}"\n');
+    const fromFile = await cli(['run', 'scripted', '--param', `wf=@${scriptFile}`]);
+    assertExit(fromFile, 0);
+    const inline = await cli(['run', 'scripted', '--param', 'wf=echo inline']);
+    assertExit(inline, 0);
+    const jobs = [fromFile, inline].map((r) => r.stdout.trim());
+    const scripts = await Promise.all(jobs.map((id) => retrieve(id)));
+    assert.deepEqual(
+      scripts.map((j) => j.specification.parameters?.wf),
+      [
+        { type: 'workflow', specification: { job: 'echo "rank {{ ucloud.rank }}"\n' } },
+        { type: 'workflow', specification: { job: 'echo inline' } },
+      ],
+    );
+    for (const id of jobs) assertExit(await cli(['cancel', id]), 0);
+
+    const missing = await cli(['run', 'scripted', '--param', `wf=@${join(tmp, 'nope.j2')}`]);
+    assertExit(missing, 2);
+    assert.match(missing.stderr, /--param wf: cannot read the job script .*nope\.j2/);
+  });
+
   test('completion scripts for bash and zsh offer the commands and each command’s options', async () => {
     const bash = await runCli(['completion', 'bash'], { env: childEnv });
     assertExit(bash, 0);
@@ -374,8 +406,12 @@ describe('the command line', TIMEOUT, () => {
     assertExit(listed, 0);
     assert.match(listed.stdout, /^extra\s+1\.0\s+BATCH\s+Extra two$/m);
 
+    const served = outputTail(server!.child);
     writeFileSync(file, `${readFileSync(file, 'utf8')}broken: [\n`);
-    await sleep(1500);
+    await until(() => served().includes('catalogue not reloaded'), {
+      describe: 'the server refuses the broken change',
+      timeout: 60_000,
+    });
     assert.equal(await title(), 'extra@1.0: Extra two');
     const run = await cli(['run', 'extra']);
     assertExit(run, 0);

@@ -47,7 +47,7 @@ describe('plan', () => {
     const objects = parseJsonOutput(await run(['plan', WORD_COUNT, '--output', 'json', '--job-id', 'abc']));
     assert.deepEqual(
       objects.map((o) => `${o.kind} ${o.metadata.name}`),
-      ['Job j-abc', 'Namespace ucompute-u-local', 'Queue ucompute-u-local', 'NetworkPolicy policy-abc'],
+      ['Job j-abc', 'Namespace ucompute-u-local', 'Queue ucompute-u-local', 'NetworkPolicy job-isolation'],
     );
     const job = jobOf(objects);
     assert.equal(job.apiVersion, 'batch.volcano.sh/v1alpha1');
@@ -199,7 +199,7 @@ describe('plan', () => {
     );
     assert.deepEqual(
       objects.map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`),
-      ['Job batch/j-web1', 'Service batch/j-web1-mk', 'NetworkPolicy batch/policy-web1'],
+      ['Job batch/j-web1', 'Service batch/j-web1-mk', 'NetworkPolicy batch/job-isolation'],
     );
     assert.equal(jobOf(objects).spec.queue, 'research');
     assert.deepEqual(jobOf(objects).spec.tasks[0]?.template.spec.volumes?.[0], {

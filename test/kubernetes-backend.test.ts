@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
+import { JOB_ISOLATION_POLICY } from '../src/volcano/names.ts';
 import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build } from './support/fixtures.ts';
 
@@ -13,21 +14,25 @@ const MPI = {
 };
 const ONE = { ...MPI, replicas: 1 };
 
-/** Names of the job-specific objects left on the fake cluster (jobs, policies, services, secrets, config maps). */
+/** Names of the job-specific objects (not the namespace's isolation policy) left on the fake cluster (jobs, policies, services, secrets, config maps). */
 function leftovers(api: Awaited<ReturnType<typeof fakeCluster>>['api']): string[] {
   return ['jobs', 'networkpolicies', 'services', 'secrets', 'configmaps', 'pods'].flatMap((p) =>
-    api.list(p).map((o) => `${p}/${o.metadata.namespace}/${o.metadata.name}`),
+    api
+      .list(p)
+      .filter((o) => !(p === 'networkpolicies' && o.metadata.name === JOB_ISOLATION_POLICY))
+      .map((o) => `${p}/${o.metadata.namespace}/${o.metadata.name}`),
   );
 }
 
-test('submit creates namespace, queue, policy and then the Volcano Job, all valid; the job runs and its objects go at the end', async (t) => {
+test('submit creates namespace, queue, policies and then the Volcano Job, all valid; the job runs and its objects go at the end', async (t) => {
   const cluster = await fakeCluster(t);
   const { backend, event } = backendOn(t, cluster);
   const b = await build(MPI, { id: 'job1', config: cluster.config() });
   await backend.submit('job1', b);
   assert.deepEqual(cluster.api.invalid, []);
   const created = cluster.api.calls.filter((c) => c.verb === 'create').map((c) => c.resource);
-  assert.deepEqual(created, ['namespaces', 'queues', 'networkpolicies', 'jobs']);
+  // The namespace's isolation policy, then the job's own (its 3 replicas reach each other).
+  assert.deepEqual(created, ['namespaces', 'queues', 'networkpolicies', 'networkpolicies', 'jobs']);
   const vcjob = cluster.api.get('jobs', 'ucompute-u-alice', 'j-job1');
   assert.equal(vcjob.spec.queue, 'ucompute-u-alice');
   await event((e) => e.jobId === 'job1' && e.state === 'IN_QUEUE');
@@ -243,6 +248,23 @@ test('an expired watch lists again: changes made meanwhile, deletions included, 
   await eventually(() => cluster.api.openWatches() === 4); // jobs, pods, PodGroups and nodes
 });
 
+test('a one-replica job with nothing to open is one create: its Volcano Job, isolated by the namespace policy', async (t) => {
+  const cluster = await fakeCluster(t);
+  const { backend } = backendOn(t, cluster);
+  await backend.submit('first', await build(ONE, { id: 'first', config: cluster.config() }));
+  const creates = () => cluster.api.calls.filter((c) => c.verb === 'create').map((c) => c.resource);
+  assert.deepEqual(creates(), ['namespaces', 'queues', 'networkpolicies', 'jobs']);
+  await backend.submit('second', await build(ONE, { id: 'second', config: cluster.config() }));
+  assert.deepEqual(creates().slice(4), ['jobs']);
+  const isolation = cluster.api.get('networkpolicies', 'ucompute-u-alice', JOB_ISOLATION_POLICY);
+  const podLabels = cluster.api.get('jobs', 'ucompute-u-alice', 'j-second').spec.tasks[0].template.metadata
+    .labels;
+  for (const [key, value] of Object.entries(isolation.spec.podSelector.matchLabels))
+    assert.equal(podLabels[key], value, key);
+  assert.deepEqual(isolation.spec.policyTypes, ['Ingress', 'Egress']);
+  assert.deepEqual(cluster.api.invalid, []);
+});
+
 test('a crash between the companions and the job: the resubmission finds what exists and creates the rest', async (t) => {
   const cluster = await fakeCluster(t);
   const b = await build(ONE, { id: 'c1', config: cluster.config() });
@@ -259,15 +281,19 @@ test('a crash between the companions and the job: the resubmission finds what ex
   const { backend, event } = backendOn(t, cluster);
   await backend.submit('c1', b);
   assert.ok(cluster.api.get('jobs', 'ucompute-u-alice', 'j-c1'));
-  assert.ok(cluster.api.get('networkpolicies', 'ucompute-u-alice', 'policy-c1'));
+  assert.ok(cluster.api.get('networkpolicies', 'ucompute-u-alice', JOB_ISOLATION_POLICY));
   await event((e) => e.jobId === 'c1' && e.state === 'IN_QUEUE');
 });
 
 test('after a restart: jobs still there are known, a job that ended meanwhile reports its end, orphans are deleted', async (t) => {
   const cluster = await fakeCluster(t);
   const first = backendOn(t, cluster);
-  for (const id of ['r1', 'r2'])
-    await first.backend.submit(id, await build(ONE, { id, config: cluster.config() }));
+  // r1 has replicas, so a policy of its own.
+  for (const [id, spec] of [
+    ['r1', MPI],
+    ['r2', ONE],
+  ] as const)
+    await first.backend.submit(id, await build(spec, { id, config: cluster.config() }));
   await first.event((e) => e.jobId === 'r2');
   await first.backend.close();
   // While ucompute was down: r2 ran to its end; a submission left an orphan policy long ago.
@@ -302,7 +328,7 @@ test('reconciliation keeps the objects of a job submitted here that its watch ha
   // The jobs' watch never delivers (as a watch lagging by minutes on a loaded API server).
   cluster.api.fail({ verb: 'watch', resource: 'jobs', status: 0, times: 1 });
   const { backend } = backendOn(t, cluster);
-  await backend.submit('unseen', await build(ONE, { id: 'unseen', config: cluster.config() }));
+  await backend.submit('unseen', await build(MPI, { id: 'unseen', config: cluster.config() }));
   const policy = cluster.api.get('networkpolicies', 'ucompute-u-alice', 'policy-unseen');
   const old = new Date(Date.now() - 3_600_000).toISOString();
   cluster.api.apply('networkpolicies', {
@@ -321,7 +347,7 @@ test('API errors (403, 500) refuse the submission with a clear message and leave
     [
       'e403',
       { verb: 'create', resource: 'networkpolicies', status: 403, times: 1 },
-      /could not create NetworkPolicy ucompute-u-alice\/policy-e403: 403 injected 403/,
+      /could not create NetworkPolicy ucompute-u-alice\/job-isolation: 403 injected 403/,
     ],
     [
       'e500',
@@ -373,7 +399,9 @@ test('ConnectToJob: the peer gets host aliases to rank 0 and both policies open 
   assert.deepEqual(cluster.api.invalid, []);
   // Rules arrive as sent (client-node's typed models would have dropped each rule's `from`).
   const sent = cluster.api.received.find((o) => o.metadata.name === 'policy-peerb');
-  assert.ok(sent.spec.ingress[0].from.length >= 2);
+  assert.deepEqual(sent.spec.ingress[0].from, [
+    { podSelector: { matchLabels: { 'volcano.sh/job-name': 'j-peera' } } },
+  ]);
   const b = cluster.api.get('jobs', 'ucompute-u-alice', 'j-peerb');
   assert.deepEqual(b.spec.tasks[0].template.spec.hostAliases, [{ ip: '10.0.0.10', hostnames: ['server'] }]);
   const a = cluster.api.get('networkpolicies', 'ucompute-u-alice', 'policy-peera');

@@ -4,11 +4,13 @@ import {
   companionsToCreate,
   evaluation,
   isOrphan,
+  isShared,
   jobDeletion,
   keptPod,
   ORPHAN_MIN_AGE_MS,
   podDeletion,
   queueIsOpen,
+  sharedKey,
 } from '../src/backends/kubernetes/decisions.ts';
 import type { PodSummary, Report } from '../src/backends/kubernetes/states.ts';
 
@@ -113,31 +115,49 @@ test('isOrphan: objects of gone jobs older than the grace are orphans; live, you
   assert.equal(isOrphan({ jobId: undefined, createdAt: 0 }, live, now), false);
 });
 
-test('companionsToCreate: what others refer to first; an owner namespace and queue once per process', () => {
-  const object = (kind: string, name: string) => ({ kind, metadata: { name } });
+test('companionsToCreate: what others refer to first; shared ones (no job id) once per process', () => {
+  const job = { 'ucompute.dev/job-id': 'j1' };
+  const object = (kind: string, name: string, labels?: Record<string, string>, namespace?: string) => ({
+    kind,
+    metadata: { name, ...(namespace ? { namespace } : {}), ...(labels ? { labels } : {}) },
+  });
   const companions = [
-    object('Service', 's'),
-    object('Secret', 'x'),
+    object('Service', 's', job, 'n'),
+    object('Secret', 'x', job, 'n'),
     object('Queue', 'q'),
-    object('NetworkPolicy', 'p'),
+    object('NetworkPolicy', 'policy-j1', job, 'n'),
+    object('NetworkPolicy', 'job-isolation', undefined, 'n'),
     object('Namespace', 'n'),
-    object('ConfigMap', 'c'),
+    object('ConfigMap', 'c', job, 'n'),
   ];
-  const kinds = (list: { kind: string }[]) => list.map((c) => c.kind);
-  assert.deepEqual(kinds(companionsToCreate(companions, new Set())), [
-    'Namespace',
-    'Queue',
-    'NetworkPolicy',
-    'ConfigMap',
-    'Secret',
-    'Service',
+  const names = (list: { kind: string; metadata: { name: string } }[]) =>
+    list.map((c) => `${c.kind}/${c.metadata.name}`);
+  assert.deepEqual(names(companionsToCreate(companions, new Set())), [
+    'Namespace/n',
+    'Queue/q',
+    'NetworkPolicy/policy-j1',
+    'NetworkPolicy/job-isolation',
+    'ConfigMap/c',
+    'Secret/x',
+    'Service/s',
   ]);
-  assert.deepEqual(kinds(companionsToCreate(companions, new Set(['Namespace/n', 'Queue/q', 'Service/s']))), [
-    'NetworkPolicy',
-    'ConfigMap',
-    'Secret',
-    'Service',
+  assert.deepEqual(companions.filter(isShared).map(sharedKey), [
+    'Queue/q',
+    'NetworkPolicy/n/job-isolation',
+    'Namespace/n',
   ]);
+  const seen = new Set(['Namespace/n', 'Queue/q', 'NetworkPolicy/n/job-isolation', 'Service/n/s']);
+  assert.deepEqual(names(companionsToCreate(companions, seen)), [
+    'NetworkPolicy/policy-j1',
+    'ConfigMap/c',
+    'Secret/x',
+    'Service/s',
+  ]);
+  // The same policy name in another namespace is another object.
+  assert.deepEqual(
+    names(companionsToCreate([object('NetworkPolicy', 'job-isolation', undefined, 'm')], seen)),
+    ['NetworkPolicy/job-isolation'],
+  );
 });
 
 test('queueIsOpen: only the state Open takes jobs (a new queue has none until Volcano opens it)', () => {

@@ -54,6 +54,9 @@ function spec(name: string, extra: Record<string, unknown> = {}, owner: Owner = 
   };
 }
 
+const policyNames = (objects: KubernetesObject[]) =>
+  objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => o.metadata.name);
+
 /** Plans the job and checks every object, the order, and that no two objects collide. */
 async function checkPlan(
   specification: unknown,
@@ -64,7 +67,7 @@ async function checkPlan(
     { id: JOB_ID, owner: opts.owner ?? ALICE, createdAt: CREATED_AT },
     env(opts.config),
   );
-  assert.ok(objects.length >= 2, 'the Volcano Job and at least its NetworkPolicy');
+  assert.ok(objects.length >= 2, "the Volcano Job and at least its namespace's isolation policy");
   assert.equal(objects[0]?.apiVersion, 'batch.volcano.sh/v1alpha1');
   assert.equal(objects[0]?.kind, 'Job');
   assert.equal(objects[0]?.metadata.name, `j-${JOB_ID}`);
@@ -108,10 +111,18 @@ describe('every application × every product × replicas × time limit', () => {
                 timeAllocation,
               }),
             );
-            const kinds = objects.map((o) => o.kind);
-            // An app with ssh MANDATORY has its keys and its SSH Service too.
-            const ssh = app.invocation.ssh.mode === 'MANDATORY' ? ['Secret', 'Service'] : [];
-            assert.deepEqual(kinds, ['Job', 'Namespace', 'Queue', 'NetworkPolicy', ...ssh]);
+            // An app with ssh MANDATORY has its keys and its SSH Service too; replicas, ssh or peers
+            // give the job a policy of its own beside the namespace's isolation policy.
+            const ssh = app.invocation.ssh.mode === 'MANDATORY';
+            const peers = objects[0]?.metadata.annotations?.['ucompute.dev/peers'] !== undefined;
+            assert.deepEqual(policyNames(objects), [
+              'job-isolation',
+              ...(replicas > 1 || ssh || peers ? [`policy-${JOB_ID}`] : []),
+            ]);
+            assert.deepEqual(
+              objects.map((o) => o.kind).filter((k) => k !== 'NetworkPolicy'),
+              ['Job', 'Namespace', 'Queue', ...(ssh ? ['Secret', 'Service'] : [])],
+            );
           });
         }
       }
@@ -241,14 +252,14 @@ describe('owners and configurations', () => {
         }
         if (config.kubernetes?.namespaceStrategy === 'single') {
           assert.deepEqual(
-            objects.map((o) => o.kind),
+            objects.map((o) => o.kind).filter((k) => k !== 'NetworkPolicy'),
             [
               'Job',
-              'NetworkPolicy',
               ...(ssh ? ['Secret', 'Service'] : []),
               ...(config.kubernetes.minikube ? ['Service'] : []),
             ],
           );
+          assert.equal(policyNames(objects)[0], 'job-isolation');
           for (const o of objects) assert.equal(o.metadata.namespace, 'batch');
         }
       });

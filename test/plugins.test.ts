@@ -72,10 +72,15 @@ function annotations(b: JobBuild): Record<string, string> {
 function companions<K extends Companion['kind']>(b: JobBuild, kind: K): Extract<Companion, { kind: K }>[] {
   return b.companions.filter((c): c is Extract<Companion, { kind: K }> => c.kind === kind);
 }
-function networkPolicy(b: JobBuild): NetworkPolicy {
-  const policies = companions(b, 'NetworkPolicy');
-  assert.equal(policies.length, 1);
-  return policies[0]!;
+/** The job's own NetworkPolicy `policy-<id>`, if the build has one. */
+function jobPolicy(b: JobBuild): NetworkPolicy | undefined {
+  return companions(b, 'NetworkPolicy').find((p) => p.metadata.name === `policy-${JOB_ID}`);
+}
+/** The isolation policy of the job's namespace, which every build carries. */
+function isolationPolicy(b: JobBuild): NetworkPolicy {
+  const policy = companions(b, 'NetworkPolicy').find((p) => p.metadata.name === 'job-isolation');
+  assert.ok(policy);
+  return policy;
 }
 /** A word of an example app's invocation, as it appears in a container command (Kubernetes-escaped). */
 function invocationWord(name: string, index: number): string {
@@ -819,7 +824,7 @@ describe('FairShare', () => {
     assert.equal(annotations(b)['ucompute.dev/fair-share-weight'], '1');
     assert.deepEqual(companions(b, 'Namespace'), []);
     assert.deepEqual(companions(b, 'Queue') as VolcanoQueue[], []);
-    assert.equal(networkPolicy(b).metadata.namespace, 'batch');
+    assert.equal(isolationPolicy(b).metadata.namespace, 'batch');
   });
 });
 
@@ -893,9 +898,34 @@ describe('ConnectToJob', () => {
     podSelector: { matchLabels: { 'volcano.sh/job-name': `j-${jobId}` } },
   });
 
-  test('always a NetworkPolicy policy-<id>: own replicas, the session proxy, DNS and the internet', async () => {
+  test("every job's namespace has the isolation policy: all of ucompute's job pods, the session proxy in, DNS and the internet out", async () => {
     const b = await build(wordCount());
-    assert.deepEqual(networkPolicy(b), {
+    assert.deepEqual(isolationPolicy(b), {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: {
+        name: 'job-isolation',
+        namespace: 'ucompute-u-alice',
+        labels: { 'app.kubernetes.io/managed-by': 'ucompute' },
+      },
+      spec: {
+        podSelector: { matchLabels: { 'app.kubernetes.io/managed-by': 'ucompute' } },
+        policyTypes: ['Ingress', 'Egress'],
+        ingress: [{ from: [PROXY] }],
+        egress: [DNS, INTERNET],
+      },
+    });
+    // It selects the job's pods by their template's label.
+    assert.equal(task(b).template.metadata?.labels?.['app.kubernetes.io/managed-by'], 'ucompute');
+    // One replica and no peers: nothing to open, so no policy of its own (a pod always reaches itself).
+    assert.equal(jobPolicy(b), undefined);
+    assert.equal('ucompute.dev/peers' in annotations(b), false);
+    assert.equal(pod(b).hostAliases, undefined);
+  });
+
+  test('a job with replicas has its own policy policy-<id>: its pods to each other, both ways', async () => {
+    const b = await build(app('mpi-hello', { replicas: 3 }));
+    assert.deepEqual(jobPolicy(b), {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
       metadata: {
@@ -906,30 +936,29 @@ describe('ConnectToJob', () => {
       spec: {
         podSelector: OWN_PODS.podSelector,
         policyTypes: ['Ingress', 'Egress'],
-        ingress: [{ from: [OWN_PODS, PROXY] }],
-        egress: [{ to: [OWN_PODS] }, DNS, INTERNET],
+        ingress: [{ from: [OWN_PODS] }],
+        egress: [{ to: [OWN_PODS] }],
       },
     });
-    assert.equal('ucompute.dev/peers' in annotations(b), false);
-    assert.equal(pod(b).hostAliases, undefined);
+    assertValidKubernetesObject(jobPolicy(b)!);
   });
 
   test('no internet rule when the configuration forbids it; the proxy namespace is configurable', async () => {
     const b = await build(wordCount(), {
       config: { kubernetes: { allowInternet: false, serviceNamespace: 'platform' } },
     });
-    const spec = networkPolicy(b).spec;
-    assert.deepEqual(spec.egress, [{ to: [OWN_PODS] }, DNS]);
-    assert.deepEqual(spec.ingress?.[0]?.from?.[1]?.namespaceSelector, {
+    const spec = isolationPolicy(b).spec;
+    assert.deepEqual(spec.egress, [DNS]);
+    assert.deepEqual(spec.ingress?.[0]?.from?.[0]?.namespaceSelector, {
       matchLabels: { 'kubernetes.io/metadata.name': 'platform' },
     });
   });
 
   test('a peer adds rules both ways and the peers annotation', async () => {
     const b = await build(httpCheck());
-    const spec = networkPolicy(b).spec;
-    assert.deepEqual(spec.ingress, [{ from: [OWN_PODS, PROXY, peerPods('peer1')] }]);
-    assert.deepEqual(spec.egress?.[0], { to: [OWN_PODS, peerPods('peer1')] });
+    const spec = jobPolicy(b)?.spec;
+    assert.deepEqual(spec?.ingress, [{ from: [peerPods('peer1')] }]);
+    assert.deepEqual(spec?.egress, [{ to: [peerPods('peer1')] }]);
     assert.equal(
       annotations(b)['ucompute.dev/peers'],
       JSON.stringify([{ hostname: 'server', jobId: 'peer1' }]),
@@ -939,9 +968,7 @@ describe('ConnectToJob', () => {
 
   test('peers from resources too, in order', async () => {
     const b = await build(httpCheck({ resources: [{ type: 'peer', hostname: 'cache', jobId: 'peer2' }] }));
-    assert.deepEqual(networkPolicy(b).spec.egress?.[0], {
-      to: [OWN_PODS, peerPods('peer1'), peerPods('peer2')],
-    });
+    assert.deepEqual(jobPolicy(b)?.spec.egress, [{ to: [peerPods('peer1'), peerPods('peer2')] }]);
     assert.deepEqual(JSON.parse(annotations(b)['ucompute.dev/peers'] ?? ''), [
       { hostname: 'server', jobId: 'peer1' },
       { hostname: 'cache', jobId: 'peer2' },
@@ -957,12 +984,13 @@ describe('ConnectToJob', () => {
       namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ucompute-u-bob' } },
       ...peerPods('peer1'),
     };
-    const spec = networkPolicy(b).spec;
-    assert.deepEqual(spec.ingress, [{ from: [OWN_PODS, PROXY, bobPods] }]);
-    assert.deepEqual(spec.egress?.[0], { to: [OWN_PODS, bobPods] });
+    const spec = jobPolicy(b)?.spec;
+    assert.deepEqual(spec?.ingress, [{ from: [bobPods] }]);
+    assert.deepEqual(spec?.egress, [{ to: [bobPods] }]);
     assert.deepEqual(pod(b).hostAliases, [{ ip: '10.1.2.3', hostnames: ['server'] }]);
     assertValidKubernetesObject(b.volcanoJob);
-    assertValidKubernetesObject(networkPolicy(b));
+    assertValidKubernetesObject(jobPolicy(b)!);
+    assertValidKubernetesObject(isolationPolicy(b));
   });
 
   test('one peer job under two host names is one host alias (hostAliases is keyed by ip)', async () => {
@@ -991,7 +1019,7 @@ describe('ConnectToJob', () => {
       ['peer1', { namespace: 'ucompute-u-alice', address: '10.9.8.7' }],
     ]);
     const b = await build(httpCheck(), { peers });
-    assert.deepEqual(networkPolicy(b).spec.egress?.[0], { to: [OWN_PODS, peerPods('peer1')] });
+    assert.deepEqual(jobPolicy(b)?.spec.egress, [{ to: [peerPods('peer1')] }]);
     assert.deepEqual(pod(b).hostAliases, [{ ip: '10.9.8.7', hostnames: ['server'] }]);
   });
 });

@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { fieldOf } from '../web/src/field-of.ts';
 import { estimatedCost, pricePerHour } from '../web/src/format.ts';
 import { listFollower, type Shown, withJob } from '../web/src/job-list.ts';
-import type { Job, JobState, Product } from '../web/src/types.ts';
+import { initialRaw, parameterValue } from '../web/src/parameter-values.ts';
+import type { Job, JobState, Parameter, Product } from '../web/src/types.ts';
 import { seriesOf } from '../web/src/usage-series.ts';
 
 // The web interface's own arithmetic and mapping, without a browser.
@@ -45,6 +46,29 @@ const job = (
   }) as unknown as Job;
 
 describe('the web interface', () => {
+  test('the launch form turns what was typed into the API’s values, a Workflow into its job script', () => {
+    const common = { name: 'p', optional: true, title: 'P', description: '' };
+    const workflow: Parameter = { ...common, type: 'workflow' };
+    assert.deepEqual(parameterValue(workflow, 'echo {{ ucloud.rank }}'), {
+      type: 'workflow',
+      specification: { job: 'echo {{ ucloud.rank }}' },
+    });
+    assert.equal(parameterValue(workflow, ''), undefined);
+    assert.equal(
+      initialRaw({ ...workflow, defaultValue: { type: 'workflow', specification: { job: 'sleep 1' } } }),
+      'sleep 1',
+    );
+    const integer: Parameter = { ...common, type: 'integer' };
+    assert.deepEqual(parameterValue(integer, '12'), { type: 'integer', value: 12 });
+    // What does not parse goes as typed, so that the server names the field.
+    assert.deepEqual(parameterValue(integer, 'twelve'), { type: 'integer', value: 'twelve' });
+    assert.deepEqual(parameterValue({ ...common, type: 'peer' }, 'abc'), {
+      type: 'peer',
+      jobId: 'abc',
+      hostname: 'p',
+    });
+  });
+
   test('prices per hour count vCPUs, or GPUs for GPU-priced products, per period', () => {
     assert.equal(pricePerHour(standard), 120);
     assert.equal(pricePerHour(gpu), 60);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import type { Application, ApplicationParameter } from '../model/application.ts';
 import type { Job, JobSpecification } from '../model/job.ts';
 import type { AppParameterValue } from '../model/parameter-value.ts';
@@ -23,6 +24,9 @@ Options:
                           input_file/_directory     a storage path: input=/home/alice/data.csv
                           peer                      HOST=JOBID: the job JOBID is reachable as HOST
                           license_server            the license server's id
+                          workflow                  the job script (Jinja), or @FILE to read it
+                                                    from a local file; a workflow's own inputs
+                                                    are given through the API
   --file NAME=PATH[:ro] a file or folder parameter; PATH is a storage path (/home/<user>/...,
                         /projects/<id>/...); ":ro" mounts it read-only (repeatable)
   --mount PATH[:ro]     also mount a folder (or file) of your drives or your projects' drives at
@@ -116,9 +120,16 @@ export function parameterValue(parameter: ApplicationParameter, text: string): A
     case 'network_ip':
       return { type: 'network', id: text };
     case 'workflow':
-      throw new CliError(
-        `${where}: a Workflow parameter takes a job script and its inputs ({type: "workflow", specification: {job, inputs}}), given through the API, not --param`,
-      );
+      return { type: 'workflow', specification: { job: text } };
+  }
+}
+
+/** A Workflow's job script from a file on this machine (`--param NAME=@FILE`). */
+async function localScript(name: string, path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`--param ${name}: cannot read the job script ${path}: ${(e as Error).message}`);
   }
 }
 
@@ -240,7 +251,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   for (const [name, text] of params) {
     const parameter = parameterNamed(app, name, '--param');
     given(name, '--param');
-    parameters[name] = parameterValue(parameter, text);
+    const script = parameter.type === 'workflow' && text.startsWith('@');
+    parameters[name] = parameterValue(parameter, script ? await localScript(name, text.slice(1)) : text);
   }
   for (const f of files) {
     const parameter = parameterNamed(app, f.name, '--file');

@@ -1,8 +1,6 @@
-import type { NetworkPolicy } from '../volcano/api/types.ts';
 import { VOLCANO_JOB_NAME_LABEL, VOLCANO_TASK_INDEX_LABEL } from '../volcano/emulation/conventions.ts';
 import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, SSH_PORT_ANNOTATION } from '../volcano/labels.ts';
 import {
-  networkPolicyName,
   SSH_KEYS_FILE,
   SSH_KEYS_FOLDER,
   SSH_PORT,
@@ -10,6 +8,7 @@ import {
   sshServiceName,
 } from '../volcano/names.ts';
 import { addVolume, annotateJob, podSpec, restrictedSecurityContext } from './builder.ts';
+import { jobPolicy } from './connect-to-job.ts';
 import { MULTI_NODE_PATH, MULTI_NODE_VOLUME } from './multi-node.ts';
 import type { JobPlugin } from './plugin.ts';
 
@@ -83,11 +82,9 @@ export const sshPlugin: JobPlugin = {
         ports: [{ name: 'ssh', port: SSH_PORT, targetPort: SSH_PORT, protocol: 'TCP' }],
       },
     });
-    // The job's policy admits its own pods, peers and the proxy: ssh comes from anywhere.
-    const policy = build.companions.find(
-      (c): c is NetworkPolicy => c.kind === 'NetworkPolicy' && c.metadata.name === networkPolicyName(job.id),
-    );
-    policy?.spec.ingress?.push({ ports: [{ protocol: 'TCP', port: SSH_PORT }] });
+    // ssh comes from anywhere, on top of what the job's namespace and its policy allow.
+    const namespace = build.volcanoJob.metadata.namespace ?? ctx.config.kubernetes.namespace;
+    jobPolicy(build, job.id, namespace).spec.ingress?.push({ ports: [{ protocol: 'TCP', port: SSH_PORT }] });
     annotateJob(build, SSH_PORT_ANNOTATION, String(SSH_PORT));
   },
 

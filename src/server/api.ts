@@ -34,8 +34,6 @@ declare module 'fastify' {
     sessionBackend: Pick<Backend, 'connect' | 'shell'>;
     /** Where people reach this service: links are built from it, never from `Host`. */
     publicUrl: PublicUrl;
-    /** Several replicas share the store and elect a leader; false for the embedded single process. */
-    replicated: boolean;
   }
   interface FastifyRequest {
     /**

@@ -332,9 +332,12 @@ export const TokenResponse = Type.Object({ token: Type.String() });
 // ---- service ------------------------------------------------------------------------------------
 
 export const HealthResponse = Type.Object({ ok: Type.Boolean() });
-/** Readiness: the store answers, and (replicas) which replica leads, when one is known. */
 export const ReadinessResponse = Type.Object({
   ok: Type.Boolean(),
-  leader: Type.Optional(Type.String()),
-  reason: Type.Optional(Type.String()),
+  /** The replica that runs the backend loop (holds the lease 'backend'); null while none does. */
+  leader: Type.Union([
+    Type.Object({ holder: Type.String(), epoch: Type.Integer(), expiresAt: Type.Integer() }),
+    Type.Null(),
+  ]),
 });
+export const UnreadyResponse = Type.Object({ ok: Type.Literal(false), error: Type.String() });

@@ -42,8 +42,10 @@ export function ownerNamespace(config: ResolvedPipelineConfig, owner: Owner): st
   return dnsLabel(`${config.prefix}-${kind === 'user' ? 'u' : 'p'}-`, id);
 }
 
-/** The NetworkPolicy that opens a job to its peers. */
+/** The NetworkPolicy that opens a job to its own replicas, its peers and its SSH port. */
 export const networkPolicyName = (jobId: string) => `policy-${jobId}`;
+/** The NetworkPolicy of a job namespace that isolates every job pod of ucompute in it. */
+export const JOB_ISOLATION_POLICY = 'job-isolation';
 
 /** The Service that forwards a job's SSH port to its rank 0 (UCloud's `j-<id>-ssh`). */
 export const sshServiceName = (jobId: string) => `j-${jobId}-ssh`;

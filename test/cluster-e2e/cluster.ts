@@ -1,7 +1,7 @@
 /**
  * The real-cluster suite's set-up: the cluster that `scripts/cluster.sh test` started (its folder
  * in UCOMPUTE_CLUSTER_DIR), kubectl as its administrator, and `ucompute serve --backend
- * kubernetes` children that use deploy/rbac.yaml's ServiceAccount (DIR/ucompute.kubeconfig).
+ * kubernetes` children that use the chart's ServiceAccount (DIR/ucompute.kubeconfig).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -55,6 +55,8 @@ export interface Ucompute {
   untilState(id: string, state: string, tries?: number): Promise<any>;
   /** Submits one job (a spec as the API takes it) and answers its id. */
   submit(spec: Record<string, unknown>): Promise<string>;
+  /** A client of a new user `name` (not an administrator) with credits of their own. */
+  user(name: string): Promise<ReturnType<typeof serveClient>>;
   stop(): Promise<void>;
 }
 
@@ -122,6 +124,19 @@ export async function startUcompute(
     async submit(spec) {
       const created = await client.api<{ responses: { id: string }[] }>('/api/jobs', { items: [spec] });
       return created.responses[0]!.id;
+    },
+    async user(name) {
+      await client.api('/api/admin/users', { name, admin: false });
+      await client.api('/api/accounting/allocations', {
+        owner: `user:${name}`,
+        category: 'u1-standard',
+        credits: 1_000_000,
+      });
+      const { token: theirs } = await client.api<{ token: string }>('/api/admin/tokens', {
+        username: name,
+        description: 'e2e',
+      });
+      return serveClient(served.url, theirs);
     },
     stop: () => stopServe(served),
   };

@@ -9,7 +9,6 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { serveClient } from '../support/browser.ts';
 import { until } from '../support/until.ts';
 import { kubectlJson, ownerNamespace, simulated, skip, spec, startUcompute } from './cluster.ts';
 
@@ -26,17 +25,7 @@ test("two owners who each ask for more than the cluster holds share its nodes by
   await ownerNamespace(LOCAL);
   await ownerNamespace(BOB);
   const admin = ucompute.client;
-  await admin.api('/api/admin/users', { name: 'bob', admin: false });
-  await admin.api('/api/accounting/allocations', {
-    owner: 'user:bob',
-    category: 'u1-standard',
-    credits: 1_000_000,
-  });
-  const { token } = await admin.api<{ token: string }>('/api/admin/tokens', {
-    username: 'bob',
-    description: 'e2e',
-  });
-  const bob = serveClient(ucompute.served.url, token);
+  const bob = await ucompute.user('bob');
 
   const nodes = (await kubectlJson(['get', 'nodes'])).items.length as number;
   assert.equal(nodes, 4, 'the shares below are those of the default 4 nodes');

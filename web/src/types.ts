@@ -41,7 +41,9 @@ export type ParameterValue =
   | { type: 'peer'; hostname: string; jobId: string }
   | { type: 'license_server'; id: string }
   | { type: 'network'; id: string }
-  | { type: 'ingress'; id: string };
+  | { type: 'ingress'; id: string }
+  // A Workflow's job script (UCloud's WorkflowSpecification); its inputs are given through the API.
+  | { type: 'workflow'; specification: { job?: string | null; inputs?: unknown[] } };
 
 interface ParameterCommon {
   name: string;
@@ -58,6 +60,7 @@ export type Parameter = ParameterCommon &
     | { type: 'enumeration'; options: { name: string; value: string }[] }
     | { type: 'peer'; suggestedApplication?: string }
     | { type: 'license_server'; tagged: string[] }
+    | { type: 'workflow' }
   );
 
 export type ApplicationType = 'BATCH' | 'VNC' | 'WEB';

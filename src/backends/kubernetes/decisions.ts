@@ -1,6 +1,7 @@
 import type { BackendEvent } from '../../jobs/backend.ts';
 import { isFinalPhase } from '../../volcano/api/phases.ts';
 import type { KubernetesObject } from '../../volcano/api/types.ts';
+import { JOB_ID_LABEL } from '../../volcano/labels.ts';
 import type { PodSummary, Report } from './states.ts';
 
 /**
@@ -109,27 +110,31 @@ export function isOrphan(
   return now - object.createdAt >= ORPHAN_MIN_AGE_MS;
 }
 
-/** Namespaces and queues are an owner's, shared by its jobs; the rest belongs to one job. */
-export const isShared = (kind: string) => kind === 'Namespace' || kind === 'Queue';
+/**
+ * Whether a companion is shared by the jobs of a namespace (an owner's namespace and queue, the
+ * namespace's isolation policy) rather than one job's own: shared ones carry no job id label.
+ */
+export const isShared = (object: Pick<KubernetesObject, 'metadata'>) =>
+  object.metadata.labels?.[JOB_ID_LABEL] === undefined;
 
 /** The order companions are created in: what others refer to first, so nothing waits on a gap. */
 const CREATE_ORDER = ['Namespace', 'Queue', 'NetworkPolicy', 'ConfigMap', 'Secret', 'Service'];
 
 /**
- * The companions a submission creates, in order: shared ones (an owner's namespace and queue)
- * only when this process has not seen them created yet (`seen` holds `Kind/name`).
+ * The companions a submission creates, in order: shared ones only when this process has not seen
+ * them created yet (`seen` holds their sharedKey).
  */
 export function companionsToCreate<T extends Pick<KubernetesObject, 'kind' | 'metadata'>>(
   companions: readonly T[],
   seen: ReadonlySet<string>,
 ): T[] {
   return companions
-    .filter((c) => !(isShared(c.kind) && seen.has(sharedKey(c))))
+    .filter((c) => !(isShared(c) && seen.has(sharedKey(c))))
     .sort((a, b) => CREATE_ORDER.indexOf(a.kind) - CREATE_ORDER.indexOf(b.kind));
 }
 
 export const sharedKey = (object: Pick<KubernetesObject, 'kind' | 'metadata'>) =>
-  `${object.kind}/${object.metadata.name}`;
+  `${object.kind}/${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`;
 
 /**
  * Whether a Volcano Queue takes jobs. Volcano's admission webhook refuses a Job for a queue

@@ -81,7 +81,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     for (const companion of companionsToCreate(build.companions, seenShared)) {
       await cluster.createIfAbsent(companion);
       if (companion.kind === 'Queue') await cluster.waitUntilOpen(companion);
-      if (isShared(companion.kind)) seenShared.add(sharedKey(companion));
+      if (isShared(companion)) seenShared.add(sharedKey(companion));
     }
     const volcanoJob: VolcanoJob = addPeerAliases(build.volcanoJob, podsOf);
     await cluster.createIfAbsent(volcanoJob);

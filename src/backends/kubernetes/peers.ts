@@ -2,7 +2,7 @@ import type { KubernetesObjectApi } from '@kubernetes/client-node';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { jobPods } from '../../plugins/connect-to-job.ts';
 import type { NetworkPolicy, NetworkPolicyPeer, VolcanoJob } from '../../volcano/api/types.ts';
-import { PEERS_ANNOTATION } from '../../volcano/labels.ts';
+import { JOB_ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, PEERS_ANNOTATION } from '../../volcano/labels.ts';
 import { JOB_TASK_NAME, networkPolicyName } from '../../volcano/names.ts';
 import { statusCode } from './connection.ts';
 
@@ -61,8 +61,10 @@ const samePeer = (a: NetworkPolicyPeer, b: NetworkPolicyPeer) => canonical(a) ==
 
 /**
  * ConnectToJob's other half: each peer's own policy `policy-<peer>` gets a rule from and a rule
- * to this job's pods, so traffic flows both ways. A peer that is gone is skipped; a rule already
- * there is not added twice; a concurrent change (409 on the resource version) is retried.
+ * to this job's pods, so traffic flows both ways; a peer that had nothing to open has no policy
+ * yet, and gets one with just these rules (labelled with the peer's job id, so it goes with the
+ * peer). A peer that is gone is skipped; a rule already there is not added twice; a concurrent
+ * change (409 on the resource version, or on creating the same policy) is retried.
  */
 export async function openPeerPolicies(
   objects: KubernetesObjectApi,
@@ -75,49 +77,66 @@ export async function openPeerPolicies(
     const where = locate(peer.jobId);
     if (!where) continue;
     const ours = jobPods(jobId, namespace, where.namespace);
+    const name = networkPolicyName(peer.jobId);
     for (let attempt = 0; attempt < 3; attempt++) {
-      let policy: NetworkPolicy;
       try {
-        policy = (await objects.read({
-          apiVersion: 'networking.k8s.io/v1',
-          kind: 'NetworkPolicy',
-          metadata: { name: networkPolicyName(peer.jobId), namespace: where.namespace },
-        })) as unknown as NetworkPolicy;
-      } catch (e) {
-        if (statusCode(e) === 404) break;
-        throw e;
-      }
-      const ingress = policy.spec.ingress ?? [];
-      const egress = policy.spec.egress ?? [];
-      const hasIngress = ingress.some((r) => r.from?.some((p) => samePeer(p, ours)));
-      const hasEgress = egress.some((r) => r.to?.some((p) => samePeer(p, ours)));
-      if (hasIngress && hasEgress) break;
-      try {
-        await objects.patch(
-          {
-            apiVersion: 'networking.k8s.io/v1',
-            kind: 'NetworkPolicy',
-            metadata: {
-              name: policy.metadata.name,
-              namespace: where.namespace,
-              resourceVersion: (policy.metadata as { resourceVersion?: string }).resourceVersion,
-            },
-            spec: {
-              ingress: hasIngress ? ingress : [...ingress, { from: [ours] }],
-              egress: hasEgress ? egress : [...egress, { to: [ours] }],
-            },
-          },
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          PatchStrategy.MergePatch,
-        );
+        await openPolicy(objects, peer.jobId, { name, namespace: where.namespace }, ours);
         break;
       } catch (e) {
-        if (statusCode(e) === 404) break;
+        if (statusCode(e) === 404) break; // the peer's namespace is gone with it
         if (statusCode(e) !== 409 || attempt === 2) throw e;
       }
     }
   }
+}
+
+/** Adds the rules both ways for `ours` to the policy `at` of the peer `peerId`, creating it if absent. */
+async function openPolicy(
+  objects: KubernetesObjectApi,
+  peerId: string,
+  at: { name: string; namespace: string },
+  ours: NetworkPolicyPeer,
+): Promise<void> {
+  const kind = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy' } as const;
+  let policy: NetworkPolicy;
+  try {
+    policy = (await objects.read({ ...kind, metadata: at })) as unknown as NetworkPolicy;
+  } catch (e) {
+    if (statusCode(e) !== 404) throw e;
+    const created: NetworkPolicy = {
+      ...kind,
+      metadata: { ...at, labels: { [JOB_ID_LABEL]: peerId, [MANAGED_BY_LABEL]: MANAGED_BY } },
+      spec: {
+        podSelector: jobPods(peerId, at.namespace, at.namespace).podSelector ?? {},
+        policyTypes: ['Ingress', 'Egress'],
+        ingress: [{ from: [ours] }],
+        egress: [{ to: [ours] }],
+      },
+    };
+    await objects.create(created);
+    return;
+  }
+  const ingress = policy.spec.ingress ?? [];
+  const egress = policy.spec.egress ?? [];
+  const hasIngress = ingress.some((r) => r.from?.some((p) => samePeer(p, ours)));
+  const hasEgress = egress.some((r) => r.to?.some((p) => samePeer(p, ours)));
+  if (hasIngress && hasEgress) return;
+  await objects.patch(
+    {
+      ...kind,
+      metadata: {
+        ...at,
+        resourceVersion: (policy.metadata as { resourceVersion?: string }).resourceVersion,
+      },
+      spec: {
+        ingress: hasIngress ? ingress : [...ingress, { from: [ours] }],
+        egress: hasEgress ? egress : [...egress, { to: [ours] }],
+      },
+    },
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    PatchStrategy.MergePatch,
+  );
 }

@@ -23,8 +23,10 @@ const LOG_KEPT = 512 * 1024;
 /** The terminal open on the page, if any. */
 type Opened = { sessionIdentifier: string } | null;
 
-function shown(value: ParameterValue): string {
+function shown(value: ParameterValue): preact.ComponentChild {
   switch (value.type) {
+    case 'workflow':
+      return <pre>{value.specification.job ?? ''}</pre>;
     case 'file':
       return value.path;
     case 'peer':
