@@ -25,7 +25,7 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -197,6 +197,9 @@ function timedRuntime(runtime: Runtime): Runtime {
 }
 
 const home = await mkdtemp(join(tmpdir(), 'ucompute-local-bench-'));
+// As `ucompute serve` lets others pass its data folder (backends/local/open.ts): the sandbox binds
+// the host view below it as a container's unprivileged host user.
+await chmod(home, 0o711);
 const stateDir = join(home, 'local');
 const runtime = timedRuntime(
   await createRuntime({

@@ -7,4 +7,8 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(1);
 }
+// Node keeps what it compiled (the sources with their types stripped) in its compile cache
+// ($NODE_COMPILE_CACHE, else the temporary folder): a command starts in about half the CPU time.
+const { enableCompileCache } = await import('node:module');
+enableCompileCache();
 await import('../src/cli/main.ts');

@@ -5,14 +5,14 @@
 #   scripts/cluster.sh build                     build what is missing (cached by versions)
 #   scripts/cluster.sh up DIR [--nodes N] [--node-cpu C] [--node-memory M]
 #                                                start it all; writes DIR/admin.kubeconfig and
-#                                                DIR/ucompute.kubeconfig (deploy/rbac.yaml's account)
+#                                                DIR/ucompute.kubeconfig (the chart's account)
 #   scripts/cluster.sh restart DIR COMPONENT     stop and start one component (e.g. kube-apiserver)
 #   scripts/cluster.sh down DIR                  stop exactly what `up` started, remove DIR
 #   scripts/cluster.sh test [FILES...]           up a cluster in a temporary folder, run the
 #                                                real-cluster suite (test/cluster-e2e) on it, down
 #
 # Upstream programs are built from their Go modules as dependencies of the wrapper modules in
-# test/cluster/{kube,kwok}; nothing upstream is copied into the repository. Binaries are cached in
+# test/cluster/{kube,kwok,helm}; nothing upstream is copied into the repository. Binaries are cached in
 # $UCOMPUTE_CLUSTER_CACHE (default /var/cache/ucompute-cluster) under a key of the modules' go.sum
 # and the Go version, so a warm `up` only starts processes.
 set -euo pipefail
@@ -45,6 +45,13 @@ bin_dir() {
   echo "$cache_root/$key/bin"
 }
 
+# Helm (for deploy/helm/ucompute) is cached apart, under a key of its own module.
+helm_bin() {
+  local key
+  key=$( (go env GOVERSION; cat "$cluster_src"/helm/go.sum) | sha256sum | cut -c1-16)
+  echo "$cache_root/helm-$key/bin/helm"
+}
+
 # The Kubernetes version the kube module builds, for the binaries' version (discovery, kubectl).
 kube_version() { sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\).*$/\1/p' "$cluster_src/kube/go.mod" | head -1; }
 
@@ -54,6 +61,12 @@ build() {
   local want=(kube-apiserver kube-controller-manager kubectl scheduler controller-manager webhook-manager kwok)
   local missing=()
   for b in "${want[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done
+  local helm; helm=$(helm_bin)
+  if [ ! -x "$helm" ]; then
+    mkdir -p "$(dirname "$helm")"
+    (cd "$cluster_src/helm" && go build -p 2 -trimpath -ldflags "-s -w" -o "$helm.partial" helm.sh/helm/v3/cmd/helm)
+    mv "$helm.partial" "$helm"
+  fi
   [ ${#missing[@]} -eq 0 ] && return
   mkdir -p "$bin.partial"
   local started=$SECONDS
@@ -167,6 +180,7 @@ up() {
   mkdir -p "$dir"/{pki,logs,run,storage}
   dir=$(cd "$dir" && pwd)
   echo "$bin" > "$dir/run/bin"
+  helm_bin > "$dir/run/helm"
   local kube_mod volcano_dir kwok_dir
   volcano_dir=$(module_dir kube volcano.sh/volcano)
   kwok_dir=$(module_dir kwok sigs.k8s.io/kwok)
@@ -269,10 +283,11 @@ EOF
     --enable-crds=Logs,ClusterLogs,Exec,ClusterExec,PortForward,ClusterPortForward
   nodes_yaml | "${k[@]}" apply -f - >/dev/null
 
-  # ucompute's account, bound by deploy/rbac.yaml (and per-owner-binding.yaml: the tests use both
-  # namespace strategies), with a long-lived token; and the storage claim jobs mount.
-  "${k[@]}" apply -f "$root/deploy/namespace.yaml" -f "$root/deploy/rbac.yaml" -f "$root/deploy/per-owner-binding.yaml" \
-    -f "$root/deploy/storage.yaml" >/dev/null
+  # ucompute's account and roles as the chart makes them (bound cluster-wide: the tests use both
+  # namespace strategies), with a long-lived token; and the chart's storage claim, which jobs mount.
+  "${k[@]}" create namespace ucompute >/dev/null
+  "$(helm_bin)" template ucompute "$root/deploy/helm/ucompute" --namespace ucompute --set kubernetes.namespaceStrategy=per-owner \
+    --show-only templates/rbac.yaml --show-only templates/storage.yaml | "${k[@]}" apply -f - >/dev/null
   "${k[@]}" apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Secret

@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, test } from 'node:test';
-import { buildCatalog, type CatalogIssue, compareVersions, loadCatalog } from '../src/catalog/catalog.ts';
+import {
+  buildCatalog,
+  type CatalogIssue,
+  compareVersions,
+  loadCatalog,
+  readCatalogFiles,
+} from '../src/catalog/catalog.ts';
 import { parseProducts } from '../src/catalog/products.ts';
 import { ValidationError } from '../src/model/errors.ts';
 
@@ -324,6 +330,20 @@ describe('problems name file, line, document and field', () => {
       assert.match(e.message, /broken\.yaml:\d+ \(document 2\) allowMultiNode: must be true or false/);
       return true;
     });
+  });
+  test("a ConfigMap volume's files are read once, through their visible names", async () => {
+    // Kubernetes' atomic writer: the files in `..<time>/`, `..data` linked to it, each name to `..data/<name>`.
+    const dir = await mkdtemp(join(tmpdir(), 'ucompute-catalog-'));
+    await mkdir(join(dir, '..2026_11_26_16_00_00.1'));
+    await writeFile(join(dir, '..2026_11_26_16_00_00.1', 'word-count.yml'), `${tool()}---\n${app('')}`);
+    await symlink('..2026_11_26_16_00_00.1', join(dir, '..data'));
+    await symlink(join('..data', 'word-count.yml'), join(dir, 'word-count.yml'));
+    const files = await readCatalogFiles(dir);
+    assert.deepEqual(
+      files.map((f) => f.path),
+      [relative(process.cwd(), join(dir, 'word-count.yml'))],
+    );
+    assert.equal((await loadCatalog(dir)).list().length, 1);
   });
 });
 

@@ -7,8 +7,7 @@ import { parseDate } from '../src/cli/dates.ts';
 import { buysInHours } from '../src/cli/usage.ts';
 import type { Product } from '../src/model/product.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
-import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
-import { until } from './support/until.ts';
+import { putFile, type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
 
 /** `ucompute admin`, `balance` and `usage` against a real `ucompute serve` (dry backend, jobs held until cancelled). */
 
@@ -248,11 +247,7 @@ describe('admin, balance and usage', TIMEOUT, () => {
   test('usage: credits per UTC day or hour between dates, with totals', async () => {
     const id = (await cli(['run', 'word-count', '--param', 'input=/home/local/a.txt'])).stdout.trim();
     // A job that ran pays for its started minute: cancel it once it runs.
-    await until(async () => /^state\s+RUNNING$/m.test((await cli(['show', id])).stdout), {
-      describe: `job ${id} runs`,
-      timeout: 60_000,
-      every: 100,
-    });
+    await servedJobInState(server!, id, 'RUNNING');
     assertExit(await cli(['cancel', id]), 0);
     const byDay = await cli(['usage', '--since', '1d']);
     assertExit(byDay, 0);

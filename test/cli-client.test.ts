@@ -7,10 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import { parseDuration } from '../src/cli/format.ts';
 import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
-import type { Job } from '../src/model/job.ts';
+import type { Job, JobState } from '../src/model/job.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
-import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
-import { until } from './support/until.ts';
+import { putFile, type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
 
 /** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
 
@@ -57,15 +56,7 @@ async function retrieve(id: string, server = dry): Promise<Job> {
 }
 
 /** The job once it is in `state`. */
-function inState(id: string, state: string, server = dry): Promise<Job> {
-  return until(
-    async () => {
-      const job = await retrieve(id, server);
-      return job.status.state === state && job;
-    },
-    { describe: `job ${id} is ${state}`, every: 50 },
-  );
-}
+const inState = (id: string, state: JobState, server = dry) => servedJobInState(server!, id, state);
 
 describe('parseDuration and parameterValue', () => {
   test('durations: d, h, m and s in that order, carried into larger units', () => {

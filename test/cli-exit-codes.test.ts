@@ -8,7 +8,7 @@ import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
-import { type Served, startServe, stopServe } from './support/serve.ts';
+import { type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
 
 /**
  * An application's exit code on the local backend, through the CLI: the job stays SUCCESS (the
@@ -145,7 +145,7 @@ describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
 
   test('a cancelled job: logs -f exits 130, and jobs --outcome cancelled lists it', async () => {
     const id = await submitted(['sleeps']);
-    await until(id, 'RUNNING');
+    await servedJobInState(server!, id, 'RUNNING');
     const following = cli(['logs', id, '-f']);
     assertExit(await cli(['cancel', id]), 0);
     const logs = await following;
@@ -176,7 +176,7 @@ describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
 
   test('a queued job that is cancelled never started: logs -f exits 123', async () => {
     const blocker = await submitted(['sleeps', '--product', 'u1-standard-2']);
-    await until(blocker, 'RUNNING');
+    await servedJobInState(server!, blocker, 'RUNNING');
     const queued = await submitted(['sleeps']);
     const following = cli(['logs', queued, '-f']);
     assertExit(await cli(['cancel', queued]), 0);
@@ -203,17 +203,4 @@ async function submitted(args: string[]): Promise<string> {
   const run = await cli(['run', ...args]);
   assertExit(run, 0);
   return run.stdout.trim();
-}
-
-/** Waits until the job is in `state`, as `show --json` reads it. */
-async function until(id: string, state: string): Promise<void> {
-  let last = '';
-  for (let i = 0; i < 300; i++) {
-    const show = await cli(['show', id, '--json']);
-    last =
-      show.code === 0 ? (JSON.parse(show.stdout) as { status: { state: string } }).status.state : show.stderr;
-    if (last === state) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  assert.fail(`job ${id} never became ${state}; it was ${last}`);
 }

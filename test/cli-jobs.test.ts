@@ -4,13 +4,19 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from '../src/cli/outcome.ts';
 import type { Job } from '../src/model/job.ts';
 import { failedRanks, type Outcome, type OutcomeKind, presentOutcome } from '../src/model/outcome.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
-import { putFile, type Served, startServe, stopServe } from './support/serve.ts';
+import {
+  outputTail,
+  putFile,
+  type Served,
+  servedJobInState,
+  startServe,
+  stopServe,
+} from './support/serve.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -83,15 +89,7 @@ async function retrieve(id: string): Promise<Job> {
 }
 
 /** The job once it is RUNNING. */
-function running(id: string): Promise<Job> {
-  return until(
-    async () => {
-      const job = await retrieve(id);
-      return job.status.state === 'RUNNING' && job;
-    },
-    { describe: `job ${id} runs`, timeout: 60_000, every: 100 },
-  );
-}
+const running = (id: string) => servedJobInState(server!, id, 'RUNNING', 60_000);
 
 describe('outcomes', () => {
   const job = (state: string, outcome?: Outcome, exitCode?: Record<string, number>) =>
@@ -408,8 +406,12 @@ describe('the command line', TIMEOUT, () => {
     assertExit(listed, 0);
     assert.match(listed.stdout, /^extra\s+1\.0\s+BATCH\s+Extra two$/m);
 
+    const served = outputTail(server!.child);
     writeFileSync(file, `${readFileSync(file, 'utf8')}broken: [\n`);
-    await sleep(1500);
+    await until(() => served().includes('catalogue not reloaded'), {
+      describe: 'the server refuses the broken change',
+      timeout: 60_000,
+    });
     assert.equal(await title(), 'extra@1.0: Extra two');
     const run = await cli(['run', 'extra']);
     assertExit(run, 0);

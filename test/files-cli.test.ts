@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -135,4 +135,32 @@ test('bad paths and usage mistakes are refused with the reason', async () => {
   const usage = await files('mv', '/home/local/a');
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /files mv takes 2 arguments\n\nUsage: ucompute files COMMAND/);
+});
+
+test('usage shows what each drive holds against its quota; past the quota, put fails naming it', async () => {
+  const usage = await files('usage');
+  assert.equal(usage.code, 0, usage.stderr);
+  assert.match(usage.stdout, /^DRIVE\s+OWNER\s+USED\s+QUOTA\s+USE\s+MEASURED$/m);
+  assert.match(usage.stdout, /^\/home\/local\s+user:local\s+[\d.]+ [KMG]?i?B\s+100\.0 GiB\s+0%\s+\d{4}-/m);
+
+  await mkdir(join(dir, 'small'));
+  const small = await startServe(join(dir, 'small'), {
+    config: 'storage: { quota: { defaultBytes: 65536 } }\n',
+  });
+  try {
+    const filesOfSmall = (...args: string[]) =>
+      runCli(['files', ...args], {
+        env: { ...CHILD_ENV, UCOMPUTE_URL: small.url, UCOMPUTE_DATA_DIR: small.dataDir, UCOMPUTE_TOKEN: '' },
+      });
+    const local = join(dir, 'big.bin');
+    await writeFile(local, Buffer.alloc(100_000));
+    const put = await filesOfSmall('put', local, '/home/local/big.bin');
+    assert.equal(put.code, 1, put.stdout);
+    assert.match(put.stderr, /would pass the storage quota of user local: \/home\/local .* of its 64\.0 KiB/);
+    const json = JSON.parse((await filesOfSmall('usage', '--json')).stdout);
+    assert.equal(json[0].quotaBytes, 65536);
+    assert.ok(json[0].usedBytes < 65536, 'the refused upload is not counted');
+  } finally {
+    await stopServe(small);
+  }
 });

@@ -1,23 +1,20 @@
 /**
- * The RBAC rules in deploy/ against what the backend really calls: a scenario walks every code
- * path (submit per owner with a peer and a minikube Service, follow, logs, shell, port-forward,
- * an ssh endpoint, cancel, end of a job, reconciliation) on the fake API server, which records each call as
+ * The RBAC rules of the chart (deploy/helm/ucompute/files/rbac-rules.yaml, which its roles are
+ * made of) against what the backend really calls: a scenario walks every code path (submit per
+ * owner with a peer and a minikube Service, follow, logs, shell, port-forward, an ssh endpoint,
+ * cancel, end of a job, reconciliation) on the fake API server, which records each call as
  * (verb, group, resource). Every call must be granted, and every grant used (or explained).
- * Also: the manifests in deploy/ that the fixtures have schemas for are valid, and the
- * configuration in the ConfigMap is a valid ucompute configuration.
+ * The chart's rendering is checked in test/cluster-e2e/chart.e2e.ts (it needs helm).
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { parseAllDocuments } from 'yaml';
-import { Config } from '../src/config/config.ts';
-import { parser } from '../src/model/validate.ts';
+import { parse } from 'yaml';
 import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build, ROOT } from './support/fixtures.ts';
-import { kubernetesObjectProblems } from './support/kubernetes-schemas.ts';
 
 interface Rule {
   apiGroups: string[];
@@ -25,10 +22,10 @@ interface Rule {
   verbs: string[];
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: manifests are free-form YAML.
-const manifests: any[] = readdirSync(join(ROOT, 'deploy'))
-  .filter((f) => f.endsWith('.yaml'))
-  .flatMap((f) => parseAllDocuments(readFileSync(join(ROOT, 'deploy', f), 'utf8')).map((d) => d.toJS()));
+/** The rules of the chart's two ClusterRoles: ucompute's own (`jobs`) and the nodes' (`nodes`). */
+const RULES: { jobs: Rule[]; nodes: Rule[] } = parse(
+  readFileSync(join(ROOT, 'deploy/helm/ucompute/files/rbac-rules.yaml'), 'utf8'),
+);
 
 /** Granted but not called in the scenario, on purpose. */
 const EXPLAINED = new Map([
@@ -38,7 +35,7 @@ const EXPLAINED = new Map([
   ['get //pods/portforward', 'API servers before 1.31 authorize WebSocket upgrades as get'],
 ]);
 
-test('the RBAC rules in deploy/ grant exactly the calls the backend makes', async (t) => {
+test("the chart's RBAC rules grant exactly the calls the backend makes", async (t) => {
   const cluster = await fakeCluster(t);
   const extra = { kubernetes: { minikube: true } };
   const { backend, event } = backendOn(t, cluster, extra, {
@@ -99,7 +96,7 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
   await eventually(() => cluster.api.list('jobs').length === 0);
   assert.deepEqual(cluster.api.invalid, []);
 
-  const rules: Rule[] = manifests.filter((m) => m?.kind === 'ClusterRole').flatMap((m) => m.rules);
+  const rules = [...RULES.jobs, ...RULES.nodes];
   const granted = new Set(
     rules.flatMap((r) =>
       r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} /${g}/${res}`))),
@@ -116,20 +113,4 @@ test('the RBAC rules in deploy/ grant exactly the calls the backend makes', asyn
     [],
     'grants the backend never uses (least privilege)',
   );
-});
-
-test('the manifests in deploy/ are valid where the fixtures have schemas, and the configuration loads', () => {
-  const checked = manifests.filter(
-    (m) => ['v1', 'networking.k8s.io/v1'].includes(m.apiVersion) && m.kind !== 'ServiceAccount',
-  );
-  assert.ok(checked.length >= 5);
-  for (const m of checked) assert.deepEqual(kubernetesObjectProblems(m), [], `${m.kind} ${m.metadata.name}`);
-  const configMap = manifests.find((m) => m.kind === 'ConfigMap');
-  const config = parser(Config);
-  const raw = parseAllDocuments(configMap.data['config.yml'])[0]!.toJS();
-  assert.ok(config.check(raw), JSON.stringify(config.issues(raw)));
-  // The jobs' network policies let the session proxy in by this label, in this namespace.
-  const deployment = manifests.find((m) => m.kind === 'Deployment');
-  assert.equal(deployment.spec.template.metadata.labels['app.kubernetes.io/name'], 'ucompute');
-  assert.equal(deployment.metadata.namespace, raw.kubernetes?.serviceNamespace);
 });

@@ -207,5 +207,6 @@ test('ucompute serve --backend kubernetes says which cluster it uses and runs jo
       headers: { authorization: `Bearer ${token}` },
     });
     return ((await r.json()) as { status: { state: string } }).status.state === 'SUCCESS';
-  }, 15_000);
+    // A served child and the fake cluster's watches: over 15 s at a load of 25.
+  }, 120_000);
 });

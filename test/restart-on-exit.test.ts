@@ -54,7 +54,10 @@ test('an end the backend reports while ucompute cancels or expires the job is no
     async cancel(jobId) {
       await inner.cancel(jobId);
       for (const l of listeners) l({ jobId, state: 'SUCCESS', status: 'The job ended', at: clock.now() });
-      await new Promise((r) => setTimeout(r, 20));
+      // The end is written before cancel returns (as a restart's suspension, if it is taken for one).
+      await until(async () => (await store.jobs.get(jobId))!.state !== 'RUNNING', {
+        describe: `the end of ${jobId} written`,
+      });
     },
   };
   const store = await openTestStore();

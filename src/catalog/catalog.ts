@@ -1,5 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
 import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import type { Application, ResolvedApplication, Tool } from '../model/application.ts';
 import { type Issue, ValidationError } from '../model/errors.ts';
@@ -186,10 +186,19 @@ export async function loadCatalog(dirs: string | readonly string[]): Promise<Cat
 
 export async function readCatalogFiles(dir: string): Promise<SourceFile[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  const paths = entries
-    .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name))
+  const found = entries
+    .filter((e) => (e.isFile() || e.isSymbolicLink()) && /\.ya?ml$/.test(e.name))
     .map((e) => join(e.parentPath, e.name))
-    .sort();
+    // A ConfigMap volume (the Helm chart's catalogue) keeps its files in a hidden `..<time>` folder,
+    // linked as `..data` and from each visible name: the visible links are read, the hidden copies not.
+    .filter(
+      (path) =>
+        !relative(dir, path)
+          .split(sep)
+          .some((part) => part.startsWith('..')),
+    );
+  const isFile = await Promise.all(found.map(async (path) => (await stat(path)).isFile()));
+  const paths = found.filter((_, i) => isFile[i]).sort();
   return Promise.all(
     paths.map(async (path) => ({ path: relative(process.cwd(), path), text: await readFile(path, 'utf8') })),
   );

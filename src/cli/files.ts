@@ -32,6 +32,9 @@ Commands:
   empty-trash DRIVE       delete for good everything in the drive's Trash (DRIVE: /home/<you> or
                           /projects/<id>; the service also deletes what has been there for
                           storage.trashDays, 30 days by default)
+  usage                   what each of your drives holds (its job folders and Trash included) and
+                          its owner's storage quota (storage.quota, 100 GiB by default); at the
+                          quota, uploads, new folders, copies and new jobs are refused (402)
 
 Options:
   --resume                put/get: continue where a broken transfer stopped
@@ -48,6 +51,26 @@ interface FileEntry {
   modifiedAt: number;
 }
 
+interface DriveUsage {
+  drive: string;
+  owner: string;
+  usedBytes: number;
+  quotaBytes: number | null;
+  measuredAt: number;
+}
+
+function usageTable(items: DriveUsage[]): string {
+  const rows = items.map((u) => [
+    u.drive,
+    u.owner,
+    formatBytes(u.usedBytes),
+    u.quotaBytes === null ? 'no limit' : formatBytes(u.quotaBytes),
+    u.quotaBytes === null ? '-' : `${Math.floor((100 * u.usedBytes) / Math.max(u.quotaBytes, 1))}%`,
+    formatTime(u.measuredAt),
+  ]);
+  return table(['DRIVE', 'OWNER', 'USED', 'QUOTA', 'USE', 'MEASURED'], rows);
+}
+
 const SHOW_PROGRESS_FROM = 16 * 1024 * 1024;
 const PAGE = 1000;
 
@@ -62,6 +85,7 @@ const ARITY: Record<string, [number, number]> = {
   cp: [2, 2],
   rm: [1, Number.POSITIVE_INFINITY],
   'empty-trash': [1, 1],
+  usage: [0, 0],
 };
 
 /** The files commands, for the shell's completion. */
@@ -123,6 +147,12 @@ export async function filesCommand(argv: string[]): Promise<number> {
         process.stdout.write(
           `emptied the Trash of ${paths[0]}: ${emptied.entries} entries, ${formatBytes(emptied.bytes)}\n`,
         );
+      return 0;
+    }
+    case 'usage': {
+      const { items } = await client.get<{ items: DriveUsage[] }>('/api/files/usage');
+      if (json) printJson(items);
+      else process.stdout.write(usageTable(items));
       return 0;
     }
     default: // rm

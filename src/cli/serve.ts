@@ -9,6 +9,7 @@ import { type Config, POSTGRES_URL_PATTERN } from '../config/config.ts';
 import { sessionRevocation } from '../interactive/sessions.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { expiryWarnings } from '../jobs/expiry-warnings.ts';
+import { quotaWatch } from '../jobs/quota-watch.ts';
 import { resourceSampler, resourceSeriesCleanup } from '../jobs/resource-sampler.ts';
 import { createJobService } from '../jobs/service.ts';
 import { systemClock } from '../model/clock.ts';
@@ -21,6 +22,7 @@ import { buildServer } from '../server/app.ts';
 import { isOrigin } from '../server/public-url.ts';
 import { directoryStorage } from '../storage/directory.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
+import { storageQuotas } from '../storage/quota.ts';
 import { DEFAULT_TRASH_DAYS, trashPurge } from '../storage/trash.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
@@ -104,6 +106,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     opened.push(() => store.close());
     const storageRoot = config.storage?.root ?? join(dataDir, 'storage');
     const storage = directoryStorage(storageRoot);
+    const quotas = storageQuotas({
+      root: storageRoot,
+      now: Date.now,
+      ...(config.storage?.quota ? { settings: config.storage.quota } : {}),
+    });
     const trashDays = config.storage?.trashDays === undefined ? DEFAULT_TRASH_DAYS : config.storage.trashDays;
     const ucloud = config.mode === 'ucloud-provider' ? config.ucloud : undefined;
     if (config.mode === 'ucloud-provider' && !ucloud) {
@@ -150,6 +157,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       plugins: [...PLUGINS, sessionRevocation(store), resourceSeriesCleanup(store)],
       storage,
       inputs: storage,
+      quotas,
       log,
       // Core holds the owners' credits in provider mode: it answers each usage report.
       requireCredits: provider ? false : (config.accounting?.requireCredits ?? true),
@@ -163,15 +171,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
       env,
       backend,
       storageRoot,
+      quotas,
       logger: log,
       ...(publicUrl !== undefined ? { publicUrl } : {}),
       ...(provider ? { provider: provider.mode(service, env, backend) } : {}),
     });
     opened.push(() => app.close());
     await service.start();
-    // The live resource views, the Trash's purge and the warnings before a job's time runs out.
+    // The live resource views, the Trash's purge, the warnings before a job's time runs out and
+    // the drives of running jobs measured against their owners' quotas.
     for (const watch of [
       resourceSampler({ store, backend, log }),
+      quotaWatch({ store, quotas, addStatus: (id, status) => service.update(id, { status }), log }),
       ...(trashDays === null
         ? []
         : [trashPurge({ root: storageRoot, days: trashDays, clock: systemClock, log })]),

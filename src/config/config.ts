@@ -3,12 +3,18 @@ import { DrySettings } from '../backends/dry/settings.ts';
 import { KubernetesSettings } from '../backends/kubernetes/settings.ts';
 import { LocalSettings } from '../backends/local/settings.ts';
 import { KubernetesObjectsConfig, PipelineConfig } from '../model/config.ts';
+import { PROJECT_ID_PATTERN, USERNAME_PATTERN } from '../model/owner.ts';
 import { closed } from '../model/schema.ts';
 import { ServiceMode, UcloudProviderConfig } from '../model/ucloud-config.ts';
 import { PublicOrigin } from '../server/public-url.ts';
 
 /** A PostgreSQL connection URL (libpq's form; node-postgres reads it). */
 export const POSTGRES_URL_PATTERN = '^postgres(ql)?://';
+
+/** A storage quota in bytes; null: no limit. */
+const QuotaBytes = Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]);
+/** An owner as accounts name it: `user:<name>` or `project:<id>`. */
+const QUOTA_OWNER_PATTERN = `^(user:${USERNAME_PATTERN.slice(1, -1)}|project:${PROJECT_ID_PATTERN.slice(1, -1)})$`;
 
 /**
  * The whole configuration file: the pipeline's settings, each backend's own (the Kubernetes
@@ -60,6 +66,18 @@ export const Config = Type.Object(
           root: Type.Optional(Type.String({ minLength: 1 })),
           /** Days an entry stays in a drive's Trash before it is deleted (default 30; null: kept). */
           trashDays: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 36_500 }), Type.Null()])),
+          /** Bytes each owner's drive (its job folders and Trash included) may hold; null: no limit. */
+          quota: Type.Optional(
+            Type.Object(
+              {
+                /** Every owner's quota unless named below (default 100 GiB). */
+                defaultBytes: Type.Optional(QuotaBytes),
+                /** Owners with a quota of their own: `user:<name>` or `project:<id>` → bytes (null: no limit). */
+                owners: Type.Optional(Type.Record(Type.String({ pattern: QUOTA_OWNER_PATTERN }), QuotaBytes)),
+              },
+              closed,
+            ),
+          ),
         },
         closed,
       ),

@@ -2,14 +2,15 @@ import { createHash } from 'node:crypto';
 import { IssueList, ValidationError } from '../model/errors.ts';
 import { newJobId } from '../model/ids.ts';
 import { isFinal } from '../model/job-states.ts';
-import type { Owner } from '../model/owner.ts';
+import { type Owner, ownerDrive } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage } from '../storage/job-storage.ts';
+import { QuotaExceeded, type StorageQuotas } from '../storage/quota.ts';
 import type { Store, StoreParts } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { LargestMachine } from './backend.ts';
 import { creditCheck } from './credit-check.ts';
-import { conflict, forbidden } from './errors.ts';
+import { conflict, forbidden, paymentRequired } from './errors.ts';
 import { checkFits, checkInputs, creatorDrives, type JobEnvironment, prepareJob } from './prepare.ts';
 
 // Intake: a request's jobs checked whole, then made durable together with other requests' in one
@@ -20,6 +21,9 @@ export interface CreateOptions {
   project?: string;
   idempotencyKey?: string;
 }
+
+/** What intake asks of the storage quotas: whether the owner of a drive is over its quota. */
+export type QuotaCheck = Pick<StorageQuotas, 'check'>;
 
 export interface IntakeOptions {
   store: Store;
@@ -34,6 +38,8 @@ export interface IntakeOptions {
   largestMachine: () => LargestMachine | null;
   /** Where input files and folders are checked at submit; without it they are not. */
   storage?: InputStorage;
+  /** An owner at or over its storage quota gets 402, as UCloud refuses jobs of a locked drive. */
+  quotas?: QuotaCheck;
   /** Called with the jobs made durable, in order, once per job. */
   accepted: (jobs: PreparedJob[]) => void;
 }
@@ -209,6 +215,9 @@ export function jobIntake(o: IntakeOptions) {
       }
     }
     issues.throwIfAny();
+    await o.quotas?.check(ownerDrive(owner)).catch((e: unknown) => {
+      throw e instanceof QuotaExceeded ? paymentRequired(`the job cannot start: ${e.message}`) : e;
+    });
 
     return new Promise<string[]>((resolve, reject) => {
       // A millisecond of patience lets concurrent requests share one sync to disk.

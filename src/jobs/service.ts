@@ -15,7 +15,7 @@ import {
 } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
-import { type CreateOptions, insertPrepared, jobIntake } from './intake.ts';
+import { type CreateOptions, insertPrepared, jobIntake, type QuotaCheck } from './intake.ts';
 import { type JobEventListener, jobEvents, type Watch } from './job-events.ts';
 import { pluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
@@ -56,6 +56,8 @@ export interface ServiceOptions {
   storage?: JobStorage;
   /** Where jobs' input files and folders are checked at submit (400 when one is not there). */
   inputs?: InputStorage;
+  /** The owners' storage quotas: an owner at or over its quota cannot submit jobs (402). */
+  quotas?: QuotaCheck;
   /** What the service reads the time from and waits on (monitoring, back-offs); the machine's by default. */
   clock?: Clock;
   log?: Logger;
@@ -213,6 +215,7 @@ export function createJobService(options: ServiceOptions): JobService {
     monitorIntervalMs: options.monitorIntervalMs ?? MONITOR_INTERVAL_MS,
     largestMachine: () => backend.machines().largest,
     ...(options.inputs ? { storage: options.inputs } : {}),
+    ...(options.quotas ? { quotas: options.quotas } : {}),
     accepted(jobs) {
       const ids = jobs.map((j) => j.id);
       for (const l of createdListeners) l(ids);

@@ -10,6 +10,7 @@ import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import { inWorkspace } from '../jobs/workspace.ts';
+import type { StorageQuotas } from '../storage/quota.ts';
 import type { Store } from '../store/store.ts';
 import type { Api, TypeBoxTypeProvider } from './api.ts';
 import { authenticate, chooseProtocol, cookieSession } from './auth.ts';
@@ -29,6 +30,8 @@ export interface ServerDeps {
   backend: Pick<Backend, 'connect' | 'shell'>;
   /** The storage folder the drives live in: with it, the server offers the files API. */
   storageRoot?: string;
+  /** The owners' storage quotas, which the files API enforces and shows; without them, no limit. */
+  quotas?: StorageQuotas;
   /** Fastify's `logger` option (pino options or true/false), or a ready pino logger. */
   logger?: boolean | object;
   /** The built web interface (default: web/dist of this checkout). */
@@ -209,7 +212,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     .decorate('sessions', sessions)
     .decorate('sessionBackend', deps.backend);
   await api.register(metrics);
-  await api.register(apiRoutes, { storageRoot: deps.storageRoot });
+  await api.register(apiRoutes, { storageRoot: deps.storageRoot, quotas: deps.quotas });
   if (deps.provider) await deps.provider.register(app, { sessions });
 
   return app;

@@ -332,3 +332,12 @@ export const TokenResponse = Type.Object({ token: Type.String() });
 // ---- service ------------------------------------------------------------------------------------
 
 export const HealthResponse = Type.Object({ ok: Type.Boolean() });
+export const ReadinessResponse = Type.Object({
+  ok: Type.Boolean(),
+  /** The replica that runs the backend loop (holds the lease 'backend'); null while none does. */
+  leader: Type.Union([
+    Type.Object({ holder: Type.String(), epoch: Type.Integer(), expiresAt: Type.Integer() }),
+    Type.Null(),
+  ]),
+});
+export const UnreadyResponse = Type.Object({ ok: Type.Literal(false), error: Type.String() });

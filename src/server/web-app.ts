@@ -10,7 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export const WEB_APP_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web', 'dist');
 
 /** Paths that are never the app's pages: the API, sign-in, the API's description, sessions. */
-const NOT_APP_PAGES = /^\/(api|auth|sessions|openapi\.json|docs|healthz|metrics)(\/|$)/;
+const NOT_APP_PAGES = /^\/(api|auth|sessions|openapi\.json|docs|healthz|readyz|metrics)(\/|$)/;
 
 const TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',

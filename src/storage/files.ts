@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { type FileHandle, lstat, open, readdir, readlink, rename, symlink } from 'node:fs/promises';
+import { type FileHandle, lstat, open, readdir, readlink, rename, symlink, unlink } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ownerDrive } from '../model/owner.ts';
@@ -12,6 +12,7 @@ import {
   pathProblem,
 } from '../model/paths.ts';
 import { at, DIRECTORY, makeFolder, openFolder, StorageError } from './folders.ts';
+import { bytesAt, QuotaExceeded, quotaProblem, type StorageQuotas } from './quota.ts';
 import { type Emptied, emptyTrash, TRASH } from './trash.ts';
 
 /**
@@ -32,9 +33,9 @@ export interface FileEntry {
 
 /** A request the files cannot honour, with the HTTP status it maps to. */
 export class FileError extends Error {
-  readonly status: 400 | 404 | 409;
+  readonly status: 400 | 402 | 404 | 409;
 
-  constructor(status: 400 | 404 | 409, message: string) {
+  constructor(status: 400 | 402 | 404 | 409, message: string) {
     super(message);
     this.status = status;
   }
@@ -54,8 +55,15 @@ const WRITE = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | co
 
 export type DriveFiles = ReturnType<typeof driveFiles>;
 
-export function driveFiles(root: string, drives: readonly string[]) {
+/** What enters a drive is counted against its owner's quota in `quotas` and refused past it (402). */
+export function driveFiles(root: string, drives: readonly string[], quotas: StorageQuotas) {
   const rootBytes = Buffer.byteLength(root);
+  /** Refuses (402) unless the drive's owner has room for `adding` bytes (0: is not over its quota). */
+  async function room(drive: string, adding = 0): Promise<void> {
+    await quotas.check(drive, adding).catch((e: unknown) => {
+      throw e instanceof QuotaExceeded ? new FileError(402, e.message) : e;
+    });
+  }
   /** The normalised path and the drive it lies in; 404 outside the drives, so others' names reveal nothing. */
   function check(path: string, field: string): { path: string; drive: string } {
     const normalised = normalisePath(path);
@@ -131,6 +139,7 @@ export function driveFiles(root: string, drives: readonly string[]) {
       sourceName: string,
       targetParent: FileHandle,
       targetName: string,
+      drives: { source: string; target: string },
     ) => Promise<void>,
   ): Promise<string> {
     const source = checkBelowDrive(from, 'from');
@@ -141,7 +150,10 @@ export function driveFiles(root: string, drives: readonly string[]) {
       inParent(target, async (targetParent, targetName) => {
         await entryAt(sourceParent, sourceName, source.path);
         await absent(targetParent, targetName, target.path);
-        await act(sourceParent, sourceName, targetParent, targetName);
+        await act(sourceParent, sourceName, targetParent, targetName, {
+          source: source.drive,
+          target: target.drive,
+        });
       }),
     );
     return target.path;
@@ -202,13 +214,19 @@ export function driveFiles(root: string, drives: readonly string[]) {
      */
     async write(path: string, content: Readable, offset: number): Promise<FileEntry> {
       const checked = checkBelowDrive(path, 'path');
+      await room(checked.drive);
       return inParent(checked, async (parent, name) => {
+        const existed = await lstat(at(parent, name)).then(
+          () => true,
+          () => false,
+        );
         const handle = await open(at(parent, name), WRITE, 0o644).catch((e: NodeJS.ErrnoException) => {
           if (['ELOOP', 'EISDIR', 'ENXIO'].includes(e.code ?? '')) {
             throw new FileError(400, `${checked.path} is not a file`);
           }
           throw e;
         });
+        let freed = 0;
         try {
           const [s, owner] = await Promise.all([handle.stat(), parent.stat()]);
           if (!s.isFile()) throw new FileError(400, `${checked.path} is not a file`);
@@ -216,13 +234,44 @@ export function driveFiles(root: string, drives: readonly string[]) {
             throw new FileError(409, `${checked.path} has ${s.size} bytes: continue at offset ${s.size}`);
           }
           if (s.uid !== owner.uid || s.gid !== owner.gid) await handle.chown(owner.uid, owner.gid);
-          if (offset === 0) await handle.truncate(0);
-        } catch (error) {
+          if (offset === 0) {
+            freed = s.size;
+            await handle.truncate(0);
+          }
+          // Written here rather than piped: the room left is checked before each piece goes to disk.
+          const usage = await quotas.usage(checked.drive);
+          const room =
+            usage.quotaBytes === null ? Number.POSITIVE_INFINITY : usage.quotaBytes - usage.usedBytes + freed;
+          let written = 0;
+          try {
+            // Not destroyed when refused: the request's stream is drained below, so the answer reaches the client.
+            for await (const piece of content.iterator({ destroyOnReturn: false })) {
+              const chunk = Buffer.from(piece);
+              if (written + chunk.length > room) {
+                throw new FileError(402, quotaProblem(usage, written + chunk.length - freed) ?? '');
+              }
+              for (let at = 0; at < chunk.length; ) {
+                at += (await handle.write(chunk, at, chunk.length - at, offset + written + at)).bytesWritten;
+              }
+              written += chunk.length;
+            }
+          } catch (error) {
+            if (!(error instanceof FileError)) {
+              // A broken upload keeps what came, to be continued at its size.
+              quotas.added(checked.drive, written - freed);
+              throw error;
+            }
+            // Refused whole: what this request wrote goes again, as though it never came.
+            content.resume();
+            if (existed) await handle.truncate(offset);
+            else await unlink(at(parent, name));
+            quotas.added(checked.drive, -freed);
+            throw error;
+          }
+          quotas.added(checked.drive, written - freed);
+        } finally {
           await handle.close();
-          throw error;
         }
-        // The stream closes the handle when it ends or fails.
-        await pipeline(content, handle.createWriteStream({ start: offset }));
         return entryAt(parent, name, checked.path);
       });
     },
@@ -230,6 +279,7 @@ export function driveFiles(root: string, drives: readonly string[]) {
     /** Makes the folder and any missing folders above it. */
     async mkdir(path: string): Promise<FileEntry> {
       const checked = check(path, 'path');
+      await room(checked.drive);
       const folder = await openFolder(root, checked.path, { create: true }).catch((e: unknown) => {
         throw e instanceof StorageError ? new FileError(400, e.message) : e;
       });
@@ -238,15 +288,31 @@ export function driveFiles(root: string, drives: readonly string[]) {
     },
 
     async move(from: string, to: string): Promise<FileEntry> {
-      const target = await transfer(from, to, async (sourceParent, sourceName, targetParent, targetName) => {
-        await rename(at(sourceParent, sourceName), at(targetParent, targetName));
-      });
+      const target = await transfer(
+        from,
+        to,
+        async (sourceParent, sourceName, targetParent, targetName, d) => {
+          // Within a drive nothing enters it; into another drive the bytes count for its owner.
+          const bytes = d.source === d.target ? 0 : await bytesAt(sourceParent, sourceName);
+          await room(d.target, bytes);
+          await rename(at(sourceParent, sourceName), at(targetParent, targetName));
+          quotas.added(d.source, -bytes);
+          quotas.added(d.target, bytes);
+        },
+      );
       return this.stat(target);
     },
 
     async copy(from: string, to: string): Promise<FileEntry> {
-      const target = await transfer(from, to, (sourceParent, sourceName, targetParent, targetName) =>
-        copyEntry(sourceParent, sourceName, targetParent, targetName),
+      const target = await transfer(
+        from,
+        to,
+        async (sourceParent, sourceName, targetParent, targetName, d) => {
+          const bytes = await bytesAt(sourceParent, sourceName);
+          await room(d.target, bytes);
+          await copyEntry(sourceParent, sourceName, targetParent, targetName);
+          quotas.added(d.target, bytes);
+        },
       );
       return this.stat(target);
     },
@@ -285,7 +351,9 @@ export function driveFiles(root: string, drives: readonly string[]) {
       const checked = check(drive, 'drive');
       if (checked.path !== checked.drive)
         throw new FileError(400, `drive: ${checked.path} is not a drive (it lies in ${checked.drive})`);
-      return emptyTrash(root, checked.drive);
+      const emptied = await emptyTrash(root, checked.drive);
+      quotas.forget(checked.drive);
+      return emptied;
     },
   };
 }

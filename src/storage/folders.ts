@@ -146,6 +146,6 @@ export async function diskUse(folder: FileHandle): Promise<number> {
   });
   // du reports what it could measure even when a file vanished meanwhile (exit status 1).
   const used = Number(out.split('\t')[0]);
-  if (!Number.isFinite(used) || out === '') throw new Error('du could not measure the job folder');
+  if (!Number.isFinite(used) || out === '') throw new Error('du could not measure the folder');
   return used;
 }

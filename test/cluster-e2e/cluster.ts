@@ -1,7 +1,7 @@
 /**
  * The real-cluster suite's set-up: the cluster that `scripts/cluster.sh test` started (its folder
  * in UCOMPUTE_CLUSTER_DIR), kubectl as its administrator, and `ucompute serve --backend
- * kubernetes` children that use deploy/rbac.yaml's ServiceAccount (DIR/ucompute.kubeconfig).
+ * kubernetes` children that use the chart's ServiceAccount (DIR/ucompute.kubeconfig).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

@@ -130,7 +130,7 @@ test('ucompute restarted mid-job finds its running job again, and the end of one
   await second.untilState(long, 'SUCCESS');
 });
 
-test('an action outside deploy/rbac.yaml is refused to ucompute: RBAC is enough and no more', {
+test("an action outside the chart's role is refused to ucompute: RBAC is enough and no more", {
   skip,
 }, async () => {
   // Reading one Secret (its own token), granting itself more, touching nodes: none is ucompute's.

@@ -1,9 +1,12 @@
 /** `ucompute serve` as a child process, for the tests that talk to a real server. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { connect } from '../../src/cli/client.ts';
+import type { Job, JobState } from '../../src/model/job.ts';
 import { BIN, CHILD_ENV } from './cli.ts';
 import { ROOT } from './fixtures.ts';
+import { until } from './until.ts';
 
 /**
  * Spawns `ucompute serve --port 0 <args>` (a free port, quiet logs, the dry backend by default). Await `serving` for its
@@ -115,4 +118,27 @@ export function putFile(served: Served, path: string, content = 'b a b c b a\n')
   const target = join(served.dataDir, 'storage', path);
   mkdirSync(dirname(target), { recursive: true });
   writeFileSync(target, content);
+}
+
+/**
+ * The job once the served service has moved it to `state`, asked through the CLI's own client in
+ * this process: a wait is not what the CLI tests prove, and a `ucompute show` child per question
+ * costs most of a CPU second.
+ */
+export async function servedJobInState(
+  served: Served,
+  id: string,
+  state: JobState,
+  timeout = 120_000,
+): Promise<Job> {
+  // The admin token `serve` wrote, whatever $UCOMPUTE_TOKEN this process has.
+  const token = readFileSync(join(served.dataDir, 'admin.token'), 'utf8').trim();
+  const client = await connect({ url: served.url, token });
+  return until(
+    async () => {
+      const job = await client.get<Job>('/api/jobs/retrieve', { id });
+      return job.status.state === state && job;
+    },
+    { describe: `job ${id} is ${state}`, timeout, every: 100 },
+  );
 }

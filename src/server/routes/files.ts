@@ -5,6 +5,7 @@ import { ServiceError } from '../../jobs/errors.ts';
 import type { Caller } from '../../jobs/service.ts';
 import { closed } from '../../model/schema.ts';
 import { driveFiles, drivesOf, FileError } from '../../storage/files.ts';
+import { type StorageQuotas, storageQuotas } from '../../storage/quota.ts';
 import { type ApiRoutes, errors } from '../api.ts';
 import { errorBody } from '../errors.ts';
 
@@ -54,6 +55,15 @@ const Emptied = Type.Object({
   entries: Type.Integer({ description: 'Entries that were directly in the Trash' }),
   bytes: Type.Integer({ description: 'Bytes of the files deleted' }),
 });
+const DriveUsage = Type.Object({
+  drive: Type.String(),
+  owner: Type.String({ description: 'user:<name> or project:<id>' }),
+  usedBytes: Type.Integer({ description: 'Bytes on disk: the drive, its job folders and its Trash' }),
+  quotaBytes: Type.Union([Type.Integer(), Type.Null()], { description: 'null: no limit' }),
+  measuredAt: Type.Integer({
+    description: 'epoch ms of the last whole measure; writes through the API are added since',
+  }),
+});
 const ListResponse = Type.Object({
   items: Type.Array(FileEntry),
   next: Type.Union([Type.String(), Type.Null()]),
@@ -62,18 +72,22 @@ const ListResponse = Type.Object({
 /**
  * Files in the drives a caller may reach (their home, their projects'): browse, stat, upload
  * (streamed, resumable by offset), download (ranges), mkdir, move, copy, delete to the trash, and
- * empty the trash.
+ * empty the trash; with quotas, what each drive's owner uses of its storage quota.
  */
-export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { storageRoot }) => {
+export const fileRoutes: ApiRoutes<{ storageRoot: string; quotas?: StorageQuotas | undefined }> = async (
+  api,
+  options,
+) => {
+  const { storageRoot } = options;
+  // The service passes the quotas its jobs are checked against; alone, the server keeps its own.
+  const quotas = options.quotas ?? storageQuotas({ root: storageRoot, now: Date.now });
   const store = api.store;
-  const filesOf = async (caller: Caller) =>
-    driveFiles(
-      storageRoot,
-      drivesOf(
-        caller.username,
-        (await store.users.memberships(caller.username)).map((m) => m.projectId),
-      ),
+  const drivesOfCaller = async (caller: Caller) =>
+    drivesOf(
+      caller.username,
+      (await store.users.memberships(caller.username)).map((m) => m.projectId),
     );
+  const filesOf = async (caller: Caller) => driveFiles(storageRoot, await drivesOfCaller(caller), quotas);
   const answer = <T>(work: Promise<T>): Promise<T> =>
     work.catch((e: unknown) => {
       throw e instanceof FileError ? new ServiceError(e.status, e.message) : e;
@@ -100,6 +114,23 @@ export const fileRoutes: ApiRoutes<{ storageRoot: string }> = async (api, { stor
           after: request.query.next,
         }),
       ),
+  );
+
+  api.get(
+    '/api/files/usage',
+    {
+      schema: {
+        summary: "What each of your drives' owners uses of its storage quota",
+        description:
+          'One entry per drive you may reach (your home, your projects’): bytes used by the drive with its job folders and Trash, and the quota (storage.quota; null: no limit).',
+        tags,
+        response: { 200: Type.Object({ items: Type.Array(DriveUsage) }), ...errors },
+      },
+    },
+    async (request) => {
+      const drives = await drivesOfCaller(request.caller);
+      return { items: await Promise.all(drives.map((drive) => quotas.usage(drive))) };
+    },
   );
 
   api.get(

@@ -1,3 +1,4 @@
+import type { StorageQuotas } from '../../storage/quota.ts';
 import type { ApiRoutes } from '../api.ts';
 import { accountingRoutes } from './accounting.ts';
 import { adminRoutes } from './admin.ts';
@@ -16,7 +17,10 @@ import { sshKeyRoutes } from './ssh.ts';
  * Every group of the API's routes, registered in one place; each takes what it needs from the
  * app's decorations. With a storage folder (where the drives live), the files API too.
  */
-export const apiRoutes: ApiRoutes<{ storageRoot?: string }> = async (api, { storageRoot }) => {
+export const apiRoutes: ApiRoutes<{
+  storageRoot?: string | undefined;
+  quotas?: StorageQuotas | undefined;
+}> = async (api, { storageRoot, quotas }) => {
   await api.register(serviceRoutes);
   await api.register(authRoutes);
   await api.register(signInLinkRoutes);
@@ -28,5 +32,5 @@ export const apiRoutes: ApiRoutes<{ storageRoot?: string }> = async (api, { stor
   await api.register(sessionRoutes);
   await api.register(resourceRoutes);
   await api.register(sshKeyRoutes);
-  if (storageRoot !== undefined) await api.register(fileRoutes, { storageRoot });
+  if (storageRoot !== undefined) await api.register(fileRoutes, { storageRoot, quotas });
 };

@@ -41,7 +41,7 @@ export async function fakeCluster(
       '',
     ].join('\n'),
   );
-  // The namespace of the `single` strategy exists beforehand, as deploy/ creates it.
+  // The namespace of the `single` strategy exists beforehand, as an operator creates it.
   api.apply('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ucompute-jobs' } });
   t.after(async () => {
     await api.close();

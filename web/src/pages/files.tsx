@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { postJson } from '../api.ts';
 import { ConfirmDialog, FieldDialog } from '../components/dialog.tsx';
 import { DriveSelect } from '../components/drive-select.tsx';
+import { DriveUsageLine } from '../components/drive-usage.tsx';
 import { ErrorAlert } from '../components/error-alert.tsx';
 import { joinPath, parentOf, userDrives } from '../drives.ts';
 import { useFolderListing } from '../folder-listing.ts';
@@ -202,6 +203,7 @@ export function FilesPage() {
           </>
         )}
       </p>
+      <DriveUsageLine drive={drives.find((d) => folder?.startsWith(d))} version={version} />
       <p class="hint">Drop files here to upload them into this folder.</p>
       {uploads.length > 0 && (
         <ul class="uploads" aria-label="Uploads">
