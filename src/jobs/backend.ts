@@ -99,6 +99,12 @@ export interface Backend {
   setLeading?(leading: boolean): void;
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
+  /**
+   * Why the logs of a job this backend ran are no longer there (removed by its retention), or
+   * undefined while it keeps them. Asked only of jobs that started and ended; backends that keep
+   * ended jobs' logs as long as they keep anything need not answer.
+   */
+  logsRemoved?(jobId: string): string | undefined;
   /** An interactive shell in one replica. */
   shell(jobId: string, rank: number, options: ShellOptions): Promise<ShellStream>;
   /** A byte stream to a port of one replica, for the session proxy. */

@@ -1,5 +1,6 @@
 import { type Clock, systemClock, type Timer } from '../model/clock.ts';
 import type { Job, JobUpdate } from '../model/job.ts';
+import { isFinal } from '../model/job-states.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
@@ -8,6 +9,7 @@ import type { Store, Transactional } from '../store/store.ts';
 import type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
+import { logsGone } from './errors.ts';
 import { type CreateOptions, insertPrepared, jobIntake, type QuotaCheck } from './intake.ts';
 import { type JobEngine, jobEngine } from './job-engine.ts';
 import { type JobEventListener, jobEvents, type Watch } from './job-events.ts';
@@ -325,7 +327,10 @@ export function createJobService(options: ServiceOptions): JobService {
     },
 
     async *logs(caller, id, o) {
-      await access.visibleJob(caller, id);
+      const record = await access.visibleJob(caller, id);
+      const ran = isFinal(record.state) && record.startedAt !== null;
+      const removed = ran ? backend.logsRemoved?.(id) : undefined;
+      if (removed !== undefined) throw logsGone(`the job's logs are gone: ${removed}`);
       yield* backend.logs(id, o);
     },
 
