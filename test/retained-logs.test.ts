@@ -34,6 +34,12 @@ test('past the bound the oldest ended jobs’ logs go, the newest stay', async (
     describe: 'the first job’s state and logs are removed once both hold more than 1 MiB',
   });
   assert.ok((await backend.knownJobs()).has('second'));
+  // `logs` of the removed job says so (test/logs-gone.test.ts), rather than printing nothing.
+  assert.match(
+    backend.logsRemoved?.('first') ?? '',
+    /removed with its kept folder \(local\.retainedLogsBytes/,
+  );
+  assert.equal(backend.logsRemoved?.('second'), undefined);
   await run('third', 100);
   await run('fourth', 100);
   const known = await backend.knownJobs();

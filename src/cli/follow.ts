@@ -73,6 +73,8 @@ function logWriter(prefixed: boolean) {
 
 /** Without -f, a running job's stream is read until it has been quiet this long (or at most MAX). */
 const SNAPSHOT_QUIET_MS = 300;
+/** The close code of a follow whose job's logs are gone (server/follow.ts). */
+const LOGS_GONE = 4410;
 const SNAPSHOT_MAX_MS = 5000;
 
 /**
@@ -148,6 +150,8 @@ export async function followJob(
   }
   const closed = await done;
   writer.flush();
+  // The job ran, but its logs were removed: said, rather than printing nothing.
+  if (closed.code === LOGS_GONE) process.stderr.write(`job ${id}: ${closed.reason}\n`);
   if (o.follow && !isFinal(lastState) && closed.code !== 1000) {
     throw new CliError(
       `lost the connection to ucompute while following job ${id}` +

@@ -13,6 +13,8 @@ export const forbidden = (message: string) => new ServiceError(403, message);
 export const conflict = (message: string) => new ServiceError(409, message);
 export const paymentRequired = (message: string) => new ServiceError(402, message);
 export const badRequest = (message: string) => new ServiceError(400, message);
+/** 410: what was asked for existed and was removed for good (a job's logs past retention). */
+export const logsGone = (message: string) => new ServiceError(410, message);
 
 /** SQLite's SQLITE_FULL: the database could not grow (the disk, or its page limit, is full). */
 const SQLITE_FULL = 13;

@@ -15,16 +15,19 @@ interface Log {
   error(obj: object, msg?: string): void;
 }
 
-/** How a follow ended: the job ended and its logs are complete, or it could not go on. */
-export type FollowEnd = 'ended' | 'not-found' | 'failed';
+/**
+ * How a follow ended: the job ended and its logs are complete, its logs are gone (removed by the
+ * backend's retention: the end says so), or it could not go on.
+ */
+export type FollowEnd = 'ended' | 'not-found' | 'logs-gone' | 'failed';
 
 /** Where a follow's messages go: one WebSocket per job, or one stream of UCloud's protocol. */
 export interface FollowSink {
   send(message: FollowMessage): void;
   /** Bytes sent but not yet taken by the client. */
   buffered(): number;
-  /** Called once, unless the follow was stopped first. */
-  end(outcome: FollowEnd): void;
+  /** Called once, unless the follow was stopped first; `why` says what `logs-gone` means. */
+  end(outcome: FollowEnd, why?: string): void;
 }
 
 /**
@@ -57,8 +60,8 @@ export function followStream(
     unsubscribe();
     return true;
   };
-  const finish = (outcome: FollowEnd) => {
-    if (stop()) sink.end(outcome);
+  const finish = (outcome: FollowEnd, why?: string) => {
+    if (stop()) sink.end(outcome, why);
   };
   const maybeEnd = () => {
     if (final && logsEnded) finish('ended');
@@ -80,6 +83,7 @@ export function followStream(
         maybeEnd();
       },
       (err: unknown) => {
+        if (err instanceof ServiceError && err.status === 410) return finish('logs-gone', err.message);
         log.error({ err, jobId: id }, 'following logs failed');
         finish('failed');
       },
@@ -140,6 +144,7 @@ export function followJob(
   const closeFor: Record<FollowEnd, [number, string]> = {
     ended: [1000, 'the job has ended'],
     'not-found': [4404, 'the job was not found'],
+    'logs-gone': [4410, 'the logs of the job are gone'],
     failed: [1011, 'internal error'],
   };
   const stop = followStream(
@@ -151,8 +156,10 @@ export function followJob(
         if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
       },
       buffered: () => socket.bufferedAmount,
-      end(outcome) {
-        socket.close(...closeFor[outcome]);
+      end(outcome, why) {
+        const [code, reason] = closeFor[outcome];
+        // A close reason holds at most 123 bytes.
+        socket.close(code, why !== undefined && Buffer.byteLength(why) <= 123 ? why : reason);
       },
     },
     log,

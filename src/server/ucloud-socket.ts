@@ -19,7 +19,7 @@ interface Call {
   bearer?: string | null;
 }
 
-const STATUS_OF: Record<FollowEnd, number> = { ended: 200, 'not-found': 404, failed: 500 };
+const STATUS_OF: Record<FollowEnd, number> = { ended: 200, 'not-found': 404, 'logs-gone': 410, failed: 500 };
 const WHY: Partial<Record<FollowEnd, (id: string) => string>> = {
   'not-found': (id) => `job ${id} was not found`,
   failed: (id) => `following job ${id} failed (the server log has the details)`,
@@ -74,7 +74,7 @@ export function serveUCloudSocket(
         send: (payload) => send({ type: 'message', streamId, payload }),
         // One socket for every stream: a slow client slows all of its streams.
         buffered: () => socket.bufferedAmount,
-        end: (outcome) => respond(streamId, STATUS_OF[outcome], WHY[outcome]?.(id)),
+        end: (outcome, why) => respond(streamId, STATUS_OF[outcome], why ?? WHY[outcome]?.(id)),
       },
       log,
     );

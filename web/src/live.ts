@@ -9,9 +9,14 @@ const PAUSE_MS = 1000;
  * Follows one job over /api/jobs/follow: its updates and log chunks, pushed by the server, which
  * closes the socket (1000) once the job has ended and its logs are complete. A broken socket is
  * opened again; the server then starts over with `initialJob` and the logs from their beginning.
+ * A job whose logs were removed is closed with 4410 and the reason, given to `onLogsGone`.
  * Returns `stop`.
  */
-export function followJob(id: string, onMessage: (message: FollowMessage) => void): () => void {
+export function followJob(
+  id: string,
+  onMessage: (message: FollowMessage) => void,
+  onLogsGone: (why: string) => void,
+): () => void {
   let stopped = false;
   let socket: WebSocket;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -19,7 +24,8 @@ export function followJob(id: string, onMessage: (message: FollowMessage) => voi
     socket = socketTo(`/api/jobs/follow?id=${encodeURIComponent(id)}`);
     socket.onmessage = (event) => onMessage(JSON.parse(String(event.data)) as FollowMessage);
     socket.onclose = (event) => {
-      const broken = event.code !== 1000 && event.code !== 4404;
+      if (event.code === 4410) onLogsGone(event.reason);
+      const broken = event.code !== 1000 && event.code !== 4404 && event.code !== 4410;
       if (!stopped && broken && attempt < RECONNECTS) timer = setTimeout(() => open(attempt + 1), PAUSE_MS);
     };
   };

@@ -166,6 +166,13 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
       if (run) yield* readLogs(ctx, run, follow, signal);
     },
 
+    // A job it ran and no longer has went with its kept folder: past the retention's bounds or its
+    // ttlSecondsAfterFinished (controller/persistence.ts, finished-ttl.ts).
+    logsRemoved(jobId) {
+      if (ctx.runs.has(jobId)) return undefined;
+      return 'removed with its kept folder (local.retainedLogsBytes, 10,000 jobs or ttlSecondsAfterFinished)';
+    },
+
     async shell(jobId, rank, o) {
       return runningPod(jobId, rank).shell(o);
     },

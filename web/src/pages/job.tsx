@@ -45,6 +45,7 @@ export function JobPage({ id }: { id: string }) {
   const [job, setJob] = useState<Job | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [logs, setLogs] = useState<Record<number, string>>({});
+  const [logsGone, setLogsGone] = useState<string | null>(null);
   const [rank, setRank] = useState(0);
   const [opened, setOpened] = useState<Opened>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -59,26 +60,31 @@ export function JobPage({ id }: { id: string }) {
   useEffect(() => {
     setJob(null);
     setLogs({});
+    setLogsGone(null);
     setOpened(null);
     void retrieve();
-    const stop = followJob(id, (message) => {
-      // A (re)started follow sends the logs from their beginning.
-      if (message.initialJob !== undefined) setLogs({});
-      else if (message.updates.length > 0) {
-        // Cost, end time and output folder change with the updates: the job is read again.
-        void retrieve();
-      }
-      if (message.log.length > 0) {
-        setLogs((current) => {
-          const next = { ...current };
-          for (const chunk of message.log) {
-            const text = (next[chunk.rank] ?? '') + (chunk.stdout ?? '') + (chunk.stderr ?? '');
-            next[chunk.rank] = text.length > LOG_KEPT ? text.slice(-LOG_KEPT) : text;
-          }
-          return next;
-        });
-      }
-    });
+    const stop = followJob(
+      id,
+      (message) => {
+        // A (re)started follow sends the logs from their beginning.
+        if (message.initialJob !== undefined) setLogs({});
+        else if (message.updates.length > 0) {
+          // Cost, end time and output folder change with the updates: the job is read again.
+          void retrieve();
+        }
+        if (message.log.length > 0) {
+          setLogs((current) => {
+            const next = { ...current };
+            for (const chunk of message.log) {
+              const text = (next[chunk.rank] ?? '') + (chunk.stdout ?? '') + (chunk.stderr ?? '');
+              next[chunk.rank] = text.length > LOG_KEPT ? text.slice(-LOG_KEPT) : text;
+            }
+            return next;
+          });
+        }
+      },
+      setLogsGone,
+    );
     const tick = setInterval(() => setNow(Date.now()), 1000);
     return () => {
       stop();
@@ -253,6 +259,7 @@ export function JobPage({ id }: { id: string }) {
       )}
 
       <h2>Logs</h2>
+      {logsGone !== null && <p class="notice">{logsGone}</p>}
       <Logs logs={logs} replicas={replicas} />
 
       <h2>Timeline</h2>

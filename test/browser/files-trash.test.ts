@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { serveClient } from '../support/browser.ts';
+import { needs } from '../support/local-tools.ts';
+import { serving, spawnServe } from '../support/serve.ts';
+import { until } from '../support/until.ts';
+import { builtWebApp, DESKTOP } from '../support/web-app.ts';
+
+/**
+ * The Files page's "Empty trash" in Chromium, on `ucompute serve` with the dry backend (nothing
+ * runs: only files): a file put in the Trash through the API is listed there; the button, once
+ * confirmed, deletes it for good, on disk as in the listing, and the drive's usage line follows.
+ * One browser, one page; its own time budget.
+ */
+
+const tools = await needs('chromium');
+
+describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'ucompute-trash-web-'));
+  const dataDir = join(tmp, 'data');
+  const trashOnDisk = join(dataDir, 'storage', 'home', 'local', 'Trash');
+  let server: ChildProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let url: string;
+  let token: string;
+  const pageErrors: string[] = [];
+
+  before(async () => {
+    builtWebApp();
+    server = spawnServe(['--data-dir', dataDir]);
+    url = (await serving(server)).replace('127.0.0.1', 'localhost');
+    token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: DESKTOP });
+    page.on('pageerror', (error) => pageErrors.push(String(error)));
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.kill('SIGTERM');
+    await new Promise((resolve) =>
+      server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
+    );
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('Empty trash, confirmed, deletes what is in the Trash for good', async () => {
+    const upload = await fetch(`${url}/api/files/upload?path=/home/local/old-results.csv`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
+      body: 'x'.repeat(300_000),
+    });
+    assert.equal(upload.status, 200, await upload.text());
+    await serveClient(url, token).api('/api/files/trash', { path: '/home/local/old-results.csv' });
+    assert.deepEqual(readdirSync(trashOnDisk), ['old-results.csv']);
+
+    await page.goto(url);
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Applications' }).waitFor();
+    await page.goto(`${url}/files?path=${encodeURIComponent('/home/local/Trash')}`);
+    const files = page.getByRole('table', { name: 'Files' });
+    await files.getByText('old-results.csv').waitFor();
+    const usage = page.getByText(/ of 100\.0 GiB used/);
+    await usage.waitFor();
+    const usedBefore = await usage.textContent();
+
+    await page.getByRole('button', { name: 'Empty trash' }).click();
+    await page.getByRole('dialog', { name: 'Empty the trash of /home/local?' }).waitFor();
+    await page.getByRole('button', { name: 'Delete for good' }).click();
+    await until(async () => (await files.getByText('old-results.csv').count()) === 0, {
+      describe: 'the listing no longer shows the file',
+    });
+    assert.deepEqual(readdirSync(trashOnDisk), [], 'the Trash is empty on disk');
+    assert.equal(existsSync(join(dataDir, 'storage', 'home', 'local', 'old-results.csv')), false);
+    await until(async () => (await usage.textContent()) !== usedBefore, {
+      describe: 'the usage line shows the freed space',
+    });
+    assert.deepEqual(pageErrors, []);
+  });
+});
