@@ -21,6 +21,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig, KubernetesObjectApi, Watch } from '@kubernetes/client-node';
+import { CHILD_ENV } from '../test/support/cli.ts';
 import { ROOT } from '../test/support/fixtures.ts';
 import { startServe, stopServe } from '../test/support/serve.ts';
 
@@ -181,6 +182,8 @@ async function throughUcompute() {
   const data = join(work, 'ucompute');
   await mkdir(join(data, 'storage'), { recursive: true });
   const served = await startServe(data, {
+    // Node's flags as ./ucompute and deploy/Dockerfile run serve.
+    env: { ...CHILD_ENV, NODE_OPTIONS: `${CHILD_ENV.NODE_OPTIONS ?? ''} --max-semi-space-size=4`.trim() },
     args: ['--backend', 'kubernetes'],
     config: [
       `apps: ${apps}`,
