@@ -18,7 +18,9 @@ Options:
                       __Host-ucompute_session
   --data-dir DIR      data folder (default $UCOMPUTE_DATA_DIR, /var/lib/ucompute as root, else ~/.local/share/ucompute)
   --store URL         keep jobs, users and accounting in PostgreSQL (postgres://user@host/db) instead
-                      of SQLite in the data folder (configuration \`store: {postgres: {url}}\`)
+                      of SQLite in the data folder (configuration \`store: {postgres: {url}}\`).
+                      Replicas on one database all serve; the one holding the lease runs the
+                      backend loop, and exits once another took it over (docs/kubernetes.md)
   --apps DIR          catalogue folder; repeat it for several, read as one catalogue.
                       A change to a file under them reloads the catalogue (no restart); a
                       change that does not load is logged and the catalogue in use stays

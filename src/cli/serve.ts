@@ -25,7 +25,7 @@ import type { JobStorage } from '../storage/job-storage.ts';
 import { storageQuotas } from '../storage/quota.ts';
 import { DEFAULT_TRASH_DAYS, trashPurge } from '../storage/trash.ts';
 import { openStore } from '../store/open.ts';
-import type { Store } from '../store/store.ts';
+import type { Store, Transactional } from '../store/store.ts';
 import { parseCommandLine } from './args.ts';
 import { reloadingCatalog } from './catalog-watch.ts';
 import { loadConfig } from './config-file.ts';
@@ -38,6 +38,7 @@ import {
   EXAMPLE_PRODUCTS,
 } from './defaults.ts';
 import { CliError, isProgrammingError } from './errors.ts';
+import { DEFAULT_LEASE_SECONDS, DEFAULT_RENEW_SECONDS, replicaLeadership } from './replica-leadership.ts';
 import { SERVE_USAGE } from './serve-usage.ts';
 
 const YEAR = 365 * 24 * 3600 * 1000;
@@ -77,6 +78,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (postgresUrl !== undefined && !new RegExp(POSTGRES_URL_PATTERN).test(postgresUrl)) {
     throw new CliError('--store must be a postgres:// URL');
   }
+  const leaseMs = (config.store?.postgres.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000;
+  const renewMs = (config.store?.postgres.renewSeconds ?? DEFAULT_RENEW_SECONDS) * 1000;
+  if (renewMs >= leaseMs) {
+    throw new CliError('store.postgres.renewSeconds must be less than store.postgres.leaseSeconds');
+  }
   const backendName = values.backend ?? config.backend ?? 'local';
   if (backendName !== 'dry' && backendName !== 'local' && backendName !== 'kubernetes') {
     throw new CliError('--backend must be dry, local or kubernetes');
@@ -88,6 +94,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const closeAll = async () => {
     for (const close of opened.reverse()) await close();
   };
+  // Ends serving: a signal (0), or a replica that lost the backend lease (1).
+  let ended!: (code: number) => void;
+  const exitCode = new Promise<number>((resolve) => {
+    ended = resolve;
+  });
   try {
     const appFolders = values.apps ?? [config.apps ?? EXAMPLE_APPS].flat();
     const [firstCatalog, products] = await Promise.all([
@@ -163,6 +174,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       requireCredits: provider ? false : (config.accounting?.requireCredits ?? true),
       ...(provider ? { mirror: provider.mirror } : {}),
       ...(config.monitorIntervalMs !== undefined ? { monitorIntervalMs: config.monitorIntervalMs } : {}),
+      replicated: postgresUrl !== undefined,
     });
     opened.push(() => service.stop());
     const app = await buildServer({
@@ -177,27 +189,55 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(provider ? { provider: provider.mode(service, env, backend) } : {}),
     });
     opened.push(() => app.close());
-    await service.start();
-    // The live resource views, the Trash's purge, the warnings before a job's time runs out and
-    // the drives of running jobs measured against their owners' quotas.
-    for (const watch of [
-      resourceSampler({ store, backend, log }),
-      quotaWatch({ store, quotas, addStatus: (id, status) => service.update(id, { status }), log }),
-      ...(trashDays === null
-        ? []
-        : [trashPurge({ root: storageRoot, days: trashDays, clock: systemClock, log })]),
-      expiryWarnings({
+    // The work done once, not by every replica: the backend loop, the live resource views'
+    // samples, the Trash's purge, the warnings before a job's time runs out and the drives of
+    // running jobs measured against their owners' quotas.
+    const leaderWork = async (loopStore: Transactional) => {
+      const stopLoop = await service.lead(loopStore);
+      const watches = [
+        resourceSampler({ store: loopStore, backend, log }),
+        quotaWatch({
+          store: loopStore,
+          quotas,
+          addStatus: (id, status) => service.update(id, { status }),
+          log,
+        }),
+        ...(trashDays === null
+          ? []
+          : [trashPurge({ root: storageRoot, days: trashDays, clock: systemClock, log })]),
+        expiryWarnings({
+          store: loopStore,
+          addStatus: (id, status) => service.update(id, { status }),
+          log,
+          ...(config.notifications?.expiryWarningMinutes !== undefined
+            ? { warnBeforeMs: config.notifications.expiryWarningMinutes * 60_000 }
+            : {}),
+          ...(config.notifications?.webhook !== undefined ? { webhook: config.notifications.webhook } : {}),
+        }),
+      ];
+      for (const watch of watches) watch.start();
+      return async () => {
+        for (const watch of watches) await watch.stop();
+        await stopLoop();
+      };
+    };
+    if (postgresUrl === undefined) {
+      // SQLite: one process, its own leader.
+      opened.push(await leaderWork(store));
+    } else {
+      const replicas = replicaLeadership({
         store,
-        addStatus: (id, status) => service.update(id, { status }),
+        leaseMs,
+        renewMs,
         log,
-        ...(config.notifications?.expiryWarningMinutes !== undefined
-          ? { warnBeforeMs: config.notifications.expiryWarningMinutes * 60_000 }
-          : {}),
-        ...(config.notifications?.webhook !== undefined ? { webhook: config.notifications.webhook } : {}),
-      }),
-    ]) {
-      watch.start();
-      opened.push(() => watch.stop());
+        lead: leaderWork,
+        lost: () => {
+          log.error('this replica lost the backend lease: it exits, to serve again as a follower');
+          ended(1);
+        },
+      });
+      replicas.start();
+      opened.push(() => replicas.stop());
     }
     provider
       ?.start(service, env)
@@ -216,13 +256,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
     throw startupError(error);
   }
 
-  await new Promise<void>((done) => {
-    const stop = () => done();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  const stop = () => ended(0);
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const code = await exitCode;
   await closeAll();
-  return 0;
+  return code;
 }
 
 /**

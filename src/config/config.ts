@@ -44,7 +44,16 @@ export const Config = Type.Object(
       Type.Object(
         {
           postgres: Type.Object(
-            { url: Type.String({ pattern: POSTGRES_URL_PATTERN, description: 'a postgres:// URL' }) },
+            {
+              url: Type.String({ pattern: POSTGRES_URL_PATTERN, description: 'a postgres:// URL' }),
+              /**
+               * The replicas on this database elect one leader (the backend loop) on a lease: how
+               * long a leader that stopped renewing keeps it (the time to a new one after a crash),
+               * and how often it is renewed (and asked for by the others).
+               */
+              leaseSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 600 })),
+              renewSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 60 })),
+            },
             closed,
           ),
         },

@@ -90,6 +90,13 @@ export interface Backend {
   /** Ids of the jobs this backend still has, for reconciliation after a restart. */
   knownJobs(): Promise<Set<string>>;
   onEvent(listener: (event: BackendEvent) => void): void;
+  /**
+   * For backends that several replicas share (Kubernetes): whether this replica leads, and so acts
+   * on what it follows — reports jobs' states, saves the logs of ended jobs and removes their
+   * objects. A follower only reads (logs, shells, ports). Leading from the start; when leading
+   * again, every job followed is reported again, for the new leader to catch up on.
+   */
+  setLeading?(leading: boolean): void;
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
   /**

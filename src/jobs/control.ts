@@ -3,7 +3,7 @@ import { durationMillis } from '../model/application.ts';
 import { JOB_NAME_PATTERN, type JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { JobRecord } from '../store/jobs.ts';
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { Backend } from './backend.ts';
 import { badRequest, conflict } from './errors.ts';
@@ -23,7 +23,7 @@ export interface ExtendItem {
 }
 
 export interface ControlOptions {
-  store: Store;
+  store: Transactional;
   env: JobEnvironment;
   backend: Backend;
   access: JobAccess;

@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
 
@@ -24,7 +24,7 @@ export function warningDue(expiresAt: number | null, now: number, warnBeforeMs: 
 }
 
 export interface ExpiryWarningOptions {
-  store: Store;
+  store: Transactional;
   /** Adds the warning to the job's updates. */
   addStatus(jobId: string, status: string): Promise<unknown>;
   now?: () => number;

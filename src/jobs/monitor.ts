@@ -3,7 +3,7 @@ import type { Outcome } from '../model/outcome.ts';
 import { accountOf } from '../model/owner.ts';
 import type { Charge, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobRecord } from '../store/jobs.ts';
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import { type JobAccess, ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
@@ -15,7 +15,7 @@ import { activeJob, type JobUpdates } from './updates.ts';
 // jobs), the periodic pass over running jobs, and reconciling the store with the backend.
 
 export interface MonitorOptions {
-  store: Store;
+  store: Transactional;
   env: JobEnvironment;
   backend: Backend;
   hooks: PluginHooks;
@@ -28,6 +28,8 @@ export interface MonitorOptions {
 }
 
 const MONITOR_BATCH = 256;
+/** Unsubmitted jobs adopted per pass: the submission queue holds them, not memory at large. */
+const ADOPT_BATCH = 1000;
 
 export type JobMonitor = ReturnType<typeof jobMonitor>;
 
@@ -126,6 +128,14 @@ export function jobMonitor(o: MonitorOptions) {
   return {
     lifecycle,
     stop,
+
+    /**
+     * Queues (through `resubmit`) the queued jobs never handed to the backend: those other
+     * replicas accepted, and those a crash left unsubmitted.
+     */
+    async adopt(resubmit: (id: string) => void): Promise<void> {
+      for (const record of await store.jobs.unsubmitted(ADOPT_BATCH)) resubmit(record.id);
+    },
 
     /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
     async monitor(): Promise<void> {

@@ -1,6 +1,6 @@
 import { ownerDrive } from '../model/owner.ts';
 import { quotaProblem, type StorageQuotas } from '../storage/quota.ts';
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
 
@@ -17,7 +17,7 @@ export const QUOTA_CHECK_EVERY_MS = 60_000;
 const OVER = 'Storage quota used up while this job runs';
 
 export interface QuotaWatchOptions {
-  store: Store;
+  store: Transactional;
   quotas: Pick<StorageQuotas, 'rescan' | 'usage'>;
   /** Adds the notice to the job's updates. */
   addStatus(jobId: string, status: string): Promise<unknown>;

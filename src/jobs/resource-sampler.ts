@@ -1,5 +1,5 @@
 import type { JobPlugin } from '../plugins/plugin.ts';
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import type { Backend } from './backend.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
@@ -10,7 +10,7 @@ import { periodic } from './periodic.ts';
 export const DEFAULT_SAMPLE_MS = 5000;
 
 export interface SamplerOptions {
-  store: Store;
+  store: Transactional;
   backend: Pick<Backend, 'usage'>;
   now?: () => number;
   periodMs?: number;
@@ -33,7 +33,7 @@ export function resourceSampler(o: SamplerOptions) {
 }
 
 /** Forgets a job's series once it has ended (JobManagement's cleanup hook). */
-export function resourceSeriesCleanup(store: Store): JobPlugin {
+export function resourceSeriesCleanup(store: Transactional): JobPlugin {
   return {
     name: 'ResourceSeries',
     async onCleanup(_ctx, jobId) {

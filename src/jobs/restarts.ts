@@ -1,5 +1,5 @@
 import type { Clock, Timer } from '../model/clock.ts';
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import type { Backend } from './backend.ts';
 import type { Logger } from './log.ts';
 import { exitsInARow, isRestartExit, restartDelayMs } from './restart-policy.ts';
@@ -9,7 +9,7 @@ import type { JobUpdates } from './updates.ts';
 // restart of ucompute since it is read from the job's updates.
 
 export interface RestartOptions {
-  store: Store;
+  store: Transactional;
   backend: Backend;
   updates: JobUpdates;
   /** Queues a stored job for submission (with its stored build). */

@@ -5,29 +5,20 @@ import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
 import type { JobChanges, JobRecord } from '../store/jobs.ts';
-import type { Store } from '../store/store.ts';
-import {
-  type BrowseOptions,
-  type Caller,
-  jobAccess,
-  type Usage,
-  type UsageQuery,
-  type Wallet,
-} from './access.ts';
+import type { Store, Transactional } from '../store/store.ts';
+import type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
 import { logsGone } from './errors.ts';
 import { type CreateOptions, insertPrepared, jobIntake, type QuotaCheck } from './intake.ts';
+import { type JobEngine, jobEngine } from './job-engine.ts';
 import { type JobEventListener, jobEvents, type Watch } from './job-events.ts';
 import { pluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
 import type { JobMirror } from './mirror.ts';
-import { jobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
-import { jobRestarts } from './restarts.ts';
-import { jobSubmission } from './submission.ts';
-import { jobUpdates, type StateListener, type UpdateListener } from './updates.ts';
+import { type StateListener, type UpdateListener, updateListeners } from './update-listeners.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 export type { RenameItem } from './control.ts';
@@ -48,7 +39,7 @@ export interface Utilization {
   usedCapacity: { cpu: number; memory: number };
   queueStatus: { running: number; pending: number };
 }
-export type { UpdateListener } from './updates.ts';
+export type { UpdateListener } from './update-listeners.ts';
 
 export interface ServiceOptions {
   store: Store;
@@ -71,6 +62,11 @@ export interface ServiceOptions {
   submitRetryMs?: number;
   /** Another system told of every update and charge as it is written (UCloud Core in provider mode). */
   mirror?: JobMirror;
+  /**
+   * Several replicas share the store: the backend loop runs only while `lead` makes this one the
+   * leader. Otherwise this process is its own leader (the embedded default): `start` runs it.
+   */
+  replicated?: boolean;
 }
 
 /**
@@ -137,9 +133,16 @@ export interface JobService {
   ): Promise<boolean>;
   /** One monitoring pass over the running jobs (expiry, charges). */
   monitor(): Promise<void>;
-  /** Reconciles the store with the backend, then monitors every `monitorIntervalMs`. */
+  /**
+   * Runs the backend loop as the leader, writing through `loopStore` (the store fenced by this
+   * replica's epoch): catches up from the store — reconciles it with the backend, adopts the jobs
+   * never submitted — then submits, follows the backend, monitors every `monitorIntervalMs` and
+   * restarts. Answers how to stop leading.
+   */
+  lead(loopStore: Transactional): Promise<() => Promise<void>>;
+  /** The embedded default: leads on the store itself. */
   start(): Promise<void>;
-  /** Stops monitoring and writes the backend events already received; later ones are ignored. */
+  /** Stops leading and writes the backend events already received; later ones are ignored. */
   stop(): Promise<void>;
 }
 
@@ -154,50 +157,28 @@ export function createJobService(options: ServiceOptions): JobService {
   const log = options.log;
   const requireCredits = options.requireCredits ?? true;
   const hooks = pluginHooks(options.plugins ?? PLUGINS, log);
-  const access = jobAccess(store);
-  const updates = jobUpdates({
-    store,
-    hooks,
-    clock,
-    lifecycle: () => monitoring.lifecycle,
-    exited: (id) => {
-      restarts
-        .schedule(id)
-        .catch((err: unknown) => log?.error({ err, jobId: id }, 'could not restart a job'));
-    },
-    ...(log ? { log } : {}),
-    ...(options.mirror ? { mirror: options.mirror } : {}),
-  });
-  const monitoring = jobMonitor({
-    store,
-    env,
-    backend,
-    hooks,
-    updates,
-    access,
-    now,
-    requireCredits,
-    ...(options.mirror ? { mirror: options.mirror } : {}),
-  });
-  const submission = jobSubmission({
-    store,
-    env,
-    backend,
-    hooks,
-    updates,
-    retryMs: options.submitRetryMs ?? 1000,
-    clock,
-    ...(options.storage ? { storage: options.storage } : {}),
-    ...(log ? { log } : {}),
-  });
-  const restarts = jobRestarts({
-    store,
-    backend,
-    updates,
-    resubmit: submission.enqueue,
-    clock,
-    ...(log ? { log } : {}),
-  });
+  const listeners = updateListeners();
+  const engineOf = (on: Transactional): JobEngine =>
+    jobEngine(on, {
+      env,
+      backend,
+      hooks,
+      listeners,
+      clock,
+      requireCredits,
+      submitRetryMs: options.submitRetryMs ?? 1000,
+      ...(options.storage ? { storage: options.storage } : {}),
+      ...(log ? { log } : {}),
+      ...(options.mirror ? { mirror: options.mirror } : {}),
+    });
+  // What this replica's API is asked to do (cancel, extend, suspend …) it writes itself, on any
+  // replica; the backend loop is the leader's, on the store fenced by its epoch.
+  const own = engineOf(store);
+  const { access, updates, monitoring } = own;
+  /** The backend loop's engine while this replica leads; its own engine when it is its own leader. */
+  let loop: JobEngine | undefined = options.replicated ? undefined : own;
+  /** Queues a job for submission; a follower leaves that to the leader, which adopts it. */
+  const resubmit = (id: string) => loop?.submission.enqueue(id);
   const events = jobEvents({ access, env });
   // Runs inside creating, updating and renaming jobs: it must never throw back into them.
   const announce = (id: string, known?: JobRecord) => {
@@ -206,7 +187,7 @@ export function createJobService(options: ServiceOptions): JobService {
       if (record) await events.changed(record);
     })().catch((err: unknown) => log?.error({ err, jobId: id }, 'telling watchers of a change failed'));
   };
-  updates.listenAll((_update, record) => announce(record.id, record));
+  listeners.listenAll((_update, record) => announce(record.id, record));
   const createdListeners = new Set<(ids: string[]) => void>();
   const intake = jobIntake({
     store,
@@ -221,7 +202,7 @@ export function createJobService(options: ServiceOptions): JobService {
     accepted(jobs) {
       const ids = jobs.map((j) => j.id);
       for (const l of createdListeners) l(ids);
-      submission.accept(jobs);
+      loop?.submission.accept(jobs);
       for (const id of ids) announce(id);
     },
   });
@@ -233,15 +214,49 @@ export function createJobService(options: ServiceOptions): JobService {
     updates,
     monitor: monitoring,
     hooks,
-    resubmit: submission.enqueue,
+    resubmit,
     now,
     ...(options.mirror ? { mirror: options.mirror } : {}),
   });
 
-  let monitorTimer: Timer | undefined;
-  let pass: Promise<void> | undefined;
+  /** Stops the loop under way. */
+  let leading: (() => Promise<void>) | undefined;
+  backend.onEvent((event) => loop?.updates.onBackendEvent(event));
 
-  backend.onEvent(updates.onBackendEvent);
+  async function lead(loopStore: Transactional): Promise<() => Promise<void>> {
+    const engine = loopStore === store ? own : engineOf(loopStore);
+    const { monitoring: m, submission, restarts } = engine;
+    loop = engine;
+    backend.setLeading?.(true);
+    await m.recover(submission.enqueue);
+    await restarts.recover();
+    let timer: Timer | undefined;
+    let pass: Promise<void> | undefined;
+    let stopped = false;
+    const interval = options.monitorIntervalMs ?? MONITOR_INTERVAL_MS;
+    const tick = () => {
+      pass = m
+        .adopt(submission.enqueue)
+        .then(() => m.monitor())
+        .catch((e: unknown) => log?.error({ err: e }, 'monitoring failed'))
+        .finally(() => {
+          if (!stopped) timer = clock.setTimeout(tick, interval);
+        });
+    };
+    timer = clock.setTimeout(tick, interval);
+    return async () => {
+      stopped = true;
+      if (options.replicated) {
+        loop = undefined;
+        backend.setLeading?.(false);
+      }
+      submission.stop();
+      restarts.stop();
+      timer?.cancel();
+      await pass;
+      await engine.updates.stop();
+    };
+  }
 
   return {
     create: intake.create,
@@ -259,7 +274,7 @@ export function createJobService(options: ServiceOptions): JobService {
       );
       const ids = fresh.map((j) => j.id);
       if (ids.length > 0) for (const l of createdListeners) l(ids);
-      submission.accept(fresh);
+      loop?.submission.accept(fresh);
       for (const id of ids) announce(id);
       return ids;
     },
@@ -299,14 +314,14 @@ export function createJobService(options: ServiceOptions): JobService {
       };
     },
     update: (id, u, extra) => updates.update(id, u, extra),
-    monitor: monitoring.monitor,
+    monitor: () => (loop ?? own).monitoring.monitor(),
     accountsOf: access.accountsOf,
     wallets: (caller) => access.wallets(caller, now()),
     usage: (caller, query) => access.usage(caller, query, now()),
 
     async follow(caller, id, listener) {
       const record = await access.visibleJob(caller, id);
-      const unsubscribe = updates.listen(id, listener);
+      const unsubscribe = listeners.listen(id, listener);
       const flags = { includeApplication: true, includeProduct: true, includeSupport: true };
       return { job: presentJob(await access.toJob(record), env, flags), unsubscribe };
     },
@@ -325,28 +340,19 @@ export function createJobService(options: ServiceOptions): JobService {
       createdListeners.add(listener);
       return () => createdListeners.delete(listener);
     },
-    onStateChange: updates.onStateChange,
+    onStateChange: listeners.onStateChange,
+
+    lead,
 
     async start() {
-      await monitoring.recover(submission.enqueue);
-      await restarts.recover();
-      const interval = options.monitorIntervalMs ?? MONITOR_INTERVAL_MS;
-      const tick = () => {
-        pass = monitoring
-          .monitor()
-          .catch((e: unknown) => log?.error({ err: e }, 'monitoring failed'))
-          .finally(() => {
-            monitorTimer = clock.setTimeout(tick, interval);
-          });
-      };
-      monitorTimer = clock.setTimeout(tick, interval);
+      leading = await lead(store);
     },
 
     async stop() {
-      submission.stop();
-      restarts.stop();
-      monitorTimer?.cancel();
-      await pass;
+      await leading?.();
+      leading = undefined;
+      own.submission.stop();
+      own.restarts.stop();
       await updates.stop();
     },
   };

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { IssueList } from '../model/errors.ts';
 import type { SshKeyRecord } from '../store/ssh-keys.ts';
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import { type Caller, pageSize } from './access.ts';
 import { notFound } from './errors.ts';
 
@@ -109,7 +109,7 @@ const present = (k: SshKeyRecord): SshKey => ({
 
 export type SshKeys = ReturnType<typeof sshKeys>;
 
-export function sshKeys(store: Store, now: () => number = Date.now) {
+export function sshKeys(store: Transactional, now: () => number = Date.now) {
   const keys = store.sshKeys;
   return {
     /** Checks every item, then stores them all; answers their ids. Bad items name their field. */

@@ -2,7 +2,7 @@ import type { Clock } from '../model/clock.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { JobBuild, PeerLocation, PreparedJob } from '../plugins/plugin.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
-import type { Store } from '../store/store.ts';
+import type { Transactional } from '../store/store.ts';
 import { ownerNamespace } from '../volcano/names.ts';
 import { ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
@@ -17,7 +17,7 @@ import type { JobUpdates } from './updates.ts';
 // few at a time, trying again with backoff when the backend refuses for a moment.
 
 export interface SubmissionOptions {
-  store: Store;
+  store: Transactional;
   env: JobEnvironment;
   backend: Backend;
   hooks: PluginHooks;
@@ -51,7 +51,19 @@ export function jobSubmission(o: SubmissionOptions) {
   let submitting = 0;
   let stopped = false;
 
+  /**
+   * Jobs queued, being submitted or waiting to be tried again: a job is queued once however often
+   * it is asked for (a leader adopts every unsubmitted job on each pass, its own among them).
+   */
+  const pending = new Set<string>();
+
   function enqueue(id: string): void {
+    if (pending.has(id)) return;
+    pending.add(id);
+    push(id);
+  }
+
+  function push(id: string): void {
     queue.push(id);
     pump();
   }
@@ -65,11 +77,17 @@ export function jobSubmission(o: SubmissionOptions) {
       }
       submitting++;
       submit(id)
-        .catch((e: unknown) => {
-          log?.error({ err: e, jobId: id }, 'submission failed');
-          // Nothing of it was written: once there is space again, it is submitted after all.
-          if (isDiskFull(e) && !stopped) o.clock.setTimeout(() => enqueue(id), DISK_FULL_RETRY_MS);
-        })
+        .then(
+          (again) => {
+            if (!again) pending.delete(id);
+          },
+          (e: unknown) => {
+            log?.error({ err: e, jobId: id }, 'submission failed');
+            // Nothing of it was written: once there is space again, it is submitted after all.
+            if (isDiskFull(e) && !stopped) o.clock.setTimeout(() => push(id), DISK_FULL_RETRY_MS);
+            else pending.delete(id);
+          },
+        )
         .finally(() => {
           submitting--;
           pump();
@@ -86,11 +104,14 @@ export function jobSubmission(o: SubmissionOptions) {
     return peers;
   }
 
-  /** Builds (once) and submits a stored job; the backend makes a repeated submit harmless. */
-  async function submit(id: string): Promise<void> {
+  /**
+   * Builds (once) and submits a stored job; the backend makes a repeated submit harmless. Answers
+   * whether it is tried again later (the backend refused for a moment).
+   */
+  async function submit(id: string): Promise<boolean> {
     const record = await store.jobs.get(id);
     // A suspended job waits for unsuspend, also when a restart's recovery queues it.
-    if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return;
+    if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return false;
     let build: JobBuild;
     if (record.build === null) {
       let job = prepared.get(id);
@@ -111,7 +132,7 @@ export function jobSubmission(o: SubmissionOptions) {
           state: 'FAILURE',
           status: `The job can no longer be started: ${(e as Error).message}`,
         });
-        return;
+        return false;
       }
       const created = await hooks.create(job, {
         config: env.config,
@@ -124,7 +145,7 @@ export function jobSubmission(o: SubmissionOptions) {
           state: 'FAILURE',
           status: `The job could not be created: ${created.failure}`,
         });
-        return;
+        return false;
       }
       build = created.build;
       // The build and the output folder it reports are written together, or not at all when the
@@ -139,7 +160,7 @@ export function jobSubmission(o: SubmissionOptions) {
         {},
         (tx) => tx.jobs.saveBuild(id, json),
       );
-      if (!saved) return;
+      if (!saved) return false;
     } else {
       build = JSON.parse(record.build) as JobBuild;
     }
@@ -151,7 +172,7 @@ export function jobSubmission(o: SubmissionOptions) {
       // unsuspend submits it again.
       if (state === 'SUSPENDED') {
         await backend.suspend(id);
-        return;
+        return false;
       }
       await store.jobs.markSubmitted(id);
       // Cancelled while the submission was under way: the backend must not keep it.
@@ -163,8 +184,8 @@ export function jobSubmission(o: SubmissionOptions) {
       if (failed < SUBMIT_ATTEMPTS && !stopped) {
         failures.set(id, failed);
         log?.warn({ err: e, jobId: id, attempt: failed }, 'the backend refused a job; trying again');
-        o.clock.setTimeout(() => enqueue(id), o.retryMs * 2 ** (failed - 1));
-        return;
+        o.clock.setTimeout(() => push(id), o.retryMs * 2 ** (failed - 1));
+        return true;
       }
       failures.delete(id);
       await updates.update(id, {
@@ -172,6 +193,7 @@ export function jobSubmission(o: SubmissionOptions) {
         status: `The backend refused the job: ${(e as Error).message}`,
       });
     }
+    return false;
   }
 
   return {

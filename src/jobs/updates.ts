@@ -3,7 +3,7 @@ import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobChanges, JobRecord } from '../store/jobs.ts';
-import type { Store, StoreParts } from '../store/store.ts';
+import type { StoreParts, Transactional } from '../store/store.ts';
 import { ownerOf } from './access.ts';
 import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
@@ -11,15 +11,17 @@ import { asDecidedEnd, decideUpdate } from './lifecycle.ts';
 import type { Logger } from './log.ts';
 import type { JobMirror } from './mirror.ts';
 import { isRestartExit, restartExit } from './restart-policy.ts';
+import type { UpdateListeners } from './update-listeners.ts';
 
 // Updates: every change of a job goes through the state machine in a transaction, then to the
 // job's followers and the plugins' hooks. Backend events arrive here too, written in batches.
 
-export type UpdateListener = (update: JobUpdate, job: JobRecord) => void;
-export type StateListener = (id: string, state: JobState) => void;
+export type { StateListener, UpdateListener } from './update-listeners.ts';
 
 export interface UpdatesOptions {
-  store: Store;
+  store: Transactional;
+  /** Who is told of the updates written here. */
+  listeners: UpdateListeners;
   hooks: PluginHooks;
   /** What the hooks may do; read when a hook runs (it needs `update` itself). */
   lifecycle: () => LifecycleContext;
@@ -70,9 +72,7 @@ export type JobUpdates = ReturnType<typeof jobUpdates>;
 export function jobUpdates(o: UpdatesOptions) {
   const { store, hooks, clock, log } = o;
   const now = () => clock.now();
-  const listeners = new Map<string, Set<UpdateListener>>();
-  const everyJob = new Set<UpdateListener>();
-  const stateListeners = new Set<StateListener>();
+  const { listeners } = o;
   let stopped = false;
 
   /**
@@ -110,7 +110,7 @@ export function jobUpdates(o: UpdatesOptions) {
 
   /** Tells followers, then runs the plugins' hooks for a change of state. */
   async function applied(a: Applied): Promise<void> {
-    if (a.next !== a.previous) for (const l of stateListeners) l(a.id, a.next);
+    if (a.next !== a.previous) listeners.stateChanged(a.id, a.next);
     await notify(a.id, a.update);
     const lifecycle = o.lifecycle();
     if (isRestartExit(a.update)) {
@@ -143,11 +143,8 @@ export function jobUpdates(o: UpdatesOptions) {
   }
 
   async function notify(id: string, u?: JobUpdate): Promise<void> {
-    if (!u || (!listeners.has(id) && everyJob.size === 0)) return;
-    const job = (await store.jobs.get(id))!;
-    const set = listeners.get(id);
-    for (const l of set ?? []) l(u, job);
-    for (const l of everyJob) l(u, job);
+    if (!u || !listeners.followed(id)) return;
+    listeners.tell(u, (await store.jobs.get(id))!);
   }
 
   // Backend events that arrive together are written in one transaction, one batch at a time: a
@@ -224,32 +221,6 @@ export function jobUpdates(o: UpdatesOptions) {
     update,
     notify,
     onBackendEvent,
-
-    /** Adds a follower of one job's updates; returns the unsubscribe function. */
-    listen(id: string, listener: UpdateListener): () => void {
-      let set = listeners.get(id);
-      if (!set) {
-        set = new Set();
-        listeners.set(id, set);
-      }
-      set.add(listener);
-      return () => {
-        set.delete(listener);
-        if (set.size === 0) listeners.delete(id);
-      };
-    },
-
-    /** Adds a follower of every job's updates; returns the unsubscribe function. */
-    listenAll(listener: UpdateListener): () => void {
-      everyJob.add(listener);
-      return () => everyJob.delete(listener);
-    },
-
-    /** Adds a listener to every job's changes of state; returns the unsubscribe function. */
-    onStateChange(listener: StateListener): () => void {
-      stateListeners.add(listener);
-      return () => stateListeners.delete(listener);
-    },
 
     /** Writes the backend events already received; later ones are ignored. */
     async stop(): Promise<void> {

@@ -132,6 +132,11 @@ export interface JobStore {
   browse(q: BrowseQuery): Promise<JobRecord[]>;
   /** Jobs that have not ended, oldest first. */
   active(): Promise<JobRecord[]>;
+  /**
+   * Queued jobs never handed to the backend, oldest first, at most `limit`: what a leader adopts
+   * (another replica accepted them, or the leader before it crashed before submitting them).
+   */
+  unsubmitted(limit: number): Promise<JobRecord[]>;
   /** Running jobs only, from the partial index of active jobs: a queue backlog costs nothing here. */
   running(): Promise<JobRecord[]>;
   countByState(): Promise<Record<string, number>>;

@@ -2,6 +2,9 @@
 // leader from writing. A lease is a row: its holder, its epoch (raised at every change of holder)
 // and when it expires unless renewed.
 
+/** The lease whose holder runs the backend loop (and the other work done once, not per replica). */
+export const BACKEND_LEASE = 'backend';
+
 export interface Lease {
   name: string;
   /** The replica that holds it: an id of the process, new at every start. */

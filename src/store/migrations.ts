@@ -248,6 +248,23 @@ export const MIGRATIONS: readonly Migration[] = [
     expires_at integer not null
   );
   `,
+  // A charge names the first period it covers (the job's charged periods before it): one charge
+  // per job and first period, whichever replica writes it (a deposed leader's monitor pass and a
+  // cancel on another replica read the same charged periods; the second insert changes nothing).
+  `
+  alter table charges add column first_period integer;
+  update charges set first_period = (
+    select coalesce(sum(c.periods), 0) from charges c
+    where c.job_id = charges.job_id and (c.charged_at < charges.charged_at
+      or (c.charged_at = charges.charged_at and c.charge_id < charges.charge_id))
+  );
+  create unique index charges_once_per_period on charges(job_id, first_period);
+  `,
+  // The epoch is a key of the lease row (PostgreSQL's row locks): a leader's fenced transactions
+  // lock it `for key share`, which a takeover (a new epoch) waits for and a renewal does not.
+  `
+  create unique index leases_epoch on leases(name, epoch);
+  `,
 ];
 
 /** The migration that gives jobs their outcome, reading an update's status with `status`. */

@@ -39,6 +39,8 @@ export interface JobFollowing {
   start(): Promise<void>;
   /** Deletes objects of ours whose job is gone; also runs periodically once started. */
   reconcile(): Promise<number>;
+  /** Backend.setLeading: a follower reports, ends and deletes nothing; a new leader reports all again. */
+  setLeading(leading: boolean): void;
   /** Marks a job done (nothing more is reported) and saves its logs before its objects go. */
   stopFollowing(view: JobView | undefined): Promise<void>;
   nodes(): Iterable<NodeSummary>;
@@ -65,6 +67,7 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
     return view;
   };
 
+  let leading = true;
   const dirty = new Set<string>();
   // Until every kind is listed, a job's state would be judged on part of what is known.
   let listed = false;
@@ -81,7 +84,7 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
 
   function evaluate(jobId: string): void {
     const view = views.get(jobId);
-    if (!view?.job) return;
+    if (!view?.job || !leading) return;
     const report = reportOf(view.job, view.pods.values(), view.group, view.reported?.state);
     const next = evaluation({ phase: view.job.phase, done: view.done, reported: view.reported }, report);
     if (next.action === 'finish') {
@@ -129,7 +132,7 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
       suspended: suspended.delete(job.jobId),
       submitting: inFlight.has(job.jobId),
     });
-    if (decision !== 'lost' || !view) return;
+    if (decision !== 'lost' || !view || !leading) return;
     view.done = true;
     emit({
       jobId: job.jobId,
@@ -197,6 +200,7 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
 
   async function reconcile(): Promise<number> {
     await start();
+    if (!leading) return 0;
     // A job submitted here is live before its watch shows it: under load that took over 10 min
     // (the cluster benchmark lost 300 of 1,000 running jobs' NetworkPolicies to this).
     const live = (jobId: string) => inFlight.has(jobId) || views.has(jobId);
@@ -212,6 +216,10 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
     viewOf,
     start,
     reconcile,
+    setLeading(now: boolean) {
+      leading = now;
+      if (leading) for (const id of views.keys()) touch(id);
+    },
     async stopFollowing(view) {
       if (!view) return;
       view.done = true;

@@ -186,6 +186,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       listeners.push(listener);
     },
 
+    setLeading: following.setLeading,
+
     async *logs(jobId, { follow: following, signal }): AsyncIterable<LogChunk> {
       await start();
       const view = views.get(jobId);

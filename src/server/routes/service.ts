@@ -1,8 +1,6 @@
+import { BACKEND_LEASE } from '../../store/leases.ts';
 import { type ApiRoutes, publicRoute } from '../api.ts';
 import { HealthResponse, ReadinessResponse, UnreadyResponse } from '../schemas.ts';
-
-/** The lease whose holder runs the backend loop (src/jobs/leadership.ts). */
-const BACKEND_LEASE = 'backend';
 
 /** The service's own: liveness, readiness, and the API's description. */
 export const serviceRoutes: ApiRoutes = async (api) => {

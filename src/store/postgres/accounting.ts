@@ -36,11 +36,12 @@ export function postgresAccounting({ query, atomic, locked }: Connection): Accou
     activeAllocations: (owner, category, at) => activeAllocations(query, owner, category, at, locked),
     charge(c) {
       return atomic(async (q) => {
-        // Unique per charge id on every replica: a second one is a retry and changes nothing.
+        // Unique per charge id, and per job and first period, on every replica: a second one is a
+        // retry, or a charge read from the same charged periods, and changes nothing.
         const inserted =
           (await q.changed(
-            `insert into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at)
-             values (?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing`,
+            `insert into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at, first_period)
+             values (?, ?, ?, ?, ?, ?, ?, ?, (select charged_periods from jobs where id = ?)) on conflict do nothing`,
             c.chargeId,
             c.jobId,
             c.owner,
@@ -49,6 +50,7 @@ export function postgresAccounting({ query, atomic, locked }: Connection): Accou
             c.periods,
             c.credits,
             c.chargedAt,
+            c.jobId,
           )) === 1;
         if (!inserted) return false;
         await q(

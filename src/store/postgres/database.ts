@@ -59,6 +59,9 @@ export interface PostgresDatabase {
   transaction<T>(fn: (c: Connection) => Promise<T>): Promise<T>;
 }
 
+/** How long a transaction may wait between its statements before the server ends it. */
+const IDLE_TRANSACTION_MS = 10_000;
+
 /**
  * PostgreSQL through node-postgres: a pool of connections, every write committed before it
  * answers (PostgreSQL syncs a commit to disk by default, so an accepted job is durable on every
@@ -66,8 +69,16 @@ export interface PostgresDatabase {
  * so that replicas starting together migrate once.
  */
 export async function openPostgresDatabase(url: string): Promise<PostgresDatabase> {
-  // Idle connections do not keep the process alive: it ends when its work does.
-  const pool = new pg.Pool({ connectionString: url, types, max: 10, allowExitOnIdle: true });
+  // Idle connections do not keep the process alive: it ends when its work does. A transaction
+  // left open longer than ours ever are (its process paused, `kill -STOP`) is ended by the server:
+  // a leader's transaction holds the lease row, and another replica must be able to take over.
+  const pool = new pg.Pool({
+    connectionString: url,
+    types,
+    max: 10,
+    allowExitOnIdle: true,
+    options: `-c idle_in_transaction_session_timeout=${IDLE_TRANSACTION_MS}`,
+  });
   // An idle connection that fails (the server restarted) is dropped by the pool; without a
   // listener its error would end the process.
   pool.on('error', () => {});

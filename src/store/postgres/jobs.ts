@@ -172,6 +172,13 @@ export function postgresJobs({ query, locked }: Connection): JobStore {
       );
       return rows.map(toJob);
     },
+    async unsubmitted(limit) {
+      const rows = await query(
+        `select * from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`,
+        limit,
+      );
+      return rows.map(toJob);
+    },
     async running() {
       return (await query(`select * from jobs where state = 'RUNNING' order by id`)).map(toJob);
     },

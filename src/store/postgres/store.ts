@@ -59,9 +59,12 @@ export async function openPostgresStore(url: string): Promise<Store> {
   };
 }
 
-/** Refuses the transaction unless the lease has the fence's epoch; its row stays shared until the end. */
+/**
+ * Refuses the transaction unless the lease has the fence's epoch; its row stays locked `for key
+ * share` until the end: a takeover (a new epoch) waits for it, a renewal does not.
+ */
 async function checkFence(query: Query, fence: Fence): Promise<void> {
-  const [r] = await query('select epoch from leases where name = ? for share', fence.lease);
+  const [r] = await query('select epoch from leases where name = ? for key share', fence.lease);
   const epoch = r === undefined ? undefined : Number(r.epoch);
   if (epoch !== fence.epoch) throw new FencedError(fence, epoch);
 }

@@ -29,11 +29,12 @@ export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchron
     activeAllocations,
     charge(c) {
       return transaction(() => {
+        // Unique per charge id, and per job and first period: see the migration.
         const inserted =
           sql(
-            `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at)
-             values (?, ?, ?, ?, ?, ?, ?, ?)`,
-          ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt)
+            `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at, first_period)
+             values (?, ?, ?, ?, ?, ?, ?, ?, (select charged_periods from jobs where id = ?))`,
+          ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt, c.jobId)
             .changes === 1;
         if (!inserted) return false;
         sql(

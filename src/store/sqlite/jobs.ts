@@ -157,6 +157,13 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
         ).all() as Row[]
       ).map(toJob);
     },
+    unsubmitted(limit) {
+      return (
+        sql("select * from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?").all(
+          limit,
+        ) as Row[]
+      ).map(toJob);
+    },
     running() {
       return (sql("select * from jobs where state = 'RUNNING' order by id").all() as Row[]).map(toJob);
     },

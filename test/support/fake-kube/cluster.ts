@@ -9,7 +9,7 @@ import { resolvePipelineConfig } from '../../../src/model/config.ts';
 import type { JobStorage } from '../../../src/storage/job-storage.ts';
 import { until } from '../until.ts';
 import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer } from './api-server.ts';
-import { type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
+import { type StandInOptions, type VolcanoStandIn, volcanoStandIn } from './volcano.ts';
 
 export interface FakeCluster {
   api: FakeApiServer;
@@ -23,7 +23,7 @@ export interface FakeCluster {
 /** A fake API server with the Volcano stand-in and a kubeconfig for it; all cleaned up after the test. */
 export async function fakeCluster(
   t: { after(cleanup: () => unknown): void },
-  options: { autopilot?: boolean } & FakeApiServerOptions = {},
+  options: StandInOptions & FakeApiServerOptions = {},
 ): Promise<FakeCluster> {
   const api = await startFakeApiServer(options);
   const volcano = volcanoStandIn(api, options);
