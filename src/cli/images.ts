@@ -12,6 +12,7 @@ import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const IMAGES_USAGE = `Usage: ucompute images COMMAND [options]
 
@@ -47,7 +48,7 @@ export async function imagesCommand(argv: string[]): Promise<number> {
     IMAGES_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${IMAGES_USAGE}\n`);
+    cliIo().stdout.write(`${IMAGES_USAGE}\n`);
     return 0;
   }
   const [command, ...rest] = positionals;
@@ -65,7 +66,7 @@ export async function imagesCommand(argv: string[]): Promise<number> {
   switch (command) {
     case 'ls':
       if (rest.length > 0) throw new CliError('images ls takes no arguments');
-      process.stdout.write(table(await (await store()).list()));
+      cliIo().stdout.write(table(await (await store()).list()));
       return 0;
     case 'import': {
       const file = one();
@@ -84,7 +85,7 @@ export async function imagesCommand(argv: string[]): Promise<number> {
         async (s) => buildArchive(join(s.dir, 'tmp'), recipe, resolve(archive)),
         store,
       );
-      process.stdout.write(`${recipe.name} ${digest} ${archive}\n`);
+      cliIo().stdout.write(`${recipe.name} ${digest} ${archive}\n`);
       return 0;
     }
     case 'rm': {
@@ -94,7 +95,7 @@ export async function imagesCommand(argv: string[]): Promise<number> {
         await s.remove(name).catch((e: Error) => {
           throw new CliError(e.message, 1);
         });
-        process.stdout.write(`removed ${name}\n`);
+        cliIo().stdout.write(`removed ${name}\n`);
       }
       return 0;
     }
@@ -126,7 +127,7 @@ async function attempt<T>(
 }
 
 function said(image: StoredImage): number {
-  process.stdout.write(`${image.name} ${image.id}\n`);
+  cliIo().stdout.write(`${image.name} ${image.id}\n`);
   return 0;
 }
 
