@@ -1,4 +1,5 @@
-import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmod, chown, mkdir, rm } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { readPodUsage } from '../cgroup-usage.ts';
@@ -30,7 +31,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
   /** Starts under way: destroy waits for them, so that no supervisor appears after it looked. */
   const starting = new Set<Promise<unknown>>();
 
-  const saveRecord = () => writeFile(join(dir, 'pod.json'), JSON.stringify(record));
+  // A pod's own files are written with the synchronous calls, as a job's are (controller/persistence.ts).
+  const saveRecord = () => writeFileSync(join(dir, 'pod.json'), JSON.stringify(record));
 
   const supervisorPids = () =>
     new Set([...containers.values()].map((c) => c.pid).filter((p): p is number => p !== null));
@@ -59,9 +61,10 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     }
     const stateDir = join(containersDir, spec.name);
     const secrets = secretsOf(context, record.spec.name, spec.name);
-    await Promise.all([stateDir, secrets].map((d) => rm(d, { recursive: true, force: true })));
-    await mkdir(stateDir, { recursive: true, mode: 0o711 });
-    await mkdir(secrets, { recursive: true, mode: 0o711 });
+    for (const folder of [stateDir, secrets]) {
+      rmSync(folder, { recursive: true, force: true });
+      mkdirSync(folder, { recursive: true, mode: 0o711 });
+    }
     const placements = await writeContainerFiles(context, spec, secrets, dir, hostIds);
     const containerRecord: ContainerRecord = {
       // Without its environment (Secrets among it), which stays off the disk: a shell in a
@@ -69,7 +72,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       spec: { ...spec, env: {} },
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
-    await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
+    writeFileSync(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
     const {
       argv: command,
       env,
@@ -78,9 +81,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       netns,
       hostIds: supervisorIds,
     } = await containerCommand(context, record, spec, placements, dir, secrets);
-    await Promise.all(
-      [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
-    );
+    for (const file of [spec.stdout, spec.stderr]) mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
     let handle: ContainerHandle | null = null;
     const { file, args } = supervisorCommand({
@@ -154,7 +155,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     async allowPeers(ips) {
       await context.network.allowPeers(record.network, record.peers, ips);
       record.peers = [...ips];
-      await saveRecord();
+      saveRecord();
     },
     shell: (options) => openShell(context, record, [...containers.values()].at(-1), options),
     exec: (name, command, signal) =>
@@ -178,14 +179,22 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         : Promise.resolve({ cpuSeconds: null, memoryBytes: null }),
     destroy(graceMs) {
       destroying ??= (async () => {
-        await writeFile(join(dir, 'destroying'), '').catch(() => undefined);
+        try {
+          writeFileSync(join(dir, 'destroying'), '');
+        } catch {
+          // Its folder is gone already.
+        }
         await Promise.allSettled(starting);
         await stopPod(context, record, supervisorPids(), graceMs);
         await Promise.all([...containers.values()].map((c) => c.check()));
         await removeCgroups(record);
         await context.network.release(record.network, record.peers);
-        await rm(dir, { recursive: true, force: true });
-        await rm(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
+        // emptyDir volumes may hold much: removed without holding the event loop; the rest is a
+        // few small files of ucompute's own.
+        const volumes = join(dir, 'volumes');
+        if (existsSync(volumes)) await rm(volumes, { recursive: true, force: true });
+        rmSync(dir, { recursive: true, force: true });
+        rmSync(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
       })();
       return destroying;
     },
