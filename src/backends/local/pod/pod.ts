@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { chmod, chown, mkdir, rm } from 'node:fs/promises';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { readPodUsage } from '../cgroup-usage.ts';
@@ -31,8 +31,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
   /** Starts under way: destroy waits for them, so that no supervisor appears after it looked. */
   const starting = new Set<Promise<unknown>>();
 
-  // A pod's own files are written with the synchronous calls, as a job's are (controller/persistence.ts).
-  const saveRecord = () => writeFileSync(join(dir, 'pod.json'), JSON.stringify(record));
+  const saveRecord = () => writeFile(join(dir, 'pod.json'), JSON.stringify(record));
 
   const supervisorPids = () =>
     new Set([...containers.values()].map((c) => c.pid).filter((p): p is number => p !== null));
@@ -61,6 +60,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     }
     const stateDir = join(containersDir, spec.name);
     const secrets = secretsOf(context, record.spec.name, spec.name);
+    // Synchronous, as a job's folders are made (see controller/persistence.ts); a container that
+    // starts again finds its earlier files gone.
     for (const folder of [stateDir, secrets]) {
       rmSync(folder, { recursive: true, force: true });
       mkdirSync(folder, { recursive: true, mode: 0o711 });
@@ -153,9 +154,12 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     start,
     containers: () => [...containers.values()].map((c) => c.running),
     async allowPeers(ips) {
-      await context.network.allowPeers(record.network, record.peers, ips);
-      record.peers = [...ips];
-      saveRecord();
+      // Its own address needs no rule (see network.ts): a pod alone has nothing to change or save.
+      const peers = ips.filter((ip) => ip !== record.network.ip);
+      if (peers.length === record.peers.length && peers.every((ip) => record.peers.includes(ip))) return;
+      await context.network.allowPeers(record.network, record.peers, peers);
+      record.peers = peers;
+      await saveRecord();
     },
     shell: (options) => openShell(context, record, [...containers.values()].at(-1), options),
     exec: (name, command, signal) =>
@@ -189,12 +193,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         await Promise.all([...containers.values()].map((c) => c.check()));
         await removeCgroups(record);
         await context.network.release(record.network, record.peers);
-        // emptyDir volumes may hold much: removed without holding the event loop; the rest is a
-        // few small files of ucompute's own.
-        const volumes = join(dir, 'volumes');
-        if (existsSync(volumes)) await rm(volumes, { recursive: true, force: true });
-        rmSync(dir, { recursive: true, force: true });
-        rmSync(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
+        await rm(dir, { recursive: true, force: true });
+        await rm(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
       })();
       return destroying;
     },

@@ -30,7 +30,8 @@ export function isAlive(pid: number): boolean {
 /** Whether `pid` is still the supervisor that was recorded (pids are reused). */
 export async function isSupervisor(pid: number): Promise<boolean> {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(SUPERVISOR_NAME);
+    // In the thread pool: reading another process's command line waits while it execs or exits.
+    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).includes(SUPERVISOR_NAME);
   } catch {
     return false;
   }
