@@ -1,5 +1,5 @@
-import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
-import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalContext } from './context.ts';
 import { type JobRun, jobDir, type SavedJob, savedJob } from './job-run.ts';
@@ -36,9 +36,10 @@ export function saveRun(ctx: LocalContext, run: JobRun): Promise<void> {
   const file = join(jobDir(ctx.jobsDir, run.id), 'state.json');
   const done = (async () => {
     await last?.done.catch(() => undefined);
-    // Replaced by a rename (never half-written), in the thread pool: replacing a file makes ext4
-    // start writing it out, which may wait on a busy disk.
-    await writeFile(`${file}.tmp`, text, { mode: 0o600 });
+    // A new file, written at once (as the job's folders are made), then put in place by a rename
+    // (never half-written) in the thread pool: replacing a file makes ext4 start writing it out,
+    // which may wait on a busy disk.
+    writeFileSync(`${file}.tmp`, text, { mode: 0o600 });
     await rename(`${file}.tmp`, file);
   })();
   const entry = { text, done };
