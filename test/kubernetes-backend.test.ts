@@ -269,6 +269,20 @@ test('an expired watch lists again: changes made meanwhile, deletions included, 
   await eventually(() => cluster.api.openWatches() === 4); // jobs, pods, PodGroups and nodes
 });
 
+test('concurrent first submissions into a new namespace create its namespace, queue and isolation policy once', async (t) => {
+  const cluster = await fakeCluster(t);
+  const { backend } = backendOn(t, cluster);
+  const ids = ['c1', 'c2', 'c3', 'c4', 'c5'];
+  const builds = await Promise.all(ids.map((id) => build(ONE, { id, config: cluster.config() })));
+  await Promise.all(ids.map((id, i) => backend.submit(id, builds[i]!)));
+  const creates = cluster.api.calls.filter((c) => c.verb === 'create').map((c) => c.resource);
+  assert.deepEqual(
+    creates.filter((r) => r !== 'jobs'),
+    ['namespaces', 'queues', 'networkpolicies'],
+  );
+  assert.equal(creates.filter((r) => r === 'jobs').length, ids.length);
+});
+
 test('a one-replica job with nothing to open is one create: its Volcano Job, isolated by the namespace policy', async (t) => {
   const cluster = await fakeCluster(t);
   const { backend } = backendOn(t, cluster);

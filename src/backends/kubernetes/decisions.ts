@@ -120,17 +120,11 @@ export const isShared = (object: Pick<KubernetesObject, 'metadata'>) =>
 /** The order companions are created in: what others refer to first, so nothing waits on a gap. */
 const CREATE_ORDER = ['Namespace', 'Queue', 'NetworkPolicy', 'ConfigMap', 'Secret', 'Service'];
 
-/**
- * The companions a submission creates, in order: shared ones only when this process has not seen
- * them created yet (`seen` holds their sharedKey).
- */
+/** The companions a submission creates, in order (shared ones the backend creates once). */
 export function companionsToCreate<T extends Pick<KubernetesObject, 'kind' | 'metadata'>>(
   companions: readonly T[],
-  seen: ReadonlySet<string>,
 ): T[] {
-  return companions
-    .filter((c) => !(isShared(c) && seen.has(sharedKey(c))))
-    .sort((a, b) => CREATE_ORDER.indexOf(a.kind) - CREATE_ORDER.indexOf(b.kind));
+  return [...companions].sort((a, b) => CREATE_ORDER.indexOf(a.kind) - CREATE_ORDER.indexOf(b.kind));
 }
 
 export const sharedKey = (object: Pick<KubernetesObject, 'kind' | 'metadata'>) =>

@@ -57,7 +57,12 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const scope = single ? placement.namespace : undefined;
   const cluster = jobObjects(conn, scope);
   const listeners: ((e: BackendEvent) => void)[] = [];
-  const seenShared = new Set<string>();
+  /**
+   * The creation of each shared companion (namespace, queue, isolation policy), once per process:
+   * concurrent first submissions await the same one instead of each sending its create (and
+   * all but one getting 409). A failed one is forgotten, so the next submission tries again.
+   */
+  const sharedCreations = new Map<string, Promise<void>>();
   let closed = false;
   const removeJob = (jobId: string, namespace?: string) =>
     cluster.removeJob(jobId, namespace, settings.deleteGracePeriodSeconds);
@@ -78,10 +83,22 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
 
   /** Creates the job's companions, then its Volcano Job once the owner's queue takes jobs. */
   async function create(jobId: string, build: JobBuild): Promise<void> {
-    for (const companion of companionsToCreate(build.companions, seenShared)) {
-      await cluster.createIfAbsent(companion);
-      if (companion.kind === 'Queue') await cluster.waitUntilOpen(companion);
-      if (isShared(companion)) seenShared.add(sharedKey(companion));
+    for (const companion of companionsToCreate(build.companions)) {
+      if (!isShared(companion)) {
+        await cluster.createIfAbsent(companion);
+        continue;
+      }
+      const key = sharedKey(companion);
+      let creation = sharedCreations.get(key);
+      if (!creation) {
+        creation = (async () => {
+          await cluster.createIfAbsent(companion);
+          if (companion.kind === 'Queue') await cluster.waitUntilOpen(companion);
+        })();
+        sharedCreations.set(key, creation);
+        creation.catch(() => sharedCreations.delete(key));
+      }
+      await creation;
     }
     const volcanoJob: VolcanoJob = addPeerAliases(build.volcanoJob, podsOf);
     await cluster.createIfAbsent(volcanoJob);
