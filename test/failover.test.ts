@@ -1,0 +1,190 @@
+/**
+ * Three `ucompute serve` replicas on one PostgreSQL (the tests' own) and one Kubernetes API server
+ * (the fake, its Volcano stand-in running every job to its end): clients submit to all of them
+ * while the leader is killed (`kill -9`), then paused (`kill -STOP`) and resumed after another
+ * took over. Nothing acknowledged is lost, nothing is created twice in the cluster or charged
+ * twice, and the paused leader writes nothing once resumed.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type pg from 'pg';
+import { volcanoJobName } from '../src/volcano/names.ts';
+import { fakeCluster } from './support/fake-kube/cluster.ts';
+import { newPostgresDatabase, POSTGRES_TESTED } from './support/postgres.ts';
+import { leaderOtherThan, type Replica, type ReplicaSet, startReplicas } from './support/replicas.ts';
+import { until } from './support/until.ts';
+
+const job = {
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: { id: 'u1-standard-2', category: 'u1-standard' },
+  replicas: 1,
+  parameters: {},
+};
+
+/**
+ * Clients submitting one job per request, one request at a time each, to the replicas in turn
+ * (those `targets` names); a job counts once a replica acknowledged it (200 with its id).
+ */
+function clients(set: ReplicaSet, count: number) {
+  const acknowledged: string[] = [];
+  let targets = [...set.replicas];
+  const inFlight = new Map<Replica, number>();
+  let stopped = false;
+  let turn = 0;
+  async function client(): Promise<void> {
+    while (!stopped) {
+      const replica = targets[turn++ % targets.length]!;
+      inFlight.set(replica, (inFlight.get(replica) ?? 0) + 1);
+      try {
+        const response = await fetch(`${replica.url}/api/jobs`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${set.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ items: [job] }),
+          signal: AbortSignal.timeout(10_000),
+        });
+        if (response.status === 200) {
+          const { responses } = (await response.json()) as { responses: { id: string }[] };
+          acknowledged.push(...responses.map((r) => r.id));
+        } else await response.body?.cancel();
+      } catch {
+        // Refused or unanswered (the replica was killed or paused): not acknowledged.
+      } finally {
+        inFlight.set(replica, inFlight.get(replica)! - 1);
+      }
+    }
+  }
+  const running = Array.from({ length: count }, client);
+  return {
+    acknowledged,
+    /** From now on requests go only to these replicas. */
+    sendTo(replicas: Replica[]) {
+      targets = replicas;
+    },
+    inFlightTo: (replica: Replica) => inFlight.get(replica) ?? 0,
+    async stop() {
+      stopped = true;
+      await Promise.all(running);
+    },
+  };
+}
+
+/** Counts every row written, by the writing connection's application_name (the replica's name). */
+async function recordWrites(db: pg.Client): Promise<void> {
+  await db.query(`
+    create table writes_seen (id bigserial primary key, writer text, tbl text);
+    create function note_write() returns trigger language plpgsql as $$ begin
+      insert into writes_seen (writer, tbl) values (current_setting('application_name'), tg_table_name);
+      return null;
+    end $$;`);
+  const { rows } = await db.query(
+    `select tablename from pg_tables where schemaname = 'public' and tablename <> 'writes_seen'`,
+  );
+  for (const { tablename } of rows as { tablename: string }[]) {
+    await db.query(
+      `create trigger note_write after insert or update or delete on "${tablename}"
+       for each row execute function note_write()`,
+    );
+  }
+}
+
+const count = async (db: pg.Client, sql: string, ...values: unknown[]) =>
+  Number(((await db.query(sql, values)).rows[0] as { n: string }).n);
+
+test('three replicas on one PostgreSQL: the leader killed, then paused, loses nothing and doubles nothing', {
+  skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
+  timeout: 600_000,
+}, async (t) => {
+  const cluster = await fakeCluster(t, { autopilot: true, stepMs: 200 });
+  const created = new Map<string, number>();
+  cluster.api.onChange((type, plural, object) => {
+    if (type !== 'ADDED' || plural !== 'jobs') return;
+    const name = object.metadata.name as string;
+    created.set(name, (created.get(name) ?? 0) + 1);
+  });
+  const set = await startReplicas(t, cluster, await newPostgresDatabase(), 3);
+  const { db } = set;
+  await recordWrites(db);
+  const load = clients(set, 4);
+  const succeeded = () => count(db, `select count(*) as n from jobs where state = 'SUCCESS'`);
+  const acknowledgedAtLeast = (n: number, what: string) =>
+    until(() => load.acknowledged.length >= n, { describe: what, timeout: 120_000 });
+
+  // kill -9 of the leader, under load.
+  await until(async () => (await succeeded()) >= 10, { describe: '10 jobs succeeded', timeout: 120_000 });
+  const first = await leaderOtherThan(set, undefined);
+  first.replica.child.kill('SIGKILL');
+  const killedAt = performance.now();
+  load.sendTo(set.replicas.filter((r) => r !== first.replica));
+  const second = await leaderOtherThan(set, first.replica);
+  const takeoverMs = performance.now() - killedAt;
+  t.diagnostic(
+    `kill -9: ${second.replica.name} leads (epoch ${second.epoch}) ${Math.round(takeoverMs)} ms after`,
+  );
+  assert.ok(second.epoch > first.epoch);
+  await acknowledgedAtLeast(load.acknowledged.length + 20, '20 more jobs acknowledged after the kill');
+
+  // kill -STOP of the new leader: the last replica takes over; resumed, the paused one writes nothing.
+  const third = set.replicas.find((r) => r !== first.replica && r !== second.replica)!;
+  load.sendTo([third]);
+  await until(() => load.inFlightTo(second.replica) === 0, {
+    describe: `no request to ${second.replica.name} under way`,
+    timeout: 30_000,
+  });
+  second.replica.child.kill('SIGSTOP');
+  const takeover = await leaderOtherThan(set, second.replica);
+  assert.equal(takeover.replica, third);
+  const mark = await count(db, 'select coalesce(max(id), 0) as n from writes_seen');
+  await acknowledgedAtLeast(load.acknowledged.length + 10, '10 more jobs acknowledged after the pause');
+  second.replica.child.kill('SIGCONT');
+  // Resumed, it finds the lease taken and exits (as a client-go controller does).
+  assert.equal(await second.replica.exited, 1, second.replica.output());
+  const writesByPaused = await count(
+    db,
+    'select count(*) as n from writes_seen where writer = $1 and id > $2',
+    second.replica.name,
+    mark,
+  );
+  assert.equal(writesByPaused, 0, 'rows written by the paused leader after the takeover');
+
+  await load.stop();
+  const acknowledged = [...load.acknowledged];
+  t.diagnostic(`${acknowledged.length} jobs acknowledged`);
+  let unfinished: unknown[] = [];
+  await until(
+    async () => {
+      const { rows } = await db.query(
+        `select j.state, j.submitted, u.body::jsonb ->> 'status' as status, count(*) as n,
+           min(j.id) as example
+         from jobs j join job_updates u on u.job_id = j.id and u.seq = j.update_count - 1
+         where j.id = any($1) and j.state <> 'SUCCESS' group by 1, 2, 3`,
+        [acknowledged],
+      );
+      unfinished = rows;
+      return rows.length === 0;
+    },
+    { describe: 'every acknowledged job succeeded', timeout: 180_000 },
+  ).catch((error: Error) => {
+    const said = set.replicas.map((r) => `${r.name}: ${r.output()}`).join('\n');
+    throw new Error(`${error.message}\n${JSON.stringify(unfinished)}\n${said}`);
+  });
+  // 0 lost: each acknowledged job is stored (and succeeded, above).
+  assert.equal(
+    await count(db, 'select count(*) as n from jobs where id = any($1)', acknowledged),
+    acknowledged.length,
+  );
+  // 0 submitted twice: each job's Volcano Job was created once.
+  const twice = acknowledged.filter((id) => created.get(volcanoJobName(id)) !== 1);
+  assert.deepEqual(
+    twice.map((id) => [id, created.get(volcanoJobName(id)) ?? 0]),
+    [],
+    'jobs not created exactly once in the cluster',
+  );
+  // 0 charged twice: each job ran well under a period and is charged for that one period, once.
+  const charges = await db.query(
+    `select j.id, count(c.charge_id) as n, coalesce(sum(c.periods), 0) as periods from jobs j
+       left join charges c on c.job_id = j.id where j.id = any($1) group by j.id
+       having count(c.charge_id) <> 1 or sum(c.periods) <> 1`,
+    [acknowledged],
+  );
+  assert.deepEqual(charges.rows, [], 'jobs not charged exactly once');
+});

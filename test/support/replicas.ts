@@ -1,0 +1,119 @@
+/**
+ * Several `ucompute serve` replicas on one PostgreSQL database and the fake Kubernetes API server,
+ * as a production deployment runs them: for the failover and cross-replica tests.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import pg from 'pg';
+import { CHILD_ENV } from './cli.ts';
+import type { FakeCluster } from './fake-kube/cluster.ts';
+import { outputTail, serving, spawnServe } from './serve.ts';
+import { until } from './until.ts';
+
+export interface Replica {
+  /** Its name, also its connections' application_name in PostgreSQL. */
+  name: string;
+  child: ChildProcess;
+  url: string;
+  /** What it wrote last (its log's warnings and errors), for failures. */
+  output: () => string;
+  /** How it ended: undefined while it runs. */
+  exited: Promise<number | string>;
+}
+
+export interface ReplicaSet {
+  replicas: Replica[];
+  /** An admin token (the first replica's). */
+  token: string;
+  /** A connection of the test's own to the replicas' database. */
+  db: pg.Client;
+  /** The replica holding the backend lease now, and its epoch; undefined while none holds it. */
+  leader(): Promise<{ replica: Replica; epoch: number } | undefined>;
+}
+
+/** The lease settings of the tests: a new leader within seconds. */
+const LEASE = { leaseSeconds: 3, renewSeconds: 0.5 };
+
+export async function startReplicas(
+  t: TestContext,
+  cluster: FakeCluster,
+  databaseUrl: string,
+  count: number,
+): Promise<ReplicaSet> {
+  const replicas: Replica[] = [];
+  for (let i = 1; i <= count; i++) {
+    const name = `replica-${i}`;
+    const dir = await mkdtemp(join(tmpdir(), `ucompute-${name}-`));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const config = {
+      ...cluster.config(),
+      store: { postgres: { url: `${databaseUrl}?application_name=${name}`, ...LEASE } },
+      monitorIntervalMs: 250,
+    };
+    await writeFile(join(dir, 'config.yml'), JSON.stringify(config));
+    const child = spawnServe(
+      ['--backend', 'kubernetes', '--config', join(dir, 'config.yml'), '--data-dir', dir],
+      CHILD_ENV,
+    );
+    const output = outputTail(child);
+    const exited = new Promise<number | string>((done) =>
+      child.once('exit', (code, signal) => done(code ?? signal ?? 'unknown')),
+    );
+    t.after(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGCONT');
+        child.kill('SIGKILL');
+        await exited;
+      }
+    });
+    // One after the other: the first migrates the database.
+    const url = await serving(child);
+    replicas.push({ name, child, url, output, exited });
+  }
+  const token = (await readFile(join(replicaDir(replicas[0]!), 'admin.token'), 'utf8')).trim();
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  t.after(() => db.end());
+  return {
+    replicas,
+    token,
+    db,
+    async leader() {
+      const { rows } = await db.query(
+        `select holder, epoch from leases where name = 'backend'
+         and expires_at > (extract(epoch from clock_timestamp()) * 1000)::bigint`,
+      );
+      const row = rows[0] as { holder: string; epoch: string } | undefined;
+      if (!row) return undefined;
+      // The holder is host/pid/nonce.
+      const pid = Number(row.holder.split('/')[1]);
+      const replica = replicas.find((r) => r.child.pid === pid);
+      return replica && { replica, epoch: Number(row.epoch) };
+    },
+  };
+}
+
+/** The data folder a replica was started with (its --data-dir argument). */
+function replicaDir(replica: Replica): string {
+  const args = replica.child.spawnargs;
+  return args[args.indexOf('--data-dir') + 1]!;
+}
+
+/** Waits until some replica holds the lease, other than `not`; answers it. */
+export async function leaderOtherThan(set: ReplicaSet, not: Replica | undefined, timeout = 60_000) {
+  try {
+    return await until(
+      async () => {
+        const now = await set.leader();
+        return now && now.replica !== not ? now : undefined;
+      },
+      { describe: `a leader other than ${not?.name ?? 'none'}`, timeout, every: 50 },
+    );
+  } catch (error) {
+    const said = set.replicas.map((r) => `${r.name}: ${r.output()}`).join('\n');
+    throw new Error(`${(error as Error).message}\nthe replicas said:\n${said}`);
+  }
+}
