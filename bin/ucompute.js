@@ -11,4 +11,5 @@ if (major < 22 || (major === 22 && minor < 18)) {
 // ($NODE_COMPILE_CACHE, else the temporary folder): a command starts in about half the CPU time.
 const { enableCompileCache } = await import('node:module');
 enableCompileCache();
-await import('../src/cli/main.ts');
+const { main } = await import('../src/cli/main.ts');
+process.exitCode = await main(process.argv.slice(2));

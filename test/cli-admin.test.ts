@@ -6,10 +6,13 @@ import { after, before, describe, test } from 'node:test';
 import { parseDate } from '../src/cli/dates.ts';
 import { buysInHours } from '../src/cli/usage.ts';
 import type { Product } from '../src/model/product.ts';
-import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
+import { assertExit, CHILD_ENV, runCliHere } from './support/cli.ts';
 import { putFile, type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
 
-/** `ucompute admin`, `balance` and `usage` against a real `ucompute serve` (dry backend, jobs held until cancelled). */
+/**
+ * `ucompute admin`, `balance` and `usage` (the CLI's main() in this process) against a real
+ * `ucompute serve` (a child; dry backend, jobs held until cancelled).
+ */
 
 const TIMEOUT = { timeout: 600_000 };
 const { UCOMPUTE_URL: _url, UCOMPUTE_TOKEN: _token, UCOMPUTE_DATA_DIR: _dataDir, ...childEnv } = CHILD_ENV;
@@ -32,9 +35,12 @@ after(async () => {
 
 /** As the administrator (the token `serve` wrote), or as the holder of `token`. */
 const cli = (args: string[], token?: string) =>
-  runCli([...args, '--url', server!.url, ...(token ? ['--token', token] : ['--data-dir', server!.dataDir])], {
-    env: childEnv,
-  });
+  runCliHere(
+    [...args, '--url', server!.url, ...(token ? ['--token', token] : ['--data-dir', server!.dataDir])],
+    {
+      env: childEnv,
+    },
+  );
 
 describe('dates and what credits buy', () => {
   test('dates are UTC days or times, now, or an age; impossible dates are refused naming the flag', () => {

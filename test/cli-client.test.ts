@@ -8,12 +8,17 @@ import { parseDuration } from '../src/cli/format.ts';
 import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job, JobState } from '../src/model/job.ts';
-import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
+import { assertExit, CHILD_ENV, runCli, runCliHere } from './support/cli.ts';
+import { ROOT } from './support/fixtures.ts';
 import { putFile, type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
 
-/** The real `ucompute` client commands against the real `ucompute serve`, both as child processes. */
+/**
+ * The real `ucompute` client commands against the real `ucompute serve`: the servers are child
+ * processes, the commands run the CLI's main() in this process (what they print and answer is the
+ * same; the process's own exit status is cli-exit-codes.test.ts's).
+ */
 
-/** Each command is a child process: a few seconds at a load of 30, each (a suite runs dozens). */
+/** A server's start is a child process: a few seconds at a load of 30. */
 const TIMEOUT = { timeout: 600_000 };
 
 // A developer's own ucompute settings must not reach the children either (CHILD_ENV drops the runner's).
@@ -25,7 +30,7 @@ const startServer = (dataDir: string, config?: string) =>
   startServe(dataDir, { env: childEnv, ...(config !== undefined ? { config } : {}) });
 const stopServer = stopServe;
 
-const cli = (args: string[], env = childEnv) => runCli(args, { env });
+const cli = (args: string[], env = childEnv) => runCliHere(args, { env });
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-client-'));
 let dry: Server | undefined; // jobs succeed at once
@@ -134,7 +139,8 @@ describe('parseDuration and parameterValue', () => {
 
 describe('help', () => {
   test('ucompute --help lists every command', async () => {
-    const result = await cli(['--help']);
+    // The one child process here: bin/ucompute.js runs main() and exits with its code.
+    const result = await runCli(['--help'], { env: childEnv });
     assertExit(result, 0);
     for (const command of [
       'serve',
@@ -174,7 +180,7 @@ describe('help', () => {
   });
 
   test('apps validate still checks a folder locally', async () => {
-    const result = await cli(['apps', 'validate', 'examples/apps']);
+    const result = await cli(['apps', 'validate', join(ROOT, 'examples', 'apps')]);
     assertExit(result, 0);
     assert.match(result.stdout, /all valid/);
   });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
-import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
+import { assertExit, CHILD_ENV, runCli, runCliHere } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
 import { type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
@@ -15,6 +15,8 @@ import { type Served, servedJobInState, startServe, stopServe } from './support/
  * platform ran it to its end), `jobs` and `show` say which rank exited non-zero, and `run
  * --wait/--follow` exit with the application's code, as `srun` does. A job the platform ended
  * (cancelled, expired, failed, never started) says so, and the commands exit with its outcome's code.
+ * The commands run the CLI's main() in this process, whose answer bin/ucompute.js makes the
+ * process's exit code; the first test runs the real process, that this holds.
  */
 
 const TIMEOUT = { timeout: 600_000 };
@@ -100,12 +102,14 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-const cli = (args: string[]) =>
-  runCli([...args, '--url', server!.url, '--data-dir', server!.dataDir], { env: childEnv });
+const on = () => ['--url', server!.url, '--data-dir', server!.dataDir];
+const cli = (args: string[]) => runCliHere([...args, ...on()], { env: childEnv });
 
 describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
   test('run --follow exits with the application code; jobs and show say SUCCESS (exit 3 on rank 0)', async () => {
-    const followed = await cli(['run', 'exits', '--param', 'code=3', '--follow']);
+    const followed = await runCli(['run', 'exits', '--param', 'code=3', '--follow', ...on()], {
+      env: childEnv,
+    });
     assertExit(followed, 3);
     const id = followed.stdout.split('\n')[0]!;
     assert.match(followed.stdout, /^exiting with 3$/m);

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from '../src/cli/outcome.ts';
 import type { Job } from '../src/model/job.ts';
 import { failedRanks, type Outcome, type OutcomeKind, presentOutcome } from '../src/model/outcome.ts';
-import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
+import { assertExit, BIN, CHILD_ENV, runCliHere } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import {
   outputTail,
@@ -22,7 +22,8 @@ import { until } from './support/until.ts';
 /**
  * The client commands for people: job id prefixes, `jobs --watch/--project` with ELAPSED and LEFT,
  * `logs --rank`, usage errors, `apps show`, completion, and a catalogue of several folders that
- * reloads on change. A real `ucompute serve` on the dry backend, jobs held until cancelled.
+ * reloads on change. A real `ucompute serve` on the dry backend, jobs held until cancelled; the
+ * commands run the CLI's main() in this process, but for `jobs --watch`, which a signal ends.
  */
 
 const TIMEOUT = { timeout: 600_000 };
@@ -74,7 +75,7 @@ after(async () => {
 });
 
 const on = () => ['--url', server!.url, '--data-dir', server!.dataDir];
-const cli = (args: string[]) => runCli([...args, ...on()], { env: childEnv });
+const cli = (args: string[]) => runCliHere([...args, ...on()], { env: childEnv });
 
 async function submit(args: string[] = [], input = '/home/local/a.txt'): Promise<string> {
   const result = await cli(['run', 'word-count', '--param', `input=${input}`, ...args]);
@@ -297,7 +298,7 @@ describe('the command line', TIMEOUT, () => {
       [['admin', 'user', 'x', '-q'], 'error: unknown option -q', 'Usage: ucompute admin'],
     ];
     for (const [args, first, usage] of cases) {
-      const result = await runCli(args, { env: childEnv });
+      const result = await runCliHere(args, { env: childEnv });
       assertExit(result, 2);
       assert.equal(result.stderr.split('\n')[0], first, args.join(' '));
       assert.ok(result.stderr.includes(`\n\n${usage}`), result.stderr);
@@ -341,7 +342,7 @@ describe('the command line', TIMEOUT, () => {
   });
 
   test('completion scripts for bash and zsh offer the commands and each command’s options', async () => {
-    const bash = await runCli(['completion', 'bash'], { env: childEnv });
+    const bash = await runCliHere(['completion', 'bash'], { env: childEnv });
     assertExit(bash, 0);
     const script = join(tmp, 'completion.bash');
     writeFileSync(script, bash.stdout);
@@ -362,11 +363,11 @@ describe('the command line', TIMEOUT, () => {
     assert.equal(complete('ucompute', 'logs', '--ra'), '--rank');
     assert.equal(complete('ucompute', 'usage', '--si'), '--since');
 
-    const zsh = await runCli(['completion', 'zsh'], { env: childEnv });
+    const zsh = await runCliHere(['completion', 'zsh'], { env: childEnv });
     assertExit(zsh, 0);
     assert.match(zsh.stdout, /^#compdef ucompute$/m);
     assert.match(zsh.stdout, /^ {4}jobs\) candidates=\(.*--watch.*\) ;;$/m);
-    const wrong = await runCli(['completion', 'fish'], { env: childEnv });
+    const wrong = await runCliHere(['completion', 'fish'], { env: childEnv });
     assertExit(wrong, 2);
   });
 
@@ -380,10 +381,10 @@ describe('the command line', TIMEOUT, () => {
       }),
     );
     const apps = ['--apps', join(ROOT, 'examples', 'apps'), '--apps', extraApps];
-    const planned = await runCli(['plan', spec, ...apps, '--output', 'json'], { env: childEnv });
+    const planned = await runCliHere(['plan', spec, ...apps, '--output', 'json'], { env: childEnv });
     assertExit(planned, 0);
     assert.match(planned.stdout, /"kind": "Job"/);
-    const alone = await runCli(['plan', spec, '--output', 'json'], { env: childEnv });
+    const alone = await runCliHere(['plan', spec, '--output', 'json'], { env: childEnv });
     assertExit(alone, 2);
     assert.match(alone.stderr, /extra/);
   });

@@ -5,16 +5,20 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import type { KubernetesObject, VolcanoJob, VolcanoQueue } from '../src/volcano/api/types.ts';
-import { assertExit, type CliResult, runCli } from './support/cli.ts';
+import { assertExit, type CliResult, runCli, runCliHere } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
 
-/** The real `ucompute` command, run as a child process of this Node. */
+/**
+ * The real `ucompute` command: its main() in this process for what its output and exit code say; a
+ * child process where the working folder or the process's own exit status is what is checked.
+ */
 
 const WORD_COUNT = join(ROOT, 'examples', 'jobs', 'word-count.json');
 const MPI_HELLO = join(ROOT, 'examples', 'jobs', 'mpi-hello.json');
 
-const run = (args: string[], cwd = ROOT) => runCli(args, { cwd });
+const run = (args: string[]) => runCliHere(args);
+const child = (args: string[], cwd = ROOT) => runCli(args, { cwd });
 
 const tmp = mkdtempSync(join(tmpdir(), 'ucompute-cli-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -341,7 +345,7 @@ describe('plan', () => {
 
 describe('apps validate', () => {
   test('the example catalogue is valid', async () => {
-    const result = await run(['apps', 'validate', 'examples/apps']);
+    const result = await run(['apps', 'validate', join(ROOT, 'examples', 'apps')]);
     assertExit(result, 0);
     assert.equal(result.stdout, '8 applications in 9 files: all valid\n');
     assert.equal(result.stderr, '');
@@ -411,7 +415,7 @@ describe('apps validate', () => {
     writeFileSync(join(dir, 'sub', 'syntax.yaml'), 'application: v1\nname: [unclosed\n');
     const line = (lines: string[], text: string) => lines.indexOf(text) + 1;
 
-    const result = await run(['apps', 'validate', '.'], dir);
+    const result = await child(['apps', 'validate', '.'], dir);
     assertExit(result, 1);
     assert.equal(result.stdout, '');
     const reported = result.stderr.trimEnd().split('\n');
@@ -447,7 +451,7 @@ describe('the command line', () => {
   });
 
   test('an unknown command exits 2', async () => {
-    const result = await run(['frobnicate']);
+    const result = await child(['frobnicate']);
     assertExit(result, 2);
     assert.match(result.stderr, /^error: unknown command "frobnicate"$/m);
   });

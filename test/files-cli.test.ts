@@ -4,15 +4,18 @@ import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CHILD_ENV, runCli } from './support/cli.ts';
+import { CHILD_ENV, runCliHere } from './support/cli.ts';
 import { type Served, startServe, stopServe } from './support/serve.ts';
 
-/** `ucompute files ...` against a real `ucompute serve` (dry backend), as its admin user `local`. */
+/**
+ * `ucompute files ...` (the CLI's main() in this process) against a real `ucompute serve` (a child;
+ * dry backend), as its admin user `local`.
+ */
 
 let served: Served | undefined;
 let dir = '';
 const files = (...args: string[]) =>
-  runCli(['files', ...args], {
+  runCliHere(['files', ...args], {
     env: { ...CHILD_ENV, UCOMPUTE_URL: served!.url, UCOMPUTE_DATA_DIR: served!.dataDir, UCOMPUTE_TOKEN: '' },
   });
 
@@ -78,7 +81,7 @@ test('put into a folder that does not exist yet (PATH/) makes it and puts the fi
 
 test("with --project, relative paths are in the project's drive; without, they are refused before any transfer", async () => {
   const admin = (...args: string[]) =>
-    runCli(['admin', ...args], {
+    runCliHere(['admin', ...args], {
       env: {
         ...CHILD_ENV,
         UCOMPUTE_URL: served!.url,
@@ -149,7 +152,7 @@ test('usage shows what each drive holds against its quota; past the quota, put f
   });
   try {
     const filesOfSmall = (...args: string[]) =>
-      runCli(['files', ...args], {
+      runCliHere(['files', ...args], {
         env: { ...CHILD_ENV, UCOMPUTE_URL: small.url, UCOMPUTE_DATA_DIR: small.dataDir, UCOMPUTE_TOKEN: '' },
       });
     const local = join(dir, 'big.bin');

@@ -9,6 +9,7 @@ import type { BackendEvent } from '../src/jobs/backend.ts';
 import type { Container } from '../src/volcano/api/types.ts';
 import { assertExit, runCli } from './support/cli.ts';
 import { busyboxArchive } from './support/images.ts';
+import { testNetwork } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { until } from './support/until.ts';
 import { vcjob } from './support/vcjob.ts';
@@ -20,15 +21,14 @@ const tools = await needs('bwrap', 'nft', 'ip', 'skopeo', 'umoci', 'busybox');
 /** The local backend on a data folder of its own, with its own bridge and subnet. */
 async function open(t: { after(fn: () => Promise<void>): void }, hostUserland: boolean) {
   const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-images-run-'));
-  const tag = process.pid.toString(36).slice(-3) + Math.random().toString(36).slice(2, 5);
-  const bridge = `ui${tag}`.slice(0, 9);
+  const { bridge, subnet } = testNetwork();
   const backend = await openLocalBackend({
     config: {
       gracePeriodMs: 200,
       hostUserland,
       network: {
         bridge,
-        subnet: `10.${150 + (process.pid % 40)}.${Math.floor(Math.random() * 256)}.0/24`,
+        subnet,
         poolSize: 0,
       },
     },
@@ -174,16 +174,12 @@ test(
   async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-images-config-'));
     await chmod(dir, 0o711); // containers' host users pass through to the data folder
-    const bridge = `uc${process.pid.toString(36).slice(-3)}${Math.random().toString(36).slice(2, 5)}`.slice(
-      0,
-      9,
-    );
+    const { bridge, subnet } = testNetwork();
     t.after(async () => {
       await removeBridgeNetwork(bridge);
       await rm(dir, { recursive: true, force: true });
     });
     const config = join(dir, 'ucompute.yml');
-    const subnet = `10.${150 + (process.pid % 40)}.${Math.floor(Math.random() * 256)}.0/24`;
     await writeFile(config, `local: { network: { bridge: ${bridge}, subnet: "${subnet}", poolSize: 0 } }\n`);
     const manifest = join(dir, 'job.yaml');
     await writeFile(

@@ -9,7 +9,7 @@ import { canonical, familiar, parseReference } from '../src/backends/local/image
 import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { openImageStore } from '../src/backends/local/images/store.ts';
 import { ValidationError } from '../src/model/errors.ts';
-import { assertExit, runCli } from './support/cli.ts';
+import { assertExit, runCliHere } from './support/cli.ts';
 import { ROOT } from './support/fixtures.ts';
 import { busyboxArchive } from './support/images.ts';
 import { needs } from './support/local-tools.ts';
@@ -184,7 +184,7 @@ test(
     const dir = await tempDir(t);
     const dataDir = join(dir, 'data');
     const archive = await busyboxArchive(dir, { name: 'busybox-test:1', cmd: ['sh'] });
-    const cli = (...args: string[]) => runCli(['images', ...args, '--data-dir', dataDir]);
+    const cli = (...args: string[]) => runCliHere(['images', ...args, '--data-dir', dataDir]);
 
     const imported = await cli('import', archive);
     assertExit(imported, 0);
@@ -238,7 +238,7 @@ test(
   async (t) => {
     const dir = await tempDir(t);
     const dataDir = join(dir, 'data');
-    const cli = (...args: string[]) => runCli(['images', ...args, '--data-dir', dataDir]);
+    const cli = (...args: string[]) => runCliHere(['images', ...args, '--data-dir', dataDir]);
     const unnamed = await busyboxArchive(dir, { cmd: ['sh'] });
 
     const badName = await cli('import', unnamed, '--name', 'Busy Box');
@@ -263,10 +263,10 @@ test(
   async (t) => {
     const dataDir = join(await tempDir(t), 'data');
     // Port 9 on loopback: nothing listens, the connection is refused at once.
-    const pulled = await runCli(['images', 'pull', '127.0.0.1:9/lab/tool:1', '--data-dir', dataDir]);
+    const pulled = await runCliHere(['images', 'pull', '127.0.0.1:9/lab/tool:1', '--data-dir', dataDir]);
     assertExit(pulled, 1);
     assert.match(pulled.stderr, /^error: could not pull 127\.0\.0\.1:9\/lab\/tool:1: .*connection refused/m);
-    const bad = await runCli(['images', 'pull', 'UPPER/case', '--data-dir', dataDir]);
+    const bad = await runCliHere(['images', 'pull', 'UPPER/case', '--data-dir', dataDir]);
     assertExit(bad, 2);
     assert.match(bad.stderr, /REF: "UPPER\/case" is not a valid image reference/);
   },
@@ -284,7 +284,7 @@ test(
       recipe,
       'name: lab/busybox-built:1\nvariant: extract\npackages: [busybox-static]\nenv: { MOTTO: built here }\nentrypoint: [/bin/busybox, sh, -c]\ncmd: [echo "$MOTTO"]\nworkingDir: /\nuser: "0:0"\n',
     );
-    const built = await runCli(['images', 'build', recipe, '--data-dir', dataDir]);
+    const built = await runCliHere(['images', 'build', recipe, '--data-dir', dataDir]);
     assertExit(built, 0);
     const id = built.stdout.trim().split(' ')[1]!;
     assert.match(built.stdout, /^lab\/busybox-built:1 sha256:[0-9a-f]{64}\n$/);

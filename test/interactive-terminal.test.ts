@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import type { ShellOptions } from '../src/jobs/backend.ts';
 import { hashToken } from '../src/store/users.ts';
-import { assertExit, BIN, CHILD_ENV, runCli } from './support/cli.ts';
+import { assertExit, BIN, CHILD_ENV, runCliHere } from './support/cli.ts';
 import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
 
@@ -224,7 +224,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
   });
 
   test('ucompute open --no-wait prints the one-time link of a desktop', async () => {
-    const result = await runCli(
+    const result = await runCliHere(
       ['open', id, '--url-only', '--no-wait', '--url', `http://127.0.0.1:${w.port}`],
       {
         env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
@@ -241,7 +241,7 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const seen = join(folder, 'browser-args');
     const browser = join(folder, 'browser.sh');
     writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}'\n`, { mode: 0o755 });
-    const result = await runCli(['open', id, '--no-wait', '--url', `http://127.0.0.1:${w.port}`], {
+    const result = await runCliHere(['open', id, '--no-wait', '--url', `http://127.0.0.1:${w.port}`], {
       env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice, BROWSER: browser },
     });
     assertExit(result, 0);

@@ -7,7 +7,7 @@ import { expiryWarning, expiryWarnings, warningDue } from '../src/jobs/expiry-wa
 import { resourceSampler, resourceSeriesCleanup } from '../src/jobs/resource-sampler.ts';
 import { MAX_SAMPLES } from '../src/store/resource-series.ts';
 import type { Store } from '../src/store/store.ts';
-import { CHILD_ENV, runCli } from './support/cli.ts';
+import { CHILD_ENV, runCliHere } from './support/cli.ts';
 import { call, world } from './support/interactive.ts';
 import { jobInState } from './support/server.ts';
 import { openTestStore } from './support/store.ts';
@@ -229,7 +229,7 @@ test('the series through the API (with the machine type as limits; others\u2019 
 
     // ucompute top reads the same series; show warns of a deadline that has come close.
     const cli = (...args: string[]) =>
-      runCli([...args, '--url', `http://127.0.0.1:${w.port}`], {
+      runCliHere([...args, '--url', `http://127.0.0.1:${w.port}`], {
         env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
       });
     const top = await cli('top', id, '--once');

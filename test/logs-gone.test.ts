@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { WebSocket } from 'ws';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
-import { CHILD_ENV, runCli } from './support/cli.ts';
+import { CHILD_ENV, runCliHere } from './support/cli.ts';
 import { jobInState, testServer } from './support/server.ts';
 import { rejectsWith } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
@@ -62,7 +62,7 @@ test('the logs of a job whose kept folder was removed say so: service (410), fol
     });
   assert.deepEqual(await follow(gone!), { code: 4410, reason: SAID });
 
-  const logs = await runCli(['logs', gone!], {
+  const logs = await runCliHere(['logs', gone!], {
     env: { ...CHILD_ENV, UCOMPUTE_URL: `http://127.0.0.1:${port}`, UCOMPUTE_TOKEN: token },
   });
   assert.equal(logs.stdout, '', logs.stderr);

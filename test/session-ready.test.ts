@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { CHILD_ENV, runCli } from './support/cli.ts';
+import { CHILD_ENV, runCliHere } from './support/cli.ts';
 import { call, runningJob, type World, world } from './support/interactive.ts';
 import { until } from './support/until.ts';
 
@@ -98,7 +98,7 @@ describe('session readiness', { timeout: 60_000 }, () => {
     const id = await running('file-server');
     const polls = () => w.logLines.filter((l) => l.includes('/api/jobs/interactiveSession/ready')).length;
     const before = polls();
-    const opening = runCli(['open', id, '--url-only', '--url', `http://127.0.0.1:${w.port}`], {
+    const opening = runCliHere(['open', id, '--url-only', '--url', `http://127.0.0.1:${w.port}`], {
       env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice },
     });
     // Its first wait ends without an answer (the probe is refused) before the app comes up.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { collisions, type HostNames } from '../src/backends/local/host-names.ts';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
-import { assertExit, runCli } from './support/cli.ts';
+import { assertExit, runCliHere } from './support/cli.ts';
 import { needs } from './support/local-tools.ts';
 import { type Served, spawnServe, startServe, stopServe } from './support/serve.ts';
 
@@ -34,7 +34,7 @@ test(
     const running: { on: Served; id: string }[] = [];
     t.after(async () => {
       for (const { on: s, id } of running)
-        await runCli(['cancel', id, '--url', s.url, '--data-dir', s.dataDir]);
+        await runCliHere(['cancel', id, '--url', s.url, '--data-dir', s.dataDir]);
       for (const s of served) await stopServe(s);
       for (const bridge of bridges) await removeBridgeNetwork(bridge);
       for (const dir of dirs) await rm(dir, { recursive: true, force: true });
@@ -51,11 +51,11 @@ test(
     };
     const on = (s: Served) => ['--url', s.url, '--data-dir', s.dataDir];
     const mpiHello = (s: Served) =>
-      runCli(['run', 'mpi-hello', '--replicas', '2', '--time', '10m', '--wait', ...on(s)]);
+      runCliHere(['run', 'mpi-hello', '--replicas', '2', '--time', '10m', '--wait', ...on(s)]);
 
     const a = await serve(dirA);
     // A job of the first instance runs while the second starts (which once removed its namespaces).
-    const terminal = (await runCli(['run', 'terminal', '--time', '10m', ...on(a)])).stdout.trim();
+    const terminal = (await runCliHere(['run', 'terminal', '--time', '10m', ...on(a)])).stdout.trim();
     running.push({ on: a, id: terminal });
     const b = await serve(dirB);
     const [namesA, namesB] = [await namesOf(dirA), await namesOf(dirB)];
@@ -64,7 +64,7 @@ test(
     const [onA, onB] = await Promise.all([mpiHello(a), mpiHello(b)]);
     assertExit(onA, 0);
     assertExit(onB, 0);
-    const shown = await runCli(['show', terminal, '--json', ...on(a)]);
+    const shown = await runCliHere(['show', terminal, '--json', ...on(a)]);
     assert.equal(JSON.parse(shown.stdout).status.state, 'RUNNING', shown.stdout);
 
     // Configured onto the first instance's bridge: refused before anything is set up.

@@ -9,7 +9,7 @@ import { createJobService } from '../src/jobs/service.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import type { AppParameterValue } from '../src/model/parameter-value.ts';
-import { runCli } from './support/cli.ts';
+import { runCliHere } from './support/cli.ts';
 import { CREATED_AT, JOB_ID, products } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
 import { openTestStore } from './support/store.ts';
@@ -245,7 +245,7 @@ describe('each loaded application plans into valid Kubernetes objects', () => {
 });
 
 test('apps validate prints a warning line per ignored field and the refusals, and exits 1', async () => {
-  const result = await runCli(['apps', 'validate', FIXTURES]);
+  const result = await runCliHere(['apps', 'validate', FIXTURES]);
   assert.equal(result.code, 1);
   const lines = result.stderr.trimEnd().split('\n');
   assert.equal(lines.filter((l) => / warning: /.test(l)).length, warnings.length);

@@ -2,6 +2,7 @@ import { clientFlags, type OptionValues, parseClientCommand, stringOption } from
 import { type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, printJson, table } from './format.ts';
+import { cliIo } from './io.ts';
 
 /** `ucompute admin users|projects|tokens|grants|audit`, and the changes that take access away. */
 
@@ -138,7 +139,7 @@ const LISTS: Record<string, Lister> = {
 };
 
 const print = (values: OptionValues, json: unknown, text: string) =>
-  values.json === true ? printJson(json) : process.stdout.write(text);
+  values.json === true ? printJson(json) : cliIo().stdout.write(text);
 
 /** This file's subcommands, for completion. */
 export const ADMIN_DIRECTORY_COMMANDS = [

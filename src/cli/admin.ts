@@ -4,6 +4,7 @@ import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';
 import { CliError } from './errors.ts';
 import { printJson } from './format.ts';
+import { cliIo } from './io.ts';
 
 /** `ucompute admin ...`: the administrators' calls (users, projects, members, credits, tokens) with flags. */
 
@@ -41,7 +42,7 @@ export const ADMIN_COMMANDS = [...Object.keys(SUBCOMMANDS), ...ADMIN_DIRECTORY_C
 export async function adminCommand(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
-    process.stdout.write(`${ADMIN_USAGE}\n`);
+    cliIo().stdout.write(`${ADMIN_USAGE}\n`);
     return name === undefined ? 2 : 0;
   }
   const run = SUBCOMMANDS[name] ?? adminDirectoryCommand(name, ADMIN_USAGE);
@@ -59,7 +60,7 @@ function positionalsExactly(positionals: string[], names: string[]): string[] {
 /** Prints the response as JSON with --json, else the sentence. */
 function report(values: OptionValues, response: unknown, sentence: string): number {
   if (values.json === true) printJson(response);
-  else process.stdout.write(`${sentence}\n`);
+  else cliIo().stdout.write(`${sentence}\n`);
   return 0;
 }
 

@@ -4,6 +4,7 @@ import { clientFlags, parseClientCommand } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { printJson, table } from './format.ts';
+import { cliIo } from './io.ts';
 import { findApplication } from './run.ts';
 
 export const APPS_SHOW_USAGE = `Usage: ucompute apps show APP[@VERSION] [options]
@@ -21,7 +22,7 @@ export async function appsShowCommand(argv: string[]): Promise<number> {
   const client = await connect(clientFlags(values));
   const app = await findApplication(client, positionals[0]!);
   if (values.json) printJson(app);
-  else process.stdout.write(describeApplication(app));
+  else cliIo().stdout.write(describeApplication(app));
   return 0;
 }
 

@@ -1,6 +1,7 @@
 import { buildCatalog, formatCatalogIssue, readCatalogFiles } from '../catalog/catalog.ts';
 import { parseCommandLine } from './args.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const APPS_VALIDATE_USAGE = `Usage: ucompute apps validate DIR
 
@@ -17,20 +18,20 @@ export async function appsValidateCommand(argv: string[]): Promise<number> {
     APPS_VALIDATE_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${APPS_VALIDATE_USAGE}\n`);
+    cliIo().stdout.write(`${APPS_VALIDATE_USAGE}\n`);
     return 0;
   }
   if (positionals.length !== 1) throw new CliError(APPS_VALIDATE_USAGE);
   const files = await readCatalogFiles(positionals[0]!);
   const { catalog, issues, warnings } = buildCatalog(files);
-  for (const warning of warnings) process.stderr.write(`${formatCatalogIssue(warning, 'warning')}\n`);
-  for (const issue of issues) process.stderr.write(`${formatCatalogIssue(issue)}\n`);
+  for (const warning of warnings) cliIo().stderr.write(`${formatCatalogIssue(warning, 'warning')}\n`);
+  for (const issue of issues) cliIo().stderr.write(`${formatCatalogIssue(issue)}\n`);
   const warned = warnings.length > 0 ? ` (${plural(warnings.length, 'warning')})` : '';
   if (issues.length > 0) {
-    process.stderr.write(`${plural(issues.length, 'problem')} in ${files.length} files${warned}\n`);
+    cliIo().stderr.write(`${plural(issues.length, 'problem')} in ${files.length} files${warned}\n`);
     return 1;
   }
   const apps = catalog.list().length;
-  process.stdout.write(`${plural(apps, 'application')} in ${files.length} files: all valid${warned}\n`);
+  cliIo().stdout.write(`${plural(apps, 'application')} in ${files.length} files: all valid${warned}\n`);
   return 0;
 }

@@ -1,6 +1,7 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { CLIENT_OPTIONS, type ClientFlags } from './client.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 /**
  * `parseArgs` for one command: a mistake on the command line becomes a short sentence followed by
@@ -37,7 +38,7 @@ export function parseClientCommand(argv: string[], usage: string, extra: ParseAr
   const parsed = parseCommandLine(argv, { ...CLIENT_OPTIONS, ...extra }, usage);
   const values = parsed.values as OptionValues;
   const help = values.help === true;
-  if (help) process.stdout.write(`${usage}\n`);
+  if (help) cliIo().stdout.write(`${usage}\n`);
   return { values, positionals: parsed.positionals, help };
 }
 

@@ -4,21 +4,23 @@ import { access, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cliIo } from './io.ts';
 
 const escapeHtml = (text: string) =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** The command that opens a page in the user's browser, when this session has one. */
 async function browserOpener(): Promise<string | undefined> {
-  const chosen = process.env.BROWSER?.split(delimiter)[0];
+  const { env } = cliIo();
+  const chosen = env.BROWSER?.split(delimiter)[0];
   if (chosen) return chosen;
   if (process.platform === 'darwin') return 'open';
-  if (process.platform !== 'linux' || !(process.env.DISPLAY || process.env.WAYLAND_DISPLAY)) return undefined;
+  if (process.platform !== 'linux' || !(env.DISPLAY || env.WAYLAND_DISPLAY)) return undefined;
   return (await onPath('xdg-open')) ? 'xdg-open' : undefined;
 }
 
 async function onPath(command: string): Promise<boolean> {
-  for (const folder of (process.env.PATH ?? '').split(delimiter)) {
+  for (const folder of (cliIo().env.PATH ?? '').split(delimiter)) {
     if (folder === '') continue;
     const found = await access(join(folder, command), constants.X_OK).then(
       () => true,
@@ -47,7 +49,11 @@ export async function openInBrowser(url: string, title: string): Promise<boolean
     { mode: 0o600 },
   );
   return new Promise<boolean>((resolve) => {
-    const child = spawn(opener, [pathToFileURL(page).href], { detached: true, stdio: 'ignore' });
+    const child = spawn(opener, [pathToFileURL(page).href], {
+      detached: true,
+      stdio: 'ignore',
+      env: cliIo().env,
+    });
     // A browser that cannot start leaves the printed link, which works as well.
     child.once('error', () => resolve(false));
     child.once('spawn', () => {

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import WebSocket from 'ws';
 import { ADMIN_TOKEN_FILE, DEFAULT_PORT, defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 /** The options every client command takes, for `parseArgs`. */
 export const CLIENT_OPTIONS = {
@@ -75,7 +76,8 @@ interface ApiIssue {
 /** The token from --token, $UCOMPUTE_TOKEN, or the file `ucompute serve` writes; none is fine until a 401. */
 async function findToken(flags: ClientFlags): Promise<{ token?: string; source: string }> {
   if (flags.token) return { token: flags.token, source: '--token' };
-  if (process.env.UCOMPUTE_TOKEN) return { token: process.env.UCOMPUTE_TOKEN, source: 'UCOMPUTE_TOKEN' };
+  const { UCOMPUTE_TOKEN } = cliIo().env;
+  if (UCOMPUTE_TOKEN) return { token: UCOMPUTE_TOKEN, source: 'UCOMPUTE_TOKEN' };
   const file = join(flags['data-dir'] ?? defaultDataDir(), ADMIN_TOKEN_FILE);
   try {
     const token = (await readFile(file, 'utf8')).trim();
@@ -86,7 +88,7 @@ async function findToken(flags: ClientFlags): Promise<{ token?: string; source: 
 }
 
 export async function connect(flags: ClientFlags): Promise<Client> {
-  const url = (flags.url ?? process.env.UCOMPUTE_URL ?? `http://127.0.0.1:${DEFAULT_PORT}`).replace(
+  const url = (flags.url ?? cliIo().env.UCOMPUTE_URL ?? `http://127.0.0.1:${DEFAULT_PORT}`).replace(
     /\/+$/,
     '',
   );
@@ -100,7 +102,7 @@ export async function connect(flags: ClientFlags): Promise<Client> {
     throw new CliError(`--url: ${url} must start with http:// or https://`);
   }
   const { token, source } = await findToken(flags);
-  const project = flags.project ?? (process.env.UCOMPUTE_PROJECT || undefined);
+  const project = flags.project ?? (cliIo().env.UCOMPUTE_PROJECT || undefined);
   const auth: Record<string, string> = {
     ...(token ? { authorization: `Bearer ${token}` } : {}),
     ...(project !== undefined ? { project } : {}),

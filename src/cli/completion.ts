@@ -1,5 +1,6 @@
 import { parseCommandLine } from './args.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const COMPLETION_USAGE = `Usage: ucompute completion bash|zsh
 
@@ -82,7 +83,7 @@ export async function completionCommand(argv: string[], commands: Completed[]): 
     COMPLETION_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${COMPLETION_USAGE}\n`);
+    cliIo().stdout.write(`${COMPLETION_USAGE}\n`);
     return 0;
   }
   const shell = positionals[0];
@@ -90,6 +91,6 @@ export async function completionCommand(argv: string[], commands: Completed[]): 
     throw new CliError(`completion takes bash or zsh\n\n${COMPLETION_USAGE}`);
   }
   const words = await commandWords(commands);
-  process.stdout.write(shell === 'bash' ? bashScript(words) : zshScript(words));
+  cliIo().stdout.write(shell === 'bash' ? bashScript(words) : zshScript(words));
   return 0;
 }

@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/config.ts';
+import { cliIo } from './io.ts';
 
 /** The example catalogue and products shipped with ucompute: the embedded defaults. */
 export const EXAMPLE_APPS = fileURLToPath(new URL('../../examples/apps', import.meta.url));
@@ -24,8 +25,9 @@ export const ADMIN_TOKEN_FILE = 'admin.token';
  * else `$XDG_DATA_HOME/ucompute`, else `~/.local/share/ucompute`.
  */
 export function defaultDataDir(): string {
-  if (process.env.UCOMPUTE_DATA_DIR) return process.env.UCOMPUTE_DATA_DIR;
+  const { env } = cliIo();
+  if (env.UCOMPUTE_DATA_DIR) return env.UCOMPUTE_DATA_DIR;
   if (process.getuid?.() === 0) return '/var/lib/ucompute';
-  const xdg = process.env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
+  const xdg = env.XDG_DATA_HOME || join(env.HOME || homedir(), '.local', 'share');
   return join(xdg, 'ucompute');
 }

@@ -1,4 +1,5 @@
 import { formatIssue, ValidationError } from '../model/errors.ts';
+import { cliIo } from './io.ts';
 
 /** An error the user can act on; `exitCode` 2 means bad input (usage, validation). */
 export class CliError extends Error {
@@ -24,18 +25,18 @@ export function isProgrammingError(error: unknown): boolean {
 /** Prints an error for a person and returns the exit code: 2 for bad input, 1 otherwise. */
 export function reportError(error: unknown): number {
   if (error instanceof ValidationError) {
-    for (const issue of error.issues) process.stderr.write(`error: ${formatIssue(issue)}\n`);
+    for (const issue of error.issues) cliIo().stderr.write(`error: ${formatIssue(issue)}\n`);
     return 2;
   }
   if (error instanceof CliError) {
-    process.stderr.write(`error: ${error.message}\n`);
+    cliIo().stderr.write(`error: ${error.message}\n`);
     return error.exitCode;
   }
   const e = error as NodeJS.ErrnoException;
   if (e?.code === 'ENOENT' && e.path) {
-    process.stderr.write(`error: no such file: ${e.path}\n`);
+    cliIo().stderr.write(`error: no such file: ${e.path}\n`);
     return 2;
   }
-  process.stderr.write(`error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  cliIo().stderr.write(`error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   return 1;
 }

@@ -9,6 +9,7 @@ import { clientFlags, parseClientCommand } from './args.ts';
 import { ApiError, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, printJson, table } from './format.ts';
+import { cliIo } from './io.ts';
 
 /** `ucompute files ...`: the files of your drives (/home/<you>, /projects/<id>) on the service. */
 
@@ -114,7 +115,7 @@ export async function filesCommand(argv: string[]): Promise<number> {
   const paths = args.map((a, i) => (local(i) ? a : remote(a)));
   const json = values.json === true;
   const resume = values.resume === true;
-  const entry = (e: FileEntry) => (json ? printJson(e) : process.stdout.write(`${e.path}\n`));
+  const entry = (e: FileEntry) => (json ? printJson(e) : cliIo().stdout.write(`${e.path}\n`));
 
   switch (command) {
     case 'ls':
@@ -127,7 +128,7 @@ export async function filesCommand(argv: string[]): Promise<number> {
       await get(client, paths[0]!, paths[1], resume);
       return 0;
     case 'cat':
-      await download(client, paths[0]!, () => process.stdout, 0);
+      await download(client, paths[0]!, () => cliIo().stdout, 0);
       return 0;
     case 'mkdir':
       entry(await client.post<FileEntry>('/api/files/folder', { path: paths[0] }));
@@ -144,7 +145,7 @@ export async function filesCommand(argv: string[]): Promise<number> {
       });
       if (json) printJson(emptied);
       else
-        process.stdout.write(
+        cliIo().stdout.write(
           `emptied the Trash of ${paths[0]}: ${emptied.entries} entries, ${formatBytes(emptied.bytes)}\n`,
         );
       return 0;
@@ -152,14 +153,14 @@ export async function filesCommand(argv: string[]): Promise<number> {
     case 'usage': {
       const { items } = await client.get<{ items: DriveUsage[] }>('/api/files/usage');
       if (json) printJson(items);
-      else process.stdout.write(usageTable(items));
+      else cliIo().stdout.write(usageTable(items));
       return 0;
     }
     default: // rm
       for (const path of paths) {
         const trashed = await client.post<FileEntry>('/api/files/trash', { path });
         if (json) printJson(trashed, true);
-        else process.stdout.write(`${path} -> ${trashed.path}\n`);
+        else cliIo().stdout.write(`${path} -> ${trashed.path}\n`);
       }
       return 0;
   }
@@ -208,7 +209,7 @@ async function list(client: Client, path: string, json: boolean): Promise<void> 
     e.type === 'file' ? String(e.size) : '-',
     formatTime(e.modifiedAt),
   ]);
-  process.stdout.write(table(['NAME', 'TYPE', 'SIZE', 'MODIFIED'], rows));
+  cliIo().stdout.write(table(['NAME', 'TYPE', 'SIZE', 'MODIFIED'], rows));
 }
 
 /**
@@ -265,7 +266,7 @@ async function get(
   resume: boolean,
 ): Promise<void> {
   if (local === '-') {
-    await download(client, remote, () => process.stdout, 0);
+    await download(client, remote, () => cliIo().stdout, 0);
     return;
   }
   let file = local ?? basename(remote);
@@ -303,7 +304,7 @@ function progress(label: string, done: number, total: number): Transform {
     shown = percent;
     const line = `${label}: ${percent}% (${mebibytes(sent)} of ${mebibytes(total)} MiB)`;
     // A terminal gets one line rewritten; a file or a pipe one line per percent.
-    process.stderr.write(process.stderr.isTTY ? `\r${line}` : `${line}\n`);
+    cliIo().stderr.write(cliIo().stderr.isTTY ? `\r${line}` : `${line}\n`);
   };
   report();
   return new Transform({
@@ -313,7 +314,7 @@ function progress(label: string, done: number, total: number): Transform {
       callback(null, chunk);
     },
     flush(callback) {
-      if (process.stderr.isTTY) process.stderr.write('\n');
+      if (cliIo().stderr.isTTY) cliIo().stderr.write('\n');
       callback();
     },
   });

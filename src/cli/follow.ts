@@ -5,6 +5,7 @@ import { isFinal } from '../model/job-states.ts';
 import type { Client } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, formatUpdate, printJson } from './format.ts';
+import { cliIo } from './io.ts';
 import { commandExitCode, outcomeOf } from './outcome.ts';
 
 /**
@@ -13,7 +14,7 @@ import { commandExitCode, outcomeOf } from './outcome.ts';
  * `commandExitCode`). It goes to stdout, or to stderr when stdout carries the job's own output.
  */
 export function finalOutcome(job: Job, o: { json: boolean; toStderr?: boolean }): number {
-  if (!o.json) (o.toStderr ? process.stderr : process.stdout).write(`${job.id}: ${outcomeOf(job)}\n`);
+  if (!o.json) (o.toStderr ? cliIo().stderr : cliIo().stdout).write(`${job.id}: ${outcomeOf(job)}\n`);
   return commandExitCode(job);
 }
 
@@ -50,7 +51,7 @@ interface FollowMessage {
 function logWriter(prefixed: boolean) {
   const partial = new Map<string, string>();
   const write = (rank: number, stream: 'stdout' | 'stderr', text: string) => {
-    const out = stream === 'stdout' ? process.stdout : process.stderr;
+    const out = stream === 'stdout' ? cliIo().stdout : cliIo().stderr;
     if (!prefixed) {
       out.write(text);
       return;
@@ -64,7 +65,7 @@ function logWriter(prefixed: boolean) {
     for (const [key, rest] of partial) {
       if (!rest) continue;
       const [rank, stream] = key.split(':') as [string, 'stdout' | 'stderr'];
-      (stream === 'stdout' ? process.stdout : process.stderr).write(`[${rank}] ${rest}\n`);
+      (stream === 'stdout' ? cliIo().stdout : cliIo().stderr).write(`[${rank}] ${rest}\n`);
     }
     partial.clear();
   };
@@ -121,7 +122,7 @@ export async function followJob(
     if (o.json) printJson(message, true);
     if (!o.json && showUpdates) {
       for (const u of message.updates ?? [])
-        process.stderr.write(`${formatTime(u.timestamp)} ${formatUpdate(u)}\n`);
+        cliIo().stderr.write(`${formatTime(u.timestamp)} ${formatUpdate(u)}\n`);
     }
     if (message.newStatus) lastState = message.newStatus.state;
     if (!o.json) {
@@ -151,7 +152,7 @@ export async function followJob(
   const closed = await done;
   writer.flush();
   // The job ran, but its logs were removed: said, rather than printing nothing.
-  if (closed.code === LOGS_GONE) process.stderr.write(`job ${id}: ${closed.reason}\n`);
+  if (closed.code === LOGS_GONE) cliIo().stderr.write(`job ${id}: ${closed.reason}\n`);
   if (o.follow && !isFinal(lastState) && closed.code !== 1000) {
     throw new CliError(
       `lost the connection to ucompute while following job ${id}` +

@@ -1,6 +1,7 @@
 import type { SimpleDuration } from '../model/application.ts';
 import type { JobUpdate } from '../model/job.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 // How the command line reads and writes values: lists, tables, times and durations.
 
@@ -13,7 +14,7 @@ export function listOf<T>(response: unknown): T[] {
 
 /** Pretty JSON for one response; one compact line per response when several follow each other. */
 export function printJson(value: unknown, line = false): void {
-  process.stdout.write(`${line ? JSON.stringify(value) : JSON.stringify(value, null, 2)}\n`);
+  cliIo().stdout.write(`${line ? JSON.stringify(value) : JSON.stringify(value, null, 2)}\n`);
 }
 
 export function table(headers: string[], rows: string[][]): string {

@@ -1,5 +1,5 @@
-import { resolve } from 'node:path';
-import { buildImage, readRecipe } from '../backends/local/images/recipe.ts';
+import { join, resolve } from 'node:path';
+import { buildArchive, buildImage, readRecipe } from '../backends/local/images/recipe.ts';
 import { parseReference } from '../backends/local/images/reference.ts';
 import {
   type ImageStore,
@@ -12,6 +12,7 @@ import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const IMAGES_USAGE = `Usage: ucompute images COMMAND [options]
 
@@ -24,7 +25,9 @@ Commands:
   import FILE           a docker-archive (\`docker save\`) or oci-archive tarball; --name NAME:TAG
                         names it (needed when the tarball carries no name)
   pull REF              from a registry, with skopeo
-  build RECIPE.yml      from Debian packages with mmdebstrap (see examples/images)
+  build RECIPE.yml      from Debian packages with mmdebstrap (see examples/images); with
+                        --oci-archive FILE written there instead (an OCI archive, which
+                        \`skopeo copy oci-archive:FILE docker://REGISTRY/NAME\` pushes)
   rm NAME...            removes names; an image goes with its last name
 
 Options:
@@ -39,12 +42,13 @@ export async function imagesCommand(argv: string[]): Promise<number> {
       'data-dir': { type: 'string' },
       config: { type: 'string' },
       name: { type: 'string' },
+      'oci-archive': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     IMAGES_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${IMAGES_USAGE}\n`);
+    cliIo().stdout.write(`${IMAGES_USAGE}\n`);
     return 0;
   }
   const [command, ...rest] = positionals;
@@ -54,13 +58,15 @@ export async function imagesCommand(argv: string[]): Promise<number> {
   };
   if (values.name !== undefined && command !== 'import')
     throw new CliError('--name is an option of images import');
+  if (values['oci-archive'] !== undefined && command !== 'build')
+    throw new CliError('--oci-archive is an option of images build');
   const config = await loadConfig(values.config);
   const dataDir = resolve(values['data-dir'] ?? config.dataDir ?? defaultDataDir());
   const store = () => openImageStore(imageStoreDir(dataDir));
   switch (command) {
     case 'ls':
       if (rest.length > 0) throw new CliError('images ls takes no arguments');
-      process.stdout.write(table(await (await store()).list()));
+      cliIo().stdout.write(table(await (await store()).list()));
       return 0;
     case 'import': {
       const file = one();
@@ -73,7 +79,14 @@ export async function imagesCommand(argv: string[]): Promise<number> {
     }
     case 'build': {
       const recipe = await readRecipe(one());
-      return said(await attempt((s) => buildImage(s, recipe), store));
+      const archive = values['oci-archive'];
+      if (archive === undefined) return said(await attempt((s) => buildImage(s, recipe), store));
+      const digest = await attempt(
+        async (s) => buildArchive(join(s.dir, 'tmp'), recipe, resolve(archive)),
+        store,
+      );
+      cliIo().stdout.write(`${recipe.name} ${digest} ${archive}\n`);
+      return 0;
     }
     case 'rm': {
       if (rest.length === 0) throw new CliError('images rm takes the names to remove');
@@ -82,7 +95,7 @@ export async function imagesCommand(argv: string[]): Promise<number> {
         await s.remove(name).catch((e: Error) => {
           throw new CliError(e.message, 1);
         });
-        process.stdout.write(`removed ${name}\n`);
+        cliIo().stdout.write(`removed ${name}\n`);
       }
       return 0;
     }
@@ -102,10 +115,10 @@ function reference(what: string, text: string): string {
 }
 
 /** Runs a store operation; its failure (a tool's error, a bad name) is an error for people. */
-async function attempt(
-  operation: (store: ImageStore) => Promise<StoredImage>,
+async function attempt<T>(
+  operation: (store: ImageStore) => Promise<T>,
   store: () => Promise<ImageStore>,
-): Promise<StoredImage> {
+): Promise<T> {
   try {
     return await operation(await store());
   } catch (e) {
@@ -114,7 +127,7 @@ async function attempt(
 }
 
 function said(image: StoredImage): number {
-  process.stdout.write(`${image.name} ${image.id}\n`);
+  cliIo().stdout.write(`${image.name} ${image.id}\n`);
   return 0;
 }
 

@@ -4,6 +4,7 @@ import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatSpan, formatTime, printJson, table } from './format.ts';
+import { cliIo } from './io.ts';
 import { endedAt, shortOutcomeOf } from './outcome.ts';
 
 const STATES: string[] = JobState.anyOf.map((s) => s.const);
@@ -75,7 +76,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
 
   const { items, next } = await listJobs(client, options);
   if (json) printJson({ items, next });
-  else process.stdout.write(jobsTable(items, Date.now()));
+  else cliIo().stdout.write(jobsTable(items, Date.now()));
   return 0;
 }
 
@@ -158,7 +159,7 @@ async function watchJobs(client: Client, o: ListOptions, json: boolean): Promise
   const stop = () => interrupted.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  const clear = process.stdout.isTTY ? '\x1b[H\x1b[2J' : '';
+  const clear = cliIo().stdout.isTTY ? '\x1b[H\x1b[2J' : '';
   const deadline = Date.now() + WATCH_MAX_MS;
   let stale = true;
   let pushed = true;
@@ -184,7 +185,7 @@ async function watchJobs(client: Client, o: ListOptions, json: boolean): Promise
       }
       const text = json ? `${JSON.stringify(list)}\n` : jobsTable(list.items, Date.now());
       if (text !== shown) {
-        process.stdout.write(json ? text : `${clear}${formatTime(Date.now())}\n${text}\n`);
+        cliIo().stdout.write(json ? text : `${clear}${formatTime(Date.now())}\n${text}\n`);
         shown = text;
       }
       if (stale) continue;

@@ -19,6 +19,7 @@ import {
   printJson,
   table,
 } from './format.ts';
+import { cliIo } from './io.ts';
 import { resolveJobId } from './job-ids.ts';
 import { EXIT_CODES_USAGE, endedAt } from './outcome.ts';
 
@@ -93,7 +94,7 @@ export async function appsListCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const apps = listOf<AppSummary>(response);
-  process.stdout.write(
+  cliIo().stdout.write(
     table(
       ['NAME', 'VERSION', 'TYPE', 'TITLE'],
       apps.map((a) => [a.name, a.version, a.applicationType, a.title]),
@@ -119,7 +120,7 @@ export async function productsCommand(argv: string[]): Promise<number> {
     printJson(response);
     return 0;
   }
-  process.stdout.write(
+  cliIo().stdout.write(
     table(
       ['ID', 'CATEGORY', 'CPU', 'MEMORY', 'GPU', 'PRICE/UNIT'],
       listOf<Product>(response).map((p) => [
@@ -204,13 +205,13 @@ export async function showCommand(argv: string[]): Promise<number> {
   const id = await resolveJobId(client, oneId(positionals, SHOW_USAGE));
   const job = await client.get<Job>('/api/jobs/retrieve', { id });
   if (values.json) printJson(job);
-  else process.stdout.write(describeJob(job));
+  else cliIo().stdout.write(describeJob(job));
   const left =
     job.status.state === 'RUNNING'
       ? (job.status.expiresAt ?? Number.POSITIVE_INFINITY) - Date.now()
       : Infinity;
   if (left <= DEFAULT_WARN_BEFORE_MS) {
-    process.stderr.write(
+    cliIo().stderr.write(
       `warning: the job's time runs out in ${formatSpan(left)}: \`ucompute extend ${id} 1h\` gives it an hour more\n`,
     );
   }
@@ -232,7 +233,7 @@ export async function cancelCommand(argv: string[]): Promise<number> {
   }
   const response = await client.post<unknown>('/api/jobs/terminate', { items: ids.map((id) => ({ id })) });
   if (values.json) printJson(response);
-  else for (const id of ids) process.stdout.write(`${id}: cancelled\n`);
+  else for (const id of ids) cliIo().stdout.write(`${id}: cancelled\n`);
   return 0;
 }
 
@@ -253,7 +254,7 @@ export async function extendCommand(argv: string[]): Promise<number> {
   const allocation = job.updates.findLast((u) => u.newTimeAllocation !== undefined)?.newTimeAllocation;
   const limit = allocation !== undefined ? `; time limit now ${millisToDuration(allocation)}` : '';
   const expires = job.status.expiresAt !== undefined ? `, expires ${formatTime(job.status.expiresAt)}` : '';
-  process.stdout.write(`${id}: extended by ${formatDuration(requestedTime)}${limit}${expires}\n`);
+  cliIo().stdout.write(`${id}: extended by ${formatDuration(requestedTime)}${limit}${expires}\n`);
   return 0;
 }
 

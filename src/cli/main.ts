@@ -1,15 +1,24 @@
 import { COMMANDS, USAGE } from './commands.ts';
 import { reportError } from './errors.ts';
+import { type CliIo, cliIo, PROCESS_IO, withCliIo } from './io.ts';
 
-export async function main(argv: string[]): Promise<number> {
+/**
+ * Runs `ucompute ARGV...` and answers its exit code: `bin/ucompute.js` with the process's own
+ * input, output and environment; a program (the tests) may run it in its own process with others.
+ */
+export function main(argv: string[], io: CliIo = PROCESS_IO): Promise<number> {
+  return withCliIo(io, () => run(argv));
+}
+
+async function run(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(`${USAGE}\n`);
+    cliIo().stdout.write(`${USAGE}\n`);
     return name === undefined ? 2 : 0;
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {
-    process.stderr.write(`error: unknown command "${name}"\n\n${USAGE}\n`);
+    cliIo().stderr.write(`error: unknown command "${name}"\n\n${USAGE}\n`);
     return 2;
   }
   try {
@@ -18,5 +27,3 @@ export async function main(argv: string[]): Promise<number> {
     return reportError(error);
   }
 }
-
-process.exitCode = await main(process.argv.slice(2));

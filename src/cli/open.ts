@@ -4,6 +4,7 @@ import { clientFlags } from './args.ts';
 import { openInBrowser } from './browser.ts';
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const OPEN_USAGE = `Usage: ucompute open ID [--rank N] [options]
 
@@ -66,7 +67,7 @@ export async function openCommand(argv: string[]): Promise<number> {
     },
   });
   if (values.help) {
-    process.stdout.write(`${OPEN_USAGE}\n`);
+    cliIo().stdout.write(`${OPEN_USAGE}\n`);
     return 0;
   }
   const { id, rank } = jobAndRank(positionals, values.rank, OPEN_USAGE);
@@ -87,12 +88,12 @@ export async function openCommand(argv: string[]): Promise<number> {
   const session = await openSession(client, id, rank, type);
   const link = session.redirectClientTo ?? session.url ?? '';
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(session)}\n`);
+    cliIo().stdout.write(`${JSON.stringify(session)}\n`);
     return 0;
   }
-  process.stdout.write(`${link}\n`);
+  cliIo().stdout.write(`${link}\n`);
   if (!values['url-only'] && (await openInBrowser(link, `Open ${name} (job ${id})`))) {
-    process.stdout.write('opened in your browser\n');
+    cliIo().stdout.write('opened in your browser\n');
   }
   return 0;
 }
@@ -127,7 +128,7 @@ async function untilAnswering(client: Client, id: string, rank: number): Promise
       now.state === 'RUNNING'
         ? 'the job runs; waiting for its app to answer'
         : `waiting for the job to start (${now.state}${now.status ? `: ${now.status}` : ''})`;
-    if (saying !== said) process.stderr.write(`${saying}\n`);
+    if (saying !== said) cliIo().stderr.write(`${saying}\n`);
     said = saying;
   }
   throw new CliError(`job ${id}'s app did not answer within an hour; try again, or --no-wait`, 1);

@@ -10,6 +10,7 @@ import { parseCommandLine } from './args.ts';
 import { loadPipelineConfig } from './config-file.ts';
 import { EXAMPLE_APPS, EXAMPLE_PRODUCTS } from './defaults.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const PLAN_USAGE = `Usage: ucompute plan SPEC.json [options]
 
@@ -44,7 +45,7 @@ export async function planCommand(argv: string[]): Promise<number> {
     PLAN_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${PLAN_USAGE}\n`);
+    cliIo().stdout.write(`${PLAN_USAGE}\n`);
     return 0;
   }
   if (positionals.length !== 1) throw new CliError(`plan takes one SPEC.json\n\n${PLAN_USAGE}`);
@@ -82,7 +83,7 @@ export async function planCommand(argv: string[]): Promise<number> {
     { catalog, products, config },
   );
 
-  if (values.output === 'json') process.stdout.write(`${JSON.stringify(objects, null, 2)}\n`);
-  else process.stdout.write(objects.map((o) => stringify(o, YAML_OPTIONS)).join('---\n'));
+  if (values.output === 'json') cliIo().stdout.write(`${JSON.stringify(objects, null, 2)}\n`);
+  else cliIo().stdout.write(objects.map((o) => stringify(o, YAML_OPTIONS)).join('---\n'));
   return 0;
 }

@@ -9,6 +9,7 @@ import { ApiError, CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } 
 import { CliError } from './errors.ts';
 import { finalOutcome, followJob, waitForJob } from './follow.ts';
 import { listOf, parseDuration, printJson } from './format.ts';
+import { cliIo } from './io.ts';
 import { EXIT_CODES_USAGE } from './outcome.ts';
 
 export const RUN_USAGE = `Usage: ucompute run APP[@VERSION] [options]
@@ -205,7 +206,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     RUN_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${RUN_USAGE}\n`);
+    cliIo().stdout.write(`${RUN_USAGE}\n`);
     return 0;
   }
   if (positionals.length !== 1) throw new CliError(`run takes one APP[@VERSION]\n\n${RUN_USAGE}`);
@@ -285,7 +286,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const json = values.json === true;
   const streaming = values.wait || values.follow;
   if (json) printJson(response, streaming);
-  else process.stdout.write(`${id}\n`);
+  else cliIo().stdout.write(`${id}\n`);
   if (!streaming) return 0;
 
   let job: Job;

@@ -38,6 +38,7 @@ import {
   EXAMPLE_PRODUCTS,
 } from './defaults.ts';
 import { CliError, isProgrammingError } from './errors.ts';
+import { cliIo } from './io.ts';
 import { DEFAULT_LEASE_SECONDS, DEFAULT_RENEW_SECONDS, replicaLeadership } from './replica-leadership.ts';
 import { SERVE_USAGE } from './serve-usage.ts';
 
@@ -61,7 +62,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     SERVE_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${SERVE_USAGE}\n`);
+    cliIo().stdout.write(`${SERVE_USAGE}\n`);
     return 0;
   }
   if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${SERVE_USAGE}`);
@@ -106,7 +107,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
     ]);
     await privateFolder(dataDir);
-    const log = pino({ level: process.env.UCOMPUTE_LOG_LEVEL ?? 'info' });
+    const log = pino({ level: cliIo().env.UCOMPUTE_LOG_LEVEL ?? 'info' });
     const catalog = reloadingCatalog(firstCatalog, appFolders, log);
     opened.push(() => catalog.close());
     const store = await openStore(
@@ -247,7 +248,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       throw new CliError(`${host}:${port} is in use (another ucompute serve?): choose another --port`, 1);
     });
 
-    process.stdout.write(
+    cliIo().stdout.write(
       `ucompute is serving on ${address} (backend ${backend.name}: ${about}; data in ${dataDir})\n` +
         `admin token: ${join(dataDir, ADMIN_TOKEN_FILE)}${token.created ? ' (new)' : ''}\n`,
     );

@@ -5,6 +5,7 @@ import type { Job } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 import { jobAndRank, openSession } from './open.ts';
 import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from './outcome.ts';
 
@@ -28,10 +29,11 @@ export async function shellCommand(argv: string[]): Promise<number> {
     options: { ...CLIENT_OPTIONS, rank: { type: 'string' } },
   });
   if (values.help) {
-    process.stdout.write(`${SHELL_USAGE}\n`);
+    cliIo().stdout.write(`${SHELL_USAGE}\n`);
     return 0;
   }
   const { id, rank } = jobAndRank(positionals, values.rank, SHELL_USAGE);
+  const { stdin, stdout, stderr } = cliIo();
   const client = await connect(values);
   const { sessionIdentifier } = await openSession(client, id, rank, 'SHELL');
   if (sessionIdentifier === undefined) throw new CliError('the service opened no shell session');
@@ -41,7 +43,7 @@ export async function shellCommand(argv: string[]): Promise<number> {
   let ended: { exitCode?: number } | undefined;
   ws.on('message', (raw) => {
     const message = JSON.parse(String(raw)) as ShellResponse;
-    if (message.type === 'data') process.stdout.write(message.data);
+    if (message.type === 'data') stdout.write(message.data);
     else if (message.type === 'closed') ended = message;
   });
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
@@ -49,26 +51,26 @@ export async function shellCommand(argv: string[]): Promise<number> {
   );
   await opened;
 
-  const size = () => ({ cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 });
+  const size = () => ({ cols: stdout.columns || 80, rows: stdout.rows || 24 });
   send({ type: 'initialize', sessionIdentifier, ...size() });
   const onResize = () => send({ type: 'resize', ...size() });
   const onInput = (data: Buffer) => send({ type: 'input', data: data.toString('utf8') });
-  const raw = process.stdin.isTTY;
-  if (raw) process.stdin.setRawMode(true);
-  process.stdout.on('resize', onResize);
-  process.stdin.on('data', onInput);
+  const raw = stdin.isTTY;
+  if (raw) stdin.setRawMode?.(true);
+  stdout.on('resize', onResize);
+  stdin.on('data', onInput);
   let close: { code: number; reason: string };
   try {
     close = await closed;
   } finally {
-    process.stdout.off('resize', onResize);
-    process.stdin.off('data', onInput);
-    if (raw) process.stdin.setRawMode(false);
-    process.stdin.pause();
+    stdout.off('resize', onResize);
+    stdin.off('data', onInput);
+    if (raw) stdin.setRawMode?.(false);
+    stdin.pause();
   }
   const stopped = await endedByPlatform(client, id, ended?.exitCode);
   if (stopped) {
-    process.stderr.write(`\n${stopped.id}: ${outcomeOf(stopped)}\n`);
+    stderr.write(`\n${stopped.id}: ${outcomeOf(stopped)}\n`);
     return commandExitCode(stopped);
   }
   if (!ended) throw new CliError(`the terminal was closed: ${close.reason || `code ${close.code}`}`, 1);

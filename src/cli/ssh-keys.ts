@@ -5,6 +5,7 @@ import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, printJson, table } from './format.ts';
+import { cliIo } from './io.ts';
 
 /** `ucompute ssh-keys ...`: the caller's SSH public keys, which jobs with ssh accept. */
 
@@ -47,16 +48,16 @@ export async function sshKeysCommand(argv: string[]): Promise<number> {
     const id = created.responses[0]?.id ?? '';
     const added = (await allKeys(client)).find((k) => k.id === id);
     if (json) printJson(added ?? created);
-    else process.stdout.write(`${id}  ${title}  ${added?.fingerprint ?? ''}\n`);
+    else cliIo().stdout.write(`${id}  ${title}  ${added?.fingerprint ?? ''}\n`);
     return 0;
   }
   if (command === 'ls' && args.length === 0) {
     const keys = await allKeys(await connect(clientFlags(values)));
     if (json) printJson({ items: keys });
     else if (keys.length === 0)
-      process.stdout.write('no SSH keys yet: add one with `ucompute ssh-keys add FILE.pub`\n');
+      cliIo().stdout.write('no SSH keys yet: add one with `ucompute ssh-keys add FILE.pub`\n');
     else
-      process.stdout.write(
+      cliIo().stdout.write(
         table(
           ['ID', 'TITLE', 'FINGERPRINT', 'ADDED'],
           keys.map((k) => [k.id, k.specification.title, k.fingerprint, formatTime(k.createdAt)]),
@@ -70,7 +71,7 @@ export async function sshKeysCommand(argv: string[]): Promise<number> {
     const ids = args.map((text) => keyId(keys, text));
     await client.delete('/api/ssh', { items: ids.map((id) => ({ id })) });
     if (json) printJson({ removed: ids });
-    else for (const id of ids) process.stdout.write(`${id}: removed\n`);
+    else for (const id of ids) cliIo().stdout.write(`${id}: removed\n`);
     return 0;
   }
   throw new CliError(
@@ -82,7 +83,7 @@ export async function sshKeysCommand(argv: string[]): Promise<number> {
 async function readKey(file: string, title: string | undefined): Promise<{ key: string; title: string }> {
   const text =
     file === '-'
-      ? (await buffer(process.stdin)).toString('utf8')
+      ? (await buffer(cliIo().stdin)).toString('utf8')
       : await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
           throw new CliError(`${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
         });

@@ -3,6 +3,7 @@ import { clientFlags, parseClientCommand } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
 import { formatTime, printJson, table } from './format.ts';
+import { cliIo } from './io.ts';
 import { resolveJobId } from './job-ids.ts';
 
 export const TOP_USAGE = `Usage: ucompute top ID [--once] [options]
@@ -79,7 +80,7 @@ export async function topCommand(argv: string[]): Promise<number> {
     const resources = await read();
     if (values.json === true) printJson(resources);
     else
-      process.stdout.write(
+      cliIo().stdout.write(
         resources.ranks.length === 0
           ? `job ${id}: no samples yet (it runs, or ran, without any)\n`
           : topTable(resources),
@@ -99,7 +100,7 @@ async function watch(
   const stop = () => interrupted.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  const clear = process.stdout.isTTY ? '\x1b[H\x1b[2J' : '';
+  const clear = cliIo().stdout.isTTY ? '\x1b[H\x1b[2J' : '';
   const deadline = Date.now() + MAX_MS;
   try {
     while (Date.now() < deadline && !interrupted.signal.aborted) {
@@ -107,9 +108,9 @@ async function watch(
         read(),
         client.get<{ status: { state: string } }>('/api/jobs/retrieve', { id }),
       ]);
-      if (json) process.stdout.write(`${JSON.stringify(resources)}\n`);
+      if (json) cliIo().stdout.write(`${JSON.stringify(resources)}\n`);
       else
-        process.stdout.write(
+        cliIo().stdout.write(
           `${clear}${formatTime(Date.now())}  ${job.status.state}\n${resources.ranks.length > 0 ? topTable(resources) : 'no samples yet\n'}`,
         );
       if (!['IN_QUEUE', 'RUNNING'].includes(job.status.state)) break;

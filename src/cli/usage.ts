@@ -4,6 +4,7 @@ import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';
 import { CliError } from './errors.ts';
 import { listOf, printJson, table } from './format.ts';
+import { cliIo } from './io.ts';
 
 /** `ucompute balance` and `ucompute usage`: the caller's credits, in words and dates instead of epoch ms. */
 
@@ -78,10 +79,10 @@ export async function balanceCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (wallets.length === 0) {
-    process.stdout.write('no wallets: ask an administrator for credits (ucompute admin grant)\n');
+    cliIo().stdout.write('no wallets: ask an administrator for credits (ucompute admin grant)\n');
     return 0;
   }
-  process.stdout.write(
+  cliIo().stdout.write(
     table(
       ['WALLET', 'CATEGORY', 'LEFT', 'USED', 'ALLOCATED', 'LEFT BUYS'],
       wallets.map((w) => [
@@ -129,7 +130,7 @@ export async function usageCommand(argv: string[]): Promise<number> {
   const hourly = response.bucket === 'hour';
   const period = `${formatUtc(response.from, true)} to ${formatUtc(response.to, true)} UTC`;
   if (items.length === 0) {
-    process.stdout.write(`no credits charged from ${period}\n`);
+    cliIo().stdout.write(`no credits charged from ${period}\n`);
     return 0;
   }
   const totals = new Map<string, number>();
@@ -144,7 +145,7 @@ export async function usageCommand(argv: string[]): Promise<number> {
     credits(i.credits),
   ]);
   for (const [key, total] of totals) rows.push(['total', ...key.split('\u0000'), credits(total)]);
-  process.stdout.write(
+  cliIo().stdout.write(
     `credits charged from ${period}\n${table([hourly ? 'HOUR' : 'DAY', 'WALLET', 'CATEGORY', 'CREDITS'], rows)}`,
   );
   return 0;

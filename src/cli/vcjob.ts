@@ -12,6 +12,7 @@ import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
 import { defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const VCJOB_USAGE = `Usage: ucompute vcjob run FILE.yaml [options]
 
@@ -42,7 +43,7 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
     VCJOB_USAGE,
   );
   if (values.help) {
-    process.stdout.write(`${VCJOB_USAGE}\n`);
+    cliIo().stdout.write(`${VCJOB_USAGE}\n`);
     return 0;
   }
   const [verb, file, ...extra] = positionals;
@@ -62,7 +63,7 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
   const ids = jobs.map((job) => `${job.metadata.name}-${randomBytes(3).toString('hex')}`);
   const nameOf = (i: number) => jobs[i]!.metadata.name;
   const say = (i: number, text: string) =>
-    process.stderr.write(`${new Date().toISOString()} ${nameOf(i)}: ${text}\n`);
+    cliIo().stderr.write(`${new Date().toISOString()} ${nameOf(i)}: ${text}\n`);
 
   // A signal ends the jobs (their pods are stopped) and then this process, never the other way round.
   let interrupted = false;
@@ -91,7 +92,7 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
     // Made for this run only.
     bridge = backend.hostNames?.bridge ?? null;
     try {
-      for (const w of backend.warnings) process.stderr.write(`warning: ${w}\n`);
+      for (const w of backend.warnings) cliIo().stderr.write(`warning: ${w}\n`);
       backend.onPhase((jobId, phase) => {
         if (ids.includes(jobId)) say(ids.indexOf(jobId), `phase ${phase}`);
       });
@@ -116,8 +117,8 @@ export async function vcjobCommand(argv: string[]): Promise<number> {
       const print = async (i: number, follow: boolean) => {
         const [stdout, stderr] = [linePrefixer(label(i)), linePrefixer(label(i))];
         for await (const chunk of backend.logs(ids[i]!, { follow })) {
-          if (chunk.stdout) process.stdout.write(stdout(chunk.rank, chunk.stdout));
-          if (chunk.stderr) process.stderr.write(stderr(chunk.rank, chunk.stderr));
+          if (chunk.stdout) cliIo().stdout.write(stdout(chunk.rank, chunk.stdout));
+          if (chunk.stderr) cliIo().stderr.write(stderr(chunk.rank, chunk.stderr));
         }
       };
       if (values.follow) await Promise.all(ids.map((_, i) => print(i, true)));

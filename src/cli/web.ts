@@ -2,6 +2,7 @@ import { clientFlags, parseClientCommand } from './args.ts';
 import { openInBrowser } from './browser.ts';
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { CliError } from './errors.ts';
+import { cliIo } from './io.ts';
 
 export const WEB_USAGE = `Usage: ucompute web [--url-only] [options]
 
@@ -29,14 +30,14 @@ export async function webCommand(argv: string[]): Promise<number> {
   const client = await connect(clientFlags(values));
   const link = await client.post<SignInLink>('/api/auth/links', {});
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(link)}\n`);
+    cliIo().stdout.write(`${JSON.stringify(link)}\n`);
     return 0;
   }
   if (values['url-only']) {
-    process.stdout.write(`${link.url}\n`);
+    cliIo().stdout.write(`${link.url}\n`);
     return 0;
   }
-  process.stdout.write(`${link.url}\n(works once, within two minutes)\n`);
-  if (await openInBrowser(link.url, 'Sign in to ucompute')) process.stdout.write('opened in your browser\n');
+  cliIo().stdout.write(`${link.url}\n(works once, within two minutes)\n`);
+  if (await openInBrowser(link.url, 'Sign in to ucompute')) cliIo().stdout.write('opened in your browser\n');
   return 0;
 }

@@ -95,12 +95,16 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const upgrades = new EventEmitter();
   const app = fastify({
     ...loggerOption(deps.logger),
-    serverFactory: (handler) => {
+    serverFactory: (handler, options) => {
       const server = createServer((req, res) => {
         const target = proxy.targetOf(req);
         if (target) proxy.handle(req, res, target);
         else handler(req, res);
       });
+      // Fastify sets its keep-alive time (72 s) only on a server it makes itself. Node's 5 s is too
+      // close to clients' (undici reuses an idle connection for up to 4 s): a server slow to read a
+      // request sent just before its 5 s closes the connection under it, and the client gets ECONNRESET.
+      server.keepAliveTimeout = options.keepAliveTimeout as number;
       server.on('upgrade', (req, socket, head) => {
         const target = proxy.targetOf(req);
         if (target) proxy.upgrade(req, socket, head, target);

@@ -1,7 +1,12 @@
-/** The real `ucompute` command run as a child process of this Node, for the end-to-end CLI tests. */
+/**
+ * The real `ucompute` command, run as a child process of this Node for what only a process shows
+ * (its exit status, standard input, signals), else run in this process through the same main().
+ */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { main } from '../../src/cli/main.ts';
 import { ROOT } from './fixtures.ts';
 
 export const BIN = join(ROOT, 'bin', 'ucompute.js');
@@ -40,6 +45,31 @@ export function runCli(args: string[], { cwd = ROOT, env = CHILD_ENV }: CliOptio
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** What is written to it, as text. */
+class Collected extends Writable {
+  text = '';
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: () => void): void {
+    this.text += chunk.toString();
+    done();
+  }
+}
+
+/**
+ * Runs `ucompute <args>` in this process: the main() that bin/ucompute.js runs, with `env`, an empty
+ * standard input and collected output. A child costs most of a CPU second (Node's start and the
+ * modules' load); this costs milliseconds once the modules are loaded. Relative paths are this
+ * process's working folder's (the checkout).
+ */
+export async function runCliHere(
+  args: string[],
+  { env = CHILD_ENV }: { env?: NodeJS.ProcessEnv } = {},
+): Promise<CliResult> {
+  const stdout = new Collected();
+  const stderr = new Collected();
+  const code = await main(args, { env, stdin: Readable.from([]), stdout, stderr });
+  return { code, stdout: stdout.text, stderr: stderr.text };
 }
 
 /** Asserts the exit code; the message carries the output, which is what explains a wrong one. */

@@ -21,7 +21,10 @@ import { until } from './until.ts';
 export function testNetwork() {
   const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
   const bridge = `ub${tag}`.slice(0, 9);
-  return { bridge, subnet: `10.${150 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24` };
+  // Both octets at random (10.100–249.x): two test processes whose pids agreed modulo 50 once drew
+  // the same /24, and the second backend was refused beside the first.
+  const second = 100 + Math.floor(Math.random() * 150);
+  return { bridge, subnet: `10.${second}.${Math.floor(Math.random() * 256)}.0/24` };
 }
 
 /**

@@ -1,17 +1,21 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
 import { parse } from 'yaml';
 import { inFile, ValidationError } from '../../../model/errors.ts';
 import { parser } from '../../../model/validate.ts';
 import { run } from '../exec.ts';
+import { readLayout } from './oci-config.ts';
 import { parseReference } from './reference.ts';
+import { RecipeFiles, stageFiles } from './stages.ts';
 import type { ImageStore, StoredImage } from './store.ts';
 
 /**
  * A recipe for an image made of Debian packages (examples/images/*.yml): mmdebstrap installs
- * them from the configured Debian mirror into a root folder, umoci makes it an OCI image with
- * the recipe's config, and the store imports it. No registry is involved.
+ * them from the configured Debian mirror into a root folder, with the recipe's own files
+ * (./stages.ts), umoci makes it an OCI image with the recipe's config, and the store imports it or
+ * it is written as an OCI archive (which `skopeo copy` pushes to any registry). No Docker daemon
+ * or registry is involved.
  */
 export const Recipe = Type.Object(
   {
@@ -30,6 +34,7 @@ export const Recipe = Type.Object(
     workingDir: Type.Optional(Type.String({ pattern: '^/' })),
     /** `uid`, `uid:gid`, `name` or `name:group`, as an image's User. */
     user: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$' })),
+    ...RecipeFiles,
   },
   { additionalProperties: false },
 );
@@ -37,8 +42,8 @@ export type Recipe = Static<typeof Recipe>;
 
 const recipeParser = parser(Recipe);
 
-/** The recipe in `file`; errors name the file and the field. */
-export async function readRecipe(file: string): Promise<Recipe> {
+/** The recipe in `file` and the folder its `copy` paths are relative to; errors name the file and the field. */
+export async function readRecipe(file: string): Promise<Recipe & { folder: string }> {
   let raw: unknown;
   try {
     raw = parse(await readFile(file, 'utf8'), { uniqueKeys: true });
@@ -54,7 +59,7 @@ export async function readRecipe(file: string): Promise<Recipe> {
     } catch (e) {
       throw new ValidationError([{ path: 'name', message: (e as Error).message }]);
     }
-    return recipe;
+    return { ...recipe, folder: dirname(file) };
   } catch (e) {
     throw e instanceof ValidationError ? inFile(e, file) : e;
   }
@@ -72,13 +77,36 @@ export function configArgs(recipe: Recipe): string[] {
 }
 
 /** Builds the recipe's image and imports it into the store under the recipe's name. */
-export async function buildImage(store: ImageStore, recipe: Recipe): Promise<StoredImage> {
-  const work = await mkdtemp(join(store.dir, 'tmp', 'build-'));
+export function buildImage(store: ImageStore, recipe: Recipe & { folder: string }): Promise<StoredImage> {
+  return built(join(store.dir, 'tmp'), recipe, (image) => store.add(`oci:${image}`, recipe.name));
+}
+
+/** Builds the recipe's image into an OCI archive named after the recipe; answers its manifest digest. */
+export function buildArchive(
+  tmp: string,
+  recipe: Recipe & { folder: string },
+  file: string,
+): Promise<string> {
+  return built(tmp, recipe, async (image, layout) => {
+    await run('skopeo', ['copy', '--quiet', `oci:${image}`, `oci-archive:${file}:${recipe.name}`]);
+    return (await readLayout(layout)).digest;
+  });
+}
+
+/** Builds the recipe's image as an OCI layout in a folder of `tmp` and hands it to `use`. */
+async function built<T>(
+  tmp: string,
+  recipe: Recipe & { folder: string },
+  use: (image: string, layout: string) => Promise<T>,
+): Promise<T> {
+  const work = await mkdtemp(join(tmp, 'build-'));
   try {
-    const image = `${join(work, 'oci')}:image`;
+    const layout = join(work, 'oci');
+    const image = `${layout}:image`;
     const bundle = join(work, 'bundle');
     const rootless = process.getuid?.() !== 0 ? ['--rootless'] : [];
-    await run('umoci', ['init', '--layout', join(work, 'oci')]);
+    const files = await stageFiles(recipe, recipe.folder, work);
+    await run('umoci', ['init', '--layout', layout]);
     await run('umoci', ['new', '--image', image]);
     await run('umoci', ['unpack', ...rootless, '--image', image, bundle]);
     await run('mmdebstrap', [
@@ -92,10 +120,12 @@ export async function buildImage(store: ImageStore, recipe: Recipe): Promise<Sto
       recipe.suite ?? 'bookworm',
       join(bundle, 'rootfs'),
     ]);
+    // After mmdebstrap rather than in its hook, which the `extract` variant does not run.
+    if (files) await cp(files, join(bundle, 'rootfs'), { recursive: true, verbatimSymlinks: true });
     await run('umoci', ['repack', ...rootless, '--image', image, bundle]);
     const config = configArgs(recipe);
     if (config.length > 0) await run('umoci', ['config', '--image', image, ...config]);
-    return await store.add(`oci:${image}`, recipe.name);
+    return await use(image, layout);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
