@@ -19,17 +19,27 @@ export interface LeadershipOptions {
   /** How often it is renewed (and, while another leads, asked for): well below `ttlMs`. */
   renewMs: number;
   clock: Clock;
-  /** Starts leading, writing through `fenced`; answers how to stop. */
-  lead(fenced: Transactional, epoch: number): Promise<() => Promise<void>>;
+  /**
+   * Starts leading, writing through `fenced`; answers how to stop. `holds` answers, before each
+   * act outside the store (on the cluster), whether this replica still leads: not once a write
+   * was refused, nor once the lease's time ran out unrenewed on this replica's clock (a paused
+   * process resumes acting on what it decided before the pause; this is what stops it).
+   */
+  lead(fenced: Transactional, epoch: number, holds: () => boolean): Promise<() => Promise<void>>;
   log?: Logger;
 }
 
 export type Leadership = ReturnType<typeof leadership>;
 
 export function leadership(o: LeadershipOptions) {
-  let leading: { epoch: number; stop: () => Promise<void> } | undefined;
+  let leading: { epoch: number; stop: () => Promise<void>; refused: boolean } | undefined;
   /** When the lease was last held, on this replica's clock. */
   let heldAt = 0;
+  /**
+   * Until when the lease is surely held: its time counted from before the renewal was asked for
+   * (the database counts it from when it answered, later).
+   */
+  let heldUntil = 0;
   let timer: Timer | undefined;
   let stopped = false;
   /** The pass under way: passes never overlap. */
@@ -43,16 +53,37 @@ export function leadership(o: LeadershipOptions) {
     await was.stop();
   }
 
+  const holds = (epoch: number) => () =>
+    leading?.epoch === epoch && !leading.refused && o.clock.now() < heldUntil;
+
+  /** A fenced write was refused: another replica leads. Stops acting at once, stepping down next. */
+  function deposed(epoch: number): void {
+    if (leading?.epoch !== epoch || leading.refused) return;
+    leading.refused = true;
+    pass = pass.then(() => stepDown('a write was refused: another replica took the lease'));
+  }
+
   async function once(): Promise<void> {
     try {
+      const asked = o.clock.now();
       const lease = await o.store.leases.acquire(o.lease, o.holder, o.ttlMs);
       if (lease === undefined) return await stepDown('another replica holds the lease');
       heldAt = o.clock.now();
+      heldUntil = asked + o.ttlMs;
       if (leading?.epoch === lease.epoch || stopped) return;
       await stepDown('the lease has another epoch');
-      const stop = await o.lead(o.store.fenced({ lease: o.lease, epoch: lease.epoch }), lease.epoch);
-      leading = { epoch: lease.epoch, stop };
-      o.log?.info({ lease: o.lease, epoch: lease.epoch, holder: o.holder }, 'leading');
+      const { epoch } = lease;
+      const fence = { lease: o.lease, epoch, refused: () => deposed(epoch) };
+      // Leading (and so holding) before the loop starts: it acts while it starts.
+      const started = { epoch, stop: async () => {}, refused: false };
+      leading = started;
+      try {
+        started.stop = await o.lead(o.store.fenced(fence), epoch, holds(epoch));
+      } catch (err) {
+        leading = undefined;
+        throw err;
+      }
+      o.log?.info({ lease: o.lease, epoch, holder: o.holder }, 'leading');
     } catch (err) {
       o.log?.error({ err, lease: o.lease }, 'could not renew the lease');
       if (o.clock.now() - heldAt >= o.ttlMs) await stepDown('the lease could not be renewed in time');

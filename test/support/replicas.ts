@@ -44,6 +44,9 @@ export async function startReplicas(
   count: number,
 ): Promise<ReplicaSet> {
   const replicas: Replica[] = [];
+  // One storage for all, as in production (one claim): the leader saves the ranks' logs there.
+  const storage = await mkdtemp(join(tmpdir(), 'ucompute-replicas-storage-'));
+  t.after(() => rm(storage, { recursive: true, force: true }));
   for (let i = 1; i <= count; i++) {
     const name = `replica-${i}`;
     const dir = await mkdtemp(join(tmpdir(), `ucompute-${name}-`));
@@ -51,6 +54,7 @@ export async function startReplicas(
     const config = {
       ...cluster.config(),
       store: { postgres: { url: `${databaseUrl}?application_name=${name}`, ...LEASE } },
+      storage: { root: storage },
       monitorIntervalMs: 250,
     };
     await writeFile(join(dir, 'config.yml'), JSON.stringify(config));

@@ -1,4 +1,4 @@
-import { type Fence, FencedError } from '../leases.ts';
+import { checkEpoch, type Fence } from '../leases.ts';
 import type { Store, StoreParts } from '../store.ts';
 import { postgresAccounting } from './accounting.ts';
 import { postgresAuditLog } from './audit-log.ts';
@@ -66,5 +66,5 @@ export async function openPostgresStore(url: string): Promise<Store> {
 async function checkFence(query: Query, fence: Fence): Promise<void> {
   const [r] = await query('select epoch from leases where name = ? for key share', fence.lease);
   const epoch = r === undefined ? undefined : Number(r.epoch);
-  if (epoch !== fence.epoch) throw new FencedError(fence, epoch);
+  checkEpoch(fence, epoch);
 }
