@@ -31,8 +31,17 @@ export interface LeadershipOptions {
 
 export type Leadership = ReturnType<typeof leadership>;
 
+interface Leading {
+  epoch: number;
+  /** Deposed (a write refused, the lease run out): it acts no more, and steps down next. */
+  deposed: boolean;
+  /** The loop's start, under way or done. */
+  started: Promise<void>;
+  stop: () => Promise<void>;
+}
+
 export function leadership(o: LeadershipOptions) {
-  let leading: { epoch: number; stop: () => Promise<void>; refused: boolean } | undefined;
+  let leading: Leading | undefined;
   /** When the lease was last held, on this replica's clock. */
   let heldAt = 0;
   /**
@@ -50,18 +59,26 @@ export function leadership(o: LeadershipOptions) {
     if (!was) return;
     leading = undefined;
     o.log?.warn({ lease: o.lease, epoch: was.epoch, reason }, 'no longer the leader');
+    await was.started;
     await was.stop();
   }
 
-  const holds = (epoch: number) => () =>
-    leading?.epoch === epoch && !leading.refused && o.clock.now() < heldUntil;
-
-  /** A fenced write was refused: another replica leads. Stops acting at once, stepping down next. */
-  function deposed(epoch: number): void {
-    if (leading?.epoch !== epoch || leading.refused) return;
-    leading.refused = true;
-    pass = pass.then(() => stepDown('a write was refused: another replica took the lease'));
+  /**
+   * Stops acting at once (`holds` answers false from now on), stepping down next: a write was
+   * refused, or the lease ran out unrenewed — another replica may lead already.
+   */
+  function deposed(epoch: number, reason: string): void {
+    if (leading?.epoch !== epoch || leading.deposed) return;
+    leading.deposed = true;
+    pass = pass.then(() => stepDown(reason));
   }
+
+  const holds = (epoch: number) => () => {
+    if (leading?.epoch !== epoch || leading.deposed) return false;
+    if (o.clock.now() < heldUntil) return true;
+    deposed(epoch, 'the lease ran out before it was renewed');
+    return false;
+  };
 
   async function once(): Promise<void> {
     try {
@@ -73,17 +90,25 @@ export function leadership(o: LeadershipOptions) {
       if (leading?.epoch === lease.epoch || stopped) return;
       await stepDown('the lease has another epoch');
       const { epoch } = lease;
-      const fence = { lease: o.lease, epoch, refused: () => deposed(epoch) };
-      // Leading (and so holding) before the loop starts: it acts while it starts.
-      const started = { epoch, stop: async () => {}, refused: false };
-      leading = started;
-      try {
-        started.stop = await o.lead(o.store.fenced(fence), epoch, holds(epoch));
-      } catch (err) {
-        leading = undefined;
-        throw err;
-      }
+      const fence = {
+        lease: o.lease,
+        epoch,
+        refused: () => deposed(epoch, 'a write was refused: another replica took the lease'),
+      };
       o.log?.info({ lease: o.lease, epoch, holder: o.holder }, 'leading');
+      // Leading (and so holding) while the loop starts, which acts as it catches up; started beside
+      // the renewals, since catching up can take longer than the lease lasts.
+      const now: Leading = { epoch, deposed: false, started: Promise.resolve(), stop: async () => {} };
+      leading = now;
+      now.started = o.lead(o.store.fenced(fence), epoch, holds(epoch)).then(
+        (stop) => {
+          now.stop = stop;
+        },
+        (err: unknown) => {
+          o.log?.error({ err, lease: o.lease, epoch }, 'could not start leading; trying again');
+          if (leading === now) leading = undefined;
+        },
+      );
     } catch (err) {
       o.log?.error({ err, lease: o.lease }, 'could not renew the lease');
       if (o.clock.now() - heldAt >= o.ttlMs) await stepDown('the lease could not be renewed in time');

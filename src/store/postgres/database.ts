@@ -85,6 +85,12 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
   const transaction = async <T>(fn: (c: Connection) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
     let broken = false;
+    // Ended by the server between two statements (idle too long: this process was paused): the
+    // next statement fails and the connection is dropped; unheard, the error would end the process.
+    const ended = () => {
+      broken = true;
+    };
+    client.on('error', ended);
     try {
       await client.query('begin');
       const query = queryOn(client);
@@ -98,6 +104,7 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
       );
       throw e;
     } finally {
+      client.off('error', ended);
       client.release(broken);
     }
   };
