@@ -27,6 +27,12 @@ const job = {
  */
 function clients(set: ReplicaSet, count: number) {
   const acknowledged: string[] = [];
+  /** The last answers other than an acknowledgement, for failures. */
+  const refusals: string[] = [];
+  const refused = (what: string) => {
+    refusals.push(what);
+    if (refusals.length > 5) refusals.shift();
+  };
   let targets = [...set.replicas];
   const inFlight = new Map<Replica, number>();
   let stopped = false;
@@ -45,9 +51,10 @@ function clients(set: ReplicaSet, count: number) {
         if (response.status === 200) {
           const { responses } = (await response.json()) as { responses: { id: string }[] };
           acknowledged.push(...responses.map((r) => r.id));
-        } else await response.body?.cancel();
-      } catch {
+        } else refused(`${replica.name}: ${response.status} ${(await response.text()).slice(0, 300)}`);
+      } catch (error) {
         // Refused or unanswered (the replica was killed or paused): not acknowledged.
+        refused(`${replica.name}: ${(error as Error).message}`);
       } finally {
         inFlight.set(replica, inFlight.get(replica)! - 1);
       }
@@ -56,6 +63,7 @@ function clients(set: ReplicaSet, count: number) {
   const running = Array.from({ length: count }, client);
   return {
     acknowledged,
+    refusals,
     /** From now on requests go only to these replicas. */
     sendTo(replicas: Replica[]) {
       targets = replicas;
@@ -105,12 +113,23 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   const { db } = set;
   await recordWrites(db);
   const load = clients(set, 4);
+  t.after(() => load.stop());
+  /** A failed wait says what the clients were last answered and what the replicas said. */
+  const explained = <T>(waiting: Promise<T>, more = () => ''): Promise<T> =>
+    waiting.catch((error: Error) => {
+      const said = set.replicas.map((r) => `${r.name}: ${r.output()}`).join('\n');
+      throw new Error(
+        `${error.message}\n${more()}\nclients were answered: ${load.refusals.join(' | ')}\n${said}`,
+      );
+    });
   const succeeded = () => count(db, `select count(*) as n from jobs where state = 'SUCCESS'`);
   const acknowledgedAtLeast = (n: number, what: string) =>
-    until(() => load.acknowledged.length >= n, { describe: what, timeout: 120_000 });
+    explained(until(() => load.acknowledged.length >= n, { describe: what, timeout: 120_000 }));
 
   // kill -9 of the leader, under load.
-  await until(async () => (await succeeded()) >= 10, { describe: '10 jobs succeeded', timeout: 120_000 });
+  await explained(
+    until(async () => (await succeeded()) >= 10, { describe: '10 jobs succeeded', timeout: 120_000 }),
+  );
   const first = await leaderOtherThan(set, undefined);
   first.replica.child.kill('SIGKILL');
   const killedAt = performance.now();
@@ -126,10 +145,12 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   // kill -STOP of the new leader: the last replica takes over; resumed, the paused one writes nothing.
   const third = set.replicas.find((r) => r !== first.replica && r !== second.replica)!;
   load.sendTo([third]);
-  await until(() => load.inFlightTo(second.replica) === 0, {
-    describe: `no request to ${second.replica.name} under way`,
-    timeout: 30_000,
-  });
+  await explained(
+    until(() => load.inFlightTo(second.replica) === 0, {
+      describe: `no request to ${second.replica.name} under way`,
+      timeout: 30_000,
+    }),
+  );
   second.replica.child.kill('SIGSTOP');
   const takeover = await leaderOtherThan(set, second.replica);
   assert.equal(takeover.replica, third);
@@ -137,7 +158,14 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   await acknowledgedAtLeast(load.acknowledged.length + 10, '10 more jobs acknowledged after the pause');
   second.replica.child.kill('SIGCONT');
   // Resumed, it finds the lease taken and exits (as a client-go controller does).
-  assert.equal(await second.replica.exited, 1, second.replica.output());
+  const { child } = second.replica;
+  const exit = await explained(
+    until(() => (child.exitCode === null ? child.signalCode : String(child.exitCode)), {
+      describe: `${second.replica.name} exited once resumed`,
+      timeout: 60_000,
+    }),
+  );
+  assert.equal(exit, '1', second.replica.output());
   const writesByPaused = await count(
     db,
     'select count(*) as n from writes_seen where writer = $1 and id > $2',
@@ -150,23 +178,23 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   const acknowledged = [...load.acknowledged];
   t.diagnostic(`${acknowledged.length} jobs acknowledged`);
   let unfinished: unknown[] = [];
-  await until(
-    async () => {
-      const { rows } = await db.query(
-        `select j.state, j.submitted, u.body::jsonb ->> 'status' as status, count(*) as n,
+  await explained(
+    until(
+      async () => {
+        const { rows } = await db.query(
+          `select j.state, j.submitted, u.body::jsonb ->> 'status' as status, count(*) as n,
            min(j.id) as example
          from jobs j join job_updates u on u.job_id = j.id and u.seq = j.update_count - 1
          where j.id = any($1) and j.state <> 'SUCCESS' group by 1, 2, 3`,
-        [acknowledged],
-      );
-      unfinished = rows;
-      return rows.length === 0;
-    },
-    { describe: 'every acknowledged job succeeded', timeout: 180_000 },
-  ).catch((error: Error) => {
-    const said = set.replicas.map((r) => `${r.name}: ${r.output()}`).join('\n');
-    throw new Error(`${error.message}\n${JSON.stringify(unfinished)}\n${said}`);
-  });
+          [acknowledged],
+        );
+        unfinished = rows;
+        return rows.length === 0;
+      },
+      { describe: 'every acknowledged job succeeded', timeout: 180_000 },
+    ),
+    () => JSON.stringify(unfinished),
+  );
   // 0 lost: each acknowledged job is stored (and succeeded, above).
   assert.equal(
     await count(db, 'select count(*) as n from jobs where id = any($1)', acknowledged),
