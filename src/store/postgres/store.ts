@@ -39,6 +39,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const d = await openPostgresDatabase(url);
   return {
     ...partsOn(d.outside),
+    leases: postgresLeases(d.aside),
     transaction: (fn) => d.transaction((c) => fn(partsOn(c))),
     fenced(fence) {
       const fenced = <T>(fn: (c: Connection) => Promise<T>) =>
@@ -55,7 +56,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
         transaction: (fn) => fenced((c) => fn(partsOn(c))),
       };
     },
-    close: () => d.pool.end(),
+    close: () => d.end(),
   };
 }
 
