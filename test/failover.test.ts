@@ -23,7 +23,9 @@ const job = {
 
 /**
  * Clients submitting one job per request, one request at a time each, to the replicas in turn
- * (those `targets` names); a job counts once a replica acknowledged it (200 with its id).
+ * (those `targets` names); a job counts once a replica acknowledged it (200 with its id). They
+ * send only while fewer than the jobs allowed (`allow`) are acknowledged or under way: the test
+ * must be able to wait for every job to end, on a machine of any speed.
  */
 function clients(set: ReplicaSet, count: number) {
   const acknowledged: string[] = [];
@@ -37,8 +39,21 @@ function clients(set: ReplicaSet, count: number) {
   const inFlight = new Map<Replica, number>();
   let stopped = false;
   let turn = 0;
+  let allowed = 0;
+  let sending = 0;
+  /** Clients waiting for more jobs to be allowed (or the end). */
+  let waiting: (() => void)[] = [];
+  const wakeAll = () => {
+    for (const wake of waiting) wake();
+    waiting = [];
+  };
   async function client(): Promise<void> {
     while (!stopped) {
+      if (acknowledged.length + sending >= allowed) {
+        await new Promise<void>((wake) => waiting.push(wake));
+        continue;
+      }
+      sending++;
       const replica = targets[turn++ % targets.length]!;
       inFlight.set(replica, (inFlight.get(replica) ?? 0) + 1);
       try {
@@ -56,6 +71,7 @@ function clients(set: ReplicaSet, count: number) {
         // Refused or unanswered (the replica was killed or paused): not acknowledged.
         refused(`${replica.name}: ${(error as Error).message}`);
       } finally {
+        sending--;
         inFlight.set(replica, inFlight.get(replica)! - 1);
       }
     }
@@ -69,8 +85,14 @@ function clients(set: ReplicaSet, count: number) {
       targets = replicas;
     },
     inFlightTo: (replica: Replica) => inFlight.get(replica) ?? 0,
+    /** Allows `more` jobs beyond those acknowledged now. */
+    allow(more: number) {
+      allowed = acknowledged.length + more;
+      wakeAll();
+    },
     async stop() {
       stopped = true;
+      wakeAll();
       await Promise.all(running);
     },
   };
@@ -114,6 +136,7 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   await recordWrites(db);
   const load = clients(set, 4);
   t.after(() => load.stop());
+  load.allow(100);
   /** A failed wait says what the clients were last answered and what the replicas said. */
   const explained = <T>(waiting: Promise<T>, more = () => ''): Promise<T> =>
     waiting.catch((error: Error) => {
@@ -131,6 +154,7 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
     until(async () => (await succeeded()) >= 10, { describe: '10 jobs succeeded', timeout: 120_000 }),
   );
   const first = await leaderOtherThan(set, undefined);
+  load.allow(80);
   first.replica.child.kill('SIGKILL');
   const killedAt = performance.now();
   load.sendTo(set.replicas.filter((r) => r !== first.replica));
@@ -145,6 +169,7 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   // kill -STOP of the new leader: the last replica takes over; resumed, the paused one writes nothing.
   const third = set.replicas.find((r) => r !== first.replica && r !== second.replica)!;
   load.sendTo([third]);
+  load.allow(60);
   await explained(
     until(() => load.inFlightTo(second.replica) === 0, {
       describe: `no request to ${second.replica.name} under way`,
@@ -152,7 +177,12 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
     }),
   );
   second.replica.child.kill('SIGSTOP');
+  const pausedAt = performance.now();
   const takeover = await leaderOtherThan(set, second.replica);
+  t.diagnostic(
+    `kill -STOP: ${takeover.replica.name} leads (epoch ${takeover.epoch}) ` +
+      `${Math.round(performance.now() - pausedAt)} ms after`,
+  );
   assert.equal(takeover.replica, third);
   const mark = await count(db, 'select coalesce(max(id), 0) as n from writes_seen');
   await acknowledgedAtLeast(load.acknowledged.length + 10, '10 more jobs acknowledged after the pause');
