@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { needs } from './support/local-tools.ts';
 import { serving, spawnServe } from './support/serve.ts';
+import { until } from './support/until.ts';
 
 /**
  * A real full disk under `ucompute serve`: its data folder on a 4 MiB tmpfs made by the test.
@@ -76,10 +76,12 @@ test('a full disk answers 507, keeps the store consistent, and leaves no job beh
   assert.equal((await fetch(`${url}/healthz`)).status, 200);
 
   execFileSync('mount', ['-o', 'remount,size=256m', dir]);
-  let now = await counts(url);
-  for (let i = 0; i < 600 && now.active > 0; i++) {
-    await sleep(100);
-    now = await counts(url);
-  }
-  assert.deepEqual(now, { total: accepted, active: 0 });
+  const ended = await until(
+    async () => {
+      const now = await counts(url);
+      return now.active === 0 && now;
+    },
+    { describe: 'every accepted job has ended', timeout: 120_000, every: 100 },
+  );
+  assert.deepEqual(ended, { total: accepted, active: 0 });
 });

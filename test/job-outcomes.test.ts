@@ -5,7 +5,9 @@ import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { asDecidedEnd, outcomeAtEnd } from '../src/jobs/lifecycle.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { Job } from '../src/model/job.ts';
+import { isFinal } from '../src/model/job-states.ts';
 import { parser } from '../src/model/validate.ts';
+import type { Store } from '../src/store/store.ts';
 import { env } from './support/fixtures.ts';
 import { type ManualClock, manualClock } from './support/manual-clock.ts';
 import { openTestStore } from './support/store.ts';
@@ -31,7 +33,7 @@ const mpi = (extra: Record<string, unknown> = {}) => ({
 const jobSchema = parser(Job);
 
 /** A dry backend whose events can be held back (a queue that starts nothing) or added to. */
-function controllable(clock: ManualClock) {
+function controllable(clock: ManualClock, store: Store) {
   const dry = dryBackend({ runForMs: null, clock });
   const listeners: ((e: BackendEvent) => void)[] = [];
   let starting = true;
@@ -47,9 +49,13 @@ function controllable(clock: ManualClock) {
     },
     async cancel(jobId) {
       const said = onCancel?.(jobId);
-      if (said) for (const l of listeners) l(said);
-      // Its end is written before the cancel returns, as a slow backend's would be.
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      if (said) {
+        for (const l of listeners) l(said);
+        // Its end is written before the cancel returns, as a slow backend's would be.
+        await until(async () => isFinal((await store.jobs.get(jobId))!.state), {
+          describe: `the end the backend told of ${jobId} is written`,
+        });
+      }
       await dry.cancel(jobId);
     },
   };
@@ -70,7 +76,7 @@ function controllable(clock: ManualClock) {
 async function world(credits = 1_000_000) {
   const clock = manualClock(T0);
   const store = await openTestStore();
-  const control = controllable(clock);
+  const control = controllable(clock, store);
   const service = createJobService({
     store,
     env: env(),

@@ -24,6 +24,22 @@ function leftovers(api: Awaited<ReturnType<typeof fakeCluster>>['api']): string[
   );
 }
 
+/**
+ * Runs a new job `id` and waits for its RUNNING: the backend has then followed the cluster past
+ * every change made before (its Volcano Job and pods come on the same watches, later), and said
+ * what those changes made it say. A "nothing more was reported" check is sound after it.
+ */
+async function runningAfter(
+  cluster: Awaited<ReturnType<typeof fakeCluster>>,
+  { backend, event }: ReturnType<typeof backendOn>,
+  id: string,
+): Promise<void> {
+  await backend.submit(id, await build(ONE, { id, config: cluster.config() }));
+  cluster.volcano.admit(id);
+  cluster.volcano.run(id);
+  await event((e) => e.jobId === id && e.state === 'RUNNING');
+}
+
 test('submit creates namespace, queue, policies and then the Volcano Job, all valid; the job runs and its objects go at the end', async (t) => {
   const cluster = await fakeCluster(t);
   const { backend, event } = backendOn(t, cluster);
@@ -172,7 +188,8 @@ test('failure kinds: OOM kill, eviction, lost node and a deleted pod are FAILURE
 
 test('cancel in every phase deletes the job with a grace period and Background propagation, then its companions; a repeat is harmless', async (t) => {
   const cluster = await fakeCluster(t);
-  const { backend, events, event } = backendOn(t, cluster, { kubernetes: { deleteGracePeriodSeconds: 2 } });
+  const following = backendOn(t, cluster, { kubernetes: { deleteGracePeriodSeconds: 2 } });
+  const { backend, events, event } = following;
   const phases: [string, (id: string) => void][] = [
     ['queued', () => {}],
     ['admitted', (id) => cluster.volcano.admit(id)],
@@ -202,14 +219,18 @@ test('cancel in every phase deletes the job with a grace period and Background p
     assert.equal(cluster.api.get('jobs', 'ucompute-u-alice', `j-${id}`), undefined, id);
     assert.equal(cluster.api.get('networkpolicies', 'ucompute-u-alice', `policy-${id}`), undefined, id);
     await backend.cancel(id);
-    await new Promise((r) => setTimeout(r, 50));
+    await runningAfter(cluster, following, `${id}-later`);
     assert.deepEqual(
       events.slice(before).filter((e) => e.jobId === id),
       [],
       `${id}: a cancelled job reports nothing more`,
     );
+    await backend.cancel(`${id}-later`);
   }
-  const jobDeletes = cluster.api.calls.filter((c) => c.verb === 'delete' && c.resource === 'jobs');
+  const cancelled = new Set(phases.map(([id]) => `j-${id}`));
+  const jobDeletes = cluster.api.calls.filter(
+    (c) => c.verb === 'delete' && c.resource === 'jobs' && cancelled.has(c.name ?? ''),
+  );
   assert.equal(jobDeletes.length, phases.length);
   for (const d of jobDeletes) {
     assert.equal(d.grace, 2);
@@ -450,7 +471,8 @@ test('a configured context is used; an unknown one names the field', async (t) =
 
 test('suspend deletes the running job without reporting an end; a submit of the same build runs the same job again', async (t) => {
   const cluster = await fakeCluster(t);
-  const { backend, events, event } = backendOn(t, cluster);
+  const following = backendOn(t, cluster);
+  const { backend, events, event } = following;
   const b = await build(ONE, { id: 'sus1', config: cluster.config() });
   await backend.submit('sus1', b);
   cluster.volcano.admit('sus1');
@@ -460,7 +482,7 @@ test('suspend deletes the running job without reporting an end; a submit of the 
   await backend.suspend('sus1');
   assert.deepEqual(leftovers(cluster.api), [], 'its objects are gone: its resources are free');
   assert.equal((await backend.knownJobs()).has('sus1'), false);
-  await new Promise((r) => setTimeout(r, 50));
+  await runningAfter(cluster, following, 'later');
   assert.deepEqual(
     events.slice(before).filter((e) => e.jobId === 'sus1'),
     [],

@@ -230,6 +230,20 @@ test('dependsOn: a task starts once the tasks it depends on have their pods runn
   assert.deepEqual([...runtime.pods.keys()], ['dep-server-0', 'dep-server-1', 'dep-client-0']);
 });
 
+test('dependsOn a task that ran to its end: its Succeeded pods count, as Volcano counts them', async (t) => {
+  // An init-like task fills the machine, so the task that depends on it can only start once it has
+  // ended: Volcano's isDependsOnPodsReady counts Succeeded pods as ready (volcano-sh/volcano
+  // ca9feff, v1.16); counting only Running ones would leave `main` waiting for ever.
+  const { backend, ended, runtime } = await setup(t, { cpuMillis: 1000, memoryBytes: 2 ** 30 });
+  const init = shellTask('init', 1, 'echo prepared', { cpu: '1' });
+  const main = shellTask('main', 1, 'echo ran', { cpu: '1', extra: { dependsOn: { name: ['init'] } } });
+  await backend.submitVolcanoJob('seq', vcjob('seq', [init, main], { minAvailable: 1 }));
+  const end = await ended('seq');
+  assert.equal(end.state, 'SUCCESS');
+  assert.deepEqual(end.exitCodes, { 0: 0, 1: 0 });
+  assert.deepEqual([...runtime.pods.keys()], ['seq-init-0', 'seq-main-0']);
+});
+
 test('capacity is judged on minAvailable: an elastic job starts its gang, the rest wait for room', async (t) => {
   const { backend, ended, runtime } = await setup(t, { cpuMillis: 2000, memoryBytes: 2 ** 30 });
   const work = shellTask('w', 4, 'sleep 0.3', { cpu: '1' });

@@ -6,11 +6,13 @@ import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import type { InjectOptions } from 'fastify';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import type { Backend, BackendEvent } from '../src/jobs/backend.ts';
 import { quotaWatch } from '../src/jobs/quota-watch.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { buildServer } from '../src/server/app.ts';
 import { type QuotaSettings, storageQuotas } from '../src/storage/quota.ts';
 import { env } from './support/fixtures.ts';
+import { type ManualClock, manualClock } from './support/manual-clock.ts';
 import { rejectsWith } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
@@ -35,7 +37,10 @@ const job = {
 
 type Who = 'alice' | 'bob';
 
-async function world(t: { after(fn: () => Promise<void>): void }) {
+async function world(
+  t: { after(fn: () => Promise<void>): void },
+  o: { backend?: Backend; clock?: ManualClock } = {},
+) {
   const root = await mkdtemp(join(tmpdir(), 'ucompute-quota-'));
   const store = await openTestStore();
   for (const name of ['alice', 'bob']) await store.users.createUser(name, false);
@@ -46,8 +51,16 @@ async function world(t: { after(fn: () => Promise<void>): void }) {
     bob: await store.users.createToken('bob', 'test'),
   };
   const quotas = storageQuotas({ root, settings: SETTINGS, now: Date.now });
-  const backend = dryBackend({ runForMs: null });
-  const service = createJobService({ store, env: env(), backend, quotas, requireCredits: false });
+  const backend = o.backend ?? dryBackend({ runForMs: null });
+  const service = createJobService({
+    store,
+    env: env(),
+    backend,
+    quotas,
+    requireCredits: false,
+    submitRetryMs: 1000,
+    ...(o.clock ? { clock: o.clock } : {}),
+  });
   const app = await buildServer({ service, store, env: env(), backend, storageRoot: root, quotas });
   t.after(async () => {
     await app.close();
@@ -59,11 +72,19 @@ async function world(t: { after(fn: () => Promise<void>): void }) {
   const call = (who: Who, options: InjectOptions) =>
     app.inject({ ...options, headers: { authorization: `Bearer ${tokens[who]}`, ...options.headers } });
   const q = (path: string) => `path=${encodeURIComponent(path)}`;
+  const watch = quotaWatch({
+    store,
+    quotas,
+    addStatus: (jobId, status) => service.update(jobId, { status }),
+    hold: (jobId, problem) => service.holdForQuota(jobId, problem),
+    release: (jobId) => service.releaseFromQuota(jobId),
+  });
   return {
     root,
     store,
     service,
     quotas,
+    watch,
     call,
     upload: (who: Who, path: string, body: string | Buffer | Readable, offset = 0) =>
       call(who, {
@@ -190,11 +211,7 @@ test('a running job whose owner goes over the quota is told so once, and keeps r
   await until(async () => (await w.service.retrieve(alice, id!)).status.state === 'RUNNING', {
     describe: 'the job runs',
   });
-  const watch = quotaWatch({
-    store: w.store,
-    quotas: w.quotas,
-    addStatus: (jobId, status) => w.service.update(jobId, { status }),
-  });
+  const { watch } = w;
   const notices = async () =>
     (await w.store.jobs.updatesOf(id!)).filter((u) => u.status?.startsWith('Storage quota used up'));
   await watch.check();
@@ -211,4 +228,97 @@ test('a running job whose owner goes over the quota is told so once, and keeps r
   assert.match(told[0]!.status!, /this job keeps running/);
   assert.equal((await w.service.retrieve(alice, id!)).status.state, 'RUNNING');
   await rejectsWith(w.service.create(alice, [job]), 402, /storage quota of user alice/);
+});
+
+/** A dry backend whose machine is full: what it is given stays queued until `open()`. */
+function fullMachine() {
+  const dry = dryBackend({ runForMs: null });
+  let open = false;
+  const listeners: ((e: BackendEvent) => void)[] = [];
+  const backend: Backend = {
+    ...dry,
+    onEvent(listener) {
+      listeners.push(listener);
+      dry.onEvent((e) => {
+        if (open || e.state !== 'RUNNING') listener(e);
+      });
+    },
+  };
+  return {
+    backend,
+    open: () => {
+      open = true;
+    },
+  };
+}
+
+const alice = { username: 'alice', admin: false };
+
+test('a queued job whose owner went over the quota is held, saying why, and goes back to the queue once space is freed', async (t) => {
+  const machine = fullMachine();
+  const w = await world(t, { backend: machine.backend });
+  const [id] = await w.service.create(alice, [job]);
+  await until(async () => (await w.store.jobs.get(id!))?.submitted === true, {
+    describe: 'the job is in the backend’s queue',
+  });
+  await w.fill('home/alice/results.bin', 2 * MiB);
+  await w.watch.check();
+  const held = await w.service.retrieve(alice, id!);
+  assert.equal(held.status.state, 'SUSPENDED', 'it does not start while alice is over');
+  assert.match(
+    held.updates.at(-1)!.status!,
+    /^Held: the storage quota of user alice is used up: \/home\/alice .* holds 2\.0 MiB of its 1\.0 MiB; delete files or empty the Trash .* The job has not started; it goes back to the queue by itself/,
+  );
+  assert.equal((await machine.backend.knownJobs()).has(id!), false, 'out of the backend’s queue');
+  await rejectsWith(w.service.unsuspend(alice, [id!]), 402, /cannot start: the storage quota of user alice/);
+  await w.watch.check();
+  assert.equal((await w.service.retrieve(alice, id!)).updates.length, held.updates.length, 'said once');
+
+  await rm(join(w.root, 'home/alice/results.bin'));
+  machine.open();
+  await w.watch.check();
+  await until(async () => (await w.service.retrieve(alice, id!)).status.state === 'RUNNING', {
+    describe: 'the job runs once alice has room',
+  });
+  const statuses = (await w.service.retrieve(alice, id!)).updates.map((u) => u.status);
+  assert.ok(statuses.includes('The storage quota of its owner has room again: the job is back in the queue'));
+});
+
+test('a person’s suspend is not undone by the quota watch', async (t) => {
+  const w = await world(t);
+  const [id] = await w.service.create(alice, [job]);
+  await until(async () => (await w.service.retrieve(alice, id!)).status.state === 'RUNNING', {
+    describe: 'the job runs',
+  });
+  await w.service.suspend(alice, [id!]);
+  await w.watch.check();
+  assert.equal((await w.service.retrieve(alice, id!)).status.state, 'SUSPENDED');
+});
+
+test('a job whose submission is tried again after its owner went over is held, not started', async (t) => {
+  const clock = manualClock(Date.now());
+  const dry = dryBackend({ runForMs: null, clock });
+  let submits = 0;
+  const backend: Backend = {
+    ...dry,
+    async submit(jobId, build) {
+      submits++;
+      if (submits === 1) throw new Error('the API server is restarting');
+      await dry.submit(jobId, build);
+    },
+  };
+  const w = await world(t, { backend, clock });
+  const [id] = await w.service.create(alice, [job]);
+  await until(() => submits === 1, { describe: 'the backend refused the first submission' });
+  await w.fill('home/alice/results.bin', 2 * MiB);
+  await w.quotas.rescan(['/home/alice']);
+  await clock.advance(1000);
+  await until(async () => (await w.service.retrieve(alice, id!)).status.state === 'SUSPENDED', {
+    describe: 'the job is held',
+  });
+  assert.equal(submits, 1, 'never handed to the backend while alice is over');
+  assert.match(
+    (await w.service.retrieve(alice, id!)).updates.at(-1)!.status!,
+    /^Held: the storage quota of user alice/,
+  );
 });

@@ -195,12 +195,18 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
     const service = createJobService({ store: w.store, env: env(), backend });
     try {
       await service.start();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // Recovery queued the suspended job first: once a job created after it is submitted, the
+      // queue has passed the suspended one (which, built already, would have been submitted first).
+      const { application, product, parameters } = fixture('create-minimal').request.items[0];
+      const alice = { username: 'alice', admin: false };
+      const [later] = await service.create(alice, [{ application, product, parameters }]);
+      await jobInState({ service }, later!, 'RUNNING');
       assert.equal((await service.retrieve(ADMIN, id)).status.state, 'SUSPENDED', 'not lost, not started');
-      assert.deepEqual(submitted, [], 'recovery does not even start it');
+      assert.deepEqual(submitted, [later], 'recovery does not even start it');
       await service.unsuspend(ADMIN, [id]);
       await jobInState({ service }, id, 'RUNNING');
-      assert.deepEqual(submitted, [id]);
+      assert.deepEqual(submitted, [later, id]);
+      await service.terminate(ADMIN, [later!]);
     } finally {
       await service.stop();
       await backend.close();
@@ -210,9 +216,12 @@ describe("UCloud's suspend, unsuspend, rename, retrieveProducts and retrieveUtil
   test('a job suspended while queued is never submitted until unsuspended', async () => {
     const id = await createFrom(w, 'create-web-client');
     await w.service.suspend(ADMIN, [id]);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Submissions start in the order jobs are queued: one queued after it has been submitted.
+    const later = await createFrom(w, 'create-web-client');
+    await jobInState(w, later, 'RUNNING');
     assert.equal((await w.service.retrieve(ADMIN, id)).status.state, 'SUSPENDED');
     assert.equal((await w.store.jobs.get(id))?.submitted, false);
+    await w.service.terminate(ADMIN, [later]);
     await w.service.unsuspend(ADMIN, [id]);
     await jobInState(w, id, 'RUNNING');
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fieldOf } from '../web/src/field-of.ts';
-import { estimatedCost, pricePerHour } from '../web/src/format.ts';
+import { estimatedCost, pricePerHour, waitingNotice } from '../web/src/format.ts';
 import { listFollower, type Shown, withJob } from '../web/src/job-list.ts';
 import { initialRaw, parameterValue } from '../web/src/parameter-values.ts';
 import type { Job, JobState, Parameter, Product } from '../web/src/types.ts';
@@ -46,6 +46,22 @@ const job = (
   }) as unknown as Job;
 
 describe('the web interface', () => {
+  test('a job that waits says why on its page: its queue, a suspend, or a hold for its owner’s storage quota', () => {
+    const said = (state: JobState, ...statuses: (string | undefined)[]) =>
+      waitingNotice({
+        status: { state },
+        updates: statuses.map((status, i) => ({ timestamp: i, ...(status !== undefined ? { status } : {}) })),
+      } as unknown as Job);
+    const held =
+      'Held: the storage quota of user alice is used up: /home/alice … The job has not started; it goes back to the queue by itself …';
+    assert.equal(said('SUSPENDED', 'The job is in the queue', held, undefined), held);
+    assert.equal(said('SUSPENDED'), 'The job is suspended.');
+    assert.equal(said('IN_QUEUE', 'Position 3 in the queue'), 'Position 3 in the queue');
+    assert.equal(said('IN_QUEUE'), 'Waiting for a machine.');
+    assert.equal(said('RUNNING', 'The job is running'), undefined);
+    assert.equal(said('SUCCESS', held), undefined);
+  });
+
   test('the launch form turns what was typed into the API’s values, a Workflow into its job script', () => {
     const common = { name: 'p', optional: true, title: 'P', description: '' };
     const workflow: Parameter = { ...common, type: 'workflow' };

@@ -35,7 +35,8 @@ Commands:
                           storage.trashDays, 30 days by default)
   usage                   what each of your drives holds (its job folders and Trash included) and
                           its owner's storage quota (storage.quota, 100 GiB by default); at the
-                          quota, uploads, new folders, copies and new jobs are refused (402)
+                          quota, uploads, new folders, copies and new jobs are refused (402), and
+                          queued jobs are held (SUSPENDED) until the drive is below it again
 
 Options:
   --resume                put/get: continue where a broken transfer stopped

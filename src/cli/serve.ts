@@ -192,7 +192,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     opened.push(() => app.close());
     // The work done once, not by every replica: the backend loop, the live resource views'
     // samples, the Trash's purge, the warnings before a job's time runs out and the drives of
-    // running jobs measured against their owners' quotas.
+    // active jobs measured against their owners' quotas.
     const leaderWork = async (loopStore: Transactional, holds?: () => boolean) => {
       const stopLoop = await service.lead(loopStore, holds);
       const watches = [
@@ -201,6 +201,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
           store: loopStore,
           quotas,
           addStatus: (id, status) => service.update(id, { status }),
+          hold: (id, problem) => service.holdForQuota(id, problem),
+          release: (id) => service.releaseFromQuota(id),
           log,
         }),
         ...(trashDays === null

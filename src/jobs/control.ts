@@ -6,12 +6,13 @@ import type { JobRecord } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { Backend } from './backend.ts';
-import { badRequest, conflict } from './errors.ts';
+import { badRequest, conflict, paymentRequired } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
 import { decideUpdate } from './lifecycle.ts';
 import type { JobMirror } from './mirror.ts';
 import type { JobMonitor } from './monitor.ts';
 import { findProduct, type JobEnvironment, maxTimeAllocationMillis } from './prepare.ts';
+import { heldStatus, type QuotaProblemOf, RELEASED_STATUS } from './quota-hold.ts';
 import { activeJob, type JobUpdates } from './updates.ts';
 
 // What callers change on their jobs after creation: cancel, suspend and resume them, give them
@@ -35,6 +36,8 @@ export interface ControlOptions {
   now: () => number;
   /** Told of every update written here, in its transaction. */
   mirror?: JobMirror;
+  /** Why the job's owner may not start jobs now (over its storage quota); without it, no limit. */
+  quotaProblem?: QuotaProblemOf;
 }
 
 export interface RenameItem {
@@ -63,6 +66,26 @@ export function jobControl(o: ControlOptions) {
     return jobs;
   }
 
+  /**
+   * The backend stops the job's replicas and forgets it; the job, its build and its folder stay.
+   * Charging and the clock stop with it.
+   */
+  async function suspendJob(id: string, status: string): Promise<void> {
+    await backend.suspend(id);
+    // Charged up to now before the job is stored as suspended: a crash in between leaves a
+    // running job, whose later end charges only the periods this charge did not cover.
+    const running = await store.jobs.get(id);
+    const active = running?.state === 'RUNNING' ? activeJob(running) : undefined;
+    if (active) await o.hooks.suspend(o.monitor.lifecycle, active);
+    await updates.update(id, { state: 'SUSPENDED', status }, {}, (tx) => tx.jobs.markUnsubmitted(id));
+  }
+
+  /** Puts a suspended job back in the queue and submits it again. */
+  async function requeue(id: string, status: string): Promise<void> {
+    const queued = await updates.update(id, { state: 'IN_QUEUE', status, expectedState: 'SUSPENDED' });
+    if (queued) o.resubmit(id);
+  }
+
   return {
     /** Ends the jobs; one that has already ended is left as it is (UCloud's core2 answers it 200). */
     async terminate(caller: Caller, ids: readonly string[]): Promise<void> {
@@ -84,36 +107,36 @@ export function jobControl(o: ControlOptions) {
         if (job.state !== 'RUNNING' && job.state !== 'IN_QUEUE')
           throw conflict(`job ${job.id} is ${job.state}; only queued or running jobs can be suspended`);
       }
-      for (const job of jobs) {
-        await backend.suspend(job.id);
-        // Charged up to now before the job is stored as suspended: a crash in between leaves a
-        // running job, whose later end charges only the periods this charge did not cover.
-        const running = await store.jobs.get(job.id);
-        const active = running?.state === 'RUNNING' ? activeJob(running) : undefined;
-        if (active) await o.hooks.suspend(o.monitor.lifecycle, active);
-        await updates.update(
-          job.id,
-          { state: 'SUSPENDED', status: 'The job was suspended; its folder is kept' },
-          {},
-          (tx) => tx.jobs.markUnsubmitted(job.id),
-        );
-      }
+      for (const job of jobs) await suspendJob(job.id, 'The job was suspended; its folder is kept');
     },
 
-    /** Queues suspended jobs again, with the build they had: the same job, folder and outputs. */
+    /**
+     * Queues suspended jobs again, with the build they had: the same job, folder and outputs. An
+     * owner over its storage quota gets 402, as at submit.
+     */
     async unsuspend(caller: Caller, ids: readonly string[]): Promise<void> {
       const jobs = await visibleJobs(caller, ids);
       for (const job of jobs) {
         if (job.state !== 'SUSPENDED') throw conflict(`job ${job.id} is ${job.state}, not SUSPENDED`);
+        const problem = await o.quotaProblem?.(job);
+        if (problem !== undefined) throw paymentRequired(`job ${job.id} cannot start: ${problem}`);
       }
-      for (const job of jobs) {
-        const queued = await updates.update(job.id, {
-          state: 'IN_QUEUE',
-          status: 'The job is in the queue again',
-          expectedState: 'SUSPENDED',
-        });
-        if (queued) o.resubmit(job.id);
-      }
+      for (const job of jobs) await requeue(job.id, 'The job is in the queue again');
+    },
+
+    /**
+     * Holds a job that has not started while its owner is over its storage quota (see
+     * quota-hold.ts): out of the backend's queue, SUSPENDED with the reason. A job that started
+     * meanwhile is suspended as a person's suspend would, and runs again once released.
+     */
+    async holdForQuota(id: string, problem: string): Promise<void> {
+      if ((await store.jobs.state(id)) !== 'IN_QUEUE') return;
+      await suspendJob(id, heldStatus(problem));
+    },
+
+    /** Queues again a job held for its owner's quota, once the owner has room. */
+    async releaseFromQuota(id: string): Promise<void> {
+      await requeue(id, RELEASED_STATUS);
     },
 
     /** UCloud's rename: a new name (as a job's name is checked), or none with an empty title. */

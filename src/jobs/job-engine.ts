@@ -8,6 +8,7 @@ import type { Logger } from './log.ts';
 import type { JobMirror } from './mirror.ts';
 import { jobMonitor } from './monitor.ts';
 import type { JobEnvironment } from './prepare.ts';
+import type { QuotaProblemOf } from './quota-hold.ts';
 import { jobRestarts } from './restarts.ts';
 import { jobSubmission } from './submission.ts';
 import type { UpdateListeners } from './update-listeners.ts';
@@ -29,6 +30,8 @@ export interface EngineOptions {
   storage?: JobStorage;
   log?: Logger;
   mirror?: JobMirror;
+  /** Why a job's owner may not start jobs now (its storage quota): submission holds such jobs. */
+  quotaProblem?: QuotaProblemOf;
 }
 
 export type JobEngine = ReturnType<typeof jobEngine>;
@@ -69,6 +72,7 @@ export function jobEngine(store: Transactional, o: EngineOptions) {
     updates,
     retryMs: o.submitRetryMs,
     clock,
+    ...(o.quotaProblem ? { quotaProblem: o.quotaProblem } : {}),
     ...(o.storage ? { storage: o.storage } : {}),
     ...(log ? { log } : {}),
   });

@@ -1,16 +1,20 @@
 import { ownerDrive } from '../model/owner.ts';
 import { quotaProblem, type StorageQuotas } from '../storage/quota.ts';
+import type { JobRecord } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
+import { ownerOf } from './access.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
+import { heldForQuota } from './quota-hold.ts';
 
 // Jobs write into their folders in their owner's drive, past the API that counts uploads: every
-// minute the drives of the owners with running jobs are measured again (with any other drive whose
+// minute the drives of the owners with active jobs are measured again (with any other drive whose
 // measure has grown old), so that a quota spent by jobs shuts the door on new jobs and uploads
 // within a minute. Each running job of an owner that went over is told so in its updates, once
-// per crossing, as UCloud tells of a drive it locked; the job keeps running.
+// per crossing, as UCloud tells of a drive it locked; the job keeps running. The owner's queued
+// jobs are held until it has room again (quota-hold.ts), and then go back to the queue.
 
-/** How often the running jobs' drives are measured. */
+/** How often the active jobs' drives are measured. */
 export const QUOTA_CHECK_EVERY_MS = 60_000;
 
 /** The update's opening words, by which a restarted service finds the job was told already. */
@@ -21,6 +25,10 @@ export interface QuotaWatchOptions {
   quotas: Pick<StorageQuotas, 'rescan' | 'usage'>;
   /** Adds the notice to the job's updates. */
   addStatus(jobId: string, status: string): Promise<unknown>;
+  /** Holds a queued job of an owner over its quota (JobService.holdForQuota). */
+  hold(jobId: string, problem: string): Promise<unknown>;
+  /** Queues again a job held for its owner's quota (JobService.releaseFromQuota). */
+  release(jobId: string): Promise<unknown>;
   log?: Pick<Logger, 'error'>;
 }
 
@@ -28,32 +36,45 @@ export function quotaWatch(o: QuotaWatchOptions) {
   /** Running jobs told in this process that their owner is over its quota. */
   const told = new Set<string>();
 
-  /** One pass: measures the running jobs' drives, tells each job whose owner went over. */
+  /** One pass: measures the active jobs' drives, tells running jobs, holds and releases queued ones. */
   async function check(): Promise<void> {
-    const running = await o.store.jobs.running();
-    const driveOf = new Map(
-      running.map((job) => [
-        job.id,
-        ownerDrive({ createdBy: job.createdBy, ...(job.project !== null ? { project: job.project } : {}) }),
-      ]),
-    );
-    for (const id of told) if (!driveOf.has(id)) told.delete(id);
-    await o.quotas.rescan(new Set(driveOf.values()));
-    for (const [id, drive] of driveOf) {
+    const jobs = (await o.store.jobs.active()).map((job) => ({
+      job,
+      drive: ownerDrive(ownerOf(job)),
+    }));
+    const running = new Set(jobs.filter(({ job }) => job.state === 'RUNNING').map(({ job }) => job.id));
+    for (const id of told) if (!running.has(id)) told.delete(id);
+    await o.quotas.rescan(new Set(jobs.map(({ drive }) => drive)));
+    for (const { job, drive } of jobs) {
       const problem = quotaProblem(await o.quotas.usage(drive), 0);
-      if (problem === undefined) {
-        told.delete(id);
-        continue;
-      }
-      if (told.has(id)) continue;
-      told.add(id);
-      // Said before this process started (a restart): not again.
-      if ((await o.store.jobs.updatesOf(id)).some((u) => u.status?.startsWith(OVER))) continue;
-      const text = `${OVER}: ${problem}. New jobs of this owner are refused and uploads fail until space is freed; this job keeps running.`;
-      await o.addStatus(id, text).catch((err: unknown) => {
-        o.log?.error({ err, jobId: id }, 'could not tell a job of its owner’s storage quota');
+      await act(job, problem).catch((err: unknown) => {
+        o.log?.error({ err, jobId: job.id }, 'could not act on a job for its owner’s storage quota');
       });
     }
+  }
+
+  /** What a job's state and its owner's quota call for. */
+  async function act(job: JobRecord, problem: string | undefined): Promise<void> {
+    if (job.state === 'IN_QUEUE' && problem !== undefined) await o.hold(job.id, problem);
+    else if (job.state === 'SUSPENDED' && problem === undefined) {
+      if (heldForQuota(await o.store.jobs.updatesOf(job.id))) await o.release(job.id);
+    } else if (job.state === 'RUNNING') await tell(job.id, problem);
+  }
+
+  /** Tells a running job, once per crossing, that its owner went over. */
+  async function tell(id: string, problem: string | undefined): Promise<void> {
+    if (problem === undefined) {
+      told.delete(id);
+      return;
+    }
+    if (told.has(id)) return;
+    told.add(id);
+    // Said before this process started (a restart): not again.
+    if ((await o.store.jobs.updatesOf(id)).some((u) => u.status?.startsWith(OVER))) return;
+    await o.addStatus(
+      id,
+      `${OVER}: ${problem}. New jobs of this owner are refused, its queued jobs are held and uploads fail until space is freed; this job keeps running.`,
+    );
   }
 
   return { check, ...periodic(check, QUOTA_CHECK_EVERY_MS, 'measuring drives against quotas', o.log) };

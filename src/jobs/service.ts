@@ -18,6 +18,7 @@ import type { Logger } from './log.ts';
 import type { JobMirror } from './mirror.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
+import { quotaProblemOf } from './quota-hold.ts';
 import { type StateListener, type UpdateListener, updateListeners } from './update-listeners.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
@@ -49,7 +50,10 @@ export interface ServiceOptions {
   storage?: JobStorage;
   /** Where jobs' input files and folders are checked at submit (400 when one is not there). */
   inputs?: InputStorage;
-  /** The owners' storage quotas: an owner at or over its quota cannot submit jobs (402). */
+  /**
+   * The owners' storage quotas: an owner at or over its quota cannot submit or unsuspend jobs
+   * (402), and its jobs that have not started are held (quota-hold.ts).
+   */
   quotas?: QuotaCheck;
   /** What the service reads the time from and waits on (monitoring, back-offs); the machine's by default. */
   clock?: Clock;
@@ -94,6 +98,10 @@ export interface JobService {
   suspend(caller: Caller, ids: readonly string[]): Promise<void>;
   /** Queues suspended jobs again: the same jobs, folders and builds. */
   unsuspend(caller: Caller, ids: readonly string[]): Promise<void>;
+  /** Holds a queued job whose owner is over its storage quota, saying why (quota-hold.ts). */
+  holdForQuota(id: string, problem: string): Promise<void>;
+  /** Queues again a job held for its owner's quota. */
+  releaseFromQuota(id: string): Promise<void>;
   rename(caller: Caller, items: readonly RenameItem[]): Promise<void>;
   /** The utilization of the machines the job's product runs on (here: the backend's). */
   utilization(caller: Caller, jobId: string): Promise<Utilization>;
@@ -159,6 +167,7 @@ export function createJobService(options: ServiceOptions): JobService {
   const requireCredits = options.requireCredits ?? true;
   const hooks = pluginHooks(options.plugins ?? PLUGINS, log);
   const listeners = updateListeners();
+  const quotaProblem = options.quotas ? quotaProblemOf(options.quotas) : undefined;
   const engineOf = (on: Transactional): JobEngine =>
     jobEngine(on, {
       env,
@@ -171,6 +180,7 @@ export function createJobService(options: ServiceOptions): JobService {
       ...(options.storage ? { storage: options.storage } : {}),
       ...(log ? { log } : {}),
       ...(options.mirror ? { mirror: options.mirror } : {}),
+      ...(quotaProblem ? { quotaProblem } : {}),
     });
   // What this replica's API is asked to do (cancel, extend, suspend …) it writes itself, on any
   // replica; the backend loop is the leader's, on the store fenced by its epoch.
@@ -218,6 +228,7 @@ export function createJobService(options: ServiceOptions): JobService {
     resubmit,
     now,
     ...(options.mirror ? { mirror: options.mirror } : {}),
+    ...(quotaProblem ? { quotaProblem } : {}),
   });
 
   /** Stops the loop under way. */
@@ -303,6 +314,8 @@ export function createJobService(options: ServiceOptions): JobService {
     extend: control.extend,
     suspend: control.suspend,
     unsuspend: control.unsuspend,
+    holdForQuota: control.holdForQuota,
+    releaseFromQuota: control.releaseFromQuota,
     async rename(caller, items) {
       await control.rename(caller, items);
       for (const item of items) announce(item.id);

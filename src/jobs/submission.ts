@@ -10,11 +10,13 @@ import { isDiskFull } from './errors.ts';
 import type { PluginHooks } from './job-management.ts';
 import type { Logger } from './log.ts';
 import { creatorDrives, type JobEnvironment, prepareJob } from './prepare.ts';
+import { heldStatus, type QuotaProblemOf } from './quota-hold.ts';
 import { sshKeys } from './ssh-keys.ts';
 import type { JobUpdates } from './updates.ts';
 
 // Submission: accepted jobs are built once (every plugin's onCreate) and handed to the backend, a
-// few at a time, trying again with backoff when the backend refuses for a moment.
+// few at a time, trying again with backoff when the backend refuses for a moment. A job whose
+// owner is over its storage quota is held instead (quota-hold.ts).
 
 export interface SubmissionOptions {
   store: Transactional;
@@ -28,6 +30,8 @@ export interface SubmissionOptions {
   retryMs: number;
   /** What the waits before trying again count on. */
   clock: Clock;
+  /** Why a job's owner may not start jobs now (over its storage quota): the job is held. */
+  quotaProblem?: QuotaProblemOf;
 }
 
 const SUBMIT_CONCURRENCY = 16;
@@ -112,6 +116,18 @@ export function jobSubmission(o: SubmissionOptions) {
     const record = await store.jobs.get(id);
     // A suspended job waits for unsuspend, also when a restart's recovery queues it.
     if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return false;
+    const problem = await o.quotaProblem?.(record).catch((err: unknown) => {
+      log?.error({ err, jobId: id }, 'could not measure the drive of a job’s owner; submitting it');
+      return undefined;
+    });
+    if (problem !== undefined) {
+      await updates.update(id, {
+        state: 'SUSPENDED',
+        status: heldStatus(problem),
+        expectedState: 'IN_QUEUE',
+      });
+      return false;
+    }
     let build: JobBuild;
     if (record.build === null) {
       let job = prepared.get(id);

@@ -1,4 +1,4 @@
-import type { Duration, Product, UnitOfPrice } from './types.ts';
+import type { Duration, Job, Product, UnitOfPrice } from './types.ts';
 
 // How numbers, times and prices read on the page.
 
@@ -66,3 +66,15 @@ export const STATE_LABEL: Record<string, string> = {
   EXPIRED: 'Expired',
   SUSPENDED: 'Suspended',
 };
+
+/**
+ * Why a job that has not started (or was suspended) waits, in its latest update's words: its place
+ * in the queue, a person's suspend, or a hold while its owner is over its storage quota. Undefined
+ * for a job that runs or ended.
+ */
+export function waitingNotice(job: Pick<Job, 'status' | 'updates'>): string | undefined {
+  const { state } = job.status;
+  if (state !== 'IN_QUEUE' && state !== 'SUSPENDED') return undefined;
+  const latest = [...job.updates].reverse().find((u) => u.status !== undefined)?.status;
+  return latest ?? (state === 'IN_QUEUE' ? 'Waiting for a machine.' : 'The job is suspended.');
+}

@@ -1,4 +1,5 @@
-import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from './runtime.ts';
 
@@ -96,7 +97,11 @@ export function podCgroupDirs(layout: CgroupLayout, parent: string, pod: string)
   return layout.hierarchies.map((h) => join(h.root, parent, pod));
 }
 
-/** Makes the pod's cgroups and writes its limits; a process joins by writing its pid to each `cgroup.procs`. */
+/**
+ * Makes the pod's cgroups and writes its limits; a process joins by writing its pid to each
+ * `cgroup.procs`. The pods' files are written with the synchronous calls, as a job's own files
+ * are (see controller/persistence.ts): a few kernel calls each, on a pseudo-filesystem.
+ */
 export async function createPodCgroups(
   layout: CgroupLayout,
   parentName: string,
@@ -107,52 +112,43 @@ export async function createPodCgroups(
   const dirs: string[] = [];
   for (const h of layout.hierarchies) {
     const parent = join(h.root, parentName);
-    await mkdir(parent, { recursive: true });
+    mkdirSync(parent, { recursive: true });
     if (h.version === 2 && h.controllers.length > 0) {
       const enable = h.controllers.map((c) => `+${c}`).join(' ');
-      await writeFile(join(h.root, 'cgroup.subtree_control'), enable);
-      await writeFile(join(parent, 'cgroup.subtree_control'), enable);
+      writeFileSync(join(h.root, 'cgroup.subtree_control'), enable);
+      writeFileSync(join(parent, 'cgroup.subtree_control'), enable);
     }
     const dir = join(parent, pod);
-    await mkdir(dir, { recursive: true });
-    await writeLimits(h, dir, limits, defaultPids);
+    mkdirSync(dir, { recursive: true });
+    writeLimits(h, dir, limits, defaultPids);
     dirs.push(dir);
   }
   return dirs;
 }
 
-async function writeLimits(h: Hierarchy, dir: string, limits: ResourceLimits, defaultPids: number) {
-  const set = (file: string, value: string | number) => writeFile(join(dir, file), String(value));
+function writeLimits(h: Hierarchy, dir: string, limits: ResourceLimits, defaultPids: number) {
+  const set = (file: string, value: string | number) => writeFileSync(join(dir, file), String(value));
   if (h.controllers.includes('memory') && limits.memoryBytes !== null) {
     if (h.version === 2) {
-      await set('memory.max', limits.memoryBytes);
-      if (await exists(join(dir, 'memory.swap.max'))) await set('memory.swap.max', 0);
+      set('memory.max', limits.memoryBytes);
+      if (existsSync(join(dir, 'memory.swap.max'))) set('memory.swap.max', 0);
     } else {
-      await set('memory.limit_in_bytes', limits.memoryBytes);
+      set('memory.limit_in_bytes', limits.memoryBytes);
       // memsw is memory plus swap: equal to the limit means no swap beyond it.
-      if (await exists(join(dir, 'memory.memsw.limit_in_bytes'))) {
-        await set('memory.memsw.limit_in_bytes', limits.memoryBytes);
+      if (existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) {
+        set('memory.memsw.limit_in_bytes', limits.memoryBytes);
       }
     }
   }
   if (h.controllers.includes('cpu') && limits.cpuMillis !== null) {
     const quota = Math.max(1000, Math.round((limits.cpuMillis * CFS_PERIOD_US) / 1000));
-    if (h.version === 2) await set('cpu.max', `${quota} ${CFS_PERIOD_US}`);
+    if (h.version === 2) set('cpu.max', `${quota} ${CFS_PERIOD_US}`);
     else {
-      await set('cpu.cfs_period_us', CFS_PERIOD_US);
-      await set('cpu.cfs_quota_us', quota);
+      set('cpu.cfs_period_us', CFS_PERIOD_US);
+      set('cpu.cfs_quota_us', quota);
     }
   }
-  if (h.controllers.includes('pids')) await set('pids.max', limits.pids ?? defaultPids);
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
+  if (h.controllers.includes('pids')) set('pids.max', limits.pids ?? defaultPids);
 }
 
 /** How many times the kernel's OOM killer ended a process of the pod so far. */
@@ -162,7 +158,7 @@ export async function oomKillCount(layout: CgroupLayout, dirs: readonly string[]
   if (index < 0 || !dir) return 0;
   const file = layout.hierarchies[index]!.version === 2 ? 'memory.events' : 'memory.oom_control';
   try {
-    const match = /^oom_kill (\d+)$/m.exec(await readFile(join(dir, file), 'utf8'));
+    const match = /^oom_kill (\d+)$/m.exec(readFileSync(join(dir, file), 'utf8'));
     return match ? Number(match[1]) : 0;
   } catch {
     return 0;
@@ -174,7 +170,7 @@ export async function cgroupPids(dirs: readonly string[]): Promise<number[]> {
   const pids = new Set<number>();
   for (const dir of dirs) {
     try {
-      for (const line of (await readFile(join(dir, 'cgroup.procs'), 'utf8')).split('\n')) {
+      for (const line of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n')) {
         if (line) pids.add(Number(line));
       }
     } catch {
@@ -188,7 +184,7 @@ export async function cgroupPids(dirs: readonly string[]): Promise<number[]> {
 export async function removePodCgroups(dirs: readonly string[]): Promise<void> {
   for (const dir of dirs) {
     try {
-      await rmdir(dir);
+      rmdirSync(dir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
         throw new Error(`could not remove cgroup ${dir}: ${(error as Error).message}`);

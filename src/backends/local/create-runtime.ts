@@ -1,4 +1,5 @@
-import { chmod, mkdir, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile, rm, statfs } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -252,7 +253,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       checkName('pod', spec.name);
       const dir = podDir(context, spec.name);
       try {
-        await mkdir(dir, { mode: podDirMode });
+        mkdirSync(dir, { mode: podDirMode });
       } catch {
         throw new Error(`pod ${spec.name} already exists in ${context.podsDir}`);
       }
@@ -266,7 +267,8 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
           peers: [],
         };
         // Recorded before the cgroups exist, so that a crash in between leaves nothing unknown.
-        await writeFile(join(dir, 'pod.json'), JSON.stringify(record));
+        // Synchronous, as the pod's other small files are (see pod/pod.ts).
+        writeFileSync(join(dir, 'pod.json'), JSON.stringify(record));
         if (cgroups && instance) {
           await createPodCgroups(cgroups, instance.names.cgroupParent, spec.name, spec.limits, defaultPids);
         }

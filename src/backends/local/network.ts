@@ -160,8 +160,12 @@ export async function bridgeNetwork(
   const pool: PodNetwork[] = [];
   let filling: Promise<void> | null = null;
   let closed = false;
+  /**
+   * Refilled once half of it is taken, not after each acquire: one `ip` run and one configuring
+   * process then serve several pods instead of one each (processes are what a pod's start costs).
+   */
   function refill() {
-    if (filling || closed || poolSize === 0) return;
+    if (filling || closed || poolSize === 0 || pool.length > Math.floor(poolSize / 2)) return;
     filling = (async () => {
       while (!closed && pool.length < poolSize) pool.push(...(await create(poolSize - pool.length)));
     })()

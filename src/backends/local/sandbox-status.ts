@@ -1,4 +1,5 @@
-import { open, readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { lastLines, REASON_LINES } from './controller/failure-reasons.ts';
 import { CGROUP_JOIN_FAILED } from './supervisor.ts';
 
@@ -45,7 +46,13 @@ export async function fileTail(path: string, bytes = TAIL_BYTES): Promise<string
 
 /** `sandboxFailure` for a container whose bubblewrap status file is `statusPath` and whose stderr is `stderrPath`. */
 export async function readSandboxFailure(status: number, statusPath: string, stderrPath: string) {
-  const statusFile = await readFile(statusPath, 'utf8').catch(() => null);
+  // Read as every container ends: synchronous, as the pods' small files are (pod/pod.ts).
+  let statusFile: string | null = null;
+  try {
+    statusFile = readFileSync(statusPath, 'utf8');
+  } catch {
+    // The supervisor never created it.
+  }
   if (statusFile !== null && /"exit-code"\s*:/.test(statusFile)) return null;
   return sandboxFailure(status, statusFile, await fileTail(stderrPath));
 }

@@ -1,4 +1,5 @@
-import { lstat, readdir, readlink, stat } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
+import { readdir, readlink, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { RootView } from './host-view.ts';
 import type { ContainerSpec } from './runtime.ts';
@@ -57,9 +58,18 @@ const ROOT_CAPABILITIES = [
 /** What a container's processes keep, its command and every shell opened in it alike. */
 export const containerCapabilities = (uid: number): readonly string[] => (uid === 0 ? ROOT_CAPABILITIES : []);
 
-async function existsIn(view: RootView, path: string) {
+/** Asked for every placement of every container: synchronous, as the pods' small files are (pod/pod.ts). */
+function lstatOrNull(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+function existsIn(view: RootView, path: string) {
   const host = view.hostPath(path);
-  return host !== null && (await lstat(host).catch(() => null)) !== null;
+  return host !== null && lstatOrNull(host) !== null;
 }
 
 /**
@@ -68,11 +78,11 @@ async function existsIn(view: RootView, path: string) {
  * when none is needed (the target exists, or its nearest folder is one the view builds).
  */
 async function folderToMirror(view: RootView, target: string): Promise<string | null> {
-  if (await existsIn(view, target)) return null;
+  if (existsIn(view, target)) return null;
   for (let folder = posix.dirname(target); ; folder = posix.dirname(folder)) {
     if (view.built.has(folder)) return null;
     const host = view.hostPath(folder);
-    const stat = host === null ? null : await lstat(host).catch(() => null);
+    const stat = host === null ? null : lstatOrNull(host);
     if (stat?.isDirectory()) return folder;
   }
 }
@@ -81,7 +91,7 @@ async function folderToMirror(view: RootView, target: string): Promise<string | 
 async function missingFolders(view: RootView, target: string): Promise<string[]> {
   const missing: string[] = [];
   for (let folder = posix.dirname(target); folder !== '/'; folder = posix.dirname(folder)) {
-    if (view.built.has(folder) || (await existsIn(view, folder))) break;
+    if (view.built.has(folder) || existsIn(view, folder)) break;
     missing.unshift(folder);
   }
   return missing;

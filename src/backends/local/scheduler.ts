@@ -77,9 +77,13 @@ export function fairOrder(
   const turns = new Map(lastStarts);
   const usage = new Map<string, Resources>();
   for (const r of running) usage.set(r.queue, plus(usage.get(r.queue) ?? NO_RESOURCES, r.holds));
-  const byQueue = new Map<string, WaitingJob[]>();
+  // Each queue's jobs in order, and the index of its head: linear in the backlog, which is
+  // ordered again at every admission pass (a job submitted or ended).
+  const byQueue = new Map<string, { jobs: WaitingJob[]; head: number }>();
   for (const w of [...waiting].sort((a, b) => a.submittedAt - b.submittedAt || (a.id < b.id ? -1 : 1))) {
-    byQueue.set(w.queue, [...(byQueue.get(w.queue) ?? []), w]);
+    const queue = byQueue.get(w.queue);
+    if (queue) queue.jobs.push(w);
+    else byQueue.set(w.queue, { jobs: [w], head: 0 });
   }
   const share = (queue: string, weight: number) => {
     const u = usage.get(queue) ?? NO_RESOURCES;
@@ -102,8 +106,8 @@ export function fairOrder(
   while (byQueue.size > 0) {
     let best: WaitingJob | undefined;
     let bestShare = Number.POSITIVE_INFINITY;
-    for (const [queue, jobs] of byQueue) {
-      const head = jobs[0]!;
+    for (const [queue, { jobs, head: at }] of byQueue) {
+      const head = jobs[at]!;
       const s = share(queue, head.weight);
       if (!best || before(head, s, best, bestShare)) {
         best = head;
@@ -112,9 +116,9 @@ export function fairOrder(
     }
     const chosen = best!;
     order.push(chosen);
-    const rest = byQueue.get(chosen.queue)!.slice(1);
-    if (rest.length === 0) byQueue.delete(chosen.queue);
-    else byQueue.set(chosen.queue, rest);
+    const queue = byQueue.get(chosen.queue)!;
+    queue.head++;
+    if (queue.head === queue.jobs.length) byQueue.delete(chosen.queue);
     usage.set(chosen.queue, plus(usage.get(chosen.queue) ?? NO_RESOURCES, chosen.demand));
     turns.set(chosen.queue, ++turn);
   }

@@ -4,7 +4,7 @@ import { getJson, postJson } from '../api.ts';
 import { Cancel, Extend, OutputFiles } from '../components/job-actions.tsx';
 import { Logs, Timeline } from '../components/job-history.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
-import { credits, span, when } from '../format.ts';
+import { credits, span, waitingNotice, when } from '../format.ts';
 import { followJob } from '../live.ts';
 import { Link } from '../router.tsx';
 import { connectHref } from '../sessions.ts';
@@ -108,7 +108,7 @@ export function JobPage({ id }: { id: string }) {
   const running = job.status.state === 'RUNNING';
   const final = FINAL_STATES.has(job.status.state);
   const replicas = job.specification.replicas ?? 1;
-  const latest = [...job.updates].reverse().find((u) => u.status !== undefined)?.status;
+  const waiting = waitingNotice(job);
 
   const openTerminal = async () => {
     setNotice(null);
@@ -137,10 +137,11 @@ export function JobPage({ id }: { id: string }) {
           This job's time runs out in {span(job.status.expiresAt - now)}: extend it below to keep it running.
         </p>
       )}
-      {job.status.state === 'IN_QUEUE' && (
+      {waiting !== undefined && (
         <p class="pending" role="status">
-          {latest ?? 'Waiting for a machine.'}
-          {utilization !== null &&
+          {waiting}
+          {job.status.state === 'IN_QUEUE' &&
+            utilization !== null &&
             ` (${utilization.queueStatus.pending} waiting, ${utilization.queueStatus.running} running on these machines)`}
         </p>
       )}

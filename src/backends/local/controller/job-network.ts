@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PEERS_ANNOTATION } from '../../../volcano/labels.ts';
 import type { LocalContext } from './context.ts';
@@ -24,13 +24,9 @@ export async function writeHosts(ctx: LocalContext, run: JobRun): Promise<void> 
     const first = target && [...target.pods.values()].find((p) => p.pod);
     if (first?.pod) lines.push(`${first.pod.ip}\t${peer.hostname}`);
   }
-  // Written in place: every pod binds this very file, so a restarted replica's address reaches all.
-  const file = await open(hostsFile(ctx, run), 'w');
-  try {
-    await file.writeFile(`${lines.join('\n')}\n`);
-  } finally {
-    await file.close();
-  }
+  // Written in place (truncated, the same file): every pod binds this very file, so a restarted
+  // replica's address reaches all.
+  writeFileSync(hostsFile(ctx, run), `${lines.join('\n')}\n`);
 }
 
 export const hostsFile = (ctx: LocalContext, run: JobRun) => join(jobDir(ctx.jobsDir, run.id), 'hosts');

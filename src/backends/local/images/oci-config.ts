@@ -1,5 +1,5 @@
-import { constants } from 'node:fs';
-import { lstat, open, readFile } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** The part of an OCI image's configuration that says how its containers run. */
@@ -110,7 +110,7 @@ function splitUser(user: string): [string, string | undefined] {
 const isId = (s: string) => /^[0-9]{1,10}$/.test(s) && Number(s) <= 0xffffffff;
 
 async function idOf(root: string, file: 'passwd' | 'group', name: string, user: string): Promise<number> {
-  const entry = (await entriesOf(root, file)).find((fields) => fields[0] === name);
+  const entry = entriesOf(root, file).find((fields) => fields[0] === name);
   const id = entry?.[2];
   if (id === undefined || !isId(id)) {
     throw new Error(
@@ -121,7 +121,7 @@ async function idOf(root: string, file: 'passwd' | 'group', name: string, user: 
 }
 
 async function primaryGroup(root: string, uid: number): Promise<number | null> {
-  const entry = (await entriesOf(root, 'passwd')).find((fields) => fields[2] === String(uid));
+  const entry = entriesOf(root, 'passwd').find((fields) => fields[2] === String(uid));
   return entry?.[3] !== undefined && isId(entry[3]) ? Number(entry[3]) : null;
 }
 
@@ -129,19 +129,25 @@ async function primaryGroup(root: string, uid: number): Promise<number | null> {
  * The lines of the image's /etc/passwd or /etc/group, split on ':'; none when it has no such
  * file. Neither /etc nor the file may be a symlink: an image's link could point at a host file.
  */
-async function entriesOf(root: string, file: 'passwd' | 'group'): Promise<string[][]> {
-  const etc = await lstat(join(root, 'etc')).catch(() => null);
-  if (!etc?.isDirectory()) return [];
-  let handle: Awaited<ReturnType<typeof open>>;
+function entriesOf(root: string, file: 'passwd' | 'group'): string[][] {
+  // Read for every container's start: synchronous, as the pods' small files are (pod/pod.ts).
   try {
-    handle = await open(join(root, 'etc', file), constants.O_RDONLY | constants.O_NOFOLLOW);
+    if (!lstatSync(join(root, 'etc')).isDirectory()) return [];
+  } catch {
+    return [];
+  }
+  let fd: number;
+  try {
+    fd = openSync(join(root, 'etc', file), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch {
     return [];
   }
   try {
-    if (!(await handle.stat()).isFile()) return [];
-    return (await handle.readFile('utf8')).split('\n').map((line) => line.split(':'));
+    if (!fstatSync(fd).isFile()) return [];
+    return readFileSync(fd, 'utf8')
+      .split('\n')
+      .map((line) => line.split(':'));
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }

@@ -1,4 +1,4 @@
-import { chmod, chown, writeFile } from 'node:fs/promises';
+import { chmodSync, chownSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { folderView, type RootView } from '../host-view.ts';
 import type { ContainerRoot, ContainerSpec } from '../runtime.ts';
@@ -74,10 +74,11 @@ export async function writeContainerFiles(
   const placements: Placement[] = spec.mounts.map((m) => ({ ...m }));
   for (const [index, file] of spec.files.entries()) {
     const source = fileSource(filesDir, index, file.path);
-    await writeFile(source, file.content, { mode: 0o600 });
+    // Synchronous, as the pod's other small files are (see pod/pod.ts).
+    writeFileSync(source, file.content, { mode: 0o600 });
     const owner = hostIds(file.uid ?? spec.uid, file.gid ?? spec.gid);
-    await chown(source, owner.hostUid, owner.hostGid);
-    await chmod(source, file.mode);
+    chownSync(source, owner.hostUid, owner.hostGid);
+    chmodSync(source, file.mode);
     placements.push({ source, target: file.path, readOnly: true });
   }
   if (!spec.files.some((f) => f.path === '/etc/resolv.conf')) {
@@ -112,9 +113,11 @@ export async function containerCommand(
       hostIds: null,
     };
   }
-  await writeFile(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 }).catch(
-    () => undefined,
-  );
+  try {
+    writeFileSync(join(dir, 'resolv.conf'), context.resolvConf, { flag: 'wx', mode: 0o644 });
+  } catch {
+    // Written for an earlier container of the pod.
+  }
   const readFds: string[] = [];
   const pass = (file: string) => readFds.push(file) + 2;
   let user: { kind: 'userns'; fd: number } | { kind: 'unshare' } = { kind: 'unshare' };
@@ -135,7 +138,7 @@ export async function containerCommand(
   // change root's programs) reach bubblewrap as arguments read from a file on the secrets tmpfs (--args), never
   // on a command line, which every host user can read.
   const setenvFile = join(secrets, 'environment');
-  await writeFile(setenvFile, setenv.map((arg) => `${arg}\0`).join(''), { mode: 0o600 });
+  writeFileSync(setenvFile, setenv.map((arg) => `${arg}\0`).join(''), { mode: 0o600 });
   const setenvFd = pass(setenvFile);
   // Opened by the launcher after the files, without following a symlink: a symlink is refused, and
   // a folder a job swaps for one afterwards is not what bubblewrap binds (see bwrapArgs).

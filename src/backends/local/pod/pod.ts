@@ -1,3 +1,4 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import { connect as netConnect } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -59,9 +60,12 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     }
     const stateDir = join(containersDir, spec.name);
     const secrets = secretsOf(context, record.spec.name, spec.name);
-    await Promise.all([stateDir, secrets].map((d) => rm(d, { recursive: true, force: true })));
-    await mkdir(stateDir, { recursive: true, mode: 0o711 });
-    await mkdir(secrets, { recursive: true, mode: 0o711 });
+    // Synchronous, as a job's folders are made (see controller/persistence.ts); a container that
+    // starts again finds its earlier files gone.
+    for (const folder of [stateDir, secrets]) {
+      rmSync(folder, { recursive: true, force: true });
+      mkdirSync(folder, { recursive: true, mode: 0o711 });
+    }
     const placements = await writeContainerFiles(context, spec, secrets, dir, hostIds);
     const containerRecord: ContainerRecord = {
       // Without its environment (Secrets among it), which stays off the disk: a shell in a
@@ -69,7 +73,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       spec: { ...spec, env: {} },
       oomBase: context.cgroups ? await oomKillCount(context.cgroups, record.cgroups) : 0,
     };
-    await writeFile(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
+    writeFileSync(join(stateDir, 'container.json'), JSON.stringify(containerRecord), { mode: 0o600 });
     const {
       argv: command,
       env,
@@ -78,9 +82,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       netns,
       hostIds: supervisorIds,
     } = await containerCommand(context, record, spec, placements, dir, secrets);
-    await Promise.all(
-      [spec.stdout, spec.stderr].map((file) => mkdir(dirname(file), { recursive: true, mode: 0o700 })),
-    );
+    for (const file of [spec.stdout, spec.stderr]) mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
     let handle: ContainerHandle | null = null;
     const { file, args } = supervisorCommand({
@@ -152,8 +154,11 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     start,
     containers: () => [...containers.values()].map((c) => c.running),
     async allowPeers(ips) {
-      await context.network.allowPeers(record.network, record.peers, ips);
-      record.peers = [...ips];
+      // Its own address needs no rule (see network.ts): a pod alone has nothing to change or save.
+      const peers = ips.filter((ip) => ip !== record.network.ip);
+      if (peers.length === record.peers.length && peers.every((ip) => record.peers.includes(ip))) return;
+      await context.network.allowPeers(record.network, record.peers, peers);
+      record.peers = peers;
       await saveRecord();
     },
     shell: (options) => openShell(context, record, [...containers.values()].at(-1), options),
@@ -178,7 +183,11 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         : Promise.resolve({ cpuSeconds: null, memoryBytes: null }),
     destroy(graceMs) {
       destroying ??= (async () => {
-        await writeFile(join(dir, 'destroying'), '').catch(() => undefined);
+        try {
+          writeFileSync(join(dir, 'destroying'), '');
+        } catch {
+          // Its folder is gone already.
+        }
         await Promise.allSettled(starting);
         await stopPod(context, record, supervisorPids(), graceMs);
         await Promise.all([...containers.values()].map((c) => c.check()));

@@ -1,12 +1,17 @@
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { readFileSync, readlinkSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { SUPERVISOR_NAME } from '../supervisor.ts';
 
-/** What /proc and small state files tell about processes. */
+/**
+ * What /proc and small state files tell about processes. The questions asked about every pod
+ * (its supervisor's files, its processes) use the synchronous calls, as a job's own files do
+ * (see controller/persistence.ts).
+ */
 
 /** The number a file holds; null when it is missing or empty. */
 export async function readNumber(path: string): Promise<number | null> {
   try {
-    const text = (await readFile(path, 'utf8')).trim();
+    const text = readFileSync(path, 'utf8').trim();
     return text === '' ? null : Number(text);
   } catch {
     return null;
@@ -25,6 +30,7 @@ export function isAlive(pid: number): boolean {
 /** Whether `pid` is still the supervisor that was recorded (pids are reused). */
 export async function isSupervisor(pid: number): Promise<boolean> {
   try {
+    // In the thread pool: reading another process's command line waits while it execs or exits.
     return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).includes(SUPERVISOR_NAME);
   } catch {
     return false;
@@ -32,7 +38,13 @@ export async function isSupervisor(pid: number): Promise<boolean> {
 }
 
 /** The process's pid namespace; null once it is gone. */
-export const pidNamespace = (pid: number) => readlink(`/proc/${pid}/ns/pid`).catch(() => null);
+export async function pidNamespace(pid: number): Promise<string | null> {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/pid`);
+  } catch {
+    return null;
+  }
+}
 
 /** The command under bubblewrap's init below `supervisor`, or null while there is none yet. */
 export async function commandProcess(supervisor: number): Promise<number | null> {
