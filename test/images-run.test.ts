@@ -38,7 +38,7 @@ async function open(t: { after(fn: () => Promise<void>): void }, hostUserland: b
     embedded: false,
   });
   const events: BackendEvent[] = [];
-  backend.onEvent((e) => events.push(e));
+  backend.onEvent((e) => void events.push(e));
   t.after(async () => {
     for (const id of await backend.knownJobs()) await backend.cancel(id);
     await backend.close();

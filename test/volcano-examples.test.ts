@@ -152,7 +152,7 @@ for (const [file, expected] of Object.entries(EXPECTED)) {
       await rm(dir, { recursive: true, force: true });
     });
     const events: BackendEvent[] = [];
-    backend.onEvent((e) => events.push(e));
+    backend.onEvent((e) => void events.push(e));
     // One Job is `ex`, several are ex0, ex1, …
     const ids = manifest.jobs.map((_, i) => (manifest.jobs.length === 1 ? 'ex' : `ex${i}`));
     for (const [i, id] of ids.entries())

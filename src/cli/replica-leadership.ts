@@ -15,8 +15,11 @@ export interface ReplicaLeadershipOptions {
   leaseMs: number;
   renewMs: number;
   log: Logger;
-  /** Starts the leader's work, writing through `loopStore`; answers how to stop it. */
-  lead(loopStore: Transactional): Promise<() => Promise<void>>;
+  /**
+   * Starts the leader's work, writing through `loopStore` and acting on the cluster only while
+   * `holds()`; answers how to stop it.
+   */
+  lead(loopStore: Transactional, holds: () => boolean): Promise<() => Promise<void>>;
   /**
    * This replica led and lost the lease (another took over, or it could not renew in time): it
    * exits, as a client-go controller does, and comes back as a follower.
@@ -38,8 +41,8 @@ export function replicaLeadership(o: ReplicaLeadershipOptions) {
     renewMs: o.renewMs,
     clock: systemClock,
     log: o.log,
-    async lead(fenced) {
-      const stop = await o.lead(fenced);
+    async lead(fenced, _epoch, holds) {
+      const stop = await o.lead(fenced, holds);
       return async () => {
         await stop();
         if (!stopping) o.lost();

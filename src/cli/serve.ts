@@ -193,8 +193,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     // The work done once, not by every replica: the backend loop, the live resource views'
     // samples, the Trash's purge, the warnings before a job's time runs out and the drives of
     // active jobs measured against their owners' quotas.
-    const leaderWork = async (loopStore: Transactional) => {
-      const stopLoop = await service.lead(loopStore);
+    const leaderWork = async (loopStore: Transactional, holds?: () => boolean) => {
+      const stopLoop = await service.lead(loopStore, holds);
       const watches = [
         resourceSampler({ store: loopStore, backend, log }),
         quotaWatch({

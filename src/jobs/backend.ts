@@ -69,6 +69,14 @@ export interface Machines {
 }
 
 /**
+ * Told of a backend's event. Where it writes the event, it answers whether that was written (false:
+ * never, here — this replica no longer leads): a backend removes an ended job's objects only once
+ * its end is written, since until then they are what tells a new leader how the job ended.
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: a listener that only watches answers nothing.
+export type BackendEventListener = (event: BackendEvent) => Promise<boolean> | void;
+
+/**
  * Where jobs run. JobManagement hands it the built objects; it reports back through events.
  * Every operation is idempotent: a repeated submit or cancel after a crash does no harm.
  */
@@ -89,14 +97,16 @@ export interface Backend {
   extend(jobId: string, expiresAt: number): Promise<void>;
   /** Ids of the jobs this backend still has, for reconciliation after a restart. */
   knownJobs(): Promise<Set<string>>;
-  onEvent(listener: (event: BackendEvent) => void): void;
+  onEvent(listener: BackendEventListener): void;
   /**
    * For backends that several replicas share (Kubernetes): whether this replica leads, and so acts
    * on what it follows — reports jobs' states, saves the logs of ended jobs and removes their
-   * objects. A follower only reads (logs, shells, ports). Leading from the start; when leading
-   * again, every job followed is reported again, for the new leader to catch up on.
+   * objects, creates submitted jobs. A follower only reads (logs, shells, ports) and does what its
+   * own API wrote (cancel, suspend). `leads` is asked before each such act (false: it follows);
+   * leading from the start. When leading again, every job followed is reported again, for the new
+   * leader to catch up on.
    */
-  setLeading?(leading: boolean): void;
+  setLeading?(leads: (() => boolean) | false): void;
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
   /**

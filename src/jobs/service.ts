@@ -145,9 +145,10 @@ export interface JobService {
    * Runs the backend loop as the leader, writing through `loopStore` (the store fenced by this
    * replica's epoch): catches up from the store — reconciles it with the backend, adopts the jobs
    * never submitted — then submits, follows the backend, monitors every `monitorIntervalMs` and
-   * restarts. Answers how to stop leading.
+   * restarts. Acts on the cluster only while `holds()` (the lease is surely this replica's).
+   * Answers how to stop leading.
    */
-  lead(loopStore: Transactional): Promise<() => Promise<void>>;
+  lead(loopStore: Transactional, holds?: () => boolean): Promise<() => Promise<void>>;
   /** The embedded default: leads on the store itself. */
   start(): Promise<void>;
   /** Stops leading and writes the backend events already received; later ones are ignored. */
@@ -232,15 +233,28 @@ export function createJobService(options: ServiceOptions): JobService {
 
   /** Stops the loop under way. */
   let leading: (() => Promise<void>) | undefined;
-  backend.onEvent((event) => loop?.updates.onBackendEvent(event));
+  // A follower writes no backend event (its backend reports none while it follows).
+  backend.onEvent((event) => loop?.updates.onBackendEvent(event) ?? Promise.resolve(false));
 
-  async function lead(loopStore: Transactional): Promise<() => Promise<void>> {
+  async function lead(loopStore: Transactional, holds?: () => boolean): Promise<() => Promise<void>> {
     const engine = loopStore === store ? own : engineOf(loopStore);
     const { monitoring: m, submission, restarts } = engine;
     loop = engine;
-    backend.setLeading?.(true);
-    await m.recover(submission.enqueue);
-    await restarts.recover();
+    backend.setLeading?.(holds ?? (() => true));
+    try {
+      await m.recover(submission.enqueue);
+      await restarts.recover();
+    } catch (err) {
+      // Not leading after all (deposed, or the store failed): the next attempt starts again.
+      if (options.replicated) {
+        loop = undefined;
+        backend.setLeading?.(false);
+        submission.stop();
+        restarts.stop();
+        await engine.updates.stop();
+      }
+      throw err;
+    }
     let timer: Timer | undefined;
     let pass: Promise<void> | undefined;
     let stopped = false;

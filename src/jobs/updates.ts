@@ -3,6 +3,7 @@ import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobChanges, JobRecord } from '../store/jobs.ts';
+import { FencedError } from '../store/leases.ts';
 import type { StoreParts, Transactional } from '../store/store.ts';
 import { ownerOf } from './access.ts';
 import type { BackendEvent } from './backend.ts';
@@ -41,6 +42,12 @@ interface Applied {
   next: JobState;
   /** The job as its hooks see it, read in the same transaction, when hooks are due. */
   job?: ActiveJob;
+}
+
+/** A backend event waiting to be written, and whom to tell whether it was. */
+interface PendingEvent {
+  event: BackendEvent;
+  written: (written: boolean) => void;
 }
 
 /** Work done in an update's transaction beside it (its build saved, its submission forgotten). */
@@ -149,23 +156,27 @@ export function jobUpdates(o: UpdatesOptions) {
 
   // Backend events that arrive together are written in one transaction, one batch at a time: a
   // backend reports many jobs at once, and each transaction is a write to the log.
-  let events: BackendEvent[] = [];
+  let events: PendingEvent[] = [];
   /** The batch being written, if one is. */
   let writing: Promise<void> | undefined;
 
-  function onBackendEvent(e: BackendEvent): void {
-    if (stopped) return;
-    if (events.length === 0 && !writing) setImmediate(applyEvents);
-    events.push(e);
+  /** Answers once the event is written (true), or when it never will be here (false: stopped, deposed). */
+  function onBackendEvent(event: BackendEvent): Promise<boolean> {
+    if (stopped) return Promise.resolve(false);
+    return new Promise((written) => {
+      if (events.length === 0 && !writing) setImmediate(applyEvents);
+      events.push({ event, written });
+    });
   }
 
   function applyEvents(): void {
     if (events.length === 0 || writing) return;
     const batch = events;
     events = [];
-    writing = writeEvents(batch).then(
+    writing = writeEvents(batch.map((p) => p.event)).then(
       (results) => {
         writing = undefined;
+        for (const p of batch) p.written(true);
         applyEvents();
         (async () => {
           for (const r of results) await applied(r);
@@ -173,6 +184,13 @@ export function jobUpdates(o: UpdatesOptions) {
       },
       (err: unknown) => {
         writing = undefined;
+        if (err instanceof FencedError) {
+          // Deposed: nothing of this leader's is written any more; the new leader hears it all again.
+          stopped = true;
+          for (const p of [...batch, ...events]) p.written(false);
+          events = [];
+          return;
+        }
         // Nothing of the batch was written (one transaction): keep it, before any later events, and
         // try again, so that a full disk delays a job's end rather than leaving it RUNNING forever.
         log?.error({ err, events: batch.length }, 'could not write backend events; trying again');
@@ -228,6 +246,8 @@ export function jobUpdates(o: UpdatesOptions) {
       while (writing) await writing;
       applyEvents();
       while (writing) await writing;
+      for (const p of events) p.written(false);
+      events = [];
     },
   };
 }

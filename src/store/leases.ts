@@ -19,6 +19,8 @@ export interface Lease {
 export interface Fence {
   lease: string;
   epoch: number;
+  /** Told of each refused write: the first tells a leader that it was deposed, before its next renewal. */
+  refused?(error: FencedError): void;
 }
 
 /** A write refused because the lease it was fenced by has another epoch: its leader was deposed. */
@@ -29,6 +31,14 @@ export class FencedError extends Error {
     );
     this.name = 'FencedError';
   }
+}
+
+/** Refuses a fenced write unless the lease still has the fence's epoch (telling the fence's holder). */
+export function checkEpoch(fence: Fence, current: number | undefined): void {
+  if (current === fence.epoch) return;
+  const error = new FencedError(fence, current);
+  fence.refused?.(error);
+  throw error;
 }
 
 export interface LeaseStore {

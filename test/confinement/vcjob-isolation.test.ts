@@ -41,7 +41,7 @@ async function server(t: { after(fn: () => Promise<void>): void }, name: string)
     embedded: true,
   });
   const events: BackendEvent[] = [];
-  backend.onEvent((e) => events.push(e));
+  backend.onEvent((e) => void events.push(e));
   t.after(async () => {
     for (const id of await backend.knownJobs()) await backend.cancel(id);
     await backend.close();

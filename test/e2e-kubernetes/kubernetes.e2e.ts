@@ -46,7 +46,7 @@ const unique = (name: string) => `e2e${name}${Date.now().toString(36)}`;
 function connect(t: import('node:test').TestContext) {
   const backend = kubernetesBackend({ config: resolvePipelineConfig(CONFIG) });
   const events: BackendEvent[] = [];
-  backend.onEvent((e) => events.push(e));
+  backend.onEvent((e) => void events.push(e));
   t.after(() => backend.close());
   const waitFor = async (predicate: (e: BackendEvent) => boolean, timeoutMs = 180_000) => {
     const deadline = Date.now() + timeoutMs;

@@ -47,7 +47,7 @@ export async function openTestBackend(
     ...(o.clock ? { clock: o.clock } : {}),
   });
   const events: BackendEvent[] = [];
-  backend.onEvent((e) => events.push(e));
+  backend.onEvent((e) => void events.push(e));
   let closed = false;
   const close = async () => {
     if (closed) return;

@@ -33,7 +33,7 @@ export async function processBackend(
     ...(retainedLogsBytes !== undefined ? { retainedLogsBytes } : {}),
   });
   const events: BackendEvent[] = [];
-  backend.onEvent((e) => events.push(e));
+  backend.onEvent((e) => void events.push(e));
   t.after(async () => {
     for (const id of await backend.knownJobs()) await backend.cancel(id);
     await backend.close();

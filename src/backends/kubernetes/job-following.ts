@@ -23,7 +23,8 @@ export interface JobFollowingOptions {
   storage?: JobStorage;
   log?: Logger;
   now: () => number;
-  emit(event: BackendEvent): void;
+  /** Tells the listeners; answers whether the event was written (false: this replica no longer leads). */
+  emit(event: BackendEvent): Promise<boolean>;
 }
 
 /** What the backend's operations share with the following of the cluster. */
@@ -40,7 +41,9 @@ export interface JobFollowing {
   /** Deletes objects of ours whose job is gone; also runs periodically once started. */
   reconcile(): Promise<number>;
   /** Backend.setLeading: a follower reports, ends and deletes nothing; a new leader reports all again. */
-  setLeading(leading: boolean): void;
+  setLeading(leads: (() => boolean) | false): void;
+  /** Whether this replica leads now (asked before each act on the cluster). */
+  leading(): boolean;
   /** Marks a job done (nothing more is reported) and saves its logs before its objects go. */
   stopFollowing(view: JobView | undefined): Promise<void>;
   nodes(): Iterable<NodeSummary>;
@@ -67,7 +70,8 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
     return view;
   };
 
-  let leading = true;
+  let leads: () => boolean = () => true;
+  const leading = () => leads();
   const dirty = new Set<string>();
   // Until every kind is listed, a job's state would be judged on part of what is known.
   let listed = false;
@@ -84,7 +88,7 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
 
   function evaluate(jobId: string): void {
     const view = views.get(jobId);
-    if (!view?.job || !leading) return;
+    if (!view?.job || !leading()) return;
     const report = reportOf(view.job, view.pods.values(), view.group, view.reported?.state);
     const next = evaluation({ phase: view.job.phase, done: view.done, reported: view.reported }, report);
     if (next.action === 'finish') {
@@ -92,17 +96,21 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
       void finish(jobId, view, next.report);
     } else if (next.action === 'report') {
       view.reported = { state: report.state, status: report.status };
-      emit({ jobId, ...report, at: now() });
+      void emit({ jobId, ...report, at: now() });
     }
   }
 
-  /** Saves the logs, reports the end, then removes the job's objects. */
+  /**
+   * Saves the logs, reports the end, then removes the job's objects once the end is written: until
+   * then they are what tells a new leader (this one killed meanwhile) how the job ended.
+   */
   async function finish(jobId: string, view: JobView, report: Report): Promise<void> {
     const job = view.job!;
     await saveLogs(job, view);
-    emit({ jobId, ...report, at: now() });
+    const written = await emit({ jobId, ...report, at: now() });
     wake(view);
     view.waiters.clear();
+    if (!written || !leading()) return;
     await removeJob(jobId, job.namespace).catch((e: unknown) =>
       log?.warn({ err: e, jobId }, 'could not remove the objects of an ended job; reconciliation will'),
     );
@@ -132,9 +140,9 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
       suspended: suspended.delete(job.jobId),
       submitting: inFlight.has(job.jobId),
     });
-    if (decision !== 'lost' || !view || !leading) return;
+    if (decision !== 'lost' || !view || !leading()) return;
     view.done = true;
-    emit({
+    void emit({
       jobId: job.jobId,
       state: 'FAILURE',
       status: `ucompute lost track of this job: its Volcano Job ${job.namespace}/${job.name} was deleted outside ucompute`,
@@ -200,10 +208,11 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
 
   async function reconcile(): Promise<number> {
     await start();
-    if (!leading) return 0;
+    if (!leading()) return 0;
     // A job submitted here is live before its watch shows it: under load that took over 10 min
-    // (the cluster benchmark lost 300 of 1,000 running jobs' NetworkPolicies to this).
-    const live = (jobId: string) => inFlight.has(jobId) || views.has(jobId);
+    // (the cluster benchmark lost 300 of 1,000 running jobs' NetworkPolicies to this). Asked before
+    // each deletion: a replica deposed meanwhile deletes nothing more.
+    const live = (jobId: string) => !leading() || inFlight.has(jobId) || views.has(jobId);
     const deleted = await cluster.deleteOrphans(live, now());
     if (deleted > 0) log?.info({ deleted }, 'deleted objects of jobs that no longer exist');
     return deleted;
@@ -216,10 +225,11 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
     viewOf,
     start,
     reconcile,
-    setLeading(now: boolean) {
-      leading = now;
-      if (leading) for (const id of views.keys()) touch(id);
+    setLeading(now) {
+      leads = now === false ? () => false : now;
+      if (leading()) for (const id of views.keys()) touch(id);
     },
+    leading,
     async stopFollowing(view) {
       if (!view) return;
       view.done = true;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Backend, BackendEvent, LogChunk } from '../../jobs/backend.ts';
+import type { Backend, BackendEventListener, LogChunk } from '../../jobs/backend.ts';
 import type { ResolvedPipelineConfig } from '../../model/config.ts';
 import type { JobBuild } from '../../plugins/plugin.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
@@ -56,7 +56,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
   const single = placement.namespaceStrategy === 'single';
   const scope = single ? placement.namespace : undefined;
   const cluster = jobObjects(conn, scope);
-  const listeners: ((e: BackendEvent) => void)[] = [];
+  const listeners: BackendEventListener[] = [];
   /**
    * The creation of each shared companion (namespace, queue, isolation policy), once per process:
    * concurrent first submissions await the same one instead of each sending its create (and
@@ -75,15 +75,22 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     storage: options.storage,
     log,
     now,
-    emit: (event) => {
-      for (const l of listeners) l(event);
+    async emit(event) {
+      const written = await Promise.all(listeners.map((l) => l(event)));
+      return written.every((w) => w !== false);
     },
   });
   const { views, suspended, inFlight, start, stopFollowing } = following;
 
+  /** A replica deposed meanwhile creates nothing more: the new leader submits the job. */
+  const mayCreate = () => {
+    if (!following.leading()) throw new Error('this replica no longer leads: the leader submits the job');
+  };
+
   /** Creates the job's companions, then its Volcano Job once the owner's queue takes jobs. */
   async function create(jobId: string, build: JobBuild): Promise<void> {
     for (const companion of companionsToCreate(build.companions)) {
+      mayCreate();
       if (!isShared(companion)) {
         await cluster.createIfAbsent(companion);
         continue;
@@ -101,6 +108,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       await creation;
     }
     const volcanoJob: VolcanoJob = addPeerAliases(build.volcanoJob, podsOf);
+    mayCreate();
     await cluster.createIfAbsent(volcanoJob);
     following.viewOf(jobId);
     await openPeerPolicies(conn.objects, jobId, volcanoJob, podsOf);
@@ -128,13 +136,15 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       try {
         await create(jobId, build);
       } catch (e) {
-        // Nothing of a refused job may stay behind: a retry creates it all again.
-        await removeJob(jobId, build.volcanoJob.metadata.namespace).catch((err: unknown) =>
-          log?.warn(
-            { err, jobId },
-            'could not remove what a refused submission created; reconciliation will',
-          ),
-        );
+        // Nothing of a refused job may stay behind: a retry creates it all again. A deposed replica
+        // leaves it all to the new leader, which may have created the job already.
+        if (following.leading())
+          await removeJob(jobId, build.volcanoJob.metadata.namespace).catch((err: unknown) =>
+            log?.warn(
+              { err, jobId },
+              'could not remove what a refused submission created; reconciliation will',
+            ),
+          );
         views.delete(jobId);
         throw e;
       } finally {

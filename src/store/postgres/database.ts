@@ -55,8 +55,15 @@ export interface PostgresDatabase {
   pool: pg.Pool;
   /** Statements on the pool, each its own transaction. */
   outside: Connection;
+  /**
+   * Statements on a connection of their own, beside the pool: renewing the lease must not queue
+   * behind a leader's hundreds of transactions waiting for the pool (the lease would lapse).
+   */
+  aside: Connection;
   /** Runs `fn` in a new transaction on a connection of its own; committed when it returns. */
   transaction<T>(fn: (c: Connection) => Promise<T>): Promise<T>;
+  /** Closes its connections. */
+  end(): Promise<void>;
 }
 
 /** How long a transaction may wait between its statements before the server ends it. */
@@ -85,6 +92,12 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
   const transaction = async <T>(fn: (c: Connection) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
     let broken = false;
+    // Ended by the server between two statements (idle too long: this process was paused): the
+    // next statement fails and the connection is dropped; unheard, the error would end the process.
+    const ended = () => {
+      broken = true;
+    };
+    client.on('error', ended);
     try {
       await client.query('begin');
       const query = queryOn(client);
@@ -98,6 +111,7 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
       );
       throw e;
     } finally {
+      client.off('error', ended);
       client.release(broken);
     }
   };
@@ -107,11 +121,17 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
     await pool.end();
     throw e;
   }
+  const own = new pg.Pool({ connectionString: url, types, max: 1, allowExitOnIdle: true });
+  own.on('error', () => {});
   const query = queryOn(pool);
   return {
     pool,
     outside: { query, atomic: (fn) => transaction((c) => fn(c.query)), locked: '' },
+    aside: { query: queryOn(own), atomic: (fn) => transaction((c) => fn(c.query)), locked: '' },
     transaction,
+    async end() {
+      await Promise.all([pool.end(), own.end()]);
+    },
   };
 }
 

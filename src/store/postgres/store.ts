@@ -1,4 +1,4 @@
-import { type Fence, FencedError } from '../leases.ts';
+import { checkEpoch, type Fence } from '../leases.ts';
 import type { Store, StoreParts } from '../store.ts';
 import { postgresAccounting } from './accounting.ts';
 import { postgresAuditLog } from './audit-log.ts';
@@ -39,6 +39,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const d = await openPostgresDatabase(url);
   return {
     ...partsOn(d.outside),
+    leases: postgresLeases(d.aside),
     transaction: (fn) => d.transaction((c) => fn(partsOn(c))),
     fenced(fence) {
       const fenced = <T>(fn: (c: Connection) => Promise<T>) =>
@@ -55,7 +56,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
         transaction: (fn) => fenced((c) => fn(partsOn(c))),
       };
     },
-    close: () => d.pool.end(),
+    close: () => d.end(),
   };
 }
 
@@ -66,5 +67,5 @@ export async function openPostgresStore(url: string): Promise<Store> {
 async function checkFence(query: Query, fence: Fence): Promise<void> {
   const [r] = await query('select epoch from leases where name = ? for key share', fence.lease);
   const epoch = r === undefined ? undefined : Number(r.epoch);
-  if (epoch !== fence.epoch) throw new FencedError(fence, epoch);
+  checkEpoch(fence, epoch);
 }

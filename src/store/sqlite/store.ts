@@ -1,5 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
-import { type Fence, FencedError } from '../leases.ts';
+import { checkEpoch, type Fence } from '../leases.ts';
 import type { Store, StoreParts, Transactional } from '../store.ts';
 import { sqliteAccounting } from './accounting.ts';
 import { sqliteAuditLog } from './audit-log.ts';
@@ -100,7 +100,7 @@ export function openSqliteStore(path: string): SqliteStore {
       | { epoch: number }
       | undefined;
     const epoch = r === undefined ? undefined : Number(r.epoch);
-    if (epoch !== fence.epoch) throw new FencedError(fence, epoch);
+    checkEpoch(fence, epoch);
   };
 
   return {
