@@ -240,7 +240,10 @@ describe('the terminal', { timeout: 60_000 }, () => {
     const folder = mkdtempSync(join(tmpdir(), 'ucompute-open-'));
     const seen = join(folder, 'browser-args');
     const browser = join(folder, 'browser.sh');
-    writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}'\n`, { mode: 0o755 });
+    // Written aside, then renamed: the file appears whole, never empty between `>` and printf.
+    writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}.part'\nmv '${seen}.part' '${seen}'\n`, {
+      mode: 0o755,
+    });
     const result = await runCliHere(['open', id, '--no-wait', '--url', `http://127.0.0.1:${w.port}`], {
       env: { ...CHILD_ENV, UCOMPUTE_TOKEN: w.tokens.alice, BROWSER: browser },
     });
