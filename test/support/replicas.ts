@@ -6,7 +6,6 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TestContext } from 'node:test';
 import pg from 'pg';
 import { CHILD_ENV } from './cli.ts';
 import type { FakeCluster } from './fake-kube/cluster.ts';
@@ -32,34 +31,54 @@ export interface ReplicaSet {
   db: pg.Client;
   /** The replica holding the backend lease now, and its epoch; undefined while none holds it. */
   leader(): Promise<{ replica: Replica; epoch: number } | undefined>;
+  /**
+   * Starts a new process in a gone replica's place (as Kubernetes restarts a pod), under the same
+   * name; answers it once it serves. The set's `replicas` list it instead of the gone one.
+   */
+  replace(gone: Replica): Promise<Replica>;
 }
 
-/** The lease settings of the tests: a new leader within seconds, and a leader that keeps it at a load of 60 (5.5 s to renew). */
-const LEASE = { leaseSeconds: 6, renewSeconds: 0.5 };
+export interface ReplicaOptions {
+  /**
+   * The lease's time and renewal period: by default the tests' (a new leader within seconds, and a
+   * leader that keeps it at a load of 60: 5.5 s to renew); null for `ucompute serve`'s own defaults.
+   */
+  lease?: { leaseSeconds: number; renewSeconds: number } | null;
+  /** Configuration merged into every replica's (e.g. accounting). */
+  config?: Record<string, unknown>;
+}
 
+const TEST_LEASE = { leaseSeconds: 6, renewSeconds: 0.5 };
+
+/**
+ * `count` replicas on the database at `databaseUrl`, on the fake `cluster`'s Kubernetes backend, or
+ * on the dry backend when `cluster` is undefined (what the API alone costs: the benchmarks).
+ */
 export async function startReplicas(
-  t: TestContext,
-  cluster: FakeCluster,
+  t: { after(cleanup: () => unknown): void },
+  cluster: FakeCluster | undefined,
   databaseUrl: string,
   count: number,
+  options: ReplicaOptions = {},
 ): Promise<ReplicaSet> {
   const replicas: Replica[] = [];
+  const lease = options.lease === undefined ? TEST_LEASE : (options.lease ?? {});
   // One storage for all, as in production (one claim): the leader saves the ranks' logs there.
   const storage = await mkdtemp(join(tmpdir(), 'ucompute-replicas-storage-'));
   t.after(() => rm(storage, { recursive: true, force: true }));
-  for (let i = 1; i <= count; i++) {
-    const name = `replica-${i}`;
+  async function start(name: string): Promise<Replica> {
     const dir = await mkdtemp(join(tmpdir(), `ucompute-${name}-`));
     t.after(() => rm(dir, { recursive: true, force: true }));
     const config = {
-      ...cluster.config(),
-      store: { postgres: { url: `${databaseUrl}?application_name=${name}`, ...LEASE } },
-      storage: { root: storage },
       monitorIntervalMs: 250,
+      ...options.config,
+      ...cluster?.config(),
+      store: { postgres: { url: `${databaseUrl}?application_name=${name}`, ...lease } },
+      storage: { root: storage },
     };
     await writeFile(join(dir, 'config.yml'), JSON.stringify(config));
     const child = spawnServe(
-      ['--backend', 'kubernetes', '--config', join(dir, 'config.yml'), '--data-dir', dir],
+      ['--backend', cluster ? 'kubernetes' : 'dry', '--config', join(dir, 'config.yml'), '--data-dir', dir],
       CHILD_ENV,
     );
     const output = distinctMessages(outputTail(child, 1_000_000));
@@ -73,10 +92,10 @@ export async function startReplicas(
         await exited;
       }
     });
-    // One after the other: the first migrates the database.
-    const url = await serving(child);
-    replicas.push({ name, child, url, output, exited });
+    return { name, child, url: await serving(child), output, exited };
   }
+  // One after the other: the first migrates the database.
+  for (let i = 1; i <= count; i++) replicas.push(await start(`replica-${i}`));
   const token = (await readFile(join(replicaDir(replicas[0]!), 'admin.token'), 'utf8')).trim();
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -96,6 +115,11 @@ export async function startReplicas(
       const pid = Number(row.holder.split('/')[1]);
       const replica = replicas.find((r) => r.child.pid === pid);
       return replica && { replica, epoch: Number(row.epoch) };
+    },
+    async replace(gone) {
+      const replica = await start(gone.name);
+      replicas.splice(replicas.indexOf(gone), 1, replica);
+      return replica;
     },
   };
 }

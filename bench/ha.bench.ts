@@ -1,0 +1,303 @@
+/**
+ * The highly available deployment (issue 21), in one run:
+ *
+ * 1. Accepted single-item jobs per second and acceptance latency (p50, p99) through `POST
+ *    /api/jobs`, from `--connections` client connections spread evenly over the replicas: SQLite
+ *    (one process: SQLite serves one process, it cannot be shared by replicas), then PostgreSQL with
+ *    1, 2 and 3 replicas on one database. Every case has a fresh database and the dry backend, so the
+ *    figures are the API's and the store's alone (the leader's loop runs the accepted jobs meanwhile).
+ *    The load comes from wrk (Debian package `wrk`), one process per replica; the p50/p99 over all
+ *    requests are merged from each wrk's percentiles (0.1 % steps, weighted by its requests).
+ * 2. Time to a new leader after `kill -9` of the leader, `--kills` times, three replicas on the fake
+ *    Kubernetes API server with `ucompute serve`'s default lease (15 s, renewed every 2 s). Two facts
+ *    are timed from the kill: the lease row taken by another live replica with a higher epoch, and a
+ *    job accepted by a follower just after the kill created as a Volcano Job (the new leader acts).
+ *    The killed replica is started again in its place (as Kubernetes restarts a pod) before the next.
+ *
+ *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills]
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { volcanoJobName } from '../src/volcano/names.ts';
+import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
+import { newPostgresDatabase } from '../test/support/postgres.ts';
+import { leaderOtherThan, type Replica, startReplicas } from '../test/support/replicas.ts';
+import { serving, spawnServe } from '../test/support/serve.ts';
+import { until } from '../test/support/until.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '16' },
+    kills: { type: 'string', default: '10' },
+    'skip-kills': { type: 'boolean', default: false },
+  },
+});
+const SECONDS = Number(values.seconds);
+const CONNECTIONS = Number(values.connections);
+const KILLS = Number(values.kills);
+
+const job = {
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: { id: 'u1-standard-2', category: 'u1-standard' },
+  replicas: 1,
+  parameters: {},
+};
+/**
+ * What every server is configured with: credits for every job of the run, root apps (mpi-hello runs
+ * as root), and `ucompute serve`'s own monitor interval (undefined is left out of the file).
+ */
+const CONFIG = {
+  accounting: { initialCredits: 1_000_000_000 },
+  security: { allowRootApps: true },
+  monitorIntervalMs: undefined,
+};
+
+/** Cleanups, run at the end (the replica helpers register theirs here). */
+const cleanups: (() => unknown)[] = [];
+const scope = { after: (cleanup: () => unknown) => void cleanups.push(cleanup) };
+const work = await mkdtemp(join(tmpdir(), 'ucompute-ha-bench-'));
+scope.after(() => rm(work, { recursive: true, force: true }));
+
+const loadAverage = async () => (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ');
+
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+/** CPU time (user + system) a process has used, in ms; 0 once it is gone. */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  if (stat === '') return 0;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+/** PostgreSQL's CPU: its postmaster (this process's child, started by the test helper) and its backends. */
+async function postgresCpuMs(): Promise<number> {
+  const children = (pid: number) =>
+    readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').then(
+      (text) => text.split(' ').filter(Boolean).map(Number),
+      () => [] as number[],
+    );
+  let total = 0;
+  for (const pid of await children(process.pid)) {
+    const comm = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+    if (comm !== 'postgres') continue;
+    total += await cpuMs(pid);
+    for (const backend of await children(pid)) total += await cpuMs(backend);
+  }
+  return total;
+}
+
+interface WrkResult {
+  requests: number;
+  failures: number;
+  seconds: number;
+  /** Latencies (ms) at 0.1 %, 0.2 % … 100 %. */
+  quantiles: number[];
+}
+
+/** wrk against one replica: `connections` connections, one thread, single-item submissions. */
+async function wrk(url: string, token: string, connections: number, seconds: number): Promise<WrkResult> {
+  const script = join(work, 'post.lua');
+  await writeFile(
+    script,
+    [
+      'wrk.method = "POST"',
+      'wrk.headers["Content-Type"] = "application/json"',
+      `wrk.headers["Authorization"] = "Bearer ${token}"`,
+      `wrk.body = [[${JSON.stringify({ items: [job] })}]]`,
+      'done = function(summary, latency, requests)',
+      '  local e = summary.errors',
+      '  io.write(string.format("RESULT %d %d %d\\n", summary.requests,',
+      '    e.status + e.connect + e.read + e.write + e.timeout, summary.duration))',
+      '  for i = 1, 1000 do io.write(string.format("Q %d\\n", latency:percentile(i / 10))) end',
+      'end',
+      '',
+    ].join('\n'),
+  );
+  const out = await new Promise<string>((resolve, reject) => {
+    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, `${url}/api/jobs`];
+    execFile('wrk', args, { maxBuffer: 1 << 22 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+  });
+  const result = /RESULT (\d+) (\d+) (\d+)/.exec(out);
+  if (!result) throw new Error(`wrk said: ${out}`);
+  return {
+    requests: Number(result[1]),
+    failures: Number(result[2]),
+    seconds: Number(result[3]) / 1e6,
+    quantiles: [...out.matchAll(/^Q (\d+)$/gm)].map((m) => Number(m[1]) / 1000),
+  };
+}
+
+/** The latency at quantile `q` of all requests, each wrk's quantiles weighted by its requests. */
+function merged(results: WrkResult[], q: number): number {
+  const points = results
+    .flatMap((r) => r.quantiles.map((ms) => ({ ms, weight: r.requests / r.quantiles.length })))
+    .sort((a, b) => a.ms - b.ms);
+  const total = points.reduce((sum, p) => sum + p.weight, 0);
+  let seen = 0;
+  for (const p of points) {
+    seen += p.weight;
+    if (seen >= q * total) return p.ms;
+  }
+  return points.at(-1)?.ms ?? Number.NaN;
+}
+
+interface Case {
+  name: string;
+  jobsPerSecond: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  failures: number;
+  replicaCpuMsPerJob: number;
+  postgresCpuMsPerJob: number;
+  load: string;
+}
+
+/** Warm-up, then the timed load over `urls` (connections split evenly), with the CPU it cost. */
+async function measure(name: string, urls: string[], pids: number[], token: string): Promise<Case> {
+  const split = (i: number) => Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0);
+  await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
+  const cpu = async () => (await Promise.all(pids.map(cpuMs))).reduce((a, b) => a + b, 0);
+  const [replicasBefore, postgresBefore] = [await cpu(), await postgresCpuMs()];
+  const results = await Promise.all(urls.map((url, i) => wrk(url, token, split(i), SECONDS)));
+  const [replicasAfter, postgresAfter] = [await cpu(), await postgresCpuMs()];
+  const requests = results.reduce((sum, r) => sum + r.requests, 0);
+  const failures = results.reduce((sum, r) => sum + r.failures, 0);
+  const accepted = requests - failures;
+  return {
+    name,
+    jobsPerSecond: accepted / Math.max(...results.map((r) => r.seconds)),
+    p50: merged(results, 0.5),
+    p99: merged(results, 0.99),
+    requests,
+    failures,
+    replicaCpuMsPerJob: (replicasAfter - replicasBefore) / accepted,
+    postgresCpuMsPerJob: (postgresAfter - postgresBefore) / accepted,
+    load: await loadAverage(),
+  };
+}
+
+async function sqliteCase(): Promise<Case> {
+  const dir = await mkdtemp(join(work, 'sqlite-'));
+  await writeFile(join(dir, 'config.yml'), JSON.stringify(CONFIG));
+  const child = spawnServe(['--config', join(dir, 'config.yml'), '--data-dir', dir]);
+  try {
+    const url = await serving(child);
+    const token = (await readFile(join(dir, 'admin.token'), 'utf8')).trim();
+    return await measure('SQLite, 1 process', [url], [child.pid!], token);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+async function postgresCase(count: number): Promise<Case> {
+  const mine: (() => unknown)[] = [];
+  const set = await startReplicas(
+    { after: (cleanup) => void mine.push(cleanup) },
+    undefined,
+    await newPostgresDatabase(),
+    count,
+    { lease: null, config: CONFIG },
+  );
+  try {
+    return await measure(
+      `PostgreSQL, ${count} replica${count > 1 ? 's' : ''}`,
+      set.replicas.map((r) => r.url),
+      set.replicas.map((r) => r.child.pid!),
+      set.token,
+    );
+  } finally {
+    for (const cleanup of mine.reverse()) await cleanup();
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
+
+/** `KILLS` kills of the leader of three replicas on the fake cluster; the times to the two facts, in ms. */
+async function kills(): Promise<{ lease: number[]; acting: number[]; epochs: number[] }> {
+  const cluster = await fakeCluster(scope, { autopilot: true, stepMs: 200 });
+  const created = new Set<string>();
+  cluster.api.onChange((type, plural, object) => {
+    if (type === 'ADDED' && plural === 'jobs') created.add(object.metadata.name as string);
+  });
+  const set = await startReplicas(scope, cluster, await newPostgresDatabase(), 3, {
+    lease: null,
+    config: CONFIG,
+  });
+  const submit = async (replica: Replica): Promise<string> => {
+    const response = await fetch(`${replica.url}/api/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${set.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ items: [job] }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (response.status !== 200) throw new Error(`${replica.name}: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { responses: { id: string }[] }).responses[0]!.id;
+  };
+  const createdInCluster = (id: string, timeout: number) =>
+    until(() => created.has(volcanoJobName(id)), { describe: `job ${id} created in the cluster`, timeout });
+  const times = { lease: [] as number[], acting: [] as number[], epochs: [] as number[] };
+  for (let i = 0; i < KILLS; i++) {
+    // A leader that acts: a job accepted now reaches the cluster.
+    const leader = await leaderOtherThan(set, undefined, 120_000);
+    await createdInCluster(await submit(leader.replica), 120_000);
+    leader.replica.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    const follower = set.replicas.find((r) => r !== leader.replica)!;
+    const probe = await submit(follower);
+    const next = await leaderOtherThan(set, leader.replica, 120_000);
+    times.lease.push(performance.now() - killedAt);
+    times.epochs.push(next.epoch);
+    if (next.epoch <= leader.epoch) throw new Error(`epoch ${next.epoch} after ${leader.epoch}`);
+    await createdInCluster(probe, 120_000);
+    times.acting.push(performance.now() - killedAt);
+    console.error(
+      `kill ${i + 1}: ${leader.replica.name} (epoch ${leader.epoch}) -> ${next.replica.name} (epoch ` +
+        `${next.epoch}): lease ${(times.lease.at(-1)! / 1000).toFixed(1)} s, acting ` +
+        `${(times.acting.at(-1)! / 1000).toFixed(1)} s; load ${await loadAverage()}`,
+    );
+    await leader.replica.exited;
+    await set.replace(leader.replica);
+  }
+  return times;
+}
+
+try {
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  console.log(
+    `commit ${commit}, Node ${process.version}, ${SECONDS} s per case, ${CONNECTIONS} connections, ` +
+      `dry backend, load average at the start ${await loadAverage()}\n`,
+  );
+  const cases = [await sqliteCase()];
+  for (const count of [1, 2, 3]) cases.push(await postgresCase(count));
+  console.log(
+    '| store | requests | non-200 | accepted jobs/s | p50 ms | p99 ms | replicas CPU ms/job | PostgreSQL CPU ms/job | × SQLite jobs/s | load after |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+  const sqlite = cases[0]!;
+  for (const c of cases) {
+    console.log(
+      `| ${c.name} | ${c.requests} | ${c.failures} | ${Math.round(c.jobsPerSecond)} | ${c.p50.toFixed(1)} | ` +
+        `${c.p99.toFixed(1)} | ${c.replicaCpuMsPerJob.toFixed(3)} | ${c.postgresCpuMsPerJob.toFixed(3)} | ` +
+        `${(c.jobsPerSecond / sqlite.jobsPerSecond).toFixed(2)} | ${c.load} |`,
+    );
+  }
+  if (cases.some((c) => c.failures > 0)) process.exitCode = 1;
+  if (!values['skip-kills']) {
+    const t = await kills();
+    const s = (ms: number) => (ms / 1000).toFixed(1);
+    console.log(
+      `\nkill -9 of the leader, ${KILLS} times (3 replicas, lease 15 s renewed every 2 s), load after ${await loadAverage()}:\n` +
+        `- lease taken by another replica (epoch raised): p50 ${s(median(t.lease))} s, max ${s(Math.max(...t.lease))} s ` +
+        `(each: ${t.lease.map(s).join(', ')})\n` +
+        `- a job accepted after the kill created by the new leader: p50 ${s(median(t.acting))} s, max ` +
+        `${s(Math.max(...t.acting))} s (each: ${t.acting.map(s).join(', ')})`,
+    );
+  }
+} finally {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+}
+process.exit();
