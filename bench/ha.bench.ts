@@ -117,8 +117,19 @@ async function wrk(url: string, token: string, connections: number, seconds: num
     ].join('\n'),
   );
   const out = await new Promise<string>((resolve, reject) => {
-    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, `${url}/api/jobs`];
-    execFile('wrk', args, { maxBuffer: 1 << 22 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    const args = [
+      '-t1',
+      `-c${connections}`,
+      `-d${seconds}s`,
+      '--timeout',
+      '10s',
+      '-s',
+      script,
+      `${url}/api/jobs`,
+    ];
+    execFile('wrk', args, { maxBuffer: 1 << 22 }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    );
   });
   const result = /RESULT (\d+) (\d+) (\d+)/.exec(out);
   if (!result) throw new Error(`wrk said: ${out}`);
@@ -158,7 +169,8 @@ interface Case {
 
 /** Warm-up, then the timed load over `urls` (connections split evenly), with the CPU it cost. */
 async function measure(name: string, urls: string[], pids: number[], token: string): Promise<Case> {
-  const split = (i: number) => Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0);
+  const split = (i: number) =>
+    Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0);
   await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
   const cpu = async () => (await Promise.all(pids.map(cpuMs))).reduce((a, b) => a + b, 0);
   const [replicasBefore, postgresBefore] = [await cpu(), await postgresCpuMs()];
@@ -234,7 +246,8 @@ async function kills(): Promise<{ lease: number[]; acting: number[]; epochs: num
       body: JSON.stringify({ items: [job] }),
       signal: AbortSignal.timeout(30_000),
     });
-    if (response.status !== 200) throw new Error(`${replica.name}: ${response.status} ${await response.text()}`);
+    if (response.status !== 200)
+      throw new Error(`${replica.name}: ${response.status} ${await response.text()}`);
     return ((await response.json()) as { responses: { id: string }[] }).responses[0]!.id;
   };
   const createdInCluster = (id: string, timeout: number) =>

@@ -47,23 +47,43 @@ export interface CreditCheckOptions {
   monitorIntervalMs: number;
 }
 
+/**
+ * What a transaction has read of an owner's credits in a category: the wallet (its allocations
+ * locked for the rest of the transaction on PostgreSQL) and what its active jobs hold back, grown
+ * by each job reserved since. One per transaction: a batch of submissions reads each owner's once.
+ */
+export type CreditReads = Map<string, { wallet: Wallet; held: number }>;
+
 export function creditCheck(o: CreditCheckOptions) {
   return {
     /**
      * Reserves for each priced job in order, or throws 402 naming the first (as `items[i]`) its
      * owner cannot pay for; call inside the transaction that inserts the jobs (`tx`), after
-     * inserting them.
+     * inserting them, with that transaction's `reads` (a new map per transaction).
      */
-    async reserve(tx: StoreParts, jobs: readonly PreparedJob[]): Promise<void> {
+    async reserve(
+      tx: StoreParts,
+      jobs: readonly PreparedJob[],
+      reads: CreditReads = new Map(),
+    ): Promise<void> {
       for (const [i, job] of jobs.entries()) {
         if (job.product.pricePerUnit === 0) continue;
         const needed = reservationFor(job.product, job.replicas, o.monitorIntervalMs);
-        const w = await o.access.wallet(accountOf(job.owner), job.product.category, o.now(), tx);
-        const held = await tx.jobs.heldCredits(job.owner, job.product.category);
+        const account = accountOf(job.owner);
+        const { category } = job.product;
+        const key = `${account}\n${category}`;
+        let read = reads.get(key);
+        if (!read) {
+          const wallet = await o.access.wallet(account, category, o.now(), tx);
+          read = { wallet, held: await tx.jobs.heldCredits(job.owner, category) };
+          reads.set(key, read);
+        }
+        const { wallet: w, held } = read;
         if (w.balance <= 0 || w.balance - held < needed) {
           throw paymentRequired(`items[${i}]: ${noCredits(job.owner, w, held, needed)}`);
         }
         await tx.jobs.reserveCredits(job.id, needed);
+        read.held += needed;
       }
     },
   };

@@ -9,7 +9,7 @@ import { QuotaExceeded, type StorageQuotas } from '../storage/quota.ts';
 import type { Store, StoreParts } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { LargestMachine } from './backend.ts';
-import { creditCheck } from './credit-check.ts';
+import { type CreditReads, creditCheck } from './credit-check.ts';
 import { conflict, forbidden, paymentRequired } from './errors.ts';
 import { checkFits, checkInputs, creatorDrives, type JobEnvironment, prepareJob } from './prepare.ts';
 
@@ -75,6 +75,22 @@ export function jobIntake(o: IntakeOptions) {
     ? creditCheck({ access, now, monitorIntervalMs: o.monitorIntervalMs })
     : undefined;
   let batch: Pending[] = [];
+  /** The flush under way: one at a time, so that requests arriving meanwhile share the next. */
+  let flushing: Promise<void> | undefined;
+
+  /**
+   * Commits the pending requests, then those that came meanwhile, one transaction at a time:
+   * concurrent transactions of one owner would only wait for each other's lock on its credits.
+   */
+  function startFlushing(): void {
+    flushing ??= (async () => {
+      try {
+        while (batch.length > 0) await flush();
+      } finally {
+        flushing = undefined;
+      }
+    })();
+  }
 
   /** Commits every pending request in one transaction: one disk sync for many submissions. */
   async function flush(): Promise<void> {
@@ -85,6 +101,7 @@ export function jobIntake(o: IntakeOptions) {
       store.transaction(
         async (tx) => {
           const fresh = new Set<Pending>();
+          const reads: CreditReads = new Map();
           for (const p of group) {
             if (p.idempotency && (await tx.jobs.idempotent(p.username, p.idempotency.key))) continue;
             fresh.add(p);
@@ -92,6 +109,7 @@ export function jobIntake(o: IntakeOptions) {
             await credits?.reserve(
               tx,
               p.records.map((r) => r.prepared),
+              reads,
             );
             if (p.idempotency) {
               await tx.jobs.rememberIdempotent(
@@ -221,7 +239,7 @@ export function jobIntake(o: IntakeOptions) {
 
     return new Promise<string[]>((resolve, reject) => {
       // A millisecond of patience lets concurrent requests share one sync to disk.
-      if (batch.length === 0) setTimeout(() => void flush(), 1);
+      if (batch.length === 0 && !flushing) setTimeout(startFlushing, 1);
       batch.push({
         records,
         username: caller.username,

@@ -60,8 +60,11 @@ export interface PostgresDatabase {
    * behind a leader's hundreds of transactions waiting for the pool (the lease would lapse).
    */
   aside: Connection;
-  /** Runs `fn` in a new transaction on a connection of its own; committed when it returns. */
-  transaction<T>(fn: (c: Connection) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in a new transaction on a connection of its own; committed when it returns, and
+   * synced to disk before that when `durable`.
+   */
+  transaction<T>(fn: (c: Connection) => Promise<T>, durable?: boolean): Promise<T>;
   /** Closes its connections. */
   end(): Promise<void>;
 }
@@ -71,9 +74,12 @@ const IDLE_TRANSACTION_MS = 10_000;
 
 /**
  * PostgreSQL through node-postgres: a pool of connections, every write committed before it
- * answers (PostgreSQL syncs a commit to disk by default, so an accepted job is durable on every
- * transaction, not only those marked so). The schema is migrated at open, under an advisory lock
- * so that replicas starting together migrate once.
+ * answers. As on SQLite, only transactions marked durable (accepting jobs) wait for their commit
+ * to reach the disk; the others survive a crash of ucompute (and of any replica) at once and the
+ * server's within its WAL writer's delay (`synchronous_commit = off`): lifecycle updates can be
+ * had again from the backend, accepted jobs cannot. The lease's connection commits synchronously
+ * (a takeover lost by a crash of the server would fence nothing). The schema is migrated at open,
+ * under an advisory lock so that replicas starting together migrate once.
  */
 export async function openPostgresDatabase(url: string): Promise<PostgresDatabase> {
   // Idle connections do not keep the process alive: it ends when its work does. A transaction
@@ -84,12 +90,12 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
     types,
     max: 10,
     allowExitOnIdle: true,
-    options: `-c idle_in_transaction_session_timeout=${IDLE_TRANSACTION_MS}`,
+    options: `-c idle_in_transaction_session_timeout=${IDLE_TRANSACTION_MS} -c synchronous_commit=off`,
   });
   // An idle connection that fails (the server restarted) is dropped by the pool; without a
   // listener its error would end the process.
   pool.on('error', () => {});
-  const transaction = async <T>(fn: (c: Connection) => Promise<T>): Promise<T> => {
+  const transaction = async <T>(fn: (c: Connection) => Promise<T>, durable = false): Promise<T> => {
     const client = await pool.connect();
     let broken = false;
     // Ended by the server between two statements (idle too long: this process was paused): the
@@ -99,7 +105,7 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
     };
     client.on('error', ended);
     try {
-      await client.query('begin');
+      await client.query(durable ? 'begin; set local synchronous_commit = on' : 'begin');
       const query = queryOn(client);
       const result = await fn({ query, atomic: (inner) => inner(query), locked: ' for update' });
       await client.query('commit');

@@ -33,27 +33,28 @@ function partsOn(c: Connection): StoreParts {
  * The store on PostgreSQL, which several replicas share. A transaction runs on a connection of
  * its own, so transactions of one process run side by side as those of several do; rows a
  * transaction reads through `jobs.get` stay locked until it ends, so two updates of one job
- * apply one after the other. Every commit is synced before it answers (durable or not).
+ * apply one after the other. Transactions marked durable are synced before they answer, the
+ * others soon after (database.ts).
  */
 export async function openPostgresStore(url: string): Promise<Store> {
   const d = await openPostgresDatabase(url);
   return {
     ...partsOn(d.outside),
     leases: postgresLeases(d.aside),
-    transaction: (fn) => d.transaction((c) => fn(partsOn(c))),
+    transaction: (fn, options) => d.transaction((c) => fn(partsOn(c)), options?.durable),
     fenced(fence) {
-      const fenced = <T>(fn: (c: Connection) => Promise<T>) =>
+      const fenced = <T>(fn: (c: Connection) => Promise<T>, durable?: boolean) =>
         d.transaction(async (c) => {
           await checkFence(c.query, fence);
           return fn(c);
-        });
+        }, durable);
       // A call of a part outside a transaction: each statement in a fenced transaction of its own.
       const query = ((text: string, ...params: unknown[]) =>
         fenced((c) => c.query(text, ...params))) as Query;
       query.changed = (text, ...params) => fenced((c) => c.query.changed(text, ...params));
       return {
         ...partsOn({ query, atomic: (fn) => fenced((c) => fn(c.query)), locked: '' }),
-        transaction: (fn) => fenced((c) => fn(partsOn(c))),
+        transaction: (fn, options) => fenced((c) => fn(partsOn(c)), options?.durable),
       };
     },
     close: () => d.end(),

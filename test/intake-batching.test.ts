@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import { reservationFor } from '../src/jobs/credit-check.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import type { Product } from '../src/model/product.ts';
+import type { Store } from '../src/store/store.ts';
+import { env, products } from './support/fixtures.ts';
+import { manualClock } from './support/manual-clock.ts';
+import { openTestStore, STORE_KINDS, type StoreKind } from './support/store.ts';
+import { until } from './support/until.ts';
+
+// Submissions that arrive while the intake commits wait for its next transaction, and a transaction
+// reads each owner's credits once: concurrent transactions of one owner only queue for its locked
+// allocations (PostgreSQL), and reading them again for every job of a batch is a round trip each.
+
+const T0 = Date.UTC(2025, 0, 1);
+const DAY = 24 * 3_600_000;
+const alice = { username: 'alice', admin: false };
+const PRICED: Product = { id: 'priced', category: 'priced', cpu: 1, memoryInGigs: 1, pricePerUnit: 1 };
+const job = {
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: { id: PRICED.id, category: PRICED.category },
+  replicas: 1,
+  timeAllocation: null,
+};
+
+/**
+ * The store, with what the intake's (durable) transactions do counted: how many ran, the most at
+ * once, and the wallet reads in them; the first waits for `release` before it runs.
+ */
+function counted(store: Store, release: Promise<void>) {
+  const seen = { transactions: 0, atOnce: 0, mostAtOnce: 0, walletReads: 0 };
+  const wrapped: Store = {
+    ...store,
+    async transaction(fn, options) {
+      if (!options?.durable) return store.transaction(fn, options);
+      seen.atOnce++;
+      seen.mostAtOnce = Math.max(seen.mostAtOnce, seen.atOnce);
+      try {
+        if (seen.transactions++ === 0) await release;
+        return await store.transaction(
+          (tx) =>
+            fn({
+              ...tx,
+              accounting: {
+                ...tx.accounting,
+                activeAllocations: (...args) => {
+                  seen.walletReads++;
+                  return tx.accounting.activeAllocations(...args);
+                },
+              },
+            }),
+          options,
+        );
+      } finally {
+        seen.atOnce--;
+      }
+    },
+  };
+  return { store: wrapped, seen };
+}
+
+const MONITOR_MS = 1_000;
+/** What each job of the test holds back until its first charge. */
+const NEEDED = reservationFor(PRICED, 1, MONITOR_MS);
+
+/**
+ * A service on `kind` whose owner alice has `credits`, its first intake transaction held until
+ * `submitDuring` has submitted `more` requests and each has joined the intake's batch.
+ */
+async function intakeOn(kind: StoreKind, credits: number) {
+  const clock = manualClock(T0);
+  const base = await openTestStore(kind);
+  await base.accounting.grant('user:alice', PRICED.category, credits, T0 - DAY, T0 + DAY, T0);
+  let release = () => {};
+  const { store, seen } = counted(base, new Promise<void>((r) => (release = r)));
+  let checked = 0;
+  const service = createJobService({
+    store,
+    env: { ...env(), products: [...products, PRICED] },
+    backend: dryBackend({ runForMs: null, clock }),
+    clock,
+    requireCredits: true,
+    monitorIntervalMs: MONITOR_MS,
+    // Asked by each request just before it joins the intake's batch: counts those that did.
+    quotas: {
+      check: async () => {
+        checked++;
+      },
+    },
+  });
+  /** One request, then `more` while its commit waits; answers each one's ids or error. */
+  async function submitDuring(more: number): Promise<(string[] | Error)[]> {
+    const settled = (p: Promise<string[]>) => p.catch((e: Error) => e);
+    const first = settled(service.create(alice, [job]));
+    await until(() => seen.transactions === 1, { describe: 'the first commit started' });
+    const others = Array.from({ length: more }, () => settled(service.create(alice, [job])));
+    await until(() => checked === more + 1, { describe: 'every request checked and batched' });
+    // The pushes into the batch follow their checks in the same turn of the event loop.
+    await new Promise((r) => setImmediate(r));
+    release();
+    return Promise.all([first, ...others]);
+  }
+  return {
+    seen,
+    submitDuring,
+    close: async () => {
+      await service.stop();
+      await base.close();
+    },
+  };
+}
+
+describe('intake batching', () => {
+  for (const kind of STORE_KINDS) {
+    test(`${kind}: jobs submitted during a commit share the next one, which reads the owner's credits once`, async () => {
+      const intake = await intakeOn(kind, 1_000 * NEEDED);
+      try {
+        const answers = await intake.submitDuring(20);
+        assert.equal(new Set(answers.flat()).size, 21, 'every request accepted, with a job of its own');
+        assert.equal(intake.seen.mostAtOnce, 1, 'one intake transaction at a time');
+        assert.equal(intake.seen.transactions, 2, 'the first request, then the 20 that came meanwhile');
+        assert.equal(intake.seen.walletReads, 2, "alice's credits read once per transaction");
+      } finally {
+        await intake.close();
+      }
+    });
+
+    test(`${kind}: a batch counts what its earlier jobs hold back: no overdraw within one commit`, async () => {
+      // Credits for 3 jobs: the first takes one, the batch of 3 after it has room for 2.
+      const intake = await intakeOn(kind, 3 * NEEDED);
+      try {
+        const answers = await intake.submitDuring(3);
+        const refused = answers.filter((a) => a instanceof Error);
+        assert.equal(answers.length - refused.length, 3);
+        assert.equal(refused.length, 1);
+        assert.match(refused[0]!.message, /credits/);
+      } finally {
+        await intake.close();
+      }
+    });
+  }
+});
