@@ -281,7 +281,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
       "the host still has the pod's namespace mount",
     );
     await p.destroy(0);
-    assert.equal((await main.exited).signal, 'SIGKILL');
+    await main.exited;
   });
 
   test('a restarted runtime recovers running pods and learns their exit codes; dead leftovers are cleaned', async (t) => {
