@@ -15,9 +15,18 @@ function signalAll(pids: readonly number[], signal: NodeJS.Signals) {
   }
 }
 
+/**
+ * How long killed processes may take to be gone. A killed process stays listed until its exit is
+ * through, and its exit tears down its namespaces (a mount namespace waits for the machine's
+ * mount lock): on a loaded machine that took over a second, and a destroy that gave up then
+ * failed while nothing was wrong.
+ */
+const KILLED_GONE_WITHIN_MS = 15_000;
+
 /** SIGKILL to the listed processes until none is left; after `patientRounds` rounds of waiting. */
 async function killUntilGone(list: () => Promise<number[]>, patientRounds = 0) {
-  for (let round = 0; round < patientRounds + 100; round++) {
+  const deadline = Date.now() + KILLED_GONE_WITHIN_MS;
+  for (let round = 0; round < patientRounds + 100 || Date.now() < deadline; round++) {
     const pids = await list();
     if (pids.length === 0) return;
     if (round >= patientRounds) signalAll(pids, 'SIGKILL');
