@@ -152,10 +152,14 @@ export async function bridgeNetwork(
       const name = freshName();
       return { ip: addresses.take(), netns: name, veth: name };
     });
+    // The host ends get no IPv6 link-local address (addrgenmode none): a bridge port needs none,
+    // and each address added or removed on the host is a network change to the browsers there —
+    // Chromium fails every request in flight with ERR_NETWORK_CHANGED — so a researcher's open
+    // Jupyter or desktop would break whenever another pod started or ended.
     const host = made.flatMap((n) => [
       `netns add ${n.netns}`,
       `link add ${n.veth} type veth peer name eth0 netns ${n.netns}`,
-      `link set ${n.veth} master ${bridge} up`,
+      `link set ${n.veth} addrgenmode none master ${bridge} up`,
     ]);
     try {
       await journal.created(made.map((n) => n.netns));
