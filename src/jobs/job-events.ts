@@ -68,7 +68,11 @@ export function jobEvents(o: {
   let readQueued = false;
 
   function written(newest?: number): void {
-    if (!listening() || readQueued || (newest !== undefined && position !== undefined && newest <= position)) {
+    if (
+      !listening() ||
+      readQueued ||
+      (newest !== undefined && position !== undefined && newest <= position)
+    ) {
       return;
     }
     readQueued = true;
