@@ -153,7 +153,10 @@ describe('the job event stream', () => {
     assert.equal(last?.specification.application.name, 'file-server');
     // Numbered in the order of commit, whichever replica wrote them.
     const ids = alice.received.map((r) => Number(r.id));
-    assert.ok(ids.every((id, i) => Number.isSafeInteger(id) && (i === 0 || id > ids[i - 1]!)), `${ids}`);
+    assert.ok(
+      ids.every((id, i) => Number.isSafeInteger(id) && (i === 0 || id > ids[i - 1]!)),
+      `${ids}`,
+    );
     alice.close();
     carol.close();
   });

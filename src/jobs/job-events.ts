@@ -53,7 +53,8 @@ export function jobEvents(o: {
   const watchers = new Set<{ caller: Caller; listener: JobEventListener }>();
   const followers = new Map<string, Set<UpdateListener>>();
   const listening = () => watchers.size > 0 || followers.size > 0;
-  let stopHearing: (() => void) | undefined;
+  /** Whether the store tells this of events written (from the first listener on). */
+  let hearing = false;
   /** Reads and watches, one after the other: a watch starts between two reads. */
   let turns: Promise<void> = Promise.resolve();
   const inTurn = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -84,7 +85,10 @@ export function jobEvents(o: {
 
   /** Starts from the newest event; call in turn, with a listener added. */
   async function startHere(): Promise<number> {
-    stopHearing ??= store.onJobEvents(written);
+    if (!hearing) {
+      store.onJobEvents(written);
+      hearing = true;
+    }
     position = (await store.jobEvents.bounds()).newest;
     return position;
   }

@@ -4,7 +4,7 @@ import { isFinal } from '../model/job-states.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
-import type { JobChanges, JobRecord } from '../store/jobs.ts';
+import type { JobChanges } from '../store/jobs.ts';
 import type { Store, Transactional } from '../store/store.ts';
 import type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
