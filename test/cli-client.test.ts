@@ -153,6 +153,8 @@ describe('help', () => {
       'show',
       'logs',
       'cancel',
+      'suspend',
+      'resume',
       'extend',
       'ssh-keys',
     ]) {
@@ -169,6 +171,8 @@ describe('help', () => {
       'show',
       'logs',
       'cancel',
+      'suspend',
+      'resume',
       'extend',
       'ssh-keys',
     ]) {
@@ -432,6 +436,40 @@ describe('extend and cancel', TIMEOUT, () => {
     const late = await client(['extend', id, '1h'], held);
     assertExit(late, 1);
     assert.match(late.stderr, /has already ended/);
+  });
+
+  test('suspend stops a running job and keeps it, resume queues it again; refusals say why', async () => {
+    const run = await client(['run', 'word-count', '--param', 'input=/home/local/a.txt'], held);
+    assertExit(run, 0);
+    const id = run.stdout.trim();
+    await inState(id, 'RUNNING', held);
+
+    const suspend = await client(['suspend', id.slice(0, 8)], held);
+    assertExit(suspend, 0);
+    const suspendedWord =
+      'Suspended by local: its processes are stopped; the job and its folder are kept until it is resumed';
+    assert.equal(suspend.stdout, `${id}: SUSPENDED, ${suspendedWord}\n`);
+    assert.match(
+      (await client(['jobs'], held)).stdout,
+      new RegExp(`^${id}\\s+word-count@\\S+\\s+SUSPENDED\\s.*\\s${suspendedWord}$`, 'm'),
+    );
+    const twice = await client(['suspend', id], held);
+    assertExit(twice, 1);
+    assert.match(
+      twice.stderr,
+      new RegExp(`^error: job ${id} is SUSPENDED; only queued or running jobs can be suspended$`, 'm'),
+    );
+
+    const resume = await client(['resume', id], held);
+    assertExit(resume, 0);
+    assert.match(resume.stdout, new RegExp(`^${id}: (IN_QUEUE|RUNNING), `));
+    const resumed = await retrieve(id, held);
+    assert.ok(resumed.updates.some((u) => u.status === 'Resumed by local: the job is in the queue again'));
+    await inState(id, 'RUNNING', held);
+    const notSuspended = await client(['resume', id], held);
+    assertExit(notSuspended, 1);
+    assert.match(notSuspended.stderr, new RegExp(`^error: job ${id} is RUNNING, not SUSPENDED$`, 'm'));
+    assertExit(await client(['cancel', id], held), 0);
   });
 
   test('logs -f follows a running job until it is cancelled', async () => {

@@ -357,6 +357,8 @@ describe('the command line', TIMEOUT, () => {
         { encoding: 'utf8' },
       ).trim();
     assert.equal(complete('ucompute', 'ad'), 'admin');
+    assert.equal(complete('ucompute', 'sus'), 'suspend');
+    assert.equal(complete('ucompute', 'resu'), 'resume');
     assert.equal(complete('ucompute', 'admin', 'gr'), 'grant grants');
     assert.equal(complete('ucompute', 'admin', 'rev'), 'revoke');
     assert.equal(complete('ucompute', 'jobs', '--w'), '--watch');

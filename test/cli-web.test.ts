@@ -76,7 +76,8 @@ test('web hands the browser a private page leading to the link, never the link',
   // A "browser" that records the arguments it was started with.
   const seen = join(tmp, 'browser-args');
   const browser = join(tmp, 'browser.sh');
-  writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}'\n`);
+  // Written aside, then renamed: the file appears whole, never empty between `>` and printf.
+  writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}.part'\nmv '${seen}.part' '${seen}'\n`);
   chmodSync(browser, 0o755);
   const result = await runCli(['web', ...on()], { env: { ...env, BROWSER: browser } });
   assertExit(result, 0);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import {
   container,
@@ -72,6 +73,33 @@ describe('local runtime network', { skip: skip ?? false }, () => {
     // allowPeers replaces the set.
     await a.allowPeers([]);
     assert.equal(await reaches(b, a), false, 'a no longer allows b');
+  });
+
+  test('pods add no address on the host: browsers there see no network change as pods come and go', async (t) => {
+    const { pod, bridge } = await testRuntime(t);
+    await pod('quiet-0');
+    await pod('quiet-1');
+    const show = (...args: string[]) =>
+      JSON.parse(execFileSync('ip', ['-j', ...args, 'show', 'master', bridge], { encoding: 'utf8' })) as {
+        ifname: string;
+        inet6_addr_gen_mode?: string;
+        addr_info?: unknown[];
+      }[];
+    const ports = show('-d', 'link');
+    assert.ok(ports.length >= 2, `the bridge ${bridge} has the pods' host ends`);
+    // Without it each host end gets an fe80:: address the moment its peer is up.
+    assert.deepEqual(
+      ports.filter((p) => p.inet6_addr_gen_mode !== 'none').map((p) => p.ifname),
+      [],
+      'every host end is made with addrgenmode none',
+    );
+    assert.deepEqual(
+      show('addr')
+        .filter((p) => (p.addr_info ?? []).length > 0)
+        .map((p) => p.ifname),
+      [],
+      'no host end carries an address',
+    );
   });
 
   test('a container that is not root listens on a low port of its pod, as with Docker', async (t) => {

@@ -253,6 +253,37 @@ describe('local runtime', { skip: skip ?? false }, () => {
     assert.ok(!running.includes(join(stateDir, 'pods', p.name)), 'no supervisor is left');
   });
 
+  test("bubblewrap starts where the host's network namespace mounts are gone; the host keeps them", async (t) => {
+    const { pod, stateDir } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('unmounted');
+    const record = await podRecord(stateDir, p.name);
+    const main = await p.start(container(out, 'main', ['sleep', '1000']));
+    const pidFile = join(stateDir, 'pods', p.name, 'containers', 'main', 'pid');
+    // The supervisor's child execs bubblewrap, whose first process stays in the child's mount namespace.
+    const sandbox = await until(
+      async () => {
+        const supervisor = (await readFile(pidFile, 'utf8').catch(() => '')).trim();
+        if (!supervisor) return null;
+        const children = await readFile(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8');
+        const pid = children.trim().split(' ')[0];
+        if (!pid) return null;
+        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        return cmdline.includes('bwrap') ? pid : null;
+      },
+      { describe: "the supervisor's child runs bubblewrap" },
+    );
+    const mounts = await readFile(`/proc/${sandbox}/mountinfo`, 'utf8');
+    assert.ok(!mounts.includes(' /run/netns'), `no /run/netns mount where bubblewrap starts:\n${mounts}`);
+    const host = await readFile('/proc/self/mountinfo', 'utf8');
+    assert.ok(
+      host.includes(`/run/netns/${record.network.netns}`),
+      "the host still has the pod's namespace mount",
+    );
+    await p.destroy(0);
+    await main.exited;
+  });
+
   test('a restarted runtime recovers running pods and learns their exit codes; dead leftovers are cleaned', async (t) => {
     const first = await testRuntime(t);
     const out = await outputDir(t);

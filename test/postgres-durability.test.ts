@@ -12,12 +12,15 @@ test('PostgreSQL: durable transactions and the lease commit synchronously, the o
   const database = await openPostgresDatabase(await newPostgresDatabase());
   const setting = async (rows: Promise<Record<string, unknown>[]>) => (await rows)[0]?.synchronous_commit;
   try {
-    assert.equal(await setting(database.transaction((c) => c.query('show synchronous_commit'), true)), 'on');
+    assert.equal(
+      await setting(database.transaction((c) => c.query('show synchronous_commit'), { durable: true })),
+      'on',
+    );
     assert.equal(await setting(database.transaction((c) => c.query('show synchronous_commit'))), 'off');
     assert.equal(await setting(database.outside.query('show synchronous_commit')), 'off');
     assert.equal(await setting(database.aside.query('show synchronous_commit')), 'on');
     // The setting is the transaction's own: the connection goes back to the pool as it was.
-    await database.transaction((c) => c.query('select 1'), true);
+    await database.transaction((c) => c.query('select 1'), { durable: true });
     assert.equal(await setting(database.outside.query('show synchronous_commit')), 'off');
   } finally {
     await database.end();

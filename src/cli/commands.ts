@@ -180,6 +180,22 @@ export const COMMANDS: Command[] = [
     ...fromModule(() => import('./jobs.ts'), 'cancelCommand', 'CANCEL_USAGE'),
   },
   {
+    name: 'suspend',
+    help: [
+      {
+        call: 'suspend ID...',
+        does: 'stop jobs for now, keeping them and their folders (resume queues them again)',
+        client: true,
+      },
+    ],
+    ...fromModule(() => import('./suspend.ts'), 'suspendCommand', 'SUSPEND_USAGE'),
+  },
+  {
+    name: 'resume',
+    help: [{ call: 'resume ID...', does: 'put suspended jobs back in the queue', client: true }],
+    ...fromModule(() => import('./suspend.ts'), 'resumeCommand', 'RESUME_USAGE'),
+  },
+  {
     name: 'extend',
     help: [
       {

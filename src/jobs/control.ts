@@ -80,6 +80,10 @@ export function jobControl(o: ControlOptions) {
     await updates.update(id, { state: 'SUSPENDED', status }, {}, (tx) => tx.jobs.markUnsubmitted(id));
   }
 
+  /** A person's suspend, in the job's updates: who, and that it waits for a resume. */
+  const suspendedStatus = (username: string) =>
+    `Suspended by ${username}: its processes are stopped; the job and its folder are kept until it is resumed`;
+
   /** Puts a suspended job back in the queue and submits it again. */
   async function requeue(id: string, status: string): Promise<void> {
     const queued = await updates.update(id, { state: 'IN_QUEUE', status, expectedState: 'SUSPENDED' });
@@ -107,7 +111,7 @@ export function jobControl(o: ControlOptions) {
         if (job.state !== 'RUNNING' && job.state !== 'IN_QUEUE')
           throw conflict(`job ${job.id} is ${job.state}; only queued or running jobs can be suspended`);
       }
-      for (const job of jobs) await suspendJob(job.id, 'The job was suspended; its folder is kept');
+      for (const job of jobs) await suspendJob(job.id, suspendedStatus(caller.username));
     },
 
     /**
@@ -121,7 +125,8 @@ export function jobControl(o: ControlOptions) {
         const problem = await o.quotaProblem?.(job);
         if (problem !== undefined) throw paymentRequired(`job ${job.id} cannot start: ${problem}`);
       }
-      for (const job of jobs) await requeue(job.id, 'The job is in the queue again');
+      for (const job of jobs)
+        await requeue(job.id, `Resumed by ${caller.username}: the job is in the queue again`);
     },
 
     /**

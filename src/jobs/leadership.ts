@@ -16,8 +16,14 @@ export interface LeadershipOptions {
   holder: string;
   /** How long the lease lasts unless renewed: how long a crashed leader's loop stays without one. */
   ttlMs: number;
-  /** How often it is renewed (and, while another leads, asked for): well below `ttlMs`. */
+  /** How often it is renewed: well below `ttlMs`. */
   renewMs: number;
+  /**
+   * How often a replica that does not lead asks for it (`renewMs` by default): a crashed leader's
+   * successor comes at most this long after its lease ran out. An ask that finds the lease held
+   * is one statement that changes nothing.
+   */
+  retryMs?: number;
   clock: Clock;
   /**
    * Starts leading, writing through `fenced`; answers how to stop. `holds` answers, before each
@@ -120,7 +126,7 @@ export function leadership(o: LeadershipOptions) {
 
   function tick(): void {
     pass = pass.then(once).finally(() => {
-      if (!stopped) timer = o.clock.setTimeout(tick, o.renewMs);
+      if (!stopped) timer = o.clock.setTimeout(tick, leading ? o.renewMs : (o.retryMs ?? o.renewMs));
     });
   }
 

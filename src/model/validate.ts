@@ -15,8 +15,19 @@ export interface Parser<T extends TSchema> {
   issues(value: unknown, path?: string): Issue[];
 }
 
-export function parser<T extends TSchema>(schema: T): Parser<T> {
+/** Compiled checks by schema: schemas are constants, and every server built in a process checks with the same. */
+const compiledChecks = new WeakMap<TSchema, ReturnType<typeof TypeCompiler.Compile>>();
+
+function compiledCheck(schema: TSchema) {
+  const known = compiledChecks.get(schema);
+  if (known) return known;
   const compiled = TypeCompiler.Compile(schema);
+  compiledChecks.set(schema, compiled);
+  return compiled;
+}
+
+export function parser<T extends TSchema>(schema: T): Parser<T> {
+  const compiled = compiledCheck(schema);
   const issues = (value: unknown, path = ''): Issue[] => explain(schema, value, path);
   return {
     schema,

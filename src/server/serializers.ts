@@ -10,12 +10,30 @@ import { type SerializerFactory, SerializerSelector } from '@fastify/fast-json-s
 export function lazySerializers(eager: SerializerFactory = SerializerSelector()): SerializerFactory {
   return (externalSchemas, options) => {
     const compile = eager(externalSchemas, options);
+    const context = JSON.stringify([externalSchemas, options]);
     return (route) => {
       let serialize: ((doc: unknown) => string) | undefined;
       return (doc) => {
-        serialize ??= compile(route);
+        serialize ??= builtFor(route.schema as object, context, () => compile(route));
         return serialize(doc);
       };
     };
   };
+}
+
+/**
+ * The serializers built in this process, by response schema (our schemas are constants) and the
+ * app's shared schemas and options: a serializer depends on nothing else, so a process that builds
+ * several apps (the tests build one per case) builds each once.
+ */
+const built = new WeakMap<object, Map<string, (doc: unknown) => string>>();
+
+function builtFor(schema: object, context: string, build: () => (doc: unknown) => string) {
+  const bySchema = built.get(schema) ?? new Map<string, (doc: unknown) => string>();
+  built.set(schema, bySchema);
+  const known = bySchema.get(context);
+  if (known) return known;
+  const serialize = build();
+  bySchema.set(context, serialize);
+  return serialize;
 }

@@ -45,8 +45,9 @@ export interface TransactionOptions {
  */
 export interface Store extends Transactional {
   /**
-   * The store as a leader writes it: each of its transactions, and each call of its parts (then a
-   * transaction of its own), first checks that `fence.lease` still has `fence.epoch` — on
+   * The store as a leader writes it: each of its transactions, and each call of its parts that
+   * writes (then a transaction of its own; on PostgreSQL a read outside a transaction is not
+   * fenced: it changes nothing), first checks that `fence.lease` still has `fence.epoch` — on
    * PostgreSQL holding that row shared until it ends, so that a takeover commits after it — and is
    * otherwise refused with FencedError, having written nothing.
    */

@@ -147,6 +147,35 @@ describe('sessions on the local backend, in a browser', tools, () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
+  /**
+   * The page's next job submission reaches the server, but the browser loses the answer, as Chromium
+   * drops requests in flight when the machine's network changes (ERR_NETWORK_CHANGED: the local
+   * backend adds and removes pods' interfaces). Resolves with the status the server answered.
+   */
+  async function answerLost(p: Page): Promise<{ status: Promise<number> }> {
+    let told!: (status: number) => void;
+    let failed!: (e: unknown) => void;
+    const status = new Promise<number>((resolve, reject) => {
+      told = resolve;
+      failed = reject;
+    });
+    await p.route(
+      (u) => u.pathname === '/api/jobs',
+      async (route) => {
+        if (route.request().method() !== 'POST') return route.fallback();
+        try {
+          const answer = await route.fetch();
+          await route.abort('internetdisconnected');
+          told(answer.status());
+        } catch (e) {
+          failed(e);
+        }
+      },
+      { times: 1 },
+    );
+    return { status };
+  }
+
   /** Stops the jobs the tests started that still run. */
   async function stopJobs(): Promise<void> {
     const ids: string[] = [];
@@ -268,8 +297,10 @@ describe('sessions on the local backend, in a browser', tools, () => {
       await own.getByLabel('API token').fill(bobToken);
       await own.getByRole('button', { name: 'Sign in' }).click();
       await own.getByRole('heading', { name: 'Applications' }).waitFor();
-      // His own workspace has no credits: the refusal names it, and where credits are.
+      // His own workspace has no credits: the refusal names it, and where credits are — also when
+      // the browser lost the first answer.
       await own.goto(`${origin()}/apps/terminal`);
+      const refused = await answerLost(own);
       await own.getByRole('button', { name: 'Submit' }).click();
       await own
         .getByText(/user bob has no allocation for u1-standard: run in a project that has credits/)
@@ -277,11 +308,22 @@ describe('sessions on the local backend, in a browser', tools, () => {
       await own.getByLabel('Workspace').selectOption('lab');
       await own.goto(`${origin()}/apps/terminal`);
       await own.getByText(/paid by project lab/).waitFor();
+      assert.equal(await refused.status, 402);
       await capture(own, ARTIFACTS, 'launch-in-project');
+      // The answer to the accepted submission is lost too: the page asks again and the job is made once.
+      const accepted = await answerLost(own);
       await own.getByRole('button', { name: 'Submit' }).click();
       await own.waitForURL(/\/jobs\/[a-z0-9]+$/);
       const id = /\/jobs\/([a-z0-9]+)$/.exec(own.url())![1]!;
       jobs.push(id);
+      assert.equal(await accepted.status, 200);
+      const { items } = await admin.api<{ items: { id: string }[] }>(
+        '/api/jobs/browse?filterCreatedBy=bob&itemsPerPage=250',
+      );
+      assert.deepEqual(
+        items.map((j) => j.id),
+        [id],
+      );
       await own.getByText('bob in project lab').waitFor();
       await shownOrExplained(
         own.locator('h1 .state-running'),

@@ -55,11 +55,14 @@ async function repeated(send: () => Promise<Response>): Promise<Response> {
 /** A fetch of the API; a 401 signs the interface out (the sign-in page shows). */
 export async function call(method: string, path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
+  // A request with an Idempotency-Key is as safe to repeat as a read: the server answers a repeat
+  // with what the first one made, and makes nothing twice.
+  const repeatable = method === 'GET' || headers.has('idempotency-key');
   const csrf = session.value?.csrfToken;
   if (STATE_CHANGING.has(method) && csrf !== undefined) headers.set('x-csrf-token', csrf);
   if (workspace.value !== '' && !path.startsWith('/api/auth/')) headers.set('project', workspace.value);
   const send = () => fetch(path, { ...init, method, headers, credentials: 'same-origin' });
-  const response = await (method === 'GET' ? repeated(send) : send());
+  const response = await (repeatable ? repeated(send) : send());
   if (response.ok) return response;
   const error = await refusal(response);
   if (response.status === 401 && !path.startsWith('/api/auth/')) session.value = null;
@@ -77,15 +80,28 @@ export async function getJson<T>(
   return (await response.json()) as T;
 }
 
-export async function sendJson<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function sendJson<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<T> {
   const response = await call(method, path, {
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return (await response.json().catch(() => ({}))) as T;
 }
 
-export const postJson = <T>(path: string, body: unknown): Promise<T> => sendJson<T>('POST', path, body);
+export const postJson = <T>(path: string, body: unknown, headers: Record<string, string> = {}): Promise<T> =>
+  sendJson<T>('POST', path, body, headers);
+
+/** A new Idempotency-Key: one per thing the user asked for, so that its repeats make it once. */
+export function idempotencyKey(): string {
+  // getRandomValues, unlike randomUUID, works on a plain-http origin too.
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 /** The session the cookie holds, or null. */
 export async function loadSession(): Promise<void> {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { run } from './exec.ts';
 import { namespaceJournal } from './namespace-journal.ts';
@@ -128,15 +129,37 @@ export async function bridgeNetwork(
   await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
   await machine.run('nft', ['-f', '-'], rulesScript(bridge, cidr, gateway, egress));
 
+  /**
+   * Names handed out and not yet deleted. A name is also never one the machine still has: a
+   * namespace an earlier process left, or the veth of one deleted lately (the kernel removes it in
+   * the background). A name taken twice failed the whole batch of `ip` lines ("File exists").
+   */
+  const named = new Set<string>();
+  function freshName(): string {
+    // Bounded: 16^5 names, of which this instance holds at most its pods and pool.
+    for (let attempt = 0; attempt < 1000; attempt++) {
+      const name = `${prefix}${randomBytes(4).toString('hex').slice(0, 5)}`;
+      if (named.has(name) || existsSync(`/run/netns/${name}`) || existsSync(`/sys/class/net/${name}`))
+        continue;
+      named.add(name);
+      return name;
+    }
+    throw new Error(`no free network namespace name under ${prefix} after 1000 tries`);
+  }
+
   async function create(count: number): Promise<PodNetwork[]> {
     const made = Array.from({ length: count }, () => {
-      const id = randomBytes(4).toString('hex').slice(0, 5);
-      return { ip: addresses.take(), netns: `${prefix}${id}`, veth: `${prefix}${id}` };
+      const name = freshName();
+      return { ip: addresses.take(), netns: name, veth: name };
     });
+    // The host ends get no IPv6 link-local address (addrgenmode none): a bridge port needs none,
+    // and each address added or removed on the host is a network change to the browsers there —
+    // Chromium fails every request in flight with ERR_NETWORK_CHANGED — so a researcher's open
+    // Jupyter or desktop would break whenever another pod started or ended.
     const host = made.flatMap((n) => [
       `netns add ${n.netns}`,
       `link add ${n.veth} type veth peer name eth0 netns ${n.netns}`,
-      `link set ${n.veth} master ${bridge} up`,
+      `link set ${n.veth} addrgenmode none master ${bridge} up`,
     ]);
     try {
       await journal.created(made.map((n) => n.netns));
@@ -224,6 +247,7 @@ export async function bridgeNetwork(
       const script = batch.map((netns) => `netns del ${netns}`).join('\n');
       await machine.run('ip', ['-force', '-batch', '-'], `${script}\n`).catch(() => undefined);
       await journal.deleted(batch).catch(() => undefined);
+      for (const netns of batch) named.delete(netns);
     });
     lastDeletion = nextDeletion;
     return nextDeletion;

@@ -32,4 +32,7 @@ export const programPath = (name: ProgramName): string => join(import.meta.dirna
 export interface SyscallNumbers {
   setns: number;
   setgroups: number;
+  unshare: number;
+  mount: number;
+  umount2: number;
 }

@@ -22,7 +22,7 @@ export interface CompiledSeccomp {
  */
 export async function compiledSeccomp(dir: string): Promise<CompiledSeccomp> {
   const compiler = programPath('seccomp-compile.py');
-  const resolve: (keyof SyscallNumbers)[] = ['setns', 'setgroups'];
+  const resolve: (keyof SyscallNumbers)[] = ['setns', 'setgroups', 'unshare', 'mount', 'umount2'];
   const profile = JSON.stringify({
     allowed: ALLOWED_SYSCALLS,
     arguments: ARGUMENT_RULES,

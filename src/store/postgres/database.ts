@@ -80,6 +80,11 @@ function queryOn(client: pg.Pool | pg.PoolClient): Query {
   return query;
 }
 
+export interface TransactionStart {
+  durable?: boolean;
+  opening?: string;
+}
+
 export interface PostgresDatabase {
   pool: pg.Pool;
   /** Statements on the pool, each its own transaction. */
@@ -91,9 +96,10 @@ export interface PostgresDatabase {
   aside: Connection;
   /**
    * Runs `fn` in a new transaction on a connection of its own; committed when it returns, and
-   * synced to disk before that when `durable`.
+   * synced to disk before that when `durable`. `opening`, a statement without parameters, is sent
+   * with the `begin` (one round trip, not two); `fn` is handed its rows.
    */
-  transaction<T>(fn: (c: Connection) => Promise<T>, durable?: boolean): Promise<T>;
+  transaction<T>(fn: (c: Connection, opened: Row[]) => Promise<T>, options?: TransactionStart): Promise<T>;
   /** Closes its connections. */
   end(): Promise<void>;
 }
@@ -124,7 +130,10 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
   // An idle connection that fails (the server restarted) is dropped by the pool; without a
   // listener its error would end the process.
   pool.on('error', () => {});
-  const transaction = async <T>(fn: (c: Connection) => Promise<T>, durable = false): Promise<T> => {
+  const transaction = async <T>(
+    fn: (c: Connection, opened: Row[]) => Promise<T>,
+    { durable = false, opening }: TransactionStart = {},
+  ): Promise<T> => {
     const client = await pool.connect();
     let broken = false;
     // Ended by the server between two statements (idle too long: this process was paused): the
@@ -134,15 +143,26 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
     };
     client.on('error', ended);
     try {
-      await client.query(durable ? 'begin; set local synchronous_commit = on' : 'begin');
+      const start = [
+        'begin',
+        ...(durable ? ['set local synchronous_commit = on'] : []),
+        ...(opening ? [opening] : []),
+      ];
+      const started = (await client.query<Row>(start.join('; '))) as
+        | pg.QueryResult<Row>
+        | pg.QueryResult<Row>[];
+      const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
       const query = queryOn(client);
       const events: [string, number | null][] = [];
-      const result = await fn({
-        query,
-        atomic: (inner) => inner(query),
-        locked: ' for update',
-        recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
-      });
+      const result = await fn(
+        {
+          query,
+          atomic: (inner) => inner(query),
+          locked: ' for update',
+          recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
+        },
+        opened,
+      );
       if (events.length > 0) await writeJobEvents(query, events);
       await client.query('commit');
       return result;

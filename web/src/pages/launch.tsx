@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ApiError, getJson, postJson, session } from '../api.ts';
+import { ApiError, getJson, idempotencyKey, postJson, session } from '../api.ts';
 import { ErrorAlert } from '../components/error-alert.tsx';
 import { type ChosenFolder, FoldersField } from '../components/folders-field.tsx';
 import { ParameterField } from '../components/parameter-field.tsx';
@@ -89,7 +89,13 @@ export function LaunchPage({ name }: { name: string }) {
       ...(jobName.trim() !== '' ? { name: jobName.trim() } : {}),
     };
     try {
-      const created = await postJson<{ responses: { id: string }[] }>('/api/jobs', { items: [item] });
+      // Keyed, so that a request the browser dropped (ERR_NETWORK_CHANGED when the machine's network
+      // changes) is sent again without starting the job twice.
+      const created = await postJson<{ responses: { id: string }[] }>(
+        '/api/jobs',
+        { items: [item] },
+        { 'idempotency-key': idempotencyKey() },
+      );
       navigate(`/jobs/${created.responses[0]!.id}`);
     } catch (e) {
       const found: Record<string, string> = {};
