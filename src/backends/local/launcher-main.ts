@@ -16,10 +16,16 @@ closeInheritedDescriptors();
 process.stdout.on('error', () => process.exit(0));
 const answer = (a: LauncherAnswer) => process.stdout.write(`${JSON.stringify(a)}\n`);
 
-function runCommand(id: number, file: string, args: string[], input: string | undefined) {
-  const child = execFile(file, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+function runCommand(id: number, run: Extract<LauncherRequest, { run: unknown }>['run']) {
+  const { file, args, input, timeoutMs } = run;
+  const options = { maxBuffer: 16 * 1024 * 1024, timeout: timeoutMs, killSignal: 'SIGKILL' as const };
+  const started = Date.now();
+  const child = execFile(file, args, options, (error, stdout, stderr) => {
     if (error) {
-      const detail = String(stderr).trim() || error.message;
+      const late = error.killed && Date.now() - started >= timeoutMs;
+      const detail = late
+        ? `it did not finish within ${timeoutMs / 1000} s`
+        : String(stderr).trim() || error.message;
       answer({ id, error: `${file} ${args.join(' ')} failed: ${detail}` });
     } else answer({ id, stdout: String(stdout) });
   });
@@ -64,7 +70,7 @@ function spawnDetached(id: number, request: Extract<LauncherRequest, { spawn: un
 
 for await (const line of createInterface({ input: process.stdin })) {
   const request = JSON.parse(line) as LauncherRequest;
-  if ('run' in request) runCommand(request.id, request.run.file, request.run.args, request.run.input);
+  if ('run' in request) runCommand(request.id, request.run);
   else spawnDetached(request.id, request.spawn);
 }
 // Detached children keep running; only our pipes to them go.

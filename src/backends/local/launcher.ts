@@ -41,7 +41,7 @@ export interface DetachedCommand {
 
 /** The protocol: one JSON object per line each way. */
 export type LauncherRequest =
-  | { id: number; run: { file: string; args: string[]; input?: string } }
+  | { id: number; run: { file: string; args: string[]; input?: string; timeoutMs: number } }
   | { id: number; spawn: DetachedCommand };
 export type LauncherAnswer =
   | { id: number; stdout: string }
@@ -52,10 +52,17 @@ export type LauncherAnswer =
 const MAIN = fileURLToPath(new URL('./launcher-main.ts', import.meta.url));
 
 /**
- * Starts the launcher. It keeps ucompute's event loop alive only while a command it ran is
- * pending or a process it started runs, as the commands themselves would.
+ * How long a command (`ip`, `nft`, the namespace set-up) may run: they take milliseconds, but one
+ * blocked in the kernel would hold up its pod's start or stop, and ucompute's close, for ever.
  */
-export function startLauncher(): Launcher {
+const COMMAND_TIMEOUT_MS = 120_000;
+
+/**
+ * Starts the launcher. It keeps ucompute's event loop alive only while a command it ran is
+ * pending or a process it started runs, as the commands themselves would. A command still running
+ * after `commandTimeoutMs` is killed and fails, saying so.
+ */
+export function startLauncher({ commandTimeoutMs = COMMAND_TIMEOUT_MS } = {}): Launcher {
   let child: ChildProcess | null = null;
   let nextId = 1;
   const pending = new Map<
@@ -120,7 +127,14 @@ export function startLauncher(): Launcher {
 
   return {
     async run(file, args, input) {
-      const a = await request({ run: { file, args: [...args], ...(input !== undefined ? { input } : {}) } });
+      const a = await request({
+        run: {
+          file,
+          args: [...args],
+          ...(input !== undefined ? { input } : {}),
+          timeoutMs: commandTimeoutMs,
+        },
+      });
       return 'stdout' in a ? a.stdout : '';
     },
     async spawnDetached(command, onExit) {

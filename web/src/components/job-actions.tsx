@@ -4,7 +4,8 @@ import { formatBytes, when } from '../format.ts';
 import { Link } from '../router.tsx';
 import type { FileEntry, Job } from '../types.ts';
 
-// What a job's page offers beside its facts: more time, cancelling, and its output files.
+// What a job's page offers beside its facts: more time, suspending and resuming, cancelling, and
+// its output files.
 
 const EXTENSIONS = [1, 4, 12, 24];
 
@@ -67,6 +68,62 @@ export function Cancel({ id, onDone }: { id: string; onDone: (message: string) =
           </button>
           <button type="button" onClick={() => dialog.current?.close()}>
             Keep it running
+          </button>
+        </div>
+      </dialog>
+    </>
+  );
+}
+
+/**
+ * Suspend (a queued or running job: its processes stop, the job and its folder stay) or Resume (a
+ * suspended one: back in the queue), where the job's state allows it as the API does. A refusal
+ * (an owner over its storage quota: 402 with what to delete) is shown in the server's words.
+ */
+export function SuspendResume({ job, onDone }: { job: Job; onDone: (message: string) => void }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const { state } = job.status;
+  const ask = async (path: string, done: string, refused: string) => {
+    dialog.current?.close();
+    try {
+      await postJson(path, { items: [{ id: job.id }] });
+      onDone(done);
+    } catch (e) {
+      onDone(`${refused}: ${(e as Error).message}`);
+    }
+  };
+  if (state === 'SUSPENDED') {
+    return (
+      <button
+        type="button"
+        onClick={() => void ask('/api/jobs/unsuspend', 'The job is back in the queue.', 'Not resumed')}
+      >
+        Resume
+      </button>
+    );
+  }
+  if (state !== 'RUNNING' && state !== 'IN_QUEUE') return null;
+  return (
+    <>
+      <button type="button" onClick={() => dialog.current?.showModal()}>
+        Suspend
+      </button>
+      <dialog ref={dialog} aria-labelledby="suspend-title">
+        <h2 id="suspend-title">Suspend this job?</h2>
+        <p>
+          Its processes are stopped and its machine freed; the job, its folder and its output are kept, and
+          nothing is charged while it is suspended. Resume puts it back in the queue, where its program starts
+          again.
+        </p>
+        <div class="actions">
+          <button
+            type="button"
+            onClick={() => void ask('/api/jobs/suspend', 'The job is suspended.', 'Not suspended')}
+          >
+            Yes, suspend the job
+          </button>
+          <button type="button" onClick={() => dialog.current?.close()}>
+            Keep it as it is
           </button>
         </div>
       </dialog>

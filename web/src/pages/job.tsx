@@ -1,7 +1,7 @@
 import { lazy, Suspense } from 'preact/compat';
 import { useEffect, useState } from 'preact/hooks';
 import { getJson, postJson } from '../api.ts';
-import { Cancel, Extend, OutputFiles } from '../components/job-actions.tsx';
+import { Cancel, Extend, OutputFiles, SuspendResume } from '../components/job-actions.tsx';
 import { Logs, Timeline } from '../components/job-history.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
 import { credits, span, waitingNotice, when } from '../format.ts';
@@ -40,7 +40,7 @@ function shown(value: ParameterValue): preact.ComponentChild {
   }
 }
 
-/** A job: state timeline, logs per rank, its sessions, extend and cancel, output files, parameters and cost. */
+/** A job: state timeline, logs per rank, its sessions, extend, suspend/resume and cancel, output files, parameters and cost. */
 export function JobPage({ id }: { id: string }) {
   const [job, setJob] = useState<Job | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -224,6 +224,13 @@ export function JobPage({ id }: { id: string }) {
             </button>
           )}
           <Extend
+            job={job}
+            onDone={(message) => {
+              setNotice(message);
+              void retrieve();
+            }}
+          />
+          <SuspendResume
             job={job}
             onDone={(message) => {
               setNotice(message);

@@ -3,7 +3,7 @@ import { getJson } from '../api.ts';
 import { Options } from '../components/options.tsx';
 import { SessionCards } from '../components/session-cards.tsx';
 import { StateBadge } from '../components/state-badge.tsx';
-import { OUTCOME_LABEL, span, when } from '../format.ts';
+import { OUTCOME_LABEL, span, waitingNotice, when } from '../format.ts';
 import { type ListFilter, listFollower, type Shown } from '../job-list.ts';
 import { watchJobs } from '../live.ts';
 import { Link, navigate, queryOf } from '../router.tsx';
@@ -180,7 +180,11 @@ export function JobsPage() {
                 <td>{j.specification.application.name}</td>
                 <td>
                   <StateBadge {...j.status} />
-                  {j.status.outcome !== undefined && <span class="reason">{j.status.outcome.text}</span>}
+                  {reasonOf(j) !== undefined && (
+                    <span class="reason" title={reasonOf(j)}>
+                      {reasonOf(j)}
+                    </span>
+                  )}
                 </td>
                 <td>{leftText(j, now)}</td>
                 <td class="wide">
@@ -221,4 +225,12 @@ export function JobsPage() {
 function leftText(job: Job, now: number): string {
   const left = timeLeft(job, now);
   return left === undefined || FINAL_STATES.has(job.status.state) ? '-' : span(left);
+}
+
+/**
+ * Beside the badge: how an ended job ended, or why a waiting one waits (its place in the queue, who
+ * suspended it, a hold for its owner's storage quota), as its page says.
+ */
+function reasonOf(job: Job): string | undefined {
+  return job.status.outcome?.text ?? waitingNotice(job);
 }

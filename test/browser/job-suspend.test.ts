@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { serveClient } from '../support/browser.ts';
+import { needs } from '../support/local-tools.ts';
+import { serving, spawnServe } from '../support/serve.ts';
+import { until } from '../support/until.ts';
+import { builtWebApp, DESKTOP } from '../support/web-app.ts';
+
+/**
+ * Suspend and Resume on the web's job page, and the jobs list saying why a job waits, in
+ * Chromium on `ucompute serve` with the dry backend (jobs run until stopped) and a 1 MiB storage
+ * quota: the job is suspended from its page (after the dialog), the list shows who suspended it,
+ * Resume is refused in the service's words while the owner is over its quota (a file written into
+ * the drive behind the API's back, counted once the Trash is emptied), and accepted once there is
+ * room. One browser, one page; its own time budget.
+ */
+
+const tools = await needs('chromium');
+
+describe('suspending and resuming a job in the browser', { ...tools, timeout: 120_000 }, () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'ucompute-suspend-web-'));
+  const dataDir = join(tmp, 'data');
+  const bigFile = join(dataDir, 'storage', 'home', 'local', 'big.bin');
+  let server: ChildProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let url: string;
+  let token: string;
+  const pageErrors: string[] = [];
+
+  before(async () => {
+    builtWebApp();
+    const config = join(tmp, 'config.yml');
+    writeFileSync(config, 'dry: { runForMs: null }\nstorage: { quota: { defaultBytes: 1048576 } }\n');
+    server = spawnServe(['--data-dir', dataDir, '--config', config]);
+    url = (await serving(server)).replace('127.0.0.1', 'localhost');
+    token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: DESKTOP });
+    page.on('pageerror', (error) => pageErrors.push(String(error)));
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.kill('SIGTERM');
+    await new Promise((resolve) =>
+      server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
+    );
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('Suspend from the job page, the list says who; Resume refused over the quota, then accepted', async () => {
+    const { api, submit } = serveClient(url, token);
+    const state = async (id: string) =>
+      (await api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state;
+    const id = await submit('terminal');
+    await until(async () => (await state(id)) === 'RUNNING', { describe: 'the job runs' });
+
+    await page.goto(url);
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Applications' }).waitFor();
+    await page.goto(`${url}/jobs/${id}`);
+    await page.getByRole('button', { name: 'Suspend' }).click();
+    await page.getByRole('dialog', { name: 'Suspend this job?' }).waitFor();
+    await page.getByRole('button', { name: 'Yes, suspend the job' }).click();
+    const suspended = /^Suspended by local: its processes are stopped; the job and its folder are kept/;
+    await page.getByRole('status').filter({ hasText: suspended }).waitFor();
+    assert.equal(await state(id), 'SUSPENDED');
+    assert.equal(await page.getByRole('button', { name: 'Suspend' }).count(), 0, 'no Suspend once suspended');
+
+    await page.goto(`${url}/jobs`);
+    const row = page.locator(`tr[data-job="${id}"]`);
+    await row.getByText(suspended).waitFor();
+    assert.equal(await row.locator('.state').textContent(), 'Suspended');
+
+    // Over the quota: Resume answers the service's 402, and the job stays suspended.
+    writeFileSync(bigFile, Buffer.alloc(2 * 1024 * 1024));
+    await api('/api/files/trash/empty', { drive: '/home/local' });
+    await page.goto(`${url}/jobs/${id}`);
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page
+      .getByRole('status')
+      .filter({
+        hasText: new RegExp(
+          `^Not resumed: job ${id} cannot start: the storage quota of user local is used up: /home/local .*empty the Trash`,
+        ),
+      })
+      .waitFor();
+    assert.equal(await state(id), 'SUSPENDED');
+
+    rmSync(bigFile);
+    await api('/api/files/trash/empty', { drive: '/home/local' });
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('status').filter({ hasText: 'The job is back in the queue.' }).waitFor();
+    await until(async () => (await state(id)) === 'RUNNING', { describe: 'the resumed job runs' });
+    await page.getByRole('button', { name: 'Suspend' }).waitFor();
+    assert.deepEqual(pageErrors, []);
+  });
+});
