@@ -9,8 +9,11 @@ import {
   keptPod,
   ORPHAN_MIN_AGE_MS,
   podDeletion,
+  podlessSince,
   queueIsOpen,
+  STRANDED_AFTER_MS,
   sharedKey,
+  strandedReport,
 } from '../src/backends/kubernetes/decisions.ts';
 import type { PodSummary, Report } from '../src/backends/kubernetes/states.ts';
 
@@ -163,4 +166,35 @@ test('queueIsOpen: only the state Open takes jobs (a new queue has none until Vo
     { status: { state: '' } },
   ])
     assert.equal(queueIsOpen(queue), false, JSON.stringify(queue));
+});
+
+test('podlessSince: an admitted gang (PodGroup Inqueue or Running) of a live job with no pods waits since first seen so; anything else does not', () => {
+  const waiting = { phase: 'Pending', groupPhase: 'Inqueue', pods: 0, done: false };
+  const rows: [Parameters<typeof podlessSince>[0], number | undefined, number | undefined][] = [
+    [waiting, undefined, 1000],
+    [waiting, 500, 500],
+    [{ ...waiting, phase: 'Running', groupPhase: 'Running' }, 700, 700],
+    [{ ...waiting, pods: 1 }, 500, undefined],
+    [{ ...waiting, groupPhase: 'Pending' }, 500, undefined],
+    [{ ...waiting, groupPhase: undefined }, undefined, undefined],
+    [{ ...waiting, phase: 'Completing' }, 500, undefined],
+    [{ ...waiting, phase: undefined }, undefined, undefined],
+    [{ ...waiting, done: true }, 500, undefined],
+  ];
+  for (const [facts, since, expected] of rows)
+    assert.equal(podlessSince(facts, since, 1000), expected, JSON.stringify({ facts, since }));
+});
+
+test('strandedReport: the report is kept until the wait lasts STRANDED_AFTER_MS, then it says why and what helps', () => {
+  const queued: Report = { state: 'IN_QUEUE', status: 'The job is waiting in the queue' };
+  const since = Date.UTC(2026, 10, 26, 20, 0);
+  assert.equal(strandedReport(queued, 'Inqueue', undefined, since + STRANDED_AFTER_MS), queued);
+  assert.equal(strandedReport(queued, 'Inqueue', since, since + STRANDED_AFTER_MS - 1), queued);
+  const stranded = strandedReport(queued, 'Inqueue', since, since + STRANDED_AFTER_MS);
+  assert.equal(stranded.state, 'IN_QUEUE');
+  assert.match(stranded.status, /^The job is waiting in the queue\. Volcano has not created its pods: /);
+  assert.match(stranded.status, /PodGroup has been Inqueue with no pods since 2026-11-26T20:00:00\.000Z/);
+  assert.match(stranded.status, /restarting volcano-controller-manager/);
+  // The same text for as long as it lasts: one update, not one per look.
+  assert.deepEqual(strandedReport(queued, 'Inqueue', since, since + 10 * STRANDED_AFTER_MS), stranded);
 });

@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { STRANDED_AFTER_MS } from '../src/backends/kubernetes/decisions.ts';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { type Clock, systemClock } from '../src/model/clock.ts';
@@ -33,7 +34,11 @@ async function serviceOn(
 ) {
   store ??= await openTestStore();
   const config = resolvePipelineConfig(cluster.config());
-  const backend = kubernetesBackend({ config, settings: { kubeconfig: cluster.kubeconfig } });
+  const backend = kubernetesBackend({
+    config,
+    settings: { kubeconfig: cluster.kubeconfig },
+    now: () => clock.now(),
+  });
   const service = createJobService({
     store,
     env: { catalog, products, config },
@@ -209,4 +214,40 @@ test('ucompute serve --backend kubernetes says which cluster it uses and runs jo
     return ((await r.json()) as { status: { state: string } }).status.state === 'SUCCESS';
     // A served child and the fake cluster's watches: over 15 s at a load of 25.
   }, 120_000);
+});
+
+test('a job whose gang Volcano admitted without ever creating its pods (Volcano 1.10 after an API-server restart) says so in its updates after minutes, and runs when they come', async (t) => {
+  const cluster = await fakeCluster(t);
+  const clock = manualClock(Date.UTC(2026, 10, 26, 20, 0));
+  const { service, backend, state } = await serviceOn(t, cluster, undefined, clock);
+  await service.start();
+  const [stranded, witness] = await service.create(alice, [job({ replicas: 1 }), job({ replicas: 1 })]);
+  await eventually(
+    () => cluster.volcano.job(stranded!) !== undefined && cluster.volcano.job(witness!) !== undefined,
+  );
+  cluster.volcano.strand(stranded!);
+  // The witness's PodGroup changes after the stranded one's, on the same watch: once its status is
+  // reported, the backend has seen the stranded gang Inqueue (at 20:00 on the clock).
+  cluster.volcano.unschedulable(witness!, '1/1 tasks in gang unschedulable: pod group is not ready');
+  const statuses = async (id: string) =>
+    (await service.retrieve(alice, id)).updates.map((u) => u.status ?? '');
+  await eventually(async () => (await statuses(witness!)).some((s) => s.includes('1/1 tasks in gang')));
+  const flagged = (all: string[]) => all.filter((s) => s.includes('Volcano has not created its pods'));
+
+  await clock.advance(STRANDED_AFTER_MS - 1000);
+  await backend.reconcile();
+  assert.deepEqual(flagged(await statuses(stranded!)), [], 'not yet: enqueued pods may still come');
+  await clock.advance(1000);
+  await backend.reconcile();
+  await eventually(async () => flagged(await statuses(stranded!)).length > 0);
+  const [said] = flagged(await statuses(stranded!));
+  assert.match(said!, /PodGroup has been Inqueue with no pods since 2026-11-26T20:00:00\.000Z/);
+  assert.equal(await state(stranded!), 'IN_QUEUE');
+  assert.deepEqual(flagged(await statuses(witness!)), [], 'a gang Volcano has not admitted is not stranded');
+
+  // An administrator restarted Volcano's controller: the pods come and the job runs as any other.
+  cluster.volcano.admit(stranded!);
+  cluster.volcano.run(stranded!);
+  await eventually(async () => (await state(stranded!)) === 'RUNNING');
+  assert.equal((await statuses(stranded!)).at(-1), 'The job is running (1/1 ready)');
 });

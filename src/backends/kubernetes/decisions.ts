@@ -36,6 +36,59 @@ export function evaluation(job: JobFacts, report: Report): Evaluation {
   return { action: 'report', report };
 }
 
+/**
+ * Volcano 1.10's job controller creates a job's pods only when its PodGroup informer sees the
+ * group's phase change (an update; job_controller.go has no add handler). A PodGroup that became
+ * Inqueue while the controller's watch was down (an API-server restart) is first seen by its
+ * re-list, as an add: the job then waits with no pods for ever. ucompute cannot create them; it
+ * says so on the job once the wait has lasted this long (enqueued pods normally come in seconds).
+ */
+export const STRANDED_AFTER_MS = 3 * 60_000;
+/** How often jobs waiting for their pods are looked at again (nothing on the cluster changes). */
+export const STRANDED_CHECK_MS = 30_000;
+
+/** What the stranded-job decision looks at. */
+export interface PodWaitFacts {
+  /** The Volcano Job's phase. */
+  phase: string | undefined;
+  /** Its PodGroup's phase. */
+  groupPhase: string | undefined;
+  pods: number;
+  done: boolean;
+}
+
+/**
+ * Since when (clock ms) the job has waited for pods that Volcano should have created — its
+ * PodGroup admitted (Inqueue or Running) and its Job Pending or Running with no pod — or undefined
+ * when it does not; `since` is the previous answer.
+ */
+export function podlessSince(
+  facts: PodWaitFacts,
+  since: number | undefined,
+  now: number,
+): number | undefined {
+  const admitted = facts.groupPhase === 'Inqueue' || facts.groupPhase === 'Running';
+  const live = facts.phase === 'Pending' || facts.phase === 'Running';
+  return !facts.done && admitted && live && facts.pods === 0 ? (since ?? now) : undefined;
+}
+
+/** The report, with what a researcher (and an administrator) should know once the job is stranded. */
+export function strandedReport(
+  report: Report,
+  groupPhase: string,
+  since: number | undefined,
+  now: number,
+): Report {
+  if (since === undefined || now - since < STRANDED_AFTER_MS) return report;
+  return {
+    ...report,
+    status:
+      `${report.status}. Volcano has not created its pods: its PodGroup has been ${groupPhase} with no pods ` +
+      `since ${new Date(since).toISOString()} (Volcano 1.10 misses this after an API-server restart; ` +
+      'restarting volcano-controller-manager makes it create them, or cancel and submit the job again)',
+  };
+}
+
 export type PodDeletion =
   /** Its job is not known (yet, or any more): drop the pod from what is kept. */
   | 'forget'

@@ -3,7 +3,15 @@ import type { BackendEvent } from '../../jobs/backend.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
 import { logFileName } from '../../volcano/names.ts';
 import { apiMessage, type Connection } from './connection.ts';
-import { evaluation, jobDeletion, keptPod, podDeletion } from './decisions.ts';
+import {
+  evaluation,
+  jobDeletion,
+  keptPod,
+  podDeletion,
+  podlessSince,
+  STRANDED_CHECK_MS,
+  strandedReport,
+} from './decisions.ts';
 import type { JobObjects } from './job-objects.ts';
 import { type JobView, newJobView, wake } from './job-views.ts';
 import type { NodeSummary } from './nodes.ts';
@@ -38,7 +46,10 @@ export interface JobFollowing {
   viewOf(jobId: string): JobView;
   /** Starts the watches on first use, once a listener can hear what the first list reports. */
   start(): Promise<void>;
-  /** Deletes objects of ours whose job is gone; also runs periodically once started. */
+  /**
+   * Deletes objects of ours whose job is gone, and looks again at jobs waiting for their pods;
+   * also runs periodically once started.
+   */
   reconcile(): Promise<number>;
   /** Backend.setLeading: a follower reports, ends and deletes nothing; a new leader reports all again. */
   setLeading(leads: (() => boolean) | false): void;
@@ -89,7 +100,15 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
   function evaluate(jobId: string): void {
     const view = views.get(jobId);
     if (!view?.job || !leading()) return;
-    const report = reportOf(view.job, view.pods.values(), view.group, view.reported?.state);
+    const facts = {
+      phase: view.job.phase,
+      groupPhase: view.group?.phase,
+      pods: view.pods.size,
+      done: view.done,
+    };
+    view.podlessSince = podlessSince(facts, view.podlessSince, now());
+    const mapped = reportOf(view.job, view.pods.values(), view.group, view.reported?.state);
+    const report = strandedReport(mapped, view.group?.phase ?? '', view.podlessSince, now());
     const next = evaluation({ phase: view.job.phase, done: view.done, reported: view.reported }, report);
     if (next.action === 'finish') {
       view.done = true;
@@ -178,6 +197,11 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
   let watches: Watches | undefined;
   let started: Promise<void> | undefined;
   let reconcileTimer: NodeJS.Timeout | undefined;
+  let strandedTimer: NodeJS.Timeout | undefined;
+  /** A stranded job changes nothing on the cluster: the clock alone makes it one. */
+  const recheckPodless = () => {
+    for (const [id, view] of views) if (view.podlessSince !== undefined) touch(id);
+  };
   function start(): Promise<void> {
     started ??= (async () => {
       watches = watchCluster(conn, options.scope, {
@@ -202,12 +226,15 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
         reconcile().catch((e: unknown) => log?.warn({ err: e }, `reconciliation failed: ${apiMessage(e)}`));
       }, options.reconcileIntervalMs);
       reconcileTimer.unref();
+      strandedTimer = setInterval(recheckPodless, STRANDED_CHECK_MS);
+      strandedTimer.unref();
     })();
     return started;
   }
 
   async function reconcile(): Promise<number> {
     await start();
+    recheckPodless();
     if (!leading()) return 0;
     // A job submitted here is live before its watch shows it: under load that took over 10 min
     // (the cluster benchmark lost 300 of 1,000 running jobs' NetworkPolicies to this). Asked before
@@ -239,6 +266,7 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
     nodes: () => watches?.nodes.items.values() ?? [],
     close() {
       clearInterval(reconcileTimer);
+      clearInterval(strandedTimer);
       watches?.stop();
       for (const view of views.values()) {
         wake(view);

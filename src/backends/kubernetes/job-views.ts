@@ -10,6 +10,8 @@ export interface JobView {
   reported?: { state: BackendEvent['state']; status: string };
   /** Ended (reported and being removed) or cancelled: nothing more is reported. */
   done: boolean;
+  /** Since when Volcano has admitted it without creating its pods (decisions.ts podlessSince). */
+  podlessSince?: number;
   /** Called on every change of its pods and when it ends (followers of its logs, streams to it). */
   waiters: Set<() => void>;
 }

@@ -44,7 +44,7 @@ const SUSPEND_WAIT_MS = 500;
 export function kubernetesBackend(options: KubernetesBackendOptions): Backend & {
   /** Which cluster, context and namespaces it uses, for the start-up message. */
   readonly description: string;
-  /** Deletes objects of ours whose job is gone; also runs periodically. */
+  /** Deletes objects of ours whose job is gone, and looks again at jobs waiting for their pods; also runs periodically. */
   reconcile(): Promise<number>;
 } {
   const placement = options.config.kubernetes;

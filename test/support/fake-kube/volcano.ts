@@ -17,6 +17,11 @@ export interface VolcanoStandIn {
   unschedulable(jobId: string, message: string): void;
   /** The scheduler admitted the gang: pods are created, still Pending. */
   admit(jobId: string): void;
+  /**
+   * The scheduler admitted the gang (PodGroup Inqueue) but the controller never creates its pods:
+   * Volcano 1.10 when its PodGroup informer first saw the Inqueue group by a re-list.
+   */
+  strand(jobId: string): void;
   /** Every pod runs and is ready; the job is Running. */
   run(jobId: string): void;
   /** One rank's user container ended. */
@@ -111,7 +116,7 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
       };
       api.apply('podgroups', next);
     },
-    admit(jobId) {
+    strand(jobId) {
       const j = job(jobId);
       if (!j) return;
       const group = structuredClone(
@@ -119,6 +124,11 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
       );
       group.status = { phase: 'Inqueue' };
       api.apply('podgroups', group);
+    },
+    admit(jobId) {
+      const j = job(jobId);
+      if (!j) return;
+      standIn.strand(jobId);
       const task = j.spec.tasks[0];
       for (let rank = 0; rank < task.replicas; rank++) {
         api.apply('pods', {
