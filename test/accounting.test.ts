@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
+import type { PipelineConfig } from '../src/model/config.ts';
 import { type Product, periodMillis } from '../src/model/product.ts';
 import { accountingPlugin, NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
 import { PLUGINS } from '../src/plugins/index.ts';
@@ -59,6 +60,7 @@ interface HarnessOptions {
   plugins?: readonly JobPlugin[];
   /** When the clock starts; T0 by default. */
   start?: number;
+  config?: PipelineConfig;
 }
 
 async function harness(o: HarnessOptions = {}) {
@@ -67,7 +69,7 @@ async function harness(o: HarnessOptions = {}) {
   const backend = o.backend ?? dryBackend({ runForMs: null, clock });
   const service = createJobService({
     store,
-    env: { ...env(), products: [...products, FREE, ...Object.values(PER)] },
+    env: { ...env(o.config), products: [...products, FREE, ...Object.values(PER)] },
     backend,
     clock,
     requireCredits: true,
@@ -177,6 +179,24 @@ describe('charges', () => {
     assert.deepEqual(await h.service.wallets(alice), [
       { owner: 'user:alice', category: 'u1-gpu', allocated: 10_000, used: 240, balance: 9760 },
     ]);
+  });
+
+  test('accounting.chargePeriodMs of a minute: the per-GPU-hour product pays per started GPU-minute', async () => {
+    const h = await harness({ config: { accounting: { chargePeriodMs: MINUTE } } });
+    await h.grant('user:alice', 'u1-gpu', 10_000);
+    const id = await h.running(mpi({ product: GPU_1, replicas: 2 }));
+
+    await h.monitorAt(59 * SECOND);
+    assert.deepEqual(await h.charges('user:alice'), []);
+    await h.monitorAt(MINUTE);
+    assert.deepEqual(
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.units, c.periods, c.credits]),
+      [[`${id}:0-0`, 2, 1, 2]],
+    );
+    await h.clock.advanceTo(T0 + 61 * MINUTE + 30 * SECOND);
+    await h.service.terminate(alice, [id]);
+    // 62 started minutes of 2 GPUs at 60 credits per GPU-hour, where per started hour it is 240.
+    assert.equal((await h.job(id)).billing.creditsCharged, 124);
   });
 
   test('a job that expires is charged up to its end, once', async () => {

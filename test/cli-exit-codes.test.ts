@@ -72,17 +72,27 @@ container: { runAsRoot: true }
 invocation: [sh, -c, 'echo "uid $(id -u)"']
 `;
 
+/** Per vCPU-minute prices that come out whole per second: 60 credits a minute is one a second. */
+const PRODUCTS = `products:
+  - { id: u1-standard-1, category: u1-standard, cpu: 1, memoryInGigs: 2, pricePerUnit: 60 }
+  - { id: u1-standard-2, category: u1-standard, cpu: 2, memoryInGigs: 4, pricePerUnit: 60 }
+`;
+
 before(async () => {
   if (prerequisites.skip) return;
   const apps = join(tmp, 'apps');
   mkdirSync(apps);
   writeFileSync(join(apps, 'exits.yml'), EXITS_APP);
+  const products = join(tmp, 'products.yml');
+  writeFileSync(products, PRODUCTS);
   server = await startServe(mkdtempSync(join(tmp, 'data-')), {
     env: childEnv,
     args: ['--backend', 'local', '--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
     // The debian tool runs on the host's userland: a configuration turns that on explicitly.
-    // Two vCPUs: a job on u1-standard-2 keeps the next one queued. Job folders hold 1 MB.
+    // Two vCPUs: a job on u1-standard-2 keeps the next one queued. Job folders hold 1 MB. Jobs
+    // are charged every second (a credit per vCPU-second), so one runs out of credits in seconds.
     config:
+      `products: ${products}\naccounting: { chargePeriodMs: 1000 }\n` +
       'monitorIntervalMs: 200\nlocal:\n  hostUserland: true\n  capacity: { cpu: 2 }\n' +
       '  diskLimitBytes: 1000000\n  diskCheckIntervalMs: 200\n' +
       `  network: { bridge: ${bridge}, subnet: ${subnet}, poolSize: 2 }\n`,
@@ -191,6 +201,41 @@ describe('exit codes', { ...TIMEOUT, ...prerequisites }, () => {
       new RegExp(`^${queued}: SUCCESS, never started \\(cancelled by local\\)$`, 'm'),
     );
     assertExit(await cli(['cancel', blocker]), 0);
+  });
+
+  test('a job stopped for lack of credits: run --wait exits 122, its balance ends at 0', async () => {
+    // Three credits, a credit a second, each charge held back one second ahead: out in about 3 s.
+    assertExit(await cli(['admin', 'user', 'penny']), 0);
+    const granted = await cli([
+      'admin',
+      'grant',
+      '--user',
+      'penny',
+      '--category',
+      'u1-standard',
+      '--credits',
+      '3',
+    ]);
+    assertExit(granted, 0);
+    const token = await cli(['admin', 'token', 'penny']);
+    assertExit(token, 0);
+    const asPenny = (args: string[]) =>
+      runCliHere([...args, '--url', server!.url, '--token', token.stdout.trim()], { env: childEnv });
+    const waited = await asPenny(['run', 'sleeps', '--wait']);
+    assertExit(waited, 122);
+    const id = waited.stdout.split('\n')[0]!;
+    assert.match(waited.stdout, new RegExp(`^${id}: SUCCESS, stopped: out of credits$`, 'm'));
+    const logs = await asPenny(['logs', id, '-f']);
+    assertExit(logs, 122);
+    const listed = await asPenny(['jobs', '--outcome', 'out-of-credits']);
+    assert.match(
+      listed.stdout,
+      new RegExp(`^${id}\\s+sleeps@1\\.0\\s+SUCCESS, stopped: out of credits\\s`, 'm'),
+    );
+    const job = JSON.parse((await asPenny(['show', id, '--json'])).stdout) as {
+      billing: { creditsCharged: number };
+    };
+    assert.equal(job.billing.creditsCharged, 3, 'what it had, never more');
   });
 
   test('a runAsRoot app runs under a configuration file that says nothing of root: root in its user namespace', async () => {

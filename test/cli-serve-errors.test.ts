@@ -91,3 +91,20 @@ test('a data folder the sandbox cannot pass: the folder and the fix, and the pro
     /^error: the local backend cannot start: .*closed \(mode 700\) does not let others pass.*chmod o\+x/,
   );
 });
+
+test('a charge period that would price a product in fractions of a credit names the product, exit 2', {
+  timeout: 300_000,
+}, async () => {
+  const config = join(tmp, 'charge-period.yml');
+  // The examples' u1-standard-1 costs 1 credit per vCPU-minute: 1/60 per second.
+  writeFileSync(config, 'backend: dry\naccounting: { chargePeriodMs: 1000 }\n');
+  const result = await serve(['--config', config, '--data-dir', join(tmp, 'charge-period')]);
+  assertMessageOnly(
+    result,
+    2,
+    /^error: accounting\.chargePeriodMs: 1000 ms would price product u1-standard-1 \(1 CREDITS_PER_MINUTE\) at 0\.01666\d* credits per unit and period; choose a period .*\(e\.g\. 60000, its own period\)/,
+  );
+  writeFileSync(config, 'backend: dry\naccounting: { chargePeriodMs: 999 }\n');
+  const tooShort = await serve(['--config', config, '--data-dir', join(tmp, 'charge-period')]);
+  assertMessageOnly(tooShort, 2, /^error: .*charge-period\.yml: accounting\.chargePeriodMs: /);
+});

@@ -149,10 +149,10 @@ for (const kind of STORE_KINDS) {
     });
 
     test('a reservation covers the periods one monitoring interval can cross', () => {
-      assert.equal(reservationFor(PER_MINUTE, 2, 1000), 2);
-      assert.equal(reservationFor(PER_MINUTE, 2, MINUTE), 2);
-      assert.equal(reservationFor(PER_MINUTE, 2, 90_000), 4);
-      assert.equal(reservationFor({ ...PER_MINUTE, unitOfPrice: 'CREDITS_PER_HOUR' }, 1, 90_000), 1);
+      assert.equal(reservationFor(PER_MINUTE, 2, 1000, null), 2);
+      assert.equal(reservationFor(PER_MINUTE, 2, MINUTE, null), 2);
+      assert.equal(reservationFor(PER_MINUTE, 2, 90_000, null), 4);
+      assert.equal(reservationFor({ ...PER_MINUTE, unitOfPrice: 'CREDITS_PER_HOUR' }, 1, 90_000, null), 1);
     });
   });
 }

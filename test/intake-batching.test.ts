@@ -63,7 +63,7 @@ function counted(store: Store, release: Promise<void>) {
 
 const MONITOR_MS = 1_000;
 /** What each job of the test holds back until its first charge. */
-const NEEDED = reservationFor(PRICED, 1, MONITOR_MS);
+const NEEDED = reservationFor(PRICED, 1, MONITOR_MS, null);
 
 /**
  * A service on `kind` whose owner alice has `credits`, its first intake transaction held until

@@ -1,6 +1,7 @@
 import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type Logger, pino } from 'pino';
+import { chargePeriodProblem } from '../accounting/charges.ts';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
 import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
@@ -106,6 +107,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       loadCatalog(appFolders),
       loadProducts(values.products ?? config.products ?? EXAMPLE_PRODUCTS),
     ]);
+    const chargePeriod = chargePeriodProblem(products, config.accounting?.chargePeriodMs, config.mode);
+    if (chargePeriod !== undefined) throw new CliError(chargePeriod);
     await privateFolder(dataDir);
     const log = pino({ level: cliIo().env.UCOMPUTE_LOG_LEVEL ?? 'info' });
     const catalog = reloadingCatalog(firstCatalog, appFolders, log);

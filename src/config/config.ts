@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { DrySettings } from '../backends/dry/settings.ts';
 import { KubernetesSettings } from '../backends/kubernetes/settings.ts';
 import { LocalSettings } from '../backends/local/settings.ts';
-import { KubernetesObjectsConfig, PipelineConfig } from '../model/config.ts';
+import { ChargingConfig, KubernetesObjectsConfig, PipelineConfig } from '../model/config.ts';
 import { PROJECT_ID_PATTERN, USERNAME_PATTERN } from '../model/owner.ts';
 import { closed } from '../model/schema.ts';
 import { ServiceMode, UcloudProviderConfig } from '../model/ucloud-config.ts';
@@ -95,6 +95,7 @@ export const Config = Type.Object(
     accounting: Type.Optional(
       Type.Object(
         {
+          ...ChargingConfig.properties,
           /** Refuse jobs of owners without credits (402). */
           requireCredits: Type.Optional(Type.Boolean()),
           /** Credits per product category granted to the local admin when it is first created. */

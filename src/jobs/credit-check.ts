@@ -1,7 +1,7 @@
-import { credits } from '../accounting/charges.ts';
+import { chargeBasisOf, credits } from '../accounting/charges.ts';
 import type { Owner } from '../model/owner.ts';
 import { accountOf } from '../model/owner.ts';
-import { chargeUnits, type Product, periodMillis } from '../model/product.ts';
+import type { Product } from '../model/product.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { StoreParts } from '../store/store.ts';
 import type { JobAccess, Wallet } from './access.ts';
@@ -13,16 +13,17 @@ import { paymentRequired } from './errors.ts';
 // made at once are counted one after the other and cannot overdraw together.
 
 /**
- * What a job of `product` on `replicas` can spend between two charges: the periods one monitoring
- * interval can cross (charges are made by the monitoring passes), at least one.
+ * What a job of `product` on `replicas` can spend between two charges: the charge periods one
+ * monitoring interval can cross (charges are made by the monitoring passes), at least one.
  */
-export function reservationFor(product: Product, replicas: number, monitorIntervalMs: number): number {
-  const unitOfPrice = product.unitOfPrice ?? 'CREDITS_PER_MINUTE';
-  const periods = Math.max(1, Math.ceil(monitorIntervalMs / periodMillis(unitOfPrice)));
-  return credits(
-    { units: chargeUnits(product, replicas), pricePerUnit: product.pricePerUnit, unitOfPrice },
-    periods,
-  );
+export function reservationFor(
+  product: Product,
+  replicas: number,
+  monitorIntervalMs: number,
+  chargePeriodMs: number | null,
+): number {
+  const basis = chargeBasisOf(product, replicas, chargePeriodMs);
+  return credits(basis, Math.max(1, Math.ceil(monitorIntervalMs / basis.periodMs)));
 }
 
 /** Why an owner may not start a job in a category, naming the workspace, its allocation and who can help. */
@@ -45,6 +46,8 @@ export interface CreditCheckOptions {
   access: JobAccess;
   now: () => number;
   monitorIntervalMs: number;
+  /** accounting.chargePeriodMs; null: each product's own period. */
+  chargePeriodMs: number | null;
 }
 
 /**
@@ -68,7 +71,7 @@ export function creditCheck(o: CreditCheckOptions) {
     ): Promise<void> {
       for (const [i, job] of jobs.entries()) {
         if (job.product.pricePerUnit === 0) continue;
-        const needed = reservationFor(job.product, job.replicas, o.monitorIntervalMs);
+        const needed = reservationFor(job.product, job.replicas, o.monitorIntervalMs, o.chargePeriodMs);
         const account = accountOf(job.owner);
         const { category } = job.product;
         const key = `${account}\n${category}`;

@@ -72,7 +72,12 @@ export async function insertPrepared(tx: StoreParts, prepared: PreparedJob): Pro
 export function jobIntake(o: IntakeOptions) {
   const { store, env, access, now } = o;
   const credits = o.requireCredits
-    ? creditCheck({ access, now, monitorIntervalMs: o.monitorIntervalMs })
+    ? creditCheck({
+        access,
+        now,
+        monitorIntervalMs: o.monitorIntervalMs,
+        chargePeriodMs: env.config.chargePeriodMs,
+      })
     : undefined;
   let batch: Pending[] = [];
   /** The flush under way: one at a time, so that requests arriving meanwhile share the next. */

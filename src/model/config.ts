@@ -79,6 +79,19 @@ export const KubernetesObjectsConfig = Type.Object(
 );
 export type KubernetesObjectsConfig = Static<typeof KubernetesObjectsConfig>;
 
+/** The pipeline's part of the `accounting` settings: what a job's charges are reckoned by. */
+export const ChargingConfig = Type.Object(
+  {
+    /**
+     * The period jobs are charged by (ms): each started period of a run costs its share of the
+     * product's price. Default: each product's own period (a minute for prices per minute). Every
+     * product's price per period must come out a whole number of credits (checked at start).
+     */
+    chargePeriodMs: Type.Optional(Type.Integer({ minimum: 1000, maximum: 86_400_000 })),
+  },
+  closed,
+);
+
 /**
  * The parts of the configuration that shape the objects a job becomes. Every field has a default,
  * so `{}` is a complete configuration (the embedded defaults).
@@ -135,6 +148,7 @@ export const PipelineConfig = Type.Object(
      * Default DEFAULT_MAX_TIME_ALLOCATION_HOURS; null: no maximum (and jobs may ask for no limit).
      */
     maxTimeAllocationHours: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
+    accounting: Type.Optional(ChargingConfig),
   },
   closed,
 );
@@ -168,6 +182,8 @@ export interface ResolvedPipelineConfig {
   licenseServers: LicenseServer[];
   /** Null: no operator-wide maximum. */
   maxTimeAllocationHours: number | null;
+  /** accounting.chargePeriodMs; null: each product's own period. */
+  chargePeriodMs: number | null;
   security: SecurityPolicy;
 }
 
@@ -241,6 +257,7 @@ export function resolvePipelineConfig(
       config.maxTimeAllocationHours === undefined
         ? DEFAULT_MAX_TIME_ALLOCATION_HOURS
         : config.maxTimeAllocationHours,
+    chargePeriodMs: config.accounting?.chargePeriodMs ?? null,
     security: resolveSecurityPolicy(config, traits),
   };
 }

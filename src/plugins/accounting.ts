@@ -1,7 +1,8 @@
-import { type ChargeBasis, credits, periodsDue, timeRun } from '../accounting/charges.ts';
+import { type ChargeBasis, credits, periodsDue, pricePerPeriod, timeRun } from '../accounting/charges.ts';
 import { accountOf } from '../model/owner.ts';
 import { chargeUnits, type UnitOfPrice } from '../model/product.ts';
 import {
+  CHARGE_PERIOD_ANNOTATION,
   CHARGE_UNITS_ANNOTATION,
   PRICE_PER_UNIT_ANNOTATION,
   PRODUCT_ANNOTATION,
@@ -20,18 +21,17 @@ export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
  */
 async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
   const annotations = job.volcanoJob.metadata.annotations ?? {};
+  const chargePeriod = annotations[CHARGE_PERIOD_ANNOTATION];
   const basis: ChargeBasis = {
     units: Number(annotations[CHARGE_UNITS_ANNOTATION] ?? 0),
-    pricePerUnit: Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0),
-    unitOfPrice: (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice,
+    ...pricePerPeriod(
+      Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0),
+      (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice,
+      chargePeriod === undefined ? null : Number(chargePeriod),
+    ),
   };
   const startedPeriodDue = final && job.outcome?.kind !== 'OUT_OF_CREDITS';
-  const periods = periodsDue(
-    timeRun(job, ctx.now()),
-    basis.unitOfPrice,
-    job.chargedPeriods,
-    startedPeriodDue,
-  );
+  const periods = periodsDue(timeRun(job, ctx.now()), basis.periodMs, job.chargedPeriods, startedPeriodDue);
   if (periods === 0) return;
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
   const { creditsLeft } = await ctx.charge({
@@ -50,7 +50,8 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
 /**
  * Accounting: the charging basis travels with the job, so that periodic and final charges need
  * no catalogue lookup: units (replicas × vCPU, or × GPU for GPU-priced products), the price of a
- * unit per period, and the period. While the job runs, every whole period is charged; at the end
+ * unit per period, the period, and the operator's charge period if it set one. While the job
+ * runs, every whole period is charged; at the end
  * the started period too, and so at a suspension; the time suspended costs nothing. Each charge
  * covers named periods, so a retry never charges twice. An owner whose credits cannot pay for its
  * active jobs' next periods (their reservations, src/jobs/credit-check.ts) has its jobs in
@@ -58,11 +59,13 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
  */
 export const accountingPlugin: JobPlugin = {
   name: 'Accounting',
-  onCreate(_ctx, job, build) {
+  onCreate(ctx, job, build) {
     annotateJob(build, PRODUCT_ANNOTATION, `${job.product.id}/${job.product.category}`);
     annotateJob(build, CHARGE_UNITS_ANNOTATION, String(chargeUnits(job.product, job.replicas)));
     annotateJob(build, PRICE_PER_UNIT_ANNOTATION, String(job.product.pricePerUnit));
     annotateJob(build, UNIT_OF_PRICE_ANNOTATION, job.product.unitOfPrice ?? 'CREDITS_PER_MINUTE');
+    const { chargePeriodMs } = ctx.config;
+    if (chargePeriodMs !== null) annotateJob(build, CHARGE_PERIOD_ANNOTATION, String(chargePeriodMs));
   },
   async onJobMonitoring(ctx, batch) {
     for (const job of batch) if (job.state === 'RUNNING') await chargeJob(ctx, job, false);

@@ -11,6 +11,8 @@ export const MAX_TIME_ANNOTATION = 'ucompute.dev/max-time-ms';
 export const CHARGE_UNITS_ANNOTATION = 'ucompute.dev/charge-units';
 export const PRICE_PER_UNIT_ANNOTATION = 'ucompute.dev/price-per-unit';
 export const UNIT_OF_PRICE_ANNOTATION = 'ucompute.dev/unit-of-price';
+/** The operator's accounting.chargePeriodMs when the job was made; absent: the unit of price's period. */
+export const CHARGE_PERIOD_ANNOTATION = 'ucompute.dev/charge-period-ms';
 export const PRODUCT_ANNOTATION = 'ucompute.dev/product';
 export const OUTPUT_FOLDER_ANNOTATION = 'ucompute.dev/output-folder';
 export const FAIR_SHARE_WEIGHT_ANNOTATION = 'ucompute.dev/fair-share-weight';
