@@ -213,7 +213,6 @@ export function jobControl(o: ControlOptions) {
           expiresAt = decision.changes.expiresAt ?? null;
         });
         if (ended !== undefined) throw conflict(ended);
-        await updates.notify(item.jobId, (await store.jobs.updatesOf(item.jobId)).at(-1));
         if (expiresAt !== null) await backend.extend(item.jobId, expiresAt);
       }
     },

@@ -4,7 +4,7 @@ import { isFinal } from '../model/job-states.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { JobPlugin, PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage, JobStorage } from '../storage/job-storage.ts';
-import type { JobChanges, JobRecord } from '../store/jobs.ts';
+import type { JobChanges } from '../store/jobs.ts';
 import type { Store, Transactional } from '../store/store.ts';
 import type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
 import type { Backend, LogChunk } from './backend.ts';
@@ -190,15 +190,7 @@ export function createJobService(options: ServiceOptions): JobService {
   let loop: JobEngine | undefined = options.replicated ? undefined : own;
   /** Queues a job for submission; a follower leaves that to the leader, which adopts it. */
   const resubmit = (id: string) => loop?.submission.enqueue(id);
-  const events = jobEvents({ access, env });
-  // Runs inside creating, updating and renaming jobs: it must never throw back into them.
-  const announce = (id: string, known?: JobRecord) => {
-    (async () => {
-      const record = known ?? (await store.jobs.get(id));
-      if (record) await events.changed(record);
-    })().catch((err: unknown) => log?.error({ err, jobId: id }, 'telling watchers of a change failed'));
-  };
-  listeners.listenAll((_update, record) => announce(record.id, record));
+  const events = jobEvents({ store, access, env, ...(log ? { log } : {}) });
   const createdListeners = new Set<(ids: string[]) => void>();
   const intake = jobIntake({
     store,
@@ -214,7 +206,6 @@ export function createJobService(options: ServiceOptions): JobService {
       const ids = jobs.map((j) => j.id);
       for (const l of createdListeners) l(ids);
       loop?.submission.accept(jobs);
-      for (const id of ids) announce(id);
     },
   });
   const control = jobControl({
@@ -259,10 +250,12 @@ export function createJobService(options: ServiceOptions): JobService {
     let pass: Promise<void> | undefined;
     let stopped = false;
     const interval = options.monitorIntervalMs ?? MONITOR_INTERVAL_MS;
+    const prune = events.pruner(loopStore, now);
     const tick = () => {
       pass = m
         .adopt(submission.enqueue)
         .then(() => m.monitor())
+        .then(prune)
         .catch((e: unknown) => log?.error({ err: e }, 'monitoring failed'))
         .finally(() => {
           if (!stopped) timer = clock.setTimeout(tick, interval);
@@ -300,7 +293,6 @@ export function createJobService(options: ServiceOptions): JobService {
       const ids = fresh.map((j) => j.id);
       if (ids.length > 0) for (const l of createdListeners) l(ids);
       loop?.submission.accept(fresh);
-      for (const id of ids) announce(id);
       return ids;
     },
     stopJobsOf: (account, category, status) => monitoring.lifecycle.stopJobsOf(account, category, status),
@@ -316,10 +308,7 @@ export function createJobService(options: ServiceOptions): JobService {
     unsuspend: control.unsuspend,
     holdForQuota: control.holdForQuota,
     releaseFromQuota: control.releaseFromQuota,
-    async rename(caller, items) {
-      await control.rename(caller, items);
-      for (const item of items) announce(item.id);
-    },
+    rename: control.rename,
 
     async utilization(caller, jobId) {
       await access.visibleJob(caller, jobId);
@@ -347,8 +336,12 @@ export function createJobService(options: ServiceOptions): JobService {
     usage: (caller, query) => access.usage(caller, query, now()),
 
     async follow(caller, id, listener) {
-      const record = await access.visibleJob(caller, id);
-      const unsubscribe = listeners.listen(id, listener);
+      // Following first, then read: what the job holds already is not told again (follow.ts).
+      const unsubscribe = await events.follow(id, listener);
+      const record = await access.visibleJob(caller, id).catch((e: unknown) => {
+        unsubscribe();
+        throw e;
+      });
       const flags = { includeApplication: true, includeProduct: true, includeSupport: true };
       return { job: presentJob(await access.toJob(record), env, flags), unsubscribe };
     },

@@ -118,7 +118,6 @@ export function jobUpdates(o: UpdatesOptions) {
   /** Tells followers, then runs the plugins' hooks for a change of state. */
   async function applied(a: Applied): Promise<void> {
     if (a.next !== a.previous) listeners.stateChanged(a.id, a.next);
-    await notify(a.id, a.update);
     const lifecycle = o.lifecycle();
     if (isRestartExit(a.update)) {
       if (a.job) await hooks.suspend(lifecycle, a.job);
@@ -147,11 +146,6 @@ export function jobUpdates(o: UpdatesOptions) {
     const result = await store.transaction((tx) => write(tx, id, u, extra, alongside));
     if (result) await applied(result);
     return result !== undefined;
-  }
-
-  async function notify(id: string, u?: JobUpdate): Promise<void> {
-    if (!u || !listeners.followed(id)) return;
-    listeners.tell(u, (await store.jobs.get(id))!);
   }
 
   // Backend events that arrive together are written in one transaction, one batch at a time: a
@@ -237,7 +231,6 @@ export function jobUpdates(o: UpdatesOptions) {
 
   return {
     update,
-    notify,
     onBackendEvent,
 
     /** Writes the backend events already received; later ones are ignored. */

@@ -265,6 +265,16 @@ export const MIGRATIONS: readonly Migration[] = [
   `
   create unique index leases_epoch on leases(name, epoch);
   `,
+  // Job events (src/store/job-events.ts): every change of a job (created, updated, renamed), in
+  // the transaction that made it, numbered in the order of commit across replicas; an update's
+  // body is its row in job_updates (null: a rename).
+  `
+  create table job_events (
+    seq integer primary key,
+    job_id text not null,
+    update_seq integer
+  );
+  `,
 ];
 
 /** The migration that gives jobs their outcome, reading an update's status with `status`. */

@@ -1,8 +1,9 @@
-import type { JobSpecification, JobState } from '../model/job.ts';
+import type { JobSpecification, JobState, JobUpdate } from '../model/job.ts';
 import type { Outcome, OutcomeKind } from '../model/outcome.ts';
 import type { AllocationRecord } from './accounting.ts';
 import type { TokenMetadata } from './directory.ts';
 import { TOKEN_ID_LENGTH } from './directory.ts';
+import type { JobEventRow } from './job-events.ts';
 import type { JobChanges, JobRecord } from './jobs.ts';
 import type { Lease } from './leases.ts';
 import type { SessionRecord } from './sessions.ts';
@@ -22,6 +23,13 @@ export const toAllocation = (r: Row): AllocationRecord => ({
   used: Number(r.used),
   startAt: Number(r.start_at),
   endAt: Number(r.end_at),
+});
+
+/** An event, read with its update's body (null: a rename). */
+export const toJobEvent = (r: Row): JobEventRow => ({
+  seq: Number(r.seq),
+  jobId: r.job_id as string,
+  update: r.body === null || r.body === undefined ? null : (JSON.parse(r.body as string) as JobUpdate),
 });
 
 export const toToken = (r: Row): TokenMetadata => ({

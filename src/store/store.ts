@@ -1,6 +1,7 @@
 import type { AccountingStore } from './accounting.ts';
 import type { AuditLog } from './audit-log.ts';
 import type { Directory } from './directory.ts';
+import type { JobEventLog, OnJobEvents } from './job-events.ts';
 import type { JobStore } from './jobs.ts';
 import type { Fence, LeaseStore } from './leases.ts';
 import type { ResourceSeries } from './resource-series.ts';
@@ -13,6 +14,8 @@ import type { UserStore } from './users.ts';
 /** The store's parts, one per concern; every method answers a Promise. */
 export interface StoreParts {
   jobs: JobStore;
+  /** Every change of a job, numbered in the order of commit (job-events.ts). */
+  jobEvents: JobEventLog;
   accounting: AccountingStore;
   users: UserStore;
   sessions: SessionStore;
@@ -49,6 +52,8 @@ export interface Store extends Transactional {
    * otherwise refused with FencedError, having written nothing.
    */
   fenced(fence: Fence): Transactional;
+  /** Tells a listener after job events were written (by this process; on PostgreSQL, by any). */
+  onJobEvents: OnJobEvents;
   close(): Promise<void>;
 }
 

@@ -19,6 +19,35 @@ export interface Connection {
   atomic<T>(fn: (q: Query) => Promise<T>): Promise<T>;
   /** ` for update` inside a transaction (rows read there stay the caller's until it ends), else ''. */
   readonly locked: string;
+  /**
+   * Records a change of a job (update null: a rename), written as the transaction commits
+   * (writeJobEvents); outside one, in a transaction of its own.
+   */
+  recordEvent(jobId: string, updateSeq: number | null): Promise<void>;
+}
+
+/** The channel on which a commit's newest job event number is announced. */
+export const JOB_EVENTS_CHANNEL = 'ucompute_job_events';
+
+/** Any number that no other use of advisory locks in the database picks: "ucoevt" in ASCII. */
+const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
+
+/**
+ * Writes a transaction's job events as its last statements, under a lock held until it has
+ * committed: the numbers are taken in the order of the commits, so a reader that has seen event n
+ * has seen every event before it, whichever replica wrote it (a sequence alone is taken in the
+ * order of the inserts, and a later number could commit first). NOTIFY serializes notifying
+ * commits anyway; this lock only starts that earlier, at the numbering.
+ */
+async function writeJobEvents(query: Query, events: [string, number | null][]): Promise<void> {
+  await query('select pg_advisory_xact_lock(?)', JOB_EVENTS_LOCK);
+  await query(
+    `with written as (
+       insert into job_events (job_id, update_seq) select * from unnest(?::text[], ?::bigint[]) returning seq)
+     select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written`,
+    events.map((e) => e[0]),
+    events.map((e) => e[1]),
+  );
 }
 
 // bigint (epoch milliseconds, counts) and numeric as JavaScript numbers: every value the store
@@ -124,7 +153,17 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
         | pg.QueryResult<Row>[];
       const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
       const query = queryOn(client);
-      const result = await fn({ query, atomic: (inner) => inner(query), locked: ' for update' }, opened);
+      const events: [string, number | null][] = [];
+      const result = await fn(
+        {
+          query,
+          atomic: (inner) => inner(query),
+          locked: ' for update',
+          recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
+        },
+        opened,
+      );
+      if (events.length > 0) await writeJobEvents(query, events);
       await client.query('commit');
       return result;
     } catch (e) {
@@ -144,13 +183,19 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
     await pool.end();
     throw e;
   }
+  /** Statements on `query`, each its own transaction; atomic work and events in a new one. */
+  const outsideTransactions = (query: Query): Connection => ({
+    query,
+    atomic: (fn) => transaction((c) => fn(c.query)),
+    locked: '',
+    recordEvent: (jobId, updateSeq) => transaction((c) => c.recordEvent(jobId, updateSeq)),
+  });
   const own = new pg.Pool({ connectionString: url, types, max: 1, allowExitOnIdle: true });
   own.on('error', () => {});
-  const query = queryOn(pool);
   return {
     pool,
-    outside: { query, atomic: (fn) => transaction((c) => fn(c.query)), locked: '' },
-    aside: { query: queryOn(own), atomic: (fn) => transaction((c) => fn(c.query)), locked: '' },
+    outside: outsideTransactions(queryOn(pool)),
+    aside: outsideTransactions(queryOn(own)),
     transaction,
     async end() {
       await Promise.all([pool.end(), own.end()]);

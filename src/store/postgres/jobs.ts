@@ -7,7 +7,7 @@ import type { Connection } from './database.ts';
 
 const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
 
-export function postgresJobs({ query, locked }: Connection): JobStore {
+export function postgresJobs({ query, locked, recordEvent }: Connection): JobStore {
   return {
     async insert(job) {
       await query(
@@ -29,6 +29,7 @@ export function postgresJobs({ query, locked }: Connection): JobStore {
         job.id,
         JSON.stringify(job.firstUpdate),
       );
+      await recordEvent(job.id, 0);
     },
     async state(id) {
       const [r] = await query('select state from jobs where id = ?', id);
@@ -51,6 +52,7 @@ export function postgresJobs({ query, locked }: Connection): JobStore {
         job.updateCount,
         JSON.stringify(update),
       );
+      await recordEvent(job.id, job.updateCount);
     },
     async markEnding(id, outcome) {
       const marked = await query(
@@ -100,6 +102,7 @@ export function postgresJobs({ query, locked }: Connection): JobStore {
         name,
         id,
       );
+      await recordEvent(id, null);
     },
     async saveBuild(id, build) {
       await query('update jobs set build = ? where id = ?', build, id);

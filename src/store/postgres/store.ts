@@ -5,6 +5,7 @@ import { postgresAccounting } from './accounting.ts';
 import { postgresAuditLog } from './audit-log.ts';
 import { type Connection, openPostgresDatabase, type Query } from './database.ts';
 import { postgresDirectory } from './directory.ts';
+import { jobEventNotifications, postgresJobEvents } from './job-events.ts';
 import { postgresJobs } from './jobs.ts';
 import { postgresLeases } from './leases.ts';
 import { postgresResourceSeries } from './resource-series.ts';
@@ -16,6 +17,7 @@ import { postgresUsers } from './users.ts';
 function partsOn(c: Connection): StoreParts {
   return {
     jobs: postgresJobs(c),
+    jobEvents: postgresJobEvents(c),
     accounting: postgresAccounting(c),
     users: postgresUsers(c),
     sessions: postgresSessions(c),
@@ -43,6 +45,7 @@ const READ = /^\s*select\b(?![\s\S]*\bfor\s+(update|share|no\s+key\s+update|key\
 
 export async function openPostgresStore(url: string): Promise<Store> {
   const d = await openPostgresDatabase(url);
+  const notifications = jobEventNotifications(url);
   return {
     ...partsOn(d.outside),
     leases: postgresLeases(d.aside),
@@ -70,10 +73,19 @@ export async function openPostgresStore(url: string): Promise<Store> {
           : fenced((c) => c.query(text, ...params))) as Query;
       query.changed = (text, ...params) => fenced((c) => c.query.changed(text, ...params));
       return {
-        ...partsOn({ query, atomic: (fn) => fenced((c) => fn(c.query)), locked: '' }),
+        ...partsOn({
+          query,
+          atomic: (fn) => fenced((c) => fn(c.query)),
+          locked: '',
+          recordEvent: (jobId, updateSeq) => fenced((c) => c.recordEvent(jobId, updateSeq)),
+        }),
         transaction: (fn, options) => fenced((c) => fn(partsOn(c)), options?.durable),
       };
     },
-    close: () => d.end(),
+    onJobEvents: notifications.onJobEvents,
+    async close() {
+      await notifications.end();
+      await d.end();
+    },
   };
 }

@@ -22,6 +22,10 @@ export interface SqliteDatabase {
   end(durable: boolean, ok: boolean): void;
   /** Transactions open: 0 or 1 (nested ones are part of the outer one). */
   readonly depth: number;
+  /** Notes that a job event was written (recordJobEvent). */
+  eventWritten(): void;
+  /** Whether job events were written since the last call. */
+  takeEventsWritten(): boolean;
 }
 
 /**
@@ -63,6 +67,7 @@ export function openSqliteDatabase(path: string): SqliteDatabase {
   };
 
   let depth = 0;
+  let eventsWritten = false;
   const begin = (durable: boolean) => {
     if (durable) db.exec('pragma synchronous = full');
     db.exec('begin immediate');
@@ -87,6 +92,14 @@ export function openSqliteDatabase(path: string): SqliteDatabase {
     end,
     get depth() {
       return depth;
+    },
+    eventWritten() {
+      eventsWritten = true;
+    },
+    takeEventsWritten() {
+      const written = eventsWritten;
+      eventsWritten = false;
+      return written;
     },
     transaction<T>(fn: () => T): T {
       if (depth > 0) return fn();

@@ -3,10 +3,12 @@ import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobStore } from '../jobs.ts';
 import { jobChangeAssignments, toJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
+import { recordJobEvent } from './job-events.ts';
 
 const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
 
-export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
+export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
+  const { sql } = d;
   return {
     insert(job) {
       sql(
@@ -28,6 +30,7 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
         job.id,
         JSON.stringify(job.firstUpdate),
       );
+      recordJobEvent(d, job.id, 0);
     },
     state(id) {
       const r = sql('select state from jobs where id = ?').get(id) as Row | undefined;
@@ -50,6 +53,7 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
         job.updateCount,
         JSON.stringify(update),
       );
+      recordJobEvent(d, job.id, job.updateCount);
     },
     markEnding(id, outcome) {
       return (
@@ -87,6 +91,7 @@ export function sqliteJobs({ sql }: SqliteDatabase): Synchronous<JobStore> {
       sql(
         "update jobs set specification = case when ? is null then json_remove(specification, '$.name') else json_set(specification, '$.name', ?) end where id = ?",
       ).run(name, name, id);
+      recordJobEvent(d, id, null);
     },
     saveBuild(id, build) {
       sql('update jobs set build = ? where id = ?').run(build, id);

@@ -5,6 +5,7 @@ import { sqliteAccounting } from './accounting.ts';
 import { sqliteAuditLog } from './audit-log.ts';
 import { openSqliteDatabase, type Synchronous } from './database.ts';
 import { sqliteDirectory } from './directory.ts';
+import { sqliteJobEvents } from './job-events.ts';
 import { sqliteJobs } from './jobs.ts';
 import { sqliteLeases } from './leases.ts';
 import { sqliteResourceSeries } from './resource-series.ts';
@@ -48,6 +49,7 @@ export function openSqliteStore(path: string): SqliteStore {
   const d = openSqliteDatabase(path);
   const parts: { [K in keyof StoreParts]: Synchronous<StoreParts[K]> } = {
     jobs: sqliteJobs(d),
+    jobEvents: sqliteJobEvents(d),
     accounting: sqliteAccounting(d),
     users: sqliteUsers(d),
     sessions: sqliteSessions(d),
@@ -68,7 +70,19 @@ export function openSqliteStore(path: string): SqliteStore {
   let pending = 0;
   /** Settles when the last transaction queued has ended (never rejects). */
   let tail: Promise<void> = Promise.resolve();
-  const inTurn: Run = (op) => (pending === 0 ? now(op) : tail.then(op));
+  const eventListeners = new Set<(newest?: number) => void>();
+  const tellEvents = (written: boolean) => {
+    if (written) for (const l of eventListeners) l();
+  };
+  /** A part's call outside a transaction (each statement commits by itself), then its events told. */
+  const committed = <R>(op: () => R): R => {
+    try {
+      return op();
+    } finally {
+      tellEvents(d.takeEventsWritten());
+    }
+  };
+  const inTurn: Run = (op) => (pending === 0 ? now(() => committed(op)) : tail.then(() => committed(op)));
   const inTransaction = each(now);
 
   /** Transactions, each checking `fence` first when given. */
@@ -86,7 +100,10 @@ export function openSqliteStore(path: string): SqliteStore {
             ok = true;
             return value;
           } finally {
+            const written = d.takeEventsWritten();
             d.end(durable, ok);
+            // Told once committed; rolled back, they were not written.
+            tellEvents(ok && written);
           }
         } finally {
           pending--;
@@ -107,6 +124,10 @@ export function openSqliteStore(path: string): SqliteStore {
     ...each(inTurn),
     database: d.db,
     transaction: transactionsFenced(),
+    onJobEvents(listener) {
+      eventListeners.add(listener);
+      return () => eventListeners.delete(listener);
+    },
     fenced(fence) {
       const transaction = transactionsFenced(fence);
       // A call of a part: a fenced transaction of its own.
