@@ -1,0 +1,201 @@
+/**
+ * `ucompute serve --backend kubernetes` (a child process, Node's flags as ./ucompute runs it)
+ * holding N live jobs, on the fake API server of the tests (test/support/fake-kube/, in this
+ * process): N one-replica jobs are submitted through ucompute's API, 16 at a time; the Volcano
+ * stand-in admits and runs each at once and never ends it (credits are not required: see the
+ * config below). Reported: serve's RSS and V8 heap before any job and once all N are RUNNING
+ * (or --live-after seconds have passed), as they are and after a full GC (asked through serve's
+ * inspector, opened by SIGUSR1): what live jobs retain, apart from garbage V8 has not collected
+ * yet. With --snapshots DIR, serve writes a heap snapshot into DIR (SIGUSR2) at both points.
+ * --node-options adds Node flags to serve's (after ./ucompute's --max-semi-space-size=4).
+ *
+ *   node bench/serve-memory.bench.ts [--jobs 10000] [--live-after S] [--node-options F] [--snapshots DIR]
+ */
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CHILD_ENV } from '../test/support/cli.ts';
+import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
+import { ROOT } from '../test/support/fixtures.ts';
+import { startServe, stopServe } from '../test/support/serve.ts';
+import { until } from '../test/support/until.ts';
+
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '10000' },
+    snapshots: { type: 'string' },
+    'live-after': { type: 'string' },
+    'node-options': { type: 'string', default: '' },
+  },
+});
+const JOBS = Number(values.jobs);
+const SPEC = {
+  application: { name: 'sim-batch', version: '1.0' },
+  product: { id: 'u1-standard-1', category: 'u1-standard' },
+  parameters: { runTime: { type: 'text', value: '1d' } },
+};
+
+const cleanups: (() => unknown)[] = [];
+const cluster = await fakeCluster({ after: (cleanup) => void cleanups.push(cleanup) });
+cluster.api.onChange((type, plural, object) => {
+  const jobId = object.metadata.labels?.['ucompute.dev/job-id'];
+  // The stand-in gives a new job its PodGroup a moment after its create; then it is admitted and runs.
+  if (plural !== 'podgroups' || type !== 'ADDED' || !jobId) return;
+  setImmediate(() => {
+    cluster.volcano.admit(jobId);
+    cluster.volcano.run(jobId);
+  });
+});
+const work = await mkdtemp(join(os.tmpdir(), 'ucompute-serve-memory-'));
+const data = join(work, 'data');
+await mkdir(join(data, 'storage'), { recursive: true });
+const snapshots = values.snapshots;
+if (snapshots) await mkdir(snapshots, { recursive: true });
+const served = await startServe(data, {
+  env: {
+    ...CHILD_ENV,
+    NODE_OPTIONS: [
+      CHILD_ENV.NODE_OPTIONS ?? '',
+      '--max-semi-space-size=4',
+      '--inspect-port=127.0.0.1:0',
+      values['node-options'],
+      ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),
+    ]
+      .join(' ')
+      .trim(),
+  },
+  args: ['--backend', 'kubernetes'],
+  config: [
+    `apps: [${join(ROOT, 'examples/apps')}, ${join(ROOT, 'test/cluster/apps')}]`,
+    `storage: { root: ${join(data, 'storage')} }`,
+    'security: { allowRootApps: true }',
+    // Credits are checked by a query over the owner's live jobs on each charge: with one owner
+    // holding 10,000 that made RUNNING take seconds per job (not the memory measured here).
+    'accounting: { requireCredits: false }',
+    'kubernetes:',
+    `  kubeconfig: ${cluster.kubeconfig}`,
+    '  namespaceStrategy: single',
+    '  namespace: ucompute-jobs',
+    '  requestsPerSecond: 5000',
+    '  requestBurst: 5000',
+  ].join('\n'),
+});
+const pid = served.child.pid!;
+const token = (await readFile(join(data, 'admin.token'), 'utf8')).trim();
+const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+const inspector = new Promise<string>((resolve) => {
+  let text = '';
+  served.child.stderr!.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+    const url = /Debugger listening on (ws:\S+)/.exec(text)?.[1];
+    if (url) resolve(url);
+  });
+});
+/** serve's process.memoryUsage() in MB, after a full GC (through its inspector). */
+async function afterFullGc(): Promise<Record<string, number>> {
+  process.kill(pid, 'SIGUSR1');
+  const ws = new WebSocket(await inspector);
+  await new Promise((resolve) => ws.addEventListener('open', resolve, { once: true }));
+  let id = 0;
+  const send = (method: string, params = {}) =>
+    new Promise<{ result?: { value?: string } }>((resolve) => {
+      const asked = ++id;
+      const answer = (m: MessageEvent) => {
+        const d = JSON.parse(String(m.data)) as { id?: number; result: { result?: { value?: string } } };
+        if (d.id !== asked) return;
+        ws.removeEventListener('message', answer);
+        resolve(d.result);
+      };
+      ws.addEventListener('message', answer);
+      ws.send(JSON.stringify({ id: asked, method, params }));
+    });
+  await send('HeapProfiler.collectGarbage');
+  const usage = await send('Runtime.evaluate', {
+    expression: 'JSON.stringify(process.memoryUsage())',
+  });
+  ws.close();
+  const bytes = JSON.parse(usage.result!.value!) as Record<string, number>;
+  return Object.fromEntries(Object.entries(bytes).map(([k, v]) => [k, Math.round(v / 2 ** 20)]));
+}
+const rssMb = async () =>
+  Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const heapMb = async () => {
+  const text = await (await fetch(`${served.url}/metrics`)).text();
+  const mb = (name: string) =>
+    Math.round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]) / 2 ** 20);
+  return { heapUsed: mb('nodejs_heap_size_used_bytes'), heapTotal: mb('nodejs_heap_size_total_bytes') };
+};
+/** A heap snapshot of serve's (it forces a full GC first), once its file is complete. */
+async function snapshot(): Promise<void> {
+  if (!snapshots) return;
+  const before = new Set(await readdir(snapshots));
+  process.kill(pid, 'SIGUSR2');
+  let size = -1;
+  await until(
+    async () => {
+      const fresh = (await readdir(snapshots)).filter((f) => !before.has(f));
+      if (fresh.length === 0) return false;
+      const now = (await readFile(join(snapshots, fresh[0]!))).length;
+      const done = now > 0 && now === size;
+      size = now;
+      return done;
+    },
+    { describe: 'the heap snapshot written', timeout: 600_000, every: 2000 },
+  );
+}
+/** How many jobs serve's store has RUNNING (its /metrics). */
+const running = async () => {
+  const text = await (await fetch(`${served.url}/metrics`)).text();
+  return Number(/^ucompute_jobs\{state="RUNNING"\} (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+};
+
+const start = performance.now();
+await until(async () => (await running()) === 0, { describe: 'serve answering', timeout: 30_000 });
+await snapshot();
+const idle = { rss: await rssMb(), ...(await heapMb()) };
+const idleAfterGc = await afterFullGc();
+let next = 0;
+await Promise.all(
+  Array.from({ length: 16 }, async () => {
+    while (next < JOBS) {
+      next++;
+      const answer = await fetch(`${served.url}/api/jobs`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ items: [SPEC] }),
+      });
+      if (!answer.ok) throw new Error(`submit: ${answer.status} ${await answer.text()}`);
+    }
+  }),
+);
+const submitted = performance.now();
+const liveAfter = values['live-after'] ? Number(values['live-after']) * 1000 : undefined;
+if (liveAfter === undefined)
+  await until(async () => (await running()) >= JOBS, {
+    describe: `all ${JOBS} jobs RUNNING`,
+    timeout: 3_600_000,
+    every: 2000,
+  });
+else await new Promise((resolve) => setTimeout(resolve, liveAfter));
+const runningSeen = await running();
+await snapshot();
+const live = { rss: await rssMb(), ...(await heapMb()), running: runningSeen };
+const liveAfterGc = await afterFullGc();
+console.log(
+  JSON.stringify({
+    jobs: JOBS,
+    submitSeconds: Math.round((submitted - start) / 100) / 10,
+    idle,
+    idleAfterGc,
+    live,
+    liveAfterGc,
+    rssPerJobKb: Math.round(((live.rss - idle.rss) * 1024) / JOBS),
+    heapUsedPerJobKb: Math.round(((live.heapUsed - idle.heapUsed) * 1024) / JOBS),
+    heapUsedAfterGcPerJobKb: Math.round(((liveAfterGc.heapUsed! - idleAfterGc.heapUsed!) * 1024) / JOBS),
+    load: os.loadavg().map((l) => l.toFixed(1)),
+  }),
+);
+await stopServe(served);
+for (const cleanup of cleanups.reverse()) await cleanup();
+await rm(work, { recursive: true, force: true });
