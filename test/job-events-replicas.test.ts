@@ -3,6 +3,7 @@ import { get } from 'node:http';
 import { test } from 'node:test';
 import WebSocket from 'ws';
 import type { Job } from '../src/model/job.ts';
+import { eventStreamParser, type Received } from './support/event-stream.ts';
 import { newPostgresDatabase, POSTGRES_TESTED } from './support/postgres.ts';
 import { leaderOtherThan, type Replica, type ReplicaSet, startReplicas } from './support/replicas.ts';
 import { until } from './support/until.ts';
@@ -20,16 +21,9 @@ const job = {
   parameters: {},
 };
 
-interface Received {
-  event: string;
-  id: string;
-  data: unknown;
-}
-
 /** /api/jobs/events on a replica, parsed as it arrives. */
 function openEvents(replica: Replica, token: string, lastEventId?: string) {
   const received: Received[] = [];
-  let text = '';
   const req = get(`${replica.url}/api/jobs/events`, {
     headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
   });
@@ -37,27 +31,7 @@ function openEvents(replica: Replica, token: string, lastEventId?: string) {
     req.on('error', () => done());
     req.on('response', (res) => {
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        text += chunk;
-        for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
-          const fields = new Map(
-            text
-              .slice(0, end)
-              .split('\n')
-              .filter((line) => !line.startsWith(':'))
-              .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
-          );
-          text = text.slice(end + 2);
-          const event = fields.get('event');
-          if (event !== undefined) {
-            received.push({
-              event,
-              id: fields.get('id') ?? '',
-              data: JSON.parse(fields.get('data') ?? 'null'),
-            });
-          }
-        }
-      });
+      res.on('data', eventStreamParser(received));
       res.on('close', () => done());
       res.on('error', () => done());
     });

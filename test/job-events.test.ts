@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Caller, JobEvent, JobService, Watch } from '../src/jobs/service.ts';
 import type { Job } from '../src/model/job.ts';
 import { EVENTS_BUFFERED_BYTES, streamJobEvents } from '../src/server/job-events.ts';
+import { eventStreamParser, type Received } from './support/event-stream.ts';
 import { type TestServer, testServer } from './support/server.ts';
 import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
@@ -45,12 +46,6 @@ async function world(): Promise<World> {
   return { ...server, port: (server.app.server.address() as AddressInfo).port, tokens };
 }
 
-interface Received {
-  event: string;
-  id: string;
-  data: unknown;
-}
-
 interface Stream {
   status: number;
   received: Received[];
@@ -64,29 +59,8 @@ function openEvents(w: World, headers: Record<string, string>): Promise<Stream> 
   return new Promise((resolve, reject) => {
     const req = get({ host: '127.0.0.1', port: w.port, path: '/api/jobs/events', headers }, (res) => {
       const received: Received[] = [];
-      let text = '';
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        text += chunk;
-        for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
-          const block = text.slice(0, end);
-          text = text.slice(end + 2);
-          const fields = new Map(
-            block
-              .split('\n')
-              .filter((line) => !line.startsWith(':'))
-              .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
-          );
-          const event = fields.get('event');
-          if (event !== undefined) {
-            received.push({
-              event,
-              id: fields.get('id') ?? '',
-              data: JSON.parse(fields.get('data') ?? 'null'),
-            });
-          }
-        }
-      });
+      res.on('data', eventStreamParser(received));
       const ended = new Promise<void>((done) => res.on('close', () => done()));
       resolve({ status: res.statusCode ?? 0, received, ended, close: () => req.destroy() });
     });

@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { serveClient } from '../support/browser.ts';
 import { needs } from '../support/local-tools.ts';
-import { serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
-import { builtWebApp, DESKTOP } from '../support/web-app.ts';
+import { closeServedPage, type ServedPage, serveWithPage } from '../support/web-app.ts';
 
 /**
  * The Files page's "Empty trash" in Chromium, on `ucompute serve` with the dry backend (nothing
@@ -24,29 +22,19 @@ describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, ()
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-trash-web-'));
   const dataDir = join(tmp, 'data');
   const trashOnDisk = join(dataDir, 'storage', 'home', 'local', 'Trash');
-  let server: ChildProcess | undefined;
-  let browser: Browser | undefined;
+  let served: ServedPage | undefined;
   let page: Page;
   let url: string;
   let token: string;
-  const pageErrors: string[] = [];
+  let pageErrors: string[] = [];
 
   before(async () => {
-    builtWebApp();
-    server = spawnServe(['--data-dir', dataDir]);
-    url = (await serving(server)).replace('127.0.0.1', 'localhost');
-    token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: DESKTOP });
-    page.on('pageerror', (error) => pageErrors.push(String(error)));
+    served = await serveWithPage(dataDir);
+    ({ page, url, token, pageErrors } = served);
   });
 
   after(async () => {
-    await browser?.close();
-    server?.kill('SIGTERM');
-    await new Promise((resolve) =>
-      server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
-    );
+    await closeServedPage(served);
     rmSync(tmp, { recursive: true, force: true });
   });
 
