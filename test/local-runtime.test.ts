@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -261,6 +261,8 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const main = await p.start(container(out, 'main', ['sleep', '1000']));
     const pidFile = join(stateDir, 'pods', p.name, 'containers', 'main', 'pid');
     // The supervisor's child execs bubblewrap, whose first process stays in the child's mount namespace.
+    // Known by its program, not its arguments: before the exec the child's command line is the
+    // supervisor's, which names bwrap too (the mounts read then are the host's).
     const sandbox = await until(
       async () => {
         const supervisor = (await readFile(pidFile, 'utf8').catch(() => '')).trim();
@@ -268,8 +270,8 @@ describe('local runtime', { skip: skip ?? false }, () => {
         const children = await readFile(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8');
         const pid = children.trim().split(' ')[0];
         if (!pid) return null;
-        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-        return cmdline.includes('bwrap') ? pid : null;
+        const program = await readlink(`/proc/${pid}/exe`).catch(() => '');
+        return program.endsWith('/bwrap') ? pid : null;
       },
       { describe: "the supervisor's child runs bubblewrap" },
     );
