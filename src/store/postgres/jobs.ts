@@ -16,9 +16,9 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       await query(
         `with inserted as (
            insert into jobs (id, created_by, project, state, application, created_at, specification,
-             time_allocation_ms, price_per_unit, reserved_credits, update_count)
+             product_category, time_allocation_ms, price_per_unit, reserved_credits, update_count)
            select *, 1 from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[],
-             ?::text[], ?::bigint[], ?::double precision[], ?::double precision[])
+             ?::text[], ?::text[], ?::bigint[], ?::double precision[], ?::double precision[])
            returning id)
          insert into job_updates (job_id, seq, body)
          select u.id, 0, u.body from unnest(?::text[], ?::text[]) as u(id, body)
@@ -30,6 +30,7 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         column((j) => j.application),
         column((j) => j.createdAt),
         column((j) => JSON.stringify(j.specification)),
+        column((j) => j.specification.product.category),
         column((j) => j.timeAllocationMs),
         column((j) => j.pricePerUnit),
         column((j) => j.reservedCredits ?? 0),
@@ -87,14 +88,14 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         owner.project !== undefined
           ? await query(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and project = ? and specification::jsonb #>> '{product,category}' = ?`,
+               where ${ACTIVE} and project = ? and product_category = ?`,
               owner.project,
               category,
             )
           : await query(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
                where ${ACTIVE} and created_by = ? and project is null
-                 and specification::jsonb #>> '{product,category}' = ?`,
+                 and product_category = ?`,
               owner.createdBy,
               category,
             );
@@ -139,7 +140,7 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         ['created_at >= ?', q.createdAfter],
         ['created_at < ?', q.createdBefore],
         ["specification::jsonb #>> '{product,id}' = ?", q.productId],
-        ["specification::jsonb #>> '{product,category}' = ?", q.productCategory],
+        ['product_category = ?', q.productCategory],
         ['project = ?', q.project],
       ];
       for (const [condition, value] of equal) {
