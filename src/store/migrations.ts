@@ -275,6 +275,10 @@ export const MIGRATIONS: readonly Migration[] = [
     update_seq integer
   );
   `,
+  // Running jobs by id (JobStore.running): a page of them after a given id reads that page only.
+  `
+  create index jobs_running on jobs(id) where state = 'RUNNING';
+  `,
 ];
 
 /** The migration that gives jobs their outcome, reading an update's status with `status`. */
