@@ -21,7 +21,12 @@ for (const kind of STORE_KINDS) {
   describe(`on ${kind}`, () => {
     test('running jobs come a page at a time, each once, by id, an ended one not at all', async () => {
       const store = await openTestStore(kind);
-      const service = createJobService({ store, env: env(), backend: dryBackend({ runForMs: null }) });
+      const service = createJobService({
+        store,
+        env: env(),
+        backend: dryBackend({ runForMs: null }),
+        requireCredits: false,
+      });
       try {
         const ids = await service.create(
           alice,
