@@ -1,6 +1,6 @@
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobStore } from '../jobs.ts';
-import { jobChangeAssignments, toJob } from '../rows.ts';
+import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
 import type { Connection } from './database.ts';
 
 // The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
@@ -44,10 +44,12 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       return rows.map((r) => JSON.parse(r.body as string) as JobUpdate);
     },
     async appendUpdate(job, update, changes) {
+      // One statement (one round trip) for the row and its update.
       const { sets, values } = jobChangeAssignments(changes);
-      await query(`update jobs set ${sets.join(', ')} where id = ?`, ...values, job.id);
       await query(
-        'insert into job_updates (job_id, seq, body) values (?, ?, ?)',
+        `with changed as (update jobs set ${sets.join(', ')} where id = ? returning id)
+         insert into job_updates (job_id, seq, body) select id, ?::bigint, ?::text from changed`,
+        ...values,
         job.id,
         job.updateCount,
         JSON.stringify(update),
@@ -104,14 +106,9 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       );
       await recordEvent(id, null);
     },
-    async saveBuild(id, build) {
-      await query('update jobs set build = ? where id = ?', build, id);
-    },
     async markSubmitted(id) {
-      await query('update jobs set submitted = 1 where id = ?', id);
-    },
-    async markUnsubmitted(id) {
-      await query('update jobs set submitted = 0 where id = ?', id);
+      const [r] = await query(MARK_SUBMITTED, id);
+      return r?.state as JobState | undefined;
     },
     async browse(q) {
       const where: string[] = [];

@@ -1,7 +1,7 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobStore } from '../jobs.ts';
-import { jobChangeAssignments, toJob } from '../rows.ts';
+import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 import { recordJobEvent } from './job-events.ts';
 
@@ -93,14 +93,9 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       ).run(name, name, id);
       recordJobEvent(d, id, null);
     },
-    saveBuild(id, build) {
-      sql('update jobs set build = ? where id = ?').run(build, id);
-    },
     markSubmitted(id) {
-      sql('update jobs set submitted = 1 where id = ?').run(id);
-    },
-    markUnsubmitted(id) {
-      sql('update jobs set submitted = 0 where id = ?').run(id);
+      const r = sql(MARK_SUBMITTED).get(id) as Row | undefined;
+      return r?.state as JobState | undefined;
     },
     browse(q) {
       const where: string[] = [];
