@@ -12,8 +12,8 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
     async insert(job) {
       await query(
         `insert into jobs (id, created_by, project, state, application, created_at, specification,
-           time_allocation_ms, price_per_unit, update_count)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+           product_category, time_allocation_ms, price_per_unit, update_count)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
         job.id,
         job.createdBy,
         job.project,
@@ -21,6 +21,7 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         job.application,
         job.createdAt,
         JSON.stringify(job.specification),
+        job.specification.product.category,
         job.timeAllocationMs,
         job.pricePerUnit,
       );
@@ -83,14 +84,14 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         owner.project !== undefined
           ? await query(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and project = ? and specification::jsonb #>> '{product,category}' = ?`,
+               where ${ACTIVE} and project = ? and product_category = ?`,
               owner.project,
               category,
             )
           : await query(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
                where ${ACTIVE} and created_by = ? and project is null
-                 and specification::jsonb #>> '{product,category}' = ?`,
+                 and product_category = ?`,
               owner.createdBy,
               category,
             );
@@ -135,7 +136,7 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         ['created_at >= ?', q.createdAfter],
         ['created_at < ?', q.createdBefore],
         ["specification::jsonb #>> '{product,id}' = ?", q.productId],
-        ["specification::jsonb #>> '{product,category}' = ?", q.productCategory],
+        ['product_category = ?', q.productCategory],
         ['project = ?', q.project],
       ];
       for (const [condition, value] of equal) {
