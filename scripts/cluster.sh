@@ -276,13 +276,15 @@ EOF
     --ca-cert-file="$dir/pki/ca.crt" --enabled-admission="$admissions" --kube-api-qps=500 --kube-api-burst=1000
 
   # KWOK: the nodes and the pods' lifecycle (test/cluster/kwok-stages.yaml), answering logs, exec
-  # and port-forward through the API server from local files, processes and ports.
+  # and port-forward through the API server from local files, processes and ports. Node leases of
+  # 600 s (renewed every 150 s): nothing here watches node health, and 100 nodes' 40 s leases cost
+  # an idle cluster 17 % of a core against 6 % (BENCHMARKS.md, issue 17).
   cat "$cluster_src/kwok-stages.yaml" > "$dir/run/kwok.yaml"
   start kwok "$bin/kwok" --kubeconfig="$dir/admin.kubeconfig" --config="$dir/run/kwok.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$kwok_port" --server-address="127.0.0.1:$kwok_port" \
     --tls-cert-file="$dir/pki/kwok.crt" --tls-private-key-file="$dir/pki/kwok.key" \
-    --cidr=10.244.0.0/16 --node-lease-duration-seconds=40 \
+    --cidr=10.244.0.0/16 --node-lease-duration-seconds=600 \
     --enable-crds=Logs,ClusterLogs,Exec,ClusterExec,PortForward,ClusterPortForward
   nodes_yaml | "${k[@]}" apply -f - >/dev/null
 
