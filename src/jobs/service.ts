@@ -19,6 +19,7 @@ import type { JobMirror } from './mirror.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
 import { quotaProblemOf } from './quota-hold.ts';
+import { runningPages } from './running-pages.ts';
 import { type StateListener, type UpdateListener, updateListeners } from './update-listeners.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
@@ -98,10 +99,8 @@ export interface JobService {
   suspend(caller: Caller, ids: readonly string[]): Promise<void>;
   /** Queues suspended jobs again: the same jobs, folders and builds. */
   unsuspend(caller: Caller, ids: readonly string[]): Promise<void>;
-  /** Holds a queued job whose owner is over its storage quota, saying why (quota-hold.ts). */
-  holdForQuota(id: string, problem: string): Promise<void>;
-  /** Queues again a job held for its owner's quota. */
-  releaseFromQuota(id: string): Promise<void>;
+  /** The leader's watches' writes, fenced as the backend loop's; refused while not leading. */
+  leader: LeaderWrites;
   rename(caller: Caller, items: readonly RenameItem[]): Promise<void>;
   /** The utilization of the machines the job's product runs on (here: the backend's). */
   utilization(caller: Caller, jobId: string): Promise<Utilization>;
@@ -153,6 +152,15 @@ export interface JobService {
   start(): Promise<void>;
   /** Stops leading and writes the backend events already received; later ones are ignored. */
   stop(): Promise<void>;
+}
+
+export interface LeaderWrites {
+  /** Adds a notice to a job's updates; false when it was dropped (the job ended). */
+  addStatus(id: string, status: string): Promise<boolean>;
+  /** Holds a queued job whose owner is over its storage quota, saying why (quota-hold.ts). */
+  holdForQuota(id: string, problem: string): Promise<void>;
+  /** Queues again a job held for its owner's quota. */
+  releaseFromQuota(id: string): Promise<void>;
 }
 
 /** How often running jobs are monitored (charged, expired) unless configured. */
@@ -208,19 +216,27 @@ export function createJobService(options: ServiceOptions): JobService {
       loop?.submission.accept(jobs);
     },
   });
-  const control = jobControl({
-    store,
-    env,
-    backend,
-    access,
-    updates,
-    monitor: monitoring,
-    hooks,
-    resubmit,
-    now,
-    ...(options.mirror ? { mirror: options.mirror } : {}),
-    ...(quotaProblem ? { quotaProblem } : {}),
-  });
+  const controlOf = (engine: JobEngine, on: Transactional) =>
+    jobControl({
+      store: on,
+      env,
+      backend,
+      access: engine.access,
+      updates: engine.updates,
+      monitor: engine.monitoring,
+      hooks,
+      resubmit,
+      now,
+      ...(options.mirror ? { mirror: options.mirror } : {}),
+      ...(quotaProblem ? { quotaProblem } : {}),
+    });
+  const control = controlOf(own, store);
+  /** The backend loop's control (its writes fenced as the loop's) while this replica leads. */
+  let loopControl = loop && control;
+  const leaderControl = () => {
+    if (loop && loopControl) return { engine: loop, control: loopControl };
+    throw new Error('this replica does not lead: the leader writes this');
+  };
 
   /** Stops the loop under way. */
   let leading: (() => Promise<void>) | undefined;
@@ -231,6 +247,7 @@ export function createJobService(options: ServiceOptions): JobService {
     const engine = loopStore === store ? own : engineOf(loopStore);
     const { monitoring: m, submission, restarts } = engine;
     loop = engine;
+    loopControl = engine === own ? control : controlOf(engine, loopStore);
     backend.setLeading?.(holds ?? (() => true));
     try {
       await m.recover(submission.enqueue);
@@ -239,6 +256,7 @@ export function createJobService(options: ServiceOptions): JobService {
       // Not leading after all (deposed, or the store failed): the next attempt starts again.
       if (options.replicated) {
         loop = undefined;
+        loopControl = undefined;
         backend.setLeading?.(false);
         submission.stop();
         restarts.stop();
@@ -266,6 +284,7 @@ export function createJobService(options: ServiceOptions): JobService {
       stopped = true;
       if (options.replicated) {
         loop = undefined;
+        loopControl = undefined;
         backend.setLeading?.(false);
       }
       submission.stop();
@@ -306,27 +325,33 @@ export function createJobService(options: ServiceOptions): JobService {
     extend: control.extend,
     suspend: control.suspend,
     unsuspend: control.unsuspend,
-    holdForQuota: control.holdForQuota,
-    releaseFromQuota: control.releaseFromQuota,
+    leader: {
+      addStatus: async (id, status) => leaderControl().engine.updates.update(id, { status }),
+      holdForQuota: async (id, problem) => leaderControl().control.holdForQuota(id, problem),
+      releaseFromQuota: async (id) => leaderControl().control.releaseFromQuota(id),
+    },
     rename: control.rename,
 
     async utilization(caller, jobId) {
       await access.visibleJob(caller, jobId);
       const used = { cpu: 0, memory: 0 };
-      const running = await store.jobs.running();
-      for (const job of running) {
-        const { id, category } = job.specification.product;
-        const product = findProduct(env.products, id, category);
-        if (!product) continue;
-        const replicas = job.specification.replicas ?? 1;
-        used.cpu += product.cpu * replicas;
-        used.memory += product.memoryInGigs * 2 ** 30 * replicas;
+      let running = 0;
+      for await (const page of runningPages(store.jobs)) {
+        running += page.length;
+        for (const job of page) {
+          const { id, category } = job.specification.product;
+          const product = findProduct(env.products, id, category);
+          if (!product) continue;
+          const replicas = job.specification.replicas ?? 1;
+          used.cpu += product.cpu * replicas;
+          used.memory += product.memoryInGigs * 2 ** 30 * replicas;
+        }
       }
       const pending = (await store.jobs.countByState()).IN_QUEUE ?? 0;
       return {
         capacity: backend.machines().total,
         usedCapacity: used,
-        queueStatus: { running: running.length, pending },
+        queueStatus: { running, pending },
       };
     },
     update: (id, u, extra) => updates.update(id, u, extra),
