@@ -58,7 +58,8 @@ export interface Network {
 
 /**
  * Most namespaces of ended pods kept for later ones (beyond, they are deleted): about what a burst
- * of short jobs ends and starts at once on a small machine.
+ * of short jobs ends and starts at once on a small machine. Each holds an address, so at most an
+ * eighth of the subnet's.
  */
 const REUSED_KEPT = 64;
 
@@ -92,7 +93,9 @@ export async function bridgeNetwork(
   const { base, prefix: bits } = parseSubnet(subnet);
   const gateway = ipOf(base + 1);
   const cidr = `${ipOf(base)}/${bits}`;
-  const addresses = addressAllocator(base + 2, 2 ** (32 - bits) - 3);
+  const addressCount = 2 ** (32 - bits) - 3;
+  const addresses = addressAllocator(base + 2, addressCount);
+  const keptAtMost = Math.min(REUSED_KEPT, Math.floor(addressCount / 8));
   for (const ip of reserved) addresses.mark(ip);
 
   const exists = await readFile(`/sys/class/net/${bridge}/operstate`, 'utf8').then(
@@ -221,7 +224,7 @@ export async function bridgeNetwork(
 
   async function release(n: PodNetwork, peers: readonly string[]) {
     if (peers.length > 0) await changePeers(n.ip, peers, []);
-    if (closed || pool.length + recycling.length + resetting >= REUSED_KEPT) await discard(n);
+    if (closed || pool.length + recycling.length + resetting >= keptAtMost) await discard(n);
     else await recycle(n);
   }
 
@@ -247,11 +250,13 @@ export async function bridgeNetwork(
         const left = await configure(
           renewed.map((network) => ({ network, reused: true, lines: resetLines(network) })),
         );
+        const dropped = [];
         for (const network of renewed) {
-          if (left.has(network.netns!) || closed) void discard(network);
+          if (left.has(network.netns!) || closed) dropped.push(discard(network));
           else if (waiting.length > 0) waiting.shift()!.resolve(network);
           else pool.push(network);
         }
+        await Promise.all(dropped);
       } catch {
         // Reset or not, they are not trusted: deleted as any namespace.
         await Promise.all(renewed.map(discard));
