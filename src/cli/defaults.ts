@@ -31,3 +31,9 @@ export function defaultDataDir(): string {
   const xdg = env.XDG_DATA_HOME || join(env.HOME || homedir(), '.local', 'share');
   return join(xdg, 'ucompute');
 }
+
+/** `$XDG_CACHE_HOME/ucompute`, else `~/.cache/ucompute`: what is kept only to be reused. */
+export function defaultCacheDir(): string {
+  const { env } = cliIo();
+  return join(env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache'), 'ucompute');
+}

@@ -10,7 +10,7 @@ import {
 import { formatBytes } from '../model/bytes.ts';
 import { parseCommandLine } from './args.ts';
 import { loadConfig } from './config-file.ts';
-import { defaultDataDir } from './defaults.ts';
+import { defaultCacheDir, defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
 import { cliIo } from './io.ts';
 
@@ -27,7 +27,9 @@ Commands:
   pull REF              from a registry, with skopeo
   build RECIPE.yml      from Debian packages with mmdebstrap (see examples/images); with
                         --oci-archive FILE written there instead (an OCI archive, which
-                        \`skopeo copy oci-archive:FILE docker://REGISTRY/NAME\` pushes)
+                        \`skopeo copy oci-archive:FILE docker://REGISTRY/NAME\` pushes). A build
+                        stage's Debian root is kept a day in $XDG_CACHE_HOME/ucompute/build-roots
+                        (else ~/.cache/ucompute/build-roots) and reused
   rm NAME...            removes names; an image goes with its last name
 
 Options:
@@ -80,9 +82,10 @@ export async function imagesCommand(argv: string[]): Promise<number> {
     case 'build': {
       const recipe = await readRecipe(one());
       const archive = values['oci-archive'];
-      if (archive === undefined) return said(await attempt((s) => buildImage(s, recipe), store));
+      const cache = join(defaultCacheDir(), 'build-roots');
+      if (archive === undefined) return said(await attempt((s) => buildImage(s, recipe, cache), store));
       const digest = await attempt(
-        async (s) => buildArchive(join(s.dir, 'tmp'), recipe, resolve(archive)),
+        async (s) => buildArchive({ tmp: join(s.dir, 'tmp'), cache }, recipe, resolve(archive)),
         store,
       );
       cliIo().stdout.write(`${recipe.name} ${digest} ${archive}\n`);

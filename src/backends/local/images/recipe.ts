@@ -76,18 +76,30 @@ export function configArgs(recipe: Recipe): string[] {
   return args;
 }
 
+/** Where a build puts its work and keeps what later builds reuse (./build-root.ts). */
+export interface BuildFolders {
+  tmp: string;
+  cache: string;
+}
+
 /** Builds the recipe's image and imports it into the store under the recipe's name. */
-export function buildImage(store: ImageStore, recipe: Recipe & { folder: string }): Promise<StoredImage> {
-  return built(join(store.dir, 'tmp'), recipe, (image) => store.add(`oci:${image}`, recipe.name));
+export function buildImage(
+  store: ImageStore,
+  recipe: Recipe & { folder: string },
+  cache: string,
+): Promise<StoredImage> {
+  return built({ tmp: join(store.dir, 'tmp'), cache }, recipe, (image) =>
+    store.add(`oci:${image}`, recipe.name),
+  );
 }
 
 /** Builds the recipe's image into an OCI archive named after the recipe; answers its manifest digest. */
 export function buildArchive(
-  tmp: string,
+  folders: BuildFolders,
   recipe: Recipe & { folder: string },
   file: string,
 ): Promise<string> {
-  return built(tmp, recipe, async (image, layout) => {
+  return built(folders, recipe, async (image, layout) => {
     await run('skopeo', ['copy', '--quiet', `oci:${image}`, `oci-archive:${file}:${recipe.name}`]);
     return (await readLayout(layout)).digest;
   });
@@ -95,7 +107,7 @@ export function buildArchive(
 
 /** Builds the recipe's image as an OCI layout in a folder of `tmp` and hands it to `use`. */
 async function built<T>(
-  tmp: string,
+  { tmp, cache }: BuildFolders,
   recipe: Recipe & { folder: string },
   use: (image: string, layout: string) => Promise<T>,
 ): Promise<T> {
@@ -105,7 +117,7 @@ async function built<T>(
     const image = `${layout}:image`;
     const bundle = join(work, 'bundle');
     const rootless = process.getuid?.() !== 0 ? ['--rootless'] : [];
-    const files = await stageFiles(recipe, recipe.folder, work);
+    const files = await stageFiles(recipe, recipe.folder, work, cache);
     await run('umoci', ['init', '--layout', layout]);
     await run('umoci', ['new', '--image', image]);
     await run('umoci', ['unpack', ...rootless, '--image', image, bundle]);

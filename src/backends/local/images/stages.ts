@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
 import { closed } from '../../../model/schema.ts';
 import { run } from '../exec.ts';
+import { buildRoot } from './build-root.ts';
 
 // What a recipe adds to its Debian packages: files of this machine, npm packages installed here,
 // and a build stage (a Debian root of its own, as a multi-stage Dockerfile's) whose results the
@@ -52,12 +53,14 @@ type Files = Static<typeof Files>;
 
 /**
  * The recipe's files as a tree in `work`/files, rooted like the image's, its build stage's `keep`
- * folders included; undefined when the recipe adds nothing to its packages.
+ * folders included; undefined when the recipe adds nothing to its packages. `cache` keeps build
+ * stages' Debian roots between builds (./build-root.ts).
  */
 export async function stageFiles(
   recipe: Files & { suite?: string },
   from: string,
   work: string,
+  cache: string,
 ): Promise<string | undefined> {
   if (!recipe.copy?.length && !recipe.npm?.length && !recipe.build) return undefined;
   const tree = join(work, 'files');
@@ -66,7 +69,7 @@ export async function stageFiles(
     await cp(resolve(from, source), join(tree, to), { recursive: true, verbatimSymlinks: true });
   }
   await npmInstall(recipe.npm ?? [], tree);
-  if (recipe.build) await buildStage(recipe.build, recipe.suite, tree, work);
+  if (recipe.build) await buildStage(recipe.build, recipe.suite ?? 'bookworm', tree, work, cache);
   return tree;
 }
 
@@ -85,30 +88,37 @@ async function npmInstall(installs: Static<typeof NpmInstalls>, tree: string): P
   }
 }
 
-/** Runs the build stage on the tree and puts its `keep` folders back into the tree. */
+/**
+ * Runs the build stage on the tree and puts its `keep` folders back into the tree: in a copy of the
+ * cached root with the stage's packages (mmdebstrap's way to reuse a root: unpacked in its setup,
+ * nothing installed or updated), so that only the first build of a day installs them.
+ */
 async function buildStage(
   build: NonNullable<Files['build']>,
-  suite: string | undefined,
+  suite: string,
   tree: string,
   work: string,
+  cache: string,
 ): Promise<void> {
   const script = join(work, 'build.sh');
   await writeFile(script, build.run);
   const tools = join(work, 'build-tools');
   await mkdir(tools);
   await npmInstall(build.npm ?? [], tools);
+  const root = await buildRoot(cache, suite, build.packages);
   await run('mmdebstrap', [
-    '--variant=minbase',
-    ...(build.packages.length ? [`--include=${build.packages.join(',')}`] : []),
+    '--variant=custom',
+    '--skip=update',
     '--quiet',
     '--format=null',
+    `--setup-hook=tar-in ${root} /`,
     `--customize-hook=sync-in ${tree} /`,
     `--customize-hook=sync-in ${tools} /`,
     `--customize-hook=upload ${script} /tmp/ucompute-build.sh`,
     // In an environment of its own: this machine's (mmdebstrap keeps it) may point npm elsewhere.
     '--customize-hook=chroot "$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root sh -e /tmp/ucompute-build.sh',
     ...build.keep.map((path) => `--customize-hook=sync-out ${path} ${join(tree, path)}`),
-    suite ?? 'bookworm',
+    suite,
     '/dev/null',
   ]);
 }
