@@ -245,12 +245,11 @@ describe('local runtime', { skip: skip ?? false }, () => {
       '',
       'no process is in it',
     );
-    assert.ok(
-      !execFileSync('ip', ['-n', netns, 'addr', 'show'], { encoding: 'utf8' }).includes(
-        `${record.network.ip}/`,
-      ),
-      "it no longer has the pod's address",
-    );
+    const addresses = () => execFileSync('ip', ['-n', netns, 'addr', 'show'], { encoding: 'utf8' });
+    // The reset comes after destroy, in the background.
+    await until(() => !addresses().includes(`${record.network.ip}/`), {
+      describe: "the namespace no longer has the pod's address",
+    });
     const set = execFileSync('nft', ['list', 'set', 'bridge', bridge, 'pairs'], {
       encoding: 'utf8',
     });

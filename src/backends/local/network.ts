@@ -44,8 +44,9 @@ export interface Network {
   allowPeers(network: PodNetwork, previous: readonly string[], next: readonly string[]): Promise<void>;
   /**
    * Takes back the network of a pod whose processes are all gone: its rules are removed, and its
-   * namespace is reset for a later pod (its address, routes and neighbours replaced) when no
-   * process, socket or conntrack entry is left in it, else deleted with its veth. Idempotent.
+   * namespace is then (not waited for) reset for a later pod — its address, routes and neighbours
+   * replaced — when no process, socket or conntrack entry is left in it, else deleted with its
+   * veth. Idempotent.
    */
   release(network: PodNetwork, peers: readonly string[]): Promise<void>;
   /** The file that opens the pod's network namespace (for setns); null: the host's network. */
@@ -62,6 +63,12 @@ export interface Network {
  * eighth of the subnet's.
  */
 const REUSED_KEPT = 64;
+
+/** A pod waiting for its network. */
+interface Waiter {
+  resolve(network: PodNetwork): void;
+  reject(error: unknown): void;
+}
 
 /** Pods in their own network namespaces on a bridge, with NAT outwards and nftables isolation (root). */
 export async function bridgeNetwork(
@@ -225,16 +232,25 @@ export async function bridgeNetwork(
   async function release(n: PodNetwork, peers: readonly string[]) {
     if (peers.length > 0) await changePeers(n.ip, peers, []);
     if (closed || pool.length + recycling.length + resetting >= keptAtMost) await discard(n);
-    else await recycle(n);
+    // Not waited for: the pod is gone, and its namespace is no one's until a reset hands it out.
+    else void recycle(n);
   }
 
   /**
    * Ended pods' namespaces are reset together, one batch after the other (one configuring process
    * for all that ended meanwhile), each with a new address for the pod that takes it. Pods waiting
    * for a namespace take them first, the pool the rest; one something was left in is deleted.
+   * Never rejects.
    */
   let recycling: PodNetwork[] = [];
   let resetting = 0;
+  /** Pods waiting for a namespace being reset: never more than are being reset or queued for it. */
+  const forReset: Waiter[] = [];
+  const hand = (network: PodNetwork) => {
+    const waiter = forReset.shift() ?? waiting.shift();
+    if (waiter) waiter.resolve(network);
+    else pool.push(network);
+  };
   let nextReset: Promise<void> | null = null;
   let lastReset: Promise<void> = Promise.resolve();
   function recycle(n: PodNetwork): Promise<void> {
@@ -253,8 +269,7 @@ export async function bridgeNetwork(
         const dropped = [];
         for (const network of renewed) {
           if (left.has(network.netns!) || closed) dropped.push(discard(network));
-          else if (waiting.length > 0) waiting.shift()!.resolve(network);
-          else pool.push(network);
+          else hand(network);
         }
         await Promise.all(dropped);
       } catch {
@@ -262,6 +277,11 @@ export async function bridgeNetwork(
         await Promise.all(renewed.map(discard));
       } finally {
         resetting = 0;
+        // Those more than the next reset brings get new namespaces.
+        while (forReset.length > recycling.length) {
+          const waiter = forReset.pop()!;
+          createForWaiting().then(waiter.resolve, waiter.reject);
+        }
       }
     });
     lastReset = nextReset;
@@ -272,7 +292,7 @@ export async function bridgeNetwork(
    * With the pool empty, pods that ask while one batch is being created are made together in the
    * next: under load one `ip` run serves many pods.
    */
-  let waiting: { resolve(n: PodNetwork): void; reject(e: unknown): void }[] = [];
+  let waiting: Waiter[] = [];
   let nextCreation: Promise<void> | null = null;
   function createForWaiting(): Promise<PodNetwork> {
     const made = new Promise<PodNetwork>((resolve, reject) => waiting.push({ resolve, reject }));
@@ -339,7 +359,11 @@ export async function bridgeNetwork(
     async acquire() {
       const ready = pool.shift();
       refill();
-      return ready ?? createForWaiting();
+      if (ready) return ready;
+      // A namespace being reset comes sooner, and costs less, than a new one.
+      if (forReset.length < recycling.length + resetting)
+        return new Promise<PodNetwork>((resolve, reject) => forReset.push({ resolve, reject }));
+      return createForWaiting();
     },
     allowPeers: (n, previous, next) => changePeers(n.ip, previous, next),
     release,
@@ -361,27 +385,6 @@ export async function bridgeNetwork(
       await lastReset;
       await Promise.all(pool.splice(0).map(discard));
     },
-  };
-}
-
-/** Without root: the host network, a loopback address per pod, nothing enforced. */
-export function loopbackNetwork(reserved: readonly string[]): Network {
-  // 127.0.0.0/8 is routed to lo on Linux, so every 127.x address works without configuration.
-  const addresses = addressAllocator(127 * 2 ** 24 + 89 * 2 ** 16 + 2, 2 ** 16 - 3);
-  for (const ip of reserved) addresses.mark(ip);
-  return {
-    description: 'network: host network, a loopback address per pod',
-    warnings: [
-      'pods share the host network: each has its own loopback address, but network isolation is not enforced',
-    ],
-    acquire: async () => ({ ip: addresses.take(), netns: null, veth: null }),
-    allowPeers: async () => undefined,
-    release: async (n) => {
-      addresses.free(n.ip);
-    },
-    namespaceFile: () => null,
-    removeLeftovers: async () => undefined,
-    close: async () => undefined,
   };
 }
 
