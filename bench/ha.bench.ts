@@ -14,16 +14,23 @@
  *    job accepted by a follower just after the kill created as a Volcano Job (the new leader acts).
  *    The killed replica is started again in its place (as Kubernetes restarts a pod) before the next.
  *
- *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills]
+ * 3. With `--statements`: statements per accepted job, PostgreSQL with 3 replicas under the same load
+ *    for `--seconds`, counted in PostgreSQL's statement log (`log_statement = all` on the case's
+ *    database) from the load's start until every accepted job has ended (so the leader's work for
+ *    them is in), by kind. A separate case: logging every statement slows PostgreSQL.
+ *
+ *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills] [--statements]
+ *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none)
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { volcanoJobName } from '../src/volcano/names.ts';
 import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
-import { newPostgresDatabase } from '../test/support/postgres.ts';
+import { newPostgresDatabase, postgresLog } from '../test/support/postgres.ts';
 import { leaderOtherThan, type Replica, startReplicas } from '../test/support/replicas.ts';
 import { serving, spawnServe } from '../test/support/serve.ts';
 import { until } from '../test/support/until.ts';
@@ -34,6 +41,8 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     kills: { type: 'string', default: '10' },
     'skip-kills': { type: 'boolean', default: false },
+    statements: { type: 'boolean', default: false },
+    replicas: { type: 'string', default: '1,2,3' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -226,6 +235,49 @@ async function postgresCase(count: number): Promise<Case> {
   }
 }
 
+/** Statements per accepted job with 3 replicas (see the header), in all and by kind, most first. */
+async function statementsCase(): Promise<{ accepted: number; total: number; kinds: [string, number][] }> {
+  const url = await newPostgresDatabase();
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const mine: (() => unknown)[] = [() => client.end()];
+  try {
+    await client.query(`alter database ${new URL(url).pathname.slice(1)} set log_statement = 'all'`);
+    const set = await startReplicas({ after: (c) => void mine.push(c) }, undefined, url, 3, {
+      lease: null,
+      config: CONFIG,
+    });
+    const log = await postgresLog();
+    const from = (await readFile(log)).length;
+    const split = (i: number) => Math.floor(CONNECTIONS / 3) + (i < CONNECTIONS % 3 ? 1 : 0);
+    await Promise.all(set.replicas.map((r, i) => wrk(r.url, set.token, split(i), SECONDS)));
+    const active = async () =>
+      Number(
+        (
+          await client.query(
+            "select count(*) as n from jobs where state not in ('SUCCESS', 'FAILURE', 'EXPIRED')",
+          )
+        ).rows[0].n,
+      );
+    await until(async () => (await active()) === 0, {
+      describe: 'every accepted job ended',
+      timeout: 300_000,
+    });
+    const accepted = Number((await client.query('select count(*) as n from jobs')).rows[0].n);
+    const text = (await readFile(log)).subarray(from).toString('utf8');
+    const kinds = new Map<string, number>();
+    let total = 0;
+    for (const m of text.matchAll(/LOG: {2}(?:statement|execute [^:]*): (.*)/g)) {
+      total++;
+      const kind = m[1]!.replace(/\s+/g, ' ').slice(0, 60);
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    }
+    return { accepted, total, kinds: [...kinds].sort((a, b) => b[1] - a[1]) };
+  } finally {
+    for (const cleanup of mine.reverse()) await cleanup();
+  }
+}
+
 /** The middle value (the lower of the two middle ones for an even count). */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
 
@@ -285,7 +337,8 @@ try {
       `dry backend, load average at the start ${await loadAverage()}\n`,
   );
   const cases = [await sqliteCase()];
-  for (const count of [1, 2, 3]) cases.push(await postgresCase(count));
+  for (const count of values.replicas.split(',').filter(Boolean).map(Number))
+    cases.push(await postgresCase(count));
   console.log(
     '| store | requests | non-200 | accepted jobs/s | p50 ms | p99 ms | replicas CPU ms/job | PostgreSQL CPU ms/job | × SQLite jobs/s | load after |',
   );
@@ -299,6 +352,15 @@ try {
     );
   }
   if (cases.some((c) => c.failures > 0)) process.exitCode = 1;
+  if (values.statements) {
+    const s = await statementsCase();
+    const per = (n: number) => (n / s.accepted).toFixed(2);
+    console.log(
+      `\nstatements per accepted job (3 replicas, ${s.accepted} jobs, counted until all ended), load after ` +
+        `${await loadAverage()}: ${per(s.total)}; by kind (first 60 characters):`,
+    );
+    for (const [kind, n] of s.kinds.slice(0, 25)) console.log(`- ${per(n)} ${kind}`);
+  }
   if (!values['skip-kills']) {
     const t = await kills();
     const s = (ms: number) => (ms / 1000).toFixed(1);

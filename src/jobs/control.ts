@@ -77,7 +77,7 @@ export function jobControl(o: ControlOptions) {
     const running = await store.jobs.get(id);
     const active = running?.state === 'RUNNING' ? activeJob(running) : undefined;
     if (active) await o.hooks.suspend(o.monitor.lifecycle, active);
-    await updates.update(id, { state: 'SUSPENDED', status }, {}, (tx) => tx.jobs.markUnsubmitted(id));
+    await updates.update(id, { state: 'SUSPENDED', status }, { submitted: false });
   }
 
   /** A person's suspend, in the job's updates: who, and that it waits for a resume. */

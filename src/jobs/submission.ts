@@ -166,15 +166,13 @@ export function jobSubmission(o: SubmissionOptions) {
       build = created.build;
       // The build and the output folder it reports are written together, or not at all when the
       // job ended meanwhile.
-      const json = JSON.stringify(build);
       const saved = await updates.update(
         id,
         {
           ...(build.outputFolder !== undefined ? { outputFolder: build.outputFolder } : {}),
           expectedState: 'IN_QUEUE',
         },
-        {},
-        (tx) => tx.jobs.saveBuild(id, json),
+        { build: JSON.stringify(build) },
       );
       if (!saved) return false;
     } else {
@@ -183,14 +181,13 @@ export function jobSubmission(o: SubmissionOptions) {
     try {
       await backend.submit(id, build);
       failures.delete(id);
-      const state = (await store.jobs.state(id))!;
+      const state = (await store.jobs.markSubmitted(id))!;
       // Suspended while the submission was under way: the backend must not run it, and
-      // unsuspend submits it again.
+      // unsuspend submits it again (it was not marked submitted).
       if (state === 'SUSPENDED') {
         await backend.suspend(id);
         return false;
       }
-      await store.jobs.markSubmitted(id);
       // Cancelled while the submission was under way: the backend must not keep it.
       if (isFinal(state)) await backend.cancel(id);
     } catch (e) {

@@ -50,9 +50,6 @@ interface PendingEvent {
   written: (written: boolean) => void;
 }
 
-/** Work done in an update's transaction beside it (its build saved, its submission forgotten). */
-export type Alongside = (tx: StoreParts) => Promise<void>;
-
 /** Wait before writing again backend events that could not be written (a full disk). */
 const EVENT_RETRY_MS = 1000;
 
@@ -83,23 +80,20 @@ export function jobUpdates(o: UpdatesOptions) {
   let stopped = false;
 
   /**
-   * Decides and writes one update; call inside a transaction. Undefined when it did not apply.
-   * A job that ends loses its build in the same write (only active jobs need one); its hooks get
-   * the job as it was read here.
+   * Decides and writes one update of a job read (locked) in the same transaction; undefined when it
+   * did not apply. A job that ends loses its build in the same write (only active jobs need one);
+   * its hooks get the job as it was read here.
    */
   async function write(
     tx: StoreParts,
-    id: string,
+    before: JobRecord,
     given: JobUpdate,
     extra: JobChanges,
-    alongside?: Alongside,
   ): Promise<Applied | undefined> {
-    const before = await tx.jobs.get(id);
-    if (!before) return undefined;
+    const { id } = before;
     const u = asDecidedEnd(before, given);
     const decision = decideUpdate(before, u);
     if (decision.kind !== 'apply') return undefined;
-    await alongside?.(tx);
     const next = decision.changes.state ?? before.state;
     const ending = next !== before.state && isFinal(next);
     const starting = next === 'RUNNING' && before.state !== 'RUNNING' && hooks.hasStart;
@@ -133,17 +127,20 @@ export function jobUpdates(o: UpdatesOptions) {
   }
 
   /**
-   * Applies one update through the state machine, atomically; then tells followers and runs the
-   * plugins' onJobStart, or onJobComplete and onCleanup. Returns false when it was dropped.
+   * Applies one update through the state machine, atomically, with the column changes `extra`
+   * (written only if it applies); then tells followers and runs the plugins' onJobStart, or
+   * onJobComplete and onCleanup. Returns false when it was dropped.
    */
   async function update(
     id: string,
     partial: Omit<JobUpdate, 'timestamp'> & { timestamp?: number },
     extra: JobChanges = {},
-    alongside?: Alongside,
   ): Promise<boolean> {
     const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
-    const result = await store.transaction((tx) => write(tx, id, u, extra, alongside));
+    const result = await store.transaction(async (tx) => {
+      const before = await tx.jobs.get(id);
+      return before && write(tx, before, u, extra);
+    });
     if (result) await applied(result);
     return result !== undefined;
   }
@@ -198,9 +195,10 @@ export function jobUpdates(o: UpdatesOptions) {
     return store.transaction(async (tx) => {
       const results: Applied[] = [];
       for (const e of batch) {
-        const current = await tx.jobs.state(e.jobId);
+        const before = await tx.jobs.get(e.jobId);
         // A suspended job is in no backend: what arrives for it was said before it was suspended.
-        if (current === 'SUSPENDED') continue;
+        if (!before || before.state === 'SUSPENDED') continue;
+        const current = before.state;
         // The same state again is news about the job (a queue position, ready replicas): status only.
         let u: JobUpdate =
           current === e.state
@@ -208,11 +206,12 @@ export function jobUpdates(o: UpdatesOptions) {
             : { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true };
         const exitCodes = e.exitCodes ? { exitCodes: e.exitCodes } : {};
         let result: Applied | undefined;
-        if (u.state !== undefined && isFinal(u.state) && (await restartsOnExit(tx, e.jobId))) {
+        if (u.state !== undefined && isFinal(u.state) && restartsOnExit(before)) {
           u = restartExit({ status: e.status, timestamp: e.at }, await tx.jobs.updatesOf(e.jobId));
-          result = await write(tx, e.jobId, u, exitCodes, (t) => t.jobs.markUnsubmitted(e.jobId));
+          // The backend no longer has it: the next submission sends it again.
+          result = await write(tx, before, u, { ...exitCodes, submitted: false });
         } else {
-          result = await write(tx, e.jobId, u, exitCodes);
+          result = await write(tx, before, u, exitCodes);
         }
         if (result) results.push(result);
       }
@@ -224,9 +223,8 @@ export function jobUpdates(o: UpdatesOptions) {
    * Whether the end the backend reports is an exit to restart from (UCloud's allowRestart): not
    * when ucompute is ending the job for good (cancel, expiry, credits).
    */
-  async function restartsOnExit(tx: StoreParts, id: string): Promise<boolean> {
-    const job = await tx.jobs.get(id);
-    return job?.specification.restartOnExit === true && job.outcome === null;
+  function restartsOnExit(job: JobRecord): boolean {
+    return job.specification.restartOnExit === true && job.outcome === null;
   }
 
   return {

@@ -46,7 +46,8 @@ export interface JobChanges {
   outputFolder?: string;
   exitCodes?: Record<string, number>;
   submitted?: boolean;
-  build?: null;
+  /** The JobBuild as submitted (JSON); null once the job has ended. */
+  build?: string | null;
   outcome?: Outcome;
 }
 
@@ -124,11 +125,11 @@ export interface JobStore {
   heldCredits(owner: Owner, category: string): Promise<number>;
   /** Gives a job another name (null: none); the rest of its specification stays. */
   rename(id: string, name: string | null): Promise<void>;
-  /** Keeps the build before it goes to the backend, so that a restart submits the same objects. */
-  saveBuild(id: string, build: string): Promise<void>;
-  markSubmitted(id: string): Promise<void>;
-  /** The backend no longer has the job (suspended): the next submission sends it again. */
-  markUnsubmitted(id: string): Promise<void>;
+  /**
+   * Marks a job handed to the backend, unless it was suspended meanwhile (unsuspend submits it
+   * again); answers its state, read in the same statement.
+   */
+  markSubmitted(id: string): Promise<JobState | undefined>;
   browse(q: BrowseQuery): Promise<JobRecord[]>;
   /** Jobs that have not ended, oldest first. */
   active(): Promise<JobRecord[]>;

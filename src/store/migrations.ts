@@ -275,7 +275,26 @@ export const MIGRATIONS: readonly Migration[] = [
     update_seq integer
   );
   `,
+  // A job's product category as a column (JobStore.heldCredits sums an owner's active jobs' held
+  // credits in a category on every charge and intake: read from the specification's JSON, that
+  // was one parse per active job of the owner), filled for the jobs already kept.
+  {
+    sqlite: productCategories("json_extract(specification, '$.product.category')"),
+    postgres: productCategories("specification::jsonb #>> '{product,category}'"),
+  },
 ];
+
+/** The migration that gives jobs their product category, reading it from the specification with `category`. */
+function productCategories(category: string): string {
+  return `
+  alter table jobs add column product_category text;
+  update jobs set product_category = ${category};
+  create index jobs_held_by_project on jobs(project, product_category, reserved_credits)
+    where state not in ('SUCCESS', 'FAILURE', 'EXPIRED');
+  create index jobs_held_by_user on jobs(created_by, product_category, reserved_credits)
+    where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') and project is null;
+  `;
+}
 
 /** The migration that gives jobs their outcome, reading an update's status with `status`. */
 function jobOutcomes(status: string): string {

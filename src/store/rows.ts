@@ -105,6 +105,10 @@ export const toLease = (r: Row): Lease => ({
   expiresAt: Number(r.expires_at),
 });
 
+/** Marks a job submitted unless it is suspended, answering its state (both stores). */
+export const MARK_SUBMITTED =
+  "update jobs set submitted = case when state = 'SUSPENDED' then submitted else 1 end where id = ? returning state";
+
 /**
  * The `update jobs set …` of a job's changes, as the same SQL for both stores: one assignment
  * (`column = ?`) per change, with its value. The update count always goes up by one.
@@ -128,7 +132,7 @@ export function jobChangeAssignments(changes: JobChanges): {
   if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
   if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
   if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
-  if (changes.build === null) set('build', null);
+  if (changes.build !== undefined) set('build', changes.build);
   if (changes.outcome !== undefined) {
     set('outcome', changes.outcome.kind);
     set('outcome_by', changes.outcome.by ?? null);

@@ -31,6 +31,8 @@ export const POSTGRES_TESTED = postgresBin() !== undefined || process.env.CI ===
 
 interface Server {
   url: (database: string) => string;
+  /** The server's log file (statements too, for a database set to log them). */
+  log: string;
 }
 
 let server: Promise<Server> | undefined;
@@ -116,9 +118,15 @@ async function start(): Promise<Server> {
       child.kill('SIGQUIT');
       rmSync(dir, { recursive: true, force: true });
     });
-    return { url };
+    return { url, log: join(dir, 'log') };
   }
   throw new Error('PostgreSQL found no free port in 20 tries');
+}
+
+/** The tests' PostgreSQL server's log file (it is started if it was not). */
+export async function postgresLog(): Promise<string> {
+  server ??= start();
+  return (await server).log;
 }
 
 /** The URL of a new, empty database on the tests' PostgreSQL server. */

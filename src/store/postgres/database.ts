@@ -33,18 +33,22 @@ export const JOB_EVENTS_CHANNEL = 'ucompute_job_events';
 const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
 
 /**
- * Writes a transaction's job events as its last statements, under a lock held until it has
+ * Writes a transaction's job events as its last statement, under a lock held until it has
  * committed: the numbers are taken in the order of the commits, so a reader that has seen event n
  * has seen every event before it, whichever replica wrote it (a sequence alone is taken in the
  * order of the inserts, and a later number could commit first). NOTIFY serializes notifying
  * commits anyway; this lock only starts that earlier, at the numbering.
  */
 async function writeJobEvents(query: Query, events: [string, number | null][]): Promise<void> {
-  await query('select pg_advisory_xact_lock(?)', JOB_EVENTS_LOCK);
+  // One statement: the rows come through the join with `locked`, so the lock is taken before any
+  // row (and its number) is; a CTE with a volatile function is evaluated once, never inlined.
   await query(
-    `with written as (
-       insert into job_events (job_id, update_seq) select * from unnest(?::text[], ?::bigint[]) returning seq)
+    `with locked as (select pg_advisory_xact_lock(?::bigint)),
+     written as (
+       insert into job_events (job_id, update_seq)
+       select e.* from locked, unnest(?::text[], ?::bigint[]) as e returning seq)
      select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written`,
+    JOB_EVENTS_LOCK,
     events.map((e) => e[0]),
     events.map((e) => e[1]),
   );

@@ -1,6 +1,6 @@
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobStore } from '../jobs.ts';
-import { jobChangeAssignments, toJob } from '../rows.ts';
+import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
 import type { Connection } from './database.ts';
 
 // The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
@@ -12,8 +12,8 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
     async insert(job) {
       await query(
         `insert into jobs (id, created_by, project, state, application, created_at, specification,
-           time_allocation_ms, price_per_unit, update_count)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+           product_category, time_allocation_ms, price_per_unit, update_count)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
         job.id,
         job.createdBy,
         job.project,
@@ -21,6 +21,7 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         job.application,
         job.createdAt,
         JSON.stringify(job.specification),
+        job.specification.product.category,
         job.timeAllocationMs,
         job.pricePerUnit,
       );
@@ -44,10 +45,12 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       return rows.map((r) => JSON.parse(r.body as string) as JobUpdate);
     },
     async appendUpdate(job, update, changes) {
+      // One statement (one round trip) for the row and its update.
       const { sets, values } = jobChangeAssignments(changes);
-      await query(`update jobs set ${sets.join(', ')} where id = ?`, ...values, job.id);
       await query(
-        'insert into job_updates (job_id, seq, body) values (?, ?, ?)',
+        `with changed as (update jobs set ${sets.join(', ')} where id = ? returning id)
+         insert into job_updates (job_id, seq, body) select id, ?::bigint, ?::text from changed`,
+        ...values,
         job.id,
         job.updateCount,
         JSON.stringify(update),
@@ -81,14 +84,14 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         owner.project !== undefined
           ? await query(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and project = ? and specification::jsonb #>> '{product,category}' = ?`,
+               where ${ACTIVE} and project = ? and product_category = ?`,
               owner.project,
               category,
             )
           : await query(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
                where ${ACTIVE} and created_by = ? and project is null
-                 and specification::jsonb #>> '{product,category}' = ?`,
+                 and product_category = ?`,
               owner.createdBy,
               category,
             );
@@ -104,14 +107,9 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       );
       await recordEvent(id, null);
     },
-    async saveBuild(id, build) {
-      await query('update jobs set build = ? where id = ?', build, id);
-    },
     async markSubmitted(id) {
-      await query('update jobs set submitted = 1 where id = ?', id);
-    },
-    async markUnsubmitted(id) {
-      await query('update jobs set submitted = 0 where id = ?', id);
+      const [r] = await query(MARK_SUBMITTED, id);
+      return r?.state as JobState | undefined;
     },
     async browse(q) {
       const where: string[] = [];
@@ -138,7 +136,7 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         ['created_at >= ?', q.createdAfter],
         ['created_at < ?', q.createdBefore],
         ["specification::jsonb #>> '{product,id}' = ?", q.productId],
-        ["specification::jsonb #>> '{product,category}' = ?", q.productCategory],
+        ['product_category = ?', q.productCategory],
         ['project = ?', q.project],
       ];
       for (const [condition, value] of equal) {

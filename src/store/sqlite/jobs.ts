@@ -1,7 +1,7 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobStore } from '../jobs.ts';
-import { jobChangeAssignments, toJob } from '../rows.ts';
+import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 import { recordJobEvent } from './job-events.ts';
 
@@ -13,8 +13,8 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
     insert(job) {
       sql(
         `insert into jobs (id, created_by, project, state, application, created_at, specification,
-           time_allocation_ms, price_per_unit, update_count)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+           product_category, time_allocation_ms, price_per_unit, update_count)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
       ).run(
         job.id,
         job.createdBy,
@@ -23,6 +23,7 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
         job.application,
         job.createdAt,
         JSON.stringify(job.specification),
+        job.specification.product.category,
         job.timeAllocationMs,
         job.pricePerUnit,
       );
@@ -77,12 +78,12 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
         owner.project !== undefined
           ? sql(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and project = ? and json_extract(specification, '$.product.category') = ?`,
+               where ${ACTIVE} and project = ? and product_category = ?`,
             ).get(owner.project, category)
           : sql(
               `select coalesce(sum(reserved_credits), 0) as credits from jobs
                where ${ACTIVE} and created_by = ? and project is null
-                 and json_extract(specification, '$.product.category') = ?`,
+                 and product_category = ?`,
             ).get(owner.createdBy, category)
       ) as Row | undefined;
       return Number(r?.credits ?? 0);
@@ -93,14 +94,9 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       ).run(name, name, id);
       recordJobEvent(d, id, null);
     },
-    saveBuild(id, build) {
-      sql('update jobs set build = ? where id = ?').run(build, id);
-    },
     markSubmitted(id) {
-      sql('update jobs set submitted = 1 where id = ?').run(id);
-    },
-    markUnsubmitted(id) {
-      sql('update jobs set submitted = 0 where id = ?').run(id);
+      const r = sql(MARK_SUBMITTED).get(id) as Row | undefined;
+      return r?.state as JobState | undefined;
     },
     browse(q) {
       const where: string[] = [];
@@ -127,7 +123,7 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
         ['created_at >= ?', q.createdAfter],
         ['created_at < ?', q.createdBefore],
         ["json_extract(specification, '$.product.id') = ?", q.productId],
-        ["json_extract(specification, '$.product.category') = ?", q.productCategory],
+        ['product_category = ?', q.productCategory],
         ['project = ?', q.project],
       ];
       for (const [condition, value] of equal) {

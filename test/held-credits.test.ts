@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { describe, test } from 'node:test';
+import pg from 'pg';
+import type { JobState } from '../src/model/job.ts';
+import type { Owner } from '../src/model/owner.ts';
+import type { NewJob } from '../src/store/jobs.ts';
+import { MIGRATIONS, postgresSql, sqliteSql } from '../src/store/migrations.ts';
+import { openPostgresStore } from '../src/store/postgres/store.ts';
+import { openSqliteStore } from '../src/store/sqlite/store.ts';
+import type { Store } from '../src/store/store.ts';
+import { newPostgresDatabase } from './support/postgres.ts';
+import { STORE_KINDS, type StoreKind } from './support/store.ts';
+
+// What an owner's active jobs hold back in a category (JobStore.heldCredits) is summed on every
+// charge and intake: it reads the jobs' product_category column through a partial index, never
+// their specifications' JSON (one parse per active job: 2,500 live jobs of one owner took a
+// charge to ~5 s).
+
+const T0 = Date.UTC(2026, 0, 1);
+
+function job(id: string, owner: Owner, category: string, state: JobState = 'IN_QUEUE'): NewJob {
+  return {
+    id,
+    createdBy: owner.createdBy,
+    project: owner.project ?? null,
+    application: 'mpi-hello',
+    createdAt: T0,
+    specification: {
+      application: { name: 'mpi-hello', version: '1.0' },
+      product: { id: `${category}-1`, category, provider: 'local' },
+    },
+    timeAllocationMs: null,
+    pricePerUnit: 1,
+    firstUpdate: { timestamp: T0, state, status: 'made by the test' },
+  };
+}
+
+/** A database of this kind (a file, or a PostgreSQL database) and raw statements on it beside the store. */
+async function database(kind: StoreKind, dir: string) {
+  if (kind === 'sqlite') {
+    const file = join(dir, 'store.db');
+    return {
+      open: (): Store => openSqliteStore(file),
+      // The store holds its file exclusively: raw statements go between its openings.
+      exec: async (text: string) => {
+        const raw = new DatabaseSync(file);
+        try {
+          raw.exec(text);
+        } finally {
+          raw.close();
+        }
+      },
+      close: async () => {},
+      dialect: sqliteSql,
+    };
+  }
+  const url = await newPostgresDatabase();
+  const raw = new pg.Client({ connectionString: url });
+  await raw.connect();
+  return {
+    open: (): Promise<Store> => openPostgresStore(url),
+    exec: async (text: string) => void (await raw.query(text)),
+    close: () => raw.end(),
+    dialect: postgresSql,
+  };
+}
+
+const alice: Owner = { createdBy: 'alice' };
+const inLab: Owner = { createdBy: 'alice', project: 'lab' };
+
+for (const kind of STORE_KINDS) {
+  describe(`held credits (${kind})`, () => {
+    test("one owner's 2,500 active jobs: the sum is right, read from the column, not the specification", async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'held-credits-'));
+      const db = await database(kind, dir);
+      let store = await db.open();
+      try {
+        let expected = 0;
+        await store.transaction(async (tx) => {
+          for (let i = 0; i < 2_500; i++) {
+            await tx.jobs.insert(job(`a${i}`, alice, 'cpu'));
+            await tx.jobs.reserveCredits(`a${i}`, i % 7);
+            expected += i % 7;
+          }
+          // What must not count: another category, the same user's project, another user, ended jobs.
+          for (let i = 0; i < 50; i++) {
+            await tx.jobs.insert(job(`g${i}`, alice, 'gpu'));
+            await tx.jobs.insert(job(`p${i}`, inLab, 'cpu'));
+            await tx.jobs.insert(job(`b${i}`, { createdBy: 'bob' }, 'cpu'));
+            await tx.jobs.insert(job(`e${i}`, alice, 'cpu', 'SUCCESS'));
+            for (const id of [`g${i}`, `p${i}`, `b${i}`, `e${i}`]) await tx.jobs.reserveCredits(id, 100);
+          }
+        });
+        assert.equal(await store.jobs.heldCredits(alice, 'cpu'), expected);
+        assert.equal(await store.jobs.heldCredits(alice, 'gpu'), 5_000);
+        assert.equal(await store.jobs.heldCredits(inLab, 'cpu'), 5_000);
+        assert.equal(await store.jobs.heldCredits(inLab, 'gpu'), 0);
+        const gpu = await store.jobs.browse({ visibility: 'all', productCategory: 'gpu', limit: 100 });
+        assert.equal(gpu.length, 50);
+
+        // The specifications no longer name a category: the sums are the same (no JSON is read).
+        await store.close();
+        await db.exec(`update jobs set specification = '{}'`);
+        store = await db.open();
+        assert.equal(await store.jobs.heldCredits(alice, 'cpu'), expected);
+        assert.equal(await store.jobs.heldCredits(inLab, 'cpu'), 5_000);
+      } finally {
+        await store.close();
+        await db.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    test('jobs kept before the migration get their category from their specification', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'held-credits-'));
+      const db = await database(kind, dir);
+      try {
+        const before = MIGRATIONS.length - 1;
+        await db.exec('create table schema_version (version integer not null)');
+        for (let v = 0; v < before; v++) await db.exec(db.dialect(MIGRATIONS[v]!));
+        await db.exec(`insert into schema_version (version) values (${before})`);
+        const insert = (
+          id: string,
+          project: string | null,
+          category: string,
+          state: string,
+          credits: number,
+        ) =>
+          db.exec(
+            `insert into jobs (id, created_by, project, state, application, created_at, specification,
+               price_per_unit, reserved_credits)
+             values ('${id}', 'alice', ${project === null ? 'null' : `'${project}'`}, '${state}', 'mpi-hello', ${T0},
+               '${JSON.stringify(job(id, alice, category).specification)}', 1, ${credits})`,
+          );
+        await insert('old1', null, 'cpu', 'RUNNING', 3);
+        await insert('old2', null, 'cpu', 'IN_QUEUE', 4);
+        await insert('old3', null, 'gpu', 'RUNNING', 5);
+        await insert('old4', 'lab', 'cpu', 'RUNNING', 6);
+        await insert('old5', null, 'cpu', 'SUCCESS', 7);
+        const store = await db.open();
+        try {
+          assert.equal(await store.jobs.heldCredits(alice, 'cpu'), 7);
+          assert.equal(await store.jobs.heldCredits(alice, 'gpu'), 5);
+          assert.equal(await store.jobs.heldCredits(inLab, 'cpu'), 6);
+          const cpu = await store.jobs.browse({ visibility: 'all', productCategory: 'cpu', limit: 10 });
+          assert.deepEqual(cpu.map((j) => j.id).sort(), ['old1', 'old2', 'old4', 'old5']);
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await db.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
