@@ -258,8 +258,11 @@ EOF
   start volcano-scheduler "$bin/scheduler" --kubeconfig="$dir/admin.kubeconfig" \
     --scheduler-conf="$dir/run/volcano-scheduler.conf" --leader-elect=false --schedule-period=1s \
     --enable-healthz=false --enable-metrics=false --cache-dumper=false
+  # Its job controller syncs a job on one of --worker-threads, each sync several API calls in turn:
+  # 8 workers left jobs 10-20 s per step in its queues on a loaded machine (BENCHMARKS.md, issue 17).
+  # The webhooks GET the queue or PodGroup per admission: client-go's 50/s would cap ~12 jobs/s.
   start volcano-controller-manager "$bin/controller-manager" --kubeconfig="$dir/admin.kubeconfig" \
-    --leader-elect=false --enable-healthz=false --kube-api-qps=500 --kube-api-burst=1000 --worker-threads=8
+    --leader-elect=false --enable-healthz=false --kube-api-qps=500 --kube-api-burst=1000 --worker-threads=64
   # The admission webhooks, registered by URL on loopback (the installer's configurations with
   # the Service reference replaced); webhook-manager fills in their CA bundle itself.
   node "$cluster_src/webhook-configurations.ts" \
@@ -270,16 +273,18 @@ EOF
   start volcano-webhook-manager "$bin/webhook-manager" --kubeconfig="$dir/admin.kubeconfig" \
     --listen-address=127.0.0.1 --port="$webhook_port" --webhook-url="https://127.0.0.1:$webhook_port" \
     --tls-cert-file="$dir/pki/webhook.crt" --tls-private-key-file="$dir/pki/webhook.key" \
-    --ca-cert-file="$dir/pki/ca.crt" --enabled-admission="$admissions"
+    --ca-cert-file="$dir/pki/ca.crt" --enabled-admission="$admissions" --kube-api-qps=500 --kube-api-burst=1000
 
   # KWOK: the nodes and the pods' lifecycle (test/cluster/kwok-stages.yaml), answering logs, exec
-  # and port-forward through the API server from local files, processes and ports.
+  # and port-forward through the API server from local files, processes and ports. Node leases of
+  # 600 s (renewed every 150 s): nothing here watches node health, and 100 nodes' 40 s leases cost
+  # an idle cluster 17 % of a core against 6 % (BENCHMARKS.md, issue 17).
   cat "$cluster_src/kwok-stages.yaml" > "$dir/run/kwok.yaml"
   start kwok "$bin/kwok" --kubeconfig="$dir/admin.kubeconfig" --config="$dir/run/kwok.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$kwok_port" --server-address="127.0.0.1:$kwok_port" \
     --tls-cert-file="$dir/pki/kwok.crt" --tls-private-key-file="$dir/pki/kwok.key" \
-    --cidr=10.244.0.0/16 --node-lease-duration-seconds=40 \
+    --cidr=10.244.0.0/16 --node-lease-duration-seconds=600 \
     --enable-crds=Logs,ClusterLogs,Exec,ClusterExec,PortForward,ClusterPortForward
   nodes_yaml | "${k[@]}" apply -f - >/dev/null
 

@@ -75,9 +75,9 @@ async function world(
   const watch = quotaWatch({
     store,
     quotas,
-    addStatus: (jobId, status) => service.update(jobId, { status }),
-    hold: (jobId, problem) => service.holdForQuota(jobId, problem),
-    release: (jobId) => service.releaseFromQuota(jobId),
+    addStatus: service.leader.addStatus,
+    hold: service.leader.holdForQuota,
+    release: service.leader.releaseFromQuota,
   });
   return {
     root,

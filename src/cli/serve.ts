@@ -203,9 +203,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
         quotaWatch({
           store: loopStore,
           quotas,
-          addStatus: (id, status) => service.update(id, { status }),
-          hold: (id, problem) => service.holdForQuota(id, problem),
-          release: (id) => service.releaseFromQuota(id),
+          addStatus: service.leader.addStatus,
+          hold: service.leader.holdForQuota,
+          release: service.leader.releaseFromQuota,
           log,
         }),
         ...(trashDays === null
@@ -213,7 +213,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
           : [trashPurge({ root: storageRoot, days: trashDays, clock: systemClock, log })]),
         expiryWarnings({
           store: loopStore,
-          addStatus: (id, status) => service.update(id, { status }),
+          addStatus: service.leader.addStatus,
           log,
           ...(config.notifications?.expiryWarningMinutes !== undefined
             ? { warnBeforeMs: config.notifications.expiryWarningMinutes * 60_000 }

@@ -25,9 +25,9 @@ export interface QuotaWatchOptions {
   quotas: Pick<StorageQuotas, 'rescan' | 'usage'>;
   /** Adds the notice to the job's updates. */
   addStatus(jobId: string, status: string): Promise<unknown>;
-  /** Holds a queued job of an owner over its quota (JobService.holdForQuota). */
+  /** Holds a queued job of an owner over its quota (JobService.leader). */
   hold(jobId: string, problem: string): Promise<unknown>;
-  /** Queues again a job held for its owner's quota (JobService.releaseFromQuota). */
+  /** Queues again a job held for its owner's quota (JobService.leader). */
   release(jobId: string): Promise<unknown>;
   log?: Pick<Logger, 'error'>;
 }

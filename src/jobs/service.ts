@@ -98,10 +98,8 @@ export interface JobService {
   suspend(caller: Caller, ids: readonly string[]): Promise<void>;
   /** Queues suspended jobs again: the same jobs, folders and builds. */
   unsuspend(caller: Caller, ids: readonly string[]): Promise<void>;
-  /** Holds a queued job whose owner is over its storage quota, saying why (quota-hold.ts). */
-  holdForQuota(id: string, problem: string): Promise<void>;
-  /** Queues again a job held for its owner's quota. */
-  releaseFromQuota(id: string): Promise<void>;
+  /** The leader's watches' writes, fenced as the backend loop's; refused while not leading. */
+  leader: LeaderWrites;
   rename(caller: Caller, items: readonly RenameItem[]): Promise<void>;
   /** The utilization of the machines the job's product runs on (here: the backend's). */
   utilization(caller: Caller, jobId: string): Promise<Utilization>;
@@ -153,6 +151,15 @@ export interface JobService {
   start(): Promise<void>;
   /** Stops leading and writes the backend events already received; later ones are ignored. */
   stop(): Promise<void>;
+}
+
+export interface LeaderWrites {
+  /** Adds a notice to a job's updates; false when it was dropped (the job ended). */
+  addStatus(id: string, status: string): Promise<boolean>;
+  /** Holds a queued job whose owner is over its storage quota, saying why (quota-hold.ts). */
+  holdForQuota(id: string, problem: string): Promise<void>;
+  /** Queues again a job held for its owner's quota. */
+  releaseFromQuota(id: string): Promise<void>;
 }
 
 /** How often running jobs are monitored (charged, expired) unless configured. */
@@ -208,19 +215,27 @@ export function createJobService(options: ServiceOptions): JobService {
       loop?.submission.accept(jobs);
     },
   });
-  const control = jobControl({
-    store,
-    env,
-    backend,
-    access,
-    updates,
-    monitor: monitoring,
-    hooks,
-    resubmit,
-    now,
-    ...(options.mirror ? { mirror: options.mirror } : {}),
-    ...(quotaProblem ? { quotaProblem } : {}),
-  });
+  const controlOf = (engine: JobEngine, on: Transactional) =>
+    jobControl({
+      store: on,
+      env,
+      backend,
+      access: engine.access,
+      updates: engine.updates,
+      monitor: engine.monitoring,
+      hooks,
+      resubmit,
+      now,
+      ...(options.mirror ? { mirror: options.mirror } : {}),
+      ...(quotaProblem ? { quotaProblem } : {}),
+    });
+  const control = controlOf(own, store);
+  /** The backend loop's control (its writes fenced as the loop's) while this replica leads. */
+  let loopControl = loop && control;
+  const leaderControl = () => {
+    if (loop && loopControl) return { engine: loop, control: loopControl };
+    throw new Error('this replica does not lead: the leader writes this');
+  };
 
   /** Stops the loop under way. */
   let leading: (() => Promise<void>) | undefined;
@@ -231,6 +246,7 @@ export function createJobService(options: ServiceOptions): JobService {
     const engine = loopStore === store ? own : engineOf(loopStore);
     const { monitoring: m, submission, restarts } = engine;
     loop = engine;
+    loopControl = engine === own ? control : controlOf(engine, loopStore);
     backend.setLeading?.(holds ?? (() => true));
     try {
       await m.recover(submission.enqueue);
@@ -239,6 +255,7 @@ export function createJobService(options: ServiceOptions): JobService {
       // Not leading after all (deposed, or the store failed): the next attempt starts again.
       if (options.replicated) {
         loop = undefined;
+        loopControl = undefined;
         backend.setLeading?.(false);
         submission.stop();
         restarts.stop();
@@ -266,6 +283,7 @@ export function createJobService(options: ServiceOptions): JobService {
       stopped = true;
       if (options.replicated) {
         loop = undefined;
+        loopControl = undefined;
         backend.setLeading?.(false);
       }
       submission.stop();
@@ -306,8 +324,11 @@ export function createJobService(options: ServiceOptions): JobService {
     extend: control.extend,
     suspend: control.suspend,
     unsuspend: control.unsuspend,
-    holdForQuota: control.holdForQuota,
-    releaseFromQuota: control.releaseFromQuota,
+    leader: {
+      addStatus: async (id, status) => leaderControl().engine.updates.update(id, { status }),
+      holdForQuota: async (id, problem) => leaderControl().control.holdForQuota(id, problem),
+      releaseFromQuota: async (id) => leaderControl().control.releaseFromQuota(id),
+    },
     rename: control.rename,
 
     async utilization(caller, jobId) {
