@@ -18,17 +18,16 @@ import { vcjob } from './support/vcjob.ts';
 
 const tools = await needs('bwrap', 'nft', 'ip', 'skopeo', 'umoci', 'busybox');
 
-/** The local backend on a data folder of its own, with its own bridge and subnet. */
+/** The local backend on a data folder of its own, with its own bridge (and a subnet it derives). */
 async function open(t: { after(fn: () => Promise<void>): void }, hostUserland: boolean) {
   const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-images-run-'));
-  const { bridge, subnet } = testNetwork();
+  const { bridge } = testNetwork();
   const backend = await openLocalBackend({
     config: {
       gracePeriodMs: 200,
       hostUserland,
       network: {
         bridge,
-        subnet,
         poolSize: 0,
       },
     },
@@ -174,13 +173,13 @@ test(
   async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-images-config-'));
     await chmod(dir, 0o711); // containers' host users pass through to the data folder
-    const { bridge, subnet } = testNetwork();
+    const { bridge } = testNetwork();
     t.after(async () => {
       await removeBridgeNetwork(bridge);
       await rm(dir, { recursive: true, force: true });
     });
     const config = join(dir, 'ucompute.yml');
-    await writeFile(config, `local: { network: { bridge: ${bridge}, subnet: "${subnet}", poolSize: 0 } }\n`);
+    await writeFile(config, `local: { network: { bridge: ${bridge}, poolSize: 0 } }\n`);
     const manifest = join(dir, 'job.yaml');
     await writeFile(
       manifest,

@@ -252,15 +252,13 @@ export async function fortyTwoInTerminal(page: Page, timeout = 60_000): Promise<
 
 /**
  * Writes `dir`/config.yml for `ucompute serve --backend local` on the host's userland with a bridge
- * and subnet of the test's own; gives its path and the bridge (remove it with removeBridgeNetwork).
+ * of the test's own (the subnet derived, free on the host); gives its path and the bridge (remove it
+ * with removeBridgeNetwork).
  */
 export function localServeConfig(dir: string): { config: string; bridge: string } {
-  const { bridge, subnet } = testNetwork();
+  const { bridge } = testNetwork();
   const config = join(dir, 'config.yml');
-  writeFileSync(
-    config,
-    `local:\n  hostUserland: true\n  network: { bridge: ${bridge}, subnet: ${subnet} }\n`,
-  );
+  writeFileSync(config, `local:\n  hostUserland: true\n  network: { bridge: ${bridge} }\n`);
   return { config, bridge };
 }
 

@@ -14,22 +14,19 @@ import { openTestStore } from './store.ts';
 import { until } from './until.ts';
 
 /**
- * A bridge and subnet of the test's own (remove the bridge with removeBridgeNetwork once the backend
- * closed): tests that run at the same time never share the default bridge, since a backend starting
- * on it cleans the namespaces it does not know.
+ * A bridge of the test's own (remove it with removeBridgeNetwork once the backend closed), so the
+ * test's namespaces are found by name. The subnet is left to the backend: it derives one no other
+ * instance holds, under the host registry's lock. A subnet drawn at random here was once the one
+ * another test's instance held, and the backend rightly refused to start beside it.
  */
 export function testNetwork() {
   const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
-  const bridge = `ub${tag}`.slice(0, 9);
-  // Both octets at random (10.100–249.x): two test processes whose pids agreed modulo 50 once drew
-  // the same /24, and the second backend was refused beside the first.
-  const second = 100 + Math.floor(Math.random() * 150);
-  return { bridge, subnet: `10.${second}.${Math.floor(Math.random() * 256)}.0/24` };
+  return { bridge: `ub${tag}`.slice(0, 9) };
 }
 
 /**
  * Opens the backend on `dir` (a new folder, removed afterwards, when left out) on its own bridge
- * and subnet; after the test its jobs are cancelled and it is closed.
+ * (./testNetwork); after the test its jobs are cancelled and it is closed.
  */
 export async function openTestBackend(
   t: { after(fn: () => Promise<void>): void },
