@@ -119,7 +119,9 @@ for (const kind of STORE_KINDS) {
       const dir = mkdtempSync(join(tmpdir(), 'held-credits-'));
       const db = await database(kind, dir);
       try {
-        const before = MIGRATIONS.length - 1;
+        // The store as it was before the product-category migration (later ones come after it).
+        const before = MIGRATIONS.findIndex((m) => sqliteSql(m).includes('add column product_category'));
+        assert.ok(before > 0);
         await db.exec('create table schema_version (version integer not null)');
         for (let v = 0; v < before; v++) await db.exec(db.dialect(MIGRATIONS[v]!));
         await db.exec(`insert into schema_version (version) values (${before})`);

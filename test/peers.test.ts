@@ -30,7 +30,9 @@ test('a peer must be an active job the caller may act on', async () => {
   try {
     const [alices] = await service.create(alice, [server]);
     const [bobs] = await service.create(bob, [server]);
-    await until(async () => (await store.jobs.running()).length === 2, { describe: 'both running' });
+    await until(async () => (await store.jobs.running(undefined, 10)).length === 2, {
+      describe: 'both running',
+    });
 
     const peerIssues = async (caller: typeof alice, jobId: string) => {
       try {

@@ -1,6 +1,8 @@
+import type { JobRecord } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
+import { runningPages } from './running-pages.ts';
 
 // A warning before a job's time runs out, as Open OnDemand users asked for: once per deadline, a
 // line in the job's updates (which the web page, `ucompute show` and followers show), and, where
@@ -69,30 +71,32 @@ export function expiryWarnings(o: ExpiryWarningOptions) {
     }
   }
 
-  /** One pass over the running jobs: warns of each deadline that has come close, once. */
+  /** One pass over the running jobs, a page at a time: warns of each deadline that has come close, once. */
   async function check(): Promise<void> {
-    const running = await o.store.jobs.running();
-    const ids = new Set(running.map((j) => j.id));
-    for (const id of warned.keys()) if (!ids.has(id)) warned.delete(id);
-    for (const job of running) {
-      const { expiresAt } = job;
-      if (
-        expiresAt === null ||
-        !warningDue(expiresAt, now(), warnBeforeMs) ||
-        warned.get(job.id) === expiresAt
-      )
-        continue;
-      warned.set(job.id, expiresAt);
-      const text = expiryWarning(expiresAt);
-      // Said before this process started (a restart): not again.
-      if ((await o.store.jobs.updatesOf(job.id)).some((u) => u.status === text)) continue;
-      try {
-        await o.addStatus(job.id, text);
-      } catch (err) {
-        o.log?.error({ err, jobId: job.id }, 'could not add the expiry warning');
+    const ids = new Set<string>();
+    for await (const page of runningPages(o.store.jobs)) {
+      for (const job of page) {
+        ids.add(job.id);
+        await warnIfDue(job);
       }
-      await notify(job, expiresAt);
     }
+    for (const id of warned.keys()) if (!ids.has(id)) warned.delete(id);
+  }
+
+  async function warnIfDue(job: JobRecord): Promise<void> {
+    const { expiresAt } = job;
+    if (expiresAt === null || !warningDue(expiresAt, now(), warnBeforeMs) || warned.get(job.id) === expiresAt)
+      return;
+    warned.set(job.id, expiresAt);
+    const text = expiryWarning(expiresAt);
+    // Said before this process started (a restart): not again.
+    if ((await o.store.jobs.updatesOf(job.id)).some((u) => u.status === text)) return;
+    try {
+      await o.addStatus(job.id, text);
+    } catch (err) {
+      o.log?.error({ err, jobId: job.id }, 'could not add the expiry warning');
+    }
+    await notify(job, expiresAt);
   }
 
   return { check, ...periodic(check, CHECK_EVERY_MS, 'warning of deadlines', o.log) };

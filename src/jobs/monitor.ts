@@ -9,6 +9,7 @@ import type { Backend } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
 import type { JobMirror } from './mirror.ts';
 import type { JobEnvironment } from './prepare.ts';
+import { runningPages } from './running-pages.ts';
 import { activeJob, type JobUpdates } from './updates.ts';
 
 // Monitoring and recovery: what the lifecycle hooks may do (expire, charge, stop an owner's
@@ -27,7 +28,6 @@ export interface MonitorOptions {
   mirror?: JobMirror;
 }
 
-const MONITOR_BATCH = 256;
 /** Unsubmitted jobs adopted per pass: the submission queue holds them, not memory at large. */
 const ADOPT_BATCH = 1000;
 
@@ -137,12 +137,13 @@ export function jobMonitor(o: MonitorOptions) {
       for (const record of await store.jobs.unsubmitted(ADOPT_BATCH)) resubmit(record.id);
     },
 
-    /** One monitoring pass: running jobs, in batches, through every plugin's onJobMonitoring. */
+    /** One monitoring pass: running jobs, a page at a time, through every plugin's onJobMonitoring. */
     async monitor(): Promise<void> {
-      const running = await store.jobs.running();
-      for (let i = 0; i < running.length; i += MONITOR_BATCH) {
-        const jobs = running.slice(i, i + MONITOR_BATCH).flatMap((r) => activeJob(r) ?? []);
-        await hooks.monitoring(lifecycle, jobs);
+      for await (const page of runningPages(store.jobs)) {
+        await hooks.monitoring(
+          lifecycle,
+          page.flatMap((r) => activeJob(r) ?? []),
+        );
       }
     },
 

@@ -3,6 +3,7 @@ import type { Transactional } from '../store/store.ts';
 import type { Backend } from './backend.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
+import { runningPages } from './running-pages.ts';
 
 // The live resource views' sampling: on a steady period, what every rank of every running job
 // uses, asked of the backend in one call and appended to the jobs' series in one transaction.
@@ -23,7 +24,8 @@ export function resourceSampler(o: SamplerOptions) {
 
   /** One pass: every running job's ranks, now. */
   async function sample(): Promise<void> {
-    const running = (await o.store.jobs.running()).map((j) => j.id);
+    const running: string[] = [];
+    for await (const page of runningPages(o.store.jobs)) for (const job of page) running.push(job.id);
     if (running.length === 0) return;
     const usage = await o.backend.usage(running);
     if (usage.size > 0) await o.store.resourceSeries.append(now(), usage);

@@ -19,6 +19,7 @@ import type { JobMirror } from './mirror.ts';
 import { findProduct, type JobEnvironment } from './prepare.ts';
 import { type IncludeFlags, presentJob } from './presentation.ts';
 import { quotaProblemOf } from './quota-hold.ts';
+import { runningPages } from './running-pages.ts';
 import { type StateListener, type UpdateListener, updateListeners } from './update-listeners.ts';
 
 export type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.ts';
@@ -334,20 +335,23 @@ export function createJobService(options: ServiceOptions): JobService {
     async utilization(caller, jobId) {
       await access.visibleJob(caller, jobId);
       const used = { cpu: 0, memory: 0 };
-      const running = await store.jobs.running();
-      for (const job of running) {
-        const { id, category } = job.specification.product;
-        const product = findProduct(env.products, id, category);
-        if (!product) continue;
-        const replicas = job.specification.replicas ?? 1;
-        used.cpu += product.cpu * replicas;
-        used.memory += product.memoryInGigs * 2 ** 30 * replicas;
+      let running = 0;
+      for await (const page of runningPages(store.jobs)) {
+        running += page.length;
+        for (const job of page) {
+          const { id, category } = job.specification.product;
+          const product = findProduct(env.products, id, category);
+          if (!product) continue;
+          const replicas = job.specification.replicas ?? 1;
+          used.cpu += product.cpu * replicas;
+          used.memory += product.memoryInGigs * 2 ** 30 * replicas;
+        }
       }
       const pending = (await store.jobs.countByState()).IN_QUEUE ?? 0;
       return {
         capacity: backend.machines().total,
         usedCapacity: used,
-        queueStatus: { running: running.length, pending },
+        queueStatus: { running, pending },
       };
     },
     update: (id, u, extra) => updates.update(id, u, extra),

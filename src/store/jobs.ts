@@ -138,8 +138,12 @@ export interface JobStore {
    * (another replica accepted them, or the leader before it crashed before submitting them).
    */
   unsubmitted(limit: number): Promise<JobRecord[]>;
-  /** Running jobs only, from the partial index of active jobs: a queue backlog costs nothing here. */
-  running(): Promise<JobRecord[]>;
+  /**
+   * Running jobs only, from the partial index of active jobs (a queue backlog costs nothing here):
+   * at most `limit` of them with ids after `after` (undefined: from the first), by id. Read page by
+   * page, a pass over thousands never holds every job's build at once.
+   */
+  running(after: string | undefined, limit: number): Promise<JobRecord[]>;
   countByState(): Promise<Record<string, number>>;
   idempotent(username: string, key: string): Promise<IdempotentRequest | undefined>;
   rememberIdempotent(

@@ -282,6 +282,10 @@ export const MIGRATIONS: readonly Migration[] = [
     sqlite: productCategories("json_extract(specification, '$.product.category')"),
     postgres: productCategories("specification::jsonb #>> '{product,category}'"),
   },
+  // Running jobs by id (JobStore.running): a page of them after a given id reads that page only.
+  `
+  create index jobs_running on jobs(id) where state = 'RUNNING';
+  `,
 ];
 
 /** The migration that gives jobs their product category, reading it from the specification with `category`. */

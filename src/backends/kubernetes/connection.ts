@@ -3,10 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ApiException,
   createConfiguration,
+  type HttpLibrary,
+  IsomorphicFetchHttpLibrary,
   KubeConfig,
   KubernetesObjectApi,
   type Middleware,
   ServerConfiguration,
+  wrapHttpLibrary,
 } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import type { Dispatcher } from 'undici';
@@ -103,7 +106,6 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
       dispatcher ??= request.getDispatcher();
       if (dispatcher) request.setDispatcher(dispatcher);
       await limiter.take();
-      request.setSignal(timeoutSignal(config.requestTimeoutMs));
       return request;
     },
     post: async (response) => response,
@@ -113,6 +115,7 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
       baseServer: new ServerConfiguration(cluster.server, {}),
       authMethods: { default: kubeConfig },
       promiseMiddleware: [middleware],
+      httpApi: timedHttpLibrary(config.requestTimeoutMs),
     }),
   );
   return {
@@ -127,15 +130,42 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
 }
 
 /**
- * Aborts after `ms` with a plain Error named TimeoutError. Not AbortSignal.timeout: its reason is a
- * DOMException, whose read-only message client-node tries to prefix (a TypeError instead of the
- * timeout).
+ * client-node's HTTP library with a timeout on each request: armed when it goes, cleared once its
+ * body has been read or it failed, so a finished request keeps nothing (a timer, its controller)
+ * for the rest of the timeout — with thousands of requests a minute that was a heap of its own.
+ * The abort's reason is a plain Error named TimeoutError, made only when it fires: not
+ * AbortSignal.timeout's DOMException, whose read-only message client-node tries to prefix (a
+ * TypeError instead of the timeout).
  */
-function timeoutSignal(ms: number): AbortSignal {
-  const controller = new AbortController();
-  const timeout = Object.assign(new Error('the API server did not answer in time'), { name: 'TimeoutError' });
-  setTimeout(() => controller.abort(timeout), ms).unref();
-  return controller.signal;
+function timedHttpLibrary(ms: number): HttpLibrary {
+  const http = new IsomorphicFetchHttpLibrary();
+  return wrapHttpLibrary({
+    async send(request) {
+      const controller = new AbortController();
+      const timer = setTimeout(
+        () =>
+          controller.abort(
+            Object.assign(new Error('the API server did not answer in time'), { name: 'TimeoutError' }),
+          ),
+        ms,
+      ).unref();
+      request.setSignal(controller.signal);
+      try {
+        const response = await http.send(request).toPromise();
+        const { body } = response;
+        const read = <T>(reading: Promise<T>) => reading.finally(() => clearTimeout(timer));
+        response.body = {
+          text: () => read(body.text()),
+          binary: () => read(body.binary()),
+          stream: () => body.stream(),
+        };
+        return response;
+      } catch (error) {
+        clearTimeout(timer);
+        throw error;
+      }
+    },
+  });
 }
 
 export interface RateLimiter {

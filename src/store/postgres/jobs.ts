@@ -180,8 +180,13 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       );
       return rows.map(toJob);
     },
-    async running() {
-      return (await query(`select * from jobs where state = 'RUNNING' order by id`)).map(toJob);
+    async running(after, limit) {
+      const rows = await query(
+        `select * from jobs where state = 'RUNNING' and id > ? order by id limit ?`,
+        after ?? '',
+        limit,
+      );
+      return rows.map(toJob);
     },
     async countByState() {
       const out: Record<string, number> = {};

@@ -165,8 +165,13 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
         ) as Row[]
       ).map(toJob);
     },
-    running() {
-      return (sql("select * from jobs where state = 'RUNNING' order by id").all() as Row[]).map(toJob);
+    running(after, limit) {
+      return (
+        sql("select * from jobs where state = 'RUNNING' and id > ? order by id limit ?").all(
+          after ?? '',
+          limit,
+        ) as Row[]
+      ).map(toJob);
     },
     countByState() {
       const out: Record<string, number> = {};

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { dryBackend } from '../src/backends/dry/dry-backend.ts';
+import { runningPages } from '../src/jobs/running-pages.ts';
+import { createJobService } from '../src/jobs/service.ts';
+import type { JobStore } from '../src/store/jobs.ts';
+import { env } from './support/fixtures.ts';
+import { openTestStore, STORE_KINDS } from './support/store.ts';
+import { until } from './support/until.ts';
+
+// A pass over the running jobs (monitoring, sampling, expiry warnings, utilization) reads them a
+// page at a time by id, so that 10,000 of them are never all in memory with their builds.
+
+const alice = { username: 'alice', admin: false };
+const mpi = {
+  application: { name: 'mpi-hello', version: '1.0' },
+  product: { id: 'u1-standard-1', category: 'u1-standard' },
+};
+
+for (const kind of STORE_KINDS) {
+  describe(`on ${kind}`, () => {
+    test('running jobs come a page at a time, each once, by id, an ended one not at all', async () => {
+      const store = await openTestStore(kind);
+      const service = createJobService({
+        store,
+        env: env(),
+        backend: dryBackend({ runForMs: null }),
+        requireCredits: false,
+      });
+      try {
+        const ids = await service.create(
+          alice,
+          Array.from({ length: 7 }, () => mpi),
+        );
+        const state = async (id: string) => (await service.retrieve(alice, id)).status.state;
+        await until(async () => (await Promise.all(ids.map(state))).every((s) => s === 'RUNNING'), {
+          describe: 'all 7 running',
+        });
+        const [ended] = ids;
+        await service.terminate(alice, [ended!]);
+        await until(async () => (await state(ended!)) !== 'RUNNING', { describe: 'the first one ended' });
+
+        const asked: { after: string | undefined; got: number }[] = [];
+        const jobs: Pick<JobStore, 'running'> = {
+          running: async (after, limit) => {
+            const page = await store.jobs.running(after, limit);
+            asked.push({ after, got: page.length });
+            return page;
+          },
+        };
+        const pages: string[][] = [];
+        for await (const page of runningPages(jobs, 2)) pages.push(page.map((j) => j.id));
+
+        const running = ids.slice(1).sort();
+        assert.deepEqual(pages.flat(), running);
+        assert.deepEqual(
+          pages.map((p) => p.length),
+          [2, 2, 2],
+        );
+        // Each page starts after the last id of the one before; the last, short or empty, ends the pass.
+        assert.deepEqual(asked, [
+          { after: undefined, got: 2 },
+          { after: running[1], got: 2 },
+          { after: running[3], got: 2 },
+          { after: running[5], got: 0 },
+        ]);
+        assert.deepEqual(
+          (await store.jobs.running(running[4], 10)).map((j) => j.id),
+          [running[5]],
+        );
+      } finally {
+        await service.stop();
+        await store.close();
+      }
+    });
+  });
+}
