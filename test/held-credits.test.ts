@@ -22,7 +22,13 @@ import { STORE_KINDS, type StoreKind } from './support/store.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 
-function job(id: string, owner: Owner, category: string, state: JobState = 'IN_QUEUE'): NewJob {
+function job(
+  id: string,
+  owner: Owner,
+  category: string,
+  reservedCredits: number,
+  state: JobState = 'IN_QUEUE',
+): NewJob {
   return {
     id,
     createdBy: owner.createdBy,
@@ -35,6 +41,7 @@ function job(id: string, owner: Owner, category: string, state: JobState = 'IN_Q
     },
     timeAllocationMs: null,
     pricePerUnit: 1,
+    reservedCredits,
     firstUpdate: { timestamp: T0, state, status: 'made by the test' },
   };
 }
@@ -82,17 +89,17 @@ for (const kind of STORE_KINDS) {
         let expected = 0;
         await store.transaction(async (tx) => {
           for (let i = 0; i < 2_500; i++) {
-            await tx.jobs.insert(job(`a${i}`, alice, 'cpu'));
-            await tx.jobs.reserveCredits(`a${i}`, i % 7);
+            await tx.jobs.insert([job(`a${i}`, alice, 'cpu', i % 7)]);
             expected += i % 7;
           }
           // What must not count: another category, the same user's project, another user, ended jobs.
           for (let i = 0; i < 50; i++) {
-            await tx.jobs.insert(job(`g${i}`, alice, 'gpu'));
-            await tx.jobs.insert(job(`p${i}`, inLab, 'cpu'));
-            await tx.jobs.insert(job(`b${i}`, { createdBy: 'bob' }, 'cpu'));
-            await tx.jobs.insert(job(`e${i}`, alice, 'cpu', 'SUCCESS'));
-            for (const id of [`g${i}`, `p${i}`, `b${i}`, `e${i}`]) await tx.jobs.reserveCredits(id, 100);
+            await tx.jobs.insert([
+              job(`g${i}`, alice, 'gpu', 100),
+              job(`p${i}`, inLab, 'cpu', 100),
+              job(`b${i}`, { createdBy: 'bob' }, 'cpu', 100),
+              job(`e${i}`, alice, 'cpu', 100, 'SUCCESS'),
+            ]);
           }
         });
         assert.equal(await store.jobs.heldCredits(alice, 'cpu'), expected);
@@ -136,7 +143,7 @@ for (const kind of STORE_KINDS) {
             `insert into jobs (id, created_by, project, state, application, created_at, specification,
                price_per_unit, reserved_credits)
              values ('${id}', 'alice', ${project === null ? 'null' : `'${project}'`}, '${state}', 'mpi-hello', ${T0},
-               '${JSON.stringify(job(id, alice, category).specification)}', 1, ${credits})`,
+               '${JSON.stringify(job(id, alice, category, credits).specification)}', 1, ${credits})`,
           );
         await insert('old1', null, 'cpu', 'RUNNING', 3);
         await insert('old2', null, 'cpu', 'IN_QUEUE', 4);

@@ -27,17 +27,19 @@ for (const kind of STORE_KINDS) {
     });
 
     async function insert(store: Store, id: string, state: JobState) {
-      await store.jobs.insert({
-        id,
-        createdBy: 'alice',
-        project: null,
-        application: 'mpi-hello',
-        createdAt: Date.now(),
-        specification: SPEC,
-        timeAllocationMs: null,
-        pricePerUnit: 1,
-        firstUpdate: { timestamp: Date.now(), state, status: 'made by the test' },
-      });
+      await store.jobs.insert([
+        {
+          id,
+          createdBy: 'alice',
+          project: null,
+          application: 'mpi-hello',
+          createdAt: Date.now(),
+          specification: SPEC,
+          timeAllocationMs: null,
+          pricePerUnit: 1,
+          firstUpdate: { timestamp: Date.now(), state, status: 'made by the test' },
+        },
+      ]);
     }
 
     test('a deposed leader writes no notice, hold or release; a replica that never led is refused', async () => {

@@ -226,17 +226,19 @@ describe('updates through the store', () => {
       clock: manualClock(T0),
     });
     // Inserted directly and never submitted: only the updates below move it.
-    await store.jobs.insert({
-      id: 'job1',
-      createdBy: 'alice',
-      project: null,
-      application: 'mpi-hello',
-      createdAt: T0,
-      specification: SPEC,
-      timeAllocationMs: HOUR,
-      pricePerUnit: 1,
-      firstUpdate: { timestamp: T0, state: 'IN_QUEUE', status: 'The job is in the queue' },
-    });
+    await store.jobs.insert([
+      {
+        id: 'job1',
+        createdBy: 'alice',
+        project: null,
+        application: 'mpi-hello',
+        createdAt: T0,
+        specification: SPEC,
+        timeAllocationMs: HOUR,
+        pricePerUnit: 1,
+        firstUpdate: { timestamp: T0, state: 'IN_QUEUE', status: 'The job is in the queue' },
+      },
+    ]);
     // The rows as stored: seq numbers and the timestamps of their bodies.
     const rows = () =>
       (

@@ -22,20 +22,22 @@ const T0 = Date.UTC(2026, 10, 1);
 
 /** A stored RUNNING job of alice's, started at T0 and ending at `expiresAt`. */
 async function runningJob(store: Store, id: string, expiresAt: number | null): Promise<void> {
-  await store.jobs.insert({
-    id,
-    createdBy: 'alice',
-    project: null,
-    application: 'jupyter',
-    createdAt: T0,
-    specification: {
-      application: { name: 'jupyter', version: '1.0' },
-      product: { id: 'u1-standard-1', category: 'u1-standard' },
+  await store.jobs.insert([
+    {
+      id,
+      createdBy: 'alice',
+      project: null,
+      application: 'jupyter',
+      createdAt: T0,
+      specification: {
+        application: { name: 'jupyter', version: '1.0' },
+        product: { id: 'u1-standard-1', category: 'u1-standard' },
+      },
+      timeAllocationMs: null,
+      pricePerUnit: 1,
+      firstUpdate: { timestamp: T0, state: 'IN_QUEUE' },
     },
-    timeAllocationMs: null,
-    pricePerUnit: 1,
-    firstUpdate: { timestamp: T0, state: 'IN_QUEUE' },
-  });
+  ]);
   const job = (await store.jobs.get(id))!;
   await store.jobs.appendUpdate(
     job,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Runtime } from '../src/backends/local/runtime.ts';
 import type { LifecyclePolicy } from '../src/volcano/api/types.ts';
 import { PIDS_LIMIT_ANNOTATION } from '../src/volcano/labels.ts';
 import { manualClock } from './support/manual-clock.ts';
@@ -310,4 +311,46 @@ test('an empty subdomain is a missing one: hosts are <pod>.<job>, as the svc plu
   await backend.submitVolcanoJob('sub', vcjob('sub', [task], { plugins: { svc: [] } }));
   await ended('sub');
   assert.equal((await logs('sub'))[0]?.stdout, 'sub-t-0.sub,sub-t-1.sub\n');
+});
+
+/** Pods whose destroy does its work and then throws, as a pod whose processes outlived SIGKILL does. */
+function failingDestroys(runtime: Runtime, fails: (pod: string) => boolean): void {
+  const createPod = runtime.createPod.bind(runtime);
+  runtime.createPod = async (spec) => {
+    const pod = await createPod(spec);
+    if (!fails(spec.name)) return pod;
+    const destroy = async (graceMs: number) => {
+      await pod.destroy(graceMs);
+      throw new Error('processes 1 survived SIGKILL');
+    };
+    return { ...pod, destroy };
+  };
+}
+
+test('a pod that cannot be destroyed when its container exited fails its job, and ucompute goes on', async (t) => {
+  const { backend, runtime, ended } = await setup(t);
+  failingDestroys(runtime, (pod) => pod.startsWith('stuck-'));
+  await backend.submitVolcanoJob('stuck', vcjob('stuck', [shellTask('t', 1, 'true')]));
+  const end = await ended('stuck');
+  assert.equal(end.state, 'FAILURE');
+  assert.equal(end.status, 'ucompute could not run the job: processes 1 survived SIGKILL');
+  await backend.submitVolcanoJob('after', vcjob('after', [shellTask('t', 1, 'true')]));
+  assert.equal((await ended('after')).state, 'SUCCESS');
+});
+
+test('a job whose end cannot destroy a pod still ends, saying which rank could not be stopped', async (t) => {
+  const { backend, runtime, ended } = await setup(t);
+  // minSuccess completes the job while rank 2 still runs: the job's end (finish) destroys it.
+  failingDestroys(runtime, (pod) => pod === 'end-t-2');
+  await backend.submitVolcanoJob(
+    'end',
+    vcjob('end', [shellTask('t', 3, 'if [ "$VC_TASK_INDEX" = 2 ]; then sleep 30; fi')], {
+      minSuccess: 2,
+      plugins: { env: [] },
+    }),
+  );
+  const end = await ended('end');
+  assert.equal(backend.phaseOf('end'), 'Completed');
+  assert.equal(end.state, 'FAILURE');
+  assert.equal(end.status, 'ucompute could not stop rank 2: processes 1 survived SIGKILL');
 });

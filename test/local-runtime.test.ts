@@ -238,11 +238,17 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const exit = await main.exited;
     assert.equal(exit.signal, 'SIGKILL');
     for (const dir of record.cgroups) assert.equal(existsSync(dir), false, `cgroup ${dir} is removed`);
-    const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-    assert.ok(!netns.includes(record.network.netns!), 'the network namespace is removed');
-    // The kernel removes the veth with its namespace, in the background.
-    await until(() => !existsSync(`/sys/class/net/${record.network.veth}`), {
-      describe: 'the veth is removed',
+    // Its network namespace is kept for a later pod, reset (local-network-reuse tests the reset).
+    const netns = record.network.netns!;
+    assert.equal(
+      execFileSync('ip', ['netns', 'pids', netns], { encoding: 'utf8' }),
+      '',
+      'no process is in it',
+    );
+    const addresses = () => execFileSync('ip', ['-n', netns, 'addr', 'show'], { encoding: 'utf8' });
+    // The reset comes after destroy, in the background.
+    await until(() => !addresses().includes(`${record.network.ip}/`), {
+      describe: "the namespace no longer has the pod's address",
     });
     const set = execFileSync('nft', ['list', 'set', 'bridge', bridge, 'pairs'], {
       encoding: 'utf8',

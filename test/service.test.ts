@@ -443,17 +443,19 @@ for (const kind of STORE_KINDS) {
         await until(async () => (await a.store.jobs.get(stuck!))!.build !== null, {
           describe: 'build saved',
         });
-        await a.store.jobs.insert({
-          id: 'storedonly1',
-          createdBy: 'alice',
-          project: null,
-          application: 'mpi-hello',
-          createdAt: T0,
-          specification: mpi(),
-          timeAllocationMs: 2 * HOUR,
-          pricePerUnit: 1,
-          firstUpdate: { timestamp: T0, state: 'IN_QUEUE', status: 'The job is in the queue' },
-        });
+        await a.store.jobs.insert([
+          {
+            id: 'storedonly1',
+            createdBy: 'alice',
+            project: null,
+            application: 'mpi-hello',
+            createdAt: T0,
+            specification: mpi(),
+            timeAllocationMs: 2 * HOUR,
+            pricePerUnit: 1,
+            firstUpdate: { timestamp: T0, state: 'IN_QUEUE', status: 'The job is in the queue' },
+          },
+        ]);
         await a.store.close();
 
         // After it: the same store file, a backend that knows none of these jobs.

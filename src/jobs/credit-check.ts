@@ -9,8 +9,8 @@ import { paymentRequired } from './errors.ts';
 
 // Credit reservations at intake: a priced job is accepted only when its owner's balance, less what
 // its active jobs hold back, covers what the job can spend before its first charge; it then holds
-// that back itself. Checked and reserved in the transaction that accepts the jobs, so requests
-// made at once are counted one after the other and cannot overdraw together.
+// that back itself. Checked in the transaction that accepts the jobs and inserted with them, so
+// requests made at once are counted one after the other and cannot overdraw together.
 
 /**
  * What a job of `product` on `replicas` can spend between two charges: the charge periods one
@@ -60,15 +60,17 @@ export type CreditReads = Map<string, { wallet: Wallet; held: number }>;
 export function creditCheck(o: CreditCheckOptions) {
   return {
     /**
-     * Reserves for each priced job in order, or throws 402 naming the first (as `items[i]`) its
-     * owner cannot pay for; call inside the transaction that inserts the jobs (`tx`), after
-     * inserting them, with that transaction's `reads` (a new map per transaction).
+     * What each priced job holds back (by job id), decided in order, or throws 402 naming the
+     * first (as `items[i]`) its owner cannot pay for; call inside the transaction that inserts the
+     * jobs (`tx`) with these reservations, before inserting them, with that transaction's `reads`
+     * (a new map per transaction).
      */
     async reserve(
       tx: StoreParts,
       jobs: readonly PreparedJob[],
       reads: CreditReads = new Map(),
-    ): Promise<void> {
+    ): Promise<Map<string, number>> {
+      const reserved = new Map<string, number>();
       for (const [i, job] of jobs.entries()) {
         if (job.product.pricePerUnit === 0) continue;
         const needed = reservationFor(job.product, job.replicas, o.monitorIntervalMs, o.chargePeriodMs);
@@ -85,9 +87,10 @@ export function creditCheck(o: CreditCheckOptions) {
         if (w.balance <= 0 || w.balance - held < needed) {
           throw paymentRequired(`items[${i}]: ${noCredits(job.owner, w, held, needed)}`);
         }
-        await tx.jobs.reserveCredits(job.id, needed);
+        reserved.set(job.id, needed);
         read.held += needed;
       }
+      return reserved;
     },
   };
 }

@@ -6,7 +6,8 @@ import { type Owner, ownerDrive } from '../model/owner.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { InputStorage } from '../storage/job-storage.ts';
 import { QuotaExceeded, type StorageQuotas } from '../storage/quota.ts';
-import type { Store, StoreParts } from '../store/store.ts';
+import type { NewJob } from '../store/jobs.ts';
+import type { Store } from '../store/store.ts';
 import type { Caller, JobAccess } from './access.ts';
 import type { LargestMachine } from './backend.ts';
 import { type CreditReads, creditCheck } from './credit-check.ts';
@@ -54,9 +55,9 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-/** Inserts a validated job as IN_QUEUE; call inside a (durable) transaction. */
-export async function insertPrepared(tx: StoreParts, prepared: PreparedJob): Promise<void> {
-  await tx.jobs.insert({
+/** A validated job as it is inserted, IN_QUEUE, holding back `reservedCredits`. */
+export function newJobOf(prepared: PreparedJob, reservedCredits = 0): NewJob {
+  return {
     id: prepared.id,
     createdBy: prepared.owner.createdBy,
     project: prepared.owner.project ?? null,
@@ -65,8 +66,9 @@ export async function insertPrepared(tx: StoreParts, prepared: PreparedJob): Pro
     specification: prepared.specification,
     timeAllocationMs: prepared.timeAllocationMillis,
     pricePerUnit: prepared.product.pricePerUnit,
+    reservedCredits,
     firstUpdate: { timestamp: prepared.createdAt, state: 'IN_QUEUE', status: 'The job is in the queue' },
-  });
+  };
 }
 
 export function jobIntake(o: IntakeOptions) {
@@ -107,15 +109,13 @@ export function jobIntake(o: IntakeOptions) {
         async (tx) => {
           const fresh = new Set<Pending>();
           const reads: CreditReads = new Map();
+          const jobs: NewJob[] = [];
           for (const p of group) {
             if (p.idempotency && (await tx.jobs.idempotent(p.username, p.idempotency.key))) continue;
             fresh.add(p);
-            for (const { prepared } of p.records) await insertPrepared(tx, prepared);
-            await credits?.reserve(
-              tx,
-              p.records.map((r) => r.prepared),
-              reads,
-            );
+            const prepared = p.records.map((r) => r.prepared);
+            const reserved = await credits?.reserve(tx, prepared, reads);
+            for (const job of prepared) jobs.push(newJobOf(job, reserved?.get(job.id)));
             if (p.idempotency) {
               await tx.jobs.rememberIdempotent(
                 p.username,
@@ -125,6 +125,7 @@ export function jobIntake(o: IntakeOptions) {
               );
             }
           }
+          await tx.jobs.insert(jobs);
           return fresh;
         },
         { durable: true },

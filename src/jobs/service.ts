@@ -10,7 +10,7 @@ import type { BrowseOptions, Caller, Usage, UsageQuery, Wallet } from './access.
 import type { Backend, LogChunk } from './backend.ts';
 import { type ExtendItem, jobControl, type RenameItem } from './control.ts';
 import { logsGone } from './errors.ts';
-import { type CreateOptions, insertPrepared, jobIntake, type QuotaCheck } from './intake.ts';
+import { type CreateOptions, jobIntake, newJobOf, type QuotaCheck } from './intake.ts';
 import { type JobEngine, jobEngine } from './job-engine.ts';
 import { type JobEventListener, jobEvents, type Watch } from './job-events.ts';
 import { pluginHooks } from './job-management.ts';
@@ -304,7 +304,7 @@ export function createJobService(options: ServiceOptions): JobService {
           for (const job of new Map(jobs.map((job) => [job.id, job])).values()) {
             if (!(await tx.jobs.get(job.id))) unknown.push(job);
           }
-          for (const job of unknown) await insertPrepared(tx, job);
+          await tx.jobs.insert(unknown.map((job) => newJobOf(job)));
           return unknown;
         },
         { durable: true },

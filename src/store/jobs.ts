@@ -60,6 +60,8 @@ export interface NewJob {
   specification: JobSpecification;
   timeAllocationMs: number | null;
   pricePerUnit: number;
+  /** What it holds back of its owner's credits until its next charge (credit-check.ts); 0 if absent. */
+  reservedCredits?: number;
   firstUpdate: JobUpdate;
 }
 
@@ -102,7 +104,8 @@ export interface IdempotentRequest {
 }
 
 export interface JobStore {
-  insert(job: NewJob): Promise<void>;
+  /** Inserts jobs with their first updates (one statement on PostgreSQL, whatever their number). */
+  insert(jobs: readonly NewJob[]): Promise<void>;
   state(id: string): Promise<JobState | undefined>;
   /** The job; inside a transaction on PostgreSQL its row stays locked until the end. */
   get(id: string): Promise<JobRecord | undefined>;
@@ -116,11 +119,6 @@ export interface JobStore {
   markEnding(id: string, outcome: Outcome): Promise<boolean>;
   /** Forgets how an active job was being ended (the backend could not stop it). */
   unmarkEnding(id: string): Promise<void>;
-  /**
-   * Sets the credits an active job holds back from its owner's balance (what it can spend before
-   * its next charge); call in the transaction that inserts it.
-   */
-  reserveCredits(id: string, credits: number): Promise<void>;
   /** What the owner's active jobs hold back in a category. */
   heldCredits(owner: Owner, category: string): Promise<number>;
   /** Gives a job another name (null: none); the rest of its specification stays. */

@@ -17,7 +17,8 @@ import { claimHostNames, type InstanceNames } from './host-registry.ts';
 import { hostView } from './host-view.ts';
 import { imageRoots } from './image-roots.ts';
 import { startLauncher } from './launcher.ts';
-import { bridgeNetwork, loopbackNetwork, type NetworkOptions } from './network.ts';
+import { loopbackNetwork } from './loopback-network.ts';
+import { bridgeNetwork, type NetworkOptions } from './network.ts';
 import { type ContainerHandle, findContainers, watchContainers } from './pod/container-handle.ts';
 import {
   checkName,

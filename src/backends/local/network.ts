@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { run } from './exec.ts';
 import { namespaceJournal } from './namespace-journal.ts';
+import { addressAllocator, ipOf, parseSubnet } from './network-addresses.ts';
 import { bridgeNames, checkCidr, type EgressPolicy, rulesScript } from './network-rules.ts';
 import { PERL, programPath } from './programs.ts';
 
@@ -34,11 +35,19 @@ export interface NetworkOptions {
 export interface Network {
   readonly description: string;
   readonly warnings: readonly string[];
-  /** A fresh network identity for a new pod (never a reused namespace). */
+  /**
+   * A network identity for a new pod: a new namespace, or an ended pod's that nothing was left in,
+   * reset (see `release`).
+   */
   acquire(): Promise<PodNetwork>;
   /** Replaces the peers `network` may exchange traffic with. */
   allowPeers(network: PodNetwork, previous: readonly string[], next: readonly string[]): Promise<void>;
-  /** Removes the pod's namespace, veth and rules. Idempotent. */
+  /**
+   * Takes back the network of a pod whose processes are all gone: its rules are removed, and its
+   * namespace is then (not waited for) reset for a later pod — its address, routes and neighbours
+   * replaced — when no process, socket or conntrack entry is left in it, else deleted with its
+   * veth. Idempotent.
+   */
   release(network: PodNetwork, peers: readonly string[]): Promise<void>;
   /** The file that opens the pod's network namespace (for setns); null: the host's network. */
   namespaceFile(network: PodNetwork): string | null;
@@ -48,37 +57,17 @@ export interface Network {
   close(): Promise<void>;
 }
 
-function parseSubnet(subnet: string): { base: number; prefix: number } {
-  const match = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(subnet);
-  const prefix = Number(match?.[5]);
-  if (!match || prefix < 16 || prefix > 24) {
-    throw new Error(`network subnet ${subnet} is not an IPv4 subnet between /16 and /24`);
-  }
-  const base = match.slice(1, 5).reduce((n, octet) => n * 256 + Number(octet), 0);
-  return { base: base - (base % 2 ** (32 - prefix)), prefix };
-}
+/**
+ * Most namespaces of ended pods kept for later ones (beyond, they are deleted): about what a burst
+ * of short jobs ends and starts at once on a small machine. Each holds an address, so at most an
+ * eighth of the subnet's.
+ */
+const REUSED_KEPT = 64;
 
-const ipOf = (n: number) => [24, 16, 8, 0].map((shift) => Math.floor(n / 2 ** shift) % 256).join('.');
-
-/** Hands out addresses of a range in turn, skipping taken ones, so a freed address is reused late. */
-function addressAllocator(first: number, count: number) {
-  const taken = new Set<string>();
-  let next = 0;
-  return {
-    take(): string {
-      for (let i = 0; i < count; i++) {
-        const ip = ipOf(first + ((next + i) % count));
-        if (!taken.has(ip)) {
-          next = (next + i + 1) % count;
-          taken.add(ip);
-          return ip;
-        }
-      }
-      throw new Error(`no free pod address left (${count} in use)`);
-    },
-    mark: (ip: string) => taken.add(ip),
-    free: (ip: string) => taken.delete(ip),
-  };
+/** A pod waiting for its network. */
+interface Waiter {
+  resolve(network: PodNetwork): void;
+  reject(error: unknown): void;
 }
 
 /** Pods in their own network namespaces on a bridge, with NAT outwards and nftables isolation (root). */
@@ -111,7 +100,9 @@ export async function bridgeNetwork(
   const { base, prefix: bits } = parseSubnet(subnet);
   const gateway = ipOf(base + 1);
   const cidr = `${ipOf(base)}/${bits}`;
-  const addresses = addressAllocator(base + 2, 2 ** (32 - bits) - 3);
+  const addressCount = 2 ** (32 - bits) - 3;
+  const addresses = addressAllocator(base + 2, addressCount);
+  const keptAtMost = Math.min(REUSED_KEPT, Math.floor(addressCount / 8));
   for (const ip of reserved) addresses.mark(ip);
 
   const exists = await readFile(`/sys/class/net/${bridge}/operstate`, 'utf8').then(
@@ -147,7 +138,38 @@ export async function bridgeNetwork(
     throw new Error(`no free network namespace name under ${prefix} after 1000 tries`);
   }
 
+  /**
+   * An ended pod's namespace for the next pod: what the previous one left that a container cannot
+   * change itself (it never holds CAP_NET_ADMIN there) goes — its address with the routes through
+   * it, neighbours, cached route exceptions (PMTU), TCP metrics — and the new pod's address and
+   * route are set. The loopback and eth0's link-local address stay as a new namespace has them.
+   */
+  const resetLines = (n: PodNetwork) =>
+    'addr flush dev eth0 scope global\nneigh flush dev eth0\nroute flush cache\ntcp_metrics flush all\n' +
+    `addr add ${n.ip}/${bits} dev eth0\nroute add default via ${gateway}\n`;
+
+  /**
+   * Runs programs/configure-netns.pl on namespaces, new and reused; answers the reused ones it
+   * left alone because something of their previous pod is still in them.
+   */
+  async function configure(batch: { network: PodNetwork; reused: boolean; lines: string }[]) {
+    if (batch.length === 0) return new Set<string>();
+    const out = await machine.run(PERL, [
+      programPath('configure-netns.pl'),
+      String(machine.setns),
+      ...batch.flatMap((b) => [b.network.netns!, b.reused ? 'reused' : 'new', b.lines]),
+    ]);
+    return new Set(out.split('\n').filter((name) => name !== ''));
+  }
+
+  /**
+   * The host's part of making namespaces (the namespace, the veth pair, the bridge port), one
+   * batch after the other: the kernel makes them one at a time anyway. Configuring a batch inside
+   * its namespaces goes on beside the next batch's host part.
+   */
+  let hostTurn: Promise<void> = Promise.resolve();
   async function create(count: number): Promise<PodNetwork[]> {
+    if (count === 0) return [];
     const made = Array.from({ length: count }, () => {
       const name = freshName();
       return { ip: addresses.take(), netns: name, veth: name };
@@ -161,20 +183,19 @@ export async function bridgeNetwork(
       `link add ${n.veth} type veth peer name eth0 netns ${n.netns}`,
       `link set ${n.veth} addrgenmode none master ${bridge} up`,
     ]);
-    try {
+    const hostPart = hostTurn.then(async () => {
       await journal.created(made.map((n) => n.netns));
       await machine.run('ip', ['-batch', '-'], host.join('\n') + '\n');
+    });
+    hostTurn = hostPart.catch(() => undefined);
+    try {
+      await hostPart;
       // Configured from the inside, one process for the whole batch (see configure-netns.pl).
-      await machine.run(PERL, [
-        programPath('configure-netns.pl'),
-        String(machine.setns),
-        ...made.flatMap((n) => [
-          n.netns,
-          `link set lo up\naddr add ${n.ip}/${bits} dev eth0\nlink set eth0 up\nroute add default via ${gateway}\n`,
-        ]),
-      ]);
+      const lines = (n: PodNetwork) =>
+        `link set lo up\naddr add ${n.ip}/${bits} dev eth0\nlink set eth0 up\nroute add default via ${gateway}\n`;
+      await configure(made.map((network) => ({ network, reused: false, lines: lines(network) })));
     } catch (error) {
-      await Promise.all(made.map((n) => release(n, [])));
+      await Promise.all(made.map(discard));
       throw error;
     }
     return made;
@@ -186,9 +207,11 @@ export async function bridgeNetwork(
   /**
    * Refilled once half of it is taken, not after each acquire: one `ip` run and one configuring
    * process then serve several pods instead of one each (processes are what a pod's start costs).
+   * Namespaces being reset for reuse count as the pool's.
    */
   function refill() {
-    if (filling || closed || poolSize === 0 || pool.length > Math.floor(poolSize / 2)) return;
+    const coming = pool.length + recycling.length + resetting;
+    if (filling || closed || poolSize === 0 || coming > Math.floor(poolSize / 2)) return;
     filling = (async () => {
       while (!closed && pool.length < poolSize) pool.push(...(await create(poolSize - pool.length)));
     })()
@@ -200,23 +223,81 @@ export async function bridgeNetwork(
       });
   }
 
-  async function release(n: PodNetwork, peers: readonly string[]) {
-    if (peers.length > 0) await changePeers(n.ip, peers, []);
-    // The kernel removes the veth with the namespace, in the background: much cheaper than `ip link del`.
+  /** Deletes a namespace (and its veth with it) and frees its address. */
+  async function discard(n: PodNetwork) {
     if (n.netns) await deleteNamespace(n.netns);
     addresses.free(n.ip);
+  }
+
+  async function release(n: PodNetwork, peers: readonly string[]) {
+    if (peers.length > 0) await changePeers(n.ip, peers, []);
+    if (closed || pool.length + recycling.length + resetting >= keptAtMost) await discard(n);
+    // Not waited for: the pod is gone, and its namespace is no one's until a reset hands it out.
+    else void recycle(n);
+  }
+
+  /**
+   * Ended pods' namespaces are reset together, one batch after the other (one configuring process
+   * for all that ended meanwhile), each with a new address for the pod that takes it. Pods waiting
+   * for a namespace take them first, the pool the rest; one something was left in is deleted.
+   * Never rejects.
+   */
+  let recycling: PodNetwork[] = [];
+  let resetting = 0;
+  /** Pods waiting for a namespace being reset: never more than are being reset or queued for it. */
+  const forReset: Waiter[] = [];
+  const hand = (network: PodNetwork) => {
+    const waiter = forReset.shift() ?? waiting.shift();
+    if (waiter) waiter.resolve(network);
+    else pool.push(network);
+  };
+  let nextReset: Promise<void> | null = null;
+  let lastReset: Promise<void> = Promise.resolve();
+  function recycle(n: PodNetwork): Promise<void> {
+    recycling.push(n);
+    nextReset ??= lastReset.then(async () => {
+      const ended = recycling;
+      recycling = [];
+      nextReset = null;
+      resetting = ended.length;
+      for (const old of ended) addresses.free(old.ip);
+      const renewed = ended.map((old) => ({ ...old, ip: addresses.take() }));
+      try {
+        const left = await configure(
+          renewed.map((network) => ({ network, reused: true, lines: resetLines(network) })),
+        );
+        const dropped = [];
+        for (const network of renewed) {
+          if (left.has(network.netns!) || closed) dropped.push(discard(network));
+          else hand(network);
+        }
+        await Promise.all(dropped);
+      } catch {
+        // Reset or not, they are not trusted: deleted as any namespace.
+        await Promise.all(renewed.map(discard));
+      } finally {
+        resetting = 0;
+        // Those more than the next reset brings get new namespaces.
+        while (forReset.length > recycling.length) {
+          const waiter = forReset.pop()!;
+          createForWaiting().then(waiter.resolve, waiter.reject);
+        }
+      }
+    });
+    lastReset = nextReset;
+    return nextReset;
   }
 
   /**
    * With the pool empty, pods that ask while one batch is being created are made together in the
    * next: under load one `ip` run serves many pods.
    */
-  let waiting: { resolve(n: PodNetwork): void; reject(e: unknown): void }[] = [];
+  let waiting: Waiter[] = [];
   let nextCreation: Promise<void> | null = null;
-  let lastCreation: Promise<void> = Promise.resolve();
   function createForWaiting(): Promise<PodNetwork> {
     const made = new Promise<PodNetwork>((resolve, reject) => waiting.push({ resolve, reject }));
-    nextCreation ??= lastCreation.then(async () => {
+    if (nextCreation) return made;
+    nextCreation = hostTurn.then(async () => {
       const batch = waiting;
       waiting = [];
       nextCreation = null;
@@ -227,7 +308,6 @@ export async function bridgeNetwork(
         for (const w of batch) w.reject(error);
       }
     });
-    lastCreation = nextCreation;
     return made;
   }
 
@@ -279,13 +359,18 @@ export async function bridgeNetwork(
     async acquire() {
       const ready = pool.shift();
       refill();
-      return ready ?? createForWaiting();
+      if (ready) return ready;
+      // A namespace being reset comes sooner, and costs less, than a new one.
+      if (forReset.length < recycling.length + resetting)
+        return new Promise<PodNetwork>((resolve, reject) => forReset.push({ resolve, reject }));
+      return createForWaiting();
     },
     allowPeers: (n, previous, next) => changePeers(n.ip, previous, next),
     release,
     namespaceFile: (n) => `/run/netns/${n.netns}`,
     async removeLeftovers(live) {
       await filling;
+      await lastReset;
       const owned = [...live, ...pool].flatMap((n) => (n.netns ? [n.netns] : []));
       const leftovers = [...(await journal.outstanding())].filter((name) => !owned.includes(name));
       const script = leftovers.map((netns) => `netns del ${netns}`).join('\n');
@@ -297,29 +382,9 @@ export async function bridgeNetwork(
     async close() {
       closed = true;
       await filling;
-      await Promise.all(pool.splice(0).map((n) => release(n, [])));
+      await lastReset;
+      await Promise.all(pool.splice(0).map(discard));
     },
-  };
-}
-
-/** Without root: the host network, a loopback address per pod, nothing enforced. */
-export function loopbackNetwork(reserved: readonly string[]): Network {
-  // 127.0.0.0/8 is routed to lo on Linux, so every 127.x address works without configuration.
-  const addresses = addressAllocator(127 * 2 ** 24 + 89 * 2 ** 16 + 2, 2 ** 16 - 3);
-  for (const ip of reserved) addresses.mark(ip);
-  return {
-    description: 'network: host network, a loopback address per pod',
-    warnings: [
-      'pods share the host network: each has its own loopback address, but network isolation is not enforced',
-    ],
-    acquire: async () => ({ ip: addresses.take(), netns: null, veth: null }),
-    allowPeers: async () => undefined,
-    release: async (n) => {
-      addresses.free(n.ip);
-    },
-    namespaceFile: () => null,
-    removeLeftovers: async () => undefined,
-    close: async () => undefined,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { JobState, JobUpdate } from '../../model/job.ts';
-import type { JobStore } from '../jobs.ts';
+import type { JobStore, NewJob } from '../jobs.ts';
 import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
 import type { Connection } from './database.ts';
 
@@ -9,28 +9,35 @@ const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
 
 export function postgresJobs({ query, locked, recordEvent }: Connection): JobStore {
   return {
-    async insert(job) {
+    async insert(jobs) {
+      if (jobs.length === 0) return;
+      // One statement (one round trip) for every row and its first update: a column per array.
+      const column = <T>(of: (job: NewJob) => T) => jobs.map(of);
       await query(
-        `insert into jobs (id, created_by, project, state, application, created_at, specification,
-           product_category, time_allocation_ms, price_per_unit, update_count)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-        job.id,
-        job.createdBy,
-        job.project,
-        job.firstUpdate.state ?? 'IN_QUEUE',
-        job.application,
-        job.createdAt,
-        JSON.stringify(job.specification),
-        job.specification.product.category,
-        job.timeAllocationMs,
-        job.pricePerUnit,
+        `with inserted as (
+           insert into jobs (id, created_by, project, state, application, created_at, specification,
+             product_category, time_allocation_ms, price_per_unit, reserved_credits, update_count)
+           select *, 1 from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[],
+             ?::text[], ?::text[], ?::bigint[], ?::double precision[], ?::double precision[])
+           returning id)
+         insert into job_updates (job_id, seq, body)
+         select u.id, 0, u.body from unnest(?::text[], ?::text[]) as u(id, body)
+           join inserted on inserted.id = u.id`,
+        column((j) => j.id),
+        column((j) => j.createdBy),
+        column((j) => j.project),
+        column((j) => j.firstUpdate.state ?? 'IN_QUEUE'),
+        column((j) => j.application),
+        column((j) => j.createdAt),
+        column((j) => JSON.stringify(j.specification)),
+        column((j) => j.specification.product.category),
+        column((j) => j.timeAllocationMs),
+        column((j) => j.pricePerUnit),
+        column((j) => j.reservedCredits ?? 0),
+        column((j) => j.id),
+        column((j) => JSON.stringify(j.firstUpdate)),
       );
-      await query(
-        'insert into job_updates (job_id, seq, body) values (?, 0, ?)',
-        job.id,
-        JSON.stringify(job.firstUpdate),
-      );
-      await recordEvent(job.id, 0);
+      for (const job of jobs) await recordEvent(job.id, 0);
     },
     async state(id) {
       const [r] = await query('select state from jobs where id = ?', id);
@@ -75,9 +82,6 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
          where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
         id,
       );
-    },
-    async reserveCredits(id, credits) {
-      await query('update jobs set reserved_credits = ? where id = ?', credits, id);
     },
     async heldCredits(owner, category) {
       const [r] =

@@ -10,28 +10,31 @@ const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
 export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
   const { sql } = d;
   return {
-    insert(job) {
-      sql(
-        `insert into jobs (id, created_by, project, state, application, created_at, specification,
-           product_category, time_allocation_ms, price_per_unit, update_count)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-      ).run(
-        job.id,
-        job.createdBy,
-        job.project,
-        job.firstUpdate.state ?? 'IN_QUEUE',
-        job.application,
-        job.createdAt,
-        JSON.stringify(job.specification),
-        job.specification.product.category,
-        job.timeAllocationMs,
-        job.pricePerUnit,
-      );
-      sql('insert into job_updates (job_id, seq, body) values (?, 0, ?)').run(
-        job.id,
-        JSON.stringify(job.firstUpdate),
-      );
-      recordJobEvent(d, job.id, 0);
+    insert(jobs) {
+      for (const job of jobs) {
+        sql(
+          `insert into jobs (id, created_by, project, state, application, created_at, specification,
+             product_category, time_allocation_ms, price_per_unit, reserved_credits, update_count)
+           values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+        ).run(
+          job.id,
+          job.createdBy,
+          job.project,
+          job.firstUpdate.state ?? 'IN_QUEUE',
+          job.application,
+          job.createdAt,
+          JSON.stringify(job.specification),
+          job.specification.product.category,
+          job.timeAllocationMs,
+          job.pricePerUnit,
+          job.reservedCredits ?? 0,
+        );
+        sql('insert into job_updates (job_id, seq, body) values (?, 0, ?)').run(
+          job.id,
+          JSON.stringify(job.firstUpdate),
+        );
+        recordJobEvent(d, job.id, 0);
+      }
     },
     state(id) {
       const r = sql('select state from jobs where id = ?').get(id) as Row | undefined;
@@ -69,9 +72,6 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
         `update jobs set outcome = null, outcome_by = null, outcome_reason = null
          where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
       ).run(id);
-    },
-    reserveCredits(id, credits) {
-      sql('update jobs set reserved_credits = ? where id = ?').run(credits, id);
     },
     heldCredits(owner, category) {
       const r = (

@@ -64,7 +64,15 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     run.chain = run.chain.then(what).catch(async (err: unknown) => {
       ctx.log?.error({ err, jobId: run.id }, 'local job step failed');
       run.fault ??= `ucompute could not run the job: ${(err as Error).message}`;
-      await kill(run, 'TerminateJob');
+      // Stopping the job can fail as the step did (a pod that cannot be destroyed): it then ends
+      // without that, Terminated with its fault, rather than leave the chain rejected (which ended
+      // the whole process as an unhandled rejection) or the job never ending.
+      await kill(run, 'TerminateJob').catch(async (again: unknown) => {
+        ctx.log?.error({ err: again, jobId: run.id }, 'local job could not be terminated');
+        if (run.finishedAt !== undefined) return;
+        if (!isFinalPhase(run.phase)) run.phase = 'Terminated';
+        await finish(run);
+      });
     });
     return run.chain;
   }
@@ -223,18 +231,31 @@ export function jobController(ctx: LocalContext, ended: (run: JobRun) => void): 
     await sync(run);
   }
 
+  /** Never throws: whatever fails on the way becomes the job's fault, and the run ends all the same. */
   async function finish(run: JobRun): Promise<void> {
     ended(run);
-    await Promise.all([...run.pods.values()].map((p) => p.pod?.destroy(ctx.graceMs)));
-    for (const p of run.pods.values()) p.pod = undefined;
+    const pods = [...run.pods.values()];
+    const destroyed = await Promise.allSettled(pods.map((p) => p.pod?.destroy(ctx.graceMs)));
+    for (const [i, result] of destroyed.entries()) {
+      if (result.status === 'fulfilled') continue;
+      ctx.log?.error({ err: result.reason, jobId: run.id }, 'local pod could not be destroyed');
+      run.fault ??= `ucompute could not stop rank ${pods[i]!.plan.rank}: ${(result.reason as Error).message}`;
+    }
+    for (const p of pods) p.pod = undefined;
     // The job's time ends with its pods: copying its output (or failing to) is not charged.
     const endedAt = ctx.clock.now();
     run.finishedAt = endedAt;
-    await saveOutput(ctx, run);
-    await saveRun(ctx, run);
+    try {
+      await saveOutput(ctx, run);
+      await saveRun(ctx, run);
+    } catch (err) {
+      ctx.log?.error({ err, jobId: run.id }, 'local job state could not be saved at its end');
+    }
     reports.report(run, undefined, endedAt);
     run.end();
-    await keepEnded(ctx, run.id);
+    await keepEnded(ctx, run.id).catch((err: unknown) =>
+      ctx.log?.error({ err, jobId: run.id }, 'local ended job could not be kept'),
+    );
     forgetAfterTtl(ctx, run);
     admitted.reschedule();
   }
