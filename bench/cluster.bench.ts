@@ -14,6 +14,7 @@
  *
  *   node bench/cluster.bench.ts [--jobs 10000] [--nodes 100] [--node-cpu 128] [--run-time 3h]
  *                               [--cluster DIR]   (an `up` cluster to use instead of a new one)
+ *                               [--timeout-minutes 120]   (per side, until all N are RUNNING)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
@@ -31,6 +32,7 @@ const { values } = parseArgs({
     nodes: { type: 'string', default: '100' },
     'node-cpu': { type: 'string', default: '128' },
     'run-time': { type: 'string', default: '3h' },
+    'timeout-minutes': { type: 'string', default: '120' },
     cluster: { type: 'string' },
   },
 });
@@ -40,6 +42,24 @@ if (JOBS > Number(values.nodes) * Number(values['node-cpu']))
     `--jobs ${JOBS} one-CPU jobs do not fit on --nodes × --node-cpu CPUs: all must run at once`,
   );
 const CONCURRENCY = 16;
+const TIMEOUT_MS = Number(values['timeout-minutes']) * 60_000;
+
+/** Waits for `all`, or fails after --timeout-minutes saying how many of the N ran. */
+async function untilAllRunning(side: string, all: Promise<void>, running: () => number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new Error(`${side}: ${running()} of ${JOBS} RUNNING after ${values['timeout-minutes']} min`)),
+      TIMEOUT_MS,
+    );
+  });
+  try {
+    await Promise.race([all, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const NAMESPACE = 'ucompute';
 const apps = `[${join(ROOT, 'examples/apps')}, ${join(ROOT, 'test/cluster/apps')}]`;
 const SPEC = {
@@ -147,7 +167,7 @@ async function direct() {
     await objects.create(job);
   });
   console.error(`direct: ${JOBS} created in ${Math.round(performance.now() - firstSubmit)} ms`);
-  await all;
+  await untilAllRunning('direct', all, () => seen.size);
   console.error(`direct: all Running after ${Math.round(performance.now() - firstSubmit)} ms`);
   watch.abort();
   await deleteJobs('bench=direct');
@@ -287,7 +307,7 @@ async function throughUcompute() {
   });
   console.error(`ucompute: ${JOBS} submitted in ${Math.round(performance.now() - firstSubmit)} ms`);
   const rssAllSubmitted = await rssMb();
-  await all;
+  await untilAllRunning('ucompute', all, () => running.size);
   console.error(`ucompute: all RUNNING after ${Math.round(performance.now() - firstSubmit)} ms`);
   const cpu = (await cpuMs()) - cpuBefore;
   const rssAllRunning = await rssMb();
