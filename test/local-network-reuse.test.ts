@@ -7,6 +7,7 @@ import {
   container,
   missingPrerequisite,
   outputDir,
+  podReply,
   serverArgv,
   type TestPod,
   testRuntime,
@@ -53,23 +54,6 @@ function networkState(netns: string, podIp: string) {
   );
 }
 
-/** What the pod's server answers, once it listens. */
-async function reply(pod: TestPod, port: number): Promise<string> {
-  let text = '';
-  await until(
-    async () => {
-      try {
-        text = await new Response((await pod.connect(port)) as unknown as ReadableStream).text();
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { describe: `pod ${pod.name} answers on ${port}` },
-  );
-  return text;
-}
-
 describe('local runtime network namespaces reused', { skip: skip ?? false }, () => {
   test("an ended pod's namespace goes to the next pod reset: nothing of the ended pod is in it", async (t) => {
     // No pool: a pod takes an ended pod's namespace, or a new one is made for it.
@@ -78,7 +62,7 @@ describe('local runtime network namespaces reused', { skip: skip ?? false }, () 
     const first = await pod('reuse-0');
     const used = netnsOf(stateDir, first);
     await first.start(container(out, 'first', serverArgv(7000, 'first')));
-    assert.equal(await reply(first, 7000), 'first');
+    assert.equal(await podReply(first, 7000), 'first');
     assert.match(ipIn(used, 'neigh', 'show'), /lladdr/, 'the first pod learned its gateway');
     assert.match(inside(used, 'ss', '-H', '-l', '-t', '-n'), /:7000/, 'the first pod listens');
     await first.destroy(0);
@@ -94,7 +78,7 @@ describe('local runtime network namespaces reused', { skip: skip ?? false }, () 
       'the reused namespace is as a new one is',
     );
     await second.start(container(out, 'second', serverArgv(7000, 'second')));
-    assert.equal(await reply(second, 7000), 'second');
+    assert.equal(await podReply(second, 7000), 'second');
   });
 
   test('a namespace a process or a socket of the ended pod is still in is deleted, never reused', async (t) => {

@@ -5,31 +5,14 @@ import {
   container,
   missingPrerequisite,
   outputDir,
+  podReply,
   probeArgv,
   serverArgv,
   type TestPod,
   testRuntime,
 } from './support/local-runtime.ts';
-import { until } from './support/until.ts';
 
 const skip = await missingPrerequisite();
-
-/** What the pod's server answers, once it listens. */
-async function reply(pod: TestPod, port: number): Promise<string> {
-  let text = '';
-  await until(
-    async () => {
-      try {
-        text = await new Response((await pod.connect(port)) as unknown as ReadableStream).text();
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { describe: `pod ${pod.name} answers on ${port}` },
-  );
-  return text;
-}
 
 describe('local runtime network', { skip: skip ?? false }, () => {
   test('pods have their own addresses, so replicas listen on the same port', async (t) => {
@@ -40,8 +23,8 @@ describe('local runtime network', { skip: skip ?? false }, () => {
     assert.notEqual(first.ip, second.ip);
     await first.start(container(out, 'first', serverArgv(8080, 'first')));
     await second.start(container(out, 'second', serverArgv(8080, 'second')));
-    assert.equal(await reply(first, 8080), 'first');
-    assert.equal(await reply(second, 8080), 'second');
+    assert.equal(await podReply(first, 8080), 'first');
+    assert.equal(await podReply(second, 8080), 'second');
   });
 
   test('pods exchange traffic only with the peers both allow; two jobs are isolated', async (t) => {
@@ -55,7 +38,7 @@ describe('local runtime network', { skip: skip ?? false }, () => {
     await stranger.allowPeers([]);
     for (const p of [a, b, stranger])
       await p.start(container(out, `${p.name}-server`, serverArgv(7000, p.name)));
-    await Promise.all([a, b, stranger].map((p) => reply(p, 7000)));
+    await Promise.all([a, b, stranger].map((p) => podReply(p, 7000)));
 
     let probes = 0;
     const reaches = async (from: TestPod, to: TestPod) => {
@@ -107,6 +90,6 @@ describe('local runtime network', { skip: skip ?? false }, () => {
     const out = await outputDir(t);
     const web = await pod('low-port');
     await web.start(container(out, 'web', serverArgv(80, 'low'), { uid: 1000, gid: 1000 }));
-    assert.equal(await reply(web, 80), 'low');
+    assert.equal(await podReply(web, 80), 'low');
   });
 });

@@ -12,6 +12,7 @@ import type {
   Runtime,
 } from '../../src/backends/local/runtime.ts';
 import { needs } from './local-tools.ts';
+import { until } from './until.ts';
 
 /**
  * Why these tests cannot run here, or null. Under CI a missing prerequisite is a failure, not a skip:
@@ -147,6 +148,23 @@ export const errors = (spec: TestContainer) => readFile(spec.stderr, 'utf8');
 const node = (script: string) => [process.execPath, '-e', script];
 
 /** A TCP server on `port` that answers every connection with `reply`, as a container command. */
+/** What the pod's server answers, once it listens. */
+export async function podReply(pod: TestPod, port: number): Promise<string> {
+  let text = '';
+  await until(
+    async () => {
+      try {
+        text = await new Response((await pod.connect(port)) as unknown as ReadableStream).text();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { describe: `pod ${pod.name} answers on ${port}` },
+  );
+  return text;
+}
+
 export const serverArgv = (port: number, reply: string) =>
   node(`require('node:net').createServer((s) => s.end(${JSON.stringify(reply)})).listen(${port}, '0.0.0.0')`);
 
