@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import pg from 'pg';
 import { FencedError } from '../src/store/leases.ts';
+import { openPostgresStore } from '../src/store/postgres/store.ts';
 import type { Store } from '../src/store/store.ts';
+import { newPostgresDatabase, POSTGRES_TESTED } from './support/postgres.ts';
 import { openTestStore, STORE_KINDS } from './support/store.ts';
 import { until } from './support/until.ts';
 
@@ -83,3 +86,55 @@ for (const kind of STORE_KINDS) {
     });
   });
 }
+
+/** A fenced transaction of the lease's holder, in a statement: `statement` says how it ended. */
+async function heldInStatement(t: { after(fn: () => Promise<void>): void }, url: string) {
+  const holder = new pg.Client({ connectionString: url });
+  await holder.connect();
+  holder.on('error', () => {});
+  t.after(() => holder.end().catch(() => {}));
+  await holder.query('begin');
+  await holder.query('select epoch from leases where name = $1 for key share', [LEASE]);
+  // pg_sleep stands for a statement whose client stopped (kill -STOP): to the server it is active,
+  // so never idle in transaction.
+  const statement = holder.query('select pg_sleep(600)').then(
+    () => 'finished',
+    (error: Error) => error.message,
+  );
+  return { statement };
+}
+
+test("a takeover ends the expired holder's transaction, which the server would keep while its statement runs", {
+  skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
+  timeout: 60_000,
+}, async (t) => {
+  const url = await newPostgresDatabase();
+  const store = await openPostgresStore(url);
+  t.after(() => store.close());
+  assert.equal((await store.leases.acquire(LEASE, 'a', 1))?.epoch, 1);
+  const { statement } = await heldInStatement(t, url);
+  const b = await until(() => store.leases.acquire(LEASE, 'b', LONG), {
+    describe: 'b takes the lease',
+    timeout: 30_000,
+  });
+  assert.deepEqual([b.holder, b.epoch], ['b', 2]);
+  assert.match(await statement, /terminat/);
+});
+
+test("while the lease runs, another replica's takeover leaves the holder's transactions alone", {
+  skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
+  timeout: 60_000,
+}, async (t) => {
+  const url = await newPostgresDatabase();
+  const store = await openPostgresStore(url);
+  t.after(() => store.close());
+  assert.equal((await store.leases.acquire(LEASE, 'a', LONG))?.epoch, 1);
+  let ended = false;
+  const { statement } = await heldInStatement(t, url);
+  void statement.then(() => {
+    ended = true;
+  });
+  assert.equal(await store.leases.acquire(LEASE, 'b', LONG), undefined, 'held by a');
+  assert.equal(ended, false, "a's transaction runs on");
+  assert.equal((await store.leases.current(LEASE))?.holder, 'a');
+});
