@@ -1,4 +1,5 @@
 /** The local backend with its real runtime (bubblewrap, cgroups, a network namespace per pod), for tests. */
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,12 +16,17 @@ import { until } from './until.ts';
 
 /**
  * A bridge of the test's own (remove it with removeBridgeNetwork once the backend closed), so the
- * test's namespaces are found by name. The subnet is left to the backend: it derives one no other
- * instance holds, under the host registry's lock. A subnet drawn at random here was once the one
- * another test's instance held, and the backend rightly refused to start beside it.
+ * test's namespaces are found by name; named after `folder` when given, so that a backend opened
+ * again on its data folder (a restart) has its bridge again, as a configured one would. The subnet
+ * is left to the backend: it derives one no other instance holds, under the host registry's lock.
+ * A subnet drawn at random here was once the one another test's instance held, and the backend
+ * rightly refused to start beside it.
  */
-export function testNetwork() {
-  const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
+export function testNetwork(folder?: string) {
+  const tag =
+    folder === undefined
+      ? process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5)
+      : createHash('sha256').update(folder).digest('hex').slice(0, 7);
   return { bridge: `ub${tag}`.slice(0, 9) };
 }
 
@@ -33,7 +39,7 @@ export async function openTestBackend(
   o: { dir?: string; config?: LocalSettings; clock?: Clock } = {},
 ) {
   const home = o.dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
-  const network = testNetwork();
+  const network = testNetwork(home);
   const { bridge } = network;
   const backend = await openLocalBackend({
     config: { gracePeriodMs: 500, network, ...o.config },
