@@ -214,7 +214,7 @@ test(
 const netTools = await needs('ip');
 
 test(
-  'the namespace set-up joins each namespace, opens its low ports and configures it with ip -batch',
+  'the namespace set-up joins each new namespace, opens its low ports and configures it with ip -batch',
   netTools,
   async (t) => {
     const name = `uclc${process.pid.toString(36)}`;
@@ -225,6 +225,7 @@ test(
       programPath('configure-netns.pl'),
       String(seccomp.syscalls.setns),
       name,
+      'new',
       'link set lo up\n',
     ]);
     const lo = await exec('ip', ['-n', name, '-o', 'link', 'show', 'lo']);
@@ -241,6 +242,7 @@ test(
       programPath('configure-netns.pl'),
       String(seccomp.syscalls.setns),
       'uclc-none',
+      'new',
       '',
     ]);
     assert.notEqual(failed.code, 0);
