@@ -51,7 +51,7 @@ export interface TestRuntime {
   name(base: string): string;
 }
 
-/** A runtime on its own bridge, subnet and state folder, removed entirely after the test. */
+/** A runtime on its own bridge (and the subnet it derives) and state folder, removed entirely after the test. */
 export async function testRuntime(
   t: TestContext,
   extra: Partial<LocalRuntimeOptions> = {},
@@ -59,7 +59,9 @@ export async function testRuntime(
   const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
   const stateDir = await mkdtemp(join(tmpdir(), 'ucompute-runtime-'));
   const bridge = `ut${tag}`.slice(0, 9);
-  // `extra.network` adds to this runtime's own bridge and subnet ('loopback' replaces them).
+  // `extra.network` adds to this runtime's own bridge ('loopback' replaces it). The subnet is the
+  // one the runtime derives, free on the host under the registry's lock: one drawn at random here
+  // was once another runtime's, and the runtime rightly refused to start beside it.
   const { network, ...rest } = extra;
   const options: LocalRuntimeOptions = {
     stateDir,
@@ -68,7 +70,6 @@ export async function testRuntime(
         ? network
         : {
             bridge,
-            subnet: `10.${200 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`,
             poolSize: 2,
             ...network,
           },
