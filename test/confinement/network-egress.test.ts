@@ -86,11 +86,15 @@ async function testHost(t: { after(fn: () => Promise<void>): void }) {
   assert.fail('the test host never listened');
 }
 
-const gatewayOf = (rt: TestRuntime) => {
-  const network = rt.options.network;
-  assert.ok(network && network !== 'loopback' && network.subnet);
-  return network.subnet.replace(/\.0\/24$/, '.1');
-};
+/** The host's address on the runtime's bridge: its pods' gateway. */
+async function gatewayOf(rt: TestRuntime): Promise<string> {
+  const links = JSON.parse(await run('ip', ['-j', '-4', 'addr', 'show', 'dev', rt.bridge])) as {
+    addr_info: { local: string }[];
+  }[];
+  const address = links[0]?.addr_info[0]?.local;
+  assert.ok(address, `bridge ${rt.bridge} has an IPv4 address`);
+  return address;
+}
 
 async function prober(t: { after(fn: () => Promise<void>): void }, rt: TestRuntime) {
   const out = await outputDir(t);
@@ -128,7 +132,7 @@ describe('pod egress', { skip: skip ?? false }, () => {
 
   test("pods cannot open connections to the host's own addresses", async (t) => {
     const rt = await testRuntime(t);
-    const gateway = gatewayOf(rt);
+    const gateway = await gatewayOf(rt);
     const listener = createServer((s) => s.end('host'));
     await new Promise<void>((resolve) => listener.listen(PORT, gateway, resolve));
     t.after(() => new Promise<void>((resolve) => listener.close(() => resolve())));
