@@ -87,8 +87,15 @@ for (const kind of STORE_KINDS) {
   });
 }
 
-/** A fenced transaction of the lease's holder, in a statement: `statement` says how it ended. */
-async function heldInStatement(t: { after(fn: () => Promise<void>): void }, url: string) {
+/**
+ * A PostgreSQL store whose lease `a` took for `ttlMs`, and a fenced transaction of a's held in a
+ * statement: `statement` says how that ended.
+ */
+async function heldByA(t: { after(fn: () => Promise<void>): void }, ttlMs: number) {
+  const url = await newPostgresDatabase();
+  const store = await openPostgresStore(url);
+  t.after(() => store.close());
+  assert.equal((await store.leases.acquire(LEASE, 'a', ttlMs))?.epoch, 1);
   const holder = new pg.Client({ connectionString: url });
   await holder.connect();
   holder.on('error', () => {});
@@ -101,40 +108,36 @@ async function heldInStatement(t: { after(fn: () => Promise<void>): void }, url:
     () => 'finished',
     (error: Error) => error.message,
   );
-  return { statement };
+  return { store, statement };
 }
 
-test("a takeover ends the expired holder's transaction, which the server would keep while its statement runs", {
-  skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
-  timeout: 60_000,
-}, async (t) => {
-  const url = await newPostgresDatabase();
-  const store = await openPostgresStore(url);
-  t.after(() => store.close());
-  assert.equal((await store.leases.acquire(LEASE, 'a', 1))?.epoch, 1);
-  const { statement } = await heldInStatement(t, url);
-  const b = await until(() => store.leases.acquire(LEASE, 'b', LONG), {
-    describe: 'b takes the lease',
-    timeout: 30_000,
-  });
-  assert.deepEqual([b.holder, b.epoch], ['b', 2]);
-  assert.match(await statement, /terminat/);
-});
+const onPostgres = { skip: !POSTGRES_TESTED && 'PostgreSQL is not installed', timeout: 60_000 };
 
-test("while the lease runs, another replica's takeover leaves the holder's transactions alone", {
-  skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
-  timeout: 60_000,
-}, async (t) => {
-  const url = await newPostgresDatabase();
-  const store = await openPostgresStore(url);
-  t.after(() => store.close());
-  assert.equal((await store.leases.acquire(LEASE, 'a', LONG))?.epoch, 1);
-  let ended = false;
-  const { statement } = await heldInStatement(t, url);
-  void statement.then(() => {
-    ended = true;
-  });
-  assert.equal(await store.leases.acquire(LEASE, 'b', LONG), undefined, 'held by a');
-  assert.equal(ended, false, "a's transaction runs on");
-  assert.equal((await store.leases.current(LEASE))?.holder, 'a');
-});
+test(
+  "a takeover ends the expired holder's transaction, which the server would keep while its statement runs",
+  onPostgres,
+  async (t) => {
+    const { store, statement } = await heldByA(t, 1);
+    const b = await until(() => store.leases.acquire(LEASE, 'b', LONG), {
+      describe: 'b takes the lease',
+      timeout: 30_000,
+    });
+    assert.deepEqual([b.holder, b.epoch], ['b', 2]);
+    assert.match(await statement, /terminat/);
+  },
+);
+
+test(
+  "while the lease runs, another replica's takeover leaves the holder's transactions alone",
+  onPostgres,
+  async (t) => {
+    const { store, statement } = await heldByA(t, LONG);
+    let ended = false;
+    void statement.then(() => {
+      ended = true;
+    });
+    assert.equal(await store.leases.acquire(LEASE, 'b', LONG), undefined, 'held by a');
+    assert.equal(ended, false, "a's transaction runs on");
+    assert.equal((await store.leases.current(LEASE))?.holder, 'a');
+  },
+);
