@@ -65,32 +65,65 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
-/** A statement as sent: `?` placeholders numbered; whether it changes the directory. */
+/** A statement as sent: `?` placeholders numbered; its number among those prepared; whether it changes the directory. */
 interface Statement {
   text: string;
+  prepared: number | undefined;
   writesDirectory: boolean;
 }
 
 /** A statement that changes who a token names or who is in a project. */
 const DIRECTORY_WRITE = /\b(?:insert\s+into|update|delete\s+from)\s+(?:users|tokens|memberships)\b/i;
 
+/**
+ * Statements prepared at most (each connection keeps them): a job listing's filters make
+ * hundreds of texts, which are parsed and planned each time instead.
+ */
+const MAX_PREPARED = 200;
 const statements = new Map<string, Statement>();
 /** `?` placeholders as `$1`, `$2`, …: the statements are written once, in SQLite's style. */
 function statement(text: string): Statement {
   let out = statements.get(text);
   if (out === undefined) {
     let n = 0;
-    out = { text: text.replace(/\?/g, () => `$${++n}`), writesDirectory: DIRECTORY_WRITE.test(text) };
+    out = {
+      text: text.replace(/\?/g, () => `$${++n}`),
+      prepared: statements.size < MAX_PREPARED ? statements.size : undefined,
+      writesDirectory: DIRECTORY_WRITE.test(text),
+    };
     statements.set(text, out);
   }
   return out;
 }
 
-/** Statements on `client`; `wroteDirectory` is told after one that changes the directory ran. */
+/**
+ * Raised when another replica's migration changed a table under a prepared `select *`: the
+ * statements are then prepared again under new names (`preparedRound`).
+ */
+const stalePlan = (e: unknown) => (e as Error).message === 'cached plan must not change result type';
+let preparedRound = 0;
+
+/**
+ * Statements on `client`, each prepared once per connection (a named statement: PostgreSQL parses
+ * and plans it once, not per call); `wroteDirectory` is told after one that changes the directory.
+ */
 function queryOn(client: pg.Pool | pg.PoolClient, wroteDirectory: () => void): Query {
-  const run = async (text: string, params: unknown[]) => {
+  const run = async (text: string, values: unknown[]) => {
     const s = statement(text);
-    const result = await client.query<Row>(s.text, params);
+    const send = () =>
+      client.query<Row>(
+        s.prepared === undefined
+          ? { text: s.text, values }
+          : { name: `uc${preparedRound}_${s.prepared}`, text: s.text, values },
+      );
+    const result = await send().catch((e: unknown) => {
+      if (!stalePlan(e)) throw e;
+      preparedRound++;
+      // On the pool the statement was a transaction of its own, and is sent again; in a
+      // transaction, the transaction has failed.
+      if (client instanceof pg.Pool) return send();
+      throw e;
+    });
     if (s.writesDirectory) wroteDirectory();
     return result;
   };
