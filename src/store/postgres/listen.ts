@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import pg from 'pg';
 
 /** Wait before listening again after the connection was lost. */
@@ -21,7 +22,8 @@ export function listenOn(url: string, channel: string, handlers: ChannelHandlers
 
   function connect(): void {
     retry = undefined;
-    const c = new pg.Client({ connectionString: url });
+    // Listening does not keep the process alive, as idle connections of the pool do not.
+    const c = new pg.Client({ connectionString: url, stream: () => new Socket().unref() });
     client = c;
     let lost = false;
     const reconnect = () => {
@@ -38,10 +40,13 @@ export function listenOn(url: string, channel: string, handlers: ChannelHandlers
     c.on('end', reconnect);
     c.on('notification', (n) => handlers.notified(n.payload ?? ''));
     c.connect()
-      .then(() => c.query(`listen ${channel}`))
-      .then(() => {
+      .then(async () => {
+        // Ended while connecting: `end` found no connection to end yet.
+        if (ended) return void c.end().catch(() => {});
+        await c.query(`listen ${channel}`);
         if (!lost) handlers.listening();
-      }, reconnect);
+      })
+      .catch(reconnect);
   }
 
   connect();
