@@ -23,6 +23,10 @@ export function postgresLeases({ query, atomic }: Connection): LeaseStore {
         holder,
       );
       if (renewed) return toLease(renewed);
+      // Followers ask every quarter second: while another holds the lease, one read says so (not a
+      // transaction whose take-over waits for the leader's fenced transactions on the row).
+      const [held] = await query(`select 1 from leases where name = ? and expires_at > ${NOW}`, name);
+      if (held) return undefined;
       // Taking over raises the epoch, a key column: it commits after every fenced transaction
       // under way, and those that come after see the new epoch and are refused.
       const takeOver = () =>
