@@ -144,6 +144,14 @@ const rss = async () => {
   const mb = (field: string) => Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024);
   return { rss: mb('VmRSS'), peakRss: mb('VmHWM') };
 };
+/**
+ * serve's CPU time so far (user + system; /proc counts it in ticks of 1/100 s): what a V8 flag
+ * costs besides memory.
+ */
+const cpuSeconds = async () => {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
 const heapMb = async () => {
   const text = await (await fetch(`${served.url}/metrics`)).text();
   const mb = (name: string) =>
@@ -204,7 +212,7 @@ if (liveAfter === undefined)
 else await new Promise((resolve) => setTimeout(resolve, liveAfter));
 const runningSeen = await running();
 await snapshot();
-const live = { ...(await rss()), ...(await heapMb()), running: runningSeen };
+const live = { ...(await rss()), ...(await heapMb()), running: runningSeen, cpuSeconds: await cpuSeconds() };
 const liveAfterGc = await afterFullGc();
 console.log(
   JSON.stringify({
