@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { exampleImages, useExampleImages } from './support/example-images.ts';
 import { openTestService } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
@@ -12,23 +12,32 @@ import { needs } from './support/local-tools.ts';
  * Every example app runs in the README's images (examples/images/*.yml, built with mmdebstrap),
  * never on the host userland view (`hostUserland: false`): MPI across 2 and 4 replicas over the ssh
  * plugin's keys in /root/.ssh (a private folder of the image), a peer fetching from a file server,
- * the interactive ones answering their protocol.
+ * the interactive ones answering their protocol. One service (one local backend) for the file: the
+ * tests' jobs run side by side in it, as users' jobs do.
  */
 
 const tools = await needs('bwrap', 'nft', 'ip', 'mmdebstrap', 'skopeo', 'umoci');
 const alice = { username: 'alice', admin: false };
 const product = { id: 'u1-standard-1', category: 'u1-standard' };
 
-async function setup(t: { after(fn: () => Promise<void>): void }, recipes: string[]) {
-  await exampleImages(['busybox', ...recipes]);
-  const dir = await mkdtemp(join(tmpdir(), 'ucompute-example-images-'));
+/** What the file's set-up leaves to undo: the service's and the backend's after hooks, its folder. */
+const cleanups: (() => Promise<void>)[] = [];
+let dir: string | undefined;
+after(async () => {
+  // In the order they were added, as node:test runs a test's own after hooks.
+  for (const cleanup of cleanups) await cleanup();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+/** What the file's tests run in: every image they use, one service over one local backend. */
+async function setup() {
+  await exampleImages(['busybox', 'openmpi', 'debian', 'python', 'desktop', 'jupyter', 'ssh-server']);
+  dir = await mkdtemp(join(tmpdir(), 'ucompute-example-images-'));
   await useExampleImages(dir);
-  const opened = await openTestService(t, {
-    dir,
-    config: { hostUserland: false, capacity: { cpu: 16, memoryInGigs: 32 } },
-    requireCredits: false,
-  });
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const opened = await openTestService(
+    { after: (fn) => void cleanups.push(fn) },
+    { dir, config: { hostUserland: false, capacity: { cpu: 16, memoryInGigs: 32 } }, requireCredits: false },
+  );
   await opened.store.users.createUser('alice', false);
   const { store, service } = opened;
   const ended = async (id: string, ms = 120_000) => {
@@ -82,9 +91,18 @@ async function setup(t: { after(fn: () => Promise<void>): void }, recipes: strin
   return { ...opened, ended, running, submit, stdout, answer };
 }
 
+let shared: Awaited<ReturnType<typeof setup>>;
+if (tools.skip === undefined)
+  before(
+    async () => {
+      shared = await setup();
+    },
+    { timeout: 60 * 60_000 },
+  );
+
 for (const replicas of [2, 4]) {
-  test(`mpi-hello runs across ${replicas} replicas of the openmpi image`, tools, async (t) => {
-    const { submit, ended, store, stdout } = await setup(t, ['openmpi']);
+  test(`mpi-hello runs across ${replicas} replicas of the openmpi image`, tools, async () => {
+    const { submit, ended, store, stdout } = shared;
     const id = await submit({ application: { name: 'mpi-hello', version: '1.0' }, replicas });
     const job = await ended(id);
     assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id)));
@@ -94,8 +112,8 @@ for (const replicas of [2, 4]) {
   });
 }
 
-test('word-count runs in the debian image on a file of the owner', tools, async (t) => {
-  const { submit, ended, store, stdout, storageRoot } = await setup(t, ['debian']);
+test('word-count runs in the debian image on a file of the owner', tools, async () => {
+  const { submit, ended, store, stdout, storageRoot } = shared;
   await mkdir(join(storageRoot, 'home/alice'), { recursive: true });
   await writeFile(join(storageRoot, 'home/alice/words.txt'), 'b a b c b a\n');
   const id = await submit({
@@ -109,8 +127,8 @@ test('word-count runs in the debian image on a file of the owner', tools, async 
   assert.equal((await stdout(id)).trim().replace(/ +/g, ' '), '3 b');
 });
 
-test('http-check in the python image fetches from a file-server peer', tools, async (t) => {
-  const { submit, ended, running, store, stdout, storageRoot } = await setup(t, ['python']);
+test('http-check in the python image fetches from a file-server peer', tools, async () => {
+  const { submit, ended, running, store, stdout, storageRoot } = shared;
   await mkdir(join(storageRoot, 'home/alice/site'), { recursive: true });
   await writeFile(join(storageRoot, 'home/alice/site/index.txt'), 'served from the image\n');
   const server = await submit({
@@ -130,8 +148,8 @@ test('http-check in the python image fetches from a file-server peer', tools, as
   assert.match(await stdout(check), /served from the image/);
 });
 
-test('terminal, desktop, jupyter and ssh-server run in their images and answer', tools, async (t) => {
-  const { submit, running, answer, backend } = await setup(t, ['debian', 'desktop', 'jupyter', 'ssh-server']);
+test('terminal, desktop, jupyter and ssh-server run in their images and answer', tools, async () => {
+  const { submit, running, answer, backend } = shared;
   const terminal = await submit({ application: { name: 'terminal', version: '1.0' } });
   const desktop = await submit({ application: { name: 'desktop', version: '1.0' } });
   const jupyter = await submit({ application: { name: 'jupyter', version: '1.0' } });

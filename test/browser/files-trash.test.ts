@@ -16,7 +16,7 @@ import { closeServedPage, type ServedPage, serveWithPage } from '../support/web-
  * One browser, one page; its own time budget.
  */
 
-const tools = await needs('chromium');
+const tools = await needs('chromium', 'ip');
 
 describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-trash-web-'));

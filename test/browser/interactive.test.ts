@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import * as nodePty from 'node-pty';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
 import {
   fortyTwoInTerminal,
@@ -17,6 +17,7 @@ import {
   startJupyter,
   VNC_CONNECTED,
 } from '../support/browser.ts';
+import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -32,7 +33,7 @@ import { until } from '../support/until.ts';
  * pages. Screenshots go to test-artifacts/browser. Each test has its own time budget.
  */
 
-const tools = await needs('chromium', 'jupyter-notebook', 'Xtigervnc', 'xterm');
+const tools = await needs('chromium', 'ip', 'jupyter-notebook', 'Xtigervnc', 'xterm');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 
@@ -70,6 +71,7 @@ function bash(options: ShellOptions) {
 describe('sessions in a browser', tools, () => {
   let w: World;
   let browser: Browser;
+  let isolated: IsolatedChromium | undefined;
   let page: Page;
   let work: string;
   let jupyter: Started;
@@ -93,7 +95,8 @@ describe('sessions in a browser', tools, () => {
           shell: async (_jobId, _rank, size) => bash(size),
         }),
       });
-      browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+      isolated = await launchChromium([w.port]);
+      browser = isolated.browser;
     },
     { timeout: 120_000 },
   );
@@ -107,7 +110,7 @@ describe('sessions in a browser', tools, () => {
   });
 
   after(async () => {
-    await browser?.close();
+    await isolated?.close();
     await w?.close();
     await Promise.all([jupyter?.stop(), desktop?.stop()]);
     rmSync(work, { recursive: true, force: true });

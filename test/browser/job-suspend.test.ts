@@ -18,9 +18,9 @@ import { closeServedPage, type ServedPage, serveWithPage } from '../support/web-
  * room. One browser, one page; its own time budget.
  */
 
-const tools = await needs('chromium');
+const tools = await needs('chromium', 'ip');
 
-describe('suspending and resuming a job in the browser', { ...tools, timeout: 120_000 }, () => {
+describe('suspending and resuming a job in the browser', { ...tools, timeout: 240_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-suspend-web-'));
   const dataDir = join(tmp, 'data');
   const bigFile = join(dataDir, 'storage', 'home', 'local', 'big.bin');
@@ -47,7 +47,11 @@ describe('suspending and resuming a job in the browser', { ...tools, timeout: 12
     const state = async (id: string) =>
       (await api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state;
     const id = await submit('terminal');
-    await until(async () => (await state(id)) === 'RUNNING', { describe: 'the job runs' });
+    await until(async () => (await state(id)) === 'RUNNING', {
+      describe: 'the job runs',
+      // A local job's start (namespace, sandbox) took over 10 s on a loaded machine.
+      timeout: 60_000,
+    });
 
     await page.goto(url);
     await page.getByLabel('API token').fill(token);
@@ -86,7 +90,10 @@ describe('suspending and resuming a job in the browser', { ...tools, timeout: 12
     await api('/api/files/trash/empty', { drive: '/home/local' });
     await page.getByRole('button', { name: 'Resume' }).click();
     await page.getByRole('status').filter({ hasText: 'The job is back in the queue.' }).waitFor();
-    await until(async () => (await state(id)) === 'RUNNING', { describe: 'the resumed job runs' });
+    await until(async () => (await state(id)) === 'RUNNING', {
+      describe: 'the resumed job runs',
+      timeout: 60_000,
+    });
     await page.getByRole('button', { name: 'Suspend' }).waitFor();
     assert.deepEqual(pageErrors, []);
   });

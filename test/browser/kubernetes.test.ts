@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import {
   fortyTwoInTerminal,
   onePlusOneInNotebook,
@@ -14,6 +14,7 @@ import {
   tcpRelay,
   VNC_CONNECTED,
 } from '../support/browser.ts';
+import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { type FakeCluster, fakeCluster } from '../support/fake-kube/cluster.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
@@ -31,7 +32,7 @@ import { until } from '../support/until.ts';
  * output in test-artifacts/browser; each test has its own time budget.
  */
 
-const tools = await needs('chromium', 'jupyter-notebook', 'Xtigervnc', 'xterm');
+const tools = await needs('chromium', 'ip', 'jupyter-notebook', 'Xtigervnc', 'xterm');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
 /** The namespace of the admin user `local`'s jobs (one namespace per owner). */
 const NAMESPACE = 'ucompute-u-local';
@@ -45,6 +46,7 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
   let token: string;
   let client: ReturnType<typeof serveClient>;
   let browser: Browser | undefined;
+  let isolated: IsolatedChromium | undefined;
   /** Where the fake cluster's pods' ports lead, per application. */
   const appPorts = new Map<string, number>();
 
@@ -73,13 +75,14 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
       url = await serving(server);
       token = readFileSync(join(work, 'data', 'admin.token'), 'utf8').trim();
       client = serveClient(url, token);
-      browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+      isolated = await launchChromium([Number(new URL(url).port)]);
+      browser = isolated.browser;
     },
     { timeout: 180_000 },
   );
 
   after(async () => {
-    await browser?.close();
+    await isolated?.close();
     server?.kill('SIGTERM');
     await new Promise((resolve) =>
       server?.exitCode === null ? server.once('exit', resolve) : resolve(null),

@@ -4,9 +4,10 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { fortyTwoInTerminal, localServeConfig, serveClient, VNC_CONNECTED } from '../support/browser.ts';
+import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -67,6 +68,7 @@ describe('the example apps on the local backend, in a browser', tools, () => {
   let url: string;
   let client: ReturnType<typeof serveClient>;
   let browser: Browser | undefined;
+  let isolated: IsolatedChromium | undefined;
   const jobs: string[] = [];
 
   before(async () => {
@@ -74,11 +76,12 @@ describe('the example apps on the local backend, in a browser', tools, () => {
     server = spawnServe(['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local']);
     url = await serving(server);
     client = serveClient(url, readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim());
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+    isolated = await launchChromium([Number(new URL(url).port)]);
+    browser = isolated.browser;
   });
 
   after(async () => {
-    await browser?.close();
+    await isolated?.close();
     await stopAll().catch(() => {});
     server?.kill('SIGTERM');
     await new Promise((resolve) =>

@@ -4,9 +4,10 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient, VNC_CONNECTED } from '../support/browser.ts';
+import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
 import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
@@ -76,6 +77,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
   let admin: ReturnType<typeof serveClient>;
   let bobToken: string;
   let browser: Browser | undefined;
+  let isolated: IsolatedChromium | undefined;
   let context: BrowserContext;
   let page: Page;
   let failedRequests: string[] = [];
@@ -124,7 +126,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
         },
       );
       assert.equal(upload.status, 200, await upload.text());
-      browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+      isolated = await launchChromium([Number(new URL(url).port)]);
+      browser = isolated.browser;
       context = await browser.newContext({ viewport: DESKTOP });
       page = await context.newPage();
       failedRequests = failedRequestsOf(page);
@@ -137,7 +140,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
   );
 
   after(async () => {
-    await browser?.close();
+    await isolated?.close();
     await stopJobs().catch(() => {});
     server?.kill('SIGTERM');
     await new Promise((resolve) =>

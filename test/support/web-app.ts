@@ -4,7 +4,8 @@ import { type ChildProcess, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { type IsolatedChromium, launchChromium } from './chromium.ts';
 import { ROOT } from './fixtures.ts';
 import { serving, spawnServe } from './serve.ts';
 
@@ -135,6 +136,8 @@ export function jobMeanwhile(
 /** `ucompute serve` and one Chromium page at desktop size, for a browser file of one page. */
 export interface ServedPage {
   server: ChildProcess;
+  /** Chromium in its own network namespace (closed with closeServedPage). */
+  isolated: IsolatedChromium;
   browser: Browser;
   page: Page;
   /** The server's address with `localhost` (the interface's cookies need a name, not an IP). */
@@ -151,16 +154,17 @@ export async function serveWithPage(dataDir: string, args: readonly string[] = [
   const server = spawnServe(['--data-dir', dataDir, ...args]);
   const url = (await serving(server)).replace('127.0.0.1', 'localhost');
   const token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const isolated = await launchChromium([Number(new URL(url).port)]);
+  const browser = isolated.browser;
   const page = await browser.newPage({ viewport: DESKTOP });
   const pageErrors: string[] = [];
   page.on('pageerror', (error) => pageErrors.push(String(error)));
-  return { server, browser, page, url, token, pageErrors };
+  return { server, isolated, browser, page, url, token, pageErrors };
 }
 
 /** Closes the browser and stops the server, waiting for its exit. */
 export async function closeServedPage(served: ServedPage | undefined): Promise<void> {
-  await served?.browser.close();
+  await served?.isolated.close();
   const server = served?.server;
   if (!server) return;
   server.kill('SIGTERM');
