@@ -65,20 +65,68 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
-const numbered = new Map<string, string>();
+/** A statement as sent: `?` placeholders numbered; its number among those prepared; whether it changes the directory. */
+interface Statement {
+  text: string;
+  prepared: number | undefined;
+  writesDirectory: boolean;
+}
+
+/** A statement that changes who a token names or who is in a project. */
+const DIRECTORY_WRITE = /\b(?:insert\s+into|update|delete\s+from)\s+(?:users|tokens|memberships)\b/i;
+
+/**
+ * Statements prepared at most (each connection keeps them): a job listing's filters make
+ * hundreds of texts, which are parsed and planned each time instead.
+ */
+const MAX_PREPARED = 200;
+const statements = new Map<string, Statement>();
 /** `?` placeholders as `$1`, `$2`, …: the statements are written once, in SQLite's style. */
-function numberedPlaceholders(text: string): string {
-  let out = numbered.get(text);
+function statement(text: string): Statement {
+  let out = statements.get(text);
   if (out === undefined) {
     let n = 0;
-    out = text.replace(/\?/g, () => `$${++n}`);
-    numbered.set(text, out);
+    out = {
+      text: text.replace(/\?/g, () => `$${++n}`),
+      prepared: statements.size < MAX_PREPARED ? statements.size : undefined,
+      writesDirectory: DIRECTORY_WRITE.test(text),
+    };
+    statements.set(text, out);
   }
   return out;
 }
 
-function queryOn(client: pg.Pool | pg.PoolClient): Query {
-  const run = (text: string, params: unknown[]) => client.query<Row>(numberedPlaceholders(text), params);
+/**
+ * Raised when another replica's migration changed a table under a prepared `select *`: the
+ * statements are then prepared again under new names (`preparedRound`).
+ */
+const stalePlan = (e: unknown) => (e as Error).message === 'cached plan must not change result type';
+let preparedRound = 0;
+
+/**
+ * Statements on `client`, each prepared once per connection (a named statement: PostgreSQL parses
+ * and plans it once, not per call); `wroteDirectory` is told after one that changes the directory.
+ */
+function queryOn(client: pg.Pool | pg.PoolClient, wroteDirectory: () => void): Query {
+  const run = async (text: string, values: unknown[]) => {
+    const s = statement(text);
+    const send = () =>
+      client.query<Row>(
+        s.prepared === undefined
+          ? { text: s.text, values }
+          : { name: `uc${preparedRound}_${s.prepared}`, text: s.text, values },
+      );
+    const result = await send().catch((e: unknown) => {
+      if (!stalePlan(e)) throw e;
+      preparedRound++;
+      // On the pool the statement was a transaction of its own, and is sent again; in a
+      // transaction, the transaction has failed.
+      if (client instanceof pg.Pool) return send();
+      throw e;
+    });
+    if (s.writesDirectory) wroteDirectory();
+    return result;
+  };
   const query = (async (text: string, ...params: unknown[]) => (await run(text, params)).rows) as Query;
   query.changed = async (text, ...params) => (await run(text, params)).rowCount ?? 0;
   return query;
@@ -108,6 +156,11 @@ export interface PostgresDatabase {
   end(): Promise<void>;
 }
 
+export interface DatabaseOptions {
+  /** Told when a change of users, tokens or memberships by this process has committed. */
+  directoryChanged?: () => void;
+}
+
 /** How long a transaction may wait between its statements before the server ends it. */
 const IDLE_TRANSACTION_MS = 10_000;
 
@@ -120,7 +173,10 @@ const IDLE_TRANSACTION_MS = 10_000;
  * (a takeover lost by a crash of the server would fence nothing). The schema is migrated at open,
  * under an advisory lock so that replicas starting together migrate once.
  */
-export async function openPostgresDatabase(url: string): Promise<PostgresDatabase> {
+export async function openPostgresDatabase(
+  url: string,
+  { directoryChanged = () => {} }: DatabaseOptions = {},
+): Promise<PostgresDatabase> {
   // Idle connections do not keep the process alive: it ends when its work does. A transaction
   // left open longer than ours ever are (its process paused, `kill -STOP`) is ended by the server:
   // a leader's transaction holds the lease row, and another replica must be able to take over.
@@ -156,7 +212,10 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
         | pg.QueryResult<Row>
         | pg.QueryResult<Row>[];
       const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
-      const query = queryOn(client);
+      let wroteDirectory = false;
+      const query = queryOn(client, () => {
+        wroteDirectory = true;
+      });
       const events: [string, number | null][] = [];
       const result = await fn(
         {
@@ -169,6 +228,7 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
       );
       if (events.length > 0) await writeJobEvents(query, events);
       await client.query('commit');
+      if (wroteDirectory) directoryChanged();
       return result;
     } catch (e) {
       broken = await client.query('rollback').then(
@@ -198,8 +258,8 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
   own.on('error', () => {});
   return {
     pool,
-    outside: outsideTransactions(queryOn(pool)),
-    aside: outsideTransactions(queryOn(own)),
+    outside: outsideTransactions(queryOn(pool, directoryChanged)),
+    aside: outsideTransactions(queryOn(own, directoryChanged)),
     transaction,
     async end() {
       await Promise.all([pool.end(), own.end()]);
