@@ -30,7 +30,7 @@ export interface Connection {
 export const JOB_EVENTS_CHANNEL = 'ucompute_job_events';
 
 /** Any number that no other use of advisory locks in the database picks: "ucoevt" in ASCII. */
-const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
+export const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
 
 /**
  * Writes a transaction's job events as its last statement, under a lock held until it has
@@ -142,8 +142,9 @@ export interface PostgresDatabase {
   /** Statements on the pool, each its own transaction. */
   outside: Connection;
   /**
-   * Statements on a connection of their own, beside the pool: renewing the lease must not queue
-   * behind a leader's hundreds of transactions waiting for the pool (the lease would lapse).
+   * Statements and transactions on connections of their own, beside the pool: renewing or taking
+   * the lease must not queue behind hundreds of transactions waiting for the pool (the lease would
+   * lapse; a takeover would wait for whatever holds them, a paused leader's events lock included).
    */
   aside: Connection;
   /**
@@ -190,76 +191,90 @@ export async function openPostgresDatabase(
   // An idle connection that fails (the server restarted) is dropped by the pool; without a
   // listener its error would end the process.
   pool.on('error', () => {});
-  const transaction = async <T>(
-    fn: (c: Connection, opened: Row[]) => Promise<T>,
-    { durable = false, opening }: TransactionStart = {},
-  ): Promise<T> => {
-    const client = await pool.connect();
-    let broken = false;
-    // Ended by the server between two statements (idle too long: this process was paused): the
-    // next statement fails and the connection is dropped; unheard, the error would end the process.
-    const ended = () => {
-      broken = true;
+  // Two: a takeover waits up to its lock timeout for the lease row, and the readiness probe's
+  // look at the lease must not wait behind it.
+  const own = new pg.Pool({
+    connectionString: url,
+    types,
+    max: 2,
+    allowExitOnIdle: true,
+    options: `-c idle_in_transaction_session_timeout=${IDLE_TRANSACTION_MS}`,
+  });
+  own.on('error', () => {});
+  const transactionOn =
+    (on: pg.Pool) =>
+    async <T>(
+      fn: (c: Connection, opened: Row[]) => Promise<T>,
+      { durable = false, opening }: TransactionStart = {},
+    ): Promise<T> => {
+      const client = await on.connect();
+      let broken = false;
+      // Ended by the server between two statements (idle too long: this process was paused): the
+      // next statement fails and the connection is dropped; unheard, the error would end the process.
+      const ended = () => {
+        broken = true;
+      };
+      client.on('error', ended);
+      try {
+        const start = [
+          'begin',
+          ...(durable ? ['set local synchronous_commit = on'] : []),
+          ...(opening ? [opening] : []),
+        ];
+        const started = (await client.query<Row>(start.join('; '))) as
+          | pg.QueryResult<Row>
+          | pg.QueryResult<Row>[];
+        const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
+        let wroteDirectory = false;
+        const query = queryOn(client, () => {
+          wroteDirectory = true;
+        });
+        const events: [string, number | null][] = [];
+        const result = await fn(
+          {
+            query,
+            atomic: (inner) => inner(query),
+            locked: ' for update',
+            recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
+          },
+          opened,
+        );
+        if (events.length > 0) await writeJobEvents(query, events);
+        await client.query('commit');
+        if (wroteDirectory) directoryChanged();
+        return result;
+      } catch (e) {
+        broken = await client.query('rollback').then(
+          () => false,
+          () => true,
+        );
+        throw e;
+      } finally {
+        client.off('error', ended);
+        client.release(broken);
+      }
     };
-    client.on('error', ended);
-    try {
-      const start = [
-        'begin',
-        ...(durable ? ['set local synchronous_commit = on'] : []),
-        ...(opening ? [opening] : []),
-      ];
-      const started = (await client.query<Row>(start.join('; '))) as
-        | pg.QueryResult<Row>
-        | pg.QueryResult<Row>[];
-      const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
-      let wroteDirectory = false;
-      const query = queryOn(client, () => {
-        wroteDirectory = true;
-      });
-      const events: [string, number | null][] = [];
-      const result = await fn(
-        {
-          query,
-          atomic: (inner) => inner(query),
-          locked: ' for update',
-          recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
-        },
-        opened,
-      );
-      if (events.length > 0) await writeJobEvents(query, events);
-      await client.query('commit');
-      if (wroteDirectory) directoryChanged();
-      return result;
-    } catch (e) {
-      broken = await client.query('rollback').then(
-        () => false,
-        () => true,
-      );
-      throw e;
-    } finally {
-      client.off('error', ended);
-      client.release(broken);
-    }
-  };
+  const transaction = transactionOn(pool);
   try {
     await migrate(pool);
   } catch (e) {
-    await pool.end();
+    await Promise.all([pool.end(), own.end()]);
     throw e;
   }
-  /** Statements on `query`, each its own transaction; atomic work and events in a new one. */
-  const outsideTransactions = (query: Query): Connection => ({
-    query,
-    atomic: (fn) => transaction((c) => fn(c.query)),
-    locked: '',
-    recordEvent: (jobId, updateSeq) => transaction((c) => c.recordEvent(jobId, updateSeq)),
-  });
-  const own = new pg.Pool({ connectionString: url, types, max: 1, allowExitOnIdle: true });
-  own.on('error', () => {});
+  /** Statements on `on`, each its own transaction; atomic work and events in a new one there. */
+  const outsideTransactions = (on: pg.Pool): Connection => {
+    const inTransaction = transactionOn(on);
+    return {
+      query: queryOn(on, directoryChanged),
+      atomic: (fn) => inTransaction((c) => fn(c.query)),
+      locked: '',
+      recordEvent: (jobId, updateSeq) => inTransaction((c) => c.recordEvent(jobId, updateSeq)),
+    };
+  };
   return {
     pool,
-    outside: outsideTransactions(queryOn(pool, directoryChanged)),
-    aside: outsideTransactions(queryOn(own, directoryChanged)),
+    outside: outsideTransactions(pool),
+    aside: outsideTransactions(own),
     transaction,
     async end() {
       await Promise.all([pool.end(), own.end()]);
