@@ -164,17 +164,19 @@ test('pods of two jobs cannot reach each other; a peer can, by its hostname', to
 
 test('cancel stops every process of a job and leaves nothing behind', tools, async () => {
   const { backend, running } = await shared();
+  // Known by a duration no other process on the machine has (launcher.test.ts runs `sleep 600`).
+  const sleep = `sleep 600.${process.pid}`;
   await backend.submitVolcanoJob(
     'stubborn',
-    vcjob('stubborn', [shellTask('t', 2, 'trap "" TERM; sleep 600 & sleep 600')]),
+    vcjob('stubborn', [shellTask('t', 2, `trap "" TERM; ${sleep} & ${sleep}`)]),
   );
   await running('stubborn');
-  assert.ok(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 600'));
+  assert.ok(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep));
   await backend.cancel('stubborn');
   assert.equal(backend.phaseOf('stubborn'), 'Terminated');
   assert.deepEqual(leftovers('stubborn-t-'), []);
   const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
-  assert.ok(!ps.includes('sleep 600'), 'no sleep left');
+  assert.ok(!ps.includes(sleep), 'no sleep left');
   const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
   assert.ok(!netns.includes('stubborn'), netns);
 });
