@@ -17,10 +17,16 @@
  * 3. With `--statements`: statements per accepted job, PostgreSQL with 3 replicas under the same load
  *    for `--seconds`, counted in PostgreSQL's statement log (`log_statement = all` on the case's
  *    database) from the load's start until every accepted job has ended (so the leader's work for
- *    them is in), by kind. A separate case: logging every statement slows PostgreSQL.
+ *    them is in; with `--accept-only`, until the load ends), by kind. A separate case: logging every
+ *    statement slows PostgreSQL.
+ *
+ * With `--accept-only`, the PostgreSQL cases take the lease from their leader once it holds it (a
+ * holder that is no replica, for longer than the run): no replica runs the leader's loop, and the
+ * figures are those of acceptance alone, its ceiling on this machine. With `--cpu-prof DIR`, the
+ * first replica of each PostgreSQL case writes a V8 CPU profile there (ended by SIGTERM after its case).
  *
  *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills] [--statements]
- *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none)
+ *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none) [--accept-only] [--cpu-prof DIR]
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -31,7 +37,7 @@ import pg from 'pg';
 import { volcanoJobName } from '../src/volcano/names.ts';
 import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
 import { newPostgresDatabase, postgresLog } from '../test/support/postgres.ts';
-import { leaderOtherThan, type Replica, startReplicas } from '../test/support/replicas.ts';
+import { leaderOtherThan, type Replica, type ReplicaSet, startReplicas } from '../test/support/replicas.ts';
 import { serving, spawnServe } from '../test/support/serve.ts';
 import { until } from '../test/support/until.ts';
 
@@ -43,6 +49,8 @@ const { values } = parseArgs({
     'skip-kills': { type: 'boolean', default: false },
     statements: { type: 'boolean', default: false },
     replicas: { type: 'string', default: '1,2,3' },
+    'accept-only': { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -214,23 +222,49 @@ async function sqliteCase(): Promise<Case> {
   }
 }
 
+/**
+ * No replica leads from now on: the lease is held, fenced (epoch raised), by a holder that is none
+ * of them. The leader that lost it exits (as it would in production) and is started again.
+ */
+async function takeLease(set: ReplicaSet): Promise<void> {
+  const { replica } = await leaderOtherThan(set, undefined);
+  await set.db.query(
+    `update leases set holder = 'ha-bench/0/accept-only', epoch = epoch + 1, expires_at = $1
+     where name = 'backend'`,
+    [Date.now() + 86_400_000],
+  );
+  await replica.exited;
+  await set.replace(replica);
+}
+
 async function postgresCase(count: number): Promise<Case> {
   const mine: (() => unknown)[] = [];
+  const profile = values['cpu-prof'];
   const set = await startReplicas(
     { after: (cleanup) => void mine.push(cleanup) },
     undefined,
     await newPostgresDatabase(),
     count,
-    { lease: null, config: CONFIG },
+    {
+      lease: null,
+      config: CONFIG,
+      firstEnv: profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profile}` } : {},
+    },
   );
   try {
+    if (values['accept-only']) await takeLease(set);
     return await measure(
-      `PostgreSQL, ${count} replica${count > 1 ? 's' : ''}`,
+      `PostgreSQL, ${count} replica${count > 1 ? 's' : ''}${values['accept-only'] ? ', acceptance alone' : ''}`,
       set.replicas.map((r) => r.url),
       set.replicas.map((r) => r.child.pid!),
       set.token,
     );
   } finally {
+    // The profile is written as the process exits by itself.
+    if (profile) {
+      set.replicas[0]!.child.kill('SIGTERM');
+      await set.replicas[0]!.exited;
+    }
     for (const cleanup of mine.reverse()) await cleanup();
   }
 }
@@ -247,6 +281,7 @@ async function statementsCase(): Promise<{ accepted: number; total: number; kind
       lease: null,
       config: CONFIG,
     });
+    if (values['accept-only']) await takeLease(set);
     const log = await postgresLog();
     const from = (await readFile(log)).length;
     const split = (i: number) => Math.floor(CONNECTIONS / 3) + (i < CONNECTIONS % 3 ? 1 : 0);
@@ -259,10 +294,11 @@ async function statementsCase(): Promise<{ accepted: number; total: number; kind
           )
         ).rows[0].n,
       );
-    await until(async () => (await active()) === 0, {
-      describe: 'every accepted job ended',
-      timeout: 300_000,
-    });
+    if (!values['accept-only'])
+      await until(async () => (await active()) === 0, {
+        describe: 'every accepted job ended',
+        timeout: 300_000,
+      });
     const accepted = Number((await client.query('select count(*) as n from jobs')).rows[0].n);
     const text = (await readFile(log)).subarray(from).toString('utf8');
     const kinds = new Map<string, number>();
@@ -334,7 +370,7 @@ try {
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   console.log(
     `commit ${commit}, Node ${process.version}, ${SECONDS} s per case, ${CONNECTIONS} connections, ` +
-      `dry backend, load average at the start ${await loadAverage()}\n`,
+      `dry backend${values['accept-only'] ? ', acceptance alone (no leader)' : ''}, load average at the start ${await loadAverage()}\n`,
   );
   const cases = [await sqliteCase()];
   for (const count of values.replicas.split(',').filter(Boolean).map(Number))
@@ -356,7 +392,7 @@ try {
     const s = await statementsCase();
     const per = (n: number) => (n / s.accepted).toFixed(2);
     console.log(
-      `\nstatements per accepted job (3 replicas, ${s.accepted} jobs, counted until all ended), load after ` +
+      `\nstatements per accepted job (3 replicas, ${s.accepted} jobs, counted ${values['accept-only'] ? 'during the load, acceptance alone' : 'until all ended'}), load after ` +
         `${await loadAverage()}: ${per(s.total)}; by kind (first 60 characters):`,
     );
     for (const [kind, n] of s.kinds.slice(0, 25)) console.log(`- ${per(n)} ${kind}`);

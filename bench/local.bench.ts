@@ -15,6 +15,10 @@
  *    `--jobs` is extrapolated from its rate, and the table says so. Skipped, saying why, when podman
  *    cannot run here.
  *
+ * Issue 18's targets, which the table's target column and its last line judge: submit → RUNNING
+ * p50 ≤ 10 ms and ≥ 14× podman's start (`podman run -d`); the 1,000 jobs ≤ 10 s and ≥ 20× podman's
+ * time for as many.
+ *
  * The backend is built as `openLocalBackend` builds it (createRuntime, then localBackend), with a
  * timing wrapper around the runtime. It uses its own bridge (ucbench0, 10.93.0.0/16), so that it
  * does not touch the pods of a ucompute or a test run on the same machine; the bridge, its nftables
@@ -54,7 +58,8 @@ const PODMAN_JOBS = Number(values['podman-jobs']);
 const PODMAN_CONCURRENCY = Number(values['podman-concurrency']);
 /** Submits the batch all at once instead of one call after the other (each awaited). */
 const CONCURRENT_SUBMIT = values['concurrent-submit'];
-const TARGET = { p50: 20, p99: 100, wallSeconds: 20 };
+/** Issue 18's targets: RUNNING p50, the batch's wall time, and how many times faster than podman. */
+const TARGET = { p50: 10, wallSeconds: 10, startVsPodman: 14, batchVsPodman: 20 };
 /** Bounds on every wait, so that a stuck job ends the run instead of hanging it. */
 const JOB_TIMEOUT_MS = 30_000;
 const BATCH_TIMEOUT_MS = 600_000;
@@ -475,7 +480,12 @@ try {
   }
 
   // The table.
-  const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? f2(a / b) : '—');
+  /** How many times podman's time is ucompute's. */
+  const times = (podmanTime: number, ucomputeTime: number) => podmanTime / ucomputeTime;
+  const ratio = (x: number) => (Number.isFinite(x) ? `${f1(x)}×` : '—');
+  const startTimes = times(pct(podmanStart, 0.5), pct(toRunning, 0.5));
+  const podmanRate = podmanCount / podmanWall;
+  const batchTimes = podmanCount > 0 ? times(JOBS / podmanRate, wall) : Number.NaN;
   rows.push([
     'ucompute: submit → RUNNING, 1 replica, sequential',
     int(LATENCY_JOBS),
@@ -483,8 +493,8 @@ try {
     f1(pct(toRunning, 0.99)),
     '',
     '',
-    `p50 ≤ ${TARGET.p50}, p99 ≤ ${TARGET.p99} ms`,
-    ratio(pct(toRunning, 0.5), pct(podmanStart, 0.5)),
+    `p50 ≤ ${TARGET.p50} ms, ≥ ${TARGET.startVsPodman}× podman`,
+    ratio(startTimes),
   ]);
   rows.push([
     'ucompute: submit → SUCCESS, same jobs',
@@ -494,7 +504,7 @@ try {
     '',
     '',
     '',
-    ratio(pct(toEnd, 0.5), pct(podmanRun, 0.5)),
+    ratio(times(pct(podmanRun, 0.5), pct(toEnd, 0.5))),
   ]);
   rows.push([
     'podman run -d (returns once started), sequential',
@@ -523,10 +533,9 @@ try {
     '',
     f2(wall),
     f1(JOBS / wall),
-    `≤ ${TARGET.wallSeconds} s`,
-    '',
+    `≤ ${TARGET.wallSeconds} s, ≥ ${TARGET.batchVsPodman}× podman`,
+    ratio(batchTimes),
   ]);
-  const podmanRate = podmanCount / podmanWall;
   const extrapolated = podmanCount > 0 && podmanCount < JOBS;
   if (podmanCount > 0) {
     rows.push([
@@ -551,19 +560,13 @@ try {
         '',
       ]);
     }
-    rows[4]![7] = ratio(wall, JOBS / podmanRate);
   }
   console.log(
-    table(['case', 'N', 'p50 ms', 'p99 ms', 'wall s', 'jobs/s', 'target', 'time ucompute/podman'], rows, [
-      false,
-      true,
-      true,
-      true,
-      true,
-      true,
-      false,
-      true,
-    ]),
+    table(
+      ['case', 'N', 'p50 ms', 'p99 ms', 'wall s', 'jobs/s', 'target', 'podman time / ucompute time'],
+      rows,
+      [false, true, true, true, true, true, false, true],
+    ),
   );
   console.log();
   console.log(
@@ -578,9 +581,15 @@ try {
   console.log(
     `- machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, load average ${loadAtStart.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end; whole run ${f1((now() - began) / 1000)} s`,
   );
+  // A ratio against podman is judged only when podman ran (NaN compares false: not met).
   const met =
-    pct(toRunning, 0.5) <= TARGET.p50 && pct(toRunning, 0.99) <= TARGET.p99 && wall <= TARGET.wallSeconds;
-  console.log(`- targets ${met ? 'met' : 'NOT met'}`);
+    pct(toRunning, 0.5) <= TARGET.p50 &&
+    wall <= TARGET.wallSeconds &&
+    startTimes >= TARGET.startVsPodman &&
+    batchTimes >= TARGET.batchVsPodman;
+  console.log(
+    `- issue 18's targets ${met ? 'met' : 'NOT met'}${podmanCount > 0 ? '' : ' (podman did not run)'}`,
+  );
 } catch (error) {
   console.error(error);
   exitCode = 1;

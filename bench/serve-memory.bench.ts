@@ -6,19 +6,22 @@
  * config below). Reported: serve's RSS and V8 heap before any job and once all N are RUNNING
  * (or --live-after seconds have passed), as they are and after a full GC (asked through serve's
  * inspector, opened by SIGUSR1): what live jobs retain, apart from garbage V8 has not collected
- * yet. With --snapshots DIR, serve writes a heap snapshot into DIR (SIGUSR2) at both points.
- * --node-options adds Node flags to serve's (after ./ucompute's --max-semi-space-size=4).
+ * yet — and serve's peak RSS (VmHWM) up to each point. With --snapshots DIR, serve writes a heap
+ * snapshot into DIR (SIGUSR2) at both points. serve runs with the Node flags ./ucompute gives it,
+ * on Node's command line as there (V8 refuses some flags in NODE_OPTIONS); --node-flags adds more
+ * after them (a later flag wins), for A/B runs of V8's flags.
  *
- *   node bench/serve-memory.bench.ts [--jobs 10000] [--live-after S] [--node-options F] [--snapshots DIR]
+ *   node bench/serve-memory.bench.ts [--jobs 10000] [--live-after S] [--node-flags F] [--snapshots DIR]
  */
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CHILD_ENV } from '../test/support/cli.ts';
+import { BIN, CHILD_ENV } from '../test/support/cli.ts';
 import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
 import { ROOT } from '../test/support/fixtures.ts';
-import { startServe, stopServe } from '../test/support/serve.ts';
+import { type Served, serving, stopServe } from '../test/support/serve.ts';
 import { until } from '../test/support/until.ts';
 
 const { values } = parseArgs({
@@ -26,7 +29,7 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '10000' },
     snapshots: { type: 'string' },
     'live-after': { type: 'string' },
-    'node-options': { type: 'string', default: '' },
+    'node-flags': { type: 'string', default: '' },
   },
 });
 const JOBS = Number(values.jobs);
@@ -52,21 +55,20 @@ const data = join(work, 'data');
 await mkdir(join(data, 'storage'), { recursive: true });
 const snapshots = values.snapshots;
 if (snapshots) await mkdir(snapshots, { recursive: true });
-const served = await startServe(data, {
-  env: {
-    ...CHILD_ENV,
-    NODE_OPTIONS: [
-      CHILD_ENV.NODE_OPTIONS ?? '',
-      '--max-semi-space-size=4',
-      '--inspect-port=127.0.0.1:0',
-      values['node-options'],
-      ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),
-    ]
-      .join(' ')
-      .trim(),
-  },
-  args: ['--backend', 'kubernetes'],
-  config: [
+/** The Node flags of ./ucompute's `exec node … bin/ucompute.js` line: serve as it runs there. */
+const ucomputeFlags = /^exec node (.*) "\$here\/bin\/ucompute\.js"/m
+  .exec(await readFile(join(ROOT, 'ucompute'), 'utf8'))![1]!
+  .split(' ');
+const nodeFlags = [
+  ...ucomputeFlags,
+  ...values['node-flags'].split(' ').filter(Boolean),
+  '--inspect-port=127.0.0.1:0',
+  ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),
+];
+const configFile = join(work, 'config.yml');
+await writeFile(
+  configFile,
+  [
     `apps: [${join(ROOT, 'examples/apps')}, ${join(ROOT, 'test/cluster/apps')}]`,
     `storage: { root: ${join(data, 'storage')} }`,
     'security: { allowRootApps: true }',
@@ -80,7 +82,25 @@ const served = await startServe(data, {
     '  requestsPerSecond: 5000',
     '  requestBurst: 5000',
   ].join('\n'),
-});
+);
+const child = spawn(
+  process.execPath,
+  [
+    ...nodeFlags,
+    BIN,
+    'serve',
+    '--port',
+    '0',
+    '--data-dir',
+    data,
+    '--backend',
+    'kubernetes',
+    '--config',
+    configFile,
+  ],
+  { cwd: ROOT, env: { ...CHILD_ENV, UCOMPUTE_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] },
+);
+const served: Served = { child, url: await serving(child), dataDir: data };
 const pid = served.child.pid!;
 const token = (await readFile(join(data, 'admin.token'), 'utf8')).trim();
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
@@ -118,8 +138,20 @@ async function afterFullGc(): Promise<Record<string, number>> {
   const bytes = JSON.parse(usage.result!.value!) as Record<string, number>;
   return Object.fromEntries(Object.entries(bytes).map(([k, v]) => [k, Math.round(v / 2 ** 20)]));
 }
-const rssMb = async () =>
-  Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+/** serve's resident set now (VmRSS) and at its peak so far (VmHWM), in MB. */
+const rss = async () => {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const mb = (field: string) => Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024);
+  return { rss: mb('VmRSS'), peakRss: mb('VmHWM') };
+};
+/**
+ * serve's CPU time so far (user + system; /proc counts it in ticks of 1/100 s): what a V8 flag
+ * costs besides memory.
+ */
+const cpuSeconds = async () => {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
 const heapMb = async () => {
   const text = await (await fetch(`${served.url}/metrics`)).text();
   const mb = (name: string) =>
@@ -153,7 +185,7 @@ const running = async () => {
 const start = performance.now();
 await until(async () => (await running()) === 0, { describe: 'serve answering', timeout: 30_000 });
 await snapshot();
-const idle = { rss: await rssMb(), ...(await heapMb()) };
+const idle = { ...(await rss()), ...(await heapMb()) };
 const idleAfterGc = await afterFullGc();
 let next = 0;
 await Promise.all(
@@ -180,11 +212,12 @@ if (liveAfter === undefined)
 else await new Promise((resolve) => setTimeout(resolve, liveAfter));
 const runningSeen = await running();
 await snapshot();
-const live = { rss: await rssMb(), ...(await heapMb()), running: runningSeen };
+const live = { ...(await rss()), ...(await heapMb()), running: runningSeen, cpuSeconds: await cpuSeconds() };
 const liveAfterGc = await afterFullGc();
 console.log(
   JSON.stringify({
     jobs: JOBS,
+    nodeFlags: nodeFlags.join(' '),
     submitSeconds: Math.round((submitted - start) / 100) / 10,
     idle,
     idleAfterGc,

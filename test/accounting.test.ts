@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
-import type { Backend } from '../src/jobs/backend.ts';
+import type { Backend, BackendEvent, BackendEventListener } from '../src/jobs/backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import type { PipelineConfig } from '../src/model/config.ts';
 import { type Product, periodMillis } from '../src/model/product.ts';
@@ -66,7 +66,19 @@ interface HarnessOptions {
 async function harness(o: HarnessOptions = {}) {
   const clock = manualClock(o.start ?? T0);
   const store = await openTestStore();
-  const backend = o.backend ?? dryBackend({ runForMs: null, clock });
+  const inner = o.backend ?? dryBackend({ runForMs: null, clock });
+  const told: BackendEventListener[] = [];
+  const backend: Backend = {
+    ...inner,
+    onEvent(listener) {
+      told.push(listener);
+      inner.onEvent(listener);
+    },
+  };
+  /** The backend reports `event` (answers once the service has written it). */
+  const report = async (event: BackendEvent) => {
+    await Promise.all(told.map((listener) => listener(event)));
+  };
   const service = createJobService({
     store,
     env: { ...env(o.config), products: [...products, FREE, ...Object.values(PER)] },
@@ -96,7 +108,7 @@ async function harness(o: HarnessOptions = {}) {
     await clock.advanceTo(T0 + at);
     await service.monitor();
   };
-  return { clock, store, backend, service, grant, job, state, charges, running, monitorAt };
+  return { clock, store, backend, service, grant, job, state, charges, running, monitorAt, report };
 }
 
 describe('charges', () => {
@@ -215,6 +227,29 @@ describe('charges', () => {
       ],
     );
     assert.equal((await h.job(id)).billing.creditsCharged, 3 * 2);
+  });
+
+  test('an ended job is charged up to the end its backend reports, not up to when that is learnt', async () => {
+    const h = await harness();
+    await h.grant('user:alice', 'u1-standard', 1000);
+    const id = await h.running(mpi());
+    await h.monitorAt(MINUTE);
+    // It ended at 90 s; ucompute learns of it at 5 minutes (after a takeover, a slow watch).
+    await h.clock.advanceTo(T0 + 5 * MINUTE);
+    await h.report({ jobId: id, state: 'SUCCESS', status: 'The job finished', at: T0 + 90 * SECOND });
+    assert.equal(await h.state(id), 'SUCCESS');
+    await until(async () => (await h.charges('user:alice')).length === 2, { describe: 'the final charge' });
+    assert.deepEqual(
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.periods]),
+      [
+        [`${id}:0-0`, 1],
+        [`${id}:1-1`, 1],
+      ],
+    );
+    // A job whose end the backend dates (in whole seconds) before the start ucompute saw still ran.
+    const brief = await h.running(mpi());
+    await h.report({ jobId: brief, state: 'SUCCESS', status: 'The job finished', at: T0 + 4 * MINUTE });
+    await until(async () => (await h.job(brief)).billing.creditsCharged === 2, { describe: 'one period' });
   });
 
   test('a project job charges the project, and its PI sees the wallet', async () => {
@@ -415,8 +450,8 @@ describe('retries', () => {
 
     // 996 left, of which the running job holds back 2 (2 units for its next minute).
     const { ctx, charge } = seen[0]!;
-    assert.deepEqual(await ctx.charge(charge), { creditsLeft: 994 });
-    assert.deepEqual(await ctx.charge({ ...charge }), { creditsLeft: 994 });
+    assert.deepEqual(await ctx.charge(charge), { creditsLeft: 994, unpaid: 0 });
+    assert.deepEqual(await ctx.charge({ ...charge }), { creditsLeft: 994, unpaid: 0 });
     assert.equal((await h.charges('user:alice')).length, 1);
     assert.equal((await h.job(id)).billing.creditsCharged, 4);
 
@@ -494,6 +529,23 @@ describe('credits', () => {
     );
     assert.deepEqual(await h.service.wallets(bob), [
       { owner: 'user:bob', category: 'u1-standard', allocated: 1000, used: 6, balance: 994 },
+    ]);
+  });
+
+  test('a late pass charges only the periods the balance pays, and stops the job at once', async () => {
+    const h = await harness();
+    await h.grant('user:alice', 'per-minute', 3);
+    const id = await h.running(mpi({ product: { id: 'per-minute', category: 'per-minute' } }));
+    // The first pass comes at 4.5 minutes (a loaded machine, a takeover): 4 periods due, 3 paid for.
+    await h.monitorAt(4 * MINUTE + 30 * SECOND);
+    assert.equal(await h.state(id), 'SUCCESS');
+    assert.equal((await h.job(id)).updates.at(-1)!.status, NO_CREDITS_STATUS);
+    assert.deepEqual(
+      (await h.charges('user:alice')).map((c) => [c.chargeId, c.credits]),
+      [[`${id}:0-2`, 3]],
+    );
+    assert.deepEqual(await h.service.wallets(alice), [
+      { owner: 'user:alice', category: 'per-minute', allocated: 3, used: 3, balance: 0 },
     ]);
   });
 });

@@ -117,6 +117,48 @@ async function recordWrites(db: pg.Client): Promise<void> {
   }
 }
 
+/**
+ * What the database holds of these jobs' run and charges, for a failure: each job's times and
+ * counters, its charges and its updates (with their timestamps), and the lease.
+ */
+async function historyOf(db: pg.Client, ids: string[]): Promise<string> {
+  const rows = async (sql: string) => JSON.stringify((await db.query(sql, [ids])).rows);
+  return [
+    `jobs: ${await rows(
+      `select id, state, started_at, run_started_at, time_run_before_ms, charged_periods, credits_charged
+       from jobs where id = any($1)`,
+    )}`,
+    `charges: ${await rows(
+      'select job_id, charge_id, first_period, periods, charged_at from charges where job_id = any($1) order by charged_at',
+    )}`,
+    `updates: ${await rows(
+      `select job_id, seq, body::jsonb ->> 'state' as state, body::jsonb ->> 'status' as status,
+       body::jsonb ->> 'timestamp' as at from job_updates where job_id = any($1) order by job_id, seq`,
+    )}`,
+    `lease: ${JSON.stringify((await db.query('select * from leases')).rows)}`,
+  ].join('\n');
+}
+
+/**
+ * Samples, every second while `waiting` answers true (at most `samples` times), what the
+ * database's sessions do that are not idle: which replica, its state, what it waits for, since
+ * when its transaction runs, its statement. Shown when a takeover is slow, to say what held it.
+ */
+async function activityWhile(db: pg.Client, waiting: () => boolean, samples = 60): Promise<string[]> {
+  const seen: string[] = [];
+  for (let i = 0; i < samples && waiting(); i++) {
+    const { rows } = await db.query(
+      `select application_name as who, state, wait_event_type || ':' || wait_event as waits,
+         round(extract(epoch from clock_timestamp() - xact_start)) as xact_s, left(query, 90) as query
+       from pg_stat_activity
+       where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle'`,
+    );
+    seen.push(`${new Date().toISOString()} ${JSON.stringify(rows)}`);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return seen;
+}
+
 const count = async (db: pg.Client, sql: string, ...values: unknown[]) =>
   Number(((await db.query(sql, values)).rows[0] as { n: string }).n);
 
@@ -182,11 +224,19 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   );
   second.replica.child.kill('SIGSTOP');
   const pausedAt = performance.now();
-  const takeover = await leaderOtherThan(set, second.replica);
+  let takenOver = false;
+  const activity = activityWhile(set.db, () => !takenOver);
+  const takeover = await leaderOtherThan(set, second.replica).finally(() => {
+    takenOver = true;
+  });
+  const pauseTakeoverMs = performance.now() - pausedAt;
   t.diagnostic(
-    `kill -STOP: ${takeover.replica.name} leads (epoch ${takeover.epoch}) ` +
-      `${Math.round(performance.now() - pausedAt)} ms after`,
+    `kill -STOP: ${takeover.replica.name} leads (epoch ${takeover.epoch}) ${Math.round(pauseTakeoverMs)} ms after`,
   );
+  // The lease lasts 6 s here; a takeover much later than that was held by something: say what.
+  if (pauseTakeoverMs > 12_000)
+    t.diagnostic(`sessions while it was awaited:\n${(await activity).join('\n')}`);
+  else await activity;
   assert.equal(takeover.replica, third);
   const mark = await count(db, 'select coalesce(max(id), 0) as n from writes_seen');
   await moreAcknowledged(10, '10 more jobs acknowledged after the pause');
@@ -250,9 +300,13 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   );
   const rows = charged.rows as { id: string; n: string; periods: string }[];
   t.diagnostic(`${rows.filter((r) => r.n === '1').length} of ${rows.length} jobs charged (once)`);
-  assert.deepEqual(
-    rows.filter((r) => Number(r.n) > 1 || Number(r.periods) > 1),
-    [],
-    'jobs charged twice',
-  );
+  const overcharged = rows.filter((r) => Number(r.n) > 1 || Number(r.periods) > 1);
+  const history =
+    overcharged.length > 0
+      ? await historyOf(
+          db,
+          overcharged.map((r) => r.id),
+        )
+      : '';
+  assert.deepEqual(overcharged, [], `jobs charged twice:\n${history}`);
 });

@@ -173,6 +173,38 @@ test('through the job service: a job the cluster lost while ucompute was down fa
   assert.equal(await second.state(kept!), 'IN_QUEUE');
 });
 
+test("through the job service: a job that ended while none led is charged up to its pods' end, learnt before any charge", async (t) => {
+  const cluster = await fakeCluster(t);
+  const store = await openTestStore();
+  const clock = manualClock(Date.now());
+  const start = clock.now();
+  await store.accounting.grant('user:alice', 'u1-standard', 1000, start - 60_000, start + 86_400_000);
+  const first = await serviceOn(t, cluster, store, clock, true);
+  await first.service.start();
+  const [id] = await first.service.create(alice, [job({ replicas: 1 })]);
+  await eventually(() => cluster.volcano.job(id!) !== undefined);
+  cluster.volcano.admit(id!);
+  cluster.volcano.run(id!);
+  await eventually(async () => (await first.state(id!)) === 'RUNNING');
+  await first.service.stop();
+  await first.backend.close();
+  // It ends 30 s after it started, while no ucompute leads; one leads again 5 minutes on.
+  cluster.volcano.finish(id!, [0], start + 30_000);
+  await clock.advance(5 * 60_000);
+  const second = await serviceOn(t, cluster, store, clock, true);
+  await second.service.start();
+  // Its first pass: charging before it learnt of the end, it would charge 5 periods for 30 s.
+  await second.service.monitor();
+  assert.equal(await second.state(id!), 'SUCCESS');
+  const charged = async () =>
+    (await store.accounting.charges('user:alice', 0, Number.MAX_SAFE_INTEGER)).map((c) => [
+      c.chargeId,
+      c.periods,
+    ]);
+  await eventually(async () => (await charged()).length > 0);
+  assert.deepEqual(await charged(), [[`${id}:0-0`, 1]]);
+});
+
 test('ucompute serve --backend kubernetes says which cluster it uses and runs jobs there', async (t) => {
   const cluster = await fakeCluster(t, { autopilot: true });
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-serve-k8s-'));

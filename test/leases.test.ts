@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { FencedError } from '../src/store/leases.ts';
+import { JOB_EVENTS_LOCK } from '../src/store/postgres/database.ts';
 import { openPostgresStore } from '../src/store/postgres/store.ts';
 import type { Store } from '../src/store/store.ts';
 import { newPostgresDatabase, POSTGRES_TESTED } from './support/postgres.ts';
@@ -89,9 +90,10 @@ for (const kind of STORE_KINDS) {
 
 /**
  * A PostgreSQL store whose lease `a` took for `ttlMs`, and a fenced transaction of a's held in a
- * statement: `statement` says how that ended.
+ * statement (after writing job events, with `events`: it holds their lock): `statement` says how
+ * that ended.
  */
-async function heldByA(t: { after(fn: () => Promise<void>): void }, ttlMs: number) {
+async function heldByA(t: { after(fn: () => Promise<void>): void }, ttlMs: number, events = false) {
   const url = await newPostgresDatabase();
   const store = await openPostgresStore(url);
   t.after(() => store.close());
@@ -102,13 +104,14 @@ async function heldByA(t: { after(fn: () => Promise<void>): void }, ttlMs: numbe
   t.after(() => holder.end().catch(() => {}));
   await holder.query('begin');
   await holder.query('select epoch from leases where name = $1 for key share', [LEASE]);
+  if (events) await holder.query('select pg_advisory_xact_lock($1::bigint)', [JOB_EVENTS_LOCK]);
   // pg_sleep stands for a statement whose client stopped (kill -STOP): to the server it is active,
   // so never idle in transaction.
   const statement = holder.query('select pg_sleep(600)').then(
     () => 'finished',
     (error: Error) => error.message,
   );
-  return { store, statement };
+  return { store, statement, url };
 }
 
 const onPostgres = { skip: !POSTGRES_TESTED && 'PostgreSQL is not installed', timeout: 60_000 };
@@ -139,5 +142,39 @@ test(
     assert.equal(await store.leases.acquire(LEASE, 'b', LONG), undefined, 'held by a');
     assert.equal(ended, false, "a's transaction runs on");
     assert.equal((await store.leases.current(LEASE))?.holder, 'a');
+  },
+);
+
+test(
+  "a takeover waits for no pool connection: all of them may wait for the paused holder's events lock",
+  onPostgres,
+  async (t) => {
+    const { store, statement, url } = await heldByA(t, 1, true);
+    // Every connection of the pool in a transaction whose job events wait for a's lock (a replica
+    // taking jobs while the paused leader holds it).
+    const waiting = Array.from({ length: 10 }, (_, i) =>
+      store.transaction(async (tx) => {
+        await tx.jobs.rename(`job-${i}`, 'renamed');
+      }),
+    );
+    const observer = new pg.Client({ connectionString: url });
+    await observer.connect();
+    t.after(() => observer.end());
+    await until(
+      async () => {
+        const { rows } = await observer.query(
+          `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory'`,
+        );
+        return (rows[0] as { n: number }).n >= 10;
+      },
+      { describe: "the pool's 10 connections wait for the events lock" },
+    );
+    const b = await until(() => store.leases.acquire(LEASE, 'b', LONG), {
+      describe: 'b takes the lease',
+      timeout: 30_000,
+    });
+    assert.deepEqual([b.holder, b.epoch], ['b', 2]);
+    assert.match(await statement, /terminat/);
+    await Promise.all(waiting);
   },
 );

@@ -214,22 +214,34 @@ test(
 const netTools = await needs('ip');
 
 test(
-  'the namespace set-up joins each new namespace, opens its low ports and configures it with ip -batch',
+  'the namespace set-up configures each new namespace by netlink and resets a reused one',
   netTools,
   async (t) => {
     const name = `uclc${process.pid.toString(36)}`;
     await exec('ip', ['netns', 'add', name]);
     t.after(() => exec('ip', ['netns', 'delete', name]).then(() => undefined));
+    // The pod's end of a veth, as network.ts makes it; its addresses exist inside the namespace only.
+    await exec('ip', ['link', 'add', `${name}h`, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', name]);
+    await exec('ip', ['link', 'set', `${name}h`, 'addrgenmode', 'none', 'up']);
     const seccomp = await compiledSeccomp(await tempDir(t));
-    await exec(PERL, [
-      programPath('configure-netns.pl'),
-      String(seccomp.syscalls.setns),
-      name,
-      'new',
-      'link set lo up\n',
-    ]);
-    const lo = await exec('ip', ['-n', name, '-o', 'link', 'show', 'lo']);
-    assert.match(lo.stdout, /<LOOPBACK,UP,LOWER_UP>/);
+    const configure = (kind: string, address: string) =>
+      runProgram(PERL, [
+        programPath('configure-netns.pl'),
+        String(seccomp.syscalls.setns),
+        '10.250.0.1',
+        name,
+        kind,
+        address,
+      ]);
+    const ipIn = async (...args: string[]) => (await exec('ip', ['-n', name, ...args])).stdout;
+    const globalAddresses = async () =>
+      (await ipIn('-o', 'addr', 'show', 'dev', 'eth0', 'scope', 'global')).match(/inet6? \S+/g);
+
+    assert.deepEqual(await configure('new', '10.250.0.7/24'), { code: 0, stdout: '', stderr: '' });
+    assert.match(await ipIn('-o', 'link', 'show', 'lo'), /<LOOPBACK,UP,LOWER_UP>/);
+    assert.match(await ipIn('-o', 'link', 'show', 'eth0'), /<[^>]*\bUP\b[^>]*>/);
+    assert.deepEqual(await globalAddresses(), ['inet 10.250.0.7/24']);
+    assert.match(await ipIn('route', 'show', 'default'), /^default via 10\.250\.0\.1 dev eth0/);
     const ports = await exec('ip', [
       'netns',
       'exec',
@@ -238,15 +250,69 @@ test(
       '/proc/sys/net/ipv4/ip_unprivileged_port_start',
     ]);
     assert.equal(ports.stdout, '0\n');
-    const failed = await runProgram(PERL, [
+
+    // What a previous pod's traffic leaves, and what only CAP_NET_ADMIN could have added (its TCP
+    // metrics: test/local-network-reuse.test.ts).
+    await exec('ip', [
+      '-n',
+      name,
+      'neigh',
+      'add',
+      '10.250.0.9',
+      'lladdr',
+      '02:00:00:00:00:01',
+      'dev',
+      'eth0',
+      'nud',
+      'stale',
+    ]);
+    await exec('ip', [
+      '-n',
+      name,
+      'neigh',
+      'add',
+      'fe80::5',
+      'lladdr',
+      '02:00:00:00:00:02',
+      'dev',
+      'eth0',
+      'nud',
+      'stale',
+    ]);
+    await exec('ip', ['-n', name, 'addr', 'add', '2001:db8::5/64', 'dev', 'eth0']);
+    assert.deepEqual(await configure('reused', '10.250.0.8/24'), { code: 0, stdout: '', stderr: '' });
+    assert.deepEqual(await globalAddresses(), ['inet 10.250.0.8/24']);
+    assert.equal(await ipIn('neigh', 'show'), '');
+    assert.match(await ipIn('route', 'show', 'default'), /^default via 10\.250\.0\.1 dev eth0/);
+
+    // A reused namespace something is left in is named, and left as it is.
+    const holder = spawn('ip', ['netns', 'exec', name, 'sleep', '60'], { stdio: 'ignore' });
+    t.after(() => {
+      holder.kill('SIGKILL');
+    });
+    await until(async () => (await exec('ip', ['netns', 'pids', name])).stdout.trim() !== '', {
+      describe: 'a process in the namespace',
+    });
+    assert.deepEqual(await configure('reused', '10.250.0.9/24'), {
+      code: 0,
+      stdout: `${name}\n`,
+      stderr: '',
+    });
+    assert.deepEqual(await globalAddresses(), ['inet 10.250.0.8/24']);
+
+    const failed = await configure('new', '10.250.0.8/24');
+    assert.notEqual(failed.code, 0);
+    assert.match(failed.stderr, new RegExp(`^netns ${name}: address 10\\.250\\.0\\.8/24: File exists$`, 'm'));
+    const missing = await runProgram(PERL, [
       programPath('configure-netns.pl'),
       String(seccomp.syscalls.setns),
+      '10.250.0.1',
       'uclc-none',
       'new',
-      '',
+      '10.250.0.8/24',
     ]);
-    assert.notEqual(failed.code, 0);
-    assert.match(failed.stderr, /^netns uclc-none: No such file or directory$/m);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /^netns uclc-none: No such file or directory$/m);
   },
 );
 

@@ -64,17 +64,20 @@ export function chargePeriodProblem(
 /**
  * Charge periods owed for a job that has run `timeRunMs` in all, of which `alreadyCharged` were
  * charged. While it runs only whole periods are due; when a run ends (or is suspended) the started
- * period counts too (a 61-second job pays for two minutes). A job that never ran owes nothing.
+ * period counts too (a 61-second job pays for two minutes), and so a job that `ran` at all pays a
+ * period however short its run measured (the end a backend reports, in whole seconds, can come
+ * before the start ucompute saw). A job that never ran owes nothing.
  */
 export function periodsDue(
   timeRunMs: number,
   periodMs: number,
   alreadyCharged: number,
   final: boolean,
+  ran: boolean,
 ): number {
-  if (timeRunMs <= 0) return 0;
-  const elapsed = timeRunMs / periodMs;
-  const owed = final ? Math.ceil(elapsed) : Math.floor(elapsed);
+  if (!ran) return 0;
+  const elapsed = Math.max(0, timeRunMs) / periodMs;
+  const owed = final ? Math.max(1, Math.ceil(elapsed)) : Math.floor(elapsed);
   return Math.max(0, owed - alreadyCharged);
 }
 

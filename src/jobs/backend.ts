@@ -107,6 +107,14 @@ export interface Backend {
    * leader to catch up on.
    */
   setLeading?(leads: (() => boolean) | false): void;
+  /**
+   * Resolves once what this backend has seen so far is reported and each report answered (written,
+   * or refused): a job that ended there is no longer RUNNING in the store. A monitoring pass waits
+   * for it, so that it charges no job for time past an end the backend knows of — a new leader's
+   * first pass included, after the jobs' ends while none led. Backends that report each change as
+   * they see it need not answer.
+   */
+  caughtUp?(): Promise<void>;
   /** Log chunks of every rank; with `follow`, until the job ends or `signal` aborts. */
   logs(jobId: string, options: { follow: boolean; signal?: AbortSignal }): AsyncIterable<LogChunk>;
   /**

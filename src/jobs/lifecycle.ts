@@ -83,8 +83,10 @@ export function decideUpdate(job: JobRecord, update: JobUpdate): Decision {
       changes.runStartedAt = update.timestamp;
       changes.expiresAt = job.timeAllocationMs === null ? null : update.timestamp + job.timeAllocationMs;
     }
-    // A suspension ends the run: its time counts, the time suspended does not.
-    if (next === 'SUSPENDED' && job.runStartedAt !== null) {
+    // A suspension or an end ends the run: its time counts up to the update's time (for an end the
+    // backend reports, when the job ended there, not when ucompute learnt of it); the time
+    // suspended does not.
+    if ((next === 'SUSPENDED' || isFinal(next)) && job.runStartedAt !== null) {
       changes.timeRunBeforeMs = job.timeRunBeforeMs + Math.max(0, update.timestamp - job.runStartedAt);
       changes.runStartedAt = null;
     }

@@ -85,27 +85,43 @@ export function jobMonitor(o: MonitorOptions) {
     },
     charge: async (c: Charge) => {
       const account = accountOf(c.job.owner);
-      const last = c.firstPeriod + c.periods - 1;
-      await store.transaction(async (tx) => {
+      const periodic = c.job.state === 'RUNNING';
+      const creditsPerPeriod = c.credits / c.periods;
+      const unpaid = await store.transaction(async (tx) => {
         // A charge must start where the recorded ones end: one computed from a stale copy of the
         // job (its final charge happened meanwhile) names other periods, so its id alone would
-        // not stop it from charging them twice.
+        // not stop it from charging them twice. A periodic charge of a job that has ended since
+        // is not made at all: its final charge counts its time up to its real end.
         const before = await tx.jobs.get(c.job.id);
-        if (before?.chargedPeriods !== c.firstPeriod) return;
+        if (before?.chargedPeriods !== c.firstPeriod) return 0;
+        if (periodic && before.state !== 'RUNNING') return 0;
+        // Only the periods the balance pays (a late pass can find more due than it has credits
+        // for): read with the allocations, locked on PostgreSQL until the charge is written.
+        const balance = o.requireCredits
+          ? (await access.wallet(account, c.category, now(), tx)).balance
+          : Number.POSITIVE_INFINITY;
+        const periods =
+          creditsPerPeriod > 0
+            ? Math.min(c.periods, Math.max(0, Math.floor(balance / creditsPerPeriod)))
+            : c.periods;
+        if (periods === 0) return c.periods;
+        const last = c.firstPeriod + periods - 1;
         const record = {
           chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
           jobId: c.job.id,
           owner: account,
           category: c.category,
           units: c.units,
-          periods: c.periods,
-          credits: c.credits,
+          periods,
+          credits: creditsPerPeriod * periods,
           chargedAt: now(),
         };
         if (await tx.accounting.charge(record))
-          await o.mirror?.chargeWritten(tx, record, c.job.owner, before.creditsCharged + c.credits);
+          await o.mirror?.chargeWritten(tx, record, c.job.owner, before.creditsCharged + record.credits);
+        return c.periods - periods;
       });
       return {
+        unpaid,
         creditsLeft: o.requireCredits
           ? (await access.wallet(account, c.category, now())).balance -
             (await store.jobs.heldCredits(c.job.owner, c.category))
@@ -137,8 +153,12 @@ export function jobMonitor(o: MonitorOptions) {
       for (const record of await store.jobs.unsubmitted(ADOPT_BATCH)) resubmit(record.id);
     },
 
-    /** One monitoring pass: running jobs, a page at a time, through every plugin's onJobMonitoring. */
+    /**
+     * One monitoring pass: running jobs, a page at a time, through every plugin's onJobMonitoring;
+     * once the ends the backend has seen are written (none is charged or expired past its end).
+     */
     async monitor(): Promise<void> {
+      await backend.caughtUp?.();
       for await (const page of runningPages(store.jobs)) {
         await hooks.monitoring(
           lifecycle,

@@ -14,10 +14,11 @@ import type { ActiveJob, JobPlugin, LifecycleContext } from './plugin.ts';
 export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
 
 /**
- * Charges the periods the job owes for the time it has run up to now (`final`: its run ends now,
- * and the started period counts, unless the job is ending because its owner could not pay for
- * it: that period is the one its reservation could not cover); stops the owner's jobs when what
- * it has left cannot pay for its active jobs' next periods.
+ * Charges the periods the job owes for the time it has run: up to now while it runs, up to its
+ * end once ended or suspended (`final`: the started period counts too, unless the job is ending
+ * because its owner could not pay for it: that period is the one its reservation could not
+ * cover). Stops the owner's jobs when its balance could not pay all the periods due, or what it
+ * has left cannot pay for its active jobs' next periods.
  */
 async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
   const annotations = job.volcanoJob.metadata.annotations ?? {};
@@ -31,10 +32,17 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     ),
   };
   const startedPeriodDue = final && job.outcome?.kind !== 'OUT_OF_CREDITS';
-  const periods = periodsDue(timeRun(job, ctx.now()), basis.periodMs, job.chargedPeriods, startedPeriodDue);
+  // An ended or suspended job's run is over (its time counted up to its end): now adds nothing.
+  const periods = periodsDue(
+    timeRun(job, ctx.now()),
+    basis.periodMs,
+    job.chargedPeriods,
+    startedPeriodDue,
+    job.startedAt !== null,
+  );
   if (periods === 0) return;
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
-  const { creditsLeft } = await ctx.charge({
+  const { creditsLeft, unpaid } = await ctx.charge({
     job,
     firstPeriod: job.chargedPeriods,
     periods,
@@ -42,7 +50,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     credits: credits(basis, periods),
     category,
   });
-  if (creditsLeft < 0 && basis.pricePerUnit > 0) {
+  if ((unpaid > 0 || creditsLeft < 0) && basis.pricePerUnit > 0) {
     await ctx.stopJobsOf(accountOf(job.owner), category, NO_CREDITS_STATUS);
   }
 }

@@ -84,11 +84,12 @@ export interface LifecycleContext {
   /** Ends a running job as EXPIRED. */
   expire(jobId: string): Promise<void>;
   /**
-   * Records a charge once (a retry of the same periods records nothing); answers the credits left
-   * beyond what the owner's active jobs hold back (this job's next periods included): below 0, its
-   * jobs cannot all be paid for until their next charge.
+   * Records a charge once (a retry of the same periods records nothing), of only the periods the
+   * owner's balance pays when credits are required; answers how many periods it could not pay
+   * (`unpaid`) and the credits left beyond what the owner's active jobs hold back (this job's next
+   * periods included): below 0, its jobs cannot all be paid for until their next charge.
    */
-  charge(charge: Charge): Promise<{ creditsLeft: number }>;
+  charge(charge: Charge): Promise<{ creditsLeft: number; unpaid: number }>;
   /** Stops the active jobs of an account (`user:<name>`, `project:<id>`) in a product category. */
   stopJobsOf(account: string, category: string, status: string): Promise<void>;
   /** Opens (once) where users reach port 22 of the job's rank 0 (Backend.sshEndpoint). */

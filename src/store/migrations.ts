@@ -286,6 +286,25 @@ export const MIGRATIONS: readonly Migration[] = [
   `
   create index jobs_running on jobs(id) where state = 'RUNNING';
   `,
+  // Every change of users, tokens or memberships announced on the directory channel (the
+  // replicas' caches of who a token names, postgres/directory-cache.ts), whoever makes it.
+  // SQLite serves one process, which reads its file directly: nothing to announce.
+  {
+    sqlite: '',
+    postgres: `
+  create function directory_changed() returns trigger language plpgsql as $$
+  begin
+    perform pg_notify('ucompute_directory', '');
+    return null;
+  end $$;
+  create trigger users_changed after insert or update or delete or truncate on users
+    for each statement execute function directory_changed();
+  create trigger tokens_changed after insert or update or delete or truncate on tokens
+    for each statement execute function directory_changed();
+  create trigger memberships_changed after insert or update or delete or truncate on memberships
+    for each statement execute function directory_changed();
+  `,
+  },
 ];
 
 /** The migration that gives jobs their product category, reading it from the specification with `category`. */

@@ -16,7 +16,7 @@ import type { JobObjects } from './job-objects.ts';
 import { type JobView, newJobView, wake } from './job-views.ts';
 import type { NodeSummary } from './nodes.ts';
 import type { JobSummary, PodSummary, Report } from './states.ts';
-import { reportOf } from './states.ts';
+import { endTime, reportOf } from './states.ts';
 import { podLogText } from './streams.ts';
 import { type Watches, watchCluster } from './watches.ts';
 
@@ -53,6 +53,8 @@ export interface JobFollowing {
   reconcile(): Promise<number>;
   /** Backend.setLeading: a follower reports, ends and deletes nothing; a new leader reports all again. */
   setLeading(leads: (() => boolean) | false): void;
+  /** Backend.caughtUp: once listed, what is seen so far is reported and the reports answered. */
+  caughtUp(): Promise<void>;
   /** Whether this replica leads now (asked before each act on the cluster). */
   leading(): boolean;
   /** Marks a job done (nothing more is reported) and saves its logs before its objects go. */
@@ -84,6 +86,13 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
   let leads: () => boolean = () => true;
   const leading = () => leads();
   const dirty = new Set<string>();
+  /** Reports not yet answered (an end's waits for its logs to be saved first). */
+  const reporting = new Set<Promise<unknown>>();
+  const tracked = (report: Promise<unknown>) => {
+    reporting.add(report);
+    const done = () => reporting.delete(report);
+    report.then(done, done);
+  };
   // Until every kind is listed, a job's state would be judged on part of what is known.
   let listed = false;
   const touch = (jobId: string) => {
@@ -115,7 +124,7 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
       void finish(jobId, view, next.report);
     } else if (next.action === 'report') {
       view.reported = { state: report.state, status: report.status };
-      void emit({ jobId, ...report, at: now() });
+      tracked(emit({ jobId, ...report, at: now() }));
     }
   }
 
@@ -125,8 +134,12 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
    */
   async function finish(jobId: string, view: JobView, report: Report): Promise<void> {
     const job = view.job!;
-    await saveLogs(job, view);
-    const written = await emit({ jobId, ...report, at: now() });
+    const reported = (async () => {
+      await saveLogs(job, view);
+      return emit({ jobId, ...report, at: endTime(view.pods.values(), now()) });
+    })();
+    tracked(reported);
+    const written = await reported;
     wake(view);
     view.waiters.clear();
     if (!written || !leading()) return;
@@ -161,12 +174,14 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
     });
     if (decision !== 'lost' || !view || !leading()) return;
     view.done = true;
-    void emit({
-      jobId: job.jobId,
-      state: 'FAILURE',
-      status: `ucompute lost track of this job: its Volcano Job ${job.namespace}/${job.name} was deleted outside ucompute`,
-      at: now(),
-    });
+    tracked(
+      emit({
+        jobId: job.jobId,
+        state: 'FAILURE',
+        status: `ucompute lost track of this job: its Volcano Job ${job.namespace}/${job.name} was deleted outside ucompute`,
+        at: now(),
+      }),
+    );
     wake(view);
     void removeJob(job.jobId, job.namespace).catch(() => {});
   }
@@ -255,6 +270,11 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
     setLeading(now) {
       leads = now === false ? () => false : now;
       if (leading()) for (const id of views.keys()) touch(id);
+    },
+    async caughtUp() {
+      await start();
+      evaluateDirty();
+      await Promise.allSettled(reporting);
     },
     leading,
     async stopFollowing(view) {

@@ -214,6 +214,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     },
 
     setLeading: following.setLeading,
+    caughtUp: following.caughtUp,
 
     async *logs(jobId, { follow: following, signal }): AsyncIterable<LogChunk> {
       await start();

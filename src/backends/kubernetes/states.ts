@@ -26,6 +26,8 @@ export interface ContainerEnd {
   exitCode: number;
   reason: string;
   signal?: number;
+  /** When it ended, as its kubelet recorded it (ms since the epoch, whole seconds). */
+  finishedAt?: number;
 }
 
 export interface PodSummary {
@@ -140,6 +142,9 @@ export function summarizePod(o: Raw): PodSummary | undefined {
             exitCode: num(terminated.exitCode),
             reason: str(terminated.reason),
             ...(typeof terminated.signal === 'number' ? { signal: terminated.signal } : {}),
+            ...(Number.isFinite(Date.parse(terminated.finishedAt))
+              ? { finishedAt: Date.parse(terminated.finishedAt) }
+              : {}),
           },
         }
       : {}),
@@ -212,6 +217,20 @@ export function reportOf(
         status: `Volcano reports the job as ${job.phase}${detail ? ` (${detail})` : ''}`,
       };
   }
+}
+
+/**
+ * When an ended job's run ended: when its last rank ended, as the kubelets recorded it — not when
+ * ucompute learnt of it, which after a takeover can be long after — and never after `now` (the
+ * machines' clocks may differ); `now` when no rank says (their pods were deleted).
+ */
+export function endTime(pods: Iterable<PodSummary>, now: number): number {
+  let last: number | undefined;
+  for (const p of pods) {
+    const at = p.ended?.finishedAt;
+    if (at !== undefined && (last === undefined || at > last)) last = at;
+  }
+  return last === undefined ? now : Math.min(last, now);
 }
 
 function endReport(job: JobSummary, pods: PodSummary[], detail: string): Report {

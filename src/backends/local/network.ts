@@ -139,25 +139,16 @@ export async function bridgeNetwork(
   }
 
   /**
-   * An ended pod's namespace for the next pod: what the previous one left that a container cannot
-   * change itself (it never holds CAP_NET_ADMIN there) goes — its address with the routes through
-   * it, neighbours, cached route exceptions (PMTU), TCP metrics — and the new pod's address and
-   * route are set. The loopback and eth0's link-local address stay as a new namespace has them.
-   */
-  const resetLines = (n: PodNetwork) =>
-    'addr flush dev eth0 scope global\nneigh flush dev eth0\nroute flush cache\ntcp_metrics flush all\n' +
-    `addr add ${n.ip}/${bits} dev eth0\nroute add default via ${gateway}\n`;
-
-  /**
    * Runs programs/configure-netns.pl on namespaces, new and reused; answers the reused ones it
    * left alone because something of their previous pod is still in them.
    */
-  async function configure(batch: { network: PodNetwork; reused: boolean; lines: string }[]) {
+  async function configure(batch: { network: PodNetwork; reused: boolean }[]) {
     if (batch.length === 0) return new Set<string>();
     const out = await machine.run(PERL, [
       programPath('configure-netns.pl'),
       String(machine.setns),
-      ...batch.flatMap((b) => [b.network.netns!, b.reused ? 'reused' : 'new', b.lines]),
+      gateway,
+      ...batch.flatMap((b) => [b.network.netns!, b.reused ? 'reused' : 'new', `${b.network.ip}/${bits}`]),
     ]);
     return new Set(out.split('\n').filter((name) => name !== ''));
   }
@@ -191,9 +182,7 @@ export async function bridgeNetwork(
     try {
       await hostPart;
       // Configured from the inside, one process for the whole batch (see configure-netns.pl).
-      const lines = (n: PodNetwork) =>
-        `link set lo up\naddr add ${n.ip}/${bits} dev eth0\nlink set eth0 up\nroute add default via ${gateway}\n`;
-      await configure(made.map((network) => ({ network, reused: false, lines: lines(network) })));
+      await configure(made.map((network) => ({ network, reused: false })));
     } catch (error) {
       await Promise.all(made.map(discard));
       throw error;
@@ -263,9 +252,9 @@ export async function bridgeNetwork(
       for (const old of ended) addresses.free(old.ip);
       const renewed = ended.map((old) => ({ ...old, ip: addresses.take() }));
       try {
-        const left = await configure(
-          renewed.map((network) => ({ network, reused: true, lines: resetLines(network) })),
-        );
+        // Reset as configure-netns.pl says: what the ended pod left that a container cannot change
+        // itself (it never holds CAP_NET_ADMIN there) goes, and the new pod's address is set.
+        const left = await configure(renewed.map((network) => ({ network, reused: true })));
         const dropped = [];
         for (const network of renewed) {
           if (left.has(network.netns!) || closed) dropped.push(discard(network));

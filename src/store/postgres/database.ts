@@ -30,7 +30,7 @@ export interface Connection {
 export const JOB_EVENTS_CHANNEL = 'ucompute_job_events';
 
 /** Any number that no other use of advisory locks in the database picks: "ucoevt" in ASCII. */
-const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
+export const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
 
 /**
  * Writes a transaction's job events as its last statement, under a lock held until it has
@@ -65,20 +65,68 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
-const numbered = new Map<string, string>();
+/** A statement as sent: `?` placeholders numbered; its number among those prepared; whether it changes the directory. */
+interface Statement {
+  text: string;
+  prepared: number | undefined;
+  writesDirectory: boolean;
+}
+
+/** A statement that changes who a token names or who is in a project. */
+const DIRECTORY_WRITE = /\b(?:insert\s+into|update|delete\s+from)\s+(?:users|tokens|memberships)\b/i;
+
+/**
+ * Statements prepared at most (each connection keeps them): a job listing's filters make
+ * hundreds of texts, which are parsed and planned each time instead.
+ */
+const MAX_PREPARED = 200;
+const statements = new Map<string, Statement>();
 /** `?` placeholders as `$1`, `$2`, …: the statements are written once, in SQLite's style. */
-function numberedPlaceholders(text: string): string {
-  let out = numbered.get(text);
+function statement(text: string): Statement {
+  let out = statements.get(text);
   if (out === undefined) {
     let n = 0;
-    out = text.replace(/\?/g, () => `$${++n}`);
-    numbered.set(text, out);
+    out = {
+      text: text.replace(/\?/g, () => `$${++n}`),
+      prepared: statements.size < MAX_PREPARED ? statements.size : undefined,
+      writesDirectory: DIRECTORY_WRITE.test(text),
+    };
+    statements.set(text, out);
   }
   return out;
 }
 
-function queryOn(client: pg.Pool | pg.PoolClient): Query {
-  const run = (text: string, params: unknown[]) => client.query<Row>(numberedPlaceholders(text), params);
+/**
+ * Raised when another replica's migration changed a table under a prepared `select *`: the
+ * statements are then prepared again under new names (`preparedRound`).
+ */
+const stalePlan = (e: unknown) => (e as Error).message === 'cached plan must not change result type';
+let preparedRound = 0;
+
+/**
+ * Statements on `client`, each prepared once per connection (a named statement: PostgreSQL parses
+ * and plans it once, not per call); `wroteDirectory` is told after one that changes the directory.
+ */
+function queryOn(client: pg.Pool | pg.PoolClient, wroteDirectory: () => void): Query {
+  const run = async (text: string, values: unknown[]) => {
+    const s = statement(text);
+    const send = () =>
+      client.query<Row>(
+        s.prepared === undefined
+          ? { text: s.text, values }
+          : { name: `uc${preparedRound}_${s.prepared}`, text: s.text, values },
+      );
+    const result = await send().catch((e: unknown) => {
+      if (!stalePlan(e)) throw e;
+      preparedRound++;
+      // On the pool the statement was a transaction of its own, and is sent again; in a
+      // transaction, the transaction has failed.
+      if (client instanceof pg.Pool) return send();
+      throw e;
+    });
+    if (s.writesDirectory) wroteDirectory();
+    return result;
+  };
   const query = (async (text: string, ...params: unknown[]) => (await run(text, params)).rows) as Query;
   query.changed = async (text, ...params) => (await run(text, params)).rowCount ?? 0;
   return query;
@@ -94,8 +142,9 @@ export interface PostgresDatabase {
   /** Statements on the pool, each its own transaction. */
   outside: Connection;
   /**
-   * Statements on a connection of their own, beside the pool: renewing the lease must not queue
-   * behind a leader's hundreds of transactions waiting for the pool (the lease would lapse).
+   * Statements and transactions on connections of their own, beside the pool: renewing or taking
+   * the lease must not queue behind hundreds of transactions waiting for the pool (the lease would
+   * lapse; a takeover would wait for whatever holds them, a paused leader's events lock included).
    */
   aside: Connection;
   /**
@@ -106,6 +155,11 @@ export interface PostgresDatabase {
   transaction<T>(fn: (c: Connection, opened: Row[]) => Promise<T>, options?: TransactionStart): Promise<T>;
   /** Closes its connections. */
   end(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** Told when a change of users, tokens or memberships by this process has committed. */
+  directoryChanged?: () => void;
 }
 
 /** How long a transaction may wait between its statements before the server ends it. */
@@ -120,7 +174,10 @@ const IDLE_TRANSACTION_MS = 10_000;
  * (a takeover lost by a crash of the server would fence nothing). The schema is migrated at open,
  * under an advisory lock so that replicas starting together migrate once.
  */
-export async function openPostgresDatabase(url: string): Promise<PostgresDatabase> {
+export async function openPostgresDatabase(
+  url: string,
+  { directoryChanged = () => {} }: DatabaseOptions = {},
+): Promise<PostgresDatabase> {
   // Idle connections do not keep the process alive: it ends when its work does. A transaction
   // left open longer than ours ever are (its process paused, `kill -STOP`) is ended by the server:
   // a leader's transaction holds the lease row, and another replica must be able to take over.
@@ -134,72 +191,90 @@ export async function openPostgresDatabase(url: string): Promise<PostgresDatabas
   // An idle connection that fails (the server restarted) is dropped by the pool; without a
   // listener its error would end the process.
   pool.on('error', () => {});
-  const transaction = async <T>(
-    fn: (c: Connection, opened: Row[]) => Promise<T>,
-    { durable = false, opening }: TransactionStart = {},
-  ): Promise<T> => {
-    const client = await pool.connect();
-    let broken = false;
-    // Ended by the server between two statements (idle too long: this process was paused): the
-    // next statement fails and the connection is dropped; unheard, the error would end the process.
-    const ended = () => {
-      broken = true;
+  // Two: a takeover waits up to its lock timeout for the lease row, and the readiness probe's
+  // look at the lease must not wait behind it.
+  const own = new pg.Pool({
+    connectionString: url,
+    types,
+    max: 2,
+    allowExitOnIdle: true,
+    options: `-c idle_in_transaction_session_timeout=${IDLE_TRANSACTION_MS}`,
+  });
+  own.on('error', () => {});
+  const transactionOn =
+    (on: pg.Pool) =>
+    async <T>(
+      fn: (c: Connection, opened: Row[]) => Promise<T>,
+      { durable = false, opening }: TransactionStart = {},
+    ): Promise<T> => {
+      const client = await on.connect();
+      let broken = false;
+      // Ended by the server between two statements (idle too long: this process was paused): the
+      // next statement fails and the connection is dropped; unheard, the error would end the process.
+      const ended = () => {
+        broken = true;
+      };
+      client.on('error', ended);
+      try {
+        const start = [
+          'begin',
+          ...(durable ? ['set local synchronous_commit = on'] : []),
+          ...(opening ? [opening] : []),
+        ];
+        const started = (await client.query<Row>(start.join('; '))) as
+          | pg.QueryResult<Row>
+          | pg.QueryResult<Row>[];
+        const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
+        let wroteDirectory = false;
+        const query = queryOn(client, () => {
+          wroteDirectory = true;
+        });
+        const events: [string, number | null][] = [];
+        const result = await fn(
+          {
+            query,
+            atomic: (inner) => inner(query),
+            locked: ' for update',
+            recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
+          },
+          opened,
+        );
+        if (events.length > 0) await writeJobEvents(query, events);
+        await client.query('commit');
+        if (wroteDirectory) directoryChanged();
+        return result;
+      } catch (e) {
+        broken = await client.query('rollback').then(
+          () => false,
+          () => true,
+        );
+        throw e;
+      } finally {
+        client.off('error', ended);
+        client.release(broken);
+      }
     };
-    client.on('error', ended);
-    try {
-      const start = [
-        'begin',
-        ...(durable ? ['set local synchronous_commit = on'] : []),
-        ...(opening ? [opening] : []),
-      ];
-      const started = (await client.query<Row>(start.join('; '))) as
-        | pg.QueryResult<Row>
-        | pg.QueryResult<Row>[];
-      const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
-      const query = queryOn(client);
-      const events: [string, number | null][] = [];
-      const result = await fn(
-        {
-          query,
-          atomic: (inner) => inner(query),
-          locked: ' for update',
-          recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
-        },
-        opened,
-      );
-      if (events.length > 0) await writeJobEvents(query, events);
-      await client.query('commit');
-      return result;
-    } catch (e) {
-      broken = await client.query('rollback').then(
-        () => false,
-        () => true,
-      );
-      throw e;
-    } finally {
-      client.off('error', ended);
-      client.release(broken);
-    }
-  };
+  const transaction = transactionOn(pool);
   try {
     await migrate(pool);
   } catch (e) {
-    await pool.end();
+    await Promise.all([pool.end(), own.end()]);
     throw e;
   }
-  /** Statements on `query`, each its own transaction; atomic work and events in a new one. */
-  const outsideTransactions = (query: Query): Connection => ({
-    query,
-    atomic: (fn) => transaction((c) => fn(c.query)),
-    locked: '',
-    recordEvent: (jobId, updateSeq) => transaction((c) => c.recordEvent(jobId, updateSeq)),
-  });
-  const own = new pg.Pool({ connectionString: url, types, max: 1, allowExitOnIdle: true });
-  own.on('error', () => {});
+  /** Statements on `on`, each its own transaction; atomic work and events in a new one there. */
+  const outsideTransactions = (on: pg.Pool): Connection => {
+    const inTransaction = transactionOn(on);
+    return {
+      query: queryOn(on, directoryChanged),
+      atomic: (fn) => inTransaction((c) => fn(c.query)),
+      locked: '',
+      recordEvent: (jobId, updateSeq) => inTransaction((c) => c.recordEvent(jobId, updateSeq)),
+    };
+  };
   return {
     pool,
-    outside: outsideTransactions(queryOn(pool)),
-    aside: outsideTransactions(queryOn(own)),
+    outside: outsideTransactions(pool),
+    aside: outsideTransactions(own),
     transaction,
     async end() {
       await Promise.all([pool.end(), own.end()]);

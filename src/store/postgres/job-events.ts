@@ -1,7 +1,7 @@
-import pg from 'pg';
 import type { JobEventLog, OnJobEvents } from '../job-events.ts';
 import { toJobEvent } from '../rows.ts';
 import { type Connection, JOB_EVENTS_CHANNEL } from './database.ts';
+import { listenOn } from './listen.ts';
 
 // Job events on PostgreSQL: written by database.ts as each transaction commits, in the order of
 // the commits across replicas; each commit announces its newest number on JOB_EVENTS_CHANNEL.
@@ -28,9 +28,6 @@ export function postgresJobEvents({ query }: Connection): JobEventLog {
   };
 }
 
-/** Wait before listening again after the connection was lost. */
-const RECONNECT_MS = 1000;
-
 /**
  * Every replica's job events as they commit: LISTEN on a connection of its own, made when the
  * first listener comes. A lost connection is made again; its listeners are then told without a
@@ -38,48 +35,28 @@ const RECONNECT_MS = 1000;
  */
 export function jobEventNotifications(url: string): { onJobEvents: OnJobEvents; end(): Promise<void> } {
   const listeners = new Set<(newest?: number) => void>();
-  let client: pg.Client | undefined;
+  let channel: { end(): Promise<void> } | undefined;
   let ended = false;
-  let retry: NodeJS.Timeout | undefined;
-
-  function connect(): void {
-    retry = undefined;
-    const c = new pg.Client({ connectionString: url });
-    client = c;
-    let lost = false;
-    const reconnect = () => {
-      if (lost) return;
-      lost = true;
-      c.end().catch(() => {});
-      if (client === c) client = undefined;
-      if (ended) return;
-      retry = setTimeout(connect, RECONNECT_MS);
-      retry.unref();
-    };
-    c.on('error', reconnect);
-    c.on('end', reconnect);
-    c.on('notification', (n) => {
-      const newest = Number(n.payload);
-      for (const l of listeners) l(Number.isSafeInteger(newest) ? newest : undefined);
-    });
-    c.connect()
-      .then(() => c.query(`listen ${JOB_EVENTS_CHANNEL}`))
-      .then(() => {
-        // Listening from here on; what committed before is read from the table.
-        for (const l of listeners) l();
-      }, reconnect);
-  }
-
   return {
     onJobEvents(listener) {
       listeners.add(listener);
-      if (!client && !retry && !ended) connect();
+      if (!ended) {
+        channel ??= listenOn(url, JOB_EVENTS_CHANNEL, {
+          // Listening from here on; what committed before is read from the table.
+          listening: () => {
+            for (const l of listeners) l();
+          },
+          notified: (payload) => {
+            const newest = Number(payload);
+            for (const l of listeners) l(Number.isSafeInteger(newest) ? newest : undefined);
+          },
+        });
+      }
       return () => listeners.delete(listener);
     },
     async end() {
       ended = true;
-      clearTimeout(retry);
-      await client?.end().catch(() => {});
+      await channel?.end();
     },
   };
 }

@@ -5,6 +5,7 @@ import { postgresAccounting } from './accounting.ts';
 import { postgresAuditLog } from './audit-log.ts';
 import { type Connection, openPostgresDatabase, type Query } from './database.ts';
 import { postgresDirectory } from './directory.ts';
+import { directoryCache } from './directory-cache.ts';
 import { jobEventNotifications, postgresJobEvents } from './job-events.ts';
 import { postgresJobs } from './jobs.ts';
 import { postgresLeases } from './leases.ts';
@@ -44,10 +45,13 @@ const READ = /^\s*select\b(?![\s\S]*\bfor\s+(update|share|no\s+key\s+update|key\
  */
 
 export async function openPostgresStore(url: string): Promise<Store> {
-  const d = await openPostgresDatabase(url);
+  const directory = directoryCache(url);
+  const d = await openPostgresDatabase(url, { directoryChanged: directory.invalidate });
   const notifications = jobEventNotifications(url);
+  const outside = partsOn(d.outside);
   return {
-    ...partsOn(d.outside),
+    ...outside,
+    users: directory.users(outside.users),
     leases: postgresLeases(d.aside),
     transaction: (fn, options) =>
       d.transaction((c) => fn(partsOn(c)), options?.durable ? { durable: true } : {}),
@@ -72,19 +76,21 @@ export async function openPostgresStore(url: string): Promise<Store> {
           ? d.outside.query(text, ...params)
           : fenced((c) => c.query(text, ...params))) as Query;
       query.changed = (text, ...params) => fenced((c) => c.query.changed(text, ...params));
+      const parts = partsOn({
+        query,
+        atomic: (fn) => fenced((c) => fn(c.query)),
+        locked: '',
+        recordEvent: (jobId, updateSeq) => fenced((c) => c.recordEvent(jobId, updateSeq)),
+      });
       return {
-        ...partsOn({
-          query,
-          atomic: (fn) => fenced((c) => fn(c.query)),
-          locked: '',
-          recordEvent: (jobId, updateSeq) => fenced((c) => c.recordEvent(jobId, updateSeq)),
-        }),
+        ...parts,
+        users: directory.users(parts.users),
         transaction: (fn, options) => fenced((c) => fn(partsOn(c)), options?.durable),
       };
     },
     onJobEvents: notifications.onJobEvents,
     async close() {
-      await notifications.end();
+      await Promise.all([notifications.end(), directory.end()]);
       await d.end();
     },
   };

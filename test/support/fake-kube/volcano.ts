@@ -24,15 +24,15 @@ export interface VolcanoStandIn {
   strand(jobId: string): void;
   /** Every pod runs and is ready; the job is Running. */
   run(jobId: string): void;
-  /** One rank's user container ended. */
-  exit(jobId: string, rank: number, exitCode: number, reason?: string): void;
+  /** One rank's user container ended (at `at`, ms since the epoch: now by default). */
+  exit(jobId: string, rank: number, exitCode: number, reason?: string, at?: number): void;
   evict(jobId: string, rank: number): void;
   loseNode(jobId: string, rank: number): void;
   /** Deletes a pod as someone other than Volcano would (no out-of-sync mark). */
   deletePod(jobId: string, rank: number): void;
   phase(jobId: string, phase: string, reason?: string, message?: string): void;
-  /** Runs to the end: each rank exits with its code, then Completed (all 0) or Terminated. */
-  finish(jobId: string, exitCodes: number[]): void;
+  /** Runs to the end: each rank exits with its code (at `at`), then Completed (all 0) or Terminated. */
+  finish(jobId: string, exitCodes: number[], at?: number): void;
 }
 
 export interface StandInOptions {
@@ -84,7 +84,7 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
     });
   }
 
-  const terminated = (exitCode: number, reason: string) => ({
+  const terminated = (exitCode: number, reason: string, at = Date.now()) => ({
     name: 'user-job',
     ready: false,
     restartCount: 0,
@@ -94,8 +94,8 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
       terminated: {
         exitCode,
         reason,
-        startedAt: new Date().toISOString(),
-        finishedAt: new Date().toISOString(),
+        startedAt: new Date(at).toISOString(),
+        finishedAt: new Date(at).toISOString(),
       },
     },
   });
@@ -187,12 +187,12 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
         s.state = { phase: 'Running' };
       });
     },
-    exit(jobId, rank, exitCode, reason) {
+    exit(jobId, rank, exitCode, reason, at) {
       setPod(jobId, rank, (p) => {
         p.status.phase = exitCode === 0 ? 'Succeeded' : 'Failed';
         p.status.conditions = [{ type: 'Ready', status: 'False' }];
         p.status.containerStatuses = [
-          terminated(exitCode, reason ?? (exitCode === 0 ? 'Completed' : 'Error')),
+          terminated(exitCode, reason ?? (exitCode === 0 ? 'Completed' : 'Error'), at),
         ];
       });
       const j = job(jobId);
@@ -227,8 +227,8 @@ export function volcanoStandIn(api: FakeApiServer, options: StandInOptions = {})
         s.state = { phase, ...(reason ? { reason } : {}), ...(message ? { message } : {}) };
       });
     },
-    finish(jobId, exitCodes) {
-      for (const [rank, code] of exitCodes.entries()) standIn.exit(jobId, rank, code);
+    finish(jobId, exitCodes, at) {
+      for (const [rank, code] of exitCodes.entries()) standIn.exit(jobId, rank, code, undefined, at);
       standIn.phase(jobId, exitCodes.every((c) => c === 0) ? 'Completed' : 'Terminated');
     },
   };

@@ -21,7 +21,8 @@ export async function recoverJobs(
     ctx.runs.set(run.id, run);
     if (isFinalPhase(run.phase)) {
       await keepEnded(ctx, run.id);
-      ctx.reports.report(run);
+      // Ended when it did, not now: its end's time is what it is charged up to.
+      ctx.reports.report(run, undefined, run.finishedAt);
       run.end();
       forgetAfterTtl(ctx, run);
       continue;
