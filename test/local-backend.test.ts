@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { readManifest } from '../src/volcano/emulation/manifest.ts';
@@ -21,6 +21,18 @@ import { shellTask, vcjob } from './support/vcjob.ts';
 
 const tools = await needs('bwrap', 'nft', 'ip');
 const mpiTools = await needs('bwrap', 'mpiexec', 'sshd', 'ssh');
+
+/**
+ * One backend for the tests of one job each (every job its own id and pods); the restart tests
+ * below open their own. A backend's start and close (its bridge, its pool's namespaces) cost more
+ * than most of these tests.
+ */
+const cleanups: (() => Promise<void>)[] = [];
+let sharedBackend: ReturnType<typeof openTestBackend> | undefined;
+const shared = () => (sharedBackend ??= openTestBackend({ after: (fn) => void cleanups.push(fn) }));
+after(async () => {
+  for (const cleanup of cleanups) await cleanup();
+});
 
 /** Everything of a job the machine could still hold: processes, namespaces, cgroups, veths. */
 function leftovers(podPrefix: string): string[] {
@@ -49,8 +61,8 @@ function leftovers(podPrefix: string): string[] {
 test(
   'the TensorFlow shape: ps and workers find each other through /etc/volcano and VK_TASK_INDEX',
   tools,
-  async (t) => {
-    const { backend, ended, output } = await openTestBackend(t);
+  async () => {
+    const { backend, ended, output } = await shared();
     const ps = shellTask(
       'ps',
       1,
@@ -82,8 +94,8 @@ test(
 test(
   'the MPI shape runs for real: mpiexec from the master across two workers over the ssh keys',
   mpiTools,
-  async (t) => {
-    const { backend, ended, output } = await openTestBackend(t);
+  async () => {
+    const { backend, ended, output } = await shared();
     const file = join(ROOT, 'examples/vcjobs/mpi.yaml');
     const {
       jobs: [job],
@@ -107,8 +119,8 @@ test(
 test(
   'a pod past its memory limit is OOM-killed, and the job is a FAILURE naming the rank',
   tools,
-  async (t) => {
-    const { backend, ended } = await openTestBackend(t);
+  async () => {
+    const { backend, ended } = await shared();
     const hog = shellTask('hog', 1, 'head -c 400m /dev/zero | tail > /dev/null', { memory: '48Mi' });
     await backend.submitVolcanoJob(
       'oom',
@@ -120,8 +132,8 @@ test(
   },
 );
 
-test('pods of two jobs cannot reach each other; a peer can, by its hostname', tools, async (t) => {
-  const { home, backend, running, ended, output } = await openTestBackend(t);
+test('pods of two jobs cannot reach each other; a peer can, by its hostname', tools, async () => {
+  const { home, backend, running, ended, output } = await shared();
   const server = shellTask(
     'srv',
     1,
@@ -150,19 +162,21 @@ test('pods of two jobs cannot reach each other; a peer can, by its hostname', to
   assert.equal((await output('friend'))[0], 'hello\n');
 });
 
-test('cancel stops every process of a job and leaves nothing behind', tools, async (t) => {
-  const { backend, running } = await openTestBackend(t);
+test('cancel stops every process of a job and leaves nothing behind', tools, async () => {
+  const { backend, running } = await shared();
+  // Known by a duration no other process on the machine has (launcher.test.ts runs `sleep 600`).
+  const sleep = `sleep 600.${process.pid}`;
   await backend.submitVolcanoJob(
     'stubborn',
-    vcjob('stubborn', [shellTask('t', 2, 'trap "" TERM; sleep 600 & sleep 600')]),
+    vcjob('stubborn', [shellTask('t', 2, `trap "" TERM; ${sleep} & ${sleep}`)]),
   );
   await running('stubborn');
-  assert.ok(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 600'));
+  assert.ok(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep));
   await backend.cancel('stubborn');
   assert.equal(backend.phaseOf('stubborn'), 'Terminated');
   assert.deepEqual(leftovers('stubborn-t-'), []);
   const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
-  assert.ok(!ps.includes('sleep 600'), 'no sleep left');
+  assert.ok(!ps.includes(sleep), 'no sleep left');
   const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
   assert.ok(!netns.includes('stubborn'), netns);
 });

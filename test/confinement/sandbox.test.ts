@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, readdir, readFile, stat, statfs, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import {
   container,
   errors,
@@ -15,6 +15,7 @@ import {
   outputDir,
   type TestContainer,
   type TestPod,
+  type TestRuntime,
   testRuntime,
 } from '../support/local-runtime.ts';
 import { needs } from '../support/local-tools.ts';
@@ -39,12 +40,23 @@ async function run(
 }
 
 describe('confinement of a local pod', { skip: skip ?? false }, () => {
+  // One runtime for the file, each test its own pods: a runtime's start and close (its bridge, its
+  // pool's namespaces) cost more than most tests here.
+  const cleanups: (() => Promise<void>)[] = [];
+  let shared: TestRuntime;
+  before(async () => {
+    shared = await testRuntime({ after: (fn) => void cleanups.push(fn) });
+  });
+  after(async () => {
+    for (const cleanup of cleanups) await cleanup();
+  });
+
   for (const [who, ids] of [
     ['root', AS_ROOT],
     ['non-root', AS_USER],
   ] as const) {
     test(`a ${who} container cannot read root-only host files even when they are mounted in`, async (t) => {
-      const { pod } = await testRuntime(t);
+      const { pod } = shared;
       const out = await outputDir(t);
       const p = await pod(`shadow-${who}`);
       const result = await run(p, out, 'main', 'cat /host/shadow; ls /host/root', {
@@ -60,7 +72,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
     });
 
     test(`a ${who} container does not see the host's secrets, home folders, state or data folders`, async (t) => {
-      const { pod, stateDir } = await testRuntime(t);
+      const { pod, stateDir } = shared;
       const out = await outputDir(t);
       const p = await pod(`view-${who}`);
       const paths = [
@@ -83,7 +95,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
     });
 
     test(`a ${who} container cannot write /proc/sys`, async (t) => {
-      const { pod } = await testRuntime(t);
+      const { pod } = shared;
       const out = await outputDir(t);
       const p = await pod(`sysctl-${who}`);
       const before = await readFile('/proc/sys/kernel/core_pattern', 'utf8');
@@ -94,7 +106,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   }
 
   test('container ids map to the owner range: files land owned by base+uid, and each owner has its own range', async (t) => {
-    const { pod } = await testRuntime(t);
+    const { pod } = shared;
     const out = await outputDir(t);
     const work = join(out, 'work');
     await mkdir(work);
@@ -115,7 +127,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('the seccomp profile refuses namespaces, keyrings and odd personalities; no_new_privs is set; /sys is absent', async (t) => {
-    const { pod } = await testRuntime(t);
+    const { pod } = shared;
     const out = await outputDir(t);
     const p = await pod('seccomp');
     // x86-64 numbers: add_key 248, keyctl 250 (KEYCTL_GET_KEYRING_ID of the session keyring),
@@ -142,7 +154,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('a container gets only its standard descriptors: not the user namespace, seccomp or mount sources', async (t) => {
-    const { pod } = await testRuntime(t);
+    const { pod } = shared;
     const out = await outputDir(t);
     const p = await pod('descriptors');
     for (const [who, ids] of [
@@ -159,7 +171,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('a symlink a job planted is never bound: not as the source, not on the way to it', async (t) => {
-    const { pod } = await testRuntime(t);
+    const { pod } = shared;
     const out = await outputDir(t);
     const work = join(out, 'job-folder');
     await mkdir(work);
@@ -176,7 +188,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('the container environment appears in no process arguments, and its files are the container user’s', async (t) => {
-    const { pod, stateDir } = await testRuntime(t);
+    const { pod, stateDir } = shared;
     const out = await outputDir(t);
     const p = await pod('secrets');
     // A name the supervisor's shell cannot carry (Kubernetes allows '-' and '.') takes another way.

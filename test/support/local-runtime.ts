@@ -1,7 +1,6 @@
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { TestContext } from 'node:test';
 import { createRuntime, type LocalRuntimeOptions } from '../../src/backends/local/create-runtime.ts';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import type {
@@ -53,7 +52,7 @@ export interface TestRuntime {
 
 /** A runtime on its own bridge (and the subnet it derives) and state folder, removed entirely after the test. */
 export async function testRuntime(
-  t: TestContext,
+  t: { after(fn: () => Promise<void>): void },
   extra: Partial<LocalRuntimeOptions> = {},
 ): Promise<TestRuntime> {
   const tag = process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5);
