@@ -16,8 +16,10 @@ import { until } from './support/until.ts';
  * does) and run to the end on the dry backend, with their job folders written. Issue 12's
  * benchmark lost a quarter of its throughput to costs like these growing unnoticed. How many jobs
  * share a transaction depends on timing, so the pages per job move with the machine's load: 18 to
- * 19.6 alone, 20.6 beside the whole suite (17.5 at 2eed240). The bound leaves a quarter to spare:
- * it holds under load and still fails when what a job writes grows by a third.
+ * 19.6 alone, 20.6 beside the whole suite (17.5 at 2eed240); 21.3-21.8 at b2ed2ae. The three
+ * partial indexes over active and running jobs (held credits per owner, running jobs by pages) add
+ * about 2.5: 22.8-25.5 at 736218e (20-21 with them dropped). The bound leaves a fifth to spare: it
+ * holds under load and still fails when what a job writes grows by a quarter.
  */
 
 const JOBS = 160;
@@ -87,6 +89,6 @@ test('a job run to its end writes few pages, its four updates, and shares its sy
   assert.deepEqual(updates, [], 'jobs with other than four updates');
   assert.ok(durable <= JOBS / 4, `${durable} syncs to disk for ${JOBS} jobs sent 16 at a time`);
   const perJob = frames() / JOBS;
-  assert.ok(perJob <= 25, `${perJob.toFixed(1)} pages written per job`);
+  assert.ok(perJob <= 30, `${perJob.toFixed(1)} pages written per job`);
   await store.close();
 });
