@@ -1,34 +1,25 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   container,
+  fileRuntime,
   missingPrerequisite,
   outputDir,
   podReply,
   probeArgv,
   serverArgv,
   type TestPod,
-  type TestRuntime,
-  testRuntime,
 } from './support/local-runtime.ts';
 
 const skip = await missingPrerequisite();
 
 describe('local runtime network', { skip: skip ?? false }, () => {
-  // One runtime for the file, each test its own pods: a runtime's start and close (its bridge, its
-  // pool's namespaces) cost more than these tests.
-  const cleanups: (() => Promise<void>)[] = [];
-  let shared: TestRuntime;
-  before(async () => {
-    shared = await testRuntime({ after: (fn) => void cleanups.push(fn) });
-  });
-  after(async () => {
-    for (const cleanup of cleanups) await cleanup();
-  });
+  // One runtime for the file, each test its own pods (fileRuntime).
+  const shared = fileRuntime();
 
   test('pods have their own addresses, so replicas listen on the same port', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const first = await pod('replica-0');
     const second = await pod('replica-1');
@@ -40,7 +31,7 @@ describe('local runtime network', { skip: skip ?? false }, () => {
   });
 
   test('pods exchange traffic only with the peers both allow; two jobs are isolated', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const a = await pod('job1-a');
     const b = await pod('job1-b');
@@ -71,7 +62,7 @@ describe('local runtime network', { skip: skip ?? false }, () => {
   });
 
   test('pods add no address on the host: browsers there see no network change as pods come and go', async () => {
-    const { pod, bridge } = shared;
+    const { pod, bridge } = shared();
     await pod('quiet-0');
     await pod('quiet-1');
     const show = (...args: string[]) =>
@@ -98,7 +89,7 @@ describe('local runtime network', { skip: skip ?? false }, () => {
   });
 
   test('a container that is not root listens on a low port of its pod, as with Docker', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const web = await pod('low-port');
     await web.start(container(out, 'web', serverArgv(80, 'low'), { uid: 1000, gid: 1000 }));

@@ -4,18 +4,18 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createRuntime } from '../src/backends/local/create-runtime.ts';
 import type { PodRecord } from '../src/backends/local/pod/context.ts';
 import {
   allocateArgv,
   container,
   errors,
+  fileRuntime,
   missingPrerequisite,
   output,
   outputDir,
   serverArgv,
-  type TestRuntime,
   testRuntime,
 } from './support/local-runtime.ts';
 import { until } from './support/until.ts';
@@ -27,19 +27,11 @@ const podRecord = async (stateDir: string, name: string): Promise<PodRecord> =>
 
 describe('local runtime', { skip: skip ?? false }, () => {
   // One runtime for the tests that need only pods of their own; those that look at a runtime's
-  // state, bridge, close or restart make their own. A runtime's start and close (its bridge, its
-  // pool's namespaces) cost more than most tests here.
-  const cleanups: (() => Promise<void>)[] = [];
-  let shared: TestRuntime;
-  before(async () => {
-    shared = await testRuntime({ after: (fn) => void cleanups.push(fn) });
-  });
-  after(async () => {
-    for (const cleanup of cleanups) await cleanup();
-  });
+  // state, bridge, close or restart make their own.
+  const shared = fileRuntime();
 
   test('a container runs with its env, cwd, user, hostname, mounts, files, private /tmp and /dev/shm', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const readOnly = join(out, 'ro');
     await writeFile(join(out, 'host-tmp-marker'), '');
@@ -120,7 +112,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
   });
 
   test("Perl's variables reach the container, never the root supervisor that starts it", async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const marker = join(out, 'perl-ran-as-root');
     // PERL5OPT can run code: `-M5;…` becomes `use 5;…` in any Perl that starts with it.
@@ -135,7 +127,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
   });
 
   test('exit codes and signals are reported', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('exits');
     const failed = await p.start(container(out, 'failed', ['sh', '-c', 'exit 7']));
@@ -152,7 +144,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
   });
 
   test('a process allocating past the memory limit is OOM-killed and reported so', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('oom', { limits: { cpuMillis: null, memoryBytes: 160 * 1024 * 1024, pids: null } });
     const hog = await p.start(container(out, 'hog', allocateArgv(512 * 1024 * 1024)));
@@ -191,7 +183,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
   });
 
   test("a pod's usage counts the CPU time and the memory its processes use, from its cgroups", async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('busy');
     const idle = await p.usage();
@@ -339,7 +331,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
   });
 
   test('a shell runs inside the container, as its user, follows resizes, and tells its exit code', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('shell', { hostname: 'shell-host' });
     await p.start(container(out, 'main', ['sleep', '1000'], { uid: 1000, gid: 1000, workingDir: '/tmp' }));
@@ -361,7 +353,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
   });
 
   test('exec runs a command in the named container, as its user with its variables; an abort kills it', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('exec', { hostname: 'exec-host' });
     const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', GREETING: 'hello' };
@@ -382,7 +374,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
   });
 
   test('connect reaches a port the pod listens on', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('listening');
     await p.start(container(out, 'server', serverArgv(9090, 'hello from the pod')));

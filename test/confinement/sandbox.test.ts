@@ -6,17 +6,16 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, readdir, readFile, stat, statfs, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   container,
   errors,
+  fileRuntime,
   missingPrerequisite,
   output,
   outputDir,
   type TestContainer,
   type TestPod,
-  type TestRuntime,
-  testRuntime,
 } from '../support/local-runtime.ts';
 import { needs } from '../support/local-tools.ts';
 import { until } from '../support/until.ts';
@@ -40,23 +39,15 @@ async function run(
 }
 
 describe('confinement of a local pod', { skip: skip ?? false }, () => {
-  // One runtime for the file, each test its own pods: a runtime's start and close (its bridge, its
-  // pool's namespaces) cost more than most tests here.
-  const cleanups: (() => Promise<void>)[] = [];
-  let shared: TestRuntime;
-  before(async () => {
-    shared = await testRuntime({ after: (fn) => void cleanups.push(fn) });
-  });
-  after(async () => {
-    for (const cleanup of cleanups) await cleanup();
-  });
+  // One runtime for the file, each test its own pods (fileRuntime).
+  const shared = fileRuntime();
 
   for (const [who, ids] of [
     ['root', AS_ROOT],
     ['non-root', AS_USER],
   ] as const) {
     test(`a ${who} container cannot read root-only host files even when they are mounted in`, async (t) => {
-      const { pod } = shared;
+      const { pod } = shared();
       const out = await outputDir(t);
       const p = await pod(`shadow-${who}`);
       const result = await run(p, out, 'main', 'cat /host/shadow; ls /host/root', {
@@ -72,7 +63,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
     });
 
     test(`a ${who} container does not see the host's secrets, home folders, state or data folders`, async (t) => {
-      const { pod, stateDir } = shared;
+      const { pod, stateDir } = shared();
       const out = await outputDir(t);
       const p = await pod(`view-${who}`);
       const paths = [
@@ -95,7 +86,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
     });
 
     test(`a ${who} container cannot write /proc/sys`, async (t) => {
-      const { pod } = shared;
+      const { pod } = shared();
       const out = await outputDir(t);
       const p = await pod(`sysctl-${who}`);
       const before = await readFile('/proc/sys/kernel/core_pattern', 'utf8');
@@ -106,7 +97,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   }
 
   test('container ids map to the owner range: files land owned by base+uid, and each owner has its own range', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const work = join(out, 'work');
     await mkdir(work);
@@ -127,7 +118,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('the seccomp profile refuses namespaces, keyrings and odd personalities; no_new_privs is set; /sys is absent', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('seccomp');
     // x86-64 numbers: add_key 248, keyctl 250 (KEYCTL_GET_KEYRING_ID of the session keyring),
@@ -154,7 +145,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('a container gets only its standard descriptors: not the user namespace, seccomp or mount sources', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('descriptors');
     for (const [who, ids] of [
@@ -171,7 +162,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('a symlink a job planted is never bound: not as the source, not on the way to it', async (t) => {
-    const { pod } = shared;
+    const { pod } = shared();
     const out = await outputDir(t);
     const work = join(out, 'job-folder');
     await mkdir(work);
@@ -188,7 +179,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
   });
 
   test('the container environment appears in no process arguments, and its files are the container user’s', async (t) => {
-    const { pod, stateDir } = shared;
+    const { pod, stateDir } = shared();
     const out = await outputDir(t);
     const p = await pod('secrets');
     // A name the supervisor's shell cannot carry (Kubernetes allows '-' and '.') takes another way.

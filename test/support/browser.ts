@@ -66,24 +66,29 @@ export const HTTP_ANSWER = /^HTTP\/1\.[01] [1-5][0-9][0-9]/;
 export const RFB_GREETING = /^RFB \d{3}\.\d{3}\n/;
 
 /**
+ * Pipes a relay's two sockets into each other, both destroyed when either fails, each kept in
+ * `connections` (for the relay's close) until it closes.
+ */
+export function splice(client: Socket, upstream: Socket, connections: Set<Socket>): void {
+  for (const s of [client, upstream]) {
+    connections.add(s);
+    s.once('close', () => connections.delete(s));
+    s.on('error', () => {
+      client.destroy();
+      upstream.destroy();
+    });
+  }
+  client.pipe(upstream).pipe(client);
+}
+
+/**
  * A loopback TCP port (bound by the system: port 0, reported back) whose every connection is
  * relayed to the Unix socket `socket`: for what can only reach a program by TCP (a fake cluster's
  * port-forward).
  */
 export async function tcpRelay(socket: string): Promise<{ port: number; close(): Promise<void> }> {
   const connections = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = connect(socket);
-    for (const s of [client, upstream]) {
-      connections.add(s);
-      s.once('close', () => connections.delete(s));
-      s.on('error', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
+  const server = createServer((client) => splice(client, connect(socket), connections));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return {

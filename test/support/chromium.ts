@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { run } from '../../src/backends/local/exec.ts';
-import { stopChild } from './browser.ts';
+import { splice, stopChild } from './browser.ts';
 
 const HERE = import.meta.dirname;
 
@@ -27,18 +27,7 @@ export interface IsolatedChromium {
 
 /** A listener on `dir/PORT.sock` relaying each connection to 127.0.0.1:PORT on the host. */
 async function hostEnd(dir: string, port: number, connections: Set<Socket>): Promise<Server> {
-  const server = createServer((client) => {
-    const upstream = connect(port, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      connections.add(s);
-      s.once('close', () => connections.delete(s));
-      s.on('error', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
+  const server = createServer((client) => splice(client, connect(port, '127.0.0.1'), connections));
   server.listen(join(dir, `${port}.sock`));
   await once(server, 'listening');
   return server;

@@ -1,6 +1,7 @@
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { after, before } from 'node:test';
 import { createRuntime, type LocalRuntimeOptions } from '../../src/backends/local/create-runtime.ts';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import type {
@@ -48,6 +49,26 @@ export interface TestRuntime {
   pod(name: string, spec?: Partial<PodSpec>): Promise<TestPod>;
   /** A unique name for this test file's run. */
   name(base: string): string;
+}
+
+/**
+ * One runtime for the test file (made in its `before`, removed in its `after`), for the tests that
+ * need only pods of their own: a runtime's start and close (its bridge, its pool's namespaces) cost
+ * more than most such tests. Call it in a describe block; read the runtime inside its tests.
+ */
+export function fileRuntime(): () => TestRuntime {
+  const cleanups: (() => Promise<void>)[] = [];
+  let shared: TestRuntime | undefined;
+  before(async () => {
+    shared = await testRuntime({ after: (fn) => void cleanups.push(fn) });
+  });
+  after(async () => {
+    for (const cleanup of cleanups) await cleanup();
+  });
+  return () => {
+    if (!shared) throw new Error("the file's runtime is made in its before hook");
+    return shared;
+  };
 }
 
 /** A runtime on its own bridge (and the subnet it derives) and state folder, removed entirely after the test. */
