@@ -56,6 +56,14 @@ export async function launchChromium(ports: readonly number[]): Promise<Isolated
   try {
     await run('ip', ['netns', 'add', netns]);
     await run('ip', ['-n', netns, 'link', 'set', 'lo', 'up']);
+    // With only a loopback Chromium believes it is offline, and then reports a relayed connection
+    // that fails as ERR_INTERNET_DISCONNECTED without the retry a reused keep-alive connection gets
+    // (a full run once lost a POST that way). A veth pair inside the namespace, with an address and
+    // no route anywhere, makes it online; nothing outside the namespace changes.
+    await run('ip', ['-n', netns, 'link', 'add', 'online0', 'type', 'veth', 'peer', 'name', 'online1']);
+    await run('ip', ['-n', netns, 'address', 'add', '192.0.2.1/32', 'dev', 'online0']);
+    await run('ip', ['-n', netns, 'link', 'set', 'online1', 'up']);
+    await run('ip', ['-n', netns, 'link', 'set', 'online0', 'up']);
     for (const port of ports) servers.push(await hostEnd(dir, port, connections));
     relay = spawn(
       'ip',
