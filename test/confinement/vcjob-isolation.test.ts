@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { chmod, mkdtemp, readdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectCgroups } from '../../src/backends/local/cgroups.ts';
 import { run } from '../../src/backends/local/exec.ts';
+import { folderTag } from '../../src/backends/local/host-names.ts';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { openLocalBackend } from '../../src/backends/local/open.ts';
 import type { BackendEvent } from '../../src/jobs/backend.ts';
@@ -61,9 +63,45 @@ const namespaces = async (prefix: string) =>
     .split('\n')
     .filter((l) => l.startsWith(prefix))
     .map((l) => l.split(' ')[0]!);
-const links = async () => (await readdir('/sys/class/net')).filter((l) => l.startsWith('ucv'));
-const stateFolders = async () =>
-  (await readdir(tmpdir())).filter((f) => f.startsWith('ucompute-vcjob-state-'));
+/**
+ * A `vcjob run`'s own temporary folder (its TMPDIR): the state folder the run makes there, watched
+ * from its creation on, and the bridge that folder's names derive (`uc` and the folder's tag; see
+ * host-names.ts), so that this file looks at its own runs' folders and links only, never at the
+ * other runs and servers of the machine.
+ */
+async function runScope(t: { after(fn: () => Promise<void>): void }) {
+  const dir = await realpath(await mkdtemp(join(tmpdir(), 'ucompute-vcjob-tmp-')));
+  // Containers' unprivileged host users pass through it to the state folder, as through /tmp.
+  await chmod(dir, 0o711);
+  const made: string[] = [];
+  const watcher = watch(dir, (_event, name) => {
+    if (name?.startsWith('ucompute-vcjob-state-') && !made.includes(name)) made.push(name);
+  });
+  t.after(async () => {
+    watcher.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const bridges = async () => {
+    assert.equal(made.length, 1, `the run made one state folder in ${dir}: ${made.join(', ')}`);
+    // The runtime's names derive from its folder in the state folder: the first name, or one of
+    // the next tries when that was taken.
+    const runtime = join(dir, made[0]!, 'runtime');
+    const candidates = [0, 1, 2, 3].map((attempt) => `uc${folderTag(runtime, attempt)}`);
+    return (await readdir('/sys/class/net')).filter((l) => candidates.includes(l));
+  };
+  return {
+    env: { ...CHILD_ENV, TMPDIR: dir },
+    /** Asserts that the running run has its bridge (so that its absence later says something). */
+    async assertBridgeUp() {
+      assert.equal((await bridges()).length, 1, 'the running run has a bridge of its own');
+    },
+    /** Asserts that the run made one state folder here and left neither it nor its bridge. */
+    async assertNothingLeft() {
+      assert.deepEqual(await bridges(), [], 'the run removed its bridge');
+      assert.deepEqual(await readdir(dir), [], 'the run removed its state folder');
+    },
+  };
+}
 
 const manifest = (name: string, script: string) =>
   `apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: { name: ${name} }\nspec:\n  tasks:\n    - name: t\n      replicas: 1\n      template: { spec: { restartPolicy: Never, containers: [{ name: c, image: debian, command: [sh, -c, ${JSON.stringify(script)}] }] } }\n`;
@@ -111,14 +149,16 @@ test(
     await s.reached(`long-${tag}`, ['RUNNING']);
     const serverNamespaces = await namespaces(`${s.network.bridge}-`);
     assert.ok(serverNamespaces.length > 0, 'the server holds namespaces (its pod and its pool)');
-    const [linksBefore, foldersBefore] = [await links(), await stateFolders()];
+    const scope = await runScope(t);
 
     const file = join(s.dataDir, 'quick.yaml');
     await writeFile(file, manifest('quick', 'echo quick run'));
     // The configuration even names the server's bridge: the run takes a bridge of its own anyway.
     const config = join(s.dataDir, 'config.json');
     await writeFile(config, JSON.stringify({ local: { network: s.network, hostUserland: true } }));
-    const result = await runCli(['vcjob', 'run', file, '--data-dir', s.dataDir, '--config', config]);
+    const result = await runCli(['vcjob', 'run', file, '--data-dir', s.dataDir, '--config', config], {
+      env: scope.env,
+    });
     assertExit(result, 0);
     assert.match(result.stdout, /^\[0\] quick run$/m);
 
@@ -130,8 +170,7 @@ test(
     assert.ok(
       !s.events.some((e) => e.jobId === `long-${tag}` && e.state !== 'RUNNING' && e.state !== 'IN_QUEUE'),
     );
-    assert.deepEqual(await links(), linksBefore, 'the run removed its bridge');
-    assert.deepEqual(await stateFolders(), foldersBefore, 'the run removed its state folder');
+    await scope.assertNothingLeft();
 
     // The server still starts jobs: its pool and bridge work.
     await s.backend.submitVolcanoJob(`after-${tag}`, vcjob('after', [shellTask('t', 1, 'true')]));
@@ -146,10 +185,10 @@ test('SIGINT ends the running job, its pods and the run; nothing is left running
   const marker = `ucompute-sigint-${tag}`;
   const file = join(dataDir, 'sleepy.yaml');
   await writeFile(file, manifest('sleepy', `echo started; sleep 60; : ${marker}`));
-  const [linksBefore, foldersBefore] = [await links(), await stateFolders()];
+  const scope = await runScope(t);
 
   const child = spawn(process.execPath, [BIN, 'vcjob', 'run', file, '--data-dir', dataDir, '--follow'], {
-    env: CHILD_ENV,
+    env: scope.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.after(() => {
@@ -173,14 +212,14 @@ test('SIGINT ends the running job, its pods and the run; nothing is left running
   );
   const running = async () => (await run('pgrep', ['-f', marker]).catch(() => '')).trim();
   assert.notEqual(await running(), '', 'the container process runs');
+  await scope.assertBridgeUp();
 
   child.kill('SIGINT');
   const code = await Promise.race([exited, sleep(30_000).then(() => 'timeout')]);
   assert.equal(code, 1, `exit code; stderr: ${stderr}`);
   assert.match(stderr, /phase (Aborted|Terminated|Failed)/);
   assert.equal(await running(), '', 'no container process is left');
-  assert.deepEqual(await links(), linksBefore, 'the run removed its bridge');
-  assert.deepEqual(await stateFolders(), foldersBefore, 'the run removed its state folder');
+  await scope.assertNothingLeft();
 });
 
 test(
