@@ -56,11 +56,11 @@ export interface TestRuntime {
  * need only pods of their own: a runtime's start and close (its bridge, its pool's namespaces) cost
  * more than most such tests. Call it in a describe block; read the runtime inside its tests.
  */
-export function fileRuntime(): () => TestRuntime {
+export function fileRuntime(extra: Partial<LocalRuntimeOptions> = {}): () => TestRuntime {
   const cleanups: (() => Promise<void>)[] = [];
   let shared: TestRuntime | undefined;
   before(async () => {
-    shared = await testRuntime({ after: (fn) => void cleanups.push(fn) });
+    shared = await testRuntime({ after: (fn) => void cleanups.push(fn) }, extra);
   });
   after(async () => {
     for (const cleanup of cleanups) await cleanup();
