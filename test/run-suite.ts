@@ -1,0 +1,226 @@
+// The test suite's runner (`npm test` runs it after `npm run check`): every `test/**/*.test.ts` as its
+// own `node --test` process, longest first (the order of test/durations.json, measured; files not
+// in it after them), two at a time, with the browser files (Chromium) in a lane of their own beside
+// the rest so that two Chromiums never share the two cores. A file's output is printed whole when it
+// ends; the exit code is 1 when any file failed.
+//
+//   node test/run-suite.ts [files…]        run these files (default: all)
+//   --concurrency=N         files at a time, the browser lane included (default 2)
+//   --browser-lane=N        browser files at a time (default 1; 0: they share the common pool)
+//   --order=durations|alpha longest first (default) or the old `node --test` order
+//   --profile=DIR           also measure: each file in a cgroup v2 group of its own (CPU time of the
+//                           file and everything it starts), the cores' use every second;
+//                           writes DIR/profile.json and DIR/summary.txt
+//   --write-durations       rewrite test/durations.json from this run's wall times
+import { spawn } from 'node:child_process';
+import {
+  appendFileSync,
+  existsSync,
+  globSync,
+  mkdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const root = join(import.meta.dirname, '..');
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    concurrency: { type: 'string', default: '2' },
+    'browser-lane': { type: 'string', default: '1' },
+    order: { type: 'string', default: 'durations' },
+    profile: { type: 'string' },
+    'write-durations': { type: 'boolean', default: false },
+  },
+});
+const concurrency = Math.max(1, Number(values.concurrency));
+const browserLane = Math.max(0, Number(values['browser-lane']));
+const durationsFile = join(root, 'test/durations.json');
+
+const all = (positionals.length > 0 ? positionals : globSync('test/**/*.test.ts', { cwd: root }))
+  .map((f) => relative(root, resolve(root, f)))
+  .sort();
+const known: Record<string, number> = existsSync(durationsFile)
+  ? JSON.parse(readFileSync(durationsFile, 'utf8'))
+  : {};
+const files =
+  values.order === 'alpha'
+    ? all
+    : [...all].sort((a, b) => (known[b] ?? 0) - (known[a] ?? 0) || (a < b ? -1 : 1));
+const isBrowser = (f: string) => f.startsWith('test/browser/');
+
+interface Result {
+  file: string;
+  start: number;
+  end: number;
+  code: number | null;
+  cpu?: { user: number; system: number };
+  leftover?: number;
+}
+
+const t0 = Date.now();
+const results: Result[] = [];
+const running = new Map<string, { start: number; group?: string }>();
+const failed: string[] = [];
+
+// --- profile: one cgroup v2 group per file (pods move only in v1 hierarchies, so they stay counted)
+const unified = '/sys/fs/cgroup/unified';
+const cgroupRoot =
+  values.profile && existsSync(join(unified, 'cgroup.procs'))
+    ? join(unified, `ucompute-suite-${process.pid}`)
+    : null;
+if (values.profile) {
+  mkdirSync(values.profile, { recursive: true });
+  if (cgroupRoot) mkdirSync(cgroupRoot);
+  else console.error('run-suite: no cgroup v2 hierarchy: the profile has wall times only');
+}
+function cpuOf(group: string): { user: number; system: number; usage: number } {
+  const text = readFileSync(join(group, 'cpu.stat'), 'utf8');
+  const get = (k: string) => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0) / 1e6;
+  return { user: get('user_usec'), system: get('system_usec'), usage: get('usage_usec') };
+}
+function machineTicks(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((s, v) => s + v, 0);
+  const idle = (cpu[3] ?? 0) + (cpu[4] ?? 0);
+  return { busy: total - idle, total };
+}
+const samples: { t: number; ours: number; machine: number; load: number; running: string[] }[] = [];
+let sampler: NodeJS.Timeout | undefined;
+if (values.profile) {
+  let lastTicks = machineTicks();
+  let lastOurs = 0;
+  const finishedCpu = () => results.reduce((s, r) => s + (r.cpu ? r.cpu.user + r.cpu.system : 0), 0);
+  let lastT = Date.now();
+  sampler = setInterval(() => {
+    const now = Date.now();
+    let ours = finishedCpu();
+    for (const r of running.values()) if (r.group) ours += safeUsage(r.group);
+    const ticks = machineTicks();
+    samples.push({
+      t: (now - t0) / 1000,
+      ours: (ours - lastOurs) / ((now - lastT) / 1000),
+      machine: ((ticks.busy - lastTicks.busy) / Math.max(1, ticks.total - lastTicks.total)) * 2,
+      load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
+      running: [...running.keys()],
+    });
+    lastTicks = ticks;
+    lastOurs = ours;
+    lastT = now;
+  }, 1000);
+}
+function safeUsage(group: string): number {
+  try {
+    return cpuOf(group).usage;
+  } catch {
+    return 0;
+  }
+}
+
+function runFile(file: string): Promise<void> {
+  return new Promise((resolve) => {
+    const start = Date.now();
+    let group: string | undefined;
+    let command = process.execPath;
+    let args = ['--test', file];
+    if (cgroupRoot) {
+      group = join(cgroupRoot, file.replaceAll('/', '_'));
+      mkdirSync(group);
+      // The shell joins the group before it becomes `node`, so that all it starts is counted.
+      command = '/bin/sh';
+      args = ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$1" --test "$2"', group, process.execPath, file];
+    }
+    running.set(file, { start, ...(group ? { group } : {}) });
+    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => out.push(d));
+    child.on('close', (code) => {
+      const end = Date.now();
+      running.delete(file);
+      const result: Result = { file, start: (start - t0) / 1000, end: (end - t0) / 1000, code };
+      if (group) {
+        const cpu = cpuOf(group);
+        result.cpu = { user: cpu.user, system: cpu.system };
+        try {
+          result.leftover = readFileSync(join(group, 'cgroup.procs'), 'utf8')
+            .split('\n')
+            .filter(Boolean).length;
+          rmdirSync(group);
+        } catch {
+          // Processes the file left behind keep the group; reported as leftover.
+        }
+      }
+      results.push(result);
+      if (values.profile)
+        appendFileSync(join(values.profile, 'results.jsonl'), `${JSON.stringify(result)}\n`);
+      if (code !== 0) failed.push(file);
+      const seconds = ((end - start) / 1000).toFixed(1);
+      process.stdout.write(Buffer.concat(out));
+      console.log(`# ${code === 0 ? 'ok' : 'FAILED'} ${file} (${seconds} s)\n`);
+      resolve();
+    });
+  });
+}
+
+async function pool(queue: string[], slots: number): Promise<void> {
+  const worker = async () => {
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) await runFile(next);
+  };
+  await Promise.all(Array.from({ length: slots }, worker));
+}
+
+// The browser lane takes `browserLane` slots; the common pool the rest, and the browser lane's
+// slots once its queue is empty (one shared queue when the lane is off).
+const browser = browserLane > 0 ? files.filter(isBrowser) : [];
+const common = files.filter((f) => !browser.includes(f));
+const lane = Math.min(browserLane, browser.length, concurrency - 1);
+if (browser.length > 0 && lane === 0) common.unshift(...browser);
+await Promise.all([
+  pool(common, concurrency - lane),
+  lane > 0 ? pool(browser, lane).then(() => pool(common, lane)) : Promise.resolve(),
+]);
+if (sampler) clearInterval(sampler);
+
+const wall = (Date.now() - t0) / 1000;
+console.log(`# ${files.length} files, ${failed.length} failed, ${wall.toFixed(1)} s`);
+for (const f of failed) console.log(`# FAILED ${f}`);
+
+if (values['write-durations']) {
+  const durations = Object.fromEntries(
+    [...results]
+      .sort((a, b) => b.end - b.start - (a.end - a.start))
+      .map((r) => [r.file, Math.round((r.end - r.start) * 10) / 10]),
+  );
+  writeFileSync(durationsFile, `${JSON.stringify(durations, null, 2)}\n`);
+}
+if (values.profile) {
+  const cpuSum = results.reduce((s, r) => s + (r.cpu ? r.cpu.user + r.cpu.system : 0), 0);
+  const idleSeconds = samples.filter((s) => s.ours < 1).length;
+  const loads = samples.map((s) => s.load);
+  const lines = [
+    `wall ${wall.toFixed(1)} s, CPU of the files ${cpuSum.toFixed(1)} s (${(cpuSum / wall).toFixed(2)} cores on average)`,
+    `seconds with the files using < 1 core: ${idleSeconds} of ${samples.length}; load ${Math.min(...loads)}–${Math.max(...loads)}`,
+    'file                                         wall s   cpu s  start    end  leftover',
+    ...[...results]
+      .sort((a, b) => b.end - b.start - (a.end - a.start))
+      .map(
+        (r) =>
+          `${r.file.padEnd(44)} ${(r.end - r.start).toFixed(1).padStart(6)} ${(r.cpu ? r.cpu.user + r.cpu.system : 0).toFixed(1).padStart(7)} ${r.start.toFixed(0).padStart(6)} ${r.end.toFixed(0).padStart(6)} ${String(r.leftover ?? '').padStart(3)}${r.code === 0 ? '' : ' FAILED'}`,
+      ),
+  ];
+  writeFileSync(join(values.profile, 'summary.txt'), `${lines.join('\n')}\n`);
+  writeFileSync(join(values.profile, 'profile.json'), JSON.stringify({ wall, results, samples }, null, 1));
+  if (cgroupRoot) {
+    try {
+      rmdirSync(cgroupRoot);
+    } catch {
+      console.error(`run-suite: ${cgroupRoot} still holds processes a file left behind`);
+    }
+  }
+  console.log(lines.slice(0, 2).join('\n'));
+}
+process.exitCode = failed.length > 0 ? 1 : 0;
