@@ -81,7 +81,7 @@ describe('local runtime network namespaces reused', { skip: skip ?? false }, () 
     assert.equal(await podReply(second, 7000), 'second');
   });
 
-  test('a namespace a process or a socket of the ended pod is still in is deleted, never reused', async (t) => {
+  test('a namespace a process or a socket (bound or not) of the ended pod is still in is deleted, never reused', async (t) => {
     const { pod, stateDir } = await testRuntime(t, { network: { poolSize: 0 } });
     // A process in the pod's namespace outside its cgroup (as only root could start one).
     const occupied = await pod('occupied');
@@ -90,45 +90,52 @@ describe('local runtime network namespaces reused', { skip: skip ?? false }, () 
     t.after(() => void stray.kill('SIGKILL'));
     const pidsIn = (netns: string) => execFileSync('ip', ['netns', 'pids', netns], { encoding: 'utf8' });
     await until(() => pidsIn(occupiedNetns) !== '', { describe: 'the stray process is in the namespace' });
-    // A listening socket made in the pod's namespace, held by a process that left it (as one
-    // passed over a Unix socket would be): no process is in the namespace, the socket still is.
-    const holding = await pod('holding');
-    const holdingNetns = netnsOf(stateDir, holding);
-    const holder = spawn(
-      'python3',
-      [
-        '-c',
-        `import ctypes, os, socket, sys, time
+    // Sockets made in a pod's namespace, held by a process that left it (as one passed over a Unix
+    // socket would be): no process is in the namespace, the socket still is. A listening one, and
+    // one never bound (which no table of /proc/net lists: bound or listening later, in the next
+    // pod's namespace, it would take the next pod's address and traffic).
+    async function holdSocket(name: string, make: string): Promise<{ pod: TestPod; netns: string }> {
+      const holding = await pod(name);
+      const netns = netnsOf(stateDir, holding);
+      const holder = spawn(
+        'python3',
+        [
+          '-c',
+          `import ctypes, os, socket, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 host = os.open('/proc/self/ns/net', os.O_RDONLY)
-pod = os.open('/run/netns/${holdingNetns}', os.O_RDONLY)
+pod = os.open('/run/netns/${netns}', os.O_RDONLY)
 assert libc.setns(pod, 0x40000000) == 0
-s = socket.socket()
-s.bind(('0.0.0.0', 7000))
-s.listen()
+${make}
 assert libc.setns(host, 0x40000000) == 0
 print('ready', flush=True)
 time.sleep(600)`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      t.after(() => void holder.kill('SIGKILL'));
+      let said = '';
+      holder.stdout.on('data', (chunk) => {
+        said += chunk;
+      });
+      await until(() => said.includes('ready'), { describe: `the socket holder of ${name} is ready` });
+      assert.equal(pidsIn(netns), '', `no process is in the namespace of ${name}`);
+      return { pod: holding, netns };
+    }
+    const listening = await holdSocket(
+      'holding',
+      "s = socket.socket()\ns.bind(('0.0.0.0', 7000))\ns.listen()",
     );
-    t.after(() => void holder.kill('SIGKILL'));
-    let said = '';
-    holder.stdout.on('data', (chunk) => {
-      said += chunk;
-    });
-    await until(() => said.includes('ready'), { describe: 'the socket holder is ready' });
-    assert.equal(pidsIn(holdingNetns), '', 'no process is in its namespace');
+    const unbound = await holdSocket('unbound', 's = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)');
 
     await occupied.destroy(0);
-    await holding.destroy(0);
+    await listening.pod.destroy(0);
+    await unbound.pod.destroy(0);
+    const kept = [occupiedNetns, listening.netns, unbound.netns];
     const next = await pod('next');
-    assert.ok(![occupiedNetns, holdingNetns].includes(netnsOf(stateDir, next)), 'the next pod has a new one');
-    await until(
-      () => !existsSync(`/run/netns/${occupiedNetns}`) && !existsSync(`/run/netns/${holdingNetns}`),
-      {
-        describe: 'both namespaces are deleted',
-      },
-    );
+    assert.ok(!kept.includes(netnsOf(stateDir, next)), 'the next pod has a new one');
+    await until(() => kept.every((netns) => !existsSync(`/run/netns/${netns}`)), {
+      describe: 'the three namespaces are deleted',
+    });
   });
 });
