@@ -330,6 +330,29 @@ describe('local runtime', { skip: skip ?? false }, () => {
     await Promise.all(pods.map((p) => p.destroy(0)));
   });
 
+  test("pods' state files are on the host's tmpfs, linked from the state folder, kept while a pod is left", async (t) => {
+    const { runtime, stateDir, pod } = await testRuntime(t);
+    const out = await outputDir(t);
+    const p = await pod('tmpfs');
+    const main = await p.start(container(out, 'main', ['true']));
+    await main.exited;
+    const folder = await readlink(join(stateDir, 'pods'));
+    assert.match(folder, /^\/dev\/shm\/ucompute-pods-[0-9a-f]{16}$/);
+    assert.equal(execFileSync('stat', ['-f', '-c', '%T', folder], { encoding: 'utf8' }).trim(), 'tmpfs');
+    assert.equal((await stat(folder)).mode & 0o777, 0o711);
+    for (const file of ['pod.json', 'containers/main/pid', 'containers/main/exit']) {
+      assert.ok(existsSync(join(folder, p.name, file)), `${file} is there`);
+    }
+    const volume = await p.volumeDir('data');
+    assert.equal(volume, join(stateDir, 'volumes', p.name, 'data'), 'volumes stay on disk');
+    // Closed with a pod left (as when ucompute restarts): kept for the next; gone with the last pod.
+    await runtime.close();
+    assert.ok(existsSync(join(folder, p.name, 'pod.json')));
+    await p.destroy(0);
+    assert.equal(existsSync(folder), false, "the instance's folder is removed with its last pod");
+    assert.equal(existsSync(join(stateDir, 'volumes', p.name)), false, "the pod's volumes are removed");
+  });
+
   test('a shell runs inside the container, as its user, follows resizes, and tells its exit code', async (t) => {
     const { pod } = shared();
     const out = await outputDir(t);

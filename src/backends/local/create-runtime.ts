@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rm, statfs } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, rm, rmdir, statfs, symlink, unlink } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import os from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   type CgroupLayout,
   createPodCgroups,
@@ -36,7 +37,10 @@ import { compiledSeccomp } from './seccomp.ts';
 import { type IdRanges, idRanges } from './userns.ts';
 
 export interface LocalRuntimeOptions {
-  /** Where pods' records, files and emptyDir volumes live; a restart must find the same folder. */
+  /**
+   * Where pods' records, state files and emptyDir volumes live; a restart must find the same
+   * folder. As root, the records and state files are on /dev/shm, linked from there (see podsStateDir).
+   */
   stateDir: string;
   /** Runs containers as plain processes, without bubblewrap or a network per pod. */
   unsandboxed?: boolean;
@@ -81,6 +85,8 @@ async function podResolvConf(): Promise<string> {
 
 /** statfs type of a tmpfs. */
 const TMPFS_MAGIC = 0x01021994;
+/** The host's shared-memory tmpfs, where pods' state files live as root (see podsStateDir). */
+const SHM = '/dev/shm';
 
 /**
  * The folder for containers' files (see PodContext.secretsDir): as root a tmpfs, mounted here until
@@ -101,6 +107,52 @@ async function secretsDir(stateDir: string, root: boolean): Promise<string> {
   }
   return dir;
 }
+/**
+ * The folder of pods' records and their containers' state files (pid, exit status, bubblewrap's
+ * status; not their output, which is with the job, nor emptyDir volumes, which are on disk). As
+ * root, a folder of this instance's on the host's tmpfs /dev/shm, which `<stateDir>/pods` links to:
+ * as runc keeps its state in /run. The files live as long as the pods' processes, which a reboot
+ * ends too; a restart of ucompute finds them. On disk, each pod allocated and freed about ten
+ * inodes, and ext4 without a journal skips, for each inode it allocates, every inode freed in the
+ * last 30 s one by one (`recently_deleted`): a burst of short jobs spent a quarter of its CPU there.
+ * On disk as before when not root, without a tmpfs /dev/shm, when the instance's folder there is
+ * not root's own (made by someone else first), or when `<stateDir>/pods` holds an older ucompute's pods.
+ */
+async function podsStateDir(stateDir: string, root: boolean): Promise<string> {
+  const link = join(stateDir, 'pods');
+  const onDisk = async () => {
+    await mkdir(link, { recursive: true, mode: podDirMode });
+    return link;
+  };
+  const found = await lstat(link).catch(() => null);
+  if (!root || (found?.isDirectory() && (await readdir(link)).length > 0)) return onDisk();
+  if ((await statfs(SHM).catch(() => null))?.type !== TMPFS_MAGIC) return onDisk();
+  const hash = createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 16);
+  const dir = join(SHM, `ucompute-pods-${hash}`);
+  await mkdir(dir, { mode: podDirMode }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
+  const made = await lstat(dir);
+  if (!made.isDirectory() || made.uid !== 0) return onDisk();
+  await chmod(dir, podDirMode);
+  if (found?.isDirectory()) await rmdir(link);
+  else if (found) await unlink(link);
+  await symlink(dir, link);
+  return dir;
+}
+
+/** Removes the pods' folder on /dev/shm once no pod is left in it (a restarted ucompute needs the others). */
+async function releasePodsStateDir(stateDir: string, dir: string): Promise<void> {
+  const link = join(stateDir, 'pods');
+  if (dir === link) return;
+  try {
+    await rmdir(dir);
+    await unlink(link);
+  } catch {
+    // Pods are left, for the next ucompute; or gone already.
+  }
+}
+
 /** The name servers a resolv.conf lists. */
 const nameserversOf = (resolvConf: string) =>
   [...resolvConf.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!).filter((ip) => isIP(ip) !== 0);
@@ -183,11 +235,12 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
         "not root: container ids are not remapped: containers run as ucompute's own user, whatever uid they ask for",
       );
   }
-  const podsDir = join(options.stateDir, 'pods');
-  await mkdir(podsDir, { recursive: true, mode: 0o711 });
+  const podsDir = await podsStateDir(options.stateDir, root);
+  const volumesDir = join(options.stateDir, 'volumes');
+  await mkdir(volumesDir, { recursive: true, mode: podDirMode });
   // Bubblewrap 0.8 finds what it binds by path, as the container's host user: the folders on the way
   // can be passed, not listed; what lies in them is the container's own (0600) or public.
-  for (const folder of [options.stateDir, podsDir]) await chmod(folder, 0o711);
+  for (const folder of [options.stateDir, podsDir, volumesDir]) await chmod(folder, podDirMode);
   // Addresses of pods an earlier process left are taken before the pool of namespaces fills.
   const reserved = (await Promise.all((await readdir(podsDir)).map((name) => readRecord(podsDir, name))))
     .filter((r): r is PodRecord => r !== null)
@@ -205,15 +258,20 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
             run: launcher.run,
             setns: sandbox.syscalls.setns,
           },
-        ).catch((error) => {
+        ).catch(async (error) => {
           launcher.close();
+          await releasePodsStateDir(options.stateDir, podsDir);
           throw error;
         })
       : loopbackNetwork(reserved);
   warnings.push(...network.warnings);
 
+  let closed = false;
   const context: PodContext = {
     podsDir,
+    volumesDir,
+    // A pod destroyed after the runtime closed may have been the last one.
+    podGone: () => (closed ? releasePodsStateDir(options.stateDir, podsDir) : Promise.resolve()),
     secretsDir: await secretsDir(options.stateDir, root && sandbox.kind === 'bwrap'),
     sandbox,
     cgroups,
@@ -304,9 +362,15 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
         pods.push(podHandle(context, record, containers));
       }
       await network.removeLeftovers(live.map((r) => r.network));
+      // Volumes of pods whose state is gone (the machine restarted, or the pod was cleaned above).
+      for (const name of await readdir(volumesDir)) {
+        if (!live.some((r) => r.spec.name === name))
+          await rm(join(volumesDir, name), { recursive: true, force: true });
+      }
       return pods;
     },
     async close() {
+      closed = true;
       stopWatching();
       await network.close();
       if (cgroups && instance) await removeCgroupParent(cgroups, instance.names.cgroupParent);
@@ -322,6 +386,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       ) {
         await run('/usr/bin/umount', ['--lazy', context.secretsDir]);
       }
+      await releasePodsStateDir(options.stateDir, context.podsDir);
       launcher.close();
     },
   };

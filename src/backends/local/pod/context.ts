@@ -29,7 +29,12 @@ export type Sandbox =
 
 /** What every pod of a runtime shares. */
 export interface PodContext {
+  /** Pods' records and containers' state files (a tmpfs as root, see create-runtime.ts). */
   podsDir: string;
+  /** Pods' emptyDir volumes, on disk: `<volumesDir>/<pod>/<volume>`. */
+  volumesDir: string;
+  /** Told when a pod's folders are gone (the runtime, once closed, then removes what it made). */
+  podGone(): Promise<void>;
   /**
    * Where containers' files (Secrets, ConfigMaps, keys) are written: a tmpfs as root, so that they
    * never reach the disk.

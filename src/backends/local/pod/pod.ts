@@ -133,8 +133,9 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     ip: record.network.ip,
     async volumeDir(volume, owner) {
       checkName('volume', volume);
-      const path = join(dir, 'volumes', volume);
-      await mkdir(join(dir, 'volumes'), { recursive: true, mode: 0o711 });
+      const folder = join(context.volumesDir, record.spec.name);
+      const path = join(folder, volume);
+      await mkdir(folder, { recursive: true, mode: 0o711 });
       const created = await mkdir(path).then(
         () => true,
         (error: NodeJS.ErrnoException) => {
@@ -194,7 +195,9 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
         await removeCgroups(record);
         await context.network.release(record.network, record.peers);
         await rm(dir, { recursive: true, force: true });
+        await rm(join(context.volumesDir, record.spec.name), { recursive: true, force: true });
         await rm(join(context.secretsDir, record.spec.name), { recursive: true, force: true });
+        await context.podGone();
       })();
       return destroying;
     },
