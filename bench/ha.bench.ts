@@ -180,6 +180,8 @@ interface Case {
   requests: number;
   failures: number;
   replicaCpuMsPerJob: number;
+  /** Each process's CPU ms per accepted job, in the order of `pids`. */
+  perProcess: number[];
   postgresCpuMsPerJob: number;
   load: string;
 }
@@ -189,10 +191,12 @@ async function measure(name: string, urls: string[], pids: number[], token: stri
   const split = (i: number) =>
     Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0);
   await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
-  const cpu = async () => (await Promise.all(pids.map(cpuMs))).reduce((a, b) => a + b, 0);
-  const [replicasBefore, postgresBefore] = [await cpu(), await postgresCpuMs()];
+  const cpu = () => Promise.all(pids.map(cpuMs));
+  const [each0, postgresBefore] = [await cpu(), await postgresCpuMs()];
   const results = await Promise.all(urls.map((url, i) => wrk(url, token, split(i), SECONDS)));
-  const [replicasAfter, postgresAfter] = [await cpu(), await postgresCpuMs()];
+  const [each1, postgresAfter] = [await cpu(), await postgresCpuMs()];
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const [replicasBefore, replicasAfter] = [sum(each0), sum(each1)];
   const requests = results.reduce((sum, r) => sum + r.requests, 0);
   const failures = results.reduce((sum, r) => sum + r.failures, 0);
   const accepted = requests - failures;
@@ -204,6 +208,7 @@ async function measure(name: string, urls: string[], pids: number[], token: stri
     requests,
     failures,
     replicaCpuMsPerJob: (replicasAfter - replicasBefore) / accepted,
+    perProcess: each1.map((after, i) => (after - each0[i]!) / accepted),
     postgresCpuMsPerJob: (postgresAfter - postgresBefore) / accepted,
     load: await loadAverage(),
   };
@@ -248,22 +253,33 @@ async function postgresCase(count: number): Promise<Case> {
     {
       lease: null,
       config: CONFIG,
-      firstEnv: profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profile}` } : {},
+      env: profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profile}` } : {},
     },
   );
+  let leader: Awaited<ReturnType<ReplicaSet['leader']>>;
   try {
     if (values['accept-only']) await takeLease(set);
+    else leader = (await leaderOtherThan(set, undefined)) ?? undefined;
+    // The leader first: its CPU per job is reported first.
+    const replicas = [...set.replicas].sort(
+      (a, b) => Number(b === leader?.replica) - Number(a === leader?.replica),
+    );
     return await measure(
       `PostgreSQL, ${count} replica${count > 1 ? 's' : ''}${values['accept-only'] ? ', acceptance alone' : ''}`,
-      set.replicas.map((r) => r.url),
-      set.replicas.map((r) => r.child.pid!),
+      replicas.map((r) => r.url),
+      replicas.map((r) => r.child.pid!),
       set.token,
     );
   } finally {
     // The profile is written as the process exits by itself.
     if (profile) {
-      set.replicas[0]!.child.kill('SIGTERM');
-      await set.replicas[0]!.exited;
+      for (const r of set.replicas) {
+        console.error(
+          `profile of ${r.name} (pid ${r.child.pid}${r === leader?.replica ? ', the leader' : ''}) in ${profile}`,
+        );
+        r.child.kill('SIGTERM');
+      }
+      await Promise.all(set.replicas.map((r) => r.exited));
     }
     for (const cleanup of mine.reverse()) await cleanup();
   }
@@ -376,14 +392,14 @@ try {
   for (const count of values.replicas.split(',').filter(Boolean).map(Number))
     cases.push(await postgresCase(count));
   console.log(
-    '| store | requests | non-200 | accepted jobs/s | p50 ms | p99 ms | replicas CPU ms/job | PostgreSQL CPU ms/job | × SQLite jobs/s | load after |',
+    '| store | requests | non-200 | accepted jobs/s | p50 ms | p99 ms | replicas CPU ms/job | each (leader first) | PostgreSQL CPU ms/job | × SQLite jobs/s | load after |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
   const sqlite = cases[0]!;
   for (const c of cases) {
     console.log(
       `| ${c.name} | ${c.requests} | ${c.failures} | ${Math.round(c.jobsPerSecond)} | ${c.p50.toFixed(1)} | ` +
-        `${c.p99.toFixed(1)} | ${c.replicaCpuMsPerJob.toFixed(3)} | ${c.postgresCpuMsPerJob.toFixed(3)} | ` +
+        `${c.p99.toFixed(1)} | ${c.replicaCpuMsPerJob.toFixed(3)} | ${c.perProcess.map((x) => x.toFixed(2)).join(' / ')} | ${c.postgresCpuMsPerJob.toFixed(3)} | ` +
         `${(c.jobsPerSecond / sqlite.jobsPerSecond).toFixed(2)} | ${c.load} |`,
     );
   }

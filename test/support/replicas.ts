@@ -46,8 +46,8 @@ export interface ReplicaOptions {
   lease?: { leaseSeconds: number; renewSeconds: number } | null;
   /** Configuration merged into every replica's (e.g. accounting). */
   config?: Record<string, unknown>;
-  /** Environment variables added to the first replica's (e.g. NODE_OPTIONS=--cpu-prof: a profile of it). */
-  firstEnv?: NodeJS.ProcessEnv;
+  /** Environment variables added to every replica's (e.g. NODE_OPTIONS=--cpu-prof: a profile of each). */
+  env?: NodeJS.ProcessEnv;
 }
 
 const TEST_LEASE = { leaseSeconds: 6, renewSeconds: 0.5 };
@@ -81,7 +81,7 @@ export async function startReplicas(
     await writeFile(join(dir, 'config.yml'), JSON.stringify(config));
     const child = spawnServe(
       ['--backend', cluster ? 'kubernetes' : 'dry', '--config', join(dir, 'config.yml'), '--data-dir', dir],
-      name === 'replica-1' ? { ...CHILD_ENV, ...options.firstEnv } : CHILD_ENV,
+      { ...CHILD_ENV, ...options.env },
     );
     const output = distinctMessages(outputTail(child, 1_000_000));
     const exited = new Promise<number | string>((done) =>
