@@ -87,6 +87,9 @@ export function jobMonitor(o: MonitorOptions) {
       const account = accountOf(c.job.owner);
       const periodic = c.job.state === 'RUNNING';
       const creditsPerPeriod = c.credits / c.periods;
+      // What the owner has left once this charge is made: read in its transaction when it is
+      // made (the allocations are locked there), else after it.
+      let left: number | undefined;
       const unpaid = await store.transaction(async (tx) => {
         // A charge must start where the recorded ones end: one computed from a stale copy of the
         // job (its final charge happened meanwhile) names other periods, so its id alone would
@@ -116,16 +119,24 @@ export function jobMonitor(o: MonitorOptions) {
           credits: creditsPerPeriod * periods,
           chargedAt: now(),
         };
-        if (await tx.accounting.charge(record))
+        const charged = await tx.accounting.charge(record);
+        if (charged)
           await o.mirror?.chargeWritten(tx, record, c.job.owner, before.creditsCharged + record.credits);
+        if (o.requireCredits)
+          left =
+            (charged
+              ? balance - record.credits
+              : (await access.wallet(account, c.category, now(), tx)).balance) -
+            (await tx.jobs.heldCredits(c.job.owner, c.category));
         return c.periods - periods;
       });
       return {
         unpaid,
-        creditsLeft: o.requireCredits
-          ? (await access.wallet(account, c.category, now())).balance -
-            (await store.jobs.heldCredits(c.job.owner, c.category))
-          : Number.POSITIVE_INFINITY,
+        creditsLeft: !o.requireCredits
+          ? Number.POSITIVE_INFINITY
+          : (left ??
+            (await access.wallet(account, c.category, now())).balance -
+              (await store.jobs.heldCredits(c.job.owner, c.category))),
       };
     },
     sshEndpoint: (jobId) => backend.sshEndpoint(jobId),

@@ -194,8 +194,13 @@ export function jobUpdates(o: UpdatesOptions) {
   function writeEvents(batch: readonly BackendEvent[]): Promise<Applied[]> {
     return store.transaction(async (tx) => {
       const results: Applied[] = [];
+      // The batch's jobs read (and locked) in one statement; a job written already in this batch
+      // (RUNNING then its end) is read again, as written.
+      const read = await tx.jobs.getMany(batch.map((e) => e.jobId));
+      const written = new Set<string>();
       for (const e of batch) {
-        const before = await tx.jobs.get(e.jobId);
+        const before = written.has(e.jobId) ? await tx.jobs.get(e.jobId) : read.get(e.jobId);
+        written.add(e.jobId);
         // A suspended job is in no backend: what arrives for it was said before it was suspended.
         if (!before || before.state === 'SUSPENDED') continue;
         const current = before.state;

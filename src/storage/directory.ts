@@ -41,12 +41,21 @@ export function directoryStorage(
     if (target !== driveRoot && !target.startsWith(`${driveRoot}${sep}`)) return 'outside';
     return kindOf(await stat(target));
   };
+  /** The root (the operator's), made on first use: once made, it is not asked for again. */
+  let rootMade: Promise<unknown> | undefined;
+  const makeRoot = () => {
+    rootMade ??= mkdir(root, { recursive: true }).catch((e: unknown) => {
+      rootMade = undefined;
+      throw e;
+    });
+    return rootMade;
+  };
   return {
     resolve,
     // Both through folders opened without following links (./folders.ts): earlier jobs may have
     // planted symlinks in the user's drives, where the server writes as root.
     async ensureFolder(path) {
-      await mkdir(root, { recursive: true }); // The operator's, made on first use.
+      await makeRoot();
       await (await openFolder(root, normalised(path), { create: true })).close();
     },
     async writeFile(path, content) {

@@ -32,13 +32,19 @@ export async function openFolder(
   try {
     for (const name of names) {
       const parent = dir;
+      const refused = (e: NodeJS.ErrnoException) => {
+        throw new StorageError(
+          e.code === 'ELOOP' || e.code === 'ENOTDIR' ? `${name} in ${relative} is not a folder` : e.message,
+          e.code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR',
+        );
+      };
       try {
-        if (create) await makeFolder(parent, name);
-        dir = await open(at(parent, name), DIRECTORY).catch((e: NodeJS.ErrnoException) => {
-          throw new StorageError(
-            e.code === 'ELOOP' || e.code === 'ENOTDIR' ? `${name} in ${relative} is not a folder` : e.message,
-            e.code === 'ENOENT' ? 'ENOENT' : 'ENOTDIR',
-          );
+        // Opened first: the folders above a job's folder exist, and a mkdir that finds one costs a
+        // system call and an error; only a missing one is made (as the owner of its parent).
+        dir = await open(at(parent, name), DIRECTORY).catch(async (e: NodeJS.ErrnoException) => {
+          if (!create || e.code !== 'ENOENT') return refused(e);
+          await makeFolder(parent, name);
+          return open(at(parent, name), DIRECTORY).catch(refused);
         });
       } finally {
         await parent.close();

@@ -109,6 +109,11 @@ export interface JobStore {
   state(id: string): Promise<JobState | undefined>;
   /** The job; inside a transaction on PostgreSQL its row stays locked until the end. */
   get(id: string): Promise<JobRecord | undefined>;
+  /**
+   * The jobs of `ids` that exist, by id, read at once (one statement on PostgreSQL); inside a
+   * transaction their rows stay locked until the end, taken in the order of their ids.
+   */
+  getMany(ids: readonly string[]): Promise<Map<string, JobRecord>>;
   updatesOf(id: string): Promise<JobUpdate[]>;
   /** Appends an update and applies its column changes; call inside a transaction with the check. */
   appendUpdate(job: JobRecord, update: JobUpdate, changes: JobChanges): Promise<void>;

@@ -47,6 +47,14 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       const [r] = await query(`select * from jobs where id = ?${locked}`, id);
       return r && toJob(r);
     },
+    async getMany(ids) {
+      if (ids.length === 0) return new Map();
+      // Locked in the order of the ids: two transactions locking overlapping sets never wait on each other in a cycle.
+      const rows = await query(`select * from jobs where id = any(?::text[]) order by id${locked}`, [
+        ...new Set(ids),
+      ]);
+      return new Map(rows.map((r) => [r.id as string, toJob(r)]));
+    },
     async updatesOf(id) {
       const rows = await query('select body from job_updates where job_id = ? order by seq', id);
       return rows.map((r) => JSON.parse(r.body as string) as JobUpdate);

@@ -1,6 +1,6 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
-import type { JobStore } from '../jobs.ts';
+import type { JobRecord, JobStore } from '../jobs.ts';
 import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 import { recordJobEvent } from './job-events.ts';
@@ -43,6 +43,14 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
     get(id) {
       const r = sql('select * from jobs where id = ?').get(id) as Row | undefined;
       return r && toJob(r);
+    },
+    getMany(ids) {
+      const out = new Map<string, JobRecord>();
+      for (const id of ids) {
+        const r = sql('select * from jobs where id = ?').get(id) as Row | undefined;
+        if (r) out.set(id, toJob(r));
+      }
+      return out;
     },
     updatesOf(id) {
       return (sql('select body from job_updates where job_id = ? order by seq').all(id) as Row[]).map(
