@@ -32,26 +32,30 @@ export const JOB_EVENTS_CHANNEL = 'ucompute_job_events';
 /** Any number that no other use of advisory locks in the database picks: "ucoevt" in ASCII. */
 export const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
 
+/** A text array as a literal: the statement that writes events is sent without parameters. */
+const textArray = (xs: readonly string[]) =>
+  pg.escapeLiteral(`{${xs.map((x) => `"${x.replace(/["\\]/g, '\\$&')}"`).join(',')}}`);
+const numberArray = (xs: readonly (number | null)[]) =>
+  `'{${xs.map((x) => (x === null ? 'NULL' : String(Math.trunc(x)))).join(',')}}'`;
+
 /**
- * Writes a transaction's job events as its last statement, under a lock held until it has
- * committed: the numbers are taken in the order of the commits, so a reader that has seen event n
- * has seen every event before it, whichever replica wrote it (a sequence alone is taken in the
- * order of the inserts, and a later number could commit first). NOTIFY serializes notifying
- * commits anyway; this lock only starts that earlier, at the numbering.
+ * A transaction's job events and its commit, in one round trip: the events are written as its
+ * last statement, under a lock held until it has committed, so the numbers are taken in the
+ * order of the commits: a reader that has seen event n has seen every event before it, whichever
+ * replica wrote it (a sequence alone is taken in the order of the inserts, and a later number
+ * could commit first). NOTIFY serializes notifying commits anyway; this lock only starts that
+ * earlier, at the numbering. Sent as one simple query (values as literals): a statement with
+ * parameters is a round trip of its own, and the commit another.
  */
-async function writeJobEvents(query: Query, events: [string, number | null][]): Promise<void> {
+function jobEventsAndCommit(events: [string, number | null][]): string {
   // One statement: the rows come through the join with `locked`, so the lock is taken before any
   // row (and its number) is; a CTE with a volatile function is evaluated once, never inlined.
-  await query(
-    `with locked as (select pg_advisory_xact_lock(?::bigint)),
+  return `with locked as (select pg_advisory_xact_lock(${JOB_EVENTS_LOCK})),
      written as (
        insert into job_events (job_id, update_seq)
-       select e.* from locked, unnest(?::text[], ?::bigint[]) as e returning seq)
-     select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written`,
-    JOB_EVENTS_LOCK,
-    events.map((e) => e[0]),
-    events.map((e) => e[1]),
-  );
+       select e.* from locked, unnest(${textArray(events.map((e) => e[0]))}::text[],
+         ${numberArray(events.map((e) => e[1]))}::bigint[]) as e returning seq)
+     select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written; commit`;
 }
 
 // bigint (epoch milliseconds, counts) and numeric as JavaScript numbers: every value the store
@@ -239,8 +243,7 @@ export async function openPostgresDatabase(
           },
           opened,
         );
-        if (events.length > 0) await writeJobEvents(query, events);
-        await client.query('commit');
+        await client.query(events.length > 0 ? jobEventsAndCommit(events) : 'commit');
         if (wroteDirectory) directoryChanged();
         return result;
       } catch (e) {
