@@ -149,7 +149,18 @@ async function wrk(url: string, token: string, connections: number, seconds: num
     );
   });
   const result = /RESULT (\d+) (\d+) (\d+)/.exec(out);
-  if (!result) throw new Error(`wrk said: ${out}`);
+  if (!result) {
+    // What a request is answered now, to say why.
+    const answer = await fetch(`${url}/api/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ items: [job] }),
+    }).then(
+      async (r) => `${r.status} ${(await r.text()).slice(0, 500)}`,
+      (e: unknown) => String(e),
+    );
+    throw new Error(`wrk said: ${out}\na request now: ${answer}`);
+  }
   return {
     requests: Number(result[1]),
     failures: Number(result[2]),
@@ -182,6 +193,9 @@ interface Case {
   replicaCpuMsPerJob: number;
   /** Each process's CPU ms per accepted job, in the order of `pids`. */
   perProcess: number[];
+  /** The same, less what each used per second without load (lease, timers) over the load's time. */
+  perProcessNet: number[];
+  postgresNet: number;
   postgresCpuMsPerJob: number;
   load: string;
 }
@@ -190,8 +204,17 @@ interface Case {
 async function measure(name: string, urls: string[], pids: number[], token: string): Promise<Case> {
   const split = (i: number) =>
     Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0);
-  await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
   const cpu = () => Promise.all(pids.map(cpuMs));
+  // What each process uses without load (per second, over 3 s): the followers' lease asks, the
+  // leader's renewals and monitor passes, timers. At a few jobs/s it is a large part of a job's CPU.
+  const [idle0, postgresIdle0] = [await cpu(), await postgresCpuMs()];
+  const idleStart = performance.now();
+  await new Promise((r) => setTimeout(r, 3000));
+  const [idle1, postgresIdle1] = [await cpu(), await postgresCpuMs()];
+  const idleSeconds = (performance.now() - idleStart) / 1000;
+  const idlePerSecond = idle1.map((after, i) => (after - idle0[i]!) / idleSeconds);
+  const postgresIdlePerSecond = (postgresIdle1 - postgresIdle0) / idleSeconds;
+  await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
   const [each0, postgresBefore] = [await cpu(), await postgresCpuMs()];
   const results = await Promise.all(urls.map((url, i) => wrk(url, token, split(i), SECONDS)));
   const [each1, postgresAfter] = [await cpu(), await postgresCpuMs()];
@@ -209,6 +232,13 @@ async function measure(name: string, urls: string[], pids: number[], token: stri
     failures,
     replicaCpuMsPerJob: (replicasAfter - replicasBefore) / accepted,
     perProcess: each1.map((after, i) => (after - each0[i]!) / accepted),
+    postgresNet:
+      (postgresAfter - postgresBefore - postgresIdlePerSecond * Math.max(...results.map((r) => r.seconds))) /
+      accepted,
+    perProcessNet: each1.map(
+      (after, i) =>
+        (after - each0[i]! - idlePerSecond[i]! * Math.max(...results.map((r) => r.seconds))) / accepted,
+    ),
     postgresCpuMsPerJob: (postgresAfter - postgresBefore) / accepted,
     load: await loadAverage(),
   };
@@ -392,14 +422,14 @@ try {
   for (const count of values.replicas.split(',').filter(Boolean).map(Number))
     cases.push(await postgresCase(count));
   console.log(
-    '| store | requests | non-200 | accepted jobs/s | p50 ms | p99 ms | replicas CPU ms/job | each (leader first) | PostgreSQL CPU ms/job | × SQLite jobs/s | load after |',
+    '| store | requests | non-200 | accepted jobs/s | p50 ms | p99 ms | replicas CPU ms/job | each (leader first) | each less its idle CPU | PostgreSQL CPU ms/job (less idle) | × SQLite jobs/s | load after |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
   const sqlite = cases[0]!;
   for (const c of cases) {
     console.log(
       `| ${c.name} | ${c.requests} | ${c.failures} | ${Math.round(c.jobsPerSecond)} | ${c.p50.toFixed(1)} | ` +
-        `${c.p99.toFixed(1)} | ${c.replicaCpuMsPerJob.toFixed(3)} | ${c.perProcess.map((x) => x.toFixed(2)).join(' / ')} | ${c.postgresCpuMsPerJob.toFixed(3)} | ` +
+        `${c.p99.toFixed(1)} | ${c.replicaCpuMsPerJob.toFixed(3)} | ${c.perProcess.map((x) => x.toFixed(2)).join(' / ')} | ${c.perProcessNet.map((x) => x.toFixed(2)).join(' / ')} | ${c.postgresCpuMsPerJob.toFixed(3)} (${c.postgresNet.toFixed(2)}) | ` +
         `${(c.jobsPerSecond / sqlite.jobsPerSecond).toFixed(2)} | ${c.load} |`,
     );
   }

@@ -30,6 +30,8 @@ export function postgresBin(): string | undefined {
 export const POSTGRES_TESTED = postgresBin() !== undefined || process.env.CI === 'true';
 
 interface Server {
+  /** The postmaster's process id. */
+  pid: number;
   url: (database: string) => string;
   /** The server's log file (statements too, for a database set to log them). */
   log: string;
@@ -118,9 +120,38 @@ async function start(): Promise<Server> {
       child.kill('SIGQUIT');
       rmSync(dir, { recursive: true, force: true });
     });
-    return { url, log: join(dir, 'log') };
+    guard(child.pid!, dir);
+    return { pid: child.pid!, url, log: join(dir, 'log') };
   }
   throw new Error('PostgreSQL found no free port in 20 tries');
+}
+
+/**
+ * A process of its own that shuts the server down (SIGQUIT: immediate) and removes its folder once
+ * this process is gone however it ended: 'exit' handlers do not run when a signal ends it (SIGTERM
+ * from a test runner that gives up, SIGKILL, SIGPIPE), and the server would run on. It learns of
+ * that end as its stdin (a pipe only this process holds) closes; it is in a session of its own, so
+ * that a signal to this process's group does not end it first.
+ */
+function guard(pid: number, dir: string): void {
+  const script = `process.stdin.resume().once('end', () => {
+    try { process.kill(${pid}, 'SIGQUIT'); } catch {}
+    require('node:fs').rmSync(${JSON.stringify(dir)}, { recursive: true, force: true });
+  });`;
+  const guardian = spawn(process.execPath, ['-e', script], {
+    stdio: ['pipe', 'ignore', 'ignore'],
+    detached: true,
+    env: {},
+  });
+  guardian.unref();
+  // The pipe does not keep this process alive: it only tells the guardian when it is gone.
+  (guardian.stdin as unknown as { unref(): void }).unref();
+}
+
+/** The tests' PostgreSQL server's process id (it is started if it was not). */
+export async function postgresPid(): Promise<number> {
+  server ??= start();
+  return (await server).pid;
 }
 
 /** The tests' PostgreSQL server's log file (it is started if it was not). */
