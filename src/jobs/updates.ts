@@ -42,6 +42,8 @@ interface Applied {
   next: JobState;
   /** The job as its hooks see it, read in the same transaction, when hooks are due. */
   job?: ActiveJob;
+  /** The job's row as this update left it. */
+  after: JobRecord;
 }
 
 /** A backend event waiting to be written, and whom to tell whether it was. */
@@ -106,7 +108,8 @@ export function jobUpdates(o: UpdatesOptions) {
       ending || starting || exiting
         ? activeJob({ ...before, ...decision.changes, ...extra, state: next })
         : undefined;
-    return { id, update: u, previous: before.state, next, ...(job ? { job } : {}) };
+    const after = { ...before, ...changes, updateCount: before.updateCount + 1 };
+    return { id, update: u, previous: before.state, next, after, ...(job ? { job } : {}) };
   }
 
   /** Tells followers, then runs the plugins' hooks for a change of state. */
@@ -195,12 +198,10 @@ export function jobUpdates(o: UpdatesOptions) {
     return store.transaction(async (tx) => {
       const results: Applied[] = [];
       // The batch's jobs read (and locked) in one statement; a job written already in this batch
-      // (RUNNING then its end) is read again, as written.
-      const read = await tx.jobs.getMany(batch.map((e) => e.jobId));
-      const written = new Set<string>();
+      // (RUNNING then its end) is taken as that write left it.
+      const jobs = await tx.jobs.getMany(batch.map((e) => e.jobId));
       for (const e of batch) {
-        const before = written.has(e.jobId) ? await tx.jobs.get(e.jobId) : read.get(e.jobId);
-        written.add(e.jobId);
+        const before = jobs.get(e.jobId);
         // A suspended job is in no backend: what arrives for it was said before it was suspended.
         if (!before || before.state === 'SUSPENDED') continue;
         const current = before.state;
@@ -218,7 +219,10 @@ export function jobUpdates(o: UpdatesOptions) {
         } else {
           result = await write(tx, before, u, exitCodes);
         }
-        if (result) results.push(result);
+        if (result) {
+          results.push(result);
+          jobs.set(e.jobId, result.after);
+        }
       }
       return results;
     });

@@ -1,10 +1,13 @@
 import { lstatSync, type Stats } from 'node:fs';
-import { mkdir, realpath, rename, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, realpath, rename, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { baseName, isInside, normalisePath, parentPath } from '../model/paths.ts';
 import { at, openFolder, writeNewFile } from './folders.ts';
 import type { EntryKind, InputStorage, JobStorage } from './job-storage.ts';
+
+/** How long a folder just ensured stays open for a file written into it next. */
+const KEPT_MS = 1000;
 
 /**
  * Storage ("UCloud/Storage") backed by one directory: the drive path `/home/alice/x` is
@@ -41,6 +44,8 @@ export function directoryStorage(
     if (target !== driveRoot && !target.startsWith(`${driveRoot}${sep}`)) return 'outside';
     return kindOf(await stat(target));
   };
+  /** Folders just ensured, still open (by path), each for KEPT_MS at most. */
+  const kept = new Map<string, { handle: FileHandle; timer: NodeJS.Timeout }>();
   /** The root (the operator's), made on first use: once made, it is not asked for again. */
   let rootMade: Promise<unknown> | undefined;
   const makeRoot = () => {
@@ -56,11 +61,31 @@ export function directoryStorage(
     // planted symlinks in the user's drives, where the server writes as root.
     async ensureFolder(path) {
       await makeRoot();
-      await (await openFolder(root, normalised(path), { create: true })).close();
+      const folder = normalised(path);
+      const handle = await openFolder(root, folder, { create: true });
+      // Kept open a moment: a file written into it next (a job's JobParameters.json) needs no
+      // second walk from the root (an open and a close per name, the most of a job folder's cost).
+      const before = kept.get(folder);
+      const timer = setTimeout(() => {
+        if (kept.get(folder)?.handle !== handle) return;
+        kept.delete(folder);
+        void handle.close().catch(() => {});
+      }, KEPT_MS).unref();
+      kept.set(folder, { handle, timer });
+      if (before) {
+        clearTimeout(before.timer);
+        await before.handle.close().catch(() => {});
+      }
     },
     async writeFile(path, content) {
       const target = normalised(path);
-      const folder = await openFolder(root, parentPath(target), { create: false });
+      const parent = parentPath(target);
+      const found = kept.get(parent);
+      if (found) {
+        kept.delete(parent);
+        clearTimeout(found.timer);
+      }
+      const folder = found?.handle ?? (await openFolder(root, parent, { create: false }));
       try {
         // Written beside, then renamed over the name (never through it): a crash never leaves half a file.
         const temporary = `${baseName(target)}.${process.pid}.tmp`;
