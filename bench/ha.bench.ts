@@ -22,8 +22,8 @@
  *
  * With `--accept-only`, the PostgreSQL cases take the lease from their leader once it holds it (a
  * holder that is no replica, for longer than the run): no replica runs the leader's loop, and the
- * figures are those of acceptance alone, its ceiling on this machine. With `--cpu-prof DIR`, the
- * first replica of each PostgreSQL case writes a V8 CPU profile there (ended by SIGTERM after its case).
+ * figures are those of acceptance alone, its ceiling on this machine. With `--cpu-prof DIR`, every
+ * replica of each PostgreSQL case writes a V8 CPU profile there (ended by SIGTERM after its case).
  *
  *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills] [--statements]
  *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none) [--accept-only] [--cpu-prof DIR]
