@@ -18,6 +18,7 @@ import {
   existsSync,
   globSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   rmdirSync,
   writeFileSync,
@@ -215,10 +216,18 @@ if (values.profile) {
   writeFileSync(join(values.profile, 'summary.txt'), `${lines.join('\n')}\n`);
   writeFileSync(join(values.profile, 'profile.json'), JSON.stringify({ wall, results, samples }, null, 1));
   if (cgroupRoot) {
+    // The groups of files whose processes outlived them, once those are gone too, then the root.
+    for (const group of readdirSync(cgroupRoot, { withFileTypes: true }).filter((e) => e.isDirectory())) {
+      try {
+        rmdirSync(join(cgroupRoot, group.name));
+      } catch {
+        console.error(`run-suite: ${group.name} still holds processes its file left behind`);
+      }
+    }
     try {
       rmdirSync(cgroupRoot);
     } catch {
-      console.error(`run-suite: ${cgroupRoot} still holds processes a file left behind`);
+      console.error(`run-suite: could not remove ${cgroupRoot}`);
     }
   }
   console.log(lines.slice(0, 2).join('\n'));
