@@ -11,7 +11,12 @@
  * on Node's command line as there (V8 refuses some flags in NODE_OPTIONS); --node-flags adds more
  * after them (a later flag wins), for A/B runs of V8's flags.
  *
- *   node bench/serve-memory.bench.ts [--jobs 10000] [--live-after S] [--node-flags F] [--snapshots DIR]
+ * Then the N jobs stay live for --hold seconds (60 by default): serve's RSS at the end of that
+ * (`held`, with the least and most RSS sampled each second meanwhile) is the steady state, after the
+ * submissions' and transitions' garbage — what a deployment with N live jobs holds — and serve's CPU
+ * seconds over the hold are what N live jobs cost when nothing happens to them.
+ *
+ *   node bench/serve-memory.bench.ts [--jobs 10000] [--live-after S] [--hold S] [--node-flags F] [--snapshots DIR]
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -30,6 +35,7 @@ const { values } = parseArgs({
     snapshots: { type: 'string' },
     'live-after': { type: 'string' },
     'node-flags': { type: 'string', default: '' },
+    hold: { type: 'string', default: '60' },
   },
 });
 const JOBS = Number(values.jobs);
@@ -213,6 +219,21 @@ else await new Promise((resolve) => setTimeout(resolve, liveAfter));
 const runningSeen = await running();
 await snapshot();
 const live = { ...(await rss()), ...(await heapMb()), running: runningSeen, cpuSeconds: await cpuSeconds() };
+const holdMs = Number(values.hold) * 1000;
+const rssDuringHold: number[] = [];
+for (const end = performance.now() + holdMs; performance.now() < end; ) {
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  rssDuringHold.push((await rss()).rss);
+}
+const held = {
+  seconds: holdMs / 1000,
+  ...(await rss()),
+  ...(await heapMb()),
+  minRss: Math.min(...rssDuringHold),
+  maxRss: Math.max(...rssDuringHold),
+  running: await running(),
+  cpuSeconds: Math.round(((await cpuSeconds()) - live.cpuSeconds) * 100) / 100,
+};
 const liveAfterGc = await afterFullGc();
 console.log(
   JSON.stringify({
@@ -222,6 +243,7 @@ console.log(
     idle,
     idleAfterGc,
     live,
+    held,
     liveAfterGc,
     rssPerJobKb: Math.round(((live.rss - idle.rss) * 1024) / JOBS),
     heapUsedPerJobKb: Math.round(((live.heapUsed - idle.heapUsed) * 1024) / JOBS),

@@ -3,13 +3,13 @@ import { describe, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { runningPages } from '../src/jobs/running-pages.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import type { JobStore } from '../src/store/jobs.ts';
 import { env } from './support/fixtures.ts';
 import { openTestStore, STORE_KINDS } from './support/store.ts';
 import { until } from './support/until.ts';
 
 // A pass over the running jobs (monitoring, sampling, expiry warnings, utilization) reads them a
-// page at a time by id, so that 10,000 of them are never all in memory with their builds.
+// page at a time by id, so that 10,000 of them are never all in memory with their builds; the
+// periodic ones (monitoring, sampling, expiry warnings) read their rows without JSON.
 
 const alice = { username: 'alice', admin: false };
 const mpi = {
@@ -41,15 +41,13 @@ for (const kind of STORE_KINDS) {
         await until(async () => (await state(ended!)) !== 'RUNNING', { describe: 'the first one ended' });
 
         const asked: { after: string | undefined; got: number }[] = [];
-        const jobs: Pick<JobStore, 'running'> = {
-          running: async (after, limit) => {
-            const page = await store.jobs.running(after, limit);
-            asked.push({ after, got: page.length });
-            return page;
-          },
+        const read = async (after: string | undefined, limit: number) => {
+          const page = await store.jobs.runningRows(after, limit);
+          asked.push({ after, got: page.length });
+          return page;
         };
         const pages: string[][] = [];
-        for await (const page of runningPages(jobs, 2)) pages.push(page.map((j) => j.id));
+        for await (const page of runningPages(read, 2)) pages.push(page.map((j) => j.id));
 
         const running = ids.slice(1).sort();
         assert.deepEqual(pages.flat(), running);
@@ -68,6 +66,52 @@ for (const kind of STORE_KINDS) {
           (await store.jobs.running(running[4], 10)).map((j) => j.id),
           [running[5]],
         );
+        // The rows the periodic passes read are the whole records but their JSON and output folder.
+        const [whole] = await store.jobs.running(running[4], 1);
+        const [row] = await store.jobs.runningRows(running[4], 1);
+        const { specification, build, exitCodes, outputFolder, ...rest } = whole!;
+        assert.ok(specification && build);
+        assert.deepEqual(row, rest);
+      } finally {
+        await service.stop();
+        await store.close();
+      }
+    });
+
+    test('monitoring reads each running job’s build once, then only its row without JSON', async () => {
+      const store = await openTestStore(kind);
+      const service = createJobService({
+        store,
+        env: env(),
+        backend: dryBackend({ runForMs: null }),
+        requireCredits: false,
+        // Only the passes this test asks for.
+        monitorIntervalMs: 3_600_000,
+      });
+      try {
+        const ids = await service.create(
+          alice,
+          Array.from({ length: 5 }, () => mpi),
+        );
+        const state = async (id: string) => (await service.retrieve(alice, id)).status.state;
+        await until(async () => (await Promise.all(ids.map(state))).every((s) => s === 'RUNNING'), {
+          describe: 'all 5 running',
+        });
+        const read = { builds: 0, wholeRows: 0 };
+        const { get, running } = store.jobs;
+        store.jobs.get = (id) => {
+          read.builds++;
+          return get(id);
+        };
+        store.jobs.running = (after, limit) => {
+          read.wholeRows++;
+          return running(after, limit);
+        };
+        await service.monitor();
+        assert.equal(read.builds, 5);
+        await service.monitor();
+        await service.monitor();
+        assert.deepEqual(read, { builds: 5, wholeRows: 0 });
       } finally {
         await service.stop();
         await store.close();

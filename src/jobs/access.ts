@@ -90,7 +90,7 @@ export function statusOf(record: JobRecord): JobStatus {
   };
 }
 
-export function ownerOf(record: JobRecord): Owner {
+export function ownerOf(record: Pick<JobRecord, 'createdBy' | 'project'>): Owner {
   return { createdBy: record.createdBy, ...(record.project !== null ? { project: record.project } : {}) };
 }
 

@@ -1,4 +1,4 @@
-import type { JobRecord } from '../store/jobs.ts';
+import type { RunningJob } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
@@ -74,7 +74,7 @@ export function expiryWarnings(o: ExpiryWarningOptions) {
   /** One pass over the running jobs, a page at a time: warns of each deadline that has come close, once. */
   async function check(): Promise<void> {
     const ids = new Set<string>();
-    for await (const page of runningPages(o.store.jobs)) {
+    for await (const page of runningPages((after, limit) => o.store.jobs.runningRows(after, limit))) {
       for (const job of page) {
         ids.add(job.id);
         await warnIfDue(job);
@@ -83,7 +83,7 @@ export function expiryWarnings(o: ExpiryWarningOptions) {
     for (const id of warned.keys()) if (!ids.has(id)) warned.delete(id);
   }
 
-  async function warnIfDue(job: JobRecord): Promise<void> {
+  async function warnIfDue(job: RunningJob): Promise<void> {
     const { expiresAt } = job;
     if (expiresAt === null || !warningDue(expiresAt, now(), warnBeforeMs) || warned.get(job.id) === expiresAt)
       return;

@@ -25,7 +25,8 @@ export function resourceSampler(o: SamplerOptions) {
   /** One pass: every running job's ranks, now. */
   async function sample(): Promise<void> {
     const running: string[] = [];
-    for await (const page of runningPages(o.store.jobs)) for (const job of page) running.push(job.id);
+    const rows = (after: string | undefined, limit: number) => o.store.jobs.runningRows(after, limit);
+    for await (const page of runningPages(rows)) for (const job of page) running.push(job.id);
     if (running.length === 0) return;
     const usage = await o.backend.usage(running);
     if (usage.size > 0) await o.store.resourceSeries.append(now(), usage);

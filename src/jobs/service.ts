@@ -336,7 +336,7 @@ export function createJobService(options: ServiceOptions): JobService {
       await access.visibleJob(caller, jobId);
       const used = { cpu: 0, memory: 0 };
       let running = 0;
-      for await (const page of runningPages(store.jobs)) {
+      for await (const page of runningPages((after, limit) => store.jobs.running(after, limit))) {
         running += page.length;
         for (const job of page) {
           const { id, category } = job.specification.product;

@@ -2,7 +2,7 @@ import type { Clock } from '../model/clock.ts';
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
-import type { JobChanges, JobRecord } from '../store/jobs.ts';
+import type { JobChanges, JobRecord, RunningJob } from '../store/jobs.ts';
 import { FencedError } from '../store/leases.ts';
 import type { StoreParts, Transactional } from '../store/store.ts';
 import { ownerOf } from './access.ts';
@@ -55,10 +55,13 @@ interface PendingEvent {
 /** Wait before writing again backend events that could not be written (a full disk). */
 const EVENT_RETRY_MS = 1000;
 
-/** A stored job as the plugins see it; undefined once it has ended (its build is gone). */
-export function activeJob(record: JobRecord): ActiveJob | undefined {
-  if (record.build === null) return undefined;
-  const { volcanoJob } = JSON.parse(record.build) as JobBuild;
+/** The annotations onCreate put on a job's Volcano Job, from its build (JSON). */
+export function buildAnnotations(build: string): Record<string, string> {
+  return (JSON.parse(build) as JobBuild).volcanoJob.metadata.annotations ?? {};
+}
+
+/** A stored job as the plugins see it, with its build's annotations. */
+export function asActiveJob(record: RunningJob, annotations: Readonly<Record<string, string>>): ActiveJob {
   return {
     id: record.id,
     owner: ownerOf(record),
@@ -68,9 +71,14 @@ export function activeJob(record: JobRecord): ActiveJob | undefined {
     chargedPeriods: record.chargedPeriods,
     runStartedAt: record.runStartedAt,
     timeRunBeforeMs: record.timeRunBeforeMs,
-    volcanoJob,
+    annotations,
     outcome: record.outcome,
   };
+}
+
+/** A stored job as the plugins see it; undefined once it has ended (its build is gone). */
+export function activeJob(record: JobRecord): ActiveJob | undefined {
+  return record.build === null ? undefined : asActiveJob(record, buildAnnotations(record.build));
 }
 
 export type JobUpdates = ReturnType<typeof jobUpdates>;

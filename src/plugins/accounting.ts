@@ -21,7 +21,7 @@ export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
  * has left cannot pay for its active jobs' next periods.
  */
 async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
-  const annotations = job.volcanoJob.metadata.annotations ?? {};
+  const { annotations } = job;
   const chargePeriod = annotations[CHARGE_PERIOD_ANNOTATION];
   const basis: ChargeBasis = {
     units: Number(annotations[CHARGE_UNITS_ANNOTATION] ?? 0),

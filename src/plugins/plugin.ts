@@ -61,8 +61,11 @@ export interface ActiveJob {
   runStartedAt: number | null;
   /** How long the job's runs before the current one ran, in all. */
   timeRunBeforeMs: number;
-  /** The Volcano Job as built by onCreate: the plugins' annotations travel on it. */
-  volcanoJob: VolcanoJob;
+  /**
+   * The annotations onCreate put on the Volcano Job: what the plugins keep of a job for its later
+   * hooks (its charge basis, its time allocation, its SSH port).
+   */
+  annotations: Readonly<Record<string, string>>;
   /** How ucompute is ending the job, once it has decided to (a cancel, its owner's credits, expiry). */
   outcome: Outcome | null;
 }

@@ -89,7 +89,7 @@ export const sshPlugin: JobPlugin = {
   },
 
   async onJobStart(ctx, job) {
-    if (job.volcanoJob.metadata.annotations?.[SSH_PORT_ANNOTATION] === undefined) return;
+    if (job.annotations[SSH_PORT_ANNOTATION] === undefined) return;
     const { host, port } = await ctx.sshEndpoint(job.id);
     await ctx.addStatus(job.id, `SSH: Connected! Available at: ssh ucloud@${host} -p ${port}`);
   },

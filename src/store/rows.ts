@@ -4,7 +4,7 @@ import type { AllocationRecord } from './accounting.ts';
 import type { TokenMetadata } from './directory.ts';
 import { TOKEN_ID_LENGTH } from './directory.ts';
 import type { JobEventRow } from './job-events.ts';
-import type { JobChanges, JobRecord } from './jobs.ts';
+import type { JobChanges, JobRecord, RunningJob } from './jobs.ts';
 import type { Lease } from './leases.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { SshKeyRecord } from './ssh-keys.ts';
@@ -39,28 +39,45 @@ export const toToken = (r: Row): TokenMetadata => ({
   createdAt: Number(r.created_at),
 });
 
-export const toJob = (r: Row): JobRecord => ({
+/** The columns `toRunningJob` reads: a job's row without its JSON and its output folder. */
+const RUNNING_JOB_COLUMNS = `id, created_by, project, state, application, created_at, time_allocation_ms,
+  started_at, expires_at, submitted, price_per_unit, credits_charged, charged_periods, run_started_at,
+  time_run_before_ms, update_count, outcome, outcome_by, outcome_reason`;
+
+/**
+ * Running jobs (both stores), by id, at most `?` of them with ids after `?`: every column, or only
+ * those `toRunningJob` reads. The partial index jobs_running holds exactly these rows.
+ */
+export const runningPage = (columns: 'all' | 'running-job') =>
+  `select ${columns === 'all' ? '*' : RUNNING_JOB_COLUMNS} from jobs
+   where state = 'RUNNING' and id > ? order by id limit ?`;
+
+export const toRunningJob = (r: Row): RunningJob => ({
   id: r.id as string,
   createdBy: r.created_by as string,
   project: (r.project as string | null) ?? null,
   state: r.state as JobState,
   application: r.application as string,
   createdAt: Number(r.created_at),
-  specification: JSON.parse(r.specification as string) as JobSpecification,
   timeAllocationMs: r.time_allocation_ms === null ? null : Number(r.time_allocation_ms),
   startedAt: r.started_at === null ? null : Number(r.started_at),
   expiresAt: r.expires_at === null ? null : Number(r.expires_at),
-  outputFolder: (r.output_folder as string | null) ?? null,
-  exitCodes: r.exit_codes === null ? null : (JSON.parse(r.exit_codes as string) as Record<string, number>),
   submitted: r.submitted === 1,
   pricePerUnit: Number(r.price_per_unit),
   creditsCharged: Number(r.credits_charged),
   chargedPeriods: Number(r.charged_periods),
   runStartedAt: r.run_started_at === null ? null : Number(r.run_started_at),
   timeRunBeforeMs: Number(r.time_run_before_ms),
-  build: (r.build as string | null) ?? null,
   updateCount: Number(r.update_count),
   outcome: r.outcome === null || r.outcome === undefined ? null : outcomeOf(r),
+});
+
+export const toJob = (r: Row): JobRecord => ({
+  ...toRunningJob(r),
+  specification: JSON.parse(r.specification as string) as JobSpecification,
+  outputFolder: (r.output_folder as string | null) ?? null,
+  exitCodes: r.exit_codes === null ? null : (JSON.parse(r.exit_codes as string) as Record<string, number>),
+  build: (r.build as string | null) ?? null,
 });
 
 function outcomeOf(r: Row): Outcome {

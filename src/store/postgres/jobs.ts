@@ -1,6 +1,6 @@
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobStore, NewJob } from '../jobs.ts';
-import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
+import { jobChangeAssignments, MARK_SUBMITTED, runningPage, toJob, toRunningJob } from '../rows.ts';
 import type { Connection } from './database.ts';
 
 // The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
@@ -193,12 +193,10 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       return rows.map(toJob);
     },
     async running(after, limit) {
-      const rows = await query(
-        `select * from jobs where state = 'RUNNING' and id > ? order by id limit ?`,
-        after ?? '',
-        limit,
-      );
-      return rows.map(toJob);
+      return (await query(runningPage('all'), after ?? '', limit)).map(toJob);
+    },
+    async runningRows(after, limit) {
+      return (await query(runningPage('running-job'), after ?? '', limit)).map(toRunningJob);
     },
     async countByState() {
       const out: Record<string, number> = {};

@@ -1,7 +1,7 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import type { JobRecord, JobStore } from '../jobs.ts';
-import { jobChangeAssignments, MARK_SUBMITTED, toJob } from '../rows.ts';
+import { jobChangeAssignments, MARK_SUBMITTED, runningPage, toJob, toRunningJob } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 import { recordJobEvent } from './job-events.ts';
 
@@ -174,12 +174,10 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       ).map(toJob);
     },
     running(after, limit) {
-      return (
-        sql("select * from jobs where state = 'RUNNING' and id > ? order by id limit ?").all(
-          after ?? '',
-          limit,
-        ) as Row[]
-      ).map(toJob);
+      return (sql(runningPage('all')).all(after ?? '', limit) as Row[]).map(toJob);
+    },
+    runningRows(after, limit) {
+      return (sql(runningPage('running-job')).all(after ?? '', limit) as Row[]).map(toRunningJob);
     },
     countByState() {
       const out: Record<string, number> = {};
