@@ -4,6 +4,7 @@
 #
 #   scripts/cluster.sh build                     build what is missing (cached by versions)
 #   scripts/cluster.sh up DIR [--nodes N] [--node-cpu C] [--node-memory M]
+#                             [--schedule-period D] [--apiserver-gogc N]
 #                                                start it all; writes DIR/admin.kubeconfig and
 #                                                DIR/ucompute.kubeconfig (the chart's account)
 #   scripts/cluster.sh restart DIR COMPONENT     stop and start one component (e.g. kube-apiserver)
@@ -164,12 +165,14 @@ EOF
 up() {
   dir=${1:-}; [ -n "$dir" ] || die "usage: cluster.sh up DIR [--nodes N] [--node-cpu C] [--node-memory M]"
   shift
-  nodes=4 node_cpu=8 node_memory=32Gi
+  nodes=4 node_cpu=8 node_memory=32Gi schedule_period=1s apiserver_gogc=
   while [ $# -gt 0 ]; do
     case $1 in
       --nodes) nodes=$2; shift 2 ;;
       --node-cpu) node_cpu=$2; shift 2 ;;
       --node-memory) node_memory=$2; shift 2 ;;
+      --schedule-period) schedule_period=$2; shift 2 ;;
+      --apiserver-gogc) apiserver_gogc=$2; shift 2 ;;
       *) die "unknown option $1" ;;
     esac
   done
@@ -221,7 +224,7 @@ rules:
     users: [system:serviceaccount:ucompute:ucompute]
   - level: None
 EOF
-  start kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
+  start kube-apiserver env ${apiserver_gogc:+GOGC=$apiserver_gogc} "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
     --tls-cert-file="$dir/pki/apiserver.crt" --tls-private-key-file="$dir/pki/apiserver.key" \
     --client-ca-file="$dir/pki/ca.crt" \
@@ -256,7 +259,7 @@ EOF
   sed 's/- name: capacity/- name: proportion/' \
     "$volcano_dir/installer/helm/chart/volcano/config/volcano-scheduler.conf" > "$dir/run/volcano-scheduler.conf"
   start volcano-scheduler "$bin/scheduler" --kubeconfig="$dir/admin.kubeconfig" \
-    --scheduler-conf="$dir/run/volcano-scheduler.conf" --leader-elect=false --schedule-period=1s \
+    --scheduler-conf="$dir/run/volcano-scheduler.conf" --leader-elect=false --schedule-period="$schedule_period" \
     --enable-healthz=false --enable-metrics=false --cache-dumper=false
   # Its job controller syncs a job on one of --worker-threads, each sync several API calls in turn:
   # 8 workers left jobs 10-20 s per step in its queues on a loaded machine (BENCHMARKS.md, issue 17).
