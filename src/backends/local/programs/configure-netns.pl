@@ -147,9 +147,17 @@ sub flush {
 # entries are not sockets and are not counted), and its conntrack entries: reading the two counters
 # costs microseconds, where listing /proc/net/tcp walks the machine's whole TCP hash table
 # (~10 ms for each of tcp and tcp6 here, and more under load).
+# A closed netlink socket (`ip`'s, this program's own on an earlier pod) stays counted until the
+# kernel frees it after an RCU grace period: milliseconds, longer under load. So a count above 0
+# is read again, 5 ms apart, for up to 100 ms before what it counts is taken as left.
 sub leftover {
-  open(my $f, '<', '/proc/self/net/sockstat') or return 'no socket count';
-  my ($sockets) = <$f> =~ /^sockets: used (\d+)/ or return 'no socket count';
+  my $sockets;
+  for my $attempt (0 .. 20) {
+    select(undef, undef, undef, 0.005) if $attempt > 0;
+    open(my $f, '<', '/proc/self/net/sockstat') or return 'no socket count';
+    ($sockets) = <$f> =~ /^sockets: used (\d+)/ or return 'no socket count';
+    last if $sockets == 0;
+  }
   return "$sockets sockets" if $sockets > 0;
   # Without conntrack in this kernel there is nothing to count.
   open(my $ct, '<', '/proc/sys/net/netfilter/nf_conntrack_count') or return undef;
