@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { runningPages } from '../src/jobs/running-pages.ts';
 import { createJobService } from '../src/jobs/service.ts';
@@ -17,105 +17,96 @@ const mpi = {
   product: { id: 'u1-standard-1', category: 'u1-standard' },
 };
 
+/** A job service on a fresh store of `kind` with `count` of alice's jobs RUNNING on a dry backend. */
+async function runningJobs(
+  t: TestContext,
+  kind: (typeof STORE_KINDS)[number],
+  count: number,
+  options: { monitorIntervalMs?: number } = {},
+) {
+  const store = await openTestStore(kind);
+  const service = createJobService({
+    store,
+    env: env(),
+    backend: dryBackend({ runForMs: null }),
+    requireCredits: false,
+    ...options,
+  });
+  t.after(async () => {
+    await service.stop();
+    await store.close();
+  });
+  const ids = await service.create(
+    alice,
+    Array.from({ length: count }, () => mpi),
+  );
+  const state = async (id: string) => (await service.retrieve(alice, id)).status.state;
+  await until(async () => (await Promise.all(ids.map(state))).every((s) => s === 'RUNNING'), {
+    describe: `all ${count} running`,
+  });
+  return { store, service, ids, state };
+}
+
 for (const kind of STORE_KINDS) {
   describe(`on ${kind}`, () => {
-    test('running jobs come a page at a time, each once, by id, an ended one not at all', async () => {
-      const store = await openTestStore(kind);
-      const service = createJobService({
-        store,
-        env: env(),
-        backend: dryBackend({ runForMs: null }),
-        requireCredits: false,
-      });
-      try {
-        const ids = await service.create(
-          alice,
-          Array.from({ length: 7 }, () => mpi),
-        );
-        const state = async (id: string) => (await service.retrieve(alice, id)).status.state;
-        await until(async () => (await Promise.all(ids.map(state))).every((s) => s === 'RUNNING'), {
-          describe: 'all 7 running',
-        });
-        const [ended] = ids;
-        await service.terminate(alice, [ended!]);
-        await until(async () => (await state(ended!)) !== 'RUNNING', { describe: 'the first one ended' });
+    test('running jobs come a page at a time, each once, by id, an ended one not at all', async (t) => {
+      const { store, service, ids, state } = await runningJobs(t, kind, 7);
+      const [ended] = ids;
+      await service.terminate(alice, [ended!]);
+      await until(async () => (await state(ended!)) !== 'RUNNING', { describe: 'the first one ended' });
 
-        const asked: { after: string | undefined; got: number }[] = [];
-        const read = async (after: string | undefined, limit: number) => {
-          const page = await store.jobs.runningRows(after, limit);
-          asked.push({ after, got: page.length });
-          return page;
-        };
-        const pages: string[][] = [];
-        for await (const page of runningPages(read, 2)) pages.push(page.map((j) => j.id));
+      const asked: { after: string | undefined; got: number }[] = [];
+      const read = async (after: string | undefined, limit: number) => {
+        const page = await store.jobs.runningRows(after, limit);
+        asked.push({ after, got: page.length });
+        return page;
+      };
+      const pages: string[][] = [];
+      for await (const page of runningPages(read, 2)) pages.push(page.map((j) => j.id));
 
-        const running = ids.slice(1).sort();
-        assert.deepEqual(pages.flat(), running);
-        assert.deepEqual(
-          pages.map((p) => p.length),
-          [2, 2, 2],
-        );
-        // Each page starts after the last id of the one before; the last, short or empty, ends the pass.
-        assert.deepEqual(asked, [
-          { after: undefined, got: 2 },
-          { after: running[1], got: 2 },
-          { after: running[3], got: 2 },
-          { after: running[5], got: 0 },
-        ]);
-        assert.deepEqual(
-          (await store.jobs.running(running[4], 10)).map((j) => j.id),
-          [running[5]],
-        );
-        // The rows the periodic passes read are the whole records but their JSON and output folder.
-        const [whole] = await store.jobs.running(running[4], 1);
-        const [row] = await store.jobs.runningRows(running[4], 1);
-        const { specification, build, exitCodes, outputFolder, ...rest } = whole!;
-        assert.ok(specification && build);
-        assert.deepEqual(row, rest);
-      } finally {
-        await service.stop();
-        await store.close();
-      }
+      const running = ids.slice(1).sort();
+      assert.deepEqual(pages.flat(), running);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [2, 2, 2],
+      );
+      // Each page starts after the last id of the one before; the last, short or empty, ends the pass.
+      assert.deepEqual(asked, [
+        { after: undefined, got: 2 },
+        { after: running[1], got: 2 },
+        { after: running[3], got: 2 },
+        { after: running[5], got: 0 },
+      ]);
+      assert.deepEqual(
+        (await store.jobs.running(running[4], 10)).map((j) => j.id),
+        [running[5]],
+      );
+      // The rows the periodic passes read are the whole records but their JSON and output folder.
+      const [whole] = await store.jobs.running(running[4], 1);
+      const [row] = await store.jobs.runningRows(running[4], 1);
+      const { specification, build, exitCodes, outputFolder, ...rest } = whole!;
+      assert.ok(specification && build);
+      assert.deepEqual(row, rest);
     });
 
-    test('monitoring reads each running job’s build once, then only its row without JSON', async () => {
-      const store = await openTestStore(kind);
-      const service = createJobService({
-        store,
-        env: env(),
-        backend: dryBackend({ runForMs: null }),
-        requireCredits: false,
-        // Only the passes this test asks for.
-        monitorIntervalMs: 3_600_000,
-      });
-      try {
-        const ids = await service.create(
-          alice,
-          Array.from({ length: 5 }, () => mpi),
-        );
-        const state = async (id: string) => (await service.retrieve(alice, id)).status.state;
-        await until(async () => (await Promise.all(ids.map(state))).every((s) => s === 'RUNNING'), {
-          describe: 'all 5 running',
-        });
-        const read = { builds: 0, wholeRows: 0 };
-        const { get, running } = store.jobs;
-        store.jobs.get = (id) => {
-          read.builds++;
-          return get(id);
-        };
-        store.jobs.running = (after, limit) => {
-          read.wholeRows++;
-          return running(after, limit);
-        };
-        await service.monitor();
-        assert.equal(read.builds, 5);
-        await service.monitor();
-        await service.monitor();
-        assert.deepEqual(read, { builds: 5, wholeRows: 0 });
-      } finally {
-        await service.stop();
-        await store.close();
-      }
+    test('monitoring reads each running job’s build once, then only its row without JSON', async (t) => {
+      // Only the passes this test asks for.
+      const { store, service } = await runningJobs(t, kind, 5, { monitorIntervalMs: 3_600_000 });
+      const read = { builds: 0, wholeRows: 0 };
+      const { get, running } = store.jobs;
+      store.jobs.get = (id) => {
+        read.builds++;
+        return get(id);
+      };
+      store.jobs.running = (after, limit) => {
+        read.wholeRows++;
+        return running(after, limit);
+      };
+      await service.monitor();
+      assert.equal(read.builds, 5);
+      await service.monitor();
+      await service.monitor();
+      assert.deepEqual(read, { builds: 5, wholeRows: 0 });
     });
   });
 }
