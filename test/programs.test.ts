@@ -323,10 +323,20 @@ test(
   entryTools,
   async (t) => {
     const seccomp = await compiledSeccomp(await tempDir(t));
-    // A process in namespaces of its own (uts among them, with its own host name) stands for a container.
+    // A process in namespaces of its own (uts among them, with its own host name) stands for a container;
+    // --kill-child: the forked sleep dies with unshare (it outlived the test before).
     const holder = spawn(
       'unshare',
-      ['--uts', '--ipc', '--pid', '--fork', '/bin/sh', '-c', 'hostname uclc-inner; exec sleep 60'],
+      [
+        '--uts',
+        '--ipc',
+        '--pid',
+        '--fork',
+        '--kill-child',
+        '/bin/sh',
+        '-c',
+        'hostname uclc-inner; exec sleep 60',
+      ],
       {
         stdio: 'ignore',
       },
