@@ -122,12 +122,11 @@ export function jobMonitor(o: MonitorOptions) {
         const charged = await tx.accounting.charge(record);
         if (charged)
           await o.mirror?.chargeWritten(tx, record, c.job.owner, before.creditsCharged + record.credits);
+        // The balance was read above with the allocations locked: a charge recorded already (by
+        // another replica) is in it, so only this one's credits come off.
         if (o.requireCredits)
           left =
-            (charged
-              ? balance - record.credits
-              : (await access.wallet(account, c.category, now(), tx)).balance) -
-            (await tx.jobs.heldCredits(c.job.owner, c.category));
+            balance - (charged ? record.credits : 0) - (await tx.jobs.heldCredits(c.job.owner, c.category));
         return c.periods - periods;
       });
       return {
