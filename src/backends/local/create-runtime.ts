@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { chmod, lstat, mkdir, readdir, readFile, rm, rmdir, statfs, symlink, unlink } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, statfs } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import {
   type CgroupLayout,
   createPodCgroups,
@@ -32,6 +31,7 @@ import {
   type Sandbox,
 } from './pod/context.ts';
 import { podHandle } from './pod/pod.ts';
+import { podsStateDir, releasePodsStateDir, TMPFS_MAGIC } from './pods-state-dir.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { compiledSeccomp } from './seccomp.ts';
 import { type IdRanges, idRanges } from './userns.ts';
@@ -83,11 +83,6 @@ async function podResolvConf(): Promise<string> {
   return readFile('/run/systemd/resolve/resolv.conf', 'utf8').catch(() => kept.join('\n'));
 }
 
-/** statfs type of a tmpfs. */
-const TMPFS_MAGIC = 0x01021994;
-/** The host's shared-memory tmpfs, where pods' state files live as root (see podsStateDir). */
-const SHM = '/dev/shm';
-
 /**
  * The folder for containers' files (see PodContext.secretsDir): as root a tmpfs, mounted here until
  * the runtime closes (running containers keep the files bound in them).
@@ -107,52 +102,6 @@ async function secretsDir(stateDir: string, root: boolean): Promise<string> {
   }
   return dir;
 }
-/**
- * The folder of pods' records and their containers' state files (pid, exit status, bubblewrap's
- * status; not their output, which is with the job, nor emptyDir volumes, which are on disk). As
- * root, a folder of this instance's on the host's tmpfs /dev/shm, which `<stateDir>/pods` links to:
- * as runc keeps its state in /run. The files live as long as the pods' processes, which a reboot
- * ends too; a restart of ucompute finds them. On disk, each pod allocated and freed about ten
- * inodes, and ext4 without a journal skips, for each inode it allocates, every inode freed in the
- * last 30 s one by one (`recently_deleted`): a burst of short jobs spent a quarter of its CPU there.
- * On disk as before when not root, without a tmpfs /dev/shm, when the instance's folder there is
- * not root's own (made by someone else first), or when `<stateDir>/pods` holds an older ucompute's pods.
- */
-async function podsStateDir(stateDir: string, root: boolean): Promise<string> {
-  const link = join(stateDir, 'pods');
-  const onDisk = async () => {
-    await mkdir(link, { recursive: true, mode: podDirMode });
-    return link;
-  };
-  const found = await lstat(link).catch(() => null);
-  if (!root || (found?.isDirectory() && (await readdir(link)).length > 0)) return onDisk();
-  if ((await statfs(SHM).catch(() => null))?.type !== TMPFS_MAGIC) return onDisk();
-  const hash = createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 16);
-  const dir = join(SHM, `ucompute-pods-${hash}`);
-  await mkdir(dir, { mode: podDirMode }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EEXIST') throw error;
-  });
-  const made = await lstat(dir);
-  if (!made.isDirectory() || made.uid !== 0) return onDisk();
-  await chmod(dir, podDirMode);
-  if (found?.isDirectory()) await rmdir(link);
-  else if (found) await unlink(link);
-  await symlink(dir, link);
-  return dir;
-}
-
-/** Removes the pods' folder on /dev/shm once no pod is left in it (a restarted ucompute needs the others). */
-async function releasePodsStateDir(stateDir: string, dir: string): Promise<void> {
-  const link = join(stateDir, 'pods');
-  if (dir === link) return;
-  try {
-    await rmdir(dir);
-    await unlink(link);
-  } catch {
-    // Pods are left, for the next ucompute; or gone already.
-  }
-}
-
 /** The name servers a resolv.conf lists. */
 const nameserversOf = (resolvConf: string) =>
   [...resolvConf.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!).filter((ip) => isIP(ip) !== 0);
