@@ -64,12 +64,29 @@ async function setup() {
   };
   const submit = async (spec: { application: { name: string; version: string } } & Record<string, unknown>) =>
     (await service.create(alice, [{ product, ...spec }]))[0]!;
-  /** What rank 0 printed. */
-  const stdout = async (id: string) => {
+  /** What rank 0 printed on one stream. */
+  const printed = async (id: string, stream: 'stdout' | 'stderr') => {
     let text = '';
     for await (const chunk of opened.backend.logs(id, { follow: false }))
-      if (chunk.rank === 0) text += chunk.stdout ?? '';
+      if (chunk.rank === 0) text += chunk[stream] ?? '';
     return text;
+  };
+  const stdout = (id: string) => printed(id, 'stdout');
+  /**
+   * The job ended with every rank's exit code 0. SUCCESS alone says the platform ran it to the
+   * end, whatever the application's exit code: a check of the state alone passed with exit 1.
+   */
+  const succeeded = async (id: string) => {
+    const job = await ended(id);
+    const why = async () =>
+      `${JSON.stringify(await store.jobs.updatesOf(id))}\nrank 0's stderr: ${await printed(id, 'stderr')}`;
+    assert.equal(job.state, 'SUCCESS', await why());
+    const codes = Object.values(job.exitCodes ?? {});
+    assert.ok(
+      codes.length > 0 && codes.every((code) => code === 0),
+      `exit codes ${JSON.stringify(job.exitCodes)}: ${await why()}`,
+    );
+    return job;
   };
   /** What the job's port answers first to `hello` (nothing: the first bytes it sends). */
   const answer = async (id: string, port: number, hello?: string) => {
@@ -88,7 +105,7 @@ async function setup() {
     }
     assert.fail(`port ${port} of job ${id} never answered: ${String(last)}`);
   };
-  return { ...opened, ended, running, submit, stdout, answer };
+  return { ...opened, ended, running, submit, stdout, succeeded, answer };
 }
 
 let shared: Awaited<ReturnType<typeof setup>>;
@@ -102,10 +119,9 @@ if (tools.skip === undefined)
 
 for (const replicas of [2, 4]) {
   test(`mpi-hello runs across ${replicas} replicas of the openmpi image`, tools, async () => {
-    const { submit, ended, store, stdout } = shared;
+    const { submit, succeeded, stdout } = shared;
     const id = await submit({ application: { name: 'mpi-hello', version: '1.0' }, replicas });
-    const job = await ended(id);
-    assert.equal(job.state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id)));
+    const job = await succeeded(id);
     assert.deepEqual(job.exitCodes, Object.fromEntries(Array.from({ length: replicas }, (_, r) => [r, 0])));
     const hellos = (await stdout(id)).split('\n').filter((l) => l.startsWith('hello from rank'));
     assert.equal(hellos.length, replicas, await stdout(id));
@@ -113,7 +129,7 @@ for (const replicas of [2, 4]) {
 }
 
 test('word-count runs in the debian image on a file of the owner', tools, async () => {
-  const { submit, ended, store, stdout, storageRoot } = shared;
+  const { submit, succeeded, stdout, storageRoot } = shared;
   await mkdir(join(storageRoot, 'home/alice'), { recursive: true });
   await writeFile(join(storageRoot, 'home/alice/words.txt'), 'b a b c b a\n');
   const id = await submit({
@@ -123,12 +139,14 @@ test('word-count runs in the debian image on a file of the owner', tools, async 
       top: { type: 'integer', value: 1 },
     },
   });
-  assert.equal((await ended(id)).state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(id)));
+  await succeeded(id);
   assert.equal((await stdout(id)).trim().replace(/ +/g, ' '), '3 b');
 });
 
+// The check is submitted as soon as the server is RUNNING, before it listens: http-check asks again
+// until the peer answers (a researcher starts both at once).
 test('http-check in the python image fetches from a file-server peer', tools, async () => {
-  const { submit, ended, running, store, stdout, storageRoot } = shared;
+  const { submit, succeeded, running, stdout, storageRoot } = shared;
   await mkdir(join(storageRoot, 'home/alice/site'), { recursive: true });
   await writeFile(join(storageRoot, 'home/alice/site/index.txt'), 'served from the image\n');
   const server = await submit({
@@ -144,7 +162,7 @@ test('http-check in the python image fetches from a file-server peer', tools, as
       path: { type: 'text', value: 'index.txt' },
     },
   });
-  assert.equal((await ended(check)).state, 'SUCCESS', JSON.stringify(await store.jobs.updatesOf(check)));
+  await succeeded(check);
   assert.match(await stdout(check), /served from the image/);
 });
 
