@@ -45,7 +45,7 @@ function leftovers(podPrefix: string): string[] {
         .filter((l) => l.includes(podPrefix))
         .join('; ')}`,
     );
-  for (const hierarchy of ['memory', 'pids', 'cpu', 'unified']) {
+  for (const hierarchy of ['memory', 'pids', 'cpu', 'cpuacct', 'cpuset', 'unified']) {
     try {
       const list = execFileSync(
         'find',

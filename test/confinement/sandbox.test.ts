@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { chmod, mkdir, readdir, readFile, stat, statfs, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { detectCgroups } from '../../src/backends/local/cgroups.ts';
 import {
   container,
   errors,
@@ -85,6 +86,41 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
       assert.equal(result.out, 'passwd\n', result.err);
     });
 
+    test(`a ${who} container sees of /sys only the CPUs' topology and its own pod's cgroups, read-only`, async (t) => {
+      const { pod } = shared();
+      const out = await outputDir(t);
+      const layout = await detectCgroups();
+      const memory = layout.hierarchies.find((h) => h.controllers.includes('memory'))!;
+      const cpuset = layout.hierarchies.find((h) => h.controllers.includes('cpuset'));
+      const limit = memory.version === 2 ? 'memory.max' : 'memory.limit_in_bytes';
+      const p = await pod(`sys-${who}`, {
+        limits: { cpuMillis: 500, memoryBytes: 256 * 2 ** 20, pids: null },
+      });
+      const script = [
+        // What the JVM and libuv read: the pod's limit where the host mounts the hierarchy.
+        `cat ${memory.root}/${limit}`,
+        'ls /sys/devices/system/cpu | grep -c "^cpu[0-9]"',
+        // Its own processes only (the shell and cat), not the host's or another pod's.
+        `wc -l < ${memory.root}/cgroup.procs`,
+        ...(cpuset
+          ? [`wc -l < ${cpuset.root}/cgroup.procs`, `grep -q . ${cpuset.root}/cpuset.cpus && echo cpus`]
+          : []),
+        `echo 1 > ${memory.root}/${limit} || echo refused`,
+        'for f in /sys/kernel /sys/class/net /sys/firmware /sys/fs/cgroup/devices /sys/block; do test -e $f && echo "visible $f"; done',
+      ].join('; ');
+      const result = await run(p, out, 'main', script, ids);
+      const lines = result.out.trim().split('\n');
+      assert.equal(lines[0], String(256 * 2 ** 20), result.err);
+      assert.ok(Number(lines[1]) >= 1, result.out);
+      assert.ok(Number(lines[2]) <= 3, `the memory group lists ${lines[2]} processes`);
+      if (cpuset) {
+        assert.ok(Number(lines[3]) <= 3, `the cpuset group lists ${lines[3]} processes`);
+        assert.equal(lines[4], 'cpus');
+      }
+      assert.deepEqual(lines.slice(cpuset ? 5 : 3), ['refused']);
+      assert.match(result.err, /Read-only file system/);
+    });
+
     test(`a ${who} container cannot write /proc/sys`, async (t) => {
       const { pod } = shared();
       const out = await outputDir(t);
@@ -117,7 +153,7 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
     assert.equal((await stat(join(work, 'root.txt'))).uid, b.hostUid);
   });
 
-  test('the seccomp profile refuses namespaces, keyrings and odd personalities; no_new_privs is set; /sys is absent', async (t) => {
+  test('the seccomp profile refuses namespaces, keyrings and odd personalities; no_new_privs is set; /sys/kernel is absent', async (t) => {
     const { pod } = shared();
     const out = await outputDir(t);
     const p = await pod('seccomp');

@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import type { ResourceLimits } from './runtime.ts';
 
 /**
- * The controllers a pod's limits need, and cgroup v1's CPU accounting (`cpuacct`), which sets no
- * limit but counts the CPU time the live resource views read (cgroup v2 counts it in every group).
+ * The controllers a pod's limits need, cgroup v1's CPU accounting (`cpuacct`), which sets no
+ * limit but counts the CPU time the live resource views read (cgroup v2 counts it in every group),
+ * and v1's `cpuset`, which limits nothing here but which the JVM needs to see, beside memory, cpu
+ * and cpuacct, before it sizes its heap and threads by the container's limits (see sandbox.ts).
  */
-export type Controller = 'memory' | 'cpu' | 'pids' | 'cpuacct';
+export type Controller = 'memory' | 'cpu' | 'pids' | 'cpuacct' | 'cpuset';
 const CONTROLLERS: readonly Controller[] = ['memory', 'cpu', 'pids'];
 
 /** One mounted cgroup hierarchy that holds some of the controllers we use. */
@@ -33,7 +35,7 @@ const CFS_PERIOD_US = 100_000;
 export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
   const text = mountinfo ?? (await readFile('/proc/self/mountinfo', 'utf8'));
   let v2Root: string | null = null;
-  const v1: { root: string; controllers: Controller[]; accounts: boolean }[] = [];
+  const v1: { root: string; controllers: Controller[]; accounts: boolean; cpusets: boolean }[] = [];
   for (const line of text.split('\n')) {
     const [left, right] = line.split(' - ');
     if (!left || !right) continue;
@@ -47,6 +49,7 @@ export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
         root: mountPoint,
         controllers: CONTROLLERS.filter((c) => options.includes(c)),
         accounts: options.includes('cpuacct'),
+        cpusets: options.includes('cpuset'),
       });
     }
   }
@@ -70,11 +73,16 @@ export async function detectCgroups(mountinfo?: string): Promise<CgroupLayout> {
   if (hierarchies.length === 0 && v2Root) hierarchies.push({ version: 2, root: v2Root, controllers: [] });
   // CPU time: counted by a v2 group (cpu.stat), else by v1's cpuacct, kept last so that the
   // hierarchies of pods made before keep their places.
-  const cpuacct = v1.find((h) => h.accounts)?.root;
-  if (!hierarchies.some((h) => h.version === 2) && cpuacct !== undefined) {
-    const known = hierarchies.find((h) => h.root === cpuacct);
-    if (known) known.controllers.push('cpuacct');
-    else hierarchies.push({ version: 1, root: cpuacct, controllers: ['cpuacct'] });
+  // v1 only, each after what came before it, likewise: CPU time, then the CPU set.
+  const visible = [
+    ['cpuacct', v1.find((h) => h.accounts)?.root],
+    ['cpuset', v1.find((h) => h.cpusets)?.root],
+  ] as const;
+  for (const [controller, root] of visible) {
+    if (hierarchies.some((h) => h.version === 2) || root === undefined) continue;
+    const known = hierarchies.find((h) => h.root === root);
+    if (known) known.controllers.push(controller);
+    else hierarchies.push({ version: 1, root, controllers: [controller] });
   }
   return { hierarchies, missing };
 }
@@ -113,6 +121,7 @@ export async function createPodCgroups(
   for (const h of layout.hierarchies) {
     const parent = join(h.root, parentName);
     mkdirSync(parent, { recursive: true });
+    if (h.controllers.includes('cpuset')) inheritCpusets(h.root, parentName);
     if (h.version === 2 && h.controllers.length > 0) {
       const enable = h.controllers.map((c) => `+${c}`).join(' ');
       writeFileSync(join(h.root, 'cgroup.subtree_control'), enable);
@@ -124,6 +133,25 @@ export async function createPodCgroups(
     dirs.push(dir);
   }
   return dirs;
+}
+
+/**
+ * A v1 cpuset group starts with no CPUs and no memory nodes, and takes no process until it has
+ * both: each folder of the instance's parent gets its parent's, and passes them on to the pods'
+ * groups made in it (`cgroup.clone_children`).
+ */
+function inheritCpusets(root: string, parentName: string): void {
+  const read = (dir: string, file: string) => readFileSync(join(dir, file), 'utf8').trim();
+  let above = root;
+  for (const name of parentName.split('/').filter(Boolean)) {
+    const dir = join(above, name);
+    // Read first (a few bytes of a pseudo-file): set once, when the folder was made.
+    for (const file of ['cpuset.cpus', 'cpuset.mems']) {
+      if (read(dir, file) === '') writeFileSync(join(dir, file), read(above, file));
+    }
+    if (read(dir, 'cgroup.clone_children') !== '1') writeFileSync(join(dir, 'cgroup.clone_children'), '1');
+    above = dir;
+  }
 }
 
 function writeLimits(h: Hierarchy, dir: string, limits: ResourceLimits, defaultPids: number) {

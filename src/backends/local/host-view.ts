@@ -18,7 +18,7 @@ export interface RootView {
 }
 
 /** Top-level folders the sandbox provides itself instead of taking them from the root folder. */
-const PROVIDED = new Set(['proc', 'dev', 'tmp', 'run']);
+const PROVIDED = new Set(['proc', 'dev', 'tmp', 'run', 'sys']);
 
 /** An image's root folder: every entry of it, read-only (symlinks as symlinks). */
 export async function folderView(root: string): Promise<RootView> {

@@ -3,6 +3,7 @@ import { readdir, readlink, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { RootView } from './host-view.ts';
 import type { ContainerSpec } from './runtime.ts';
+import type { SysView } from './sys-views.ts';
 
 /** A host file or folder that appears at `target` in the container. */
 export interface Placement {
@@ -29,6 +30,8 @@ export interface SandboxOptions {
   user: { kind: 'userns'; fd: number } | { kind: 'unshare' };
   /** The compiled seccomp program, open at this descriptor. */
   seccompFd: number;
+  /** What of /sys it sees, read-only (sys-views.ts); /sys holds nothing else. */
+  sys: readonly SysView[];
 }
 
 /** Kubernetes' default /dev/shm size. */
@@ -116,10 +119,25 @@ async function mirrorArgs(view: RootView, folder: string): Promise<string[]> {
 
 const depth = (path: string) => path.split('/').filter(Boolean).length;
 
+/** /sys as a tmpfs of its own with `views` bound in, read-only; the folders on the way 0755 (bubblewrap's own are 0700). */
+function sysArgs(views: readonly SysView[]): string[] {
+  const args = ['--perms', '0755', '--tmpfs', '/sys'];
+  const folders = new Set<string>();
+  for (const { target } of views) {
+    for (let folder = posix.dirname(target); folder !== '/sys'; folder = posix.dirname(folder))
+      folders.add(folder);
+  }
+  for (const folder of [...folders].sort((a, b) => depth(a) - depth(b)))
+    args.push('--perms', '0755', '--dir', folder);
+  for (const { source, target } of views) args.push('--ro-bind', source, target);
+  return args;
+}
+
 /**
  * The bubblewrap argv (without the command) for a container: its root view read-only, private
- * /proc, /dev, /tmp, /run and /dev/shm, no /sys, the placements, its working directory, hostname,
- * user, capabilities and seccomp filter. The environment comes from bubblewrap's own.
+ * /proc, /dev, /tmp, /run and /dev/shm, of /sys only its views, the placements, its working
+ * directory, hostname, user, capabilities and seccomp filter. The environment comes from
+ * bubblewrap's own.
  */
 export async function bwrapArgs(
   bwrap: string,
@@ -154,6 +172,7 @@ export async function bwrapArgs(
   // bubblewrap's /proc has /proc/sys, sysrq-trigger, irq and bus read-only, as OCI runtimes do.
   args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp', '--tmpfs', '/run');
   args.push('--perms', '1777', '--size', String(options.shmBytes), '--tmpfs', '/dev/shm');
+  args.push(...sysArgs(options.sys));
   for (const p of ordered) {
     // Folders bubblewrap would create on the way are private (0700); an image's folders are 0755.
     for (const folder of await missingFolders(view, p.target)) args.push('--perms', '0755', '--dir', folder);
@@ -163,7 +182,7 @@ export async function bwrapArgs(
     args.push(p.readOnly ? '--ro-bind-fd' : '--bind-fd', String(p.fd), p.target);
   }
   // The root and the tmpfs copies stay read-only like the rest of the view, once their mount points exist.
-  for (const folder of ['/', ...mirrored]) args.push('--remount-ro', folder);
+  for (const folder of ['/', '/sys', ...mirrored]) args.push('--remount-ro', folder);
   args.push('--chdir', container.workingDir ?? '/');
   args.push('--cap-drop', 'ALL');
   for (const cap of containerCapabilities(container.uid)) args.push('--cap-add', cap);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { folderView, type RootView } from '../host-view.ts';
 import type { ContainerRoot, ContainerSpec } from '../runtime.ts';
 import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from '../sandbox.ts';
+import { sysViews } from '../sys-views.ts';
 import type { PodContext, PodRecord } from './context.ts';
 import { HOST_PATH, safeForRoot } from './environment.ts';
 
@@ -150,6 +151,7 @@ export async function containerCommand(
     view: await rootView(context, spec.root, pod.idBase),
     user,
     seccompFd,
+    sys: sysViews(context.cgroups, pod.cgroups),
   });
   // bwrap's own arguments end with `--`; the variables go before it.
   const argv = [...bwrap.slice(0, -1), '--args', String(setenvFd), '--', ...spec.argv];
