@@ -456,6 +456,12 @@ describe('the command line', () => {
     assert.match(result.stderr, /^error: unknown command "frobnicate"$/m);
   });
 
+  test('a mistyped command names the nearest one', async () => {
+    const result = await run(['lgos', '123']);
+    assertExit(result, 2);
+    assert.match(result.stderr, /^error: unknown command "lgos" \(did you mean "logs"\?\)$/m);
+  });
+
   test('no command, or apps without validate, exits 2 with the usage', async () => {
     const none = await run([]);
     assertExit(none, 2);

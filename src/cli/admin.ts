@@ -5,6 +5,7 @@ import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';
 import { CliError } from './errors.ts';
 import { printJson } from './format.ts';
 import { cliIo } from './io.ts';
+import { didYouMean } from './suggest.ts';
 
 /** `ucompute admin ...`: the administrators' calls (users, projects, members, credits, tokens) with flags. */
 
@@ -46,7 +47,11 @@ export async function adminCommand(argv: string[]): Promise<number> {
     return name === undefined ? 2 : 0;
   }
   const run = SUBCOMMANDS[name] ?? adminDirectoryCommand(name, ADMIN_USAGE);
-  if (!run) throw new CliError(`unknown admin command "${name}"\n\n${ADMIN_USAGE}`);
+  if (!run) {
+    throw new CliError(
+      `unknown admin command "${name}"${didYouMean(name, ADMIN_COMMANDS)}\n\n${ADMIN_USAGE}`,
+    );
+  }
   return run(rest);
 }
 

@@ -1,6 +1,7 @@
 import { COMMANDS, USAGE } from './commands.ts';
 import { reportError } from './errors.ts';
 import { type CliIo, cliIo, PROCESS_IO, withCliIo } from './io.ts';
+import { didYouMean } from './suggest.ts';
 
 /**
  * Runs `ucompute ARGV...` and answers its exit code: `bin/ucompute.js` with the process's own
@@ -18,7 +19,8 @@ async function run(argv: string[]): Promise<number> {
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {
-    cliIo().stderr.write(`error: unknown command "${name}"\n\n${USAGE}\n`);
+    const names = COMMANDS.map((c) => c.name);
+    cliIo().stderr.write(`error: unknown command "${name}"${didYouMean(name, names)}\n\n${USAGE}\n`);
     return 2;
   }
   try {
