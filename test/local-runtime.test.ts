@@ -353,6 +353,31 @@ describe('local runtime', { skip: skip ?? false }, () => {
     assert.equal(existsSync(join(stateDir, 'volumes', p.name)), false, "the pod's volumes are removed");
   });
 
+  test('a runtime whose state folder is on a tmpfs runs a pod and closes (no secrets mount of its own to remove)', async (t) => {
+    const stateDir = await mkdtemp('/dev/shm/ucompute-runtime-');
+    t.after(() => rm(stateDir, { recursive: true, force: true }));
+    const runtime = await createRuntime({ stateDir, network: 'loopback' });
+    let closed = false;
+    t.after(async () => {
+      if (!closed) await runtime.close();
+    });
+    const out = await outputDir(t);
+    const p = await runtime.createPod({
+      name: `on-tmpfs-${process.pid}`,
+      jobId: `job-on-tmpfs-${process.pid}`,
+      owner: 'default',
+      hostname: 'on-tmpfs',
+      limits: { cpuMillis: null, memoryBytes: null, pids: null },
+      shmBytes: null,
+    });
+    t.after(() => p.destroy(0));
+    const main = await p.start({ ...container(out, 'main', ['true']), ...p.hostIds(0, 0) });
+    assert.equal((await main.exited).exitCode, 0);
+    await p.destroy(0);
+    await runtime.close();
+    closed = true;
+  });
+
   test('a shell runs inside the container, as its user, follows resizes, and tells its exit code', async (t) => {
     const { pod } = shared();
     const out = await outputDir(t);

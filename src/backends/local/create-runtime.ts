@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rm, statfs } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, statfs } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import os from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   type CgroupLayout,
   createPodCgroups,
@@ -102,6 +102,15 @@ async function secretsDir(stateDir: string, root: boolean): Promise<string> {
   }
   return dir;
 }
+/** Whether a folder is where a file system is mounted (another device than its parent's). */
+async function isMountPoint(dir: string): Promise<boolean> {
+  const [own, parent] = await Promise.all([
+    stat(dir).catch(() => null),
+    stat(dirname(dir)).catch(() => null),
+  ]);
+  return own !== null && parent !== null && own.dev !== parent.dev;
+}
+
 /** The name servers a resolv.conf lists. */
 const nameserversOf = (resolvConf: string) =>
   [...resolvConf.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1]!).filter((ip) => isIP(ip) !== 0);
@@ -327,12 +336,9 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
         await sandbox.imageRoots?.close();
         await sandbox.ids?.close();
       }
-      // Once: a second close (or one after the folder is gone) finds nothing mounted.
-      if (
-        root &&
-        sandbox.kind === 'bwrap' &&
-        (await statfs(context.secretsDir).catch(() => null))?.type === TMPFS_MAGIC
-      ) {
+      // Once: a second close (or one after the folder is gone) finds nothing mounted. A state
+      // folder on a tmpfs already got no mount of its own (see secretsDir): nothing to unmount.
+      if (root && sandbox.kind === 'bwrap' && (await isMountPoint(context.secretsDir))) {
         await run('/usr/bin/umount', ['--lazy', context.secretsDir]);
       }
       await releasePodsStateDir(options.stateDir, context.podsDir);
