@@ -10,8 +10,9 @@
  * network namespace) are outside the group and not counted.
  *
  * Named beyond the file name: a Node process whose parent is Node (the local backend's launcher);
- * a Perl process one of whose descendants ran bubblewrap (a container's supervisor), others Perl
- * (configure-netns.pl and the like).
+ * a Perl process one of whose descendants ran bubblewrap (a container's supervisor; the supervisors'
+ * launcher when more than one of its children did, and its forks are then the supervisors), others
+ * Perl (configure-netns.pl and the like).
  *
  * CPU is split at the first exec of bubblewrap: before it is the command's start (the runtime's
  * set-up), from it on the jobs. The group's own cpu.stat is printed beside the sum as a check.
@@ -155,6 +156,31 @@ for (const [tid, t] of tasks) {
   for (let p: number | null = tid; p !== null && !ranBwrap.has(p); p = tasks.get(p)?.parent ?? null)
     ranBwrap.add(p);
 }
+/** How many children of each process ran bubblewrap below them: a supervisor has one per container. */
+const bwrapChildren = new Map<number, number>();
+for (const tid of ranBwrap) {
+  const parent = tasks.get(tid)?.parent;
+  if (parent !== null && parent !== undefined)
+    bwrapChildren.set(parent, (bwrapChildren.get(parent) ?? 0) + 1);
+}
+/**
+ * A Perl process's role: the supervisors' launcher (many children that ran bubblewrap), a
+ * supervisor (it exec'd Perl, or the launcher forked it), another Perl (configure-netns.pl and the
+ * like); a fork that did not exec is its parent's role with `› fork`.
+ */
+function perlRole(owner: number, name: string): string {
+  const t = tasks.get(owner)!;
+  if (!name.endsWith('› fork')) {
+    if ((bwrapChildren.get(owner) ?? 0) > 1) return "perl (supervisors' launcher)";
+    return ranBwrap.has(owner) ? 'perl (supervisor)' : 'perl (not a supervisor)';
+  }
+  const parent = t.parent === null ? null : (tasks.get(t.parent)?.tgid ?? t.parent);
+  const role =
+    parent === null || parent === owner ? 'perl (?)' : perlRole(parent, tasks.get(parent)?.name ?? '');
+  return role === "perl (supervisors' launcher)"
+    ? 'perl (supervisor, forked by the launcher)'
+    : `${role} › fork`;
+}
 function label(tid: number, name: string, comm: string): string {
   const t = tasks.get(tid)!;
   const tgid = t.tgid ?? tid;
@@ -162,10 +188,7 @@ function label(tid: number, name: string, comm: string): string {
   const thread = tgid !== tid;
   let base = thread ? leader.name : name;
   const owner = thread ? tgid : tid;
-  if (base.startsWith('perl')) {
-    const script = ranBwrap.has(owner) ? 'perl (supervisor)' : 'perl (not a supervisor)';
-    base = base.replace(/^perl/, script);
-  }
+  if (base.startsWith('perl')) base = perlRole(owner, base);
   if (base.startsWith('node')) {
     const parent = tasks.get(owner)?.parent;
     const parentTgid = parent !== null && parent !== undefined ? (tasks.get(parent)?.tgid ?? parent) : null;

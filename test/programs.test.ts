@@ -8,7 +8,11 @@ import { promisify } from 'node:util';
 import { PERL, PROGRAMS, PYTHON, programPath } from '../src/backends/local/programs.ts';
 import { compiledSeccomp } from '../src/backends/local/seccomp.ts';
 import { enterContainerArgv } from '../src/backends/local/shell-entry.ts';
-import { CGROUP_JOIN_FAILED, SUPERVISOR_NAME, supervisorCommand } from '../src/backends/local/supervisor.ts';
+import {
+  CGROUP_JOIN_FAILED,
+  SUPERVISOR_NAME,
+  supervisorArguments,
+} from '../src/backends/local/supervisor.ts';
 import { needs } from './support/local-tools.ts';
 import { until } from './support/until.ts';
 
@@ -62,7 +66,7 @@ test(
   },
 );
 
-/** A supervisor run as supervisorCommand starts it, without cgroups, namespace or ids. */
+/** A supervisor run as a program with supervisorArguments, without cgroups, namespace or ids. */
 async function supervise(
   dir: string,
   argv: string[],
@@ -72,7 +76,7 @@ async function supervise(
     sandboxStatus?: string;
   } = {},
 ) {
-  const { file, args } = supervisorCommand({
+  const args = supervisorArguments({
     stateDir: dir,
     cgroupProcs: o.cgroupProcs ?? [],
     stdout: join(dir, 'out'),
@@ -84,8 +88,8 @@ async function supervise(
     logs: o.logs ?? { maxSizeBytes: 1024, maxFiles: 3 },
     argv,
   });
-  // Its own process group, as the launcher starts it.
-  const child = spawn(file, args, { stdio: 'ignore', detached: true });
+  // Its own process group, as the supervisors' launcher starts it.
+  const child = spawn(PERL, [programPath('supervisor.pl'), ...args], { stdio: 'ignore', detached: true });
   const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return { child, ended };
 }

@@ -1,53 +1,30 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { type SupervisorStart, startSupervisorLauncher } from './supervisor-launcher.ts';
 
 /**
- * A long-lived helper process that starts commands for the runtime: `ip`, `nft` and the pods'
- * supervisors. Forking ucompute itself costs milliseconds of its event loop per command once its
- * heap is large (page tables are copied); the launcher is small and forks on its own time, so a
- * pod's start costs ucompute one line written to a pipe.
+ * Long-lived helper processes that start what the runtime runs: a Node one for commands (`ip`,
+ * `nft`, the namespace set-up) and a Perl one for the pods' supervisors (supervisor-launcher.ts).
+ * Forking ucompute itself costs milliseconds of its event loop per command once its heap is large
+ * (page tables are copied); the helpers are small and fork on their own time, so a pod's start
+ * costs ucompute one line written to a pipe.
  */
 export interface Launcher {
   /** Runs a command to completion; the error names the command and carries its stderr. */
   run(file: string, args: readonly string[], input?: string): Promise<string>;
-  /**
-   * Starts a detached process (its own session: it outlives ucompute) whose output is appended to
-   * two files; resolves with its pid once it runs. `onExit` is called when it ends, unless the
-   * launcher ended first (it ends with ucompute's close, or if it crashes).
-   */
-  spawnDetached(command: DetachedCommand, onExit: () => void): Promise<number>;
-  /** Ends the helper; detached processes keep running. */
+  /** Starts a container's supervisor (see supervisor-launcher.ts); resolves with its pid. */
+  startSupervisor(request: SupervisorStart, onExit: () => void): Promise<number>;
+  /** Ends the helpers; supervisors keep running. */
   close(): void;
 }
 
-export interface DetachedCommand {
-  file: string;
-  args: string[];
-  cwd: string;
-  env: Record<string, string>;
-  /** Files the process's stdout and stderr are appended to; none: they go nowhere. */
-  stdout?: string;
-  stderr?: string;
-  /** Files opened read-only for the process as its descriptors 3, 4, … (e.g. what bubblewrap reads). */
-  readFds?: string[];
-  /**
-   * Paths opened (O_PATH) without following a symlink anywhere on the way (see open-path.ts), as
-   * the descriptors after `readFds`: what bubblewrap binds by descriptor, so that a path a job
-   * changes after this open cannot redirect the bind. A path that cannot be opened so fails the start.
-   */
-  pathFds?: string[];
-}
-
 /** The protocol: one JSON object per line each way. */
-export type LauncherRequest =
-  | { id: number; run: { file: string; args: string[]; input?: string; timeoutMs: number } }
-  | { id: number; spawn: DetachedCommand };
-export type LauncherAnswer =
-  | { id: number; stdout: string }
-  | { id: number; pid: number }
-  | { id: number; error: string }
-  | { exited: number };
+export type LauncherRequest = {
+  id: number;
+  run: { file: string; args: string[]; input?: string; timeoutMs: number };
+};
+export type LauncherAnswer = { id: number; stdout: string } | { id: number; error: string };
 
 const MAIN = fileURLToPath(new URL('./launcher-main.ts', import.meta.url));
 
@@ -65,18 +42,14 @@ const COMMAND_TIMEOUT_MS = 120_000;
 export function startLauncher({ commandTimeoutMs = COMMAND_TIMEOUT_MS } = {}): Launcher {
   let child: ChildProcess | null = null;
   let nextId = 1;
-  const pending = new Map<
-    number,
-    { resolve: (a: LauncherAnswer) => void; reject: (e: Error) => void; onExit?: () => void }
-  >();
-  const running = new Map<number, () => void>();
+  const pending = new Map<number, { resolve: (a: LauncherAnswer) => void; reject: (e: Error) => void }>();
   let closed = false;
+  const supervisors = startSupervisorLauncher();
 
   function holdLoop() {
     if (!child) return;
-    const busy = pending.size > 0 || running.size > 0;
     for (const handle of [child, child.stdin, child.stdout] as { ref(): void; unref(): void }[]) {
-      if (busy) handle.ref();
+      if (pending.size > 0) handle.ref();
       else handle.unref();
     }
   }
@@ -86,17 +59,8 @@ export function startLauncher({ commandTimeoutMs = COMMAND_TIMEOUT_MS } = {}): L
     started.stdin!.on('error', () => undefined);
     createInterface({ input: started.stdout! }).on('line', (line) => {
       const a = JSON.parse(line) as LauncherAnswer;
-      if ('exited' in a) {
-        const onExit = running.get(a.exited);
-        running.delete(a.exited);
-        holdLoop();
-        onExit?.();
-        return;
-      }
       const waiter = pending.get(a.id);
       pending.delete(a.id);
-      // Registered now: its end may be on the very next line.
-      if (waiter?.onExit && 'pid' in a) running.set(a.pid, waiter.onExit);
       holdLoop();
       if (!waiter) return;
       if ('error' in a) waiter.reject(new Error(a.error));
@@ -107,19 +71,15 @@ export function startLauncher({ commandTimeoutMs = COMMAND_TIMEOUT_MS } = {}): L
       const lost = new Error(`the launcher process ended (${signal ?? `exit code ${code}`})`);
       for (const waiter of pending.values()) waiter.reject(lost);
       pending.clear();
-      // Its processes run on, unwatched until a restarted ucompute recovers them.
-      running.clear();
     });
     return started;
   }
 
-  function request(body: Omit<LauncherRequest, 'id'>, onExit?: () => void): Promise<LauncherAnswer> {
+  function request(body: Omit<LauncherRequest, 'id'>): Promise<LauncherAnswer> {
     if (closed) return Promise.reject(new Error('the launcher is closed'));
     child ??= launch();
     const id = nextId++;
-    const answered = new Promise<LauncherAnswer>((resolve, reject) =>
-      pending.set(id, { resolve, reject, ...(onExit ? { onExit } : {}) }),
-    );
+    const answered = new Promise<LauncherAnswer>((resolve, reject) => pending.set(id, { resolve, reject }));
     child.stdin!.write(`${JSON.stringify({ id, ...body })}\n`);
     holdLoop();
     return answered;
@@ -137,14 +97,10 @@ export function startLauncher({ commandTimeoutMs = COMMAND_TIMEOUT_MS } = {}): L
       });
       return 'stdout' in a ? a.stdout : '';
     },
-    async spawnDetached(command, onExit) {
-      const a = await request({ spawn: command }, onExit);
-      if (!('pid' in a)) throw new Error(`the launcher did not start ${command.file}`);
-      return a.pid;
-    },
+    startSupervisor: (request, onExit) => supervisors.start(request, onExit),
     close() {
       closed = true;
-      running.clear();
+      supervisors.close();
       if (!child) return;
       child.stdin!.end();
       holdLoop();

@@ -16,6 +16,7 @@ export const PYTHON = '/usr/bin/python3';
 /** Every program in programs/. */
 export const PROGRAMS = [
   'supervisor.pl',
+  'supervisor-launcher.pl',
   'configure-netns.pl',
   'seccomp-compile.py',
   'enter-container.py',

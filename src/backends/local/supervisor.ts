@@ -1,5 +1,5 @@
 /**
- * The supervisor: one process per container, started detached by the launcher, that outlives
+ * The supervisor: one process per container, forked by the supervisors' launcher, that outlives
  * ucompute. It joins the pod's cgroups before anything of the container runs, runs the command as
  * its child, writes the child's stdout and stderr to their files with rotation, and records the
  * exit status in the state folder once the output is written: the status survives a ucompute
@@ -22,7 +22,7 @@
  * that keeps the output open keeps the container running).
  */
 
-import { PERL, programPath, type SyscallNumbers } from './programs.ts';
+import type { SyscallNumbers } from './programs.ts';
 
 /** In every supervisor's command line: a recorded pid is a supervisor only while this is there. */
 export const SUPERVISOR_NAME = 'ucompute-supervisor';
@@ -52,15 +52,18 @@ export interface SupervisedCommand {
   argv: readonly string[];
 }
 
-/** The supervisor's program and arguments for a container's command. */
-export function supervisorCommand(command: SupervisedCommand): { file: string; args: string[] } {
+/**
+ * The supervisor's arguments for a container's command, its name first: what supervise() of
+ * supervisor.pl takes, whether the supervisors' launcher forks it (supervisor-launcher.ts) or a
+ * Perl runs the program with them.
+ */
+export function supervisorArguments(command: SupervisedCommand): string[] {
   const syscalls = () => {
     if (!command.syscalls)
       throw new Error('the supervisor joins a namespace or ids only with system call numbers');
     return command.syscalls;
   };
-  const args = [
-    programPath('supervisor.pl'),
+  return [
     SUPERVISOR_NAME,
     command.stateDir,
     command.cgroupProcs.join(':'),
@@ -77,5 +80,4 @@ export function supervisorCommand(command: SupervisedCommand): { file: string; a
     command.sandboxStatus ?? '',
     ...command.argv,
   ];
-  return { file: PERL, args };
 }

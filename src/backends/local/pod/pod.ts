@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { readPodUsage } from '../cgroup-usage.ts';
 import { oomKillCount } from '../cgroups.ts';
 import type { ContainerSpec, Pod, RunningContainer } from '../runtime.ts';
-import { supervisorCommand } from '../supervisor.ts';
+import { supervisorArguments } from '../supervisor.ts';
 import { checkContainerIds } from '../userns.ts';
 import { containerCommand, writeContainerFiles } from './container-command.ts';
 import {
@@ -85,7 +85,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     for (const file of [spec.stdout, spec.stderr]) mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     if (destroying) throw new Error(`pod ${record.spec.name} is being destroyed`);
     let handle: ContainerHandle | null = null;
-    const { file, args } = supervisorCommand({
+    const args = supervisorArguments({
       stateDir,
       cgroupProcs: procsFiles(record.cgroups),
       stdout: spec.stdout,
@@ -98,9 +98,8 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       argv: command,
     });
     const pid = await context.launcher
-      .spawnDetached(
+      .startSupervisor(
         {
-          file,
           args,
           // Descriptors 3 onwards: what bubblewrap reads, numbered as its arguments say.
           readFds,

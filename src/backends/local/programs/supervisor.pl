@@ -3,11 +3,16 @@
 # runs the command as its child, copies its stdout and stderr to rotated files, and records how
 # it ended in the state folder once the output is written.
 #
+# Run as a program (`perl supervisor.pl ARGUMENTS`), or loaded once by supervisor-launcher.pl,
+# which forks and calls supervise(ARGUMENTS) for each container: a fork of a Perl that has
+# compiled this file costs a fraction of a millisecond, a new Perl several.
+#
 # Arguments: its name (ucompute-supervisor, which marks the process as a supervisor), the state
 # folder, `:`-separated cgroup.procs files, stdout file, stderr file, rotation size, files kept,
 # network namespace file or '', `uid:gid` or '', the numbers of setns, unshare, mount and umount2
 # (`:`-separated; '' without a network namespace) and of setgroups (or ''),
 # bubblewrap's status file or '' (see sandbox-status.ts), then the command. No module besides strict is loaded: it starts in about a millisecond.
+package UcomputeSupervisor;
 use strict;
 
 # Exit statuses it records itself: 125 when it cannot join the pod's cgroups (CGROUP_JOIN_FAILED
@@ -19,11 +24,9 @@ my $CLONE_NEWNET = 0x40000000;
 # unshare's flag for a new mount namespace, and mount's flags (<sys/mount.h>), umount2's MNT_DETACH.
 my ($CLONE_NEWNS, $MS_REC, $MS_SLAVE, $MNT_DETACH) = (0x00020000, 0x4000, 0x80000, 2);
 
-# A caught signal (unlike an ignored one) is reset for the child: SIGTERM reaches the command
-# while the supervisor stays to record how it ended.
-$SIG{$_} = sub { } for qw(TERM INT HUP);
-my (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $nsCalls, $setgroups, $sandboxStatus, @command) = @ARGV;
-my ($setns, $unshare, $mount, $umount2) = split /:/, $nsCalls;
+# One container's arguments (see above), set by supervise.
+my ($state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $nsCalls, $setgroups, $sandboxStatus, @command);
+my ($setns, $unshare, $mount, $umount2);
 
 sub put {
   my ($file, $text) = @_;
@@ -75,70 +78,81 @@ sub detachNamespaceMounts {
   syscall($umount2, $folder, $MNT_DETACH);
 }
 
-put("$state/pid", "$$\n");
-my $status = 0;
-for (split /:/, $cgroups) { put($_, "$$\n") or $status = $CGROUP_JOIN_FAILED }
-if ($status == 0) {
-  pipe(my $outRead, my $outWrite) and pipe(my $errRead, my $errWrite) or die "pipe: $!";
-  my $child = fork;
-  die "fork: $!" unless defined $child;
-  if ($child == 0) {
-    open(STDOUT, '>&', $outWrite) and open(STDERR, '>&', $errWrite) or exit 126;
-    # Opened before anything can fail, so that a status without an exit code means the sandbox
-    # never ran the command; kept in scope until exec (leaving the block would close it).
-    my $sandbox;
-    if ($sandboxStatus ne '') {
-      open($sandbox, '>', $sandboxStatus) or refuse("$sandboxStatus: $!");
-      my $F_SETFD = 2;
-      fcntl($sandbox, $F_SETFD, 0) or refuse("fcntl: $!");    # no close-on-exec: bubblewrap writes it
-      splice(@command, 1, 0, '--json-status-fd', fileno($sandbox));
+# Supervises one container; returns once its end is recorded.
+sub supervise {
+  # A caught signal (unlike an ignored one) is reset for the child: SIGTERM reaches the command
+  # while the supervisor stays to record how it ended.
+  $SIG{$_} = sub { } for qw(TERM INT HUP);
+  (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $nsCalls, $setgroups, $sandboxStatus, @command) = @_;
+  ($setns, $unshare, $mount, $umount2) = split /:/, $nsCalls;
+  put("$state/pid", "$$\n");
+  my $status = 0;
+  for (split /:/, $cgroups) { put($_, "$$\n") or $status = $CGROUP_JOIN_FAILED }
+  if ($status == 0) {
+    pipe(my $outRead, my $outWrite) and pipe(my $errRead, my $errWrite) or die "pipe: $!";
+    my $child = fork;
+    die "fork: $!" unless defined $child;
+    if ($child == 0) {
+      open(STDOUT, '>&', $outWrite) and open(STDERR, '>&', $errWrite) or exit 126;
+      # Opened before anything can fail, so that a status without an exit code means the sandbox
+      # never ran the command; kept in scope until exec (leaving the block would close it).
+      my $sandbox;
+      if ($sandboxStatus ne '') {
+        open($sandbox, '>', $sandboxStatus) or refuse("$sandboxStatus: $!");
+        my $F_SETFD = 2;
+        fcntl($sandbox, $F_SETFD, 0) or refuse("fcntl: $!");    # no close-on-exec: bubblewrap writes it
+        splice(@command, 1, 0, '--json-status-fd', fileno($sandbox));
+      }
+      if ($netns ne '') {
+        open(my $ns, '<', $netns) or refuse("$netns: $!");
+        syscall($setns, fileno($ns), $CLONE_NEWNET) == 0 or refuse("setns $netns: $!");
+        detachNamespaceMounts();
+      }
+      if ($ids ne '') {
+        my ($uid, $gid) = split /:/, $ids;
+        syscall($setgroups, 0, 0) == 0 or refuse("setgroups: $!");
+        $) = $gid;
+        $( = $gid;
+        ($<, $>) = ($uid, $uid);
+        my $became = join(':', $<, $>, $(, $));
+        refuse("could not become $ids ($became)") unless $became eq "$uid:$uid:$gid:$gid";
+      }
+      # Its own message below, not Perl's warning, when the command cannot be run.
+      { local $^W = 0; exec { $command[0] } @command }
+      print STDERR "$command[0]: $!\n";
+      exit($! == 2 ? 127 : 126);
     }
-    if ($netns ne '') {
-      open(my $ns, '<', $netns) or refuse("$netns: $!");
-      syscall($setns, fileno($ns), $CLONE_NEWNET) == 0 or refuse("setns $netns: $!");
-      detachNamespaceMounts();
-    }
-    if ($ids ne '') {
-      my ($uid, $gid) = split /:/, $ids;
-      syscall($setgroups, 0, 0) == 0 or refuse("setgroups: $!");
-      $) = $gid;
-      $( = $gid;
-      ($<, $>) = ($uid, $uid);
-      my $became = join(':', $<, $>, $(, $));
-      refuse("could not become $ids ($became)") unless $became eq "$uid:$uid:$gid:$gid";
-    }
-    # Its own message below, not Perl's warning, when the command cannot be run.
-    { local $^W = 0; exec { $command[0] } @command }
-    print STDERR "$command[0]: $!\n";
-    exit($! == 2 ? 127 : 126);
-  }
-  close($outWrite);
-  close($errWrite);
-  # Each stream is copied as it comes (long lines and binary output pass untouched) until every
-  # holder of its pipe closed it.
-  my @streams = ({ pipe => $outRead, path => $out }, { pipe => $errRead, path => $err });
-  begin($_) for @streams;
-  while (my @open = grep { $_->{pipe} } @streams) {
-    my $wanted = '';
-    vec($wanted, fileno($_->{pipe}), 1) = 1 for @open;
-    next if select(my $ready = $wanted, undef, undef, undef) <= 0;
-    for my $s (grep { vec($ready, fileno($_->{pipe}), 1) } @open) {
-      my $got = sysread($s->{pipe}, my $bytes, 65536);
-      next unless defined $got;
-      if ($got == 0) { close($s->{pipe}); $s->{pipe} = undef; close($s->{file}); next }
-      while ($s->{pipe} && length $bytes) {
-        my $part = substr($bytes, 0, $max - $s->{size}, '');
-        for (my $at = 0; $at < length $part;) {
-          my $wrote = syswrite($s->{file}, $part, length($part) - $at, $at);
-          if (!defined $wrote) { close($s->{pipe}); $s->{pipe} = undef; last }
-          $at += $wrote;
+    close($outWrite);
+    close($errWrite);
+    # Each stream is copied as it comes (long lines and binary output pass untouched) until every
+    # holder of its pipe closed it.
+    my @streams = ({ pipe => $outRead, path => $out }, { pipe => $errRead, path => $err });
+    begin($_) for @streams;
+    while (my @open = grep { $_->{pipe} } @streams) {
+      my $wanted = '';
+      vec($wanted, fileno($_->{pipe}), 1) = 1 for @open;
+      next if select(my $ready = $wanted, undef, undef, undef) <= 0;
+      for my $s (grep { vec($ready, fileno($_->{pipe}), 1) } @open) {
+        my $got = sysread($s->{pipe}, my $bytes, 65536);
+        next unless defined $got;
+        if ($got == 0) { close($s->{pipe}); $s->{pipe} = undef; close($s->{file}); next }
+        while ($s->{pipe} && length $bytes) {
+          my $part = substr($bytes, 0, $max - $s->{size}, '');
+          for (my $at = 0; $at < length $part;) {
+            my $wrote = syswrite($s->{file}, $part, length($part) - $at, $at);
+            if (!defined $wrote) { close($s->{pipe}); $s->{pipe} = undef; last }
+            $at += $wrote;
+          }
+          $s->{size} += length $part;
+          if ($s->{pipe} && $s->{size} >= $max) { close($s->{file}); begin($s) }
         }
-        $s->{size} += length $part;
-        if ($s->{pipe} && $s->{size} >= $max) { close($s->{file}); begin($s) }
       }
     }
+    1 while waitpid($child, 0) < 0 && $! == 4;
+    $status = $? & 127 ? 128 + ($? & 127) : $? >> 8;
   }
-  1 while waitpid($child, 0) < 0 && $! == 4;
-  $status = $? & 127 ? 128 + ($? & 127) : $? >> 8;
+  put("$state/exit", "$status\n");
 }
-put("$state/exit", "$status\n");
+
+supervise(@ARGV) unless caller;
+1;

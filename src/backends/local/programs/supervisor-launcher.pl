@@ -1,0 +1,135 @@
+#!/usr/bin/perl -w
+# The supervisors' launcher (see supervisor-launcher.ts, which starts it and talks to it): one
+# long-lived Perl that has compiled supervisor.pl once and forks, for each container, a process
+# that becomes its supervisor (supervise() of supervisor.pl). A fork of this small process costs a
+# fraction of a millisecond; a new Perl for each supervisor cost several, and its start from a
+# Node launcher a fork of Node's larger one.
+#
+# Requests on stdin, one a line, fields separated by single spaces, every string in hex (any bytes
+# pass): `ID CWD N ENV×N N READ×N N PATH×N ARGUMENT…` (ENV as `NAME=value`; READ files opened
+# read-only and PATH paths opened O_PATH without following a symlink anywhere, passed as the
+# supervisor's descriptors 3, 4, … in that order; the supervisor's arguments as supervisor.pl
+# takes them). Answers on stdout: `pid ID PID` once the process runs under the supervisor's name,
+# `error ID MESSAGE` (hex), and `exited PID` when a supervisor ended. It ends when stdin closes;
+# the supervisors run on (each in a session of its own).
+use strict;
+use Fcntl qw(F_DUPFD F_GETFL F_SETFL O_NONBLOCK O_NOFOLLOW O_RDONLY S_ISLNK);
+use POSIX ();
+
+# Linux's O_PATH: a descriptor that names a file without opening its contents.
+my $O_PATH = 010000000;
+my $SUPERVISOR = ($0 =~ s{[^/]*$}{}r) . 'supervisor.pl';
+require $SUPERVISOR;
+
+# Descriptors this process inherited open across exec (without close-on-exec: Perl opens its own
+# above 2 with it) would reach every supervisor and container: closed first. Listed, then closed.
+sub closeInherited {
+  opendir(my $list, '/proc/self/fd') or die "/proc/self/fd: $!";
+  my @fds = grep { /^\d+$/ && $_ > 2 } readdir($list);
+  closedir($list);
+  for my $fd (@fds) {
+    open(my $info, '<', "/proc/self/fdinfo/$fd") or next;    # the listing's own, closed since
+    my ($flags) = join('', <$info>) =~ /^flags:\s*([0-7]+)$/m;
+    close($info);
+    POSIX::close($fd) if defined $flags && !(oct($flags) & 02000000);
+  }
+}
+
+# A descriptor (O_PATH) of the path, resolved one component at a time relative to the previous
+# folder's descriptor (/proc/self/fd/N/name) without following a symlink anywhere: a job can plant
+# symlinks in its own folder, and what is bound on its behalf is then refused, not redirected.
+sub openWithoutSymlinks {
+  my $path = shift;
+  die "$path is not an absolute path\n" unless $path =~ m{^/};
+  my @parts = grep { $_ ne '' && $_ ne '.' } split m{/}, $path;
+  die "$path: '..' is not allowed\n" if grep { $_ eq '..' } @parts;
+  sysopen(my $current, '/', $O_PATH | O_NOFOLLOW) or die "/: $!\n";
+  for my $i (0 .. $#parts) {
+    my $next;
+    unless (sysopen($next, '/proc/self/fd/' . fileno($current) . "/$parts[$i]", $O_PATH | O_NOFOLLOW)) {
+      die "$path does not exist\n" if $!{ENOENT};
+      die "$path: $!\n";
+    }
+    $current = $next;
+    my @st = stat($current) or die "$path: $!\n";
+    die "$path is not used: /" . join('/', @parts[0 .. $i]) . " is a symlink\n" if S_ISLNK($st[2]);
+  }
+  return $current;
+}
+
+# Ended supervisors are reaped in the main loop; the handler only wakes it (a self-pipe).
+pipe(my $wake, my $waker) or die "pipe: $!";
+fcntl($waker, F_SETFL, fcntl($waker, F_GETFL, 0) | O_NONBLOCK) or die "fcntl: $!";
+$SIG{CHLD} = sub { syswrite($waker, 'x') };
+
+sub answer { syswrite(STDOUT, "@_\n") }
+sub unhex { pack('H*', $_[0]) }
+
+# Becomes the supervisor (never returns): named as one before the parent answers, in a session of
+# its own, the descriptors at 3, 4, …, the request's folder and environment.
+sub becomeSupervisor {
+  my ($cwd, $env, $fds, $args, $ready, $named) = @_;
+  $SIG{CHLD} = 'DEFAULT';
+  $0 = "$args->[0] $args->[1]";
+  close($_) for $named, $ready;
+  close($wake);
+  close($waker);
+  POSIX::setsid();
+  open(STDIN, '<', '/dev/null') and open(STDOUT, '>', '/dev/null') and open(STDERR, '>', '/dev/null')
+    or POSIX::_exit(126);
+  # First above every number they may take, then in place (dup2's copy is not close-on-exec).
+  my @high;
+  for my $f (@$fds) { push @high, (fcntl($f, F_DUPFD, 1000) or POSIX::_exit(126)) + 0 }
+  close($_) for @$fds;
+  for my $i (0 .. $#high) { defined POSIX::dup2($high[$i], 3 + $i) or POSIX::_exit(126); POSIX::close($high[$i]) }
+  chdir($cwd) or POSIX::_exit(126);
+  %ENV = map { split /=/, $_, 2 } @$env;
+  my $ok = eval { UcomputeSupervisor::supervise(@$args); 1 };
+  POSIX::_exit($ok ? 0 : 255);
+}
+
+sub start {
+  my @t = map { unhex($_) } @_;
+  my $cwd = shift @t;
+  my @env = splice(@t, 0, shift @t);
+  my @read = splice(@t, 0, shift @t);
+  my @paths = splice(@t, 0, shift @t);
+  die "no supervisor arguments\n" unless @t >= 2;
+  my @fds;
+  for my $file (@read) {
+    sysopen(my $f, $file, O_RDONLY) or die "$file: $!\n";
+    push @fds, $f;
+  }
+  push @fds, openWithoutSymlinks($_) for @paths;
+  pipe(my $ready, my $named) or die "pipe: $!\n";
+  my $pid = fork;
+  die "fork: $!\n" unless defined $pid;
+  becomeSupervisor($cwd, \@env, \@fds, \@t, $ready, $named) if $pid == 0;
+  close($named);
+  # End of file once the child took the supervisor's name (a read interrupted by SIGCHLD is retried).
+  for (my $tries = 0; $tries < 1000; $tries++) { last if defined sysread($ready, my $byte, 1) }
+  return $pid;
+}
+
+closeInherited();
+my $buffer = '';
+for (;;) {
+  my $wanted = '';
+  vec($wanted, fileno(STDIN), 1) = 1;
+  vec($wanted, fileno($wake), 1) = 1;
+  next if select(my $ready = $wanted, undef, undef, undef) <= 0;
+  if (vec($ready, fileno($wake), 1)) {
+    sysread($wake, my $bytes, 4096);
+    while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) { answer('exited', $pid) }
+  }
+  next unless vec($ready, fileno(STDIN), 1);
+  my $got = sysread(STDIN, $buffer, 65536, length $buffer);
+  next if !defined $got && $!{EINTR};
+  last unless $got;
+  while ($buffer =~ s/^([^\n]*)\n//) {
+    my ($id, @fields) = split / /, $1;
+    my $pid = eval { start(@fields) };
+    if (defined $pid) { answer('pid', $id, $pid) }
+    else { answer('error', $id, unpack('H*', $@ =~ s/\n\z//r)) }
+  }
+}
