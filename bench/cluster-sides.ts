@@ -9,10 +9,12 @@ import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { KubeConfig, KubernetesObjectApi, Watch } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { CHILD_ENV } from '../test/support/cli.ts';
 import { ROOT } from '../test/support/fixtures.ts';
 import { startServe, stopServe } from '../test/support/serve.ts';
+import { followObjects, PODS, VOLCANO_JOBS, volcanoJobOf } from './cluster-follow.ts';
+import type { Timeline } from './cluster-timeline.ts';
 
 export const NAMESPACE = 'ucompute';
 const CONCURRENCY = 16;
@@ -31,63 +33,6 @@ export interface SideOptions {
   holdMs?: number;
   /** Where the side records its jobs (the caller reads it for progress). */
   timeline: Timeline;
-}
-
-/** When each job was submitted and seen running (performance.now() ms), and how the wait ended. */
-export class Timeline {
-  readonly submitted = new Map<string, number>();
-  readonly running = new Map<string, number>();
-  firstSubmit = 0;
-  allSubmitted = 0;
-  endedBy = 'all running';
-  private resolveAll!: () => void;
-  readonly all = new Promise<void>((resolve) => {
-    this.resolveAll = resolve;
-  });
-  readonly jobs: number;
-  constructor(jobs: number) {
-    this.jobs = jobs;
-  }
-
-  sawRunning(id: string): void {
-    const at = this.submitted.get(id);
-    if (at === undefined || this.running.has(id)) return;
-    this.running.set(id, performance.now());
-    if (this.running.size === this.jobs) this.resolveAll();
-  }
-
-  /** Waits until all run, or until `stopped` says why not. */
-  async untilAllRunning(stopped: Promise<string>): Promise<void> {
-    const why = await Promise.race([this.all.then(() => undefined), stopped]);
-    if (why !== undefined) this.endedBy = why;
-  }
-
-  summary() {
-    const times = [...this.running.values()].sort((a, b) => a - b);
-    const latencies = [...this.running].map(([id, at]) => at - this.submitted.get(id)!).sort((a, b) => a - b);
-    const percentile = (p: number) =>
-      Math.round(latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))] ?? NaN);
-    const rate = (n: number, ms: number) => Math.round((n / (ms / 1000)) * 10) / 10;
-    const tenth = Math.max(1, Math.floor(this.jobs / 10));
-    // Jobs Running per second within each tenth of the N (by the order they ran): how the rate
-    // moves as live jobs grow.
-    const byTenth: number[] = [];
-    for (let end = tenth; end <= times.length; end += tenth) {
-      const from = end === tenth ? this.firstSubmit : times[end - tenth - 1]!;
-      byTenth.push(rate(tenth, times[end - 1]! - from));
-    }
-    return {
-      endedBy: this.endedBy,
-      submitted: this.submitted.size,
-      submittedInMs: Math.round(this.allSubmitted - this.firstSubmit),
-      running: times.length,
-      p50Ms: percentile(50),
-      p99Ms: percentile(99),
-      runningPerSecond: rate(times.length, (times.at(-1) ?? NaN) - this.firstSubmit),
-      runningPerSecondByTenth: byTenth,
-      lastRunningAfterMs: Math.round((times.at(-1) ?? NaN) - this.firstSubmit),
-    };
-  }
 }
 
 /** Runs `submit` for 0..n-1, CONCURRENCY at a time, until all are done or `stopped` settles. */
@@ -111,55 +56,41 @@ const kubeconfig = (cluster: string, user: 'admin' | 'ucompute') => {
 };
 
 /**
- * Follows the Volcano Jobs with `labelSelector`, telling `running` each name whose phase is
- * Running: listed, then watched from the list's version, listed again whenever the watch ends (the
- * API server closes watches after 30–60 min), until `stopped` settles or the answer is called.
+ * Follows the side's Volcano Jobs and pods, telling the timeline when each job's first pod and
+ * its Volcano Job are seen Running (`key`: the job's key from its Volcano Job's name); the
+ * timeline fails if a follower gives up.
  */
-async function followJobPhases(
+async function followCluster(
   kc: KubeConfig,
-  labelSelector: string,
-  running: (name: string) => void,
+  t: Timeline,
+  key: (volcanoJob: string) => string,
   stopped: Promise<unknown>,
+  volcanoRunning: (key: string) => void = (k) => t.sawVolcanoRunning(k),
 ): Promise<() => void> {
-  const path = `/apis/batch.volcano.sh/v1alpha1/namespaces/${NAMESPACE}/jobs`;
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  type VolcanoJob = { metadata: { name: string }; status?: { state?: { phase?: string } } };
-  const seen = (job: VolcanoJob) => job.status?.state?.phase === 'Running' && running(job.metadata.name);
-  let done = false;
-  let watching: { abort(): void } | undefined;
-  const stop = () => {
-    done = true;
-    watching?.abort();
+  const fail = (why: string) => t.fail(why);
+  const jobs = await followObjects(
+    kc,
+    NAMESPACE,
+    VOLCANO_JOBS,
+    (job) => job.status?.state?.phase === 'Running' && volcanoRunning(key(job.metadata.name)),
+    stopped,
+    fail,
+  );
+  const pods = await followObjects(
+    kc,
+    NAMESPACE,
+    PODS,
+    (pod) => {
+      const name = volcanoJobOf(pod);
+      if (pod.status?.phase === 'Running' && name !== undefined) t.sawPodRunning(key(name));
+    },
+    stopped,
+    fail,
+  );
+  return () => {
+    jobs();
+    pods();
   };
-  void stopped.then(stop);
-  const follow = async (): Promise<void> => {
-    if (done) return;
-    const list = (await objects.list(
-      'batch.volcano.sh/v1alpha1',
-      'Job',
-      NAMESPACE,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      labelSelector,
-    )) as unknown as { items: VolcanoJob[]; metadata: { resourceVersion: string } };
-    for (const job of list.items) seen(job);
-    if (done) return;
-    watching = await new Watch(kc).watch(
-      path,
-      { labelSelector, resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: true },
-      (_type, job: VolcanoJob) => seen(job),
-      () =>
-        void setTimeout(
-          () =>
-            void follow().catch((e: unknown) => done || console.error('direct: following again failed:', e)),
-          1000,
-        ),
-    );
-  };
-  await follow();
-  return stop;
 }
 
 /** The same Volcano Jobs ucompute would make (`ucompute plan`), created directly with client-node. */
@@ -186,7 +117,17 @@ export async function directSide(o: SideOptions) {
   const kc = kubeconfig(o.cluster, 'admin');
   const objects = KubernetesObjectApi.makeApiClient(kc);
   const t = o.timeline;
-  const unfollow = await followJobPhases(kc, 'bench=direct', (name) => t.sawRunning(name), o.stopped);
+  // The direct side's RUNNING is its Volcano Job's phase Running.
+  const unfollow = await followCluster(
+    kc,
+    t,
+    (name) => name,
+    o.stopped,
+    (name) => {
+      t.sawVolcanoRunning(name);
+      t.sawRunning(name);
+    },
+  );
   t.firstSubmit = performance.now();
   await inParallel(o.jobs, o.stopped, async (i) => {
     const job = structuredClone(template);
@@ -332,6 +273,13 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
   }, 1000);
   const t = o.timeline;
   const events = followUcompute(url, token, (id) => t.sawRunning(id), o.stopped);
+  // What the cluster itself says of ucompute's jobs (Volcano Job `j-<id>`), beside ucompute's RUNNING.
+  const unfollow = await followCluster(
+    kubeconfig(o.cluster, 'admin'),
+    t,
+    (name) => name.replace(/^j-/, ''),
+    o.stopped,
+  );
   try {
     const rssIdle = await rssMb();
     const auditBefore = (await auditLines(o.cluster)).length;
@@ -374,14 +322,22 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
       const key = `${r.verb} ${r.objectRef?.resource ?? ''}`;
       byVerb[key] = (byVerb[key] ?? 0) + 1;
     }
+    // Per job that reached RUNNING, and per Volcano Job ucompute created: the same in a full run;
+    // in a stopped one the second is the cost per job on the path so far.
     const n = Math.max(1, t.running.size);
+    const created = Math.max(1, byVerb['create jobs'] ?? 0);
+    const notWatch = requests.filter((r) => r.verb !== 'watch').length;
+    const round = (x: number) => Math.round(x * 100) / 100;
     return {
       ...t.summary(),
-      apiRequestsPerJob: Math.round((requests.filter((r) => r.verb !== 'watch').length / n) * 100) / 100,
-      requestsByVerb: Object.fromEntries(
+      volcanoJobsCreated: byVerb['create jobs'] ?? 0,
+      apiRequestsPerJob: round(notWatch / n),
+      apiRequestsPerVolcanoJobCreated: round(notWatch / created),
+      requestsByVerbPerJob: Object.fromEntries(
         Object.entries(byVerb).map(([k, c]) => [k, Math.round((c / n) * 1000) / 1000]),
       ),
-      cpuMsPerJob: Math.round((cpu / n) * 100) / 100,
+      cpuMsPerJob: round(cpu / n),
+      cpuMsPerJobSubmitted: round(cpu / Math.max(1, t.submitted.size)),
       rssMbBeforeAnyJob: rssIdle,
       rssMbAllSubmitted: rssAllSubmitted,
       allRunning: rssAllRunning,
@@ -393,5 +349,6 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
   } finally {
     clearInterval(sampler);
     events.abort();
+    unfollow();
   }
 }

@@ -19,7 +19,15 @@
  *   node bench/cluster.bench.ts [--jobs 10000] [--nodes 100] [--node-cpu 128] [--run-time 3h]
  *       [--one-at-a-time]            (the sides one after the other, each on a fresh cluster)
  *       [--schedule-period 1s] [--apiserver-gogc N]   (harness flags, alike for both clusters)
- *       [--hold-seconds 60] [--timeout-minutes 120]
+ *       [--hold-seconds 60] [--timeout-minutes 120] [--help]
+ *
+ * Per side also: when the k-th tenth of the N ran (byTenth: time since the first submission and
+ * the rate within that tenth, with that many jobs live) and where the time went (stages: submit →
+ * a pod Running → the Volcano Job Running → RUNNING), from a watch of its cluster's Volcano Jobs
+ * and pods (lists paged, and retried after a failure: a 504 under load must not blind a side).
+ * Per-job figures are over the jobs that reached RUNNING; for a stopped run, also over the jobs
+ * submitted (or Volcano Jobs created). The end-to-end ratio is lastRunningRatio: ucompute's time
+ * to its N-th RUNNING job over the direct side's.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -27,7 +35,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '../test/support/fixtures.ts';
-import { cpuMsOf, directSide, type SideOptions, Timeline, ucomputeSide } from './cluster-sides.ts';
+import { cpuMsOf, directSide, type SideOptions, ucomputeSide } from './cluster-sides.ts';
+import { Timeline } from './cluster-timeline.ts';
 
 const { values } = parseArgs({
   options: {
@@ -40,8 +49,14 @@ const { values } = parseArgs({
     'apiserver-gogc': { type: 'string' },
     'hold-seconds': { type: 'string', default: '60' },
     'timeout-minutes': { type: 'string', default: '120' },
+    help: { type: 'boolean', default: false },
   },
 });
+if (values.help) {
+  const text = await readFile(new URL(import.meta.url), 'utf8');
+  console.log(/\/\*\*\n([\s\S]*?)\*\//.exec(text)![1]!.replace(/^ \* ?/gm, ''));
+  process.exit(0);
+}
 const JOBS = Number(values.jobs);
 if (JOBS > Number(values.nodes) * Number(values['node-cpu']))
   throw new Error(
@@ -132,12 +147,18 @@ async function runSide(side: Side, run: (o: SideOptions) => Promise<object>, wor
       timeline: side.timeline,
     });
     const cpuNow = await clusterCpu(side.dir);
-    const n = Math.max(1, side.timeline.running.size);
-    const perJob = Object.fromEntries(
-      COMPONENTS.map((c) => [c, Math.round((cpuNow[c]! - side.cpuAtStart![c]!) / n)]),
-    );
-    const total = Object.values(perJob).reduce((a, b) => a + b, 0);
-    return { ...summary, clusterCpuMsPerJob: { total, ...perJob } };
+    // Over the jobs that reached RUNNING, and (a stopped run) over the jobs submitted.
+    const perJob = (n: number) => {
+      const each = Object.fromEntries(
+        COMPONENTS.map((c) => [c, Math.round((cpuNow[c]! - side.cpuAtStart![c]!) / Math.max(1, n))]),
+      );
+      return { total: Object.values(each).reduce((a, b) => a + b, 0), ...each };
+    };
+    return {
+      ...summary,
+      clusterCpuMsPerJob: perJob(side.timeline.running.size),
+      clusterCpuMsPerJobSubmitted: perJob(side.timeline.submitted.size),
+    };
   } catch (e) {
     stop(`stopped: the ${side.name} side failed (${(e as Error).message})`);
     throw e;
@@ -161,7 +182,7 @@ const progress = setInterval(async () => {
     const lastMinute = running - (s.runningBefore ?? 0);
     s.runningBefore = running;
     parts.push(
-      `${s.name}: ${s.timeline?.submitted.size ?? 0} submitted, ${running} running (+${lastMinute} in the last minute)` +
+      `${s.name}: ${s.timeline?.progress() ?? 'starting'} (+${lastMinute} RUNNING in the last minute)` +
         ` (CPU s: apiserver ${cpuS('kube-apiserver')}, scheduler ${cpuS('volcano-scheduler')}, controller ${cpuS('volcano-controller-manager')})`,
     );
   }
@@ -192,8 +213,9 @@ try {
   clearInterval(progress);
   await rm(work, { recursive: true, force: true });
 }
-const d = results.direct as { p50Ms: number; p99Ms: number };
-const u = results.ucompute as { p50Ms: number; p99Ms: number };
+type Summary = { p50Ms: number; p99Ms: number; lastRunningAfterMs: number; running: number };
+const d = results.direct as Summary;
+const u = results.ucompute as Summary;
 console.log(
   JSON.stringify(
     {
@@ -210,6 +232,9 @@ console.log(
       loadAverageAtEnd: load(),
       direct: results.direct,
       ucompute: results.ucompute,
+      // Meaningful only when both sides ran all N (a stopped run compares different jobs).
+      allRan: d.running === JOBS && u.running === JOBS,
+      lastRunningRatio: Math.round((u.lastRunningAfterMs / d.lastRunningAfterMs) * 100) / 100,
       p50Ratio: Math.round((u.p50Ms / d.p50Ms) * 100) / 100,
       p99Ratio: Math.round((u.p99Ms / d.p99Ms) * 100) / 100,
     },
