@@ -284,20 +284,33 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
     const rssIdle = await rssMb();
     const auditBefore = (await auditLines(o.cluster)).length;
     const cpuBefore = await cpuMsOf(pid);
+    const busy: string[] = [];
     t.firstSubmit = performance.now();
     await inParallel(o.jobs, o.stopped, async () => {
       const at = performance.now();
-      const answer = await fetch(`${url}/api/jobs`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ items: [o.spec] }),
-      });
-      const { responses } = (await answer.json()) as { responses: { id: string }[] };
-      t.submitted.set(responses[0]!.id, at);
+      // A busy answer (429, 503: ucompute's intake is full) is tried again after it says when, a
+      // few times; any other refusal stops the side, with what it said.
+      for (let attempt = 1; ; attempt++) {
+        const answer = await fetch(`${url}/api/jobs`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ items: [o.spec] }),
+        });
+        if (answer.ok) {
+          const { responses } = (await answer.json()) as { responses: { id: string }[] };
+          t.submitted.set(responses[0]!.id, at);
+          return;
+        }
+        const said = `${answer.status} ${await answer.text()}`;
+        if (![429, 503].includes(answer.status) || attempt === 10) throw new Error(`POST /api/jobs: ${said}`);
+        busy.push(said);
+        await new Promise((r) => setTimeout(r, 1000 * Number(answer.headers.get('retry-after') ?? 1)));
+      }
     });
     t.allSubmitted = performance.now();
     console.error(
-      `ucompute: ${t.submitted.size} submitted in ${Math.round(t.allSubmitted - t.firstSubmit)} ms`,
+      `ucompute: ${t.submitted.size} submitted in ${Math.round(t.allSubmitted - t.firstSubmit)} ms` +
+        (busy.length > 0 ? `; ${busy.length} busy answers tried again, the first: ${busy[0]}` : ''),
     );
     const rssAllSubmitted = await rssMb();
     await t.untilAllRunning(o.stopped);
@@ -331,6 +344,7 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
     return {
       ...t.summary(),
       volcanoJobsCreated: byVerb['create jobs'] ?? 0,
+      busyAnswers: busy.length,
       apiRequestsPerJob: round(notWatch / n),
       apiRequestsPerVolcanoJobCreated: round(notWatch / created),
       requestsByVerbPerJob: Object.fromEntries(
