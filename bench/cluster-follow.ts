@@ -1,15 +1,15 @@
 /**
- * Follows one kind of object in the bench's namespace on a cluster of bench/cluster.bench.ts:
- * listed a page at a time, then watched from the list's resourceVersion; listed again whenever the
- * watch ends (the API server closes watches after 30–60 min, or a 410 after compaction). A list
- * that fails — a 504 when a list of thousands of Volcano Jobs outlasts the API server's minute
- * under load, a continue token expired (410) — is tried again from its first page after a
- * back-off, at most LIST_ATTEMPTS times in a row; then the follower gives up (`gaveUp`), for a
- * blind follower would waste the run.
+ * Follows one kind of object in the bench's namespace on a cluster of bench/cluster.bench.ts, as a
+ * reflector does: listed a page at a time, then watched from the list's resourceVersion; when the
+ * watch ends (the API server closes watches after 30–60 min) watched again from the last version
+ * seen (bookmarks keep it recent), listed again only when that version is gone (410). A list or
+ * watch that fails — a 504 when a list of 1,000 Volcano Jobs outlasted the API server's minute at
+ * load 26 — is tried again after a back-off, at most LIST_ATTEMPTS times in a row; then the
+ * follower gives up (`gaveUp`), for a blind follower would waste the run.
  */
 import { type KubeConfig, KubernetesObjectApi, Watch } from '@kubernetes/client-node';
 
-const PAGE = 500;
+const PAGE = 100;
 const LIST_ATTEMPTS = 12;
 const BACKOFF_MS = [1000, 2000, 4000, 8000, 15_000];
 
@@ -56,7 +56,7 @@ export async function followObjects(
   /** Every page of the list (one consistent snapshot); answers its resourceVersion. */
   const listAll = async (): Promise<string> => {
     let token: string | undefined;
-    // Bounded: a list of N objects has N / PAGE pages; 1,000 pages is 500,000 objects.
+    // Bounded: a list of N objects has N / PAGE pages; 1,000 pages is 100,000 objects.
     for (let page = 0; page < 1000; page++) {
       const list = (await objects.list(
         what.apiVersion,
@@ -77,38 +77,55 @@ export async function followObjects(
     throw new Error(`more than 1000 pages of ${what.kind}`);
   };
 
-  const follow = async (): Promise<void> => {
+  /** The last resourceVersion seen (an object's or a bookmark's): where a new watch resumes. */
+  let version: string | undefined;
+  /** Watches from `version`; settles once the watch is open, `ended` is told when it ends. */
+  const watch = (ended: (gone: boolean) => void) => {
+    let gone = false;
+    return new Watch(kc).watch(
+      collection(what, namespace),
+      { resourceVersion: version, allowWatchBookmarks: true },
+      (type, o: Seen & { code?: number; metadata: { resourceVersion?: string } }) => {
+        // 410: the version was compacted away: only a new list can say what changed meanwhile.
+        if (type === 'ERROR') gone ||= o.code === 410;
+        else {
+          version = o.metadata.resourceVersion ?? version;
+          if (type !== 'BOOKMARK') seen(o);
+        }
+      },
+      (err: { statusCode?: number } | null) => ended(gone || err?.statusCode === 410),
+    );
+  };
+
+  /**
+   * Lists (when there is no version to resume from, or it is gone), then watches; when the watch
+   * ends it resumes from the last version seen — a list of thousands of Volcano Jobs outlasts the
+   * API server's minute under load (504), a watch does not.
+   */
+  const follow = async (relist: boolean): Promise<void> => {
     let lastError: unknown;
     for (let attempt = 0; attempt < LIST_ATTEMPTS && !done; attempt++) {
       if (attempt > 0) await wait(BACKOFF_MS[Math.min(attempt - 1, BACKOFF_MS.length - 1)]!);
       if (done) return;
-      let version: string;
       try {
-        version = await listAll();
-      } catch (e) {
-        lastError = e;
-        console.error(
-          `${what.kind} list failed (attempt ${attempt + 1} of ${LIST_ATTEMPTS}):`,
-          (e as Error).message,
-        );
-        continue;
-      }
-      if (done) return;
-      try {
-        watching = await new Watch(kc).watch(
-          collection(what, namespace),
-          { resourceVersion: version, allowWatchBookmarks: true },
-          (_type, o: Seen) => seen(o),
-          () => void wait(1000).then(() => follow()),
-        );
+        if (relist || version === undefined) {
+          version = await listAll();
+          relist = false;
+        }
+        if (done) return;
+        watching = await watch((gone) => void wait(1000).then(() => follow(gone)));
         return;
       } catch (e) {
         lastError = e;
+        console.error(
+          `${what.kind}: following failed (attempt ${attempt + 1} of ${LIST_ATTEMPTS}):`,
+          (e as Error).message,
+        );
       }
     }
     if (!done) gaveUp(`the ${what.kind} follower gave up: ${(lastError as Error)?.message ?? lastError}`);
   };
-  await follow();
+  await follow(true);
   return stop;
 }
 
