@@ -18,7 +18,9 @@ import { until } from './support/until.ts';
  * share a transaction depends on timing, so the pages per job move with the machine's load: 18 to
  * 19.6 alone, 20.6 beside the whole suite (17.5 at 2eed240); 21.3-21.8 at b2ed2ae. The three
  * partial indexes over active and running jobs (held credits per owner, running jobs by pages) add
- * about 2.5: 22.8-25.5 at 736218e (20-21 with them dropped). The bound leaves a fifth to spare: it
+ * about 2.5: 22.8-25.5 at 736218e (20-21 with them dropped). Held credits as their changes
+ * (held-credits-migration.ts) dropped the two per owner: 20.6-21.8 against 23.2-23.3 before, alternated
+ * at load 49-59 (these free jobs hold no credits: no change written). The bound leaves a fifth to spare: it
  * holds under load and still fails when what a job writes grows by a quarter.
  */
 

@@ -80,7 +80,7 @@ export function creditCheck(o: CreditCheckOptions) {
         let read = reads.get(key);
         if (!read) {
           const wallet = await o.access.wallet(account, category, o.now(), tx);
-          read = { wallet, held: await tx.jobs.heldCredits(job.owner, category) };
+          read = { wallet, held: await tx.jobs.foldHeldCredits(job.owner, category) };
           reads.set(key, read);
         }
         const { wallet: w, held } = read;

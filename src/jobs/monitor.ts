@@ -95,7 +95,7 @@ export function jobMonitor(o: MonitorOptions) {
         // job (its final charge happened meanwhile) names other periods, so its id alone would
         // not stop it from charging them twice. A periodic charge of a job that has ended since
         // is not made at all: its final charge counts its time up to its real end.
-        const before = await tx.jobs.get(c.job.id);
+        const before = await tx.jobs.chargedSoFar(c.job.id);
         if (before?.chargedPeriods !== c.firstPeriod) return 0;
         if (periodic && before.state !== 'RUNNING') return 0;
         // Only the periods the balance pays (a late pass can find more due than it has credits
@@ -126,7 +126,9 @@ export function jobMonitor(o: MonitorOptions) {
         // another replica) is in it, so only this one's credits come off.
         if (o.requireCredits)
           left =
-            balance - (charged ? record.credits : 0) - (await tx.jobs.heldCredits(c.job.owner, c.category));
+            balance -
+            (charged ? record.credits : 0) -
+            (await tx.jobs.foldHeldCredits(c.job.owner, c.category));
         return c.periods - periods;
       });
       return {

@@ -42,6 +42,13 @@ export interface JobRecord {
  */
 export type RunningJob = Omit<JobRecord, 'specification' | 'build' | 'exitCodes' | 'outputFolder'>;
 
+/** What a charge reads of its job: not the whole row (a charge a minute for each running job). */
+export interface ChargedSoFar {
+  state: JobState;
+  chargedPeriods: number;
+  creditsCharged: number;
+}
+
 /** Column changes that go with an update, applied in the same transaction. */
 export interface JobChanges {
   state?: JobState;
@@ -131,8 +138,23 @@ export interface JobStore {
   markEnding(id: string, outcome: Outcome): Promise<boolean>;
   /** Forgets how an active job was being ended (the backend could not stop it). */
   unmarkEnding(id: string): Promise<void>;
-  /** What the owner's active jobs hold back in a category. */
+  /**
+   * The job's state and what it was charged so far (a charge's read); inside a transaction on
+   * PostgreSQL its row stays locked until the end, as with `get`.
+   */
+  chargedSoFar(id: string): Promise<ChargedSoFar | undefined>;
+  /**
+   * What the owner's active jobs hold back in a category (their reservations): kept as the changes
+   * of that sum (held_credits, written by the jobs table's triggers when a job holding credits is
+   * accepted or ends), so that reading it reads a handful of rows, not one per active job.
+   */
   heldCredits(owner: Owner, category: string): Promise<number>;
+  /**
+   * The same sum, its changes folded into one row first when they are more than
+   * HELD_CHANGES_KEPT; call in a transaction that holds the owner's allocations locked (a charge,
+   * an intake): those are the ones that fold, one at a time per owner.
+   */
+  foldHeldCredits(owner: Owner, category: string): Promise<number>;
   /** Gives a job another name (null: none); the rest of its specification stays. */
   rename(id: string, name: string | null): Promise<void>;
   /**

@@ -1,3 +1,5 @@
+import { HELD_CREDITS_MIGRATION } from './held-credits-migration.ts';
+
 /**
  * A migration, in SQLite's words: PostgreSQL reads it translated (`postgresSql`). One that cannot
  * be said in both gives each its own.
@@ -305,6 +307,8 @@ export const MIGRATIONS: readonly Migration[] = [
     for each statement execute function directory_changed();
   `,
   },
+  // What owners' active jobs hold back, as its changes (held-credits-migration.ts).
+  HELD_CREDITS_MIGRATION,
 ];
 
 /** The migration that gives jobs their product category, reading it from the specification with `category`. */

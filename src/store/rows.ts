@@ -4,7 +4,7 @@ import type { AllocationRecord } from './accounting.ts';
 import type { TokenMetadata } from './directory.ts';
 import { TOKEN_ID_LENGTH } from './directory.ts';
 import type { JobEventRow } from './job-events.ts';
-import type { JobChanges, JobRecord, RunningJob } from './jobs.ts';
+import type { ChargedSoFar, JobChanges, JobRecord, RunningJob } from './jobs.ts';
 import type { Lease } from './leases.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { SshKeyRecord } from './ssh-keys.ts';
@@ -121,6 +121,26 @@ export const toLease = (r: Row): Lease => ({
   epoch: Number(r.epoch),
   expiresAt: Number(r.expires_at),
 });
+
+/** What a charge reads of its job (both stores): its state and what it was charged so far. */
+export const CHARGED_SO_FAR = 'select state, charged_periods, credits_charged from jobs where id = ?';
+
+export const toChargedSoFar = (r: Row): ChargedSoFar => ({
+  state: r.state as JobState,
+  chargedPeriods: Number(r.charged_periods),
+  creditsCharged: Number(r.credits_charged),
+});
+
+/**
+ * What an owner's active jobs hold back in a category: the sum of its rows in held_credits (one
+ * row per change: a job accepted, a job ended, since the last fold), rounded to a millionth of a
+ * credit so that the sums of opposite changes (a job's reservation on, then off) come to 0 exactly.
+ */
+export const HELD_CREDITS =
+  'select count(*) as changes, coalesce(sum(credits), 0) as credits from held_credits where account = ? and category = ?';
+export const heldSum = (r: Row | undefined) => Math.round(Number(r?.credits ?? 0) * 1e6) / 1e6;
+/** An owner's rows in held_credits are folded into one (foldHeldCredits) beyond this many. */
+export const HELD_CHANGES_KEPT = 16;
 
 /** Marks a job submitted unless it is suspended, answering its state (both stores). */
 export const MARK_SUBMITTED =

@@ -1,11 +1,21 @@
 import type { JobState, JobUpdate } from '../../model/job.ts';
+import { accountOf } from '../../model/owner.ts';
 import type { JobStore, NewJob } from '../jobs.ts';
-import { jobChangeAssignments, MARK_SUBMITTED, runningPage, toJob, toRunningJob } from '../rows.ts';
+import {
+  CHARGED_SO_FAR,
+  HELD_CHANGES_KEPT,
+  HELD_CREDITS,
+  heldSum,
+  jobChangeAssignments,
+  MARK_SUBMITTED,
+  runningPage,
+  toChargedSoFar,
+  toJob,
+  toRunningJob,
+} from '../rows.ts';
 import type { Connection } from './database.ts';
 
 // The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
-
-const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
 
 export function postgresJobs({ query, locked, recordEvent }: Connection): JobStore {
   return {
@@ -91,23 +101,31 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         id,
       );
     },
+    async chargedSoFar(id) {
+      const [r] = await query(`${CHARGED_SO_FAR}${locked}`, id);
+      return r && toChargedSoFar(r);
+    },
     async heldCredits(owner, category) {
-      const [r] =
-        owner.project !== undefined
-          ? await query(
-              `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and project = ? and product_category = ?`,
-              owner.project,
-              category,
-            )
-          : await query(
-              `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and created_by = ? and project is null
-                 and product_category = ?`,
-              owner.createdBy,
-              category,
-            );
-      return Number(r?.credits ?? 0);
+      const [r] = await query(HELD_CREDITS, accountOf(owner), category);
+      return heldSum(r);
+    },
+    async foldHeldCredits(owner, category) {
+      const account = accountOf(owner);
+      const [r] = await query(HELD_CREDITS, account, category);
+      if (Number(r?.changes ?? 0) > HELD_CHANGES_KEPT) {
+        // Only the rows this statement deletes are folded: a fold at the same time elsewhere, or a
+        // change committed meanwhile, is neither lost nor counted twice.
+        await query(
+          `with gone as (delete from held_credits where account = ? and category = ? returning credits)
+           insert into held_credits (account, category, credits)
+           select ?, ?, sum(credits) from gone having count(*) > 0`,
+          account,
+          category,
+          account,
+          category,
+        );
+      }
+      return heldSum(r);
     },
     async rename(id, name) {
       await query(

@@ -1,11 +1,21 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
+import { accountOf } from '../../model/owner.ts';
 import type { JobRecord, JobStore } from '../jobs.ts';
-import { jobChangeAssignments, MARK_SUBMITTED, runningPage, toJob, toRunningJob } from '../rows.ts';
+import {
+  CHARGED_SO_FAR,
+  HELD_CHANGES_KEPT,
+  HELD_CREDITS,
+  heldSum,
+  jobChangeAssignments,
+  MARK_SUBMITTED,
+  runningPage,
+  toChargedSoFar,
+  toJob,
+  toRunningJob,
+} from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 import { recordJobEvent } from './job-events.ts';
-
-const ACTIVE = "state not in ('SUCCESS', 'FAILURE', 'EXPIRED')";
 
 export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
   const { sql } = d;
@@ -81,20 +91,25 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
          where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
       ).run(id);
     },
+    chargedSoFar(id) {
+      const r = sql(CHARGED_SO_FAR).get(id) as Row | undefined;
+      return r && toChargedSoFar(r);
+    },
     heldCredits(owner, category) {
-      const r = (
-        owner.project !== undefined
-          ? sql(
-              `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and project = ? and product_category = ?`,
-            ).get(owner.project, category)
-          : sql(
-              `select coalesce(sum(reserved_credits), 0) as credits from jobs
-               where ${ACTIVE} and created_by = ? and project is null
-                 and product_category = ?`,
-            ).get(owner.createdBy, category)
-      ) as Row | undefined;
-      return Number(r?.credits ?? 0);
+      return heldSum(sql(HELD_CREDITS).get(accountOf(owner), category) as Row | undefined);
+    },
+    foldHeldCredits(owner, category) {
+      const account = accountOf(owner);
+      const r = sql(HELD_CREDITS).get(account, category) as Row | undefined;
+      if (Number(r?.changes ?? 0) > HELD_CHANGES_KEPT) {
+        sql('delete from held_credits where account = ? and category = ?').run(account, category);
+        sql('insert into held_credits (account, category, credits) values (?, ?, ?)').run(
+          account,
+          category,
+          Number(r!.credits),
+        );
+      }
+      return heldSum(r);
     },
     rename(id, name) {
       sql(
