@@ -66,7 +66,8 @@ test(
     const job = join(home, 'local', 'jobs', 'said');
     // Passable (its hosts file is bound by path as the containers' host users), not listable.
     assert.equal(await modeOf(job), 0o711);
-    assert.equal(await modeOf(join(job, 'state.json')), 0o600);
+    for (const file of ['state.0.json', 'state.1.json'])
+      assert.equal(await modeOf(join(job, file)), 0o600, file);
     assert.equal(await modeOf(join(job, 'logs')), 0o700);
     const logs = await readdir(join(job, 'logs'));
     assert.ok(logs.length >= 2, logs.join(', '));

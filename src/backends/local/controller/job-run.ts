@@ -28,7 +28,7 @@ export interface PodRecord {
   startedAt?: number;
 }
 
-/** What survives a restart of ucompute, in <stateDir>/jobs/<id>/state.json. */
+/** What survives a restart of ucompute, in <stateDir>/jobs/<id>/state.{0,1}.json (see persistence.ts). */
 export interface SavedJob {
   id: string;
   job: VolcanoJob;

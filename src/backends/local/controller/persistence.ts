@@ -1,5 +1,5 @@
 import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalContext } from './context.ts';
 import { type JobRun, jobDir, type SavedJob, savedJob } from './job-run.ts';
@@ -21,11 +21,25 @@ export async function makeJobDir(ctx: LocalContext, id: string): Promise<void> {
 }
 
 /**
+ * A job's state alternates between two files, each rewritten in place with its save's number on
+ * the first line: a save that a crash cuts short leaves the other file, one save older, whole,
+ * and the reader takes the whole one with the higher number. Neither is ever replaced: a rename
+ * (the file written aside, then put in place) freed an inode at every save, and on ext4 without a
+ * journal every inode allocated afterwards skips, one by one, each inode freed in the last minutes
+ * (`recently_deleted`): with three saves a job, a burst of jobs spent over a third of ucompute's
+ * own CPU there (perf, bench/local.bench.ts). `state.json` is an older ucompute's single file.
+ */
+const SLOTS = ['state.0.json', 'state.1.json'] as const;
+const LEGACY = 'state.json';
+
+/**
  * What each unfinished job's state file holds, or is being written with: a step that changed
- * nothing saved writes nothing, and writes of one job go one after the other (one .tmp file).
- * Forgotten when the job ends (keepEnded) or its folder goes, so that a later save writes.
+ * nothing saved writes nothing, and writes of one job go one after the other. Forgotten when the
+ * job ends (keepEnded) or its folder goes, so that a later save writes.
  */
 const written = new WeakMap<JobRun, { text: string; done: Promise<void> }>();
+/** The number of each job's last save (from its files after a restart), while its folder exists. */
+const saves = new Map<string, number>();
 
 /** Writes the job's state (every change passes here, so phase changes are told from here too). */
 export function saveRun(ctx: LocalContext, run: JobRun): Promise<void> {
@@ -33,14 +47,14 @@ export function saveRun(ctx: LocalContext, run: JobRun): Promise<void> {
   const text = JSON.stringify(savedJob(run));
   const last = written.get(run);
   if (last?.text === text) return last.done;
-  const file = join(jobDir(ctx.jobsDir, run.id), 'state.json');
   const done = (async () => {
     await last?.done.catch(() => undefined);
-    // A new file, written at once (as the job's folders are made), then put in place by a rename
-    // (never half-written) in the thread pool: replacing a file makes ext4 start writing it out,
-    // which may wait on a busy disk.
-    writeFileSync(`${file}.tmp`, text, { mode: 0o600 });
-    await rename(`${file}.tmp`, file);
+    const number = (saves.get(run.id) ?? 0) + 1;
+    // In place and at once (as the job's folders are made): the same inode every other save.
+    writeFileSync(join(jobDir(ctx.jobsDir, run.id), SLOTS[number % 2]!), `${number}\n${text}`, {
+      mode: 0o600,
+    });
+    saves.set(run.id, number);
   })();
   const entry = { text, done };
   written.set(run, entry);
@@ -51,15 +65,38 @@ export function saveRun(ctx: LocalContext, run: JobRun): Promise<void> {
   return done;
 }
 
+/** The newest whole save in a job's folder (an older ucompute's single file counts as save 0). */
+async function readSaved(dir: string): Promise<{ number: number; job: SavedJob } | null> {
+  let found: { number: number; job: SavedJob } | null = null;
+  for (const slot of SLOTS) {
+    try {
+      const text = await readFile(join(dir, slot), 'utf8');
+      const newline = text.indexOf('\n');
+      const number = Number(text.slice(0, newline));
+      if (newline < 0 || !Number.isSafeInteger(number)) continue;
+      const job = JSON.parse(text.slice(newline + 1)) as SavedJob;
+      if (!found || number > found.number) found = { number, job };
+    } catch {
+      // Missing, or cut short by a crash: the other one holds the save before.
+    }
+  }
+  if (found) return found;
+  try {
+    return { number: 0, job: JSON.parse(await readFile(join(dir, LEGACY), 'utf8')) as SavedJob };
+  } catch {
+    return null;
+  }
+}
+
 /** The jobs an earlier run of ucompute saved; a job that never got past its first write is removed. */
 export async function savedJobs(ctx: LocalContext): Promise<SavedJob[]> {
   const found: SavedJob[] = [];
   for (const id of await readdir(ctx.jobsDir)) {
-    try {
-      found.push(JSON.parse(await readFile(join(jobDir(ctx.jobsDir, id), 'state.json'), 'utf8')) as SavedJob);
-    } catch {
-      await removeJobDir(ctx, id);
-    }
+    const saved = await readSaved(jobDir(ctx.jobsDir, id));
+    if (saved) {
+      saves.set(id, saved.number);
+      found.push(saved.job);
+    } else await removeJobDir(ctx, id);
   }
   return found;
 }
@@ -67,6 +104,7 @@ export async function savedJobs(ctx: LocalContext): Promise<SavedJob[]> {
 export function removeJobDir(ctx: LocalContext, id: string): Promise<void> {
   const run = ctx.runs.get(id);
   if (run) written.delete(run);
+  saves.delete(id);
   return rm(jobDir(ctx.jobsDir, id), { recursive: true, force: true });
 }
 
