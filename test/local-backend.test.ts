@@ -171,7 +171,10 @@ test('cancel stops every process of a job and leaves nothing behind', tools, asy
     vcjob('stubborn', [shellTask('t', 2, `trap "" TERM; ${sleep} & ${sleep}`)]),
   );
   await running('stubborn');
-  assert.ok(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep));
+  // RUNNING says its containers were started; the command comes a moment later (bubblewrap first).
+  await until(() => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep), {
+    describe: 'the job’s sleep runs',
+  });
   await backend.cancel('stubborn');
   assert.equal(backend.phaseOf('stubborn'), 'Terminated');
   assert.deepEqual(leftovers('stubborn-t-'), []);

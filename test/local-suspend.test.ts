@@ -25,7 +25,8 @@ test('suspend stops the pods without ending the job; the same job runs again whe
 
   await backend.submitVolcanoJob('napper', job);
   await runningSince(0);
-  assert.ok(sleeping());
+  // RUNNING says its containers were started; the command comes a moment later (bubblewrap first).
+  await until(sleeping, { describe: 'napper sleeps' });
   const before = events.length;
   await backend.suspend('napper');
   assert.equal(sleeping(), false, 'its processes are gone: its resources are free');
@@ -39,7 +40,7 @@ test('suspend stops the pods without ending the job; the same job runs again whe
   const resumed = events.length;
   await backend.submitVolcanoJob('napper', job);
   await runningSince(resumed);
-  assert.ok(sleeping(), 'the same job runs again');
+  await until(sleeping, { describe: 'the same job runs again' });
   assert.deepEqual(
     events
       .slice(before)
