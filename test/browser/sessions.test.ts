@@ -45,17 +45,17 @@ const tools = await needs(
 );
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'sessions');
 
-/** A job that keeps one core busy: what the resource chart is drawn from. */
+/** A job that burns CPU in bursts (a shell loop, then 0.2 s asleep: not a whole core of the suite's two). */
 const BURN_APP = `application: v1
 name: burn
 version: "1.0"
 title: Burn CPU
 authors: [test]
-description: Keeps one core busy until its time runs out.
+description: Burns CPU in bursts until its time runs out.
 tags: [test]
 tool: { name: debian, version: "12" }
 applicationType: BATCH
-invocation: [sh, -c, "while :; do :; done"]
+invocation: [sh, -c, 'while :; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.2; done']
 `;
 
 /** A notebook in the user's home drive, with one cell of text to find. */
@@ -367,6 +367,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
       every: 200,
     });
     await capture(page, ARTIFACTS, 'job-resources');
+    // Stopped once seen: the tests after this one need no CPU burnt beside them.
+    await stopJobs();
   });
 
   test('an administrator revokes a token in the web interface; it gets 401 from then on', {
