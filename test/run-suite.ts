@@ -8,6 +8,8 @@
 //   --concurrency=N         files at a time, the browser lane included (default 2)
 //   --browser-lane=N        browser files at a time (default 1; 0: they share the common pool)
 //   --order=durations|alpha longest first (default) or the old `node --test` order
+//   --isolation=none|process  each file's tests in its `node --test` process itself (default:
+//                           `--test-isolation=none`, one Node less per file) or in a child of it
 //   --profile=DIR           also measure: each file in a cgroup v2 group of its own (CPU time of the
 //                           file and everything it starts), the cores' use every second;
 //                           writes DIR/profile.json and DIR/summary.txt
@@ -33,12 +35,16 @@ const { values, positionals } = parseArgs({
     concurrency: { type: 'string', default: '2' },
     'browser-lane': { type: 'string', default: '1' },
     order: { type: 'string', default: 'durations' },
+    isolation: { type: 'string', default: 'none' },
     profile: { type: 'string' },
     'write-durations': { type: 'boolean', default: false },
   },
 });
 const concurrency = Math.max(1, Number(values.concurrency));
 const browserLane = Math.max(0, Number(values['browser-lane']));
+if (values.isolation !== 'none' && values.isolation !== 'process')
+  throw new Error(`--isolation is none or process, not ${values.isolation}`);
+const isolation = `--test-isolation=${values.isolation}`;
 const durationsFile = join(root, 'test/durations.json');
 
 const all = (positionals.length > 0 ? positionals : globSync('test/**/*.test.ts', { cwd: root }))
@@ -126,13 +132,20 @@ function runFile(file: string): Promise<void> {
     const start = Date.now();
     let group: string | undefined;
     let command = process.execPath;
-    let args = ['--test', file];
+    let args = ['--test', isolation, file];
     if (cgroupRoot) {
       group = join(cgroupRoot, file.replaceAll('/', '_'));
       mkdirSync(group);
       // The shell joins the group before it becomes `node`, so that all it starts is counted.
       command = '/bin/sh';
-      args = ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$1" --test "$2"', group, process.execPath, file];
+      args = [
+        '-c',
+        'echo $$ > "$0/cgroup.procs" && exec "$1" --test "$2" "$3"',
+        group,
+        process.execPath,
+        isolation,
+        file,
+      ];
     }
     running.set(file, { start, ...(group ? { group } : {}) });
     const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
