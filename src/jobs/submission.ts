@@ -1,7 +1,9 @@
 import type { Clock } from '../model/clock.ts';
+import type { JobState } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { JobBuild, PeerLocation, PreparedJob } from '../plugins/plugin.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
+import type { JobRecord } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import { ownerNamespace } from '../volcano/names.ts';
 import { ownerOf } from './access.ts';
@@ -34,7 +36,13 @@ export interface SubmissionOptions {
   quotaProblem?: QuotaProblemOf;
 }
 
-const SUBMIT_CONCURRENCY = 16;
+/**
+ * Jobs submitted together, one step at a time for all (read, built, saved, handed to the backend,
+ * marked submitted: each step a statement or transaction for the whole batch), and batches under
+ * way at once: jobs queued while one is under way go together in the next.
+ */
+const SUBMIT_BATCH = 16;
+const SUBMIT_BATCHES = 2;
 const SUBMIT_ATTEMPTS = 5;
 /** Wait before submitting again a job whose submission could not be written (a full disk). */
 const DISK_FULL_RETRY_MS = 1000;
@@ -44,6 +52,9 @@ const DISK_FULL_RETRY_MS = 1000;
  */
 const PREPARED_LIMIT = 1000;
 
+/** What became of a job in a batch: done with, tried again later, or ready for the backend. */
+type Step = 'done' | 'again' | { build: JobBuild };
+
 export function jobSubmission(o: SubmissionOptions) {
   const { store, env, backend, hooks, updates, log } = o;
   // A FIFO with a moving head: shift() on a long backlog would copy it every time.
@@ -52,7 +63,7 @@ export function jobSubmission(o: SubmissionOptions) {
   const prepared = new Map<string, PreparedJob>();
   const failures = new Map<string, number>();
   const keys = sshKeys(store);
-  let submitting = 0;
+  let batches = 0;
   let stopped = false;
 
   /**
@@ -73,27 +84,29 @@ export function jobSubmission(o: SubmissionOptions) {
   }
 
   function pump(): void {
-    while (submitting < SUBMIT_CONCURRENCY && head < queue.length) {
-      const id = queue[head++]!;
+    while (batches < SUBMIT_BATCHES && head < queue.length) {
+      const batch = queue.slice(head, head + SUBMIT_BATCH);
+      head += batch.length;
       if (head === queue.length) {
         queue = [];
         head = 0;
       }
-      submitting++;
-      submit(id)
+      batches++;
+      submitBatch(batch)
         .then(
           (again) => {
-            if (!again) pending.delete(id);
+            for (const id of batch) if (!again.has(id)) pending.delete(id);
           },
           (e: unknown) => {
-            log?.error({ err: e, jobId: id }, 'submission failed');
+            log?.error({ err: e, jobIds: batch }, 'submission failed');
             // Nothing of it was written: once there is space again, it is submitted after all.
-            if (isDiskFull(e) && !stopped) o.clock.setTimeout(() => push(id), DISK_FULL_RETRY_MS);
-            else pending.delete(id);
+            const retry = isDiskFull(e) && !stopped;
+            if (retry) o.clock.setTimeout(() => batch.forEach(push), DISK_FULL_RETRY_MS);
+            else for (const id of batch) pending.delete(id);
           },
         )
         .finally(() => {
-          submitting--;
+          batches--;
           pump();
         });
     }
@@ -109,13 +122,101 @@ export function jobSubmission(o: SubmissionOptions) {
   }
 
   /**
-   * Builds (once) and submits a stored job; the backend makes a repeated submit harmless. Answers
-   * whether it is tried again later (the backend refused for a moment).
+   * Builds (once) and submits stored jobs; the backend makes a repeated submit harmless. Answers
+   * those tried again later (the backend refused for a moment).
    */
-  async function submit(id: string): Promise<boolean> {
-    const record = await store.jobs.get(id);
+  async function submitBatch(ids: readonly string[]): Promise<Set<string>> {
+    const records = await store.jobs.getMany(ids);
+    const steps = await Promise.all(
+      ids.map((id) =>
+        prepareStep(id, records.get(id)).catch((e: unknown): Step => {
+          log?.error({ err: e, jobId: id }, 'submission failed');
+          // Nothing of it was written: once there is space again, it is submitted after all.
+          if (!isDiskFull(e) || stopped) return 'done';
+          o.clock.setTimeout(() => push(id), DISK_FULL_RETRY_MS);
+          return 'again';
+        }),
+      ),
+    );
+    // The builds made here saved together (with the output folders they report), or not at all
+    // for a job that ended meanwhile.
+    const toSave = ids.flatMap((id, i) => {
+      const step = steps[i]!;
+      return typeof step === 'object' && records.get(id)?.build === null ? [{ id, build: step.build }] : [];
+    });
+    const saved = await updates.updateMany(
+      toSave.map(({ id, build }) => ({
+        id,
+        update: {
+          ...(build.outputFolder !== undefined ? { outputFolder: build.outputFolder } : {}),
+          expectedState: 'IN_QUEUE' as const,
+        },
+        extra: { build: JSON.stringify(build) },
+      })),
+    );
+    toSave.forEach(({ id }, i) => {
+      if (!saved[i]) steps[ids.indexOf(id)] = 'done';
+    });
+    const ready = ids.flatMap((id, i) => {
+      const step = steps[i]!;
+      return typeof step === 'object' ? [{ id, build: step.build }] : [];
+    });
+    const submitted = await Promise.all(
+      ready.map(({ id, build }) =>
+        backend.submit(id, build).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      ),
+    );
+    const again = new Set(ids.filter((_, i) => steps[i] === 'again'));
+    const ok = ready.filter((_, i) => submitted[i] === undefined).map((r) => r.id);
+    let states: Map<string, JobState>;
+    try {
+      states = await store.jobs.markSubmitted(ok);
+    } catch (e) {
+      for (const id of ok) if (await refused(id, e)) again.add(id);
+      states = new Map();
+    }
+    for (const id of ok) {
+      failures.delete(id);
+      const state = states.get(id);
+      // Suspended while the submission was under way: the backend must not run it, and
+      // unsuspend submits it again (it was not marked submitted).
+      if (state === 'SUSPENDED') await backend.suspend(id);
+      // Cancelled while the submission was under way: the backend must not keep it.
+      else if (state !== undefined && isFinal(state)) await backend.cancel(id);
+    }
+    for (const [i, { id }] of ready.entries()) {
+      if (submitted[i] !== undefined && (await refused(id, submitted[i]))) again.add(id);
+    }
+    return again;
+  }
+
+  /**
+   * A backend can refuse for a moment (an API server restarting): the job is tried again, waiting
+   * longer each time, before it fails (answers false). It stays queued and durable meanwhile.
+   */
+  async function refused(id: string, e: unknown): Promise<boolean> {
+    const failed = (failures.get(id) ?? 0) + 1;
+    if (failed < SUBMIT_ATTEMPTS && !stopped) {
+      failures.set(id, failed);
+      log?.warn({ err: e, jobId: id, attempt: failed }, 'the backend refused a job; trying again');
+      o.clock.setTimeout(() => push(id), o.retryMs * 2 ** (failed - 1));
+      return true;
+    }
+    failures.delete(id);
+    await updates.update(id, {
+      state: 'FAILURE',
+      status: `The backend refused the job: ${(e as Error).message}`,
+    });
+    return false;
+  }
+
+  /** A job of a batch held, failed, or built (once: a job submitted again has its build). */
+  async function prepareStep(id: string, record: JobRecord | undefined): Promise<Step> {
     // A suspended job waits for unsuspend, also when a restart's recovery queues it.
-    if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return false;
+    if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return 'done';
     const problem = await o.quotaProblem?.(record).catch((err: unknown) => {
       log?.error({ err, jobId: id }, 'could not measure the drive of a job’s owner; submitting it');
       return undefined;
@@ -126,87 +227,43 @@ export function jobSubmission(o: SubmissionOptions) {
         status: heldStatus(problem),
         expectedState: 'IN_QUEUE',
       });
-      return false;
+      return 'done';
     }
-    let build: JobBuild;
-    if (record.build === null) {
-      let job = prepared.get(id);
-      prepared.delete(id);
-      try {
-        job ??= prepareJob(
-          record.specification,
-          {
-            id,
-            owner: ownerOf(record),
-            createdAt: record.createdAt,
-            drives: await creatorDrives(store.users, record.createdBy),
-          },
-          env,
-        );
-      } catch (e) {
-        await updates.update(id, {
-          state: 'FAILURE',
-          status: `The job can no longer be started: ${(e as Error).message}`,
-        });
-        return false;
-      }
-      const created = await hooks.create(job, {
-        config: env.config,
-        peers: await peerLocations(job),
-        ...(o.storage ? { storage: o.storage } : {}),
-        ...(job.sshEnabled ? { authorizedKeys: await keys.authorizedKeys(record.createdBy) } : {}),
-      });
-      if ('failure' in created) {
-        await updates.update(id, {
-          state: 'FAILURE',
-          status: `The job could not be created: ${created.failure}`,
-        });
-        return false;
-      }
-      build = created.build;
-      // The build and the output folder it reports are written together, or not at all when the
-      // job ended meanwhile.
-      const saved = await updates.update(
-        id,
-        {
-          ...(build.outputFolder !== undefined ? { outputFolder: build.outputFolder } : {}),
-          expectedState: 'IN_QUEUE',
-        },
-        { build: JSON.stringify(build) },
-      );
-      if (!saved) return false;
-    } else {
-      build = JSON.parse(record.build) as JobBuild;
-    }
+    if (record.build !== null) return { build: JSON.parse(record.build) as JobBuild };
+    let job = prepared.get(id);
+    prepared.delete(id);
     try {
-      await backend.submit(id, build);
-      failures.delete(id);
-      const state = (await store.jobs.markSubmitted(id))!;
-      // Suspended while the submission was under way: the backend must not run it, and
-      // unsuspend submits it again (it was not marked submitted).
-      if (state === 'SUSPENDED') {
-        await backend.suspend(id);
-        return false;
-      }
-      // Cancelled while the submission was under way: the backend must not keep it.
-      if (isFinal(state)) await backend.cancel(id);
+      job ??= prepareJob(
+        record.specification,
+        {
+          id,
+          owner: ownerOf(record),
+          createdAt: record.createdAt,
+          drives: await creatorDrives(store.users, record.createdBy),
+        },
+        env,
+      );
     } catch (e) {
-      // A backend can refuse for a moment (an API server restarting): try again, waiting longer
-      // each time, before the job fails. The job stays queued and durable meanwhile.
-      const failed = (failures.get(id) ?? 0) + 1;
-      if (failed < SUBMIT_ATTEMPTS && !stopped) {
-        failures.set(id, failed);
-        log?.warn({ err: e, jobId: id, attempt: failed }, 'the backend refused a job; trying again');
-        o.clock.setTimeout(() => push(id), o.retryMs * 2 ** (failed - 1));
-        return true;
-      }
-      failures.delete(id);
       await updates.update(id, {
         state: 'FAILURE',
-        status: `The backend refused the job: ${(e as Error).message}`,
+        status: `The job can no longer be started: ${(e as Error).message}`,
       });
+      return 'done';
     }
-    return false;
+    const created = await hooks.create(job, {
+      config: env.config,
+      peers: await peerLocations(job),
+      ...(o.storage ? { storage: o.storage } : {}),
+      ...(job.sshEnabled ? { authorizedKeys: await keys.authorizedKeys(record.createdBy) } : {}),
+    });
+    if ('failure' in created) {
+      await updates.update(id, {
+        state: 'FAILURE',
+        status: `The job could not be created: ${created.failure}`,
+      });
+      return 'done';
+    }
+    return { build: created.build };
   }
 
   return {

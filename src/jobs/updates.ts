@@ -2,7 +2,7 @@ import type { Clock } from '../model/clock.ts';
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
-import type { JobChanges, JobRecord, RunningJob } from '../store/jobs.ts';
+import type { JobChanges, JobRecord, RunningJob, UpdateWrite } from '../store/jobs.ts';
 import { FencedError } from '../store/leases.ts';
 import type { StoreParts, Transactional } from '../store/store.ts';
 import { ownerOf } from './access.ts';
@@ -90,16 +90,15 @@ export function jobUpdates(o: UpdatesOptions) {
   let stopped = false;
 
   /**
-   * Decides and writes one update of a job read (locked) in the same transaction; undefined when it
-   * did not apply. A job that ends loses its build in the same write (only active jobs need one);
-   * its hooks get the job as it was read here.
+   * Decides one update of a job read (locked) in the same transaction: what to write, and what was
+   * applied; undefined when it does not apply. A job that ends loses its build in the same write
+   * (only active jobs need one); its hooks get the job as it was read here.
    */
-  async function write(
-    tx: StoreParts,
+  function decide(
     before: JobRecord,
     given: JobUpdate,
     extra: JobChanges,
-  ): Promise<Applied | undefined> {
+  ): { write: UpdateWrite; applied: Applied } | undefined {
     const { id } = before;
     const u = asDecidedEnd(before, given);
     const decision = decideUpdate(before, u);
@@ -110,14 +109,24 @@ export function jobUpdates(o: UpdatesOptions) {
     // A restartOnExit job's run ended: it pays for it as for a suspension.
     const exiting = isRestartExit(u) && before.state === 'RUNNING';
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
-    await tx.jobs.appendUpdate(before, u, changes);
-    await o.mirror?.updateWritten(tx, id, u);
     const job =
       ending || starting || exiting
         ? activeJob({ ...before, ...decision.changes, ...extra, state: next })
         : undefined;
     const after = { ...before, ...changes, updateCount: before.updateCount + 1 };
-    return { id, update: u, previous: before.state, next, after, ...(job ? { job } : {}) };
+    return {
+      write: { job: before, update: u, changes },
+      applied: { id, update: u, previous: before.state, next, after, ...(job ? { job } : {}) },
+    };
+  }
+
+  /** Writes decided updates (one statement for all on PostgreSQL), each told to the mirror. */
+  async function writeDecided(tx: StoreParts, decided: readonly { write: UpdateWrite }[]): Promise<void> {
+    const [one] = decided;
+    if (decided.length === 1 && one)
+      await tx.jobs.appendUpdate(one.write.job, one.write.update, one.write.changes);
+    else if (decided.length > 1) await tx.jobs.appendUpdates(decided.map((d) => d.write));
+    for (const { write } of decided) await o.mirror?.updateWritten(tx, write.job.id, write.update);
   }
 
   /** Tells followers, then runs the plugins' hooks for a change of state. */
@@ -150,10 +159,49 @@ export function jobUpdates(o: UpdatesOptions) {
     const u: JobUpdate = { ...partial, timestamp: partial.timestamp ?? now() };
     const result = await store.transaction(async (tx) => {
       const before = await tx.jobs.get(id);
-      return before && write(tx, before, u, extra);
+      const d = before && decide(before, u, extra);
+      if (d) await writeDecided(tx, [d]);
+      return d?.applied;
     });
     if (result) await applied(result);
     return result !== undefined;
+  }
+
+  /**
+   * Applies updates of several jobs as `update` does each, in one transaction (their jobs read in
+   * one statement, their writes in one more on PostgreSQL); answers, for each, whether it applied.
+   */
+  async function updateMany(
+    items: readonly {
+      id: string;
+      update: Omit<JobUpdate, 'timestamp'> & { timestamp?: number };
+      extra?: JobChanges;
+    }[],
+  ): Promise<boolean[]> {
+    if (items.length === 0) return [];
+    const at = now();
+    const stamped = items.map((i) => ({
+      id: i.id,
+      update: { ...i.update, timestamp: i.update.timestamp ?? at },
+      extra: i.extra ?? {},
+    }));
+    const results = await store.transaction(async (tx) => {
+      // Each decided on its job as the ones before it in the list left it.
+      const jobs = await tx.jobs.getMany(stamped.map((i) => i.id));
+      const decided = stamped.map((i) => {
+        const before = jobs.get(i.id);
+        const d = before && decide(before, i.update, i.extra);
+        if (d) jobs.set(i.id, d.applied.after);
+        return d;
+      });
+      await writeDecided(
+        tx,
+        decided.filter((d) => d !== undefined),
+      );
+      return decided.map((d) => d?.applied);
+    });
+    for (const r of results) if (r) await applied(r);
+    return results.map((r) => r !== undefined);
   }
 
   // Backend events that arrive together are written in one transaction, one batch at a time: a
@@ -205,33 +253,41 @@ export function jobUpdates(o: UpdatesOptions) {
   function writeEvents(batch: readonly BackendEvent[]): Promise<Applied[]> {
     return store.transaction(async (tx) => {
       const results: Applied[] = [];
-      // The batch's jobs read (and locked) in one statement; a job written already in this batch
-      // (RUNNING then its end) is taken as that write left it.
+      // The batch's jobs read (and locked) in one statement, its updates written in one more; a job
+      // updated already in this batch (RUNNING then its end) is taken as that update left it.
       const jobs = await tx.jobs.getMany(batch.map((e) => e.jobId));
+      let pending: { write: UpdateWrite }[] = [];
+      const flush = async () => {
+        await writeDecided(tx, pending);
+        pending = [];
+      };
       for (const e of batch) {
         const before = jobs.get(e.jobId);
         // A suspended job is in no backend: what arrives for it was said before it was suspended.
         if (!before || before.state === 'SUSPENDED') continue;
-        const current = before.state;
         // The same state again is news about the job (a queue position, ready replicas): status only.
         let u: JobUpdate =
-          current === e.state
+          before.state === e.state
             ? { status: e.status, timestamp: e.at, expectedState: e.state }
             : { state: e.state, status: e.status, timestamp: e.at, expectedDifferentState: true };
         const exitCodes = e.exitCodes ? { exitCodes: e.exitCodes } : {};
-        let result: Applied | undefined;
+        let d: ReturnType<typeof decide>;
         if (u.state !== undefined && isFinal(u.state) && restartsOnExit(before)) {
+          // Its updates read with those of this batch before it written.
+          await flush();
           u = restartExit({ status: e.status, timestamp: e.at }, await tx.jobs.updatesOf(e.jobId));
           // The backend no longer has it: the next submission sends it again.
-          result = await write(tx, before, u, { ...exitCodes, submitted: false });
+          d = decide(before, u, { ...exitCodes, submitted: false });
         } else {
-          result = await write(tx, before, u, exitCodes);
+          d = decide(before, u, exitCodes);
         }
-        if (result) {
-          results.push(result);
-          jobs.set(e.jobId, result.after);
+        if (d) {
+          pending.push(d);
+          results.push(d.applied);
+          jobs.set(e.jobId, d.applied.after);
         }
       }
+      await flush();
       return results;
     });
   }
@@ -246,6 +302,7 @@ export function jobUpdates(o: UpdatesOptions) {
 
   return {
     update,
+    updateMany,
     onBackendEvent,
 
     /** Writes the backend events already received; later ones are ignored. */

@@ -111,6 +111,13 @@ export interface BrowseQuery {
   limit: number;
 }
 
+/** An update to append to a job as it stood before it (its update count is the update's number). */
+export interface UpdateWrite {
+  job: JobRecord;
+  update: JobUpdate;
+  changes: JobChanges;
+}
+
 /** What an Idempotency-Key stands for: the request's hash and the jobs it made. */
 export interface IdempotentRequest {
   requestHash: string;
@@ -131,6 +138,13 @@ export interface JobStore {
   updatesOf(id: string): Promise<JobUpdate[]>;
   /** Appends an update and applies its column changes; call inside a transaction with the check. */
   appendUpdate(job: JobRecord, update: JobUpdate, changes: JobChanges): Promise<void>;
+  /**
+   * Appends the updates of several jobs and applies their column changes, as `appendUpdate` each
+   * in turn, in one statement on PostgreSQL whatever their number (a leader writes a batch of
+   * jobs at once). Several updates of one job come in order, each on the job as the one before
+   * left it.
+   */
+  appendUpdates(writes: readonly UpdateWrite[]): Promise<void>;
   /**
    * Records how ucompute is ending an active job, unless something is ending it already; answers
    * whether this one was recorded.
@@ -158,10 +172,10 @@ export interface JobStore {
   /** Gives a job another name (null: none); the rest of its specification stays. */
   rename(id: string, name: string | null): Promise<void>;
   /**
-   * Marks a job handed to the backend, unless it was suspended meanwhile (unsuspend submits it
-   * again); answers its state, read in the same statement.
+   * Marks jobs handed to the backend, unless suspended meanwhile (unsuspend submits them again);
+   * answers the state of each that exists, read in the same statement (one for all on PostgreSQL).
    */
-  markSubmitted(id: string): Promise<JobState | undefined>;
+  markSubmitted(ids: readonly string[]): Promise<Map<string, JobState>>;
   browse(q: BrowseQuery): Promise<JobRecord[]>;
   /** Jobs that have not ended, oldest first. */
   active(): Promise<JobRecord[]>;

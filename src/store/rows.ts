@@ -142,9 +142,47 @@ export const heldSum = (r: Row | undefined) => Math.round(Number(r?.credits ?? 0
 /** An owner's rows in held_credits are folded into one (foldHeldCredits) beyond this many. */
 export const HELD_CHANGES_KEPT = 16;
 
-/** Marks a job submitted unless it is suspended, answering its state (both stores). */
-export const MARK_SUBMITTED =
-  "update jobs set submitted = case when state = 'SUSPENDED' then submitted else 1 end where id = ? returning state";
+/** Marks jobs submitted unless suspended, answering their states: `where` names them. */
+export const markSubmittedWhere = (where: string) =>
+  `update jobs set submitted = case when state = 'SUSPENDED' then submitted else 1 end where ${where} returning id, state`;
+
+/** A job's changes as its columns' new values (both stores). */
+export function jobChangeColumns(changes: JobChanges): Record<string, string | number | null> {
+  const out: Record<string, string | number | null> = {};
+  if (changes.state !== undefined) out.state = changes.state;
+  if (changes.startedAt !== undefined) out.started_at = changes.startedAt;
+  if (changes.runStartedAt !== undefined) out.run_started_at = changes.runStartedAt;
+  if (changes.timeRunBeforeMs !== undefined) out.time_run_before_ms = changes.timeRunBeforeMs;
+  if (changes.expiresAt !== undefined) out.expires_at = changes.expiresAt;
+  if (changes.timeAllocationMs !== undefined) out.time_allocation_ms = changes.timeAllocationMs;
+  if (changes.outputFolder !== undefined) out.output_folder = changes.outputFolder;
+  if (changes.exitCodes !== undefined) out.exit_codes = JSON.stringify(changes.exitCodes);
+  if (changes.submitted !== undefined) out.submitted = changes.submitted ? 1 : 0;
+  if (changes.build !== undefined) out.build = changes.build;
+  if (changes.outcome !== undefined) {
+    out.outcome = changes.outcome.kind;
+    out.outcome_by = changes.outcome.by ?? null;
+    out.outcome_reason = changes.outcome.reason ?? null;
+  }
+  return out;
+}
+
+/** The columns a job's changes may set, with their PostgreSQL types. */
+export const JOB_CHANGE_COLUMNS: Readonly<Record<string, 'text' | 'bigint'>> = {
+  state: 'text',
+  started_at: 'bigint',
+  run_started_at: 'bigint',
+  time_run_before_ms: 'bigint',
+  expires_at: 'bigint',
+  time_allocation_ms: 'bigint',
+  output_folder: 'text',
+  exit_codes: 'text',
+  submitted: 'bigint',
+  build: 'text',
+  outcome: 'text',
+  outcome_by: 'text',
+  outcome_reason: 'text',
+};
 
 /**
  * The `update jobs set …` of a job's changes, as the same SQL for both stores: one assignment
@@ -154,26 +192,9 @@ export function jobChangeAssignments(changes: JobChanges): {
   sets: string[];
   values: (string | number | null)[];
 } {
-  const sets: string[] = ['update_count = update_count + 1'];
-  const values: (string | number | null)[] = [];
-  const set = (column: string, value: string | number | null) => {
-    sets.push(`${column} = ?`);
-    values.push(value);
+  const columns = Object.entries(jobChangeColumns(changes));
+  return {
+    sets: ['update_count = update_count + 1', ...columns.map(([column]) => `${column} = ?`)],
+    values: columns.map(([, value]) => value),
   };
-  if (changes.state !== undefined) set('state', changes.state);
-  if (changes.startedAt !== undefined) set('started_at', changes.startedAt);
-  if (changes.runStartedAt !== undefined) set('run_started_at', changes.runStartedAt);
-  if (changes.timeRunBeforeMs !== undefined) set('time_run_before_ms', changes.timeRunBeforeMs);
-  if (changes.expiresAt !== undefined) set('expires_at', changes.expiresAt);
-  if (changes.timeAllocationMs !== undefined) set('time_allocation_ms', changes.timeAllocationMs);
-  if (changes.outputFolder !== undefined) set('output_folder', changes.outputFolder);
-  if (changes.exitCodes !== undefined) set('exit_codes', JSON.stringify(changes.exitCodes));
-  if (changes.submitted !== undefined) set('submitted', changes.submitted ? 1 : 0);
-  if (changes.build !== undefined) set('build', changes.build);
-  if (changes.outcome !== undefined) {
-    set('outcome', changes.outcome.kind);
-    set('outcome_by', changes.outcome.by ?? null);
-    set('outcome_reason', changes.outcome.reason ?? null);
-  }
-  return { sets, values };
 }

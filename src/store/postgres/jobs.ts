@@ -6,8 +6,10 @@ import {
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
   heldSum,
+  JOB_CHANGE_COLUMNS,
   jobChangeAssignments,
-  MARK_SUBMITTED,
+  jobChangeColumns,
+  markSubmittedWhere,
   runningPage,
   toChargedSoFar,
   toJob,
@@ -16,6 +18,26 @@ import {
 import type { Connection } from './database.ts';
 
 // The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
+
+/**
+ * Several jobs' updates in one statement: each job's row changed once (its columns' new values in
+ * a jsonb object, a column absent from it left as it is; its update count raised by its number of
+ * updates), and every update inserted. Two JSON arrays, one statement text whatever the changes.
+ */
+const APPEND_UPDATES = `with items as (
+    select * from jsonb_to_recordset(?::jsonb) as i(id text, n bigint, c jsonb)),
+  changed as (
+    update jobs j set update_count = j.update_count + i.n,
+      ${Object.entries(JOB_CHANGE_COLUMNS)
+        .map(
+          ([c, type]) =>
+            `${c} = case when i.c -> '${c}' is null then j.${c} else (i.c ->> '${c}')::${type} end`,
+        )
+        .join(',\n      ')}
+    from items i where j.id = i.id returning j.id)
+  insert into job_updates (job_id, seq, body)
+  select u.id, u.seq, u.body from jsonb_to_recordset(?::jsonb) as u(id text, seq bigint, body text)
+    join changed on changed.id = u.id`;
 
 export function postgresJobs({ query, locked, recordEvent }: Connection): JobStore {
   return {
@@ -82,6 +104,25 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       );
       await recordEvent(job.id, job.updateCount);
     },
+    async appendUpdates(writes) {
+      if (writes.length === 0) return;
+      // A job with several updates here has its row changed once: by all their changes, in order.
+      const rows = new Map<string, { id: string; n: number; c: Record<string, string | number | null> }>();
+      for (const { job, changes } of writes) {
+        const row = rows.get(job.id) ?? { id: job.id, n: 0, c: {} };
+        row.n++;
+        Object.assign(row.c, jobChangeColumns(changes));
+        rows.set(job.id, row);
+      }
+      await query(
+        APPEND_UPDATES,
+        JSON.stringify([...rows.values()]),
+        JSON.stringify(
+          writes.map((w) => ({ id: w.job.id, seq: w.job.updateCount, body: JSON.stringify(w.update) })),
+        ),
+      );
+      for (const w of writes) await recordEvent(w.job.id, w.job.updateCount);
+    },
     async markEnding(id, outcome) {
       const marked = await query(
         `update jobs set outcome = ?, outcome_by = ?, outcome_reason = ?
@@ -137,9 +178,10 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       );
       await recordEvent(id, null);
     },
-    async markSubmitted(id) {
-      const [r] = await query(MARK_SUBMITTED, id);
-      return r?.state as JobState | undefined;
+    async markSubmitted(ids) {
+      if (ids.length === 0) return new Map();
+      const rows = await query(markSubmittedWhere('id = any(?::text[])'), [...new Set(ids)]);
+      return new Map(rows.map((r) => [r.id as string, r.state as JobState]));
     },
     async browse(q) {
       const where: string[] = [];

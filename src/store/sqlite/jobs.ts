@@ -1,14 +1,14 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import { accountOf } from '../../model/owner.ts';
-import type { JobRecord, JobStore } from '../jobs.ts';
+import type { JobChanges, JobRecord, JobStore } from '../jobs.ts';
 import {
   CHARGED_SO_FAR,
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
   heldSum,
   jobChangeAssignments,
-  MARK_SUBMITTED,
+  markSubmittedWhere,
   runningPage,
   toChargedSoFar,
   toJob,
@@ -19,6 +19,16 @@ import { recordJobEvent } from './job-events.ts';
 
 export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
   const { sql } = d;
+  function appendUpdate(job: JobRecord, update: JobUpdate, changes: JobChanges): void {
+    const { sets, values } = jobChangeAssignments(changes);
+    sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
+    sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
+      job.id,
+      job.updateCount,
+      JSON.stringify(update),
+    );
+    recordJobEvent(d, job.id, job.updateCount);
+  }
   return {
     insert(jobs) {
       for (const job of jobs) {
@@ -67,15 +77,12 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
         (r) => JSON.parse(r.body as string) as JobUpdate,
       );
     },
-    appendUpdate(job, update, changes) {
-      const { sets, values } = jobChangeAssignments(changes);
-      sql(`update jobs set ${sets.join(', ')} where id = ?`).run(...values, job.id);
-      sql('insert into job_updates (job_id, seq, body) values (?, ?, ?)').run(
-        job.id,
-        job.updateCount,
-        JSON.stringify(update),
-      );
-      recordJobEvent(d, job.id, job.updateCount);
+    appendUpdate,
+    appendUpdates(writes) {
+      // One process, statements in memory: each in turn is as cheap as one for all.
+      d.transaction(() => {
+        for (const w of writes) appendUpdate(w.job, w.update, w.changes);
+      });
     },
     markEnding(id, outcome) {
       return (
@@ -117,9 +124,13 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       ).run(name, name, id);
       recordJobEvent(d, id, null);
     },
-    markSubmitted(id) {
-      const r = sql(MARK_SUBMITTED).get(id) as Row | undefined;
-      return r?.state as JobState | undefined;
+    markSubmitted(ids) {
+      const out = new Map<string, JobState>();
+      for (const id of new Set(ids)) {
+        const r = sql(markSubmittedWhere('id = ?')).get(id) as Row | undefined;
+        if (r) out.set(id, r.state as JobState);
+      }
+      return out;
     },
     browse(q) {
       const where: string[] = [];
