@@ -1,11 +1,12 @@
 import type { JobUpdate } from '../model/job.ts';
 import type { Outcome } from '../model/outcome.ts';
 import { accountOf } from '../model/owner.ts';
-import type { ActiveJob, Charge, LifecycleContext } from '../plugins/plugin.ts';
+import type { ActiveJob, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobRecord } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import { type JobAccess, ownerOf } from './access.ts';
 import type { Backend } from './backend.ts';
+import { jobCharging } from './charging.ts';
 import type { PluginHooks } from './job-management.ts';
 import type { JobMirror } from './mirror.ts';
 import type { JobEnvironment } from './prepare.ts';
@@ -35,6 +36,13 @@ export type JobMonitor = ReturnType<typeof jobMonitor>;
 
 export function jobMonitor(o: MonitorOptions) {
   const { store, backend, hooks, updates, access, now } = o;
+  const charging = jobCharging({
+    store,
+    access,
+    now,
+    requireCredits: o.requireCredits,
+    ...(o.mirror ? { mirror: o.mirror } : {}),
+  });
 
   /**
    * Stops an active job's replicas and ends it with `outcome`, recorded first: whatever end the
@@ -83,63 +91,7 @@ export function jobMonitor(o: MonitorOptions) {
         expectedState: 'RUNNING',
       });
     },
-    charge: async (c: Charge) => {
-      const account = accountOf(c.job.owner);
-      const periodic = c.job.state === 'RUNNING';
-      const creditsPerPeriod = c.credits / c.periods;
-      // What the owner has left once this charge is made: read in its transaction when it is
-      // made (the allocations are locked there), else after it.
-      let left: number | undefined;
-      const unpaid = await store.transaction(async (tx) => {
-        // A charge must start where the recorded ones end: one computed from a stale copy of the
-        // job (its final charge happened meanwhile) names other periods, so its id alone would
-        // not stop it from charging them twice. A periodic charge of a job that has ended since
-        // is not made at all: its final charge counts its time up to its real end.
-        const before = await tx.jobs.chargedSoFar(c.job.id);
-        if (before?.chargedPeriods !== c.firstPeriod) return 0;
-        if (periodic && before.state !== 'RUNNING') return 0;
-        // Only the periods the balance pays (a late pass can find more due than it has credits
-        // for): read with the allocations, locked on PostgreSQL until the charge is written.
-        const balance = o.requireCredits
-          ? (await access.wallet(account, c.category, now(), tx)).balance
-          : Number.POSITIVE_INFINITY;
-        const periods =
-          creditsPerPeriod > 0
-            ? Math.min(c.periods, Math.max(0, Math.floor(balance / creditsPerPeriod)))
-            : c.periods;
-        if (periods === 0) return c.periods;
-        const last = c.firstPeriod + periods - 1;
-        const record = {
-          chargeId: `${c.job.id}:${c.firstPeriod}-${last}`,
-          jobId: c.job.id,
-          owner: account,
-          category: c.category,
-          units: c.units,
-          periods,
-          credits: creditsPerPeriod * periods,
-          chargedAt: now(),
-        };
-        const charged = await tx.accounting.charge(record);
-        if (charged)
-          await o.mirror?.chargeWritten(tx, record, c.job.owner, before.creditsCharged + record.credits);
-        // The balance was read above with the allocations locked: a charge recorded already (by
-        // another replica) is in it, so only this one's credits come off.
-        if (o.requireCredits)
-          left =
-            balance -
-            (charged ? record.credits : 0) -
-            (await tx.jobs.foldHeldCredits(c.job.owner, c.category));
-        return c.periods - periods;
-      });
-      return {
-        unpaid,
-        creditsLeft: !o.requireCredits
-          ? Number.POSITIVE_INFINITY
-          : (left ??
-            (await access.wallet(account, c.category, now())).balance -
-              (await store.jobs.heldCredits(c.job.owner, c.category))),
-      };
-    },
+    charge: charging.charge,
     sshEndpoint: (jobId) => backend.sshEndpoint(jobId),
     addStatus: async (jobId, status) => {
       await updates.update(jobId, { status });

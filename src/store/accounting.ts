@@ -41,6 +41,12 @@ export interface AccountingStore {
    * drawn from the last one, which then shows a negative balance. Atomic on its own.
    */
   charge(c: ChargeRecord): Promise<boolean>;
+  /**
+   * Records charges of distinct jobs as `charge` does each, atomically; answers the ids of those
+   * recorded. On PostgreSQL one statement records them all, one per owner and category reads
+   * (and locks) the allocations they draw on, one more draws on those.
+   */
+  chargeMany(cs: readonly ChargeRecord[]): Promise<Set<string>>;
   /** An owner's charges in [from, to), oldest first. */
   charges(owner: string, from: number, to: number): Promise<ChargeRecord[]>;
 }

@@ -153,10 +153,11 @@ export interface JobStore {
   /** Forgets how an active job was being ended (the backend could not stop it). */
   unmarkEnding(id: string): Promise<void>;
   /**
-   * The job's state and what it was charged so far (a charge's read); inside a transaction on
-   * PostgreSQL its row stays locked until the end, as with `get`.
+   * The jobs' states and what each was charged so far (a batch of charges' read), by id, of those
+   * that exist (one statement on PostgreSQL); inside a transaction on PostgreSQL their rows stay
+   * locked until the end, taken in the order of their ids, as with `getMany`.
    */
-  chargedSoFar(id: string): Promise<ChargedSoFar | undefined>;
+  chargedSoFar(ids: readonly string[]): Promise<Map<string, ChargedSoFar>>;
   /**
    * What the owner's active jobs hold back in a category (their reservations): kept as the changes
    * of that sum (held_credits, written by the jobs table's triggers when a job holding credits is

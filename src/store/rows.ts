@@ -123,7 +123,8 @@ export const toLease = (r: Row): Lease => ({
 });
 
 /** What a charge reads of its job (both stores): its state and what it was charged so far. */
-export const CHARGED_SO_FAR = 'select state, charged_periods, credits_charged from jobs where id = ?';
+export const chargedSoFarWhere = (where: string) =>
+  `select id, state, charged_periods, credits_charged from jobs where ${where}`;
 
 export const toChargedSoFar = (r: Row): ChargedSoFar => ({
   state: r.state as JobState,

@@ -1,4 +1,4 @@
-import type { AccountingStore, AllocationRecord } from '../accounting.ts';
+import type { AccountingStore, AllocationRecord, ChargeRecord } from '../accounting.ts';
 import { toAllocation } from '../rows.ts';
 import type { Connection, Query } from './database.ts';
 
@@ -74,6 +74,65 @@ export function postgresAccounting({ query, atomic, locked }: Connection): Accou
           remaining -= take;
         }
         return true;
+      });
+    },
+    chargeMany(cs) {
+      if (cs.length === 0) return Promise.resolve(new Set<string>());
+      return atomic(async (q) => {
+        // As `charge`, for every job at once: recorded unless recorded already (by id, or by job
+        // and first period), each job's charged credits and periods raised in the same statement.
+        const col = <T>(of: (c: ChargeRecord) => T) => cs.map(of);
+        const recorded = await q(
+          `with inserted as (
+             insert into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at, first_period)
+             select u.*, j.charged_periods from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[],
+               ?::bigint[], ?::double precision[], ?::bigint[])
+               as u(charge_id, job_id, owner, category, units, periods, credits, charged_at)
+               left join jobs j on j.id = u.job_id
+             on conflict do nothing returning charge_id, job_id, credits, periods),
+           jobs_charged as (
+             update jobs set credits_charged = jobs.credits_charged + inserted.credits,
+               charged_periods = jobs.charged_periods + inserted.periods
+             from inserted where jobs.id = inserted.job_id returning jobs.id)
+           select charge_id from inserted`,
+          col((c) => c.chargeId),
+          col((c) => c.jobId),
+          col((c) => c.owner),
+          col((c) => c.category),
+          col((c) => c.units),
+          col((c) => c.periods),
+          col((c) => c.credits),
+          col((c) => c.chargedAt),
+        );
+        const ids = new Set(recorded.map((r) => r.charge_id as string));
+        // What each owner and category draws, on its allocations read (and locked) once.
+        const drawn = new Map<string, { c: ChargeRecord; credits: number }>();
+        for (const c of cs) {
+          if (!ids.has(c.chargeId)) continue;
+          const key = `${c.owner}\0${c.category}\0${c.chargedAt}`;
+          const group = drawn.get(key) ?? { c, credits: 0 };
+          group.credits += c.credits;
+          drawn.set(key, group);
+        }
+        const takes: [number, number][] = [];
+        for (const { c, credits } of drawn.values()) {
+          const allocations = await activeAllocations(q, c.owner, c.category, c.chargedAt, ' for update');
+          let remaining = credits;
+          for (const [i, a] of allocations.entries()) {
+            const last = i === allocations.length - 1;
+            const take = last ? remaining : Math.min(remaining, Math.max(0, a.credits - a.used));
+            if (take !== 0) takes.push([a.id, take]);
+            remaining -= take;
+          }
+        }
+        if (takes.length > 0)
+          await q(
+            `update allocations set used = allocations.used + t.take
+             from unnest(?::bigint[], ?::double precision[]) as t(id, take) where allocations.id = t.id`,
+            takes.map((t) => t[0]),
+            takes.map((t) => t[1]),
+          );
+        return ids;
       });
     },
     async charges(owner, from, to) {

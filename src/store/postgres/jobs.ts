@@ -2,7 +2,7 @@ import type { JobState, JobUpdate } from '../../model/job.ts';
 import { accountOf } from '../../model/owner.ts';
 import type { JobStore, NewJob } from '../jobs.ts';
 import {
-  CHARGED_SO_FAR,
+  chargedSoFarWhere,
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
   heldSum,
@@ -142,9 +142,13 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
         id,
       );
     },
-    async chargedSoFar(id) {
-      const [r] = await query(`${CHARGED_SO_FAR}${locked}`, id);
-      return r && toChargedSoFar(r);
+    async chargedSoFar(ids) {
+      if (ids.length === 0) return new Map();
+      // Locked in the order of the ids, as getMany's.
+      const rows = await query(`${chargedSoFarWhere('id = any(?::text[])')} order by id${locked}`, [
+        ...new Set(ids),
+      ]);
+      return new Map(rows.map((r) => [r.id as string, toChargedSoFar(r)]));
     },
     async heldCredits(owner, category) {
       const [r] = await query(HELD_CREDITS, accountOf(owner), category);

@@ -1,4 +1,4 @@
-import type { AccountingStore, AllocationRecord } from '../accounting.ts';
+import type { AccountingStore, AllocationRecord, ChargeRecord } from '../accounting.ts';
 import { toAllocation } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 
@@ -9,6 +9,31 @@ export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchron
         'select * from allocations where owner = ? and category = ? and start_at <= ? and end_at > ? order by end_at, id',
       ).all(owner, category, at, at) as Row[]
     ).map(toAllocation);
+
+  function charge(c: ChargeRecord): boolean {
+    return transaction(() => {
+      // Unique per charge id, and per job and first period: see the migration.
+      const inserted =
+        sql(
+          `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at, first_period)
+           values (?, ?, ?, ?, ?, ?, ?, ?, (select charged_periods from jobs where id = ?))`,
+        ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt, c.jobId)
+          .changes === 1;
+      if (!inserted) return false;
+      sql(
+        'update jobs set credits_charged = credits_charged + ?, charged_periods = charged_periods + ? where id = ?',
+      ).run(c.credits, c.periods, c.jobId);
+      const allocations = activeAllocations(c.owner, c.category, c.chargedAt);
+      let remaining = c.credits;
+      allocations.forEach((a, i) => {
+        const last = i === allocations.length - 1;
+        const take = last ? remaining : Math.min(remaining, Math.max(0, a.credits - a.used));
+        if (take !== 0) sql('update allocations set used = used + ? where id = ?').run(take, a.id);
+        remaining -= take;
+      });
+      return true;
+    });
+  }
 
   return {
     grant(owner, category, credits, startAt, endAt, now = Date.now()) {
@@ -27,29 +52,10 @@ export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchron
       return rows.map(toAllocation);
     },
     activeAllocations,
-    charge(c) {
-      return transaction(() => {
-        // Unique per charge id, and per job and first period: see the migration.
-        const inserted =
-          sql(
-            `insert or ignore into charges (charge_id, job_id, owner, category, units, periods, credits, charged_at, first_period)
-             values (?, ?, ?, ?, ?, ?, ?, ?, (select charged_periods from jobs where id = ?))`,
-          ).run(c.chargeId, c.jobId, c.owner, c.category, c.units, c.periods, c.credits, c.chargedAt, c.jobId)
-            .changes === 1;
-        if (!inserted) return false;
-        sql(
-          'update jobs set credits_charged = credits_charged + ?, charged_periods = charged_periods + ? where id = ?',
-        ).run(c.credits, c.periods, c.jobId);
-        const allocations = activeAllocations(c.owner, c.category, c.chargedAt);
-        let remaining = c.credits;
-        allocations.forEach((a, i) => {
-          const last = i === allocations.length - 1;
-          const take = last ? remaining : Math.min(remaining, Math.max(0, a.credits - a.used));
-          if (take !== 0) sql('update allocations set used = used + ? where id = ?').run(take, a.id);
-          remaining -= take;
-        });
-        return true;
-      });
+    charge,
+    chargeMany(cs) {
+      // One process, statements in memory: each in turn is as cheap as one for all.
+      return transaction(() => new Set(cs.filter(charge).map((c) => c.chargeId)));
     },
     charges(owner, from, to) {
       return (

@@ -1,9 +1,9 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import { accountOf } from '../../model/owner.ts';
-import type { JobChanges, JobRecord, JobStore } from '../jobs.ts';
+import type { ChargedSoFar, JobChanges, JobRecord, JobStore } from '../jobs.ts';
 import {
-  CHARGED_SO_FAR,
+  chargedSoFarWhere,
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
   heldSum,
@@ -98,9 +98,13 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
          where id = ? and state not in ('SUCCESS', 'FAILURE', 'EXPIRED')`,
       ).run(id);
     },
-    chargedSoFar(id) {
-      const r = sql(CHARGED_SO_FAR).get(id) as Row | undefined;
-      return r && toChargedSoFar(r);
+    chargedSoFar(ids) {
+      const out = new Map<string, ChargedSoFar>();
+      for (const id of ids) {
+        const r = sql(chargedSoFarWhere('id = ?')).get(id) as Row | undefined;
+        if (r) out.set(id, toChargedSoFar(r));
+      }
+      return out;
     },
     heldCredits(owner, category) {
       return heldSum(sql(HELD_CREDITS).get(accountOf(owner), category) as Row | undefined);
