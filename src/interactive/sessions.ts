@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { batched } from '../jobs/batched.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { Logger } from '../jobs/log.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
@@ -337,8 +338,6 @@ function standaloneLinks(reached: Reached): SessionLinks {
 export function sessionRevocation(store: Store): JobPlugin {
   return {
     name: 'Sessions',
-    async onCleanup(_ctx, jobId) {
-      await store.sessions.deleteOf(jobId);
-    },
+    onCleanup: batched((ids) => store.sessions.deleteOf(ids)),
   };
 }

@@ -1,6 +1,7 @@
 import type { JobPlugin } from '../plugins/plugin.ts';
 import type { Transactional } from '../store/store.ts';
 import type { Backend } from './backend.ts';
+import { batched } from './batched.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
 import { runningPages } from './running-pages.ts';
@@ -39,8 +40,6 @@ export function resourceSampler(o: SamplerOptions) {
 export function resourceSeriesCleanup(store: Transactional): JobPlugin {
   return {
     name: 'ResourceSeries',
-    async onCleanup(_ctx, jobId) {
-      await store.resourceSeries.remove(jobId);
-    },
+    onCleanup: batched((ids) => store.resourceSeries.remove(ids)),
   };
 }

@@ -228,9 +228,15 @@ export function jobUpdates(o: UpdatesOptions) {
         writing = undefined;
         for (const p of batch) p.written(true);
         applyEvents();
-        (async () => {
-          for (const r of results) await applied(r);
-        })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
+        // Each job's in order (started, then ended), the jobs side by side: the charges of the jobs
+        // that ended together are then written together (charging.ts).
+        const byJob = new Map<string, Applied[]>();
+        for (const r of results) byJob.set(r.id, [...(byJob.get(r.id) ?? []), r]);
+        for (const rs of byJob.values()) {
+          (async () => {
+            for (const r of rs) await applied(r);
+          })().catch((err: unknown) => log?.error({ err }, 'could not apply backend events'));
+        }
       },
       (err: unknown) => {
         writing = undefined;

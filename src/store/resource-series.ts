@@ -24,8 +24,8 @@ export interface ResourceSeries {
   append(at: number, jobs: ReadonlyMap<string, readonly RankUsage[]>): Promise<void>;
   /** A job's samples after `after` (epoch ms), per rank, oldest first. */
   of(jobId: string, after?: number): Promise<RankSamples[]>;
-  /** Forgets a job's series (it has ended and was cleaned up). */
-  remove(jobId: string): Promise<void>;
+  /** Forgets the series of jobs that have ended and were cleaned up (one statement on PostgreSQL). */
+  remove(jobIds: readonly string[]): Promise<void>;
 }
 
 /** A sample row's measurements, the ones measured only. */

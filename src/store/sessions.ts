@@ -27,7 +27,8 @@ export interface SessionStore {
   /** Removes the session and answers it, in one step: a one-time secret is used once. */
   take(hash: string): Promise<SessionRecord | undefined>;
   touch(hash: string, at: number, expiresAt: number): Promise<void>;
-  deleteOf(jobId: string): Promise<void>;
+  /** Removes the sessions of these jobs (one statement on PostgreSQL). */
+  deleteOf(jobIds: readonly string[]): Promise<void>;
   deleteExpired(at: number): Promise<void>;
 }
 

@@ -63,8 +63,9 @@ export function postgresResourceSeries({ query, atomic }: Connection): ResourceS
         })),
       );
     },
-    async remove(jobId) {
-      await query('delete from resource_samples where job_id = ?', jobId);
+    async remove(jobIds) {
+      if (jobIds.length > 0)
+        await query('delete from resource_samples where job_id = any(?::text[])', jobIds);
     },
   };
 }

@@ -28,8 +28,8 @@ export function postgresSessions({ query }: Connection): SessionStore {
     async touch(hash, at, expiresAt) {
       await query('update sessions set last_used_at = ?, expires_at = ? where hash = ?', at, expiresAt, hash);
     },
-    async deleteOf(jobId) {
-      await query('delete from sessions where job_id = ?', jobId);
+    async deleteOf(jobIds) {
+      if (jobIds.length > 0) await query('delete from sessions where job_id = any(?::text[])', jobIds);
     },
     async deleteExpired(at) {
       await query('delete from sessions where expires_at <= ?', at);

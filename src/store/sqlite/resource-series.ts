@@ -59,8 +59,8 @@ export function sqliteResourceSeries({ sql, transaction }: SqliteDatabase): Sync
         })),
       );
     },
-    remove(jobId) {
-      sql('delete from resource_samples where job_id = ?').run(jobId);
+    remove(jobIds) {
+      for (const id of jobIds) sql('delete from resource_samples where job_id = ?').run(id);
     },
   };
 }

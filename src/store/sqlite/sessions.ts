@@ -20,8 +20,8 @@ export function sqliteSessions({ sql }: SqliteDatabase): Synchronous<SessionStor
     touch(hash, at, expiresAt) {
       sql('update sessions set last_used_at = ?, expires_at = ? where hash = ?').run(at, expiresAt, hash);
     },
-    deleteOf(jobId) {
-      sql('delete from sessions where job_id = ?').run(jobId);
+    deleteOf(jobIds) {
+      for (const id of jobIds) sql('delete from sessions where job_id = ?').run(id);
     },
     deleteExpired(at) {
       sql('delete from sessions where expires_at <= ?').run(at);
