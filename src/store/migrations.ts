@@ -309,6 +309,26 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   // What owners' active jobs hold back, as its changes (held-credits-migration.ts).
   HELD_CREDITS_MIGRATION,
+  // A leader's write checks its fence in the statement that writes (PostgreSQL: one round trip
+  // for the check and the write, postgres/database.ts): the lease must still have the epoch, its
+  // row then held `for key share` until the write commits, so that a takeover commits after it;
+  // else SQLSTATE UCF01 with the lease's epoch as the detail. SQLite checks its fence in process.
+  // (No `text` in it: PostgreSQL's migrations give every text column the "C" collation.)
+  {
+    sqlite: '',
+    postgres: `
+  create function ucompute_fence(lease varchar, expected bigint) returns void language plpgsql as $$
+  declare
+    current bigint;
+  begin
+    select epoch into current from leases where name = lease for key share;
+    if current is distinct from expected then
+      raise exception 'refused: lease % has epoch %, not %', lease, coalesce(current::varchar, 'none'), expected
+        using errcode = 'UCF01', detail = coalesce(current::varchar, '');
+    end if;
+  end $$;
+  `,
+  },
 ];
 
 /** The migration that gives jobs their product category, reading it from the specification with `category`. */

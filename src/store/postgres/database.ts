@@ -157,8 +157,53 @@ export interface PostgresDatabase {
    * with the `begin` (one round trip, not two); `fn` is handed its rows.
    */
   transaction<T>(fn: (c: Connection, opened: Row[]) => Promise<T>, options?: TransactionStart): Promise<T>;
+  /**
+   * One statement on the pool, written only if the lease still has `epoch`: the fence checked by
+   * the statement before it in the same implicit transaction (ucompute_fence, see the migration),
+   * one round trip in all (a fenced transaction of one statement is three). Refused with the
+   * error of SQLSTATE FENCE_REFUSED, its detail the lease's epoch ('' when there is no lease).
+   */
+  fencedStatement(
+    lease: string,
+    epoch: number,
+    text: string,
+    values: readonly unknown[],
+  ): Promise<pg.QueryResult<Row>>;
   /** Closes its connections. */
   end(): Promise<void>;
+}
+
+/** The SQLSTATE of a fenced write refused (ucompute_fence). */
+export const FENCE_REFUSED = 'UCF01';
+
+/** A value as a literal in a statement sent without parameters (as node-postgres would send it). */
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (Array.isArray(value)) return pg.escapeLiteral(arrayText(value));
+  if (typeof value === 'object') {
+    if (value instanceof Date || Buffer.isBuffer(value)) throw new Error('not sent as a literal here');
+    return pg.escapeLiteral(JSON.stringify(value));
+  }
+  return pg.escapeLiteral(String(value));
+}
+/** An array as PostgreSQL's text form of arrays: `{"a","b",NULL}`. */
+function arrayText(xs: readonly unknown[]): string {
+  const item = (x: unknown): string =>
+    x === null || x === undefined
+      ? 'NULL'
+      : Array.isArray(x)
+        ? arrayText(x)
+        : `"${String(x).replace(/["\\]/g, '\\$&')}"`;
+  return `{${xs.map(item).join(',')}}`;
+}
+
+/**
+ * `text` with its `?` placeholders replaced by `values` as literals: a statement that can go with
+ * another in one simple query (one round trip). Typed as a parameter would be: from its context.
+ */
+function inlined(text: string, values: readonly unknown[]): string {
+  let n = 0;
+  return text.replace(/\?/g, () => literal(values[n++]));
 }
 
 export interface DatabaseOptions {
@@ -279,6 +324,14 @@ export async function openPostgresDatabase(
     outside: outsideTransactions(pool),
     aside: outsideTransactions(own),
     transaction,
+    async fencedStatement(lease, epoch, text, values) {
+      // Two statements in one simple query: one implicit transaction, ended by the first error.
+      const results = (await pool.query<Row>(
+        `select ucompute_fence(${literal(lease)}, ${literal(epoch)}); ${inlined(text, values)}`,
+      )) as unknown as pg.QueryResult<Row>[];
+      if (statement(text).writesDirectory) directoryChanged();
+      return results[1]!;
+    },
     async end() {
       await Promise.all([pool.end(), own.end()]);
     },

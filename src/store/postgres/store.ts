@@ -3,7 +3,7 @@ import { checkEpoch } from '../leases.ts';
 import type { Store, StoreParts } from '../store.ts';
 import { postgresAccounting } from './accounting.ts';
 import { postgresAuditLog } from './audit-log.ts';
-import { type Connection, openPostgresDatabase, type Query } from './database.ts';
+import { type Connection, FENCE_REFUSED, openPostgresDatabase, type Query } from './database.ts';
 import { postgresDirectory } from './directory.ts';
 import { directoryCache } from './directory-cache.ts';
 import { jobEventNotifications, postgresJobEvents } from './job-events.ts';
@@ -69,13 +69,19 @@ export async function openPostgresStore(url: string): Promise<Store> {
           { opening, ...(durable ? { durable } : {}) },
         );
       // A call of a part outside a transaction: a read runs as it is (a deposed leader's reads
-      // change nothing, and a fenced transaction costs three more round trips); a write runs in a
-      // fenced transaction of its own.
-      const query = ((text: string, ...params: unknown[]) =>
-        READ.test(text)
-          ? d.outside.query(text, ...params)
-          : fenced((c) => c.query(text, ...params))) as Query;
-      query.changed = (text, ...params) => fenced((c) => c.query.changed(text, ...params));
+      // change nothing); a write runs with its fence checked in the same round trip.
+      const single = (text: string, params: unknown[]) =>
+        d
+          .fencedStatement(fence.lease, fence.epoch, text, params)
+          .catch((e: { code?: string; detail?: string }) => {
+            if (e.code !== FENCE_REFUSED) throw e;
+            // A FencedError, told to the fence's holder.
+            checkEpoch(fence, e.detail ? Number(e.detail) : undefined);
+            throw e;
+          });
+      const query = (async (text: string, ...params: unknown[]) =>
+        READ.test(text) ? d.outside.query(text, ...params) : (await single(text, params)).rows) as Query;
+      query.changed = async (text, ...params) => (await single(text, params)).rowCount ?? 0;
       const parts = partsOn({
         query,
         atomic: (fn) => fenced((c) => fn(c.query)),
