@@ -18,10 +18,10 @@ import { until } from './support/until.ts';
  * sends (each `query` of node-postgres, one round trip; a simple query of several statements is
  * one) while jobs are submitted one per request by 16 clients at once (as ha.bench does) and run
  * to their end, charged, on the dry backend, by a leader writing through the store fenced by its
- * epoch. How many jobs share a batch depends on timing. Measured with 160 jobs: 21.3-22.6 per job
- * at 6a88d28 (every leader step a statement or transaction per job), 12.4-13.4 with the leader's
- * submissions and backend events written in batches. The bound fails when the submission steps
- * go back to one job at a time.
+ * epoch. How many jobs share a batch depends on timing. Measured with 160 jobs, loaded: 21.77 per
+ * job at 6a88d28 (every leader step a statement or transaction per job), 14.10 with submission and
+ * backend events in batches, 5.41 with charges in batches too, 3.21-3.54 with the clean-up's
+ * deletes as well. The bound fails when any of the leader's steps goes back to one job at a time.
  */
 
 const JOBS = 160;
@@ -95,5 +95,5 @@ test('PostgreSQL: a job accepted, submitted, run, charged and cleaned up by a fe
   pg.Client.prototype.query = query;
   const perJob = statements / JOBS;
   console.log(`${perJob.toFixed(2)} statements per job (${statements} for ${JOBS} jobs)`);
-  assert.ok(perJob <= 16, `${perJob.toFixed(2)} statements per job`);
+  assert.ok(perJob <= 5, `${perJob.toFixed(2)} statements per job`);
 });
