@@ -223,10 +223,21 @@ test('dependsOn: a task starts once the tasks it depends on have their pods runn
   const { backend, ended, runtime } = await setup(t);
   const server = shellTask('server', 2, 'sleep 0.4');
   const client = shellTask('client', 1, 'true', { extra: { dependsOn: { name: ['server'] } } });
+  // What the servers had started when the client's pod was made: their containers run (a look at
+  // the pods after the fact raced the client, made a few milliseconds after the servers ran).
+  const createPod = runtime.createPod.bind(runtime);
+  let serversAtClient: number[] | undefined;
+  runtime.createPod = async (spec) => {
+    if (spec.name === 'dep-client-0') {
+      serversAtClient = ['dep-server-0', 'dep-server-1'].map(
+        (name) => runtime.pods.get(name)?.containers.length ?? 0,
+      );
+    }
+    return createPod(spec);
+  };
   await backend.submitVolcanoJob('dep', vcjob('dep', [client, server], { minAvailable: 2 }));
-  await until(() => runtime.pods.size >= 2, { describe: 'the first pods are made' });
-  assert.deepEqual([...runtime.pods.keys()].sort(), ['dep-server-0', 'dep-server-1']);
   await ended('dep');
+  assert.deepEqual(serversAtClient, [1, 1], "the client's pod is made once both servers' containers run");
   assert.equal(backend.phaseOf('dep'), 'Completed');
   assert.deepEqual([...runtime.pods.keys()], ['dep-server-0', 'dep-server-1', 'dep-client-0']);
 });

@@ -1,5 +1,3 @@
-import type { Migration } from './migrations.ts';
-
 // What an owner's active jobs hold back in a category (JobStore.heldCredits) as the changes of
 // that sum, one row each, written by triggers on the jobs table: a job holding credits accepted
 // active (+ its reservation), ended (−), made active again (+), deleted while active (−). Read on
@@ -33,7 +31,8 @@ const TABLE = `
   drop index jobs_held_by_user;
 `;
 
-export const HELD_CREDITS_MIGRATION: Migration = {
+// Typed where it is listed (migrations.ts's MIGRATIONS): importing the type here made an import cycle.
+export const HELD_CREDITS_MIGRATION = {
   sqlite: `${TABLE}
   create trigger held_credits_inserted after insert on jobs
     when new.reserved_credits <> 0 and new.state not in ${FINAL}
