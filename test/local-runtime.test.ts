@@ -345,10 +345,12 @@ describe('local runtime', { skip: skip ?? false }, () => {
     }
     const volume = await p.volumeDir('data');
     assert.equal(volume, join(stateDir, 'volumes', p.name, 'data'), 'volumes stay on disk');
+    const { netns } = (await podRecord(stateDir, p.name)).network;
     // Closed with a pod left (as when ucompute restarts): kept for the next; gone with the last pod.
     await runtime.close();
     assert.ok(existsSync(join(folder, p.name, 'pod.json')));
     await p.destroy(0);
+    assert.equal(existsSync(`/run/netns/${netns}`), false, "the pod's namespace is deleted after close too");
     assert.equal(existsSync(folder), false, "the instance's folder is removed with its last pod");
     assert.equal(existsSync(join(stateDir, 'volumes', p.name)), false, "the pod's volumes are removed");
   });

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { run } from './exec.ts';
 import { type SupervisorStart, startSupervisorLauncher } from './supervisor-launcher.ts';
 
 /**
@@ -87,6 +88,9 @@ export function startLauncher({ commandTimeoutMs = COMMAND_TIMEOUT_MS } = {}): L
 
   return {
     async run(file, args, input) {
+      // A pod destroyed after close (ucompute stopping while a job's pods go) still deletes its
+      // namespace and rules: the helper is gone, so the command is started from here.
+      if (closed) return run(file, args, input);
       const a = await request({
         run: {
           file,
