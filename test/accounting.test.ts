@@ -10,6 +10,7 @@ import { PLUGINS } from '../src/plugins/index.ts';
 import type { ActiveJob, Charge, JobPlugin, LifecycleContext } from '../src/plugins/plugin.ts';
 import { env, products } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
+import { PER_MINUTE } from './support/products.ts';
 import { rejectsWith } from './support/service.ts';
 import { openTestStore } from './support/store.ts';
 import { until } from './support/until.ts';
@@ -28,7 +29,7 @@ const GPU_1 = { id: 'u1-gpu-1', category: 'u1-gpu' };
 const FREE: Product = { id: 'u1-free', category: 'u1-free', cpu: 1, memoryInGigs: 1, pricePerUnit: 0 };
 /** One vCPU at 1 credit per minute, hour or day. */
 const PER: Record<'MINUTE' | 'HOUR' | 'DAY', Product> = {
-  MINUTE: { id: 'per-minute', category: 'per-minute', cpu: 1, memoryInGigs: 1, pricePerUnit: 1 },
+  MINUTE: PER_MINUTE,
   HOUR: {
     id: 'per-hour',
     category: 'per-hour',

@@ -3,7 +3,6 @@ import { describe, type TestContext, test } from 'node:test';
 import pg from 'pg';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import type { Product } from '../src/model/product.ts';
 import { openPostgresStore } from '../src/store/postgres/store.ts';
 import { HELD_CHANGES_KEPT } from '../src/store/rows.ts';
 import { openSqliteStore } from '../src/store/sqlite/store.ts';
@@ -11,6 +10,7 @@ import type { Store, StoreParts } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
 import { newPostgresDatabase } from './support/postgres.ts';
+import { PER_MINUTE } from './support/products.ts';
 import { STORE_KINDS, type StoreKind } from './support/store.ts';
 import { until } from './support/until.ts';
 
@@ -23,14 +23,6 @@ import { until } from './support/until.ts';
 const T0 = Date.UTC(2025, 0, 1);
 const MINUTE = 60_000;
 const alice = { username: 'alice', admin: false };
-/** One vCPU at 1 credit a minute. */
-const PER_MINUTE: Product = {
-  id: 'per-minute',
-  category: 'per-minute',
-  cpu: 1,
-  memoryInGigs: 1,
-  pricePerUnit: 1,
-};
 const JOBS = 3 * HELD_CHANGES_KEPT;
 
 /** A store of `kind` and a way to count an owner's rows of held credits beside it. */

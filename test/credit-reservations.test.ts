@@ -4,12 +4,12 @@ import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { reservationFor } from '../src/jobs/credit-check.ts';
 import { ServiceError } from '../src/jobs/errors.ts';
 import { createJobService } from '../src/jobs/service.ts';
-import type { Product } from '../src/model/product.ts';
 import { NO_CREDITS_STATUS } from '../src/plugins/accounting.ts';
 import { openPostgresStore } from '../src/store/postgres/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
 import { newPostgresDatabase, POSTGRES_TESTED } from './support/postgres.ts';
+import { PER_MINUTE } from './support/products.ts';
 import { rejectsWith } from './support/service.ts';
 import { openTestStore, STORE_KINDS, type StoreKind } from './support/store.ts';
 import { until } from './support/until.ts';
@@ -22,14 +22,6 @@ const T0 = Date.UTC(2025, 0, 1);
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 const alice = { username: 'alice', admin: false };
-/** One vCPU at 1 credit per minute. */
-const PER_MINUTE: Product = {
-  id: 'per-minute',
-  category: 'per-minute',
-  cpu: 1,
-  memoryInGigs: 1,
-  pricePerUnit: 1,
-};
 const job = (replicas = 1) => ({
   application: { name: 'mpi-hello', version: '1.0' },
   product: { id: PER_MINUTE.id, category: PER_MINUTE.category },
