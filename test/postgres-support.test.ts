@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { test } from 'node:test';
 import { POSTGRES_TESTED } from './support/postgres.ts';
 import { until } from './support/until.ts';
 
 // The tests' own PostgreSQL (support/postgres.ts) must not outlive the test process that started
-// it, however that process ends: a server left running holds its folder, memory and a port.
+// it, however that process ends: a server left running holds its folder, memory and a port; nor
+// may its folder (a data directory of ~40 MB) stay behind.
 
 /** Whether the process runs (a zombie, ended and not yet reaped, does not). */
 const alive = (pid: number) => {
@@ -17,13 +19,16 @@ const alive = (pid: number) => {
   }
 };
 
-/** A test process that starts the server and waits; answers it and the postmaster's pid. */
-async function testProcess() {
+/**
+ * A test process that starts the server, then waits (or, given `exits`, ends by itself); answers
+ * it, the postmaster's pid and the server's folder.
+ */
+async function testProcess(exits: boolean) {
   const script = `
-    const { newPostgresDatabase, postgresPid } = await import(${JSON.stringify(new URL('./support/postgres.ts', import.meta.url).href)});
+    const { newPostgresDatabase, postgresPid, postgresLog } = await import(${JSON.stringify(new URL('./support/postgres.ts', import.meta.url).href)});
     await newPostgresDatabase();
-    console.log('pid', await postgresPid());
-    setInterval(() => {}, 1000);
+    console.log('pid', await postgresPid(), 'log', await postgresLog());
+    ${exits ? 'process.exit(0);' : 'setInterval(() => {}, 1000);'}
   `;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -33,26 +38,28 @@ async function testProcess() {
     out += text;
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  const pid = await until(() => Number(/pid (\d+)/.exec(out)?.[1]), {
+  const started = await until(() => /pid (\d+) log (\S+)/.exec(out) ?? undefined, {
     describe: 'the test process started PostgreSQL',
     timeout: 90_000,
   });
-  return { child, pid, exited };
+  return { child, pid: Number(started[1]), folder: dirname(started[2]!), exited };
 }
 
-for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-  test(`the tests' PostgreSQL stops when the test process is ended by ${signal}`, {
+for (const end of ['SIGTERM', 'SIGKILL', 'exit'] as const) {
+  test(`the tests' PostgreSQL stops and its folder goes when the test process ends by ${end}`, {
     skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
   }, async (t) => {
-    const { child, pid, exited } = await testProcess();
+    const { child, pid, folder, exited } = await testProcess(end === 'exit');
     t.after(() => {
       if (alive(pid)) process.kill(pid, 'SIGQUIT');
     });
-    assert.ok(alive(pid));
-    child.kill(signal);
+    if (end !== 'exit') {
+      assert.ok(alive(pid));
+      child.kill(end);
+    }
     await exited;
-    await until(() => !alive(pid), {
-      describe: `PostgreSQL (pid ${pid}) gone after ${signal}`,
+    await until(() => !alive(pid) && !existsSync(folder), {
+      describe: `PostgreSQL (pid ${pid}) and ${folder} gone after ${end}`,
       timeout: 30_000,
     });
   });
