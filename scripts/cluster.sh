@@ -282,7 +282,19 @@ EOF
   # and port-forward through the API server from local files, processes and ports. Node leases of
   # 600 s (renewed every 150 s): nothing here watches node health, and 100 nodes' 40 s leases cost
   # an idle cluster 17 % of a core against 6 % (BENCHMARKS.md, issue 17).
-  cat "$cluster_src/kwok-stages.yaml" > "$dir/run/kwok.yaml"
+  # KWOK plays each pod's stages (here: start it Running) on podPlayStageParallelism workers, each
+  # a PATCH of the pod's status in turn: its default 4 made pod starts ~4 per API-server round trip
+  # (1-2 s under load), the ceiling of the first 10,000-job run (2-2.7 jobs/s per side). With 4,
+  # 3,000 jobs on one cluster (load 30-100) had 518 bound pods waiting 10 min for KWOK, +0-5 Running
+  # per 15 s; restarted with 64: +120-316 per 15 s at once, Volcano Jobs Running right behind
+  # (BENCHMARKS.md, issue 17). A simulated cluster of many nodes needs many kubelets' worth.
+  cat "$cluster_src/kwok-stages.yaml" - > "$dir/run/kwok.yaml" <<EOF
+---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 64
+EOF
   start kwok "$bin/kwok" --kubeconfig="$dir/admin.kubeconfig" --config="$dir/run/kwok.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$kwok_port" --server-address="127.0.0.1:$kwok_port" \
