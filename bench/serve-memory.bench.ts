@@ -16,7 +16,11 @@
  * submissions' and transitions' garbage — what a deployment with N live jobs holds — and serve's CPU
  * seconds over the hold are what N live jobs cost when nothing happens to them.
  *
- *   node bench/serve-memory.bench.ts [--jobs 10000] [--live-after S] [--hold S] [--node-flags F] [--snapshots DIR]
+ * With --allocations FILE, what serve allocates during the hold (V8's sampling heap profiler, the
+ * objects collected since counted too) is written to FILE (.heapprofile: Chrome's DevTools read it).
+ *
+ *   node bench/serve-memory.bench.ts [--jobs 10000] [--live-after S] [--hold S] [--node-flags F]
+ *       [--snapshots DIR] [--allocations FILE]
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -36,6 +40,7 @@ const { values } = parseArgs({
     'live-after': { type: 'string' },
     'node-flags': { type: 'string', default: '' },
     hold: { type: 'string', default: '60' },
+    allocations: { type: 'string' },
   },
 });
 const JOBS = Number(values.jobs);
@@ -118,17 +123,17 @@ const inspector = new Promise<string>((resolve) => {
     if (url) resolve(url);
   });
 });
-/** serve's process.memoryUsage() in MB, after a full GC (through its inspector). */
-async function afterFullGc(): Promise<Record<string, number>> {
+/** A session on serve's inspector (opened by SIGUSR1): `send` a method, `close` it. */
+async function inspectorSession() {
   process.kill(pid, 'SIGUSR1');
   const ws = new WebSocket(await inspector);
   await new Promise((resolve) => ws.addEventListener('open', resolve, { once: true }));
   let id = 0;
-  const send = (method: string, params = {}) =>
-    new Promise<{ result?: { value?: string } }>((resolve) => {
+  const send = <T = { result?: { value?: string } }>(method: string, params = {}) =>
+    new Promise<T>((resolve) => {
       const asked = ++id;
       const answer = (m: MessageEvent) => {
-        const d = JSON.parse(String(m.data)) as { id?: number; result: { result?: { value?: string } } };
+        const d = JSON.parse(String(m.data)) as { id?: number; result: T };
         if (d.id !== asked) return;
         ws.removeEventListener('message', answer);
         resolve(d.result);
@@ -136,11 +141,16 @@ async function afterFullGc(): Promise<Record<string, number>> {
       ws.addEventListener('message', answer);
       ws.send(JSON.stringify({ id: asked, method, params }));
     });
+  return { send, close: () => ws.close() };
+}
+/** serve's process.memoryUsage() in MB, after a full GC (through its inspector). */
+async function afterFullGc(): Promise<Record<string, number>> {
+  const { send, close } = await inspectorSession();
   await send('HeapProfiler.collectGarbage');
   const usage = await send('Runtime.evaluate', {
     expression: 'JSON.stringify(process.memoryUsage())',
   });
-  ws.close();
+  close();
   const bytes = JSON.parse(usage.result!.value!) as Record<string, number>;
   return Object.fromEntries(Object.entries(bytes).map(([k, v]) => [k, Math.round(v / 2 ** 20)]));
 }
@@ -221,9 +231,20 @@ await snapshot();
 const live = { ...(await rss()), ...(await heapMb()), running: runningSeen, cpuSeconds: await cpuSeconds() };
 const holdMs = Number(values.hold) * 1000;
 const rssDuringHold: number[] = [];
+const sampling = values.allocations ? await inspectorSession() : undefined;
+await sampling?.send('HeapProfiler.startSampling', {
+  samplingInterval: 16_384,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true,
+});
 for (const end = performance.now() + holdMs; performance.now() < end; ) {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   rssDuringHold.push((await rss()).rss);
+}
+if (sampling) {
+  const { profile } = await sampling.send<{ profile: unknown }>('HeapProfiler.stopSampling');
+  await writeFile(values.allocations!, JSON.stringify(profile));
+  sampling.close();
 }
 const held = {
   seconds: holdMs / 1000,

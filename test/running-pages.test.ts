@@ -108,5 +108,32 @@ for (const kind of STORE_KINDS) {
       await service.monitor();
       assert.deepEqual(read, { builds: 5, wholeRows: 0 });
     });
+
+    test('between listings a pass reads only the jobs that changed, not every running row', async (t) => {
+      const { store, service, state } = await runningJobs(t, kind, 3, { monitorIntervalMs: 3_600_000 });
+      const read = { pages: 0, of: [] as string[] };
+      const { runningRows, runningRowsOf } = store.jobs;
+      store.jobs.runningRows = (after, limit) => {
+        read.pages++;
+        return runningRows(after, limit);
+      };
+      store.jobs.runningRowsOf = (ids) => {
+        read.of.push(...ids);
+        return runningRowsOf(ids);
+      };
+      await service.monitor();
+      assert.ok(read.pages > 0, 'the first pass lists the running jobs');
+      read.pages = 0;
+      // Nothing changed, nothing due (a charge a minute): nothing read.
+      await service.monitor();
+      await service.monitor();
+      assert.deepEqual(read, { pages: 0, of: [] });
+      // A job that starts running is read from its events; the others are not read again.
+      const [late] = await service.create(alice, [mpi]);
+      await until(async () => (await state(late!)) === 'RUNNING', { describe: 'the new job running' });
+      await service.monitor();
+      assert.equal(read.pages, 0);
+      assert.deepEqual([...new Set(read.of)], [late]);
+    });
   });
 }

@@ -92,11 +92,14 @@ export interface PluginHooks {
   suspend(ctx: LifecycleContext, job: ActiveJob): Promise<void>;
   cleanup(ctx: LifecycleContext, jobId: string): Promise<void>;
   monitoring(ctx: LifecycleContext, jobs: readonly ActiveJob[]): Promise<void>;
+  /** When a monitoring pass next has something to do for this running job (Infinity: never). */
+  monitoringDueAt(ctx: LifecycleContext, job: ActiveJob): number;
   /** Whether any plugin has an onJobStart (when none has, starting jobs need not be read back). */
   readonly hasStart: boolean;
 }
 
 export function pluginHooks(plugins: readonly JobPlugin[], log?: Logger): PluginHooks {
+  const monitored = plugins.filter((p) => p.onJobMonitoring !== undefined);
   async function each(hook: string, run: (p: JobPlugin) => unknown): Promise<void> {
     for (const plugin of plugins) {
       try {
@@ -120,6 +123,15 @@ export function pluginHooks(plugins: readonly JobPlugin[], log?: Logger): Plugin
     suspend: (ctx, job) => each('onJobSuspend', (p) => p.onJobSuspend?.(ctx, job)),
     cleanup: (ctx, jobId) => each('onCleanup', (p) => p.onCleanup?.(ctx, jobId)),
     monitoring: (ctx, jobs) => each('onJobMonitoring', (p) => p.onJobMonitoring?.(ctx, jobs)),
+    monitoringDueAt(ctx, job) {
+      let due = Number.POSITIVE_INFINITY;
+      for (const p of monitored) {
+        // A plugin that cannot say is due every pass.
+        const at = p.monitoringDueAt ? p.monitoringDueAt(ctx, job) : Number.NEGATIVE_INFINITY;
+        if (at !== null) due = Math.min(due, at);
+      }
+      return due;
+    },
     hasStart: plugins.some((p) => p.onJobStart !== undefined),
   };
 }

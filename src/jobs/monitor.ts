@@ -1,7 +1,7 @@
 import type { JobUpdate } from '../model/job.ts';
 import type { Outcome } from '../model/outcome.ts';
 import { accountOf } from '../model/owner.ts';
-import type { ActiveJob, LifecycleContext } from '../plugins/plugin.ts';
+import type { LifecycleContext } from '../plugins/plugin.ts';
 import type { JobRecord } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import { type JobAccess, ownerOf } from './access.ts';
@@ -10,8 +10,9 @@ import { jobCharging } from './charging.ts';
 import type { PluginHooks } from './job-management.ts';
 import type { JobMirror } from './mirror.ts';
 import type { JobEnvironment } from './prepare.ts';
-import { runningPages } from './running-pages.ts';
-import { asActiveJob, buildAnnotations, type JobUpdates } from './updates.ts';
+import { RUNNING_PAGE } from './running-pages.ts';
+import { runningSet } from './running-set.ts';
+import type { JobUpdates } from './updates.ts';
 
 // Monitoring and recovery: what the lifecycle hooks may do (expire, charge, stop an owner's
 // jobs), the periodic pass over running jobs, and reconciling the store with the backend.
@@ -105,23 +106,7 @@ export function jobMonitor(o: MonitorOptions) {
     },
   };
 
-  /**
-   * Each running job's annotations, by id, and the last pass that saw it running. A job's build is
-   * written once, before its first submission, and removed at its end, never changed between: so
-   * the monitoring pass parses each running job's build once, not every second (10,000 running jobs
-   * parsed each second kept V8 from ever giving memory back). Dropped once a pass no longer sees it.
-   */
-  const annotationsOf = new Map<string, { annotations: Readonly<Record<string, string>>; pass: number }>();
-  let passes = 0;
-
-  /** A running job's annotations, from its build, kept; undefined if it has ended meanwhile. */
-  async function readAnnotations(id: string) {
-    const build = (await store.jobs.get(id))?.build;
-    if (build === null || build === undefined) return undefined;
-    const known = { annotations: buildAnnotations(build), pass: passes };
-    annotationsOf.set(id, known);
-    return known;
-  }
+  const running = runningSet({ store, now, dueAt: (job) => hooks.monitoringDueAt(lifecycle, job) });
 
   return {
     lifecycle,
@@ -136,24 +121,19 @@ export function jobMonitor(o: MonitorOptions) {
     },
 
     /**
-     * One monitoring pass: running jobs, a page at a time (their rows without JSON, with their
-     * annotations kept from their builds), through every plugin's onJobMonitoring; once the ends
-     * the backend has seen are written (none is charged or expired past its end).
+     * One monitoring pass: the running jobs a plugin has something to do for now (a charge due, a
+     * deadline passed), a page at a time through every plugin's onJobMonitoring, then read again;
+     * once the ends the backend has seen are written (none is charged or expired past its end).
      */
     async monitor(): Promise<void> {
       await backend.caughtUp?.();
-      const pass = ++passes;
-      for await (const page of runningPages((after, limit) => store.jobs.runningRows(after, limit))) {
-        const jobs: ActiveJob[] = [];
-        for (const row of page) {
-          const known = annotationsOf.get(row.id) ?? (await readAnnotations(row.id));
-          if (!known) continue;
-          known.pass = pass;
-          jobs.push(asActiveJob(row, known.annotations));
-        }
+      await running.sync();
+      const due = running.due();
+      for (let i = 0; i < due.length; i += RUNNING_PAGE) {
+        const jobs = due.slice(i, i + RUNNING_PAGE);
         await hooks.monitoring(lifecycle, jobs);
+        await running.reread(jobs.map((j) => j.id));
       }
-      for (const [id, known] of annotationsOf) if (known.pass < pass) annotationsOf.delete(id);
     },
 
     /**

@@ -13,6 +13,19 @@ import type { ActiveJob, JobPlugin, LifecycleContext } from './plugin.ts';
 
 export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
 
+/** The job's charging basis, from the annotations onCreate put on it. */
+function chargeBasis({ annotations }: ActiveJob): ChargeBasis {
+  const chargePeriod = annotations[CHARGE_PERIOD_ANNOTATION];
+  return {
+    units: Number(annotations[CHARGE_UNITS_ANNOTATION] ?? 0),
+    ...pricePerPeriod(
+      Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0),
+      (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice,
+      chargePeriod === undefined ? null : Number(chargePeriod),
+    ),
+  };
+}
+
 /**
  * Charges the periods the job owes for the time it has run: up to now while it runs, up to its
  * end once ended or suspended (`final`: the started period counts too, unless the job is ending
@@ -22,15 +35,7 @@ export const NO_CREDITS_STATUS = 'The job was terminated (no credits)';
  */
 async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
   const { annotations } = job;
-  const chargePeriod = annotations[CHARGE_PERIOD_ANNOTATION];
-  const basis: ChargeBasis = {
-    units: Number(annotations[CHARGE_UNITS_ANNOTATION] ?? 0),
-    ...pricePerPeriod(
-      Number(annotations[PRICE_PER_UNIT_ANNOTATION] ?? 0),
-      (annotations[UNIT_OF_PRICE_ANNOTATION] ?? 'CREDITS_PER_MINUTE') as UnitOfPrice,
-      chargePeriod === undefined ? null : Number(chargePeriod),
-    ),
-  };
+  const basis = chargeBasis(job);
   const startedPeriodDue = final && job.outcome?.kind !== 'OUT_OF_CREDITS';
   // An ended or suspended job's run is over (its time counted up to its end): now adds nothing.
   const periods = periodsDue(
@@ -77,6 +82,11 @@ export const accountingPlugin: JobPlugin = {
   },
   async onJobMonitoring(ctx, batch) {
     for (const job of batch) if (job.state === 'RUNNING') await chargeJob(ctx, job, false);
+  },
+  // The next period falls due once the run, from its start, reaches one more whole period.
+  monitoringDueAt(_ctx, job) {
+    if (job.state !== 'RUNNING' || job.runStartedAt === null) return null;
+    return job.runStartedAt + (job.chargedPeriods + 1) * chargeBasis(job).periodMs - job.timeRunBeforeMs;
   },
   async onJobComplete(ctx, job) {
     await chargeJob(ctx, job, true);

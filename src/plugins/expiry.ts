@@ -20,4 +20,5 @@ export const expiryPlugin: JobPlugin = {
       if (job.state === 'RUNNING' && job.expiresAt !== null && job.expiresAt <= now) await ctx.expire(job.id);
     }
   },
+  monitoringDueAt: (_ctx, job) => (job.state === 'RUNNING' ? job.expiresAt : null),
 };

@@ -118,4 +118,9 @@ export interface JobPlugin {
   /** Must tolerate a cleanup that already partly happened. */
   onCleanup?(ctx: LifecycleContext, jobId: string): void | Promise<void>;
   onJobMonitoring?(ctx: LifecycleContext, batch: readonly ActiveJob[]): void | Promise<void>;
+  /**
+   * When `onJobMonitoring` next has something to do for this running job (epoch ms; null: nothing
+   * ahead), so that a pass hands it only the jobs due. Without it, every pass hands it every job.
+   */
+  monitoringDueAt?(ctx: LifecycleContext, job: ActiveJob): number | null;
 }

@@ -193,6 +193,8 @@ export interface JobStore {
   running(after: string | undefined, limit: number): Promise<JobRecord[]>;
   /** The same running jobs and pages as `running`, each without its JSON: what the periodic passes read. */
   runningRows(after: string | undefined, limit: number): Promise<RunningJob[]>;
+  /** Of these jobs, those running, each without its JSON (in no particular order). */
+  runningRowsOf(ids: readonly string[]): Promise<RunningJob[]>;
   countByState(): Promise<Record<string, number>>;
   idempotent(username: string, key: string): Promise<IdempotentRequest | undefined>;
   rememberIdempotent(

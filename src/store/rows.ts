@@ -52,6 +52,11 @@ export const runningPage = (columns: 'all' | 'running-job') =>
   `select ${columns === 'all' ? '*' : RUNNING_JOB_COLUMNS} from jobs
    where state = 'RUNNING' and id > ? order by id limit ?`;
 
+/** The running jobs among some (the ids as `?`: an array on PostgreSQL, a JSON array on SQLite). */
+export const runningOf = (ids: 'postgres' | 'sqlite') =>
+  `select ${RUNNING_JOB_COLUMNS} from jobs where state = 'RUNNING' and id in
+   ${ids === 'postgres' ? '(select unnest(?::text[]))' : '(select value from json_each(?))'}`;
+
 export const toRunningJob = (r: Row): RunningJob => ({
   id: r.id as string,
   createdBy: r.created_by as string,

@@ -10,6 +10,7 @@ import {
   jobChangeAssignments,
   jobChangeColumns,
   markSubmittedWhere,
+  runningOf,
   runningPage,
   toChargedSoFar,
   toJob,
@@ -261,6 +262,10 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
     },
     async runningRows(after, limit) {
       return (await query(runningPage('running-job'), after ?? '', limit)).map(toRunningJob);
+    },
+    async runningRowsOf(ids) {
+      if (ids.length === 0) return [];
+      return (await query(runningOf('postgres'), [...ids])).map(toRunningJob);
     },
     async countByState() {
       const out: Record<string, number> = {};

@@ -9,6 +9,7 @@ import {
   heldSum,
   jobChangeAssignments,
   markSubmittedWhere,
+  runningOf,
   runningPage,
   toChargedSoFar,
   toJob,
@@ -208,6 +209,10 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
     },
     runningRows(after, limit) {
       return (sql(runningPage('running-job')).all(after ?? '', limit) as Row[]).map(toRunningJob);
+    },
+    runningRowsOf(ids) {
+      if (ids.length === 0) return [];
+      return (sql(runningOf('sqlite')).all(JSON.stringify(ids)) as Row[]).map(toRunningJob);
     },
     countByState() {
       const out: Record<string, number> = {};
