@@ -30,10 +30,14 @@ function chargeBasis({ annotations }: ActiveJob): ChargeBasis {
  * Charges the periods the job owes for the time it has run: up to now while it runs, up to its
  * end once ended or suspended (`final`: the started period counts too, unless the job is ending
  * because its owner could not pay for it: that period is the one its reservation could not
- * cover). Stops the owner's jobs when its balance could not pay all the periods due, or what it
- * has left cannot pay for its active jobs' next periods.
+ * cover). Answers the owner's account and category when its jobs there must stop: its balance
+ * could not pay all the periods due, or what it has left cannot pay for its active jobs' next periods.
  */
-async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
+async function chargeJob(
+  ctx: LifecycleContext,
+  job: ActiveJob,
+  final: boolean,
+): Promise<{ account: string; category: string } | undefined> {
   const { annotations } = job;
   const basis = chargeBasis(job);
   const startedPeriodDue = final && job.outcome?.kind !== 'OUT_OF_CREDITS';
@@ -45,7 +49,7 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     startedPeriodDue,
     job.startedAt !== null,
   );
-  if (periods === 0) return;
+  if (periods === 0) return undefined;
   const category = (annotations[PRODUCT_ANNOTATION] ?? '').split('/')[1] ?? '';
   const { creditsLeft, unpaid } = await ctx.charge({
     job,
@@ -55,9 +59,15 @@ async function chargeJob(ctx: LifecycleContext, job: ActiveJob, final: boolean):
     credits: credits(basis, periods),
     category,
   });
-  if ((unpaid > 0 || creditsLeft < 0) && basis.pricePerUnit > 0) {
-    await ctx.stopJobsOf(accountOf(job.owner), category, NO_CREDITS_STATUS);
-  }
+  if ((unpaid > 0 || creditsLeft < 0) && basis.pricePerUnit > 0)
+    return { account: accountOf(job.owner), category };
+  return undefined;
+}
+
+/** chargeJob, then the owner's jobs in that category stopped if it could not pay. */
+async function chargeOrStop(ctx: LifecycleContext, job: ActiveJob, final: boolean): Promise<void> {
+  const unpaid = await chargeJob(ctx, job, final);
+  if (unpaid) await ctx.stopJobsOf(unpaid.account, unpaid.category, NO_CREDITS_STATUS);
 }
 
 /**
@@ -80,8 +90,18 @@ export const accountingPlugin: JobPlugin = {
     const { chargePeriodMs } = ctx.config;
     if (chargePeriodMs !== null) annotateJob(build, CHARGE_PERIOD_ANNOTATION, String(chargePeriodMs));
   },
+  // The running jobs' charges asked for together: they are written in one batch (ctx.charge, one
+  // transaction for all; one at a time, a minute's charges of 10,000 running jobs were ~5
+  // statements each). Each owner and category that could not pay is stopped once, after.
   async onJobMonitoring(ctx, batch) {
-    for (const job of batch) if (job.state === 'RUNNING') await chargeJob(ctx, job, false);
+    const running = batch.filter((job) => job.state === 'RUNNING');
+    const unpaid = new Map<string, { account: string; category: string }>();
+    for (const owing of await Promise.all(running.map((job) => chargeJob(ctx, job, false)))) {
+      if (owing) unpaid.set(JSON.stringify([owing.account, owing.category]), owing);
+    }
+    for (const { account, category } of unpaid.values()) {
+      await ctx.stopJobsOf(account, category, NO_CREDITS_STATUS);
+    }
   },
   // The next period falls due once the run, from its start, reaches one more whole period.
   monitoringDueAt(_ctx, job) {
@@ -89,11 +109,11 @@ export const accountingPlugin: JobPlugin = {
     return job.runStartedAt + (job.chargedPeriods + 1) * chargeBasis(job).periodMs - job.timeRunBeforeMs;
   },
   async onJobComplete(ctx, job) {
-    await chargeJob(ctx, job, true);
+    await chargeOrStop(ctx, job, true);
   },
   // A suspended job pays up to the suspension, as at an end (the started period too); resumed, it
   // pays on from its new start, the period paid ahead first.
   async onJobSuspend(ctx, job) {
-    await chargeJob(ctx, job, true);
+    await chargeOrStop(ctx, job, true);
   },
 };
