@@ -1,8 +1,10 @@
-// The test suite's runner (`npm test` runs it after `npm run check`): every `test/**/*.test.ts` as its
-// own `node --test` process, longest first (the order of test/durations.json, measured; files not
-// in it after them), two at a time, with the browser files (Chromium) in a lane of their own beside
-// the rest so that two Chromiums never share the two cores. A file's output is printed whole when it
-// ends; the exit code is 1 when any file failed.
+// The test suite's runner (`npm test` runs it after `npm run check`): every `test/**/*.test.ts` in a
+// `node --test` process, longest first (the order of test/durations.json, measured; files not in it
+// after them), two at a time, with the browser files (Chromium) in a lane of their own beside the
+// rest so that two Chromiums never share the two cores. Small files that may share a process (see
+// `shareable`) run in batches, several files in one `node --test --test-isolation=none` process:
+// each Node and its imports (~0.5 CPU-s a file) are paid once per batch. A file's or batch's output
+// is printed whole when it ends, with the files that failed named; the exit code is 1 when any did.
 //
 //   node test/run-suite.ts [files…]        run these files (default: all)
 //   --concurrency=N         files at a time, the browser lane included (default 2)
@@ -10,6 +12,9 @@
 //   --order=durations|alpha longest first (default) or the old `node --test` order
 //   --isolation=none|process  each file's tests in its `node --test` process itself (default:
 //                           `--test-isolation=none`, one Node less per file) or in a child of it
+//   --batch=SECONDS         files that may share a process, in batches of about this many seconds
+//                           of test/durations.json (default 30; 0: every file in a process of its own)
+//   --list                  print the processes (batches, and why each other file runs alone); run none
 //   --profile=DIR           also measure: each file in a cgroup v2 group of its own (CPU time of the
 //                           file and everything it starts), the cores' use every second;
 //                           writes DIR/profile.json and DIR/summary.txt
@@ -23,8 +28,10 @@ import {
   readdirSync,
   readFileSync,
   rmdirSync,
+  rmSync,
   writeFileSync,
 } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -36,6 +43,8 @@ const { values, positionals } = parseArgs({
     'browser-lane': { type: 'string', default: '1' },
     order: { type: 'string', default: 'durations' },
     isolation: { type: 'string', default: 'none' },
+    batch: { type: 'string', default: '30' },
+    list: { type: 'boolean', default: false },
     profile: { type: 'string' },
     'write-durations': { type: 'boolean', default: false },
   },
@@ -58,9 +67,78 @@ const files =
     ? all
     : [...all].sort((a, b) => (known[b] ?? 0) - (known[a] ?? 0) || (a < b ? -1 : 1));
 const isBrowser = (f: string) => f.startsWith('test/browser/');
+const batchSeconds = Math.max(0, Number(values.batch));
+
+// Whether a file may share a process with others (`--test-isolation=none`: one module graph, one
+// root test, its files imported one after the other before any test runs). Not: the browser files
+// (a Chromium and a server each), files with no measured time or a long one (serve-, pod- or
+// cluster-heavy: they would hold a batch's slot), and files whose source does what leaks into the
+// next file.
+const MAX_SHARED_SECONDS = 20;
+const ALONE: [RegExp, string][] = [
+  // On the root test in a shared process: every `before` runs ahead of the whole batch, every
+  // `after` at its end, `beforeEach`/`afterEach` around the other files' tests too.
+  [/^(?:before|after|beforeEach|afterEach)\(/m, 'top-level hooks'],
+  // One server per process, stopped at exit; its prepared-statement table is the process's.
+  [/support\/postgres\.ts'/, 'PostgreSQL server of the process'],
+  [
+    /process\.(?:on|once|chdir|umask)\(|process\.env(?:\.\w+|\[[^\]]+\])\s*=[^=]|delete process\.env/,
+    'process state',
+  ],
+  [/import \{[^}]*\bmock\b[^}]*\} from 'node:test'/, 'module-level mocks'],
+];
+function aloneBecause(file: string): string | undefined {
+  if (isBrowser(file)) return 'browser';
+  const seconds = known[file];
+  if (seconds === undefined) return 'no measured time';
+  if (seconds > MAX_SHARED_SECONDS) return `${seconds} s`;
+  const source = readFileSync(join(root, file), 'utf8');
+  return ALONE.find(([pattern]) => pattern.test(source))?.[1];
+}
+
+/** What one `node --test` process runs: one file, or a batch of files that may share it. */
+interface Unit {
+  name: string;
+  files: string[];
+  seconds: number;
+}
+const units: Unit[] = [];
+const shared = batchSeconds > 0 ? files.filter((f) => aloneBecause(f) === undefined) : [];
+for (const file of files)
+  if (!shared.includes(file)) units.push({ name: file, files: [file], seconds: known[file] ?? 0 });
+// First fit, longest first: batches of about `batchSeconds` of measured time each.
+const batches: Unit[] = [];
+for (const file of shared) {
+  const seconds = known[file] ?? 0;
+  let batch = batches.find((b) => b.seconds + seconds <= batchSeconds);
+  if (!batch) {
+    batch = { name: '', files: [], seconds: 0 };
+    batches.push(batch);
+  }
+  batch.files.push(file);
+  batch.seconds += seconds;
+}
+batches.forEach((b, i) => {
+  b.name = b.files.length > 1 ? `batch ${i + 1} (${b.files.length} files)` : b.files[0]!;
+});
+units.push(...batches);
+if (values.order !== 'alpha') units.sort((a, b) => b.seconds - a.seconds || (a.name < b.name ? -1 : 1));
+const reporter = join(root, 'test/suite-reporter.ts');
+if (values.list) {
+  for (const u of units)
+    console.log(
+      u.files.length > 1
+        ? `${u.name}, ${u.seconds.toFixed(1)} s: ${u.files.join(' ')}`
+        : `${u.name}, ${u.seconds.toFixed(1)} s: alone (${batchSeconds > 0 ? (aloneBecause(u.name) ?? 'batch of one') : '--batch=0'})`,
+    );
+  process.exit(0);
+}
 
 interface Result {
+  /** The file, or the batch's name. */
   file: string;
+  /** A batch's files, and each one's seconds (its top-level tests' durations). */
+  files?: Record<string, number>;
   start: number;
   end: number;
   code: number | null;
@@ -127,35 +205,59 @@ function safeUsage(group: string): number {
   }
 }
 
-function runFile(file: string): Promise<void> {
+function runUnit(unit: Unit): Promise<void> {
   return new Promise((resolve) => {
     const start = Date.now();
+    const batch = unit.files.length > 1;
+    const events = batch
+      ? join(tmpdir(), `ucompute-suite-${process.pid}-${start}-${unit.files[0]!.replaceAll('/', '_')}.jsonl`)
+      : '';
+    const nodeArgs = batch
+      ? [
+          '--test',
+          '--test-isolation=none',
+          '--test-reporter=spec',
+          '--test-reporter-destination=stdout',
+          `--test-reporter=${reporter}`,
+          `--test-reporter-destination=${events}`,
+          ...unit.files,
+        ]
+      : ['--test', isolation, ...unit.files];
     let group: string | undefined;
     let command = process.execPath;
-    let args = ['--test', isolation, file];
+    let args = nodeArgs;
     if (cgroupRoot) {
-      group = join(cgroupRoot, file.replaceAll('/', '_'));
+      group = join(cgroupRoot, unit.files[0]!.replaceAll('/', '_'));
       mkdirSync(group);
       // The shell joins the group before it becomes `node`, so that all it starts is counted.
       command = '/bin/sh';
-      args = [
-        '-c',
-        'echo $$ > "$0/cgroup.procs" && exec "$1" --test "$2" "$3"',
-        group,
-        process.execPath,
-        isolation,
-        file,
-      ];
+      args = ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', group, process.execPath, ...nodeArgs];
     }
-    running.set(file, { start, ...(group ? { group } : {}) });
+    running.set(unit.name, { start, ...(group ? { group } : {}) });
     const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => out.push(d));
     child.on('close', (code) => {
       const end = Date.now();
-      running.delete(file);
-      const result: Result = { file, start: (start - t0) / 1000, end: (end - t0) / 1000, code };
+      running.delete(unit.name);
+      const result: Result = { file: unit.name, start: (start - t0) / 1000, end: (end - t0) / 1000, code };
+      // A batch: which of its files failed, and how long each one's tests took.
+      const failedFiles = new Set<string>();
+      if (batch) {
+        const ms: Record<string, number> = Object.fromEntries(unit.files.map((f) => [f, 0]));
+        const lines = existsSync(events) ? readFileSync(events, 'utf8').split('\n').filter(Boolean) : [];
+        for (const line of lines) {
+          const event = JSON.parse(line) as { ok: boolean; file?: string; ms: number };
+          const file = event.file ? relative(root, event.file) : unit.name;
+          ms[file] = (ms[file] ?? 0) + event.ms;
+          if (!event.ok) failedFiles.add(file);
+        }
+        rmSync(events, { force: true });
+        result.files = Object.fromEntries(Object.entries(ms).map(([f, v]) => [f, Math.round(v / 100) / 10]));
+      }
+      // A failure no test of the batch reported (an error between tests): the batch's files are named.
+      if (code !== 0 && failedFiles.size === 0) for (const f of unit.files) failedFiles.add(f);
       if (group) {
         const cpu = cpuOf(group);
         result.cpu = { user: cpu.user, system: cpu.system };
@@ -171,26 +273,34 @@ function runFile(file: string): Promise<void> {
       results.push(result);
       if (values.profile)
         appendFileSync(join(values.profile, 'results.jsonl'), `${JSON.stringify(result)}\n`);
-      if (code !== 0) failed.push(file);
       const seconds = ((end - start) / 1000).toFixed(1);
       process.stdout.write(Buffer.concat(out));
-      console.log(`# ${code === 0 ? 'ok' : 'FAILED'} ${file} (${seconds} s)\n`);
+      if (batch) {
+        const where = `in ${unit.name}: ${unit.files.join(' ')}`;
+        for (const f of failedFiles) failed.push(`${f} (${where})`);
+        console.log(`# ${code === 0 ? 'ok' : 'FAILED'} ${unit.name} (${seconds} s): ${unit.files.join(' ')}`);
+        for (const f of failedFiles) console.log(`# FAILED ${f}`);
+        console.log('');
+      } else {
+        if (code !== 0) failed.push(unit.name);
+        console.log(`# ${code === 0 ? 'ok' : 'FAILED'} ${unit.name} (${seconds} s)\n`);
+      }
       resolve();
     });
   });
 }
 
-async function pool(queue: string[], slots: number): Promise<void> {
+async function pool(queue: Unit[], slots: number): Promise<void> {
   const worker = async () => {
-    for (let next = queue.shift(); next !== undefined; next = queue.shift()) await runFile(next);
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) await runUnit(next);
   };
   await Promise.all(Array.from({ length: slots }, worker));
 }
 
 // The browser lane takes `browserLane` slots; the common pool the rest, and the browser lane's
 // slots once its queue is empty (one shared queue when the lane is off).
-const browser = browserLane > 0 ? files.filter(isBrowser) : [];
-const common = files.filter((f) => !browser.includes(f));
+const browser = browserLane > 0 ? units.filter((u) => isBrowser(u.files[0]!)) : [];
+const common = units.filter((u) => !browser.includes(u));
 const lane = Math.min(browserLane, browser.length, concurrency - 1);
 if (browser.length > 0 && lane === 0) common.unshift(...browser);
 await Promise.all([
@@ -200,14 +310,21 @@ await Promise.all([
 if (sampler) clearInterval(sampler);
 
 const wall = (Date.now() - t0) / 1000;
-console.log(`# ${files.length} files, ${failed.length} failed, ${wall.toFixed(1)} s`);
+console.log(
+  `# ${files.length} files in ${units.length} processes (${batches.filter((b) => b.files.length > 1).length} batches), ${failed.length} failed, ${wall.toFixed(1)} s`,
+);
 for (const f of failed) console.log(`# FAILED ${f}`);
 
 if (values['write-durations']) {
+  // A batch's files: each one's tests' time (at least 0.1 s, so that it stays measured).
   const durations = Object.fromEntries(
-    [...results]
-      .sort((a, b) => b.end - b.start - (a.end - a.start))
-      .map((r) => [r.file, Math.round((r.end - r.start) * 10) / 10]),
+    results
+      .flatMap((r): [string, number][] =>
+        r.files
+          ? Object.entries(r.files).map(([f, s]) => [f, Math.max(0.1, s)])
+          : [[r.file, Math.round((r.end - r.start) * 10) / 10]],
+      )
+      .sort((a, b) => b[1] - a[1]),
   );
   writeFileSync(durationsFile, `${JSON.stringify(durations, null, 2)}\n`);
 }
@@ -226,6 +343,12 @@ if (values.profile) {
           `${r.file.padEnd(44)} ${(r.end - r.start).toFixed(1).padStart(6)} ${(r.cpu ? r.cpu.user + r.cpu.system : 0).toFixed(1).padStart(7)} ${r.start.toFixed(0).padStart(6)} ${r.end.toFixed(0).padStart(6)} ${String(r.leftover ?? '').padStart(3)}${r.code === 0 ? '' : ' FAILED'}`,
       ),
   ];
+  for (const r of results.filter((r) => r.files))
+    lines.push(
+      `${r.file}: ${Object.entries(r.files!)
+        .map(([f, s]) => `${f} ${s} s`)
+        .join(', ')}`,
+    );
   writeFileSync(join(values.profile, 'summary.txt'), `${lines.join('\n')}\n`);
   writeFileSync(join(values.profile, 'profile.json'), JSON.stringify({ wall, results, samples }, null, 1));
   if (cgroupRoot) {
