@@ -40,6 +40,8 @@ export interface ClaimOptions {
   dataDir?: string;
   configured: ConfiguredNames;
   registry?: string;
+  /** The host's interfaces and IPv4 routes (default: read from the host; tests give their own). */
+  hostNetwork?: (bridge: string | undefined) => Promise<Omit<Taken, 'claims'>>;
 }
 
 const claimFile = (registry: string, tag: string) => join(registry, `${tag}.json`);
@@ -130,7 +132,7 @@ export async function claimHostNames(o: ClaimOptions): Promise<InstanceNames> {
     const saved: HostNames | null =
       (await readFile(savedFile(stateDir), 'utf8').then(JSON.parse, () => null)) ??
       (await legacyNames(stateDir));
-    const host = await hostNetwork(o.configured.bridge ?? saved?.bridge);
+    const host = await (o.hostNetwork ?? hostNetwork)(o.configured.bridge ?? saved?.bridge);
     const chosen = chooseNames(stateDir, o.configured, saved, { claims, ...host });
     const found = claims.flatMap((claim) => collisions(chosen, claim));
     const route = host.routes.find((r) => cidrsOverlap(r, chosen.subnet));
