@@ -87,6 +87,14 @@ for (const kind of STORE_KINDS) {
       const { specification, build, exitCodes, outputFolder, ...rest } = whole!;
       assert.ok(specification && build);
       assert.deepEqual(row, rest);
+      // Their ids alone (the resource sampler), and the active jobs without JSON (the quota watch).
+      assert.deepEqual(await store.jobs.runningIds(running[4], 10), [running[5]]);
+      assert.deepEqual(
+        await store.jobs.activeRows(),
+        (await store.jobs.active()).map(
+          ({ specification, build, exitCodes, outputFolder, ...narrow }) => narrow,
+        ),
+      );
     });
 
     test('monitoring reads each running job’s build once, then only its row without JSON', async (t) => {

@@ -1,6 +1,6 @@
 import { ownerDrive } from '../model/owner.ts';
 import { quotaProblem, type StorageQuotas } from '../storage/quota.ts';
-import type { JobRecord } from '../store/jobs.ts';
+import type { RunningJob } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import { ownerOf } from './access.ts';
 import type { Logger } from './log.ts';
@@ -38,7 +38,7 @@ export function quotaWatch(o: QuotaWatchOptions) {
 
   /** One pass: measures the active jobs' drives, tells running jobs, holds and releases queued ones. */
   async function check(): Promise<void> {
-    const jobs = (await o.store.jobs.active()).map((job) => ({
+    const jobs = (await o.store.jobs.activeRows()).map((job) => ({
       job,
       drive: ownerDrive(ownerOf(job)),
     }));
@@ -54,7 +54,7 @@ export function quotaWatch(o: QuotaWatchOptions) {
   }
 
   /** What a job's state and its owner's quota call for. */
-  async function act(job: JobRecord, problem: string | undefined): Promise<void> {
+  async function act(job: RunningJob, problem: string | undefined): Promise<void> {
     if (job.state === 'IN_QUEUE' && problem !== undefined) await o.hold(job.id, problem);
     else if (job.state === 'SUSPENDED' && problem === undefined) {
       if (heldForQuota(await o.store.jobs.updatesOf(job.id))) await o.release(job.id);

@@ -180,6 +180,8 @@ export interface JobStore {
   browse(q: BrowseQuery): Promise<JobRecord[]>;
   /** Jobs that have not ended, oldest first. */
   active(): Promise<JobRecord[]>;
+  /** The same jobs as `active`, each without its JSON: what the quota watch reads every minute. */
+  activeRows(): Promise<RunningJob[]>;
   /**
    * Queued jobs never handed to the backend, oldest first, at most `limit`: what a leader adopts
    * (another replica accepted them, or the leader before it crashed before submitting them).
@@ -193,6 +195,8 @@ export interface JobStore {
   running(after: string | undefined, limit: number): Promise<JobRecord[]>;
   /** The same running jobs and pages as `running`, each without its JSON: what the periodic passes read. */
   runningRows(after: string | undefined, limit: number): Promise<RunningJob[]>;
+  /** The ids of the same running jobs and pages as `running`: what the resource sampler reads. */
+  runningIds(after: string | undefined, limit: number): Promise<string[]>;
   /** Of these jobs, those running, each without its JSON (in no particular order). */
   runningRowsOf(ids: readonly string[]): Promise<RunningJob[]>;
   countByState(): Promise<Record<string, number>>;

@@ -48,9 +48,14 @@ const RUNNING_JOB_COLUMNS = `id, created_by, project, state, application, create
  * Running jobs (both stores), by id, at most `?` of them with ids after `?`: every column, or only
  * those `toRunningJob` reads. The partial index jobs_running holds exactly these rows.
  */
-export const runningPage = (columns: 'all' | 'running-job') =>
-  `select ${columns === 'all' ? '*' : RUNNING_JOB_COLUMNS} from jobs
+export const runningPage = (columns: 'all' | 'running-job' | 'id') =>
+  `select ${columns === 'all' ? '*' : columns === 'id' ? 'id' : RUNNING_JOB_COLUMNS} from jobs
    where state = 'RUNNING' and id > ? order by id limit ?`;
+
+/** Jobs that have not ended (both stores), oldest first: every column, or those `toRunningJob` reads. */
+export const activeJobs = (columns: 'all' | 'running-job') =>
+  `select ${columns === 'all' ? '*' : RUNNING_JOB_COLUMNS} from jobs
+   where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') order by id`;
 
 /** The running jobs among some (the ids as `?`: an array on PostgreSQL, a JSON array on SQLite). */
 export const runningOf = (ids: 'postgres' | 'sqlite') =>

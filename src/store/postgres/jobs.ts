@@ -2,6 +2,7 @@ import type { JobState, JobUpdate } from '../../model/job.ts';
 import { accountOf } from '../../model/owner.ts';
 import type { JobStore, NewJob } from '../jobs.ts';
 import {
+  activeJobs,
   chargedSoFarWhere,
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
@@ -245,10 +246,10 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       return rows.map(toJob);
     },
     async active() {
-      const rows = await query(
-        `select * from jobs where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') order by id`,
-      );
-      return rows.map(toJob);
+      return (await query(activeJobs('all'))).map(toJob);
+    },
+    async activeRows() {
+      return (await query(activeJobs('running-job'))).map(toRunningJob);
     },
     async unsubmitted(limit) {
       const rows = await query(
@@ -262,6 +263,9 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
     },
     async runningRows(after, limit) {
       return (await query(runningPage('running-job'), after ?? '', limit)).map(toRunningJob);
+    },
+    async runningIds(after, limit) {
+      return (await query(runningPage('id'), after ?? '', limit)).map((r) => r.id as string);
     },
     async runningRowsOf(ids) {
       if (ids.length === 0) return [];

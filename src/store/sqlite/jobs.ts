@@ -3,6 +3,7 @@ import type { JobState, JobUpdate } from '../../model/job.ts';
 import { accountOf } from '../../model/owner.ts';
 import type { ChargedSoFar, JobChanges, JobRecord, JobStore } from '../jobs.ts';
 import {
+  activeJobs,
   chargedSoFarWhere,
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
@@ -191,11 +192,10 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       ).map(toJob);
     },
     active() {
-      return (
-        sql(
-          "select * from jobs where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') order by id",
-        ).all() as Row[]
-      ).map(toJob);
+      return (sql(activeJobs('all')).all() as Row[]).map(toJob);
+    },
+    activeRows() {
+      return (sql(activeJobs('running-job')).all() as Row[]).map(toRunningJob);
     },
     unsubmitted(limit) {
       return (
@@ -209,6 +209,9 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
     },
     runningRows(after, limit) {
       return (sql(runningPage('running-job')).all(after ?? '', limit) as Row[]).map(toRunningJob);
+    },
+    runningIds(after, limit) {
+      return (sql(runningPage('id')).all(after ?? '', limit) as Row[]).map((r) => r.id as string);
     },
     runningRowsOf(ids) {
       if (ids.length === 0) return [];
