@@ -154,11 +154,21 @@ test('a deadline is warned of once, in the updates and to the webhook; an extens
       const job = (await store.jobs.get(id))!;
       await store.jobs.appendUpdate(job, { timestamp: now, status }, {});
     };
+    // Only the jobs whose deadline has come close are read, not every running row.
+    const read: string[] = [];
+    const { expiringRows } = store.jobs;
+    store.jobs.expiringRows = async (by, after, limit) => {
+      const rows = await expiringRows(by, after, limit);
+      read.push(...rows.map((r) => r.id));
+      return rows;
+    };
+    store.jobs.runningRows = () => Promise.reject(new Error('the warnings read every running row'));
     const webhook = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
     const warnings = expiryWarnings({ store, addStatus, now: () => now, webhook });
     await warnings.check();
     await warnings.check();
     assert.deepEqual(statuses, [['j1', expiryWarning(T0 + 10 * 60_000)]]);
+    assert.deepEqual([...new Set(read)], ['j1']);
     assert.match(
       statuses[0]![1],
       /^The job's time runs out at 2026-11-01 00:10 UTC: extend it to keep it running$/,

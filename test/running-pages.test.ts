@@ -89,6 +89,11 @@ for (const kind of STORE_KINDS) {
       assert.deepEqual(row, rest);
       // Their ids alone (the resource sampler), and the active jobs without JSON (the quota watch).
       assert.deepEqual(await store.jobs.runningIds(running[4], 10), [running[5]]);
+      // Those whose deadline is at or before a time (the expiry warnings): all, later than any; none, at 0.
+      const expiring = async (by: number) =>
+        (await store.jobs.expiringRows(by, undefined, 10)).map((j) => j.id);
+      assert.deepEqual(await expiring(Number.MAX_SAFE_INTEGER), running);
+      assert.deepEqual(await expiring(0), []);
       assert.deepEqual(
         await store.jobs.activeRows(),
         (await store.jobs.active()).map(

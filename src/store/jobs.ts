@@ -195,6 +195,11 @@ export interface JobStore {
   running(after: string | undefined, limit: number): Promise<JobRecord[]>;
   /** The same running jobs and pages as `running`, each without its JSON: what the periodic passes read. */
   runningRows(after: string | undefined, limit: number): Promise<RunningJob[]>;
+  /**
+   * The same running jobs and pages as `runningRows`, only those whose deadline is at or before
+   * `by`: what the expiry warnings read.
+   */
+  expiringRows(by: number, after: string | undefined, limit: number): Promise<RunningJob[]>;
   /** The ids of the same running jobs and pages as `running`: what the resource sampler reads. */
   runningIds(after: string | undefined, limit: number): Promise<string[]>;
   /** Of these jobs, those running, each without its JSON (in no particular order). */

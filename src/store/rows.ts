@@ -52,6 +52,10 @@ export const runningPage = (columns: 'all' | 'running-job' | 'id') =>
   `select ${columns === 'all' ? '*' : columns === 'id' ? 'id' : RUNNING_JOB_COLUMNS} from jobs
    where state = 'RUNNING' and id > ? order by id limit ?`;
 
+/** Running jobs (both stores) whose deadline is at or before `?`, then as `runningPage`. */
+export const expiringPage = `select ${RUNNING_JOB_COLUMNS} from jobs
+   where state = 'RUNNING' and expires_at <= ? and id > ? order by id limit ?`;
+
 /** Jobs that have not ended (both stores), oldest first: every column, or those `toRunningJob` reads. */
 export const activeJobs = (columns: 'all' | 'running-job') =>
   `select ${columns === 'all' ? '*' : RUNNING_JOB_COLUMNS} from jobs

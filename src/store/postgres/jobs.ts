@@ -4,6 +4,7 @@ import type { JobStore, NewJob } from '../jobs.ts';
 import {
   activeJobs,
   chargedSoFarWhere,
+  expiringPage,
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
   heldSum,
@@ -263,6 +264,9 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
     },
     async runningRows(after, limit) {
       return (await query(runningPage('running-job'), after ?? '', limit)).map(toRunningJob);
+    },
+    async expiringRows(by, after, limit) {
+      return (await query(expiringPage, by, after ?? '', limit)).map(toRunningJob);
     },
     async runningIds(after, limit) {
       return (await query(runningPage('id'), after ?? '', limit)).map((r) => r.id as string);

@@ -5,6 +5,7 @@ import type { ChargedSoFar, JobChanges, JobRecord, JobStore } from '../jobs.ts';
 import {
   activeJobs,
   chargedSoFarWhere,
+  expiringPage,
   HELD_CHANGES_KEPT,
   HELD_CREDITS,
   heldSum,
@@ -209,6 +210,9 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
     },
     runningRows(after, limit) {
       return (sql(runningPage('running-job')).all(after ?? '', limit) as Row[]).map(toRunningJob);
+    },
+    expiringRows(by, after, limit) {
+      return (sql(expiringPage).all(by, after ?? '', limit) as Row[]).map(toRunningJob);
     },
     runningIds(after, limit) {
       return (sql(runningPage('id')).all(after ?? '', limit) as Row[]).map((r) => r.id as string);
