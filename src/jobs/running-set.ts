@@ -14,7 +14,7 @@ import { asActiveJob, buildAnnotations } from './updates.ts';
  * Listed again at least this often: the rows change without an event where only the monitor
  * itself changes them (charges, which it reads back) and where ucompute marks a job it is ending.
  */
-export const RELIST_MS = 60_000;
+const RELIST_MS = 60_000;
 /** Events read a page at a time; a monitor further behind than this many pages lists again. */
 const EVENT_PAGE = 1000;
 const EVENT_PAGES = 10;
@@ -27,14 +27,12 @@ interface Tracked {
   listing: number;
 }
 
-export interface RunningSetOptions {
+interface RunningSetOptions {
   store: Transactional;
   now: () => number;
   /** When a monitoring pass next has something to do for a running job. */
   dueAt: (job: ActiveJob) => number;
 }
-
-export type RunningSet = ReturnType<typeof runningSet>;
 
 export function runningSet({ store, now, dueAt }: RunningSetOptions) {
   const tracked = new Map<string, Tracked>();
