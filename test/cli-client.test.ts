@@ -536,6 +536,11 @@ describe('errors a person can act on', TIMEOUT, () => {
     ['bad --replicas', [...wordCount, '--replicas', 'two'], /^error: --replicas: "two"/],
     ['a bad extend duration', ['extend', 'abc', 'soon'], /^error: DURATION: "soon" is not a duration/],
     ['a bad --state', ['jobs', '--state', 'DONE'], /^error: --state: "DONE" is not one of IN_QUEUE/],
+    [
+      'an outcome as --state',
+      ['jobs', '--state', 'cancelled'],
+      /is not one of IN_QUEUE.*; for how jobs ended: --outcome cancelled$/m,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(`${name}: exit 2 naming the field`, async () => {

@@ -53,7 +53,11 @@ export async function jobsCommand(argv: string[]): Promise<number> {
   if (positionals.length > 0) throw new CliError(`unexpected "${positionals[0]}"\n\n${JOBS_USAGE}`);
   const state = stringOption(values, 'state')?.toUpperCase();
   if (state !== undefined && !STATES.includes(state)) {
-    throw new CliError(`--state: "${values.state}" is not one of ${STATES.join(', ')}`);
+    // "cancelled", "expired"… are how a job ended, which people try as a state first.
+    const asOutcome = OUTCOMES.includes(state.toLowerCase())
+      ? `; for how jobs ended: --outcome ${state.toLowerCase()}`
+      : '';
+    throw new CliError(`--state: "${values.state}" is not one of ${STATES.join(', ')}${asOutcome}`);
   }
   const outcome = stringOption(values, 'outcome')?.toLowerCase();
   if (outcome !== undefined && !OUTCOMES.includes(outcome)) {
