@@ -3,7 +3,7 @@ import type { JobState } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import type { JobBuild, PeerLocation, PreparedJob } from '../plugins/plugin.ts';
 import type { JobStorage } from '../storage/job-storage.ts';
-import type { JobRecord } from '../store/jobs.ts';
+import type { JobRecord, SubmissionState } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import { ownerNamespace } from '../volcano/names.ts';
 import { ownerOf } from './access.ts';
@@ -51,6 +51,14 @@ const DISK_FULL_RETRY_MS = 1000;
  * bounded, so that a backlog of accepted jobs does not live in memory (they are in the store).
  */
 const PREPARED_LIMIT = 1000;
+
+/**
+ * Whether a job may still be handed to the backend: neither ended nor handed over already; a
+ * suspended job waits for unsuspend, also when a restart's recovery queues it.
+ */
+function submittable(job: SubmissionState): boolean {
+  return !isFinal(job.state) && job.state !== 'SUSPENDED' && !job.submitted;
+}
 
 /** What became of a job in a batch: done with, tried again later, or ready for the backend. */
 type Step = 'done' | 'again' | { build: JobBuild };
@@ -157,6 +165,20 @@ export function jobSubmission(o: SubmissionOptions) {
     toSave.forEach(({ id }, i) => {
       if (!saved[i]) steps[ids.indexOf(id)] = 'done';
     });
+    // A job built before (by a leader stopped before it marked the job submitted, or for a restart
+    // or an unsuspend) has waited here for the others of its batch with nothing guarding it: the
+    // backend may have run it to its end meanwhile, and the end once written removed its objects.
+    // Read again just before the backend gets it, so that such a job is not made a second time.
+    const built = ids.filter((id, i) => typeof steps[i] === 'object' && records.get(id)?.build !== null);
+    if (built.length > 0) {
+      const current = await store.jobs.submissionStates(built);
+      for (const id of built) {
+        const s = current.get(id);
+        if (s && submittable(s)) continue;
+        steps[ids.indexOf(id)] = 'done';
+        failures.delete(id);
+      }
+    }
     const ready = ids.flatMap((id, i) => {
       const step = steps[i]!;
       return typeof step === 'object' ? [{ id, build: step.build }] : [];
@@ -215,8 +237,7 @@ export function jobSubmission(o: SubmissionOptions) {
 
   /** A job of a batch held, failed, or built (once: a job submitted again has its build). */
   async function prepareStep(id: string, record: JobRecord | undefined): Promise<Step> {
-    // A suspended job waits for unsuspend, also when a restart's recovery queues it.
-    if (!record || isFinal(record.state) || record.state === 'SUSPENDED' || record.submitted) return 'done';
+    if (!record || !submittable(record)) return 'done';
     const problem = await o.quotaProblem?.(record).catch((err: unknown) => {
       log?.error({ err, jobId: id }, 'could not measure the drive of a job’s owner; submitting it');
       return undefined;

@@ -49,6 +49,12 @@ export interface ChargedSoFar {
   creditsCharged: number;
 }
 
+/** What submission reads of a job again just before the backend gets it. */
+export interface SubmissionState {
+  state: JobState;
+  submitted: boolean;
+}
+
 /** Column changes that go with an update, applied in the same transaction. */
 export interface JobChanges {
   state?: JobState;
@@ -177,6 +183,11 @@ export interface JobStore {
    * answers the state of each that exists, read in the same statement (one for all on PostgreSQL).
    */
   markSubmitted(ids: readonly string[]): Promise<Map<string, JobState>>;
+  /**
+   * The jobs' states and whether each was handed to the backend, by id, of those that exist (one
+   * statement on PostgreSQL): what submission reads just before it hands over jobs built before.
+   */
+  submissionStates(ids: readonly string[]): Promise<Map<string, SubmissionState>>;
   browse(q: BrowseQuery): Promise<JobRecord[]>;
   /** Jobs that have not ended, oldest first. */
   active(): Promise<JobRecord[]>;

@@ -190,6 +190,18 @@ export function postgresJobs({ query, locked, recordEvent }: Connection): JobSto
       const rows = await query(markSubmittedWhere('id = any(?::text[])'), [...new Set(ids)]);
       return new Map(rows.map((r) => [r.id as string, r.state as JobState]));
     },
+    async submissionStates(ids) {
+      if (ids.length === 0) return new Map();
+      const rows = await query('select id, state, submitted from jobs where id = any(?::text[])', [
+        ...new Set(ids),
+      ]);
+      return new Map(
+        rows.map((r) => [
+          r.id as string,
+          { state: r.state as JobState, submitted: Number(r.submitted) === 1 },
+        ]),
+      );
+    },
     async browse(q) {
       const where: string[] = [];
       const values: unknown[] = [];

@@ -1,7 +1,7 @@
 import type { SQLInputValue } from 'node:sqlite';
 import type { JobState, JobUpdate } from '../../model/job.ts';
 import { accountOf } from '../../model/owner.ts';
-import type { ChargedSoFar, JobChanges, JobRecord, JobStore } from '../jobs.ts';
+import type { ChargedSoFar, JobChanges, JobRecord, JobStore, SubmissionState } from '../jobs.ts';
 import {
   activeJobs,
   chargedSoFarWhere,
@@ -136,6 +136,14 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       for (const id of new Set(ids)) {
         const r = sql(markSubmittedWhere('id = ?')).get(id) as Row | undefined;
         if (r) out.set(id, r.state as JobState);
+      }
+      return out;
+    },
+    submissionStates(ids) {
+      const out = new Map<string, SubmissionState>();
+      for (const id of new Set(ids)) {
+        const r = sql('select state, submitted from jobs where id = ?').get(id) as Row | undefined;
+        if (r) out.set(id, { state: r.state as JobState, submitted: r.submitted === 1 });
       }
       return out;
     },
