@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, readdir, readFile, stat, statfs, symlink } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, stat, statfs, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { detectCgroups } from '../../src/backends/local/cgroups.ts';
@@ -119,6 +119,23 @@ describe('confinement of a local pod', { skip: skip ?? false }, () => {
       }
       assert.deepEqual(lines.slice(cpuset ? 5 : 3), ['refused']);
       assert.match(result.err, /Read-only file system/);
+    });
+
+    test(`a ${who} container's volume below /sys is there, and /sys stays read-only`, async (t) => {
+      const { pod } = shared();
+      const out = await outputDir(t);
+      await mkdir(join(out, 'in'));
+      await writeFile(join(out, 'in', 'file'), 'mounted\n');
+      await chmod(join(out, 'in', 'file'), 0o644);
+      const p = await pod(`sys-volume-${who}`);
+      const result = await run(
+        p,
+        out,
+        'main',
+        'cat /sys/volume/in/file; ls /sys/devices/system/cpu >/dev/null && echo topology; touch /sys/x || echo refused',
+        { ...ids, mounts: [{ source: out, target: '/sys/volume', readOnly: true }] },
+      );
+      assert.equal(result.out, 'mounted\ntopology\nrefused\n', result.err);
     });
 
     test(`a ${who} container cannot write /proc/sys`, async (t) => {

@@ -34,6 +34,7 @@ import { podHandle } from './pod/pod.ts';
 import { podsStateDir, releasePodsStateDir, TMPFS_MAGIC } from './pods-state-dir.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { compiledSeccomp } from './seccomp.ts';
+import { prepareSysRoot } from './sys-views.ts';
 import { type IdRanges, idRanges } from './userns.ts';
 
 export interface LocalRuntimeOptions {
@@ -174,6 +175,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       bwrap,
       root,
       hostView: await hostView(join(options.stateDir, 'host-view')),
+      sysRoot: join(options.stateDir, 'sys-view'),
       seccomp: seccomp.program,
       syscalls: seccomp.syscalls,
       ids,
@@ -193,6 +195,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
         "not root: container ids are not remapped: containers run as ucompute's own user, whatever uid they ask for",
       );
   }
+  if (sandbox.kind === 'bwrap') await prepareSysRoot(sandbox.sysRoot, cgroups);
   const podsDir = await podsStateDir(options.stateDir, root);
   const volumesDir = join(options.stateDir, 'volumes');
   await mkdir(volumesDir, { recursive: true, mode: podDirMode });

@@ -32,6 +32,8 @@ export interface SandboxOptions {
   seccompFd: number;
   /** What of /sys it sees, read-only (sys-views.ts); /sys holds nothing else. */
   sys: readonly SysView[];
+  /** The folder its /sys is, with the views' mount points (prepareSysRoot). */
+  sysRoot: string;
 }
 
 /** Kubernetes' default /dev/shm size. */
@@ -119,18 +121,26 @@ async function mirrorArgs(view: RootView, folder: string): Promise<string[]> {
 
 const depth = (path: string) => path.split('/').filter(Boolean).length;
 
-/** /sys as a tmpfs of its own with `views` bound in, read-only; the folders on the way 0755 (bubblewrap's own are 0700). */
-function sysArgs(views: readonly SysView[]): string[] {
-  const args = ['--perms', '0755', '--tmpfs', '/sys'];
-  const folders = new Set<string>();
-  for (const { target } of views) {
-    for (let folder = posix.dirname(target); folder !== '/sys'; folder = posix.dirname(folder))
-      folders.add(folder);
+/**
+ * /sys: `root` (empty folders, see prepareSysRoot) bound read-only, and `views` bound read-only
+ * in it: each is a mount that bubblewrap makes for every container, so one bind of a prepared
+ * folder, not a tmpfs with folders made in it and then remounted read-only. When a placement goes
+ * below /sys (its mount point has to be made there), /sys is that tmpfs, read-only once the
+ * placements are bound (`remount`).
+ */
+function sysArgs(root: string, views: readonly SysView[], placedBelow: boolean) {
+  const args = placedBelow ? ['--perms', '0755', '--tmpfs', '/sys'] : ['--ro-bind', root, '/sys'];
+  if (placedBelow) {
+    const folders = new Set<string>();
+    for (const { target } of views) {
+      for (let folder = posix.dirname(target); folder !== '/sys'; folder = posix.dirname(folder))
+        folders.add(folder);
+    }
+    for (const folder of [...folders].sort((a, b) => depth(a) - depth(b)))
+      args.push('--perms', '0755', '--dir', folder);
   }
-  for (const folder of [...folders].sort((a, b) => depth(a) - depth(b)))
-    args.push('--perms', '0755', '--dir', folder);
   for (const { source, target } of views) args.push('--ro-bind', source, target);
-  return args;
+  return { args, remount: placedBelow ? ['/sys'] : [] };
 }
 
 /**
@@ -172,7 +182,12 @@ export async function bwrapArgs(
   // bubblewrap's /proc has /proc/sys, sysrq-trigger, irq and bus read-only, as OCI runtimes do.
   args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp', '--tmpfs', '/run');
   args.push('--perms', '1777', '--size', String(options.shmBytes), '--tmpfs', '/dev/shm');
-  args.push(...sysArgs(options.sys));
+  const sys = sysArgs(
+    options.sysRoot,
+    options.sys,
+    ordered.some((p) => p.target.startsWith('/sys/')),
+  );
+  args.push(...sys.args);
   for (const p of ordered) {
     // Folders bubblewrap would create on the way are private (0700); an image's folders are 0755.
     for (const folder of await missingFolders(view, p.target)) args.push('--perms', '0755', '--dir', folder);
@@ -182,7 +197,7 @@ export async function bwrapArgs(
     args.push(p.readOnly ? '--ro-bind-fd' : '--bind-fd', String(p.fd), p.target);
   }
   // The root and the tmpfs copies stay read-only like the rest of the view, once their mount points exist.
-  for (const folder of ['/', '/sys', ...mirrored]) args.push('--remount-ro', folder);
+  for (const folder of ['/', ...sys.remount, ...mirrored]) args.push('--remount-ro', folder);
   args.push('--chdir', container.workingDir ?? '/');
   args.push('--cap-drop', 'ALL');
   for (const cap of containerCapabilities(container.uid)) args.push('--cap-add', cap);

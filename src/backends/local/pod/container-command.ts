@@ -152,6 +152,7 @@ export async function containerCommand(
     user,
     seccompFd,
     sys: sysViews(context.cgroups, pod.cgroups),
+    sysRoot: sandbox.sysRoot,
   });
   // bwrap's own arguments end with `--`; the variables go before it.
   const argv = [...bwrap.slice(0, -1), '--args', String(setenvFd), '--', ...spec.argv];

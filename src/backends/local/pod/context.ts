@@ -16,6 +16,8 @@ export type Sandbox =
       root: boolean;
       /** The host userland view, built once. */
       hostView: RootView;
+      /** What containers' /sys is: the views' mount points (sys-views.ts), made at start. */
+      sysRoot: string;
       /** The compiled seccomp program. */
       seccomp: string;
       /** System call numbers the supervisor needs (from libseccomp, with the program). */
