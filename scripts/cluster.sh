@@ -279,9 +279,17 @@ EOF
     --ca-cert-file="$dir/pki/ca.crt" --enabled-admission="$admissions" --kube-api-qps=500 --kube-api-burst=1000
 
   # KWOK: the nodes and the pods' lifecycle (test/cluster/kwok-stages.yaml), answering logs, exec
-  # and port-forward through the API server from local files, processes and ports. Node leases of
-  # 600 s (renewed every 150 s): nothing here watches node health, and 100 nodes' 40 s leases cost
-  # an idle cluster 17 % of a core against 6 % (BENCHMARKS.md, issue 17).
+  # and port-forward through the API server from local files, processes and ports.
+  # No node leases (--node-lease-duration-seconds=0): with leases, KWOK v0.7.0 plays a pod only
+  # while its informer cache shows the node's lease held by this process's identity, a new UUID
+  # at each start (pod_controller.go:434, node_lease_controller.go:168, controller.go:630), and
+  # drops the pod's events otherwise, logged at DEBUG only (when its node stages start before its
+  # pod stages: Go's map order, controller.go:545). A restarted KWOK thus started no pod until the
+  # old process's 600 s leases expired, then only those it listed again node by node (one paged
+  # List at a time): 10 min without a pod start here, and the restarted KWOKs of the 10,000-job
+  # run (BENCHMARKS.md, issue 17). Nothing here watches node health (no node lifecycle
+  # controller runs); without leases KWOK v0.7.0 also heartbeats a node's status every 10-20 min
+  # instead of every 20-45 s. UCOMPUTE_KWOK_V=DEBUG logs why KWOK skips a pod.
   # KWOK plays each pod's stages (here: start it Running) on podPlayStageParallelism workers, each
   # a PATCH of the pod's status in turn: its default 4 made pod starts ~4 per API-server round trip
   # (1-2 s under load), the ceiling of the first 10,000-job run (2-2.7 jobs/s per side). With 4,
@@ -299,7 +307,7 @@ EOF
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$kwok_port" --server-address="127.0.0.1:$kwok_port" \
     --tls-cert-file="$dir/pki/kwok.crt" --tls-private-key-file="$dir/pki/kwok.key" \
-    --cidr=10.244.0.0/16 --node-lease-duration-seconds=600 \
+    --cidr=10.244.0.0/16 --node-lease-duration-seconds=0 ${UCOMPUTE_KWOK_V:+--v=$UCOMPUTE_KWOK_V} \
     --enable-crds=Logs,ClusterLogs,Exec,ClusterExec,PortForward,ClusterPortForward
   nodes_yaml | "${k[@]}" apply -f - >/dev/null
 
