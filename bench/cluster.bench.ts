@@ -14,7 +14,8 @@
  * for ucompute also its API requests per job (the API server's audit log of its ServiceAccount,
  * watches apart, by verb), its CPU ms per job and its RSS with the N jobs live (when the last ran,
  * after --hold-seconds more, and its largest sample). A progress line every minute says how far
- * each side is; SIGINT/SIGTERM or --timeout-minutes stop the wait and report what each side has.
+ * each side is, with KWOK's pod starts ("Patch pod" lines of its log: a stalled KWOK shows +0 while
+ * bound pods wait); SIGINT/SIGTERM or --timeout-minutes stop the wait and report what each side has.
  *
  *   node bench/cluster.bench.ts [--jobs 10000] [--nodes 100] [--node-cpu 128] [--run-time 3h]
  *       [--one-at-a-time]            (the sides one after the other, each on a fresh cluster)
@@ -30,7 +31,7 @@
  * to its N-th RUNNING job over the direct side's.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -129,6 +130,31 @@ interface Side {
   timeline?: Timeline;
   /** Jobs running at the last progress line. */
   runningBefore?: number;
+  /** KWOK's "Patch pod" lines so far (each a pod status it played: here, a pod started). */
+  kwokPatches?: number;
+  kwokPatchesBefore?: number;
+  /** How far KWOK's log has been read. */
+  kwokLogRead?: number;
+}
+
+/** Counts the "Patch pod" lines KWOK logged since the last call (its log only grows). */
+async function countKwokPatches(side: Side) {
+  const file = await open(join(side.dir, 'logs', 'kwok.log')).catch(() => undefined);
+  if (!file) return;
+  try {
+    const { size } = await file.stat();
+    const from = side.kwokLogRead ?? 0;
+    if (size <= from) return;
+    const buffer = Buffer.alloc(size - from);
+    await file.read(buffer, 0, buffer.length, from);
+    // Whole lines only: a line being written is counted at the next call.
+    const end = buffer.lastIndexOf(10) + 1;
+    const text = buffer.subarray(0, end).toString('utf8');
+    side.kwokPatches = (side.kwokPatches ?? 0) + (text.match(/"msg":"Patch pod"/g)?.length ?? 0);
+    side.kwokLogRead = from + end;
+  } finally {
+    await file.close();
+  }
 }
 
 /** One side on its own fresh cluster: up, the side, its cluster's CPU per job, down. */
@@ -181,8 +207,13 @@ const progress = setInterval(async () => {
     const running = s.timeline?.running.size ?? 0;
     const lastMinute = running - (s.runningBefore ?? 0);
     s.runningBefore = running;
+    await countKwokPatches(s).catch(() => undefined);
+    const patches = s.kwokPatches ?? 0;
+    const patchesLastMinute = patches - (s.kwokPatchesBefore ?? 0);
+    s.kwokPatchesBefore = patches;
     parts.push(
       `${s.name}: ${s.timeline?.progress() ?? 'starting'} (+${lastMinute} RUNNING in the last minute)` +
+        ` (KWOK pod starts ${patches}, +${patchesLastMinute})` +
         ` (CPU s: apiserver ${cpuS('kube-apiserver')}, scheduler ${cpuS('volcano-scheduler')}, controller ${cpuS('volcano-controller-manager')})`,
     );
   }
