@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { openSqliteStore } from '../src/store/sqlite/store.ts';
 
 /**
@@ -12,10 +12,9 @@ import { openSqliteStore } from '../src/store/sqlite/store.ts';
  */
 
 const MiB = 1024 * 1024;
-const dir = mkdtempSync(join(tmpdir(), 'ucompute-wal-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-test('after a transaction beyond the checkpoint interval the log is cut back to 64 MiB', async () => {
+test('after a transaction beyond the checkpoint interval the log is cut back to 64 MiB', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ucompute-wal-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const store = openSqliteStore(join(dir, 'ucompute.db'));
   const wal = () => statSync(join(dir, 'ucompute.db-wal')).size;
   store.database.exec('create table filler (x text)');
