@@ -1,13 +1,14 @@
 // The test suite's runner (`npm test` runs it after `npm run check`): every `test/**/*.test.ts` in a
 // `node --test` process, longest first (the order of test/durations.json, measured; files not in it
-// after them), two at a time, with the browser files (Chromium) in a lane of their own beside the
-// rest so that two Chromiums never share the two cores. Small files that may share a process (see
+// after them), one more at a time than the machine has cores (a file uses about half a core: it
+// waits on its servers, pods and processes), with the browser files (Chromium) in a lane of their
+// own beside the rest so that two Chromiums never share the cores. Small files that may share a process (see
 // `shareable`) run in batches, several files in one `node --test --test-isolation=none` process:
 // each Node and its imports (~0.5 CPU-s a file) are paid once per batch. A file's or batch's output
 // is printed whole when it ends, with the files that failed named; the exit code is 1 when any did.
 //
 //   node test/run-suite.ts [files…]        run these files (default: all)
-//   --concurrency=N         files at a time, the browser lane included (default 2)
+//   --concurrency=N         processes at a time, the browser lane included (default: cores + 1)
 //   --browser-lane=N        browser files at a time (default 1; 0: they share the common pool)
 //   --order=durations|alpha longest first (default) or the old `node --test` order
 //   --isolation=none|process  each file's tests in its `node --test` process itself (default:
@@ -31,7 +32,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -39,7 +40,7 @@ const root = join(import.meta.dirname, '..');
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    concurrency: { type: 'string', default: '2' },
+    concurrency: { type: 'string', default: String(availableParallelism() + 1) },
     'browser-lane': { type: 'string', default: '1' },
     order: { type: 'string', default: 'durations' },
     isolation: { type: 'string', default: 'none' },
