@@ -4,6 +4,7 @@ import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { Backend, BackendEvent, BackendEventListener } from '../src/jobs/backend.ts';
 import { jobEngine } from '../src/jobs/job-engine.ts';
 import { pluginHooks } from '../src/jobs/job-management.ts';
+import type { Logger } from '../src/jobs/log.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import { updateListeners } from '../src/jobs/update-listeners.ts';
 import { systemClock } from '../src/model/clock.ts';
@@ -81,8 +82,9 @@ function cluster() {
 }
 
 /** A leader's backend loop on the store (the submission and the updates of a replica that leads). */
-function leader(store: Store, backend: Backend, plugins: readonly JobPlugin[]) {
+function leader(store: Store, backend: Backend, plugins: readonly JobPlugin[], log?: Logger) {
   const engine = jobEngine(store, {
+    ...(log ? { log } : {}),
     env: env(),
     backend,
     hooks: pluginHooks(plugins),
@@ -176,6 +178,57 @@ for (const kind of STORE_KINDS) {
       second.open();
       b?.submission.stop();
       await b?.updates.stop();
+      await a.updates.stop();
+      await follower.stop();
+      await store.close();
+    }
+  });
+}
+
+for (const kind of STORE_KINDS) {
+  test(`[${kind}] a job the backend refuses while the leader steps down stays queued for the next leader`, async () => {
+    const store = await openTestStore(kind);
+    const refusal = gate();
+    let asked = false;
+    const backend: Backend = {
+      ...dryBackend({ runForMs: null }),
+      async submit() {
+        asked = true;
+        await refusal.opened;
+        throw new Error('this replica no longer leads: the leader submits the job');
+      },
+    };
+    const follower = createJobService({
+      store,
+      env: env(),
+      backend: dryBackend(),
+      replicated: true,
+      requireCredits: false,
+    });
+    // What the leader's log says it left queued.
+    const left: string[] = [];
+    const log: Logger = {
+      info: (o) => void left.push(String((o as { jobId?: string }).jobId)),
+      warn() {},
+      error() {},
+    };
+    const a = leader(store, backend, PLUGINS, log);
+    try {
+      await store.users.createUser('alice', false);
+      const [job] = await follower.create({ username: 'alice', admin: false }, [terminal]);
+      a.submission.enqueue(job!);
+      await until(() => asked, { describe: 'the backend is asked' });
+      // Deposed while the backend is asked; then it refuses (the replica no longer leads).
+      a.submission.stop();
+      refusal.open();
+      await until(async () => left.includes(job!) || (await store.jobs.get(job!))?.state === 'FAILURE', {
+        describe: 'the refusal is handled: the job left queued, or failed',
+      });
+      const after = await store.jobs.get(job!);
+      assert.equal(after?.state, 'IN_QUEUE', 'not failed: the next leader submits it');
+      assert.equal(after?.submitted, false);
+    } finally {
+      refusal.open();
       await a.updates.stop();
       await follower.stop();
       await store.close();

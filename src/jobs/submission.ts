@@ -228,6 +228,15 @@ export function jobSubmission(o: SubmissionOptions) {
       return true;
     }
     failures.delete(id);
+    // Stopped (this replica no longer leads, or shuts down): what the backend refused meanwhile is
+    // not the job's failure; it stays queued, unsubmitted, and the next leader adopts it.
+    if (stopped) {
+      log?.info(
+        { err: e, jobId: id },
+        'the backend refused a job after this replica stopped leading; left queued',
+      );
+      return false;
+    }
     await updates.update(id, {
       state: 'FAILURE',
       status: `The backend refused the job: ${(e as Error).message}`,
