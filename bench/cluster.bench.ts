@@ -16,11 +16,14 @@
  * after --hold-seconds more, and its largest sample). A progress line every minute says how far
  * each side is, with KWOK's pod starts ("Patch pod" lines of its log: a stalled KWOK shows +0 while
  * bound pods wait); SIGINT/SIGTERM or --timeout-minutes stop the wait and report what each side has.
+ * A side whose KWOK started no pod for --restart-stalled-kwok minutes while its jobs waited gets
+ * KWOK restarted (bench/kwok-watchdog.ts says why); each side reports its restarts (kwokRestarts).
  *
  *   node bench/cluster.bench.ts [--jobs 10000] [--nodes 100] [--node-cpu 128] [--run-time 3h]
  *       [--one-at-a-time]            (the sides one after the other, each on a fresh cluster)
  *       [--schedule-period 1s] [--apiserver-gogc N]   (harness flags, alike for both clusters)
- *       [--hold-seconds 60] [--timeout-minutes 120] [--help]
+ *       [--hold-seconds 60] [--timeout-minutes 120] [--restart-stalled-kwok 3 (minutes; 0: never)]
+ *       [--help]
  *
  * Per side also: when the k-th tenth of the N ran (byTenth: time since the first submission and
  * the rate within that tenth, with that many jobs live) and where the time went (stages: submit →
@@ -38,6 +41,7 @@ import { parseArgs } from 'node:util';
 import { ROOT } from '../test/support/fixtures.ts';
 import { cpuMsOf, directSide, type SideOptions, ucomputeSide } from './cluster-sides.ts';
 import { Timeline } from './cluster-timeline.ts';
+import { type KwokMinute, kwokStalled } from './kwok-watchdog.ts';
 
 const { values } = parseArgs({
   options: {
@@ -50,6 +54,7 @@ const { values } = parseArgs({
     'apiserver-gogc': { type: 'string' },
     'hold-seconds': { type: 'string', default: '60' },
     'timeout-minutes': { type: 'string', default: '120' },
+    'restart-stalled-kwok': { type: 'string', default: '3' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -135,6 +140,10 @@ interface Side {
   kwokPatchesBefore?: number;
   /** How far KWOK's log has been read. */
   kwokLogRead?: number;
+  /** The minutes since KWOK (re)started, for the watchdog. */
+  kwokHistory: KwokMinute[];
+  /** When the watchdog restarted KWOK (minutes into the run) and what the side had then. */
+  kwokRestarts: { afterMinutes: number; progress: string }[];
 }
 
 /** Counts the "Patch pod" lines KWOK logged since the last call (its log only grows). */
@@ -195,10 +204,24 @@ async function runSide(side: Side, run: (o: SideOptions) => Promise<object>, wor
 
 const work = await mkdtemp(join(os.tmpdir(), 'ucompute-cluster-bench-'));
 const sides: Side[] = [
-  { name: 'direct', dir: join(work, 'cluster-direct') },
-  { name: 'ucompute', dir: join(work, 'cluster-ucompute') },
+  { name: 'direct', dir: join(work, 'cluster-direct'), kwokHistory: [], kwokRestarts: [] },
+  { name: 'ucompute', dir: join(work, 'cluster-ucompute'), kwokHistory: [], kwokRestarts: [] },
 ];
 const started = performance.now();
+const STALL_MINUTES = Number(values['restart-stalled-kwok']);
+
+/** Adds the side's last minute to its KWOK history, and restarts a stalled KWOK (counted). */
+async function watchKwok(side: Side, podStarts: number, timeline: Timeline) {
+  side.kwokHistory.push({ podStarts, waiting: timeline.submitted.size - timeline.running.size });
+  if (!kwokStalled(side.kwokHistory, STALL_MINUTES)) return;
+  const afterMinutes = Math.round((performance.now() - started) / 60_000);
+  console.error(
+    `${side.name}: KWOK started no pod for ${STALL_MINUTES} min while jobs waited: restarting it`,
+  );
+  side.kwokRestarts.push({ afterMinutes, progress: timeline.progress() });
+  side.kwokHistory = [];
+  await cluster(['restart', side.dir, 'kwok']).catch((e: unknown) => console.error(e));
+}
 const progress = setInterval(async () => {
   const parts: string[] = [];
   for (const s of sides) {
@@ -211,6 +234,7 @@ const progress = setInterval(async () => {
     const patches = s.kwokPatches ?? 0;
     const patchesLastMinute = patches - (s.kwokPatchesBefore ?? 0);
     s.kwokPatchesBefore = patches;
+    if (s.timeline) await watchKwok(s, patchesLastMinute, s.timeline);
     parts.push(
       `${s.name}: ${s.timeline?.progress() ?? 'starting'} (+${lastMinute} RUNNING in the last minute)` +
         ` (KWOK pod starts ${patches}, +${patchesLastMinute})` +
@@ -240,6 +264,7 @@ try {
     results.direct = (d as PromiseFulfilledResult<object>).value;
     results.ucompute = (u as PromiseFulfilledResult<object>).value;
   }
+  for (const s of sides) results[s.name] = { ...results[s.name], kwokRestarts: s.kwokRestarts };
 } finally {
   clearInterval(progress);
   await rm(work, { recursive: true, force: true });
@@ -258,6 +283,7 @@ console.log(
       harness: {
         schedulePeriod: values['schedule-period'] ?? '1s',
         apiserverGogc: values['apiserver-gogc'] ?? 'default',
+        restartStalledKwokAfterMinutes: STALL_MINUTES,
       },
       loadAverageAtStart: loadAtStart,
       loadAverageAtEnd: load(),
