@@ -38,6 +38,7 @@ import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { parseDuration } from '../src/cli/format.ts';
 import { ROOT } from '../test/support/fixtures.ts';
 import { cpuMsOf, directSide, type SideOptions, ucomputeSide } from './cluster-sides.ts';
 import { Timeline } from './cluster-timeline.ts';
@@ -72,6 +73,9 @@ const SPEC = {
   application: { name: 'sim-batch', version: '1.0' },
   product: { id: 'u1-standard-1', category: 'u1-standard' },
   parameters: { runTime: { type: 'text', value: values['run-time'] } },
+  // As long as the jobs run: with the tool's default (1 h) ucompute expires the first jobs of a
+  // longer run, and "N live jobs" no longer holds at the end.
+  timeAllocation: parseDuration(values['run-time']!, '--run-time'),
 };
 const script = join(ROOT, 'scripts/cluster.sh');
 const load = () =>
