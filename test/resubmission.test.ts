@@ -97,6 +97,17 @@ function leader(store: Store, backend: Backend, plugins: readonly JobPlugin[], l
   return engine;
 }
 
+/** A replica that only accepts: the jobs wait in the store for a leader. */
+function acceptingReplica(store: Store) {
+  return createJobService({
+    store,
+    env: env(),
+    backend: dryBackend(),
+    replicated: true,
+    requireCredits: false,
+  });
+}
+
 /** A gate that onCreate waits at until opened. */
 function gate() {
   let open!: () => void;
@@ -126,14 +137,7 @@ for (const kind of STORE_KINDS) {
         },
       },
     ];
-    // A replica that only accepts: the jobs wait in the store for a leader.
-    const follower = createJobService({
-      store,
-      env: env(),
-      backend: dryBackend(),
-      replicated: true,
-      requireCredits: false,
-    });
+    const follower = acceptingReplica(store);
     const a = leader(store, stalled, plugins);
     let b: ReturnType<typeof leader> | undefined;
     try {
@@ -198,13 +202,7 @@ for (const kind of STORE_KINDS) {
         throw new Error('this replica no longer leads: the leader submits the job');
       },
     };
-    const follower = createJobService({
-      store,
-      env: env(),
-      backend: dryBackend(),
-      replicated: true,
-      requireCredits: false,
-    });
+    const follower = acceptingReplica(store);
     // What the leader's log says it left queued.
     const left: string[] = [];
     const log: Logger = {
