@@ -13,6 +13,7 @@ import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { CHILD_ENV } from '../test/support/cli.ts';
 import { ROOT } from '../test/support/fixtures.ts';
 import { startServe, stopServe } from '../test/support/serve.ts';
+import { followUcompute, type Reread, tellMissed } from './cluster-events.ts';
 import { followObjects, PODS, VOLCANO_JOBS, volcanoJobOf } from './cluster-follow.ts';
 import type { Timeline } from './cluster-timeline.ts';
 
@@ -163,50 +164,6 @@ export async function cpuMsOf(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-/**
- * Follows ucompute's /api/jobs/events, telling `running` each job seen RUNNING; reconnects with
- * Last-Event-ID if the stream ends, until `stopped` settles.
- */
-function followUcompute(
-  url: string,
-  token: string,
-  running: (id: string) => void,
-  stopped: Promise<unknown>,
-) {
-  const events = new AbortController();
-  void stopped.then(() => events.abort());
-  let lastEventId: string | undefined;
-  const follow = async () => {
-    const stream = await fetch(`${url}/api/jobs/events`, {
-      headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
-      signal: events.signal,
-    });
-    let buffer = '';
-    for await (const chunk of stream.body!.pipeThrough(new TextDecoderStream())) {
-      buffer += chunk;
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        lastEventId = /^id: (.*)$/m.exec(block)?.[1] ?? lastEventId;
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (!/^event: job$/m.test(block) || !data) continue;
-        const job = JSON.parse(data) as { id: string; status: { state: string } };
-        if (job.status.state === 'RUNNING') running(job.id);
-      }
-    }
-  };
-  const again = async (): Promise<void> => {
-    while (!events.signal.aborted) {
-      await follow().catch((e: unknown) => {
-        if (!events.signal.aborted) console.error('ucompute: following the events again:', e);
-      });
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
-  };
-  void again();
-  return events;
-}
-
 /** The jobs through ucompute's API (`ucompute serve --backend kubernetes`, as ./ucompute runs it). */
 export async function ucomputeSide(o: SideOptions) {
   const data = join(o.work, 'ucompute');
@@ -272,7 +229,38 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
     );
   }, 1000);
   const t = o.timeline;
-  const events = followUcompute(url, token, (id) => t.sawRunning(id), o.stopped);
+  /** Jobs first seen RUNNING by a read of the list, not by an event: the stream missed them. */
+  const seenByReading: { id: string; how: Reread }[] = [];
+  const events = followUcompute(
+    url,
+    token,
+    (id, how) => {
+      if (how !== 'event' && t.submitted.has(id) && !t.running.has(id)) {
+        seenByReading.push({ id, how });
+        void tellMissed(url, token, id, how);
+      }
+      t.sawRunning(id);
+    },
+    o.stopped,
+  );
+  // When every Volcano Job runs but some job has not been seen RUNNING for two minutes, the events
+  // missed it (or ucompute did): a read of the list says which; at most every five minutes.
+  let gapSince: number | undefined;
+  let askedAt = Number.NEGATIVE_INFINITY;
+  const gapCheck = setInterval(() => {
+    if (t.volcanoRunning.size < t.jobs || t.running.size >= t.jobs) {
+      gapSince = undefined;
+      return;
+    }
+    const now = performance.now();
+    gapSince ??= now;
+    if (now - gapSince < 120_000 || now - askedAt < 300_000) return;
+    askedAt = now;
+    console.error(
+      `ucompute: every Volcano Job Running, ${t.jobs - t.running.size} jobs not seen RUNNING for 2 min: reading the list`,
+    );
+    void events.reread();
+  }, 10_000);
   // What the cluster itself says of ucompute's jobs (Volcano Job `j-<id>`), beside ucompute's RUNNING.
   const unfollow = await followCluster(
     kubeconfig(o.cluster, 'admin'),
@@ -359,8 +347,16 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
       rssMbMax: maxRss,
       atRssMax: atMaxRss,
       socketsMax: maxSockets,
+      // Included in `running` and the percentiles, at the time the list was read (later than the
+      // job's RUNNING); each is logged with its updates.
+      seenRunningByReading: {
+        rereads: events.rereads,
+        jobs: seenByReading.length,
+        first: seenByReading.slice(0, 20),
+      },
     };
   } finally {
+    clearInterval(gapCheck);
     clearInterval(sampler);
     events.abort();
     unfollow();

@@ -31,7 +31,10 @@
  * and pods (lists paged, and retried after a failure: a 504 under load must not blind a side).
  * Per-job figures are over the jobs that reached RUNNING; for a stopped run, also over the jobs
  * submitted (or Volcano Jobs created). The end-to-end ratio is lastRunningRatio: ucompute's time
- * to its N-th RUNNING job over the direct side's.
+ * to its N-th RUNNING job over the direct side's. ucompute's RUNNING comes from its event stream;
+ * when the stream says `resync` (the bench fell behind), or a job is still not seen RUNNING 2 min
+ * after every Volcano Job runs, the bench reads the list of RUNNING jobs: such jobs count at the
+ * time of that read, and seenRunningByReading says how many (each is logged with its updates).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
