@@ -127,3 +127,94 @@ test('descriptors the launcher inherited do not reach the supervisors and their 
   assert.ok(listed.includes('2'), listed.join(' '));
   assert.ok(!listed.includes('100'), `descriptor 100 reached them: ${listed.join(' ')}`);
 });
+
+/** The state letter of a process (`Z` a zombie), or null once it is gone (reaped). */
+async function processState(pid: number): Promise<string | null> {
+  try {
+    return (await readFile(`/proc/${pid}/stat`, 'utf8')).replace(/^.*\) /s, '')[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('an answer written into a full pipe while supervisors end is written whole', async (t) => {
+  // The launcher's SIGCHLD handler is installed without SA_RESTART (Perl's deferred signals): a
+  // supervisor that ends while the launcher waits to write an answer interrupts the write, which
+  // then returns what it wrote so far (or EINTR for nothing). An answer cut there was lost, or
+  // glued to the next one: a `pid` answer lost left its container's start waiting for ever.
+  const dir = await tempDir(t);
+  const launcher = spawn(PERL, [programPath('supervisor-launcher.pl')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  // Nothing is read until the launcher waits in its write and the supervisors have ended.
+  launcher.stdout!.pause();
+  t.after(() => {
+    launcher.stdin!.end();
+  });
+  const go = join(dir, 'go');
+  const count = 3;
+  const stateDirs: string[] = [];
+  const lines: string[] = [];
+  for (let i = 1; i <= count; i++) {
+    const state = join(dir, `s${i}`);
+    await mkdir(state);
+    stateDirs.push(state);
+    // Each waits (at most 60 s) until the test lets it end.
+    const script = `i=0; while [ ! -e '${go}' ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done`;
+    lines.push(requestLine(i, { args: shArgs(state, script), cwd: '/', env: { PATH: '/usr/bin:/bin' } }));
+  }
+  // A refusal naming a 1-MB path: a 2-MB answer (hex), more than the pipe and the reader hold.
+  const path = 'x'.repeat(1 << 20);
+  lines.push(requestLine(count + 1, { args: shArgs(dir, 'true'), cwd: '/', env: {}, pathFds: [path] }));
+  launcher.stdin!.write(lines.join(''));
+
+  // Waits (bounded) until the launcher is blocked in write(1, …) (/proc/PID/syscall: "1 0x1 …").
+  let blocked = false;
+  for (let i = 0; i < 3000 && !blocked; i++) {
+    blocked = (await readFile(`/proc/${launcher.pid}/syscall`, 'utf8')).startsWith('1 0x1 ');
+    if (!blocked) await pause(10);
+  }
+  assert.ok(blocked, 'the launcher never waited to write its answer');
+  const pids = await Promise.all(
+    stateDirs.map(async (state) => Number((await readFile(join(state, 'pid'), 'utf8')).trim())),
+  );
+  await writeFile(go, '');
+  // Each supervisor has ended (a zombie: its SIGCHLD sent) or is reaped, before anything is read.
+  for (const pid of pids) {
+    for (let i = 0; i < 6000; i++) {
+      const state = await processState(pid);
+      if (state === null || state === 'Z') break;
+      await pause(10);
+    }
+  }
+  const answers: string[] = [];
+  const read = (async () => {
+    for await (const line of createInterface({ input: launcher.stdout! })) answers.push(line);
+  })();
+  launcher.stdout!.resume();
+  launcher.stdin!.end();
+  await read;
+
+  const pidAnswers = answers.filter((line) => line.startsWith('pid '));
+  assert.deepEqual(
+    pidAnswers,
+    pids.map((pid, i) => `pid ${i + 1} ${pid}`),
+  );
+  const refusal = answers.filter((line) => line.startsWith('error '));
+  assert.equal(refusal.length, 1, `answers: ${answers.map((a) => a.slice(0, 40)).join(' | ')}`);
+  const [, id, message] = refusal[0]!.split(' ');
+  assert.equal(id, String(count + 1));
+  const told = Buffer.from(message ?? '', 'hex').toString();
+  const whole = `${path} is not an absolute path`;
+  assert.ok(told === whole, `the refusal was cut: ${told.length} of ${whole.length} characters`);
+  assert.deepEqual(
+    answers
+      .filter((line) => line.startsWith('exited '))
+      .map((line) => Number(line.split(' ')[1]))
+      .sort(),
+    [...pids].sort(),
+  );
+  assert.equal(answers.length, 2 * count + 1, `answers: ${answers.map((a) => a.slice(0, 40)).join(' | ')}`);
+});

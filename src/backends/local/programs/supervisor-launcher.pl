@@ -62,7 +62,18 @@ pipe(my $wake, my $waker) or die "pipe: $!";
 fcntl($waker, F_SETFL, fcntl($waker, F_GETFL, 0) | O_NONBLOCK) or die "fcntl: $!";
 $SIG{CHLD} = sub { syswrite($waker, 'x') };
 
-sub answer { syswrite(STDOUT, "@_\n") }
+# The whole line, however the write is cut: SIGCHLD is installed without SA_RESTART (Perl's deferred
+# signals), so a supervisor that ends while the reader is behind interrupts a write into the full
+# pipe, which then returns what it wrote so far, or EINTR for nothing. A line cut there was lost or
+# glued to the next answer: a lost `pid` answer left its container's start waiting for ever.
+sub answer {
+  my $line = "@_\n";
+  while (length $line) {
+    my $written = syswrite(STDOUT, $line);
+    if (defined $written) { substr($line, 0, $written) = '' }
+    elsif (!$!{EINTR}) { die "writing an answer: $!\n" }
+  }
+}
 sub unhex { pack('H*', $_[0]) }
 
 # Becomes the supervisor (never returns): named as one before the parent answers, in a session of
