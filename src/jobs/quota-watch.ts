@@ -38,15 +38,21 @@ export function quotaWatch(o: QuotaWatchOptions) {
 
   /** One pass: measures the active jobs' drives, tells running jobs, holds and releases queued ones. */
   async function check(): Promise<void> {
-    const jobs = (await o.store.jobs.activeRows()).map((job) => ({
-      job,
-      drive: ownerDrive(ownerOf(job)),
-    }));
-    const running = new Set(jobs.filter(({ job }) => job.state === 'RUNNING').map(({ job }) => job.id));
-    for (const id of told) if (!running.has(id)) told.delete(id);
-    await o.quotas.rescan(new Set(jobs.map(({ drive }) => drive)));
-    for (const { job, drive } of jobs) {
-      const problem = quotaProblem(await o.quotas.usage(drive), 0);
+    const jobs = await o.store.jobs.activeRows();
+    const drives = jobs.map((job) => ownerDrive(ownerOf(job)));
+    const toldRunning = new Set<string>();
+    for (const job of jobs) if (job.state === 'RUNNING' && told.has(job.id)) toldRunning.add(job.id);
+    for (const id of told) if (!toldRunning.has(id)) told.delete(id);
+    // Each drive measured and judged once, however many jobs its owner has live.
+    const problems = new Map<string, string | undefined>();
+    for (const drive of drives) problems.set(drive, undefined);
+    await o.quotas.rescan(new Set(problems.keys()));
+    for (const drive of problems.keys()) problems.set(drive, quotaProblem(await o.quotas.usage(drive), 0));
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i]!;
+      const problem = problems.get(drives[i]!);
+      // A running job of an owner with room, not told otherwise: nothing to do.
+      if (job.state === 'RUNNING' && problem === undefined && !told.has(job.id)) continue;
       await act(job, problem).catch((err: unknown) => {
         o.log?.error({ err, jobId: job.id }, 'could not act on a job for its owner’s storage quota');
       });

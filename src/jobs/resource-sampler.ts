@@ -4,7 +4,7 @@ import type { Backend } from './backend.ts';
 import { batched } from './batched.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
-import { runningPages } from './running-pages.ts';
+import { RUNNING_PAGE } from './running-pages.ts';
 
 // The live resource views' sampling: on a steady period, what every rank of every running job
 // uses, asked of the backend in one call and appended to the jobs' series in one transaction.
@@ -23,14 +23,17 @@ export function resourceSampler(o: SamplerOptions) {
   const now = o.now ?? Date.now;
   const periodMs = o.periodMs ?? DEFAULT_SAMPLE_MS;
 
-  const idPages = async (after: string | undefined, limit: number) =>
-    (await o.store.jobs.runningIds(after, limit)).map((id) => ({ id }));
-
   /** One pass: every running job's ranks, now. */
   async function sample(): Promise<void> {
-    // Their ids only: every running row each period was most of what 10,000 live jobs allocated.
+    // Their ids only, a page at a time (keyset): every running row each period was most of what
+    // 10,000 live jobs allocated.
     const running: string[] = [];
-    for await (const page of runningPages(idPages)) for (const { id } of page) running.push(id);
+    for (let after: string | undefined; ; ) {
+      const page = await o.store.jobs.runningIds(after, RUNNING_PAGE);
+      for (const id of page) running.push(id);
+      if (page.length < RUNNING_PAGE) break;
+      after = page[page.length - 1];
+    }
     if (running.length === 0) return;
     const usage = await o.backend.usage(running);
     if (usage.size > 0) await o.store.resourceSeries.append(now(), usage);

@@ -14,7 +14,6 @@ import { clusterUsage } from './metrics.ts';
 import { machinesOf } from './nodes.ts';
 import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
 import { type KubernetesSettings, resolveKubernetesSettings } from './settings.ts';
-import type { PodSummary } from './states.ts';
 import { connectToPod, podLog, podLogText, podShell } from './streams.ts';
 
 export { JOB_COMPANION_KINDS } from './job-objects.ts';
@@ -190,13 +189,8 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       // ucompute's monitor enforces deadlines (Expiry); the Volcano Job carries none to move.
     },
 
-    async usage(jobIds) {
-      const running = new Map<string, PodSummary[]>();
-      for (const id of jobIds) {
-        const pods = [...(views.get(id)?.pods.values() ?? [])].filter((p) => p.phase === 'Running');
-        if (pods.length > 0) running.set(id, pods);
-      }
-      return running.size === 0 ? new Map() : measure(running);
+    usage(jobIds) {
+      return measure(jobIds, (id) => views.get(id)?.pods);
     },
 
     machines() {

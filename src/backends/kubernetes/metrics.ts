@@ -33,30 +33,49 @@ export function clusterUsage(conn: Connection, log?: { warn(obj: object, msg: st
     }
   }
 
-  /** Each job's ranks' use, from the pods given per job (those running). */
+  /**
+   * The use of the ranks of `jobIds`, from their running pods (`podsOf`: a job's pods by rank, as
+   * the backend follows them). The metrics are listed first, and the jobs visited once more only
+   * when a namespace reported any: without metrics-server (or with nothing measured yet) a pass
+   * over thousands of live jobs allocates nothing per job — the sampler asks every 5 s.
+   */
   return async (
-    podsOfJobs: ReadonlyMap<string, readonly PodSummary[]>,
+    jobIds: readonly string[],
+    podsOf: (jobId: string) => ReadonlyMap<number, PodSummary> | undefined,
   ): Promise<Map<string, RankUsage[]>> => {
-    const namespaces = new Set([...podsOfJobs.values()].flatMap((pods) => pods.map((p) => p.namespace)));
-    const metrics = new Map(
-      await Promise.all([...namespaces].map(async (ns) => [ns, await namespaceMetrics(ns)] as const)),
-    );
     const usage = new Map<string, RankUsage[]>();
-    for (const [jobId, pods] of podsOfJobs) {
-      const ranks = pods.flatMap((pod): RankUsage[] => {
-        const measured = metrics.get(pod.namespace)?.get(pod.name);
-        if (!measured) return [];
+    const namespaces = new Set<string>();
+    // forEach with one callback: an iterator per job was most of what this pass allocated.
+    const running = (pod: PodSummary) => {
+      if (pod.phase === 'Running') namespaces.add(pod.namespace);
+    };
+    for (const id of jobIds) podsOf(id)?.forEach(running);
+    if (namespaces.size === 0) return usage;
+    const listed = await Promise.all(
+      [...namespaces].map(async (ns) => [ns, await namespaceMetrics(ns)] as const),
+    );
+    const metrics = new Map(listed.filter(([, byPod]) => byPod.size > 0));
+    if (metrics.size === 0) return usage;
+    for (const id of jobIds) {
+      const pods = podsOf(id);
+      if (!pods) continue;
+      let ranks: RankUsage[] | undefined;
+      for (const pod of pods.values()) {
+        const measured = pod.phase === 'Running' ? metrics.get(pod.namespace)?.get(pod.name) : undefined;
+        if (!measured) continue;
         let cpu = 0;
         let memory = 0;
         for (const c of measured.containers ?? []) {
           cpu += c.usage?.cpu !== undefined ? parseQuantity(c.usage.cpu) : 0;
           memory += c.usage?.memory !== undefined ? parseQuantity(c.usage.memory) : 0;
         }
-        return [{ rank: pod.rank, cpuCores: cpu, memoryBytes: Math.round(memory) }];
-      });
-      if (ranks.length > 0)
+        const rank = { rank: pod.rank, cpuCores: cpu, memoryBytes: Math.round(memory) };
+        if (ranks) ranks.push(rank);
+        else ranks = [rank];
+      }
+      if (ranks)
         usage.set(
-          jobId,
+          id,
           ranks.sort((a, b) => a.rank - b.rank),
         );
     }

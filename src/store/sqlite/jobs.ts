@@ -223,7 +223,11 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       return (sql(expiringPage).all(by, after ?? '', limit) as Row[]).map(toRunningJob);
     },
     runningIds(after, limit) {
-      return (sql(runningPage('id')).all(after ?? '', limit) as Row[]).map((r) => r.id as string);
+      // Rows as arrays (this statement's only use): an object per row allocated three times the
+      // bytes, and the resource sampler reads every running id every 5 s.
+      const statement = sql(runningPage('id'));
+      statement.setReturnArrays(true);
+      return (statement.all(after ?? '', limit) as unknown as [string][]).map((r) => r[0]);
     },
     runningRowsOf(ids) {
       if (ids.length === 0) return [];
