@@ -24,6 +24,12 @@ export interface Connection {
    * (writeJobEvents); outside one, in a transaction of its own.
    */
   recordEvent(jobId: string, updateSeq: number | null): Promise<void>;
+  /**
+   * Inside a transaction only: a write whose rows nobody reads before the commit, sent with the
+   * commit in one simple query (its values as literals), not in a round trip of its own. Its error
+   * fails the commit, and so the transaction.
+   */
+  atCommit?(text: string, values: readonly unknown[]): void;
 }
 
 /** The channel on which a commit's newest job event number is announced. */
@@ -279,16 +285,19 @@ export async function openPostgresDatabase(
           wroteDirectory = true;
         });
         const events: [string, number | null][] = [];
+        const atCommit: string[] = [];
         const result = await fn(
           {
             query,
             atomic: (inner) => inner(query),
             locked: ' for update',
             recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
+            atCommit: (text, values) => void atCommit.push(inlined(text, values)),
           },
           opened,
         );
-        await client.query(events.length > 0 ? jobEventsAndCommit(events) : 'commit');
+        atCommit.push(events.length > 0 ? jobEventsAndCommit(events) : 'commit');
+        await client.query(atCommit.join('; '));
         if (wroteDirectory) directoryChanged();
         return result;
       } catch (e) {
