@@ -10,9 +10,8 @@ import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
-import { CHILD_ENV } from '../test/support/cli.ts';
 import { ROOT } from '../test/support/fixtures.ts';
-import { startServe, stopServe } from '../test/support/serve.ts';
+import { startServe, stopServe, ucomputeNodeFlags } from '../test/support/serve.ts';
 import { followUcompute, type Reread, tellMissed } from './cluster-events.ts';
 import { followObjects, PODS, VOLCANO_JOBS, volcanoJobOf } from './cluster-follow.ts';
 import type { Timeline } from './cluster-timeline.ts';
@@ -169,8 +168,9 @@ export async function ucomputeSide(o: SideOptions) {
   const data = join(o.work, 'ucompute');
   await mkdir(join(data, 'storage'), { recursive: true });
   const served = await startServe(data, {
-    // Node's flags as ./ucompute and deploy/Dockerfile run serve.
-    env: { ...CHILD_ENV, NODE_OPTIONS: `${CHILD_ENV.NODE_OPTIONS ?? ''} --max-semi-space-size=4`.trim() },
+    // Node's flags as ./ucompute runs serve, on Node's command line as there (V8 refuses
+    // --heap-growing-percent in NODE_OPTIONS).
+    nodeArgs: ucomputeNodeFlags(),
     args: ['--backend', 'kubernetes'],
     config: [
       `apps: [${APPS.join(', ')}]`,

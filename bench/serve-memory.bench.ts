@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { BIN, CHILD_ENV } from '../test/support/cli.ts';
 import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
 import { ROOT } from '../test/support/fixtures.ts';
-import { type Served, serving, stopServe } from '../test/support/serve.ts';
+import { type Served, serving, stopServe, ucomputeNodeFlags } from '../test/support/serve.ts';
 import { until } from '../test/support/until.ts';
 
 const { values } = parseArgs({
@@ -66,12 +66,8 @@ const data = join(work, 'data');
 await mkdir(join(data, 'storage'), { recursive: true });
 const snapshots = values.snapshots;
 if (snapshots) await mkdir(snapshots, { recursive: true });
-/** The Node flags of ./ucompute's `exec node … bin/ucompute.js` line: serve as it runs there. */
-const ucomputeFlags = /^exec node (.*) "\$here\/bin\/ucompute\.js"/m
-  .exec(await readFile(join(ROOT, 'ucompute'), 'utf8'))![1]!
-  .split(' ');
 const nodeFlags = [
-  ...ucomputeFlags,
+  ...ucomputeNodeFlags(),
   ...values['node-flags'].split(' ').filter(Boolean),
   '--inspect-port=127.0.0.1:0',
   ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : []),

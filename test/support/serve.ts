@@ -8,14 +8,27 @@ import { BIN, CHILD_ENV } from './cli.ts';
 import { ROOT } from './fixtures.ts';
 import { until } from './until.ts';
 
+/** The Node flags of ./ucompute's `exec node … bin/ucompute.js` line: serve as it runs there. */
+export function ucomputeNodeFlags(): string[] {
+  const line = /^exec node (.*) "\$here\/bin\/ucompute\.js"/m.exec(
+    readFileSync(join(ROOT, 'ucompute'), 'utf8'),
+  );
+  if (!line) throw new Error('./ucompute has no `exec node … bin/ucompute.js` line');
+  return line[1]!.split(' ');
+}
+
 /**
  * Spawns `ucompute serve --port 0 <args>` (a free port, quiet logs, the dry backend by default). Await `serving` for its
  * address; it is apart so that a caller can track the child before the server is up.
  */
-export function spawnServe(args: string[], env: NodeJS.ProcessEnv = CHILD_ENV): ChildProcess {
+export function spawnServe(
+  args: string[],
+  env: NodeJS.ProcessEnv = CHILD_ENV,
+  nodeArgs: readonly string[] = [],
+): ChildProcess {
   // The API tests need no processes run: the dry backend, unless a test names another.
   const backend = args.includes('--backend') ? [] : ['--backend', 'dry'];
-  return spawn(process.execPath, [BIN, 'serve', '--port', '0', ...backend, ...args], {
+  return spawn(process.execPath, [...nodeArgs, BIN, 'serve', '--port', '0', ...backend, ...args], {
     cwd: ROOT,
     env: { ...env, UCOMPUTE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -90,7 +103,15 @@ export async function startServe(
     config,
     env = CHILD_ENV,
     startMs,
-  }: { args?: string[]; config?: string; env?: NodeJS.ProcessEnv; startMs?: number } = {},
+    nodeArgs,
+  }: {
+    args?: string[];
+    config?: string;
+    env?: NodeJS.ProcessEnv;
+    startMs?: number;
+    /** Node's flags, on its command line (V8 refuses some in NODE_OPTIONS). */
+    nodeArgs?: readonly string[];
+  } = {},
 ): Promise<Served> {
   const all = ['--data-dir', dataDir, ...args];
   if (config !== undefined) {
@@ -98,7 +119,7 @@ export async function startServe(
     writeFileSync(path, config);
     all.push('--config', path);
   }
-  const child = spawnServe(all, env);
+  const child = spawnServe(all, env, nodeArgs);
   return { child, url: await serving(child, startMs), dataDir };
 }
 
