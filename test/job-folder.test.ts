@@ -1,10 +1,22 @@
 import assert from 'node:assert/strict';
-import { chown, lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  chown,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
-import { openFolder, writeNewFile } from '../src/storage/folders.ts';
+import { directoryStorage } from '../src/storage/directory.ts';
+import { openFolder, StorageError, writeNewFile } from '../src/storage/folders.ts';
 import { needs } from './support/local-tools.ts';
 
 const asRoot = await needs('dd');
@@ -77,3 +89,53 @@ test("in a folder of the server's own user, a new file is written in place, neve
   assert.equal(await writeNewFile(folder, 'fresh', Readable.from(['again'])), false);
   assert.equal(await readFile(join(root, 'job/fresh'), 'utf8'), 'hello world');
 });
+
+test("a job folder made on the folders' thread: missing folders made, the file written, a symlink on the way refused", async (t) => {
+  const root = await storage(t);
+  const elsewhere = await storage(t);
+  const drive = directoryStorage(root);
+  const files = [{ name: 'JobParameters.json', content: '{"jobId":"7"}\n' }];
+  await Promise.all([
+    drive.makeFolderWith!('/home/alice/Jobs/App/7', files),
+    drive.makeFolderWith!('/home/alice/Jobs/App/8', files),
+  ]);
+  assert.equal(
+    await readFile(join(root, 'home/alice/Jobs/App/7/JobParameters.json'), 'utf8'),
+    '{"jobId":"7"}\n',
+  );
+  assert.deepEqual(await readdir(join(root, 'home/alice/Jobs/App/8')), ['JobParameters.json']);
+  // Made again (a retried creation): the file is replaced, never written through.
+  await drive.makeFolderWith!('/home/alice/Jobs/App/7', [{ name: 'JobParameters.json', content: 'again' }]);
+  assert.equal(await readFile(join(root, 'home/alice/Jobs/App/7/JobParameters.json'), 'utf8'), 'again');
+
+  await mkdir(join(root, 'home/bob'), { recursive: true });
+  await symlink(elsewhere, join(root, 'home/bob/Jobs'));
+  await assert.rejects(drive.makeFolderWith!('/home/bob/Jobs/App/1', files), (e: Error) => {
+    assert.ok(e instanceof StorageError);
+    assert.equal(e.code, 'ENOTDIR');
+    assert.match(e.message, /Jobs in \/home\/bob\/Jobs\/App\/1 is not a folder/);
+    return true;
+  });
+  assert.deepEqual(await readdir(elsewhere), []);
+  await symlink(join(elsewhere, 'victim'), join(root, 'home/alice/Jobs/App/7/planted'));
+  await drive.makeFolderWith!('/home/alice/Jobs/App/7', [{ name: 'planted', content: 'x' }]);
+  await assert.rejects(lstat(join(elsewhere, 'victim')), { code: 'ENOENT' });
+  assert.equal(await readFile(join(root, 'home/alice/Jobs/App/7/planted'), 'utf8'), 'x');
+});
+
+test(
+  "a job folder of another owner made on the folders' thread: made as that owner, the file written as that owner",
+  asRoot,
+  async (t) => {
+    const root = await storage(t);
+    await mkdir(join(root, 'home/carol'), { recursive: true });
+    await chown(join(root, 'home/carol'), 11043, 11043);
+    await directoryStorage(root).makeFolderWith!('/home/carol/Jobs/App/3', [
+      { name: 'JobParameters.json', content: '{}\n' },
+    ]);
+    assert.equal((await stat(join(root, 'home/carol/Jobs/App/3'))).uid, 11043);
+    const written = await stat(join(root, 'home/carol/Jobs/App/3/JobParameters.json'));
+    assert.equal(written.uid, 11043);
+    assert.equal(await readFile(join(root, 'home/carol/Jobs/App/3/JobParameters.json'), 'utf8'), '{}\n');
+  },
+);

@@ -53,7 +53,11 @@ export const fileMountPlugin: JobPlugin = {
     }
     build.outputFolder = folder;
 
-    if (ctx.storage) {
+    if (ctx.storage?.makeFolderWith) {
+      await ctx.storage.makeFolderWith(folder, [
+        { name: 'JobParameters.json', content: jobParametersJson(job) },
+      ]);
+    } else if (ctx.storage) {
       await ctx.storage.ensureFolder(folder);
       await ctx.storage.writeFile(`${folder}/JobParameters.json`, jobParametersJson(job));
     }

@@ -5,6 +5,11 @@
 export interface JobStorage {
   ensureFolder(path: string): Promise<void>;
   writeFile(path: string, content: string): Promise<void>;
+  /**
+   * ensureFolder, then writeFile of each of `files` (names in that folder), as one step: off the
+   * event loop where the storage can (./directory.ts). Idempotent like the two.
+   */
+  makeFolderWith?(path: string, files: { name: string; content: string }[]): Promise<void>;
 }
 
 /**
