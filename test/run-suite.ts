@@ -80,14 +80,23 @@ const ALONE: [RegExp, string][] = [
   // On the root test in a shared process: every `before` runs ahead of the whole batch, every
   // `after` at its end, `beforeEach`/`afterEach` around the other files' tests too.
   [/^(?:before|after|beforeEach|afterEach)\(/m, 'top-level hooks'],
-  // One server per process, stopped at exit; its prepared-statement table is the process's.
-  [/support\/postgres\.ts'/, 'PostgreSQL server of the process'],
+  // The store's prepared statements are a table of the process (at most 200): a file that changes a
+  // table under them needs them prepared by itself, not already by the files before it.
+  [
+    /^(?=[\s\S]*support\/postgres\.ts')[\s\S]*\balter table\b/,
+    'PostgreSQL table changed under prepared statements',
+  ],
   [
     /process\.(?:on|once|chdir|umask)\(|process\.env(?:\.\w+|\[[^\]]+\])\s*=[^=]|delete process\.env/,
     'process state',
   ],
   [/import \{[^}]*\bmock\b[^}]*\} from 'node:test'/, 'module-level mocks'],
 ];
+/**
+ * The files of the PostgreSQL support share batches of their own: one server per process (started on
+ * first use, stopped at exit; a database per test), so per batch rather than per file.
+ */
+const usesPostgres = (file: string) => /support\/postgres\.ts'/.test(readFileSync(join(root, file), 'utf8'));
 function aloneBecause(file: string): string | undefined {
   if (isBrowser(file)) return 'browser';
   const seconds = known[file];
@@ -102,6 +111,8 @@ interface Unit {
   name: string;
   files: string[];
   seconds: number;
+  /** A batch's kind: its files all use the PostgreSQL support, or none does. */
+  postgres?: boolean;
 }
 const units: Unit[] = [];
 const shared = batchSeconds > 0 ? files.filter((f) => aloneBecause(f) === undefined) : [];
@@ -111,9 +122,10 @@ for (const file of files)
 const batches: Unit[] = [];
 for (const file of shared) {
   const seconds = known[file] ?? 0;
-  let batch = batches.find((b) => b.seconds + seconds <= batchSeconds);
+  const postgres = usesPostgres(file);
+  let batch = batches.find((b) => b.postgres === postgres && b.seconds + seconds <= batchSeconds);
   if (!batch) {
-    batch = { name: '', files: [], seconds: 0 };
+    batch = { name: '', files: [], seconds: 0, postgres };
     batches.push(batch);
   }
   batch.files.push(file);
