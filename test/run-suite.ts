@@ -14,12 +14,13 @@
 //   --isolation=none|process  each file's tests in its `node --test` process itself (default:
 //                           `--test-isolation=none`, one Node less per file) or in a child of it
 //   --batch=SECONDS         files that may share a process, in batches of about this many seconds
-//                           of test/durations.json (default 30; 0: every file in a process of its own)
+//                           of test/durations.json's walls (default 60; 0: every file in a process of its own)
 //   --list                  print the processes (batches, and why each other file runs alone); run none
 //   --profile=DIR           also measure: each file in a cgroup v2 group of its own (CPU time of the
 //                           file and everything it starts), the cores' use every second;
 //                           writes DIR/profile.json and DIR/summary.txt
-//   --write-durations       rewrite test/durations.json from this run's wall times
+//   --write-durations       rewrite test/durations.json from this run's wall times and, with
+//                           --profile, CPU times (a batch's CPU split by its files' seconds)
 import { spawn } from 'node:child_process';
 import {
   appendFileSync,
@@ -44,7 +45,7 @@ const { values, positionals } = parseArgs({
     'browser-lane': { type: 'string', default: '1' },
     order: { type: 'string', default: 'durations' },
     isolation: { type: 'string', default: 'none' },
-    batch: { type: 'string', default: '30' },
+    batch: { type: 'string', default: '60' },
     list: { type: 'boolean', default: false },
     profile: { type: 'string' },
     'write-durations': { type: 'boolean', default: false },
@@ -60,9 +61,13 @@ const durationsFile = join(root, 'test/durations.json');
 const all = (positionals.length > 0 ? positionals : globSync('test/**/*.test.ts', { cwd: root }))
   .map((f) => relative(root, resolve(root, f)))
   .sort();
-const known: Record<string, number> = existsSync(durationsFile)
+/** Each file's measured wall and CPU seconds (CPU: the file and all it starts, in its cgroup). */
+const measured: Record<string, { wall: number; cpu?: number }> = existsSync(durationsFile)
   ? JSON.parse(readFileSync(durationsFile, 'utf8'))
   : {};
+const known: Record<string, number> = Object.fromEntries(
+  Object.entries(measured).map(([f, m]) => [f, m.wall]),
+);
 const files =
   values.order === 'alpha'
     ? all
@@ -72,10 +77,10 @@ const batchSeconds = Math.max(0, Number(values.batch));
 
 // Whether a file may share a process with others (`--test-isolation=none`: one module graph, one
 // root test, its files imported one after the other before any test runs). Not: the browser files
-// (a Chromium and a server each), files with no measured time or a long one (serve-, pod- or
-// cluster-heavy: they would hold a batch's slot), and files whose source does what leaks into the
-// next file.
-const MAX_SHARED_SECONDS = 20;
+// (a Chromium and a server each), files with no measured CPU time or a large one (serve-, pod- or
+// cluster-heavy: a file's wall under load says little, its CPU time what it costs), and files
+// whose source does what leaks into the next file.
+const MAX_SHARED_CPU_SECONDS = 8;
 const ALONE: [RegExp, string][] = [
   // On the root test in a shared process: every `before` runs ahead of the whole batch, every
   // `after` at its end, `beforeEach`/`afterEach` around the other files' tests too.
@@ -99,9 +104,9 @@ const ALONE: [RegExp, string][] = [
 const usesPostgres = (file: string) => /support\/postgres\.ts'/.test(readFileSync(join(root, file), 'utf8'));
 function aloneBecause(file: string): string | undefined {
   if (isBrowser(file)) return 'browser';
-  const seconds = known[file];
-  if (seconds === undefined) return 'no measured time';
-  if (seconds > MAX_SHARED_SECONDS) return `${seconds} s`;
+  const cpu = measured[file]?.cpu;
+  if (cpu === undefined) return 'no measured CPU time';
+  if (cpu > MAX_SHARED_CPU_SECONDS) return `${cpu} CPU-s`;
   const source = readFileSync(join(root, file), 'utf8');
   return ALONE.find(([pattern]) => pattern.test(source))?.[1];
 }
@@ -329,17 +334,38 @@ console.log(
 for (const f of failed) console.log(`# FAILED ${f}`);
 
 if (values['write-durations']) {
-  // A batch's files: each one's tests' time (at least 0.1 s, so that it stays measured).
-  const durations = Object.fromEntries(
-    results
-      .flatMap((r): [string, number][] =>
-        r.files
-          ? Object.entries(r.files).map(([f, s]) => [f, Math.max(0.1, s)])
-          : [[r.file, Math.round((r.end - r.start) * 10) / 10]],
+  // A batch's files: each one's tests' time (at least 0.1 s, so that it stays measured), and the
+  // batch's CPU split by those times. Files this run did not run keep what they had.
+  const durations = { ...measured };
+  for (const r of results) {
+    const cpu = r.cpu ? r.cpu.user + r.cpu.system : undefined;
+    const parts = r.files
+      ? Object.entries(r.files).map(([f, s]): [string, number] => [f, Math.max(0.1, s)])
+      : [[r.file, Math.round((r.end - r.start) * 10) / 10] as [string, number]];
+    const total = parts.reduce((sum, [, s]) => sum + s, 0);
+    for (const [f, wall] of parts)
+      durations[f] = {
+        wall,
+        ...(cpu !== undefined
+          ? { cpu: Math.round((cpu * wall * 10) / total) / 10 }
+          : durations[f]?.cpu !== undefined
+            ? { cpu: durations[f].cpu }
+            : {}),
+      };
+  }
+  const sorted = Object.entries(durations).sort((a, b) => b[1].wall - a[1].wall);
+  writeFileSync(
+    durationsFile,
+    // One line a file, as Biome formats it.
+    `{\n${sorted
+      .map(
+        ([f, m]) =>
+          `  ${JSON.stringify(f)}: { ${Object.entries(m)
+            .map(([k, v]) => `"${k}": ${v}`)
+            .join(', ')} }`,
       )
-      .sort((a, b) => b[1] - a[1]),
+      .join(',\n')}\n}\n`,
   );
-  writeFileSync(durationsFile, `${JSON.stringify(durations, null, 2)}\n`);
 }
 if (values.profile) {
   const cpuSum = results.reduce((s, r) => s + (r.cpu ? r.cpu.user + r.cpu.system : 0), 0);
