@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { main } from '../../src/cli/main.ts';
@@ -11,9 +12,15 @@ import { ROOT } from './fixtures.ts';
 
 export const BIN = join(ROOT, 'bin', 'ucompute.js');
 
-// The test runner's own variables must not make the child think it is a test file.
+// The test runner's own variables must not make the child think it is a test file. The child's
+// compile cache is this process's (as `npm test` sets it), not its own TMPDIR's: a test that gives
+// the child a TMPDIR of its own and checks that nothing is left there (vcjob-isolation) found
+// bin/ucompute.js's node-compile-cache in it when the suite ran without `npm test`.
 const { NODE_TEST_CONTEXT: _context, ...childEnv } = process.env;
-export const CHILD_ENV: NodeJS.ProcessEnv = childEnv;
+export const CHILD_ENV: NodeJS.ProcessEnv = {
+  ...childEnv,
+  NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'node-compile-cache'),
+};
 
 export interface CliResult {
   code: number | null;
