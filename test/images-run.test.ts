@@ -9,8 +9,8 @@ import type { BackendEvent } from '../src/jobs/backend.ts';
 import type { Container } from '../src/volcano/api/types.ts';
 import { assertExit, runCli } from './support/cli.ts';
 import { busyboxArchive } from './support/images.ts';
-import { testNetwork } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
+import { testNetwork } from './support/test-network.ts';
 import { until } from './support/until.ts';
 import { vcjob } from './support/vcjob.ts';
 

@@ -11,7 +11,7 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { Agent, fetch } from 'undici';
-import { testNetwork } from './local-backend.ts';
+import { testNetwork } from './test-network.ts';
 import { until } from './until.ts';
 
 export const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';

@@ -1,5 +1,4 @@
 /** The local backend with its real runtime (bubblewrap, cgroups, a network namespace per pod), for tests. */
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,23 +11,8 @@ import type { Clock } from '../../src/model/clock.ts';
 import { directoryStorage } from '../../src/storage/directory.ts';
 import { env } from './fixtures.ts';
 import { openTestStore } from './store.ts';
+import { testNetwork } from './test-network.ts';
 import { until } from './until.ts';
-
-/**
- * A bridge of the test's own (remove it with removeBridgeNetwork once the backend closed), so the
- * test's namespaces are found by name; named after `folder` when given, so that a backend opened
- * again on its data folder (a restart) has its bridge again, as a configured one would. The subnet
- * is left to the backend: it derives one no other instance holds, under the host registry's lock.
- * A subnet drawn at random here was once the one another test's instance held, and the backend
- * rightly refused to start beside it.
- */
-export function testNetwork(folder?: string) {
-  const tag =
-    folder === undefined
-      ? process.pid.toString(36).slice(-4) + Math.random().toString(36).slice(2, 5)
-      : createHash('sha256').update(folder).digest('hex').slice(0, 7);
-  return { bridge: `ub${tag}`.slice(0, 9) };
-}
 
 /**
  * Opens the backend on `dir` (a new folder, removed afterwards, when left out) on its own bridge
