@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, test } from 'node:test';
@@ -316,8 +316,9 @@ describe('problems name file, line, document and field', () => {
     assert.match(unknown!.message, /application: v1. or .tool: v1/);
   });
 
-  test('loadCatalog throws one ValidationError with every problem', async () => {
+  test('loadCatalog throws one ValidationError with every problem', async (t) => {
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-catalog-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
     await mkdir(join(dir, 'nested'));
     await writeFile(
       join(dir, 'nested', 'broken.yaml'),
@@ -331,9 +332,10 @@ describe('problems name file, line, document and field', () => {
       return true;
     });
   });
-  test("a ConfigMap volume's files are read once, through their visible names", async () => {
+  test("a ConfigMap volume's files are read once, through their visible names", async (t) => {
     // Kubernetes' atomic writer: the files in `..<time>/`, `..data` linked to it, each name to `..data/<name>`.
     const dir = await mkdtemp(join(tmpdir(), 'ucompute-catalog-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
     await mkdir(join(dir, '..2026_11_26_16_00_00.1'));
     await writeFile(join(dir, '..2026_11_26_16_00_00.1', 'word-count.yml'), `${tool()}---\n${app('')}`);
     await symlink('..2026_11_26_16_00_00.1', join(dir, '..data'));
