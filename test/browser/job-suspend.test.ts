@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -10,17 +10,18 @@ import { until } from '../support/until.ts';
 import { closeServedPage, type ServedPage, serveWithPage } from '../support/web-app.ts';
 
 /**
- * Suspend and Resume on the web's job page, and the jobs list saying why a job waits, in
- * Chromium on `ucompute serve` with the dry backend (jobs run until stopped) and a 1 MiB storage
- * quota: the job is suspended from its page (after the dialog), the list shows who suspended it,
- * Resume is refused in the service's words while the owner is over its quota (a file written into
- * the drive behind the API's back, counted once the Trash is emptied), and accepted once there is
- * room. One browser, one page; its own time budget.
+ * The web's job page in Chromium on `ucompute serve` with the dry backend (jobs run until stopped)
+ * and a 1 MiB storage quota. Suspend and Resume, and the jobs list saying why a job waits: the job
+ * is suspended from its page (after the dialog), the list shows who suspended it, Resume is refused
+ * in the service's words while the owner is over its quota (a file written into the drive behind
+ * the API's back, counted once the Trash is emptied), and accepted once there is room. And the
+ * page's state when its first read of the job answers late. One browser, one page; its own time
+ * budget.
  */
 
 const tools = await needs('chromium', 'ip');
 
-describe('suspending and resuming a job in the browser', { ...tools, timeout: 240_000 }, () => {
+describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-suspend-web-'));
   const dataDir = join(tmp, 'data');
   const bigFile = join(dataDir, 'storage', 'home', 'local', 'big.bin');
@@ -35,6 +36,11 @@ describe('suspending and resuming a job in the browser', { ...tools, timeout: 24
     writeFileSync(config, 'dry: { runForMs: null }\nstorage: { quota: { defaultBytes: 1048576 } }\n');
     served = await serveWithPage(dataDir, ['--config', config]);
     ({ page, url, token, pageErrors } = served);
+    // Signed in once, for every test of the file.
+    await page.goto(url);
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Applications' }).waitFor();
   });
 
   after(async () => {
@@ -53,10 +59,6 @@ describe('suspending and resuming a job in the browser', { ...tools, timeout: 24
       timeout: 60_000,
     });
 
-    await page.goto(url);
-    await page.getByLabel('API token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Applications' }).waitFor();
     await page.goto(`${url}/jobs/${id}`);
     await page.getByRole('button', { name: 'Suspend' }).click();
     await page.getByRole('dialog', { name: 'Suspend this job?' }).waitFor();
@@ -95,6 +97,56 @@ describe('suspending and resuming a job in the browser', { ...tools, timeout: 24
       timeout: 60_000,
     });
     await page.getByRole('button', { name: 'Suspend' }).waitFor();
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a job that started between the page\u2019s first read and its follow is shown running', async () => {
+    const { api, submit } = serveClient(url, token);
+    const id = await submit('terminal');
+    await until(
+      async () =>
+        (await api<{ status: { state: string } }>(`/api/jobs/retrieve?id=${id}`)).status.state === 'RUNNING',
+      { describe: 'the job runs', timeout: 60_000 },
+    );
+    // The page's first read answers last, with what a read taken before the start said (IN_QUEUE);
+    // meanwhile the page's follow opened on the running job and sends no update. The page must
+    // read the job again when the follow begins, and not take the older answer after the newer.
+    const isRead = (u: URL) => u.pathname === '/api/jobs/retrieve';
+    let reads = 0;
+    let secondAnswered = () => {};
+    const second = new Promise<void>((resolve) => {
+      secondAnswered = resolve;
+    });
+    await page.route(isRead, async (route) => {
+      const read = ++reads;
+      const answer = await route.fetch();
+      if (read > 1) {
+        await route.fulfill({ response: answer });
+        secondAnswered();
+        return;
+      }
+      const job = (await answer.json()) as { status: { state: string } };
+      job.status.state = 'IN_QUEUE';
+      // Bounded: without a second read (the page does not read again) it answers after 10 s.
+      await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      await route.fulfill({ response: answer, json: job });
+    });
+    try {
+      const firstFinished = page.waitForEvent('requestfinished', {
+        predicate: (request) => isRead(new URL(request.url())),
+        timeout: 60_000,
+      });
+      await page.goto(`${url}/jobs/${id}`);
+      await firstFinished;
+      // The page has the older answer once it has run what that answer set off.
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 200)));
+      await page.locator('h1 .state-running').waitFor({ timeout: 30_000 });
+      assert.equal(await page.locator('h1 .state-in_queue').count(), 0, 'the older state is not shown');
+      assert.ok(reads >= 2, `the page read the job ${reads} time(s)`);
+    } finally {
+      await page.unroute(isRead);
+      await api('/api/jobs/terminate', { items: [{ id }] });
+    }
     assert.deepEqual(pageErrors, []);
   });
 });

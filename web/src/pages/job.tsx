@@ -1,5 +1,5 @@
 import { lazy, Suspense } from 'preact/compat';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson, postJson } from '../api.ts';
 import { Cancel, Extend, OutputFiles, SuspendResume } from '../components/job-actions.tsx';
 import { Logs, Timeline } from '../components/job-history.tsx';
@@ -52,10 +52,14 @@ export function JobPage({ id }: { id: string }) {
   const [utilization, setUtilization] = useState<Utilization | null>(null);
   const [now, setNow] = useState(Date.now());
 
-  const retrieve = () =>
-    getJson<Job>('/api/jobs/retrieve', { id, includeApplication: 'true', includeSupport: 'true' })
-      .then(setJob)
-      .catch((e: Error) => setError(e.message));
+  // Reads can answer out of order: only the newest one asked is shown, not an older state after it.
+  const asked = useRef(0);
+  const retrieve = () => {
+    const read = ++asked.current;
+    return getJson<Job>('/api/jobs/retrieve', { id, includeApplication: 'true', includeSupport: 'true' })
+      .then((found) => read === asked.current && setJob(found))
+      .catch((e: Error) => read === asked.current && setError(e.message));
+  };
 
   useEffect(() => {
     setJob(null);
@@ -66,9 +70,12 @@ export function JobPage({ id }: { id: string }) {
     const stop = followJob(
       id,
       (message) => {
-        // A (re)started follow sends the logs from their beginning.
-        if (message.initialJob !== undefined) setLogs({});
-        else if (message.updates.length > 0) {
+        // A (re)started follow sends the logs from their beginning, and the job as it stands: the
+        // first read may be older (a job that started between it and the follow shows no update).
+        if (message.initialJob !== undefined) {
+          setLogs({});
+          void retrieve();
+        } else if (message.updates.length > 0) {
           // Cost, end time and output folder change with the updates: the job is read again.
           void retrieve();
         }
