@@ -4,7 +4,7 @@ import type { Backend } from './backend.ts';
 import { batched } from './batched.ts';
 import type { Logger } from './log.ts';
 import { periodic } from './periodic.ts';
-import { RUNNING_PAGE } from './running-pages.ts';
+import { runningPages } from './running-pages.ts';
 
 // The live resource views' sampling: on a steady period, what every rank of every running job
 // uses, asked of the backend in one call and appended to the jobs' series in one transaction.
@@ -25,14 +25,11 @@ export function resourceSampler(o: SamplerOptions) {
 
   /** One pass: every running job's ranks, now. */
   async function sample(): Promise<void> {
-    // Their ids only, a page at a time (keyset): every running row each period was most of what
-    // 10,000 live jobs allocated.
+    // Their ids only, as strings: every running row (or an object per id) each period was most of
+    // what 10,000 live jobs allocated.
     const running: string[] = [];
-    for (let after: string | undefined; ; ) {
-      const page = await o.store.jobs.runningIds(after, RUNNING_PAGE);
+    for await (const page of runningPages((after, limit) => o.store.jobs.runningIds(after, limit))) {
       for (const id of page) running.push(id);
-      if (page.length < RUNNING_PAGE) break;
-      after = page[page.length - 1];
     }
     if (running.length === 0) return;
     const usage = await o.backend.usage(running);
