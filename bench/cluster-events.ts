@@ -8,11 +8,11 @@
 const BROWSE_PAGE = 1000;
 
 /**
- * Every job ucompute lists as RUNNING, told to `running`; answers how many pages it read. What a
+ * Every job ucompute lists as RUNNING, told to `running`. What a
  * client of the event stream does when told `resync`: its changes since were dropped (it fell
  * behind), so only a new read says which jobs run.
  */
-async function readRunning(url: string, token: string, running: (id: string) => void): Promise<number> {
+async function readRunning(url: string, token: string, running: (id: string) => void): Promise<void> {
   let next: string | null = null;
   // Bounded: 100 pages of 1,000 jobs.
   for (let page = 1; page <= 100; page++) {
@@ -25,7 +25,7 @@ async function readRunning(url: string, token: string, running: (id: string) => 
     const list = (await answer.json()) as { items: { id: string }[]; next: string | null };
     for (const job of list.items) running(job.id);
     next = list.next;
-    if (!next) return page;
+    if (!next) return;
   }
   throw new Error('more than 100 pages of RUNNING jobs');
 }
