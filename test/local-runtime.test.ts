@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createRuntime } from '../src/backends/local/create-runtime.ts';
 import type { PodRecord } from '../src/backends/local/pod/context.ts';
@@ -345,13 +345,28 @@ describe('local runtime', { skip: skip ?? false }, () => {
     }
     const volume = await p.volumeDir('data');
     assert.equal(volume, join(stateDir, 'volumes', p.name, 'data'), 'volumes stay on disk');
-    const { netns } = (await podRecord(stateDir, p.name)).network;
+    const record = await podRecord(stateDir, p.name);
+    const { netns } = record.network;
+    // The instance's folder of pod cgroups in each hierarchy (ucompute-<bridge>).
+    const cgroupParents = record.cgroups.map((dir) => dirname(dir));
+    assert.ok(cgroupParents.length > 0 && cgroupParents.every((dir) => existsSync(dir)));
     // Closed with a pod left (as when ucompute restarts): kept for the next; gone with the last pod.
     await runtime.close();
     assert.ok(existsSync(join(folder, p.name, 'pod.json')));
+    assert.deepEqual(
+      cgroupParents.filter((dir) => !existsSync(dir)),
+      [],
+      'kept while its pod is left',
+    );
     await p.destroy(0);
     assert.equal(existsSync(`/run/netns/${netns}`), false, "the pod's namespace is deleted after close too");
     assert.equal(existsSync(folder), false, "the instance's folder is removed with its last pod");
+    // Left in every hierarchy by each full suite until the last pod's destroy removed it.
+    assert.deepEqual(
+      cgroupParents.filter((dir) => existsSync(dir)),
+      [],
+      "the instance's cgroup folders are removed with its last pod",
+    );
     assert.equal(existsSync(join(stateDir, 'volumes', p.name)), false, "the pod's volumes are removed");
   });
 

@@ -228,11 +228,17 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
   warnings.push(...network.warnings);
 
   let closed = false;
+  /** What close() removes but a pod left then still needs: its folder of cgroups, its state files' folder. */
+  const releaseShared = async () => {
+    if (cgroups && instance) await removeCgroupParent(cgroups, instance.names.cgroupParent);
+    await releasePodsStateDir(options.stateDir, podsDir);
+  };
   const context: PodContext = {
     podsDir,
     volumesDir,
-    // A pod destroyed after the runtime closed may have been the last one.
-    podGone: () => (closed ? releasePodsStateDir(options.stateDir, podsDir) : Promise.resolve()),
+    // A pod destroyed after the runtime closed may have been the last one: what close() kept for
+    // it goes with it (the cgroup folder stayed behind in every full suite until it did).
+    podGone: () => (closed ? releaseShared() : Promise.resolve()),
     secretsDir: await secretsDir(options.stateDir, root && sandbox.kind === 'bwrap'),
     sandbox,
     cgroups,
@@ -334,7 +340,6 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       closed = true;
       stopWatching();
       await network.close();
-      if (cgroups && instance) await removeCgroupParent(cgroups, instance.names.cgroupParent);
       if (sandbox.kind === 'bwrap') {
         await sandbox.imageRoots?.close();
         await sandbox.ids?.close();
@@ -344,7 +349,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       if (root && sandbox.kind === 'bwrap' && (await isMountPoint(context.secretsDir))) {
         await run('/usr/bin/umount', ['--lazy', context.secretsDir]);
       }
-      await releasePodsStateDir(options.stateDir, context.podsDir);
+      await releaseShared();
       launcher.close();
     },
   };
