@@ -35,6 +35,7 @@ import {
 } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
 const root = join(import.meta.dirname, '..');
@@ -396,11 +397,23 @@ if (values.profile) {
   writeFileSync(join(values.profile, 'profile.json'), JSON.stringify({ wall, results, samples }, null, 1));
   if (cgroupRoot) {
     // The groups of files whose processes outlived them, once those are gone too, then the root.
-    for (const group of readdirSync(cgroupRoot, { withFileTypes: true }).filter((e) => e.isDirectory())) {
+    // A PostgreSQL file's guardian stops its server and removes its folder after the file's
+    // process ends (up to 10 s; see test/support/postgres.ts): waited for, up to 20 s in all, so
+    // that only what a file really left behind is reported, and the root goes.
+    const groups = readdirSync(cgroupRoot, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(cgroupRoot, e.name));
+    const populated = (group: string) =>
+      /^populated 1$/m.test(readFileSync(join(group, 'cgroup.events'), 'utf8'));
+    for (let waits = 0; waits < 200 && groups.some(populated); waits++) await sleep(100);
+    for (const group of groups) {
       try {
-        rmdirSync(join(cgroupRoot, group.name));
+        rmdirSync(group);
       } catch {
-        console.error(`run-suite: ${group.name} still holds processes its file left behind`);
+        const left = readFileSync(join(group, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+        console.error(
+          `run-suite: ${relative(cgroupRoot, group)} still holds processes its file left behind: ${left.join(' ')}`,
+        );
       }
     }
     try {
