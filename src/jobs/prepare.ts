@@ -53,7 +53,6 @@ function unpassableValues(parameters: Record<string, AppParameterValue>, issues:
     const path = `specification.parameters.${name}`;
     for (const [field, text] of Object.entries(value)) {
       if (field === 'type' || typeof text !== 'string') continue;
-      if (text.includes('\0')) issues.add(path, 'contains a NUL byte, which no program argument can carry');
       const bytes = Buffer.byteLength(text);
       total += bytes;
       if (bytes > MAX_ARGUMENT_BYTES) {
@@ -66,6 +65,53 @@ function unpassableValues(parameters: Record<string, AppParameterValue>, issues:
       'specification.parameters',
       `hold ${total} bytes together; a job's arguments and environment hold at most ${MAX_ARGUMENTS_TOTAL_BYTES}`,
     );
+  }
+}
+
+/** A code point that UTF-8 cannot carry: half of a UTF-16 surrogate pair, alone. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** What no text of a job can hold, in words: undefined when nothing. */
+function textProblem(text: string): string | undefined {
+  if (text.includes('\0')) return 'contains a NUL byte';
+  if (LONE_SURROGATE.test(text)) return 'contains a character that is not valid Unicode (a lone surrogate)';
+  return undefined;
+}
+
+/**
+ * Issues for text anywhere in a specification (names of fields too) that a job cannot hold: a
+ * NUL byte or a lone surrogate. No program argument, environment variable or file name carries
+ * them (UTF-8 has no lone surrogates: they would arrive as U+FFFD), and PostgreSQL's jsonb refuses
+ * both (`\u0000`, `\ud800` in the JSON kept): one such job would fail every search of its owner's
+ * jobs there. A parameter's value is named by the parameter, as its other limits are.
+ */
+function unholdableText(spec: JobSpecification, issues: IssueList): void {
+  const walk = (value: unknown, path: string, what: string): void => {
+    if (typeof value === 'string') {
+      const problem = textProblem(value);
+      if (problem) issues.add(path, `${problem}, which ${what}`);
+    } else if (Array.isArray(value)) {
+      for (const [i, v] of value.entries()) walk(v, `${path}[${i}]`, what);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, v] of Object.entries(value)) {
+        const problem = textProblem(key);
+        if (problem) issues.add(path, `the name of one of its fields ${problem}, which ${what}`);
+        else walk(v, `${path}.${key}`, what);
+      }
+    }
+  };
+  const { parameters = {}, ...rest } = spec;
+  walk(rest, 'specification', "a job's specification cannot hold");
+  for (const [name, value] of Object.entries(parameters)) {
+    const problem = textProblem(name);
+    if (problem) {
+      issues.add('specification.parameters', `the name of a parameter ${problem}`);
+      continue;
+    }
+    for (const [field, v] of Object.entries(value)) {
+      if (field === 'value') walk(v, `specification.parameters.${name}`, 'no program argument can carry');
+      else walk(v, `specification.parameters.${name}.${field}`, "a job's specification cannot hold");
+    }
   }
 }
 
@@ -102,6 +148,9 @@ export function findProduct(products: readonly Product[], id: string, category: 
 export function prepareJob(specification: unknown, identity: JobIdentity, env: JobEnvironment): PreparedJob {
   const spec = jobSpecification.parse(specification, 'specification');
   const issues = new IssueList();
+  // Before anything reads it: the issues' paths and messages would carry the text.
+  unholdableText(spec, issues);
+  issues.throwIfAny();
 
   const resolved = env.catalog.find(spec.application.name, spec.application.version);
   if (!resolved) {

@@ -38,12 +38,6 @@ export const JOB_EVENTS_CHANNEL = 'ucompute_job_events';
 /** Any number that no other use of advisory locks in the database picks: "ucoevt" in ASCII. */
 export const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
 
-/** A text array as a literal: the statement that writes events is sent without parameters. */
-const textArray = (xs: readonly string[]) =>
-  pg.escapeLiteral(`{${xs.map((x) => `"${x.replace(/["\\]/g, '\\$&')}"`).join(',')}}`);
-const numberArray = (xs: readonly (number | null)[]) =>
-  `'{${xs.map((x) => (x === null ? 'NULL' : String(Math.trunc(x)))).join(',')}}'`;
-
 /**
  * A transaction's job events and its commit, in one round trip: the events are written as its
  * last statement, under a lock held until it has committed, so the numbers are taken in the
@@ -59,8 +53,8 @@ function jobEventsAndCommit(events: [string, number | null][]): string {
   return `with locked as (select pg_advisory_xact_lock(${JOB_EVENTS_LOCK})),
      written as (
        insert into job_events (job_id, update_seq)
-       select e.* from locked, unnest(${textArray(events.map((e) => e[0]))}::text[],
-         ${numberArray(events.map((e) => e[1]))}::bigint[]) as e returning seq)
+       select e.* from locked, unnest(${literal(events.map((e) => e[0]))}::text[],
+         ${literal(events.map((e) => e[1]))}::bigint[]) as e returning seq)
      select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written; commit`;
 }
 
@@ -182,34 +176,73 @@ export interface PostgresDatabase {
 /** The SQLSTATE of a fenced write refused (ucompute_fence). */
 export const FENCE_REFUSED = 'UCF01';
 
-/** A value as a literal in a statement sent without parameters (as node-postgres would send it). */
-function literal(value: unknown): string {
+/**
+ * A value as a literal in a statement sent without parameters, as node-postgres would send it as
+ * a parameter (its prepareValue): text, typed by its context in the statement. What it would send
+ * otherwise than as its text (a Date in the process's time zone, a Buffer as bytea, an object's
+ * toPostgres), or could not send at all (a NUL byte), is refused: the statements inlined here never
+ * pass them, and a wrong rendering would be written silently.
+ */
+export function literal(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
-  if (Array.isArray(value)) return pg.escapeLiteral(arrayText(value));
-  if (typeof value === 'object') {
-    if (value instanceof Date || Buffer.isBuffer(value)) throw new Error('not sent as a literal here');
-    return pg.escapeLiteral(JSON.stringify(value));
-  }
-  return pg.escapeLiteral(String(value));
+  return pg.escapeLiteral(Array.isArray(value) ? arrayText(value) : scalarText(value));
 }
-/** An array as PostgreSQL's text form of arrays: `{"a","b",NULL}`. */
+
+/** A value other than null and arrays as its text. */
+function scalarText(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      // PostgreSQL's text holds no NUL; in a simple query it would end the statement's text.
+      if (value.includes('\0')) throw new Error('a NUL byte cannot be sent to PostgreSQL as text');
+      return value;
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+      return String(value);
+    case 'object':
+      if (
+        value instanceof Date ||
+        ArrayBuffer.isView(value) ||
+        value instanceof ArrayBuffer ||
+        typeof (value as { toPostgres?: unknown }).toPostgres === 'function'
+      ) {
+        throw new Error(`not sent as a literal here: ${Object.prototype.toString.call(value)}`);
+      }
+      // JSON escapes every control character: no NUL comes out.
+      return JSON.stringify(value);
+    default:
+      throw new Error(`not sent as a literal here: a ${typeof value}`);
+  }
+}
+
+/** An array as PostgreSQL's text form of arrays: `{"a","b",NULL}`, `{{"1","2"},{"3","4"}}`. */
 function arrayText(xs: readonly unknown[]): string {
   const item = (x: unknown): string =>
     x === null || x === undefined
       ? 'NULL'
       : Array.isArray(x)
         ? arrayText(x)
-        : `"${String(x).replace(/["\\]/g, '\\$&')}"`;
+        : `"${scalarText(x).replace(/["\\]/g, '\\$&')}"`;
   return `{${xs.map(item).join(',')}}`;
 }
 
 /**
  * `text` with its `?` placeholders replaced by `values` as literals: a statement that can go with
  * another in one simple query (one round trip). Typed as a parameter would be: from its context.
+ * Every `?` of the text is a placeholder (as for statements sent with parameters): a `?` in a
+ * comment, a string or an operator (jsonb's `?|`) would take a value meant for the next one, so a
+ * text whose count of them is not the number of values is refused, never sent.
  */
-function inlined(text: string, values: readonly unknown[]): string {
-  let n = 0;
-  return text.replace(/\?/g, () => literal(values[n++]));
+export function inlined(text: string, values: readonly unknown[]): string {
+  const parts = text.split('?');
+  if (parts.length - 1 !== values.length) {
+    throw new Error(
+      `a statement with ${parts.length - 1} placeholders given ${values.length} values: ${text.slice(0, 80)}`,
+    );
+  }
+  let out = parts[0]!;
+  for (let i = 0; i < values.length; i++) out += literal(values[i]) + parts[i + 1]!;
+  return out;
 }
 
 export interface DatabaseOptions {
