@@ -368,6 +368,11 @@ describe('local runtime', { skip: skip ?? false }, () => {
       "the instance's cgroup folders are removed with its last pod",
     );
     assert.equal(existsSync(join(stateDir, 'volumes', p.name)), false, "the pod's volumes are removed");
+    assert.equal(
+      existsSync(join(stateDir, 'secrets', p.name)),
+      false,
+      "the pod's Secrets' folder is removed",
+    );
   });
 
   test('a runtime whose state folder is on a tmpfs runs a pod and closes (no secrets mount of its own to remove)', async (t) => {

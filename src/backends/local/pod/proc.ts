@@ -29,6 +29,9 @@ export function isAlive(pid: number): boolean {
 
 /** Whether `pid` is still the supervisor that was recorded (pids are reused). */
 export async function isSupervisor(pid: number): Promise<boolean> {
+  // Most often asked of a supervisor that has ended: told at once, without a trip through the
+  // thread pool and a refused read.
+  if (!isAlive(pid)) return false;
   try {
     // In the thread pool: reading another process's command line waits while it execs or exits.
     return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).includes(SUPERVISOR_NAME);
