@@ -158,6 +158,7 @@ function timedPod(pod: Pod, m: Marks): Pod {
     name: pod.name,
     jobId: pod.jobId,
     ip: pod.ip,
+    hostsFile: pod.hostsFile,
     volumeDir: (v, owner) => pod.volumeDir(v, owner),
     hostIds: (uid, gid) => pod.hostIds(uid, gid),
     async start(c) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -141,7 +141,11 @@ test('pods of two jobs cannot reach each other; a peer can, by its hostname', to
   );
   await backend.submitVolcanoJob('server', vcjob('server', [server]));
   await running('server');
-  const hosts = await readFile(join(home, 'local/jobs/server/hosts'), 'utf8');
+  // The pod's /etc/hosts is among its records (the runtime's pods folder), one file per pod.
+  const pods = join(home, 'local/runtime/pods');
+  const serverPod = (await readdir(pods)).find((name) => name.includes('srv'));
+  assert.ok(serverPod, 'the server pod has its records');
+  const hosts = await readFile(join(pods, serverPod, 'hosts'), 'utf8');
   const ip = /^(\S+)\s+server-srv-0/m.exec(hosts)?.[1];
   assert.ok(ip, hosts);
   const client = (target: string) =>

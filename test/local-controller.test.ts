@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Runtime } from '../src/backends/local/runtime.ts';
 import type { LifecyclePolicy } from '../src/volcano/api/types.ts';
@@ -41,6 +43,26 @@ test('a multi-replica job runs every replica with the env and svc plugins, and r
   assert.equal(files['/etc/volcano/work.host'], hosts.replaceAll(',', '\n'));
   assert.equal(files['/etc/volcano/VC_WORK_NUM'], '3');
   assert.deepEqual(pod.peers.length, 3, 'each pod may talk to the 3 pods of its job');
+});
+
+test("each pod's /etc/hosts is a file of its own naming every pod of the job; an older ucompute's job file is kept up to date", async (t) => {
+  const { backend, runtime, ended, stateDir } = await setup(t);
+  // The job's folder as an older ucompute left it: its running pods bind the job's hosts file.
+  const older = join(stateDir, 'jobs', 'pair', 'hosts');
+  await mkdir(join(stateDir, 'jobs', 'pair'), { recursive: true });
+  await writeFile(older, '');
+  await backend.submitVolcanoJob('pair', vcjob('pair', [shellTask('w', 2, 'true')]));
+  await ended('pair');
+  const sources = [0, 1].map(
+    (i) =>
+      runtime.pods.get(`pair-w-${i}`)!.containers[0]!.mounts.find((m) => m.target === '/etc/hosts')?.source,
+  );
+  assert.ok(sources[0] && sources[1] && sources[0] !== sources[1], `one file per pod: ${sources.join(', ')}`);
+  for (const file of [...sources, older]) {
+    const text = await readFile(file!, 'utf8');
+    for (const i of [0, 1])
+      assert.match(text, new RegExp(`^\\S+\\tpair-w-${i}\\.pair pair-w-${i}$`, 'm'), `${file}: ${text}`);
+  }
 });
 
 test('the ssh plugin gives every pod the same fresh key pair and a config naming every host', async (t) => {

@@ -49,6 +49,7 @@ export function processRuntime(
         destroyed: false,
       };
       pods.set(spec.name, record);
+      await mkdir(dir, { recursive: true });
       const pids = new Set<number>();
       const started: RunningContainer[] = [];
       const ip = `10.0.${Math.floor(nextIp / 250)}.${(nextIp++ % 250) + 1}`;
@@ -56,6 +57,7 @@ export function processRuntime(
         name: spec.name,
         jobId: spec.jobId,
         ip,
+        hostsFile: join(dir, `${spec.name}.hosts`),
         // Plain processes run as the test's own user.
         hostIds: () => ({ hostUid: process.getuid!(), hostGid: process.getgid!() }),
         async volumeDir(volume) {

@@ -58,7 +58,7 @@ export async function localBackend(options: LocalBackendOptions): Promise<LocalB
   const { runtime, stateDir } = options;
   const clock = options.clock ?? systemClock;
   const jobsDir = join(stateDir, 'jobs');
-  // Passable, not listable: a job's /etc/hosts is bound from here by path as containers' host users.
+  // Passable, not listable: an older ucompute's pods bind a job's /etc/hosts from here by path.
   await mkdir(jobsDir, { recursive: true, mode: 0o711 });
   await chmod(jobsDir, 0o711);
   const ctx: LocalContext = {

@@ -118,6 +118,11 @@ export interface Pod {
   /** The address other pods (and the session proxy) reach it at. */
   readonly ip: string;
   /**
+   * The host file its containers see as /etc/hosts, among the pod's records (on the host's tmpfs
+   * as root, see pods-state-dir.ts): its job writes it in place, the runtime removes it with the pod.
+   */
+  readonly hostsFile: string;
+  /**
    * A host folder for one of the pod's emptyDir volumes, created on first use, owned by the given
    * host ids (the container's `hostUid`/`hostGid`), removed with the pod.
    */

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PEERS_ANNOTATION } from '../../../volcano/labels.ts';
 import type { LocalContext } from './context.ts';
@@ -10,7 +10,11 @@ export function peersOf(run: JobRun): { hostname: string; jobId: string }[] {
   return text ? (JSON.parse(text) as { hostname: string; jobId: string }[]) : [];
 }
 
-/** /etc/hosts of every pod of the job: its pods as `<pod>` and `<pod>.<job>`, its peers by hostname. */
+/**
+ * /etc/hosts of every pod of the job: its pods as `<pod>` and `<pod>.<job>`, its peers by hostname.
+ * Each pod has its own file among its records (on tmpfs as root), not one of the job's on disk:
+ * creating a file on ext4 from the event loop was a few percent of its CPU in a burst of jobs.
+ */
 export async function writeHosts(ctx: LocalContext, run: JobRun): Promise<void> {
   const lines = ['127.0.0.1\tlocalhost', '::1\tlocalhost ip6-localhost ip6-loopback'];
   for (const p of run.pods.values()) {
@@ -24,12 +28,22 @@ export async function writeHosts(ctx: LocalContext, run: JobRun): Promise<void> 
     const first = target && [...target.pods.values()].find((p) => p.pod);
     if (first?.pod) lines.push(`${first.pod.ip}\t${peer.hostname}`);
   }
-  // Written in place (truncated, the same file): every pod binds this very file, so a restarted
+  // Written in place (truncated, the same file): each pod binds its very file, so a restarted
   // replica's address reaches all.
-  writeFileSync(hostsFile(ctx, run), `${lines.join('\n')}\n`);
+  const text = `${lines.join('\n')}\n`;
+  for (const p of run.pods.values()) {
+    if (!p.pod) continue;
+    try {
+      writeFileSync(p.pod.hostsFile, text);
+    } catch (error) {
+      // A pod being destroyed: its records are gone, and it starts no container any more.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  // Pods an older ucompute started bind the job's own file: kept up to date while it is there.
+  const older = join(jobDir(ctx.jobsDir, run.id), 'hosts');
+  if (existsSync(older)) writeFileSync(older, text);
 }
-
-export const hostsFile = (ctx: LocalContext, run: JobRun) => join(jobDir(ctx.jobsDir, run.id), 'hosts');
 
 /** ConnectToJob, enforced: a job's pods reach each other and their peers' pods, both ways. */
 export async function connectNetwork(ctx: LocalContext, run: JobRun): Promise<void> {

@@ -10,8 +10,8 @@ const ENDED_KEPT = 10_000;
 export const DEFAULT_RETAINED_LOGS_BYTES = 10 * 2 ** 30;
 
 /**
- * Makes a job's folder, passable by others (its hosts file is bound by path as the containers'
- * host users), and its logs folder, ucompute's alone. Synchronous: a folder that exists costs one
+ * Makes a job's folder, passable by others (an older ucompute's pods bind its hosts file by path
+ * as the containers' host users), and its logs folder, ucompute's alone. Synchronous: a folder that exists costs one
  * call of the kernel's, where node:fs/promises costs a round trip through libuv's thread pool (two
  * thread wake-ups) per call, many times that on a busy machine (bench/local.bench.ts).
  */

@@ -5,7 +5,7 @@ import type { ContainerExit, Pod } from '../runtime.ts';
 import { fileTail } from '../sandbox-status.ts';
 import type { LocalContext } from './context.ts';
 import { initContainerFailure } from './failure-reasons.ts';
-import { connectNetwork, hostsFile, writeHosts } from './job-network.ts';
+import { connectNetwork, writeHosts } from './job-network.ts';
 import { type JobRun, logFile, type PodRecord, pidsLimit, runtimePodName } from './job-run.ts';
 import { makeJobDir } from './persistence.ts';
 
@@ -73,7 +73,7 @@ export function podStarter(ctx: LocalContext, outcomes: PodOutcomes): PodStarter
       plan: rec.plan,
       pod,
       sources: { ...ctx.volumes, claimsRoot: join(ctx.stateDir, 'claims'), companions: run.companions },
-      hostsFile: hostsFile(ctx, run),
+      hostsFile: pod.hostsFile,
       notify: (status: string) => ctx.reports.notify(run, status),
     };
     const specOf = (c: Container, at: string) =>

@@ -130,6 +130,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
     name: record.spec.name,
     jobId: record.spec.jobId,
     ip: record.network.ip,
+    hostsFile: join(dir, 'hosts'),
     async volumeDir(volume, owner) {
       checkName('volume', volume);
       const folder = join(context.volumesDir, record.spec.name);
