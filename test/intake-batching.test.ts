@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import pg from 'pg';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { reservationFor } from '../src/jobs/credit-check.ts';
 import { createJobService } from '../src/jobs/service.ts';
 import type { Product } from '../src/model/product.ts';
+import { openPostgresStore } from '../src/store/postgres/store.ts';
 import type { Store } from '../src/store/store.ts';
 import { env, products } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
+import { newPostgresDatabase } from './support/postgres.ts';
 import { openTestStore, STORE_KINDS, type StoreKind } from './support/store.ts';
 import { until } from './support/until.ts';
 
@@ -48,6 +51,10 @@ function counted(store: Store, release: Promise<void>) {
                 activeAllocations: (...args) => {
                   seen.walletReads++;
                   return tx.accounting.activeAllocations(...args);
+                },
+                creditReads: (pairs, at) => {
+                  seen.walletReads += pairs.length;
+                  return tx.accounting.creditReads(pairs, at);
                 },
               },
             }),
@@ -140,5 +147,68 @@ describe('intake batching', () => {
         await intake.close();
       }
     });
+  }
+});
+
+test('PostgreSQL: an intake flush of priced jobs is 2 round trips (the credits with the begin, the jobs with the commit)', {
+  skip: !STORE_KINDS.includes('postgres') && 'PostgreSQL is not installed',
+}, async () => {
+  const url = await newPostgresDatabase();
+  const store = await openPostgresStore(url);
+  const clock = manualClock(T0);
+  // Two categories: both read in the one statement.
+  await store.accounting.grant('user:alice', PRICED.category, 1_000 * NEEDED, T0 - DAY, T0 + DAY, T0);
+  await store.accounting.grant('user:alice', 'u1-standard', 1e9, T0 - DAY, T0 + DAY, T0);
+  // A fold due: more than HELD_CHANGES_KEPT rows of held credits (it goes with the commit).
+  const setup = new pg.Client({ connectionString: url });
+  await setup.connect();
+  await setup.query(
+    "insert into held_credits (account, category, credits) select 'user:alice', $1, 0 from generate_series(1, 20)",
+    [PRICED.category],
+  );
+  await setup.end();
+  const service = createJobService({
+    store,
+    env: { ...env(), products: [...products, PRICED] },
+    backend: dryBackend({ runForMs: null, clock }),
+    clock,
+    requireCredits: true,
+    monitorIntervalMs: MONITOR_MS,
+  });
+  // Every statement sent on the connection that runs the intake's transaction, begin to commit.
+  const sent: { client: unknown; text: string }[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string })?.text;
+    sent.push({ client: this, text: text ?? '' });
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  try {
+    const ids = await service.create(alice, [
+      job,
+      job,
+      job,
+      { ...job, product: { id: 'u1-standard-1', category: 'u1-standard' } },
+    ]);
+    assert.equal(ids.length, 4);
+    const begin = sent.findIndex((s) => /^begin\b/.test(s.text));
+    assert.ok(begin >= 0, 'a transaction began');
+    const ours = sent.slice(begin).filter((s) => s.client === sent[begin]!.client);
+    const end = ours.findIndex((s) => /\bcommit$/.test(s.text));
+    assert.ok(end >= 0, 'it committed');
+    assert.deepEqual(
+      ours.slice(0, end + 1).map((s) => s.text.slice(0, 60).replace(/\s+/g, ' ')),
+      [ours[0]!.text.slice(0, 60).replace(/\s+/g, ' '), ours[end]!.text.slice(0, 60).replace(/\s+/g, ' ')],
+      'begin with the credits read, then the jobs with the commit',
+    );
+    assert.match(ours[0]!.text, /from allocations[\s\S]*for update;[\s\S]*from held_credits/);
+    assert.match(
+      ours[end]!.text,
+      /insert into jobs[\s\S]*delete from held_credits|delete from held_credits[\s\S]*insert into jobs/,
+    );
+  } finally {
+    pg.Client.prototype.query = query;
+    await service.stop();
+    await store.close();
   }
 });

@@ -4,6 +4,7 @@ import type { Job, JobState, JobStatus } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
 import { type OutcomeKind, presentOutcome } from '../model/outcome.ts';
 import { accountOf, type Owner } from '../model/owner.ts';
+import type { AllocationRecord } from '../store/accounting.ts';
 import type { JobRecord, JobVisibility } from '../store/jobs.ts';
 import type { StoreParts } from '../store/store.ts';
 import { notFound } from './errors.ts';
@@ -75,6 +76,13 @@ export interface Wallet {
   allocated: number;
   used: number;
   balance: number;
+}
+
+/** An owner's credits in a category from its allocations valid now: what they grant less what was drawn. */
+export function walletOf(owner: string, category: string, active: readonly AllocationRecord[]): Wallet {
+  const allocated = active.reduce((sum, a) => sum + a.credits, 0);
+  const used = active.reduce((sum, a) => sum + a.used, 0);
+  return { owner, category, allocated, used, balance: allocated - used };
 }
 
 /** A job's status as the API shows it, from its stored record. */
@@ -157,10 +165,7 @@ export function jobAccess(store: StoreParts) {
     at: number,
     parts: StoreParts = store,
   ): Promise<Wallet> {
-    const active = await parts.accounting.activeAllocations(account, category, at);
-    const allocated = active.reduce((sum, a) => sum + a.credits, 0);
-    const used = active.reduce((sum, a) => sum + a.used, 0);
-    return { owner: account, category, allocated, used, balance: allocated - used };
+    return walletOf(account, category, await parts.accounting.activeAllocations(account, category, at));
   }
 
   return {

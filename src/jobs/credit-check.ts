@@ -3,8 +3,9 @@ import type { Owner } from '../model/owner.ts';
 import { accountOf } from '../model/owner.ts';
 import type { Product } from '../model/product.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
+import { creditKey } from '../store/accounting.ts';
 import type { StoreParts } from '../store/store.ts';
-import type { JobAccess, Wallet } from './access.ts';
+import { type JobAccess, type Wallet, walletOf } from './access.ts';
 import { paymentRequired } from './errors.ts';
 
 // Credit reservations at intake: a priced job is accepted only when its owner's balance, less what
@@ -58,7 +59,29 @@ export interface CreditCheckOptions {
 export type CreditReads = Map<string, { wallet: Wallet; held: number }>;
 
 export function creditCheck(o: CreditCheckOptions) {
+  /**
+   * Reads into `reads` the credits of every owner and category of `jobs`' priced jobs that it
+   * does not hold yet: all in one call (on PostgreSQL one round trip, with the transaction's begin
+   * when it is its first statement).
+   */
+  async function read(tx: StoreParts, jobs: readonly PreparedJob[], reads: CreditReads): Promise<void> {
+    const pairs = new Map<string, { owner: string; category: string }>();
+    for (const job of jobs) {
+      if (job.product.pricePerUnit === 0) continue;
+      const owner = accountOf(job.owner);
+      const key = creditKey(owner, job.product.category);
+      if (!reads.has(key)) pairs.set(key, { owner, category: job.product.category });
+    }
+    if (pairs.size === 0) return;
+    const found = await tx.accounting.creditReads([...pairs.values()], o.now());
+    for (const [key, { owner, category }] of pairs) {
+      const { allocations, held } = found.get(key) ?? { allocations: [], held: 0 };
+      reads.set(key, { wallet: walletOf(owner, category, allocations), held });
+    }
+  }
+
   return {
+    read,
     /**
      * What each priced job holds back (by job id), decided in order, or throws 402 naming the
      * first (as `items[i]`) its owner cannot pay for; call inside the transaction that inserts the
@@ -70,19 +93,12 @@ export function creditCheck(o: CreditCheckOptions) {
       jobs: readonly PreparedJob[],
       reads: CreditReads = new Map(),
     ): Promise<Map<string, number>> {
+      await read(tx, jobs, reads);
       const reserved = new Map<string, number>();
       for (const [i, job] of jobs.entries()) {
         if (job.product.pricePerUnit === 0) continue;
         const needed = reservationFor(job.product, job.replicas, o.monitorIntervalMs, o.chargePeriodMs);
-        const account = accountOf(job.owner);
-        const { category } = job.product;
-        const key = `${account}\n${category}`;
-        let read = reads.get(key);
-        if (!read) {
-          const wallet = await o.access.wallet(account, category, o.now(), tx);
-          read = { wallet, held: await tx.jobs.foldHeldCredits(job.owner, category) };
-          reads.set(key, read);
-        }
+        const read = reads.get(creditKey(accountOf(job.owner), job.product.category))!;
         const { wallet: w, held } = read;
         if (w.balance <= 0 || w.balance - held < needed) {
           throw paymentRequired(`items[${i}]: ${noCredits(job.owner, w, held, needed)}`);

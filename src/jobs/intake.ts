@@ -109,6 +109,13 @@ export function jobIntake(o: IntakeOptions) {
         async (tx) => {
           const fresh = new Set<Pending>();
           const reads: CreditReads = new Map();
+          // The batch's credits first, all at once: on PostgreSQL they go with the begin, and the
+          // jobs with the commit (2 round trips for the flush when no request has an Idempotency-Key).
+          await credits?.read(
+            tx,
+            group.flatMap((p) => p.records.map((r) => r.prepared)),
+            reads,
+          );
           const jobs: NewJob[] = [];
           for (const p of group) {
             if (p.idempotency && (await tx.jobs.idempotent(p.username, p.idempotency.key))) continue;

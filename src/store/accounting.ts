@@ -36,6 +36,18 @@ export interface AccountingStore {
   /** Allocations of an owner in a category that are valid at `at`, the soonest to end first. */
   activeAllocations(owner: string, category: string, at: number): Promise<AllocationRecord[]>;
   /**
+   * What intake reads of each owner's credits in a category, for several at once: its allocations
+   * valid at `at` (as activeAllocations; inside a transaction on PostgreSQL locked until its end,
+   * all in one order) and what its active jobs hold back (as JobStore.foldHeldCredits, folded as it
+   * folds), by `creditKey(owner, category)`. On PostgreSQL one round trip for them all, the held
+   * credits read once the allocations are locked; inside a transaction that has not begun, the
+   * transaction's begin goes with it.
+   */
+  creditReads(
+    pairs: readonly { owner: string; category: string }[],
+    at: number,
+  ): Promise<Map<string, { allocations: AllocationRecord[]; held: number }>>;
+  /**
    * Records a charge once (false when this charge id was already recorded: a retry) and draws it
    * from the owner's valid allocations, the soonest to end first; what none can cover is
    * drawn from the last one, which then shows a negative balance. Atomic on its own.
@@ -50,3 +62,6 @@ export interface AccountingStore {
   /** An owner's charges in [from, to), oldest first. */
   charges(owner: string, from: number, to: number): Promise<ChargeRecord[]>;
 }
+
+/** The key of an owner's credits in a category in AccountingStore.creditReads' answer. */
+export const creditKey = (owner: string, category: string) => `${owner}\n${category}`;

@@ -1,8 +1,19 @@
-import type { AccountingStore, AllocationRecord, ChargeRecord } from '../accounting.ts';
-import { toAllocation } from '../rows.ts';
+import { type AccountingStore, type AllocationRecord, type ChargeRecord, creditKey } from '../accounting.ts';
+import { HELD_CHANGES_KEPT, heldSum, toAllocation } from '../rows.ts';
 import type { Connection, Query } from './database.ts';
 
-export function postgresAccounting({ query, atomic, locked }: Connection): AccountingStore {
+/** An owner's held credits folded into one row: only the rows this statement deletes are folded. */
+export const FOLD_HELD_CREDITS = `with gone as (delete from held_credits where account = ? and category = ? returning credits)
+  insert into held_credits (account, category, credits)
+  select ?, ?, sum(credits) from gone having count(*) > 0`;
+
+export function postgresAccounting({
+  query,
+  atomic,
+  locked,
+  atCommit,
+  several,
+}: Connection): AccountingStore {
   const activeAllocations = async (q: Query, owner: string, category: string, at: number, lock = '') =>
     (
       await q(
@@ -34,6 +45,46 @@ export function postgresAccounting({ query, atomic, locked }: Connection): Accou
       return rows.map(toAllocation);
     },
     activeAllocations: (owner, category, at) => activeAllocations(query, owner, category, at, locked),
+    async creditReads(pairs, at) {
+      const out = new Map<string, { allocations: AllocationRecord[]; held: number }>();
+      if (pairs.length === 0) return out;
+      const owners = pairs.map((p) => p.owner);
+      const categories = pairs.map((p) => p.category);
+      const statements = [
+        // Locked in one order (owner, category, then as activeAllocations): two intakes never
+        // wait on each other in a cycle.
+        [
+          `select * from allocations where (owner, category) in (select * from unnest(?::text[], ?::text[]))
+           and start_at <= ? and end_at > ? order by owner, category, end_at, id${locked}`,
+          [owners, categories, at, at],
+        ],
+        // A statement of its own, after the locks: it sees the held credits committed before them.
+        [
+          `select account, category, count(*) as changes, coalesce(sum(credits), 0) as credits from held_credits
+           where (account, category) in (select * from unnest(?::text[], ?::text[])) group by account, category`,
+          [owners, categories],
+        ],
+      ] as const;
+      const [allocations, held] = several
+        ? await several(statements)
+        : [
+            await query(statements[0][0], ...statements[0][1]),
+            await query(statements[1][0], ...statements[1][1]),
+          ];
+      for (const p of pairs) out.set(creditKey(p.owner, p.category), { allocations: [], held: 0 });
+      for (const r of allocations!)
+        out.get(creditKey(r.owner as string, r.category as string))?.allocations.push(toAllocation(r));
+      for (const r of held!) {
+        const read = out.get(creditKey(r.account as string, r.category as string));
+        if (read) read.held = heldSum(r);
+        if (Number(r.changes) > HELD_CHANGES_KEPT) {
+          const values = [r.account, r.category, r.account, r.category];
+          if (atCommit) atCommit(FOLD_HELD_CREDITS, values);
+          else await query(FOLD_HELD_CREDITS, ...values);
+        }
+      }
+      return out;
+    },
     charge(c) {
       return atomic(async (q) => {
         // Unique per charge id, and per job and first period, on every replica: a second one is a

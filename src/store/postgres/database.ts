@@ -30,6 +30,12 @@ export interface Connection {
    * fails the commit, and so the transaction.
    */
   atCommit?(text: string, values: readonly unknown[]): void;
+  /**
+   * Inside a transaction only: statements sent together in one simple query (values as literals,
+   * one round trip), each run as if sent alone (its own snapshot: one that waits for a lock sees
+   * what committed meanwhile once it has it); answers each one's rows, in order.
+   */
+  several?(statements: readonly (readonly [string, readonly unknown[]])[]): Promise<Row[][]>;
 }
 
 /** The channel on which a commit's newest job event number is announced. */
@@ -139,6 +145,11 @@ function queryOn(client: pg.Pool | pg.PoolClient, wroteDirectory: () => void): Q
 export interface TransactionStart {
   durable?: boolean;
   opening?: string;
+  /**
+   * Without an `opening`: the `begin` is not a round trip of its own but sent with the
+   * transaction's first statement (as a simple query, its values as literals), or with its commit.
+   */
+  deferBegin?: boolean;
 }
 
 export interface PostgresDatabase {
@@ -293,7 +304,7 @@ export async function openPostgresDatabase(
     (on: pg.Pool) =>
     async <T>(
       fn: (c: Connection, opened: Row[]) => Promise<T>,
-      { durable = false, opening }: TransactionStart = {},
+      { durable = false, opening, deferBegin = false }: TransactionStart = {},
     ): Promise<T> => {
       const client = await on.connect();
       let broken = false;
@@ -303,20 +314,42 @@ export async function openPostgresDatabase(
         broken = true;
       };
       client.on('error', ended);
+      // The start still to send, with the first statement (deferBegin), or '' once sent.
+      let unsent = '';
       try {
         const start = [
           'begin',
           ...(durable ? ['set local synchronous_commit = on'] : []),
           ...(opening ? [opening] : []),
         ];
-        const started = (await client.query<Row>(start.join('; '))) as
-          | pg.QueryResult<Row>
-          | pg.QueryResult<Row>[];
-        const opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
+        unsent = deferBegin && !opening ? start.join('; ') : '';
+        let opened: Row[] = [];
+        if (!unsent) {
+          const started = (await client.query<Row>(start.join('; '))) as
+            | pg.QueryResult<Row>
+            | pg.QueryResult<Row>[];
+          opened = opening ? (Array.isArray(started) ? started.at(-1)!.rows : started.rows) : [];
+        }
         let wroteDirectory = false;
-        const query = queryOn(client, () => {
+        const prepared = queryOn(client, () => {
           wroteDirectory = true;
         });
+        /** Statements in one simple query, the start first if it is still to send: each one's result. */
+        const together = async (texts: string[], writesDirectory: boolean) => {
+          const head = unsent ? [unsent] : [];
+          unsent = '';
+          const results = (await client.query<Row>([...head, ...texts].join('; '))) as
+            | pg.QueryResult<Row>
+            | pg.QueryResult<Row>[];
+          if (writesDirectory) wroteDirectory = true;
+          return (Array.isArray(results) ? results : [results]).slice(-texts.length);
+        };
+        const first = (text: string, values: unknown[]) =>
+          together([inlined(text, values)], statement(text).writesDirectory).then((r) => r[0]!);
+        const query = (async (text: string, ...values: unknown[]) =>
+          unsent ? (await first(text, values)).rows : prepared(text, ...values)) as Query;
+        query.changed = async (text, ...values) =>
+          unsent ? ((await first(text, values)).rowCount ?? 0) : prepared.changed(text, ...values);
         const events: [string, number | null][] = [];
         const atCommit: string[] = [];
         const result = await fn(
@@ -326,18 +359,35 @@ export async function openPostgresDatabase(
             locked: ' for update',
             recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
             atCommit: (text, values) => void atCommit.push(inlined(text, values)),
+            several: async (statements) =>
+              statements.length === 0
+                ? []
+                : (
+                    await together(
+                      statements.map(([text, values]) => inlined(text, values)),
+                      statements.some(([text]) => statement(text).writesDirectory),
+                    )
+                  ).map((r) => r.rows),
           },
           opened,
         );
+        if (unsent && atCommit.length === 0 && events.length === 0) {
+          // Nothing was sent, and there is nothing to write: no transaction to end.
+          unsent = '';
+          return result;
+        }
         atCommit.push(events.length > 0 ? jobEventsAndCommit(events) : 'commit');
-        await client.query(atCommit.join('; '));
+        await together(atCommit, false);
         if (wroteDirectory) directoryChanged();
         return result;
       } catch (e) {
-        broken = await client.query('rollback').then(
-          () => false,
-          () => true,
-        );
+        // Nothing to roll back while the begin is still to send.
+        broken = unsent
+          ? false
+          : await client.query('rollback').then(
+              () => false,
+              () => true,
+            );
         throw e;
       } finally {
         client.off('error', ended);

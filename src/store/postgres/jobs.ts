@@ -18,6 +18,7 @@ import {
   toJob,
   toRunningJob,
 } from '../rows.ts';
+import { FOLD_HELD_CREDITS } from './accounting.ts';
 import type { Connection } from './database.ts';
 
 // The specification is kept as JSON text, as in SQLite; queries read it as jsonb.
@@ -166,15 +167,7 @@ export function postgresJobs({ query, locked, recordEvent, atCommit }: Connectio
       if (Number(r?.changes ?? 0) > HELD_CHANGES_KEPT) {
         // Only the rows this statement deletes are folded: a fold at the same time elsewhere, or a
         // change committed meanwhile, is neither lost nor counted twice.
-        await query(
-          `with gone as (delete from held_credits where account = ? and category = ? returning credits)
-           insert into held_credits (account, category, credits)
-           select ?, ?, sum(credits) from gone having count(*) > 0`,
-          account,
-          category,
-          account,
-          category,
-        );
+        await query(FOLD_HELD_CREDITS, account, category, account, category);
       }
       return heldSum(r);
     },

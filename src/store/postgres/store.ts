@@ -53,8 +53,9 @@ export async function openPostgresStore(url: string): Promise<Store> {
     ...outside,
     users: directory.users(outside.users),
     leases: postgresLeases(d.aside),
+    // Accepting jobs (durable): the begin goes with the first statement (the credits read).
     transaction: (fn, options) =>
-      d.transaction((c) => fn(partsOn(c)), options?.durable ? { durable: true } : {}),
+      d.transaction((c) => fn(partsOn(c)), options?.durable ? { durable: true, deferBegin: true } : {}),
     fenced(fence) {
       // Refuses the transaction unless the lease has the fence's epoch; its row stays locked `for
       // key share` until the end: a takeover (a new epoch) waits for it, a renewal does not. Sent

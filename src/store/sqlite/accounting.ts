@@ -1,5 +1,5 @@
-import type { AccountingStore, AllocationRecord, ChargeRecord } from '../accounting.ts';
-import { toAllocation } from '../rows.ts';
+import { type AccountingStore, type AllocationRecord, type ChargeRecord, creditKey } from '../accounting.ts';
+import { HELD_CHANGES_KEPT, HELD_CREDITS, heldSum, toAllocation } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 
 export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchronous<AccountingStore> {
@@ -52,6 +52,25 @@ export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchron
       return rows.map(toAllocation);
     },
     activeAllocations,
+    creditReads(pairs, at) {
+      const out = new Map<string, { allocations: AllocationRecord[]; held: number }>();
+      for (const { owner, category } of pairs) {
+        const key = creditKey(owner, category);
+        if (out.has(key)) continue;
+        // As JobStore.foldHeldCredits: the owner's held rows folded into one beyond HELD_CHANGES_KEPT.
+        const r = sql(HELD_CREDITS).get(owner, category) as Row | undefined;
+        if (Number(r?.changes ?? 0) > HELD_CHANGES_KEPT) {
+          sql('delete from held_credits where account = ? and category = ?').run(owner, category);
+          sql('insert into held_credits (account, category, credits) values (?, ?, ?)').run(
+            owner,
+            category,
+            Number(r!.credits),
+          );
+        }
+        out.set(key, { allocations: activeAllocations(owner, category, at), held: heldSum(r) });
+      }
+      return out;
+    },
     charge,
     chargeMany(cs) {
       // One process, statements in memory: each in turn is as cheap as one for all.
