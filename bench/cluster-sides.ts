@@ -163,6 +163,41 @@ export async function cpuMsOf(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/**
+ * Where a process's RSS is, from /proc/PID/smaps (MiB): file pages (the node binary, libraries),
+ * V8's heap (anonymous mappings below 0x700000000000: V8 places its pages and large objects at
+ * random addresses there, while the kernel hands out mmap's unhinted mappings from the top; and
+ * its code ranges, the only rwx ones), malloc's main arena ([heap]) and its other arenas (anonymous rw mappings on a 64-MiB boundary
+ * up there: glibc's arena heaps), and the rest (malloc's own mmaps of large blocks, thread stacks).
+ */
+export async function rssParts(pid: number) {
+  const kb = { file: 0, v8: 0, mallocMain: 0, mallocArenas: 0, other: 0 };
+  let part: keyof typeof kb = 'other';
+  for (const line of (await readFile(`/proc/${pid}/smaps`, 'utf8')).split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (m) {
+      const start = BigInt(`0x${m[1]}`);
+      const size = BigInt(`0x${m[2]}`) - start;
+      const name = m[4]!;
+      part = name.startsWith('/')
+        ? 'file'
+        : name === '[heap]'
+          ? 'mallocMain'
+          : name !== ''
+            ? 'other'
+            : start < 0x700000000000n || m[3] === 'rwxp'
+              ? 'v8'
+              : m[3] === 'rw-p' && start % (64n << 20n) === 0n && size <= 64n << 20n
+                ? 'mallocArenas'
+                : 'other';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) kb[part] += Number(rss[1]);
+  }
+  return Object.fromEntries(Object.entries(kb).map(([k, v]) => [k, Math.round(v / 1024)])) as typeof kb;
+}
+
 /** The jobs through ucompute's API (`ucompute serve --backend kubernetes`, as ./ucompute runs it). */
 export async function ucomputeSide(o: SideOptions) {
   const data = join(o.work, 'ucompute');
@@ -212,7 +247,12 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
     const text = await (await fetch(`${url}/metrics`)).text();
     const mb = (name: string) =>
       Math.round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]) / 2 ** 20);
-    return { heapUsed: mb('nodejs_heap_size_used_bytes'), heapTotal: mb('nodejs_heap_size_total_bytes') };
+    return {
+      heapUsed: mb('nodejs_heap_size_used_bytes'),
+      heapTotal: mb('nodejs_heap_size_total_bytes'),
+      // Outside V8's heap, in malloc's: ArrayBuffers' and Buffers' memory, and other memory V8 was told of.
+      external: mb('nodejs_external_memory_bytes'),
+    };
   };
   let maxRss = 0;
   let atMaxRss: object | undefined;
@@ -270,6 +310,7 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
   );
   try {
     const rssIdle = await rssMb();
+    const partsIdle = await rssParts(pid);
     const auditBefore = (await auditLines(o.cluster)).length;
     const cpuBefore = await cpuMsOf(pid);
     const busy: string[] = [];
@@ -306,7 +347,7 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
       `ucompute: ${t.running.size} RUNNING after ${Math.round(performance.now() - t.firstSubmit)} ms`,
     );
     const cpu = (await cpuMsOf(pid)) - cpuBefore;
-    const rssAllRunning = { rss: await rssMb(), ...(await heapMb()) };
+    const rssAllRunning = { rss: await rssMb(), ...(await heapMb()), parts: await rssParts(pid) };
     // Requests until the last job ran; no job has ended yet (their run time outlasts the run).
     const requests = (await auditLines(o.cluster)).slice(auditBefore);
     // The N jobs live, nothing happening to them: the steady state's RSS, and what it costs.
@@ -316,6 +357,7 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
       seconds: holdMs / 1000,
       rss: await rssMb(),
       ...(await heapMb()),
+      parts: await rssParts(pid),
       cpuMs: (await cpuMsOf(pid)) - cpuBefore - cpu,
     };
     const byVerb: Record<string, number> = {};
@@ -341,6 +383,7 @@ async function measure(o: SideOptions, url: string, pid: number, token: string) 
       cpuMsPerJob: round(cpu / n),
       cpuMsPerJobSubmitted: round(cpu / Math.max(1, t.submitted.size)),
       rssMbBeforeAnyJob: rssIdle,
+      rssPartsBeforeAnyJob: partsIdle,
       rssMbAllSubmitted: rssAllSubmitted,
       allRunning: rssAllRunning,
       held,

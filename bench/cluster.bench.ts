@@ -21,6 +21,7 @@
  *
  *   node bench/cluster.bench.ts [--jobs 10000] [--nodes 100] [--node-cpu 128] [--run-time 3h]
  *       [--one-at-a-time]            (the sides one after the other, each on a fresh cluster)
+ *       [--sides both|ucompute|direct]   (one side alone: its own figures, no ratio; default both)
  *       [--schedule-period 1s] [--apiserver-gogc N]   (harness flags, alike for both clusters)
  *       [--hold-seconds 60] [--timeout-minutes 120] [--restart-stalled-kwok 3 (minutes; 0: never)]
  *       [--help]
@@ -54,6 +55,7 @@ const { values } = parseArgs({
     'node-cpu': { type: 'string', default: '128' },
     'run-time': { type: 'string', default: '3h' },
     'one-at-a-time': { type: 'boolean', default: false },
+    sides: { type: 'string', default: 'both' },
     'schedule-period': { type: 'string' },
     'apiserver-gogc': { type: 'string' },
     'hold-seconds': { type: 'string', default: '60' },
@@ -68,6 +70,8 @@ if (values.help) {
   process.exit(0);
 }
 const JOBS = Number(values.jobs);
+if (!['both', 'ucompute', 'direct'].includes(values.sides!))
+  throw new Error(`--sides ${values.sides}: both, ucompute or direct`);
 if (JOBS > Number(values.nodes) * Number(values['node-cpu']))
   throw new Error(
     `--jobs ${JOBS} one-CPU jobs do not fit on --nodes × --node-cpu CPUs: all must run at once`,
@@ -210,10 +214,13 @@ async function runSide(side: Side, run: (o: SideOptions) => Promise<object>, wor
 }
 
 const work = await mkdtemp(join(os.tmpdir(), 'ucompute-cluster-bench-'));
-const sides: Side[] = [
-  { name: 'direct', dir: join(work, 'cluster-direct'), kwokHistory: [], kwokRestarts: [] },
-  { name: 'ucompute', dir: join(work, 'cluster-ucompute'), kwokHistory: [], kwokRestarts: [] },
-];
+const sides: Side[] = (
+  [
+    { name: 'direct', dir: join(work, 'cluster-direct'), kwokHistory: [], kwokRestarts: [] },
+    { name: 'ucompute', dir: join(work, 'cluster-ucompute'), kwokHistory: [], kwokRestarts: [] },
+  ] satisfies Side[]
+).filter((s) => values.sides === 'both' || s.name === values.sides);
+const RUN = { direct: directSide, ucompute: ucomputeSide };
 const started = performance.now();
 const STALL_MINUTES = Number(values['restart-stalled-kwok']);
 
@@ -256,20 +263,16 @@ const progress = setInterval(async () => {
 const loadAtStart = load();
 const results: Record<string, object> = {};
 try {
-  const [direct, ucompute] = sides as [Side, Side];
   if (values['one-at-a-time']) {
-    results.direct = await runSide(direct, directSide, work);
-    results.ucompute = await runSide(ucompute, ucomputeSide, work);
+    for (const s of sides) results[s.name] = await runSide(s, RUN[s.name], work);
   } else {
-    // Both settle before anything is reported: a side that failed stops the other, whose
+    // All settle before anything is reported: a side that failed stops the other, whose
     // cluster is downed before this ends.
-    const [d, u] = await Promise.allSettled([
-      runSide(direct, directSide, work),
-      runSide(ucompute, ucomputeSide, work),
-    ]);
-    for (const r of [d, u]) if (r.status === 'rejected') throw r.reason;
-    results.direct = (d as PromiseFulfilledResult<object>).value;
-    results.ucompute = (u as PromiseFulfilledResult<object>).value;
+    const settled = await Promise.allSettled(sides.map((s) => runSide(s, RUN[s.name], work)));
+    for (const r of settled) if (r.status === 'rejected') throw r.reason;
+    sides.forEach((s, i) => {
+      results[s.name] = (settled[i] as PromiseFulfilledResult<object>).value;
+    });
   }
   for (const s of sides) results[s.name] = { ...results[s.name], kwokRestarts: s.kwokRestarts };
 } finally {
@@ -277,8 +280,9 @@ try {
   await rm(work, { recursive: true, force: true });
 }
 type Summary = { p50Ms: number; p99Ms: number; lastRunningAfterMs: number; running: number };
-const d = results.direct as Summary;
-const u = results.ucompute as Summary;
+const d = results.direct as Summary | undefined;
+const u = results.ucompute as Summary | undefined;
+const both = d && u;
 console.log(
   JSON.stringify(
     {
@@ -286,7 +290,12 @@ console.log(
       jobs: JOBS,
       nodes: `${values.nodes} x ${values['node-cpu']} CPU`,
       runTime: values['run-time'],
-      sides: values['one-at-a-time'] ? 'one after the other' : 'at the same time',
+      sides:
+        sides.length === 1
+          ? `${sides[0]!.name} alone`
+          : values['one-at-a-time']
+            ? 'one after the other'
+            : 'at the same time',
       harness: {
         schedulePeriod: values['schedule-period'] ?? '1s',
         apiserverGogc: values['apiserver-gogc'] ?? 'default',
@@ -297,10 +306,12 @@ console.log(
       direct: results.direct,
       ucompute: results.ucompute,
       // Meaningful only when both sides ran all N (a stopped run compares different jobs).
-      allRan: d.running === JOBS && u.running === JOBS,
-      lastRunningRatio: Math.round((u.lastRunningAfterMs / d.lastRunningAfterMs) * 100) / 100,
-      p50Ratio: Math.round((u.p50Ms / d.p50Ms) * 100) / 100,
-      p99Ratio: Math.round((u.p99Ms / d.p99Ms) * 100) / 100,
+      allRan: [d, u].every((s) => s === undefined || s.running === JOBS),
+      ...(both && {
+        lastRunningRatio: Math.round((u.lastRunningAfterMs / d.lastRunningAfterMs) * 100) / 100,
+        p50Ratio: Math.round((u.p50Ms / d.p50Ms) * 100) / 100,
+        p99Ratio: Math.round((u.p99Ms / d.p99Ms) * 100) / 100,
+      }),
     },
     null,
     2,
