@@ -10,8 +10,9 @@ import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CHILD_ENV } from '../test/support/cli.ts';
 import { ROOT } from '../test/support/fixtures.ts';
-import { startServe, stopServe, ucomputeNodeFlags } from '../test/support/serve.ts';
+import { startServe, stopServe, ucomputeEnv, ucomputeNodeFlags } from '../test/support/serve.ts';
 import { followUcompute, type Reread, tellMissed } from './cluster-events.ts';
 import { followObjects, PODS, VOLCANO_JOBS, volcanoJobOf } from './cluster-follow.ts';
 import type { Timeline } from './cluster-timeline.ts';
@@ -203,9 +204,10 @@ export async function ucomputeSide(o: SideOptions) {
   const data = join(o.work, 'ucompute');
   await mkdir(join(data, 'storage'), { recursive: true });
   const served = await startServe(data, {
-    // Node's flags as ./ucompute runs serve, on Node's command line as there (V8 refuses
-    // --heap-growing-percent in NODE_OPTIONS).
+    // Node's flags and environment as ./ucompute runs serve, the flags on Node's command line as
+    // there (V8 refuses --heap-growing-percent in NODE_OPTIONS).
     nodeArgs: ucomputeNodeFlags(),
+    env: { ...CHILD_ENV, ...ucomputeEnv() },
     args: ['--backend', 'kubernetes'],
     config: [
       `apps: [${APPS.join(', ')}]`,

@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { BIN, CHILD_ENV } from '../test/support/cli.ts';
 import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
 import { ROOT } from '../test/support/fixtures.ts';
-import { type Served, serving, stopServe, ucomputeNodeFlags } from '../test/support/serve.ts';
+import { type Served, serving, stopServe, ucomputeEnv, ucomputeNodeFlags } from '../test/support/serve.ts';
 import { until } from '../test/support/until.ts';
 
 const { values } = parseArgs({
@@ -105,7 +105,11 @@ const child = spawn(
     '--config',
     configFile,
   ],
-  { cwd: ROOT, env: { ...CHILD_ENV, UCOMPUTE_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  {
+    cwd: ROOT,
+    env: { ...CHILD_ENV, ...ucomputeEnv(), UCOMPUTE_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  },
 );
 const served: Served = { child, url: await serving(child), dataDir: data };
 const pid = served.child.pid!;

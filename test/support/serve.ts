@@ -18,6 +18,20 @@ export function ucomputeNodeFlags(): string[] {
 }
 
 /**
+ * The environment ./ucompute sets before its `exec node` line (`export NAME=${NAME:-default}`
+ * lines): each variable as this process has it, else ./ucompute's default.
+ */
+export function ucomputeEnv(): Record<string, string> {
+  const text = readFileSync(join(ROOT, 'ucompute'), 'utf8');
+  return Object.fromEntries(
+    [...text.matchAll(/^export (\w+)=\$\{\1:-([^}]*)\}$/gm)].map(([, name, value]) => [
+      name!,
+      process.env[name!] ?? value!,
+    ]),
+  );
+}
+
+/**
  * Spawns `ucompute serve --port 0 <args>` (a free port, quiet logs, the dry backend by default). Await `serving` for its
  * address; it is apart so that a caller can track the child before the server is up.
  */
