@@ -124,6 +124,14 @@ async function wrk(url: string, token: string, connections: number, seconds: num
       'wrk.headers["Content-Type"] = "application/json"',
       `wrk.headers["Authorization"] = "Bearer ${token}"`,
       `wrk.body = [[${JSON.stringify({ items: [job] })}]]`,
+      // The first answer that is not a 2xx, whole (up to 500 bytes): why a replica refused.
+      'local told = false',
+      'response = function(status, headers, body)',
+      '  if status >= 300 and not told then',
+      '    told = true',
+      '    io.write(string.format("FIRST %d %s\\n", status, string.sub(body or "", 1, 500):gsub("\\n", " ")))',
+      '  end',
+      'end',
       'done = function(summary, latency, requests)',
       '  local e = summary.errors',
       '  io.write(string.format("RESULT %d %d %d\\n", summary.requests,',
@@ -161,6 +169,8 @@ async function wrk(url: string, token: string, connections: number, seconds: num
     );
     throw new Error(`wrk said: ${out}\na request now: ${answer}`);
   }
+  const first = /^FIRST (.*)$/m.exec(out);
+  if (first) console.log(`${url}: the first answer that was not a 2xx: ${first[1]}`);
   return {
     requests: Number(result[1]),
     failures: Number(result[2]),
