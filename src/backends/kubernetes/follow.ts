@@ -22,6 +22,8 @@ export interface Follower<S> {
   /** Resolves after the first complete list; rejects if that list failed (following retries). */
   readonly ready: Promise<void>;
   readonly items: ReadonlyMap<string, S>;
+  /** How many times `items` has changed (an item set or deleted): a key for what is made of them. */
+  readonly changes: number;
   stop(): void;
 }
 
@@ -36,6 +38,7 @@ const QUICK_END_MS = 200;
  */
 export function follow<S>(o: FollowOptions<S>): Follower<S> {
   const items = new Map<string, S>();
+  let changes = 0;
   let stopped = false;
   const stopping = new AbortController();
   let current: AbortController | undefined;
@@ -61,12 +64,14 @@ export function follow<S>(o: FollowOptions<S>): Follower<S> {
         const key = keyOf(object);
         seen.add(key);
         items.set(key, summary);
+        changes++;
         o.changed(key, summary);
       }
     });
     for (const [key, last] of items) {
       if (seen.has(key)) continue;
       items.delete(key);
+      changes++;
       o.deleted(key, last);
     }
     return resourceVersion;
@@ -94,12 +99,14 @@ export function follow<S>(o: FollowOptions<S>): Follower<S> {
               const last = items.get(key);
               if (last === undefined) return;
               items.delete(key);
+              changes++;
               o.deleted(key, last);
               return;
             }
             const summary = o.summarize(object);
             if (summary === undefined) return;
             items.set(key, summary);
+            changes++;
             o.changed(key, summary);
           },
           (error: unknown) => {
@@ -151,6 +158,9 @@ export function follow<S>(o: FollowOptions<S>): Follower<S> {
   return {
     ready,
     items,
+    get changes() {
+      return changes;
+    },
     stop() {
       stopped = true;
       stopping.abort();

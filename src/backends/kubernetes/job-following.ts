@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { BackendEvent } from '../../jobs/backend.ts';
+import type { BackendEvent, Machines } from '../../jobs/backend.ts';
 import type { JobStorage } from '../../storage/job-storage.ts';
 import { logFileName } from '../../volcano/names.ts';
 import { apiMessage, type Connection } from './connection.ts';
@@ -12,9 +12,10 @@ import {
   STRANDED_CHECK_MS,
   strandedReport,
 } from './decisions.ts';
+import type { Follower } from './follow.ts';
 import type { JobObjects } from './job-objects.ts';
 import { type JobView, newJobView, wake } from './job-views.ts';
-import type { NodeSummary } from './nodes.ts';
+import { machinesOf, type NodeSummary } from './nodes.ts';
 import type { JobSummary, PodSummary, Report } from './states.ts';
 import { endTime, reportOf } from './states.ts';
 import { podLogText } from './streams.ts';
@@ -59,7 +60,8 @@ export interface JobFollowing {
   leading(): boolean;
   /** Marks a job done (nothing more is reported) and saves its logs before its objects go. */
   stopFollowing(view: JobView | undefined): Promise<void>;
-  nodes(): Iterable<NodeSummary>;
+  /** The cluster's machines from the nodes followed, made again only when a node has changed. */
+  machines(): Machines;
   close(): void;
 }
 
@@ -71,6 +73,9 @@ export interface JobFollowing {
 export function followJobs(options: JobFollowingOptions): JobFollowing {
   const { conn, cluster, removeJob, log, now, emit } = options;
   const views = new Map<string, JobView>();
+  let machinesMade:
+    | { of: Follower<NodeSummary> | undefined; changes: number; machines: Machines }
+    | undefined;
   const suspended = new Set<string>();
   const inFlight = new Set<string>();
 
@@ -283,7 +288,15 @@ export function followJobs(options: JobFollowingOptions): JobFollowing {
       wake(view);
       if (view.job) await saveLogs(view.job, view);
     },
-    nodes: () => watches?.nodes.items.values() ?? [],
+    machines() {
+      // Asked at every submission: the nodes change seldom, the walk over them would not.
+      const nodes = watches?.nodes;
+      const changes = nodes?.changes ?? 0;
+      if (!machinesMade || machinesMade.of !== nodes || machinesMade.changes !== changes) {
+        machinesMade = { of: nodes, changes, machines: machinesOf(nodes?.items.values() ?? []) };
+      }
+      return machinesMade.machines;
+    },
     close() {
       clearInterval(reconcileTimer);
       clearInterval(strandedTimer);

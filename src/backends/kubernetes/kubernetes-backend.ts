@@ -11,7 +11,6 @@ import { followJobs } from './job-following.ts';
 import { jobObjects } from './job-objects.ts';
 import { closedWithPod, runningPod } from './job-views.ts';
 import { clusterUsage } from './metrics.ts';
-import { machinesOf } from './nodes.ts';
 import { addPeerAliases, openPeerPolicies, type PeerPod } from './peers.ts';
 import { type KubernetesSettings, resolveKubernetesSettings } from './settings.ts';
 import { connectToPod, podLog, podLogText, podShell } from './streams.ts';
@@ -195,7 +194,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
 
     machines() {
       // Unknown until the nodes are listed (or when they cannot be): nothing is refused then.
-      return machinesOf(following.nodes());
+      return following.machines();
     },
 
     async knownJobs() {
