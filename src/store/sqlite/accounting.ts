@@ -2,6 +2,23 @@ import { type AccountingStore, type AllocationRecord, type ChargeRecord, creditK
 import { HELD_CHANGES_KEPT, HELD_CREDITS, heldSum, toAllocation } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 
+/**
+ * An account's held credits in a category, its rows folded into one first when there are more
+ * than HELD_CHANGES_KEPT (JobStore.foldHeldCredits and AccountingStore.creditReads both do it).
+ */
+export function foldHeldCredits(sql: SqliteDatabase['sql'], account: string, category: string): number {
+  const r = sql(HELD_CREDITS).get(account, category) as Row | undefined;
+  if (Number(r?.changes ?? 0) > HELD_CHANGES_KEPT) {
+    sql('delete from held_credits where account = ? and category = ?').run(account, category);
+    sql('insert into held_credits (account, category, credits) values (?, ?, ?)').run(
+      account,
+      category,
+      Number(r!.credits),
+    );
+  }
+  return heldSum(r);
+}
+
 export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchronous<AccountingStore> {
   const activeAllocations = (owner: string, category: string, at: number): AllocationRecord[] =>
     (
@@ -57,17 +74,8 @@ export function sqliteAccounting({ sql, transaction }: SqliteDatabase): Synchron
       for (const { owner, category } of pairs) {
         const key = creditKey(owner, category);
         if (out.has(key)) continue;
-        // As JobStore.foldHeldCredits: the owner's held rows folded into one beyond HELD_CHANGES_KEPT.
-        const r = sql(HELD_CREDITS).get(owner, category) as Row | undefined;
-        if (Number(r?.changes ?? 0) > HELD_CHANGES_KEPT) {
-          sql('delete from held_credits where account = ? and category = ?').run(owner, category);
-          sql('insert into held_credits (account, category, credits) values (?, ?, ?)').run(
-            owner,
-            category,
-            Number(r!.credits),
-          );
-        }
-        out.set(key, { allocations: activeAllocations(owner, category, at), held: heldSum(r) });
+        const held = foldHeldCredits(sql, owner, category);
+        out.set(key, { allocations: activeAllocations(owner, category, at), held });
       }
       return out;
     },

@@ -6,7 +6,6 @@ import {
   activeJobs,
   chargedSoFarWhere,
   expiringPage,
-  HELD_CHANGES_KEPT,
   HELD_CREDITS,
   heldSum,
   jobChangeAssignments,
@@ -17,6 +16,7 @@ import {
   toJob,
   toRunningJob,
 } from '../rows.ts';
+import { foldHeldCredits } from './accounting.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 import { recordJobEvent } from './job-events.ts';
 
@@ -113,17 +113,7 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       return heldSum(sql(HELD_CREDITS).get(accountOf(owner), category) as Row | undefined);
     },
     foldHeldCredits(owner, category) {
-      const account = accountOf(owner);
-      const r = sql(HELD_CREDITS).get(account, category) as Row | undefined;
-      if (Number(r?.changes ?? 0) > HELD_CHANGES_KEPT) {
-        sql('delete from held_credits where account = ? and category = ?').run(account, category);
-        sql('insert into held_credits (account, category, credits) values (?, ?, ?)').run(
-          account,
-          category,
-          Number(r!.credits),
-        );
-      }
-      return heldSum(r);
+      return foldHeldCredits(sql, accountOf(owner), category);
     },
     rename(id, name) {
       sql(
