@@ -1,4 +1,3 @@
-import { buildCatalog, formatCatalogIssue, readCatalogFiles } from '../catalog/catalog.ts';
 import { parseCommandLine } from './args.ts';
 import { CliError } from './errors.ts';
 import { cliIo } from './io.ts';
@@ -22,6 +21,9 @@ export async function appsValidateCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1) throw new CliError(APPS_VALIDATE_USAGE);
+  // The catalogue's parser and schemas (yaml, typebox: ~300 modules) load only for a validation:
+  // the client commands import this module for its usage text.
+  const { buildCatalog, formatCatalogIssue, readCatalogFiles } = await import('../catalog/catalog.ts');
   const files = await readCatalogFiles(positionals[0]!);
   const { catalog, issues, warnings } = buildCatalog(files);
   for (const warning of warnings) cliIo().stderr.write(`${formatCatalogIssue(warning, 'warning')}\n`);

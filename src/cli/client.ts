@@ -1,10 +1,16 @@
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { ADMIN_TOKEN_FILE, DEFAULT_PORT, defaultDataDir } from './defaults.ts';
 import { CliError } from './errors.ts';
 import { cliIo } from './io.ts';
+
+// ws (14 modules) loads with the first socket: most commands never open one.
+const require = createRequire(import.meta.url);
+let webSocketClass: typeof WebSocket | undefined;
+const webSocket = (): typeof WebSocket => (webSocketClass ??= require('ws') as typeof WebSocket);
 
 /** The options every client command takes, for `parseArgs`. */
 export const CLIENT_OPTIONS = {
@@ -180,7 +186,7 @@ export async function connect(flags: ClientFlags): Promise<Client> {
     post: (path, body, headers) => request('POST', path, body, headers),
     delete: (path, body) => request('DELETE', path, body),
     socket(path, query) {
-      const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${path}${queryString(query)}`, {
+      const ws = new (webSocket())(`${url.replace(/^http/, 'ws')}${path}${queryString(query)}`, {
         headers: auth,
       });
       const opened = new Promise<void>((resolve, reject) => {

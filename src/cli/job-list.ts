@@ -1,4 +1,5 @@
-import { type Job, JobState } from '../model/job.ts';
+import type { Job } from '../model/job.ts';
+import { JOB_STATES } from '../model/job-states.ts';
 import { OUTCOME_KINDS } from '../model/outcome-kinds.ts';
 import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, type Client, connect } from './client.ts';
@@ -7,7 +8,7 @@ import { formatSpan, formatTime, printJson, table } from './format.ts';
 import { cliIo } from './io.ts';
 import { endedAt, shortOutcomeOf } from './outcome.ts';
 
-const STATES: string[] = JobState.anyOf.map((s) => s.const);
+const STATES: string[] = [...JOB_STATES];
 /** Outcomes as options name them: out-of-credits for OUT_OF_CREDITS. */
 const OUTCOMES: string[] = OUTCOME_KINDS.map((k) => k.toLowerCase().replaceAll('_', '-'));
 

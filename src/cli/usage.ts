@@ -1,4 +1,5 @@
-import { type Product, periodMillis } from '../model/product.ts';
+import { periodMillis } from '../model/price-period.ts';
+import type { Product } from '../model/product.ts';
 import { clientFlags, parseClientCommand, stringOption } from './args.ts';
 import { CLIENT_OPTIONS_USAGE, connect } from './client.ts';
 import { DATE_FORMS, formatUtc, parseDate } from './dates.ts';

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { UNITS_OF_PRICE } from './price-period.ts';
 import { closed, StringEnum } from './schema.ts';
 
 export const DEFAULT_PROVIDER = 'ucompute';
@@ -18,7 +19,7 @@ export const ProductReference = Type.Object(
 );
 export type ProductReference = Static<typeof ProductReference>;
 
-export const UnitOfPrice = StringEnum(['CREDITS_PER_MINUTE', 'CREDITS_PER_HOUR', 'CREDITS_PER_DAY']);
+export const UnitOfPrice = StringEnum(UNITS_OF_PRICE);
 export type UnitOfPrice = Static<typeof UnitOfPrice>;
 
 /** What one unit is: a vCPU (UCloud's compute unit) or, for GPU products priced per card, a GPU. */
@@ -68,11 +69,7 @@ export type Product = Static<typeof Product>;
 
 export const ProductsDocument = Type.Object({ products: Type.Array(Product, { minItems: 1 }) }, closed);
 
-export function periodMillis(unit: UnitOfPrice = 'CREDITS_PER_MINUTE'): number {
-  if (unit === 'CREDITS_PER_DAY') return 86_400_000;
-  if (unit === 'CREDITS_PER_HOUR') return 3_600_000;
-  return 60_000;
-}
+export { periodMillis } from './price-period.ts';
 
 /** Units a job of this product consumes per period: replicas × vCPU, or replicas × GPU for GPU-priced products. */
 export function chargeUnits(product: Product, replicas: number): number {
