@@ -56,3 +56,14 @@ test('a follower continues across a rotation where it stopped, and past files ro
   await rm(`${file}.2`);
   assert.equal((await drain(file, cursor)).text, 'thirdfourth');
 });
+
+test('a follower at the end of the current file gets nothing, then what is appended', async (t) => {
+  const file = join(await folder(t), '0.main.out');
+  await writeFile(`${file}.1`, 'old ');
+  await writeFile(file, 'new ');
+  const { text, cursor } = await drain(file, null);
+  assert.equal(text, 'old new ');
+  assert.equal(await readLogChunk(file, 3, cursor, Buffer.alloc(4)), null);
+  await appendFile(file, 'more');
+  assert.equal((await drain(file, cursor)).text, 'more');
+});

@@ -44,6 +44,13 @@ export async function readLogChunk(
   cursor: LogCursor | null,
   buffer: Buffer,
 ): Promise<{ bytes: Buffer; cursor: LogCursor } | null> {
+  // A follower polls (every 100 ms): a cursor in the current file (a rotation gives the name a
+  // new inode) at its end has nothing new, told by one stat instead of the kept parts' stats and
+  // an open, fstat and close (~1 % of a core of serve per followed job's streams).
+  if (cursor) {
+    const current = await stat(file).catch(() => undefined);
+    if (current?.isFile() && current.ino === cursor.ino && current.size <= cursor.offset) return null;
+  }
   const parts = await logParts(file, maxFiles);
   let index = cursor ? parts.findIndex((p) => p.ino === cursor.ino) : 0;
   let offset = cursor && index >= 0 ? cursor.offset : 0;
