@@ -114,6 +114,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     },
     bodyLimit: BODY_LIMIT,
     schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
+    // fast-json-stringify picks a union's branch (our string enums, nullable fields, parameter
+    // values) with Ajv validators it compiles at the route's first answer; Ajv's code optimizer was
+    // half of that compile, ~0.5 CPU-s per job route per process (a browser file's serve spent
+    // ~1/3 of its CPU there). Without it a job serializes ~20 % slower (~4 µs instead of ~3.5).
+    serializerOpts: { ajv: { code: { optimize: false } } },
     // One line per request, written by the onResponse hook below, instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;
