@@ -1,7 +1,14 @@
+import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { Backend } from '../jobs/backend.ts';
+
+// undici (109 modules, a fifth of serve's start) loads with the first proxied request: most
+// services start, and many run, without one.
+const require = createRequire(import.meta.url);
+let poolClass: typeof Pool | undefined;
+const undiciPool = (): typeof Pool => (poolClass ??= (require('undici') as typeof import('undici')).Pool);
 
 // How the proxies reach a job's app: every connection to (job, rank, port) is made by the
 // backend (a socket to the pod's address, or a Kubernetes port-forward stream). HTTP requests
@@ -15,7 +22,7 @@ export function upstreams(backend: Pick<Backend, 'connect'>) {
 
   function newPool(jobId: string, rank: number, port: number): Pool {
     // The origin only names the pool: every connection comes from the backend.
-    return new Pool('http://app.invalid', {
+    return new (undiciPool())('http://app.invalid', {
       pipelining: 1,
       // Long polls and server-sent events may be quiet for long; the browser decides when to stop.
       headersTimeout: 0,
