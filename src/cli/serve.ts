@@ -3,7 +3,6 @@ import { join, resolve } from 'node:path';
 import { type Logger, pino } from 'pino';
 import { chargePeriodProblem } from '../accounting/charges.ts';
 import { dryBackend } from '../backends/dry/dry-backend.ts';
-import { openLocalBackend } from '../backends/local/open.ts';
 import { loadCatalog } from '../catalog/catalog.ts';
 import { loadProducts } from '../catalog/products.ts';
 import { type Config, POSTGRES_URL_PATTERN } from '../config/config.ts';
@@ -300,6 +299,8 @@ async function makeBackend(
     return { backend: dryBackend(runForMs !== undefined ? { runForMs } : {}), about: 'runs nothing' };
   }
   if (name === 'local') {
+    // Loaded only here (~70 modules and node-pty's addon), which a dry or Kubernetes service never uses.
+    const { openLocalBackend } = await import('../backends/local/open.ts');
     // Without bubblewrap (and no explicit `local.unsandboxed`), the service refuses to run jobs at all.
     const backend = await openLocalBackend({
       config: config.local ?? {},
