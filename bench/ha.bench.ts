@@ -25,11 +25,16 @@
  * figures are those of acceptance alone, its ceiling on this machine. With `--cpu-prof DIR`, every
  * replica of each PostgreSQL case writes a V8 CPU profile there (ended by SIGTERM after its case).
  *
+ * Every case also splits the CPU per accepted job by process: each replica's main thread and its
+ * other threads (V8's GC and compiler, libuv's pool), PostgreSQL (postmaster and backends), and the
+ * load generator (every wrk, read from its shell's waited-children times): what is ours and what
+ * is the generator's on the same cores.
+ *
  *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills] [--statements]
  *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none) [--accept-only] [--cpu-prof DIR]
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -89,6 +94,20 @@ async function cpuMs(pid: number): Promise<number> {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
+/** A process's CPU (ms) in two parts: its main thread, and every other thread (V8's, libuv's, workers). */
+async function threadsCpuMs(pid: number): Promise<{ main: number; others: number }> {
+  const tids = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  let [main, others] = [0, 0];
+  for (const tid of tids) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
+    if (stat === '') continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+    if (Number(tid) === pid) main += ms;
+    else others += ms;
+  }
+  return { main, others };
+}
 /** PostgreSQL's CPU: its postmaster (this process's child, started by the test helper) and its backends. */
 async function postgresCpuMs(): Promise<number> {
   const children = (pid: number) =>
@@ -110,6 +129,8 @@ interface WrkResult {
   requests: number;
   failures: number;
   seconds: number;
+  /** The CPU (user + system, ms) the wrk process used. */
+  cpuMs: number;
   /** Latencies (ms) at 0.1 %, 0.2 % … 100 %. */
   quantiles: number[];
 }
@@ -152,7 +173,9 @@ async function wrk(url: string, token: string, connections: number, seconds: num
       script,
       `${url}/api/jobs`,
     ];
-    execFile('wrk', args, { maxBuffer: 1 << 22 }, (error, stdout) =>
+    // Under sh, which then prints its own stat: its children's times (cutime, cstime) are wrk's.
+    const shell = 'wrk "$@"; s=$?; echo "SHELL $(cat /proc/$$/stat)"; exit $s';
+    execFile('sh', ['-c', shell, 'sh', ...args], { maxBuffer: 1 << 22 }, (error, stdout) =>
       error ? reject(error) : resolve(stdout),
     );
   });
@@ -175,6 +198,11 @@ async function wrk(url: string, token: string, connections: number, seconds: num
     requests: Number(result[1]),
     failures: Number(result[2]),
     seconds: Number(result[3]) / 1e6,
+    cpuMs: (() => {
+      const stat = /^SHELL (.*)$/m.exec(out)?.[1] ?? '';
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS;
+    })(),
     quantiles: [...out.matchAll(/^Q (\d+)$/gm)].map((m) => Number(m[1]) / 1000),
   };
 }
@@ -207,6 +235,10 @@ interface Case {
   perProcessNet: number[];
   postgresNet: number;
   postgresCpuMsPerJob: number;
+  /** Each process's main thread and other threads, CPU ms per accepted job. */
+  threads: { main: number; others: number }[];
+  /** The load generator's (every wrk's) CPU ms per accepted job. */
+  wrkCpuMsPerJob: number;
   load: string;
 }
 
@@ -225,9 +257,10 @@ async function measure(name: string, urls: string[], pids: number[], token: stri
   const idlePerSecond = idle1.map((after, i) => (after - idle0[i]!) / idleSeconds);
   const postgresIdlePerSecond = (postgresIdle1 - postgresIdle0) / idleSeconds;
   await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
-  const [each0, postgresBefore] = [await cpu(), await postgresCpuMs()];
+  const threads = () => Promise.all(pids.map(threadsCpuMs));
+  const [each0, postgresBefore, threads0] = [await cpu(), await postgresCpuMs(), await threads()];
   const results = await Promise.all(urls.map((url, i) => wrk(url, token, split(i), SECONDS)));
-  const [each1, postgresAfter] = [await cpu(), await postgresCpuMs()];
+  const [each1, postgresAfter, threads1] = [await cpu(), await postgresCpuMs(), await threads()];
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const [replicasBefore, replicasAfter] = [sum(each0), sum(each1)];
   const requests = results.reduce((sum, r) => sum + r.requests, 0);
@@ -250,6 +283,11 @@ async function measure(name: string, urls: string[], pids: number[], token: stri
         (after - each0[i]! - idlePerSecond[i]! * Math.max(...results.map((r) => r.seconds))) / accepted,
     ),
     postgresCpuMsPerJob: (postgresAfter - postgresBefore) / accepted,
+    threads: threads1.map((t, i) => ({
+      main: (t.main - threads0[i]!.main) / accepted,
+      others: (t.others - threads0[i]!.others) / accepted,
+    })),
+    wrkCpuMsPerJob: results.reduce((sum, r) => sum + r.cpuMs, 0) / accepted,
     load: await loadAverage(),
   };
 }
@@ -441,6 +479,19 @@ try {
       `| ${c.name} | ${c.requests} | ${c.failures} | ${Math.round(c.jobsPerSecond)} | ${c.p50.toFixed(1)} | ` +
         `${c.p99.toFixed(1)} | ${c.replicaCpuMsPerJob.toFixed(3)} | ${c.perProcess.map((x) => x.toFixed(2)).join(' / ')} | ${c.perProcessNet.map((x) => x.toFixed(2)).join(' / ')} | ${c.postgresCpuMsPerJob.toFixed(3)} (${c.postgresNet.toFixed(2)}) | ` +
         `${(c.jobsPerSecond / sqlite.jobsPerSecond).toFixed(2)} | ${c.load} |`,
+    );
+  }
+  console.log(
+    '\nCPU ms per accepted job by process: each replica (leader first) as main thread + other threads, PostgreSQL (postmaster and backends), the load generator (every wrk); ours = replicas + PostgreSQL, and its share of all:\n',
+  );
+  console.log('| store | replicas main + others | PostgreSQL | wrk | ours | all | ours/all |');
+  console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+  for (const c of cases) {
+    const ours = c.replicaCpuMsPerJob + c.postgresCpuMsPerJob;
+    const all = ours + c.wrkCpuMsPerJob;
+    console.log(
+      `| ${c.name} | ${c.threads.map((t) => `${t.main.toFixed(3)} + ${t.others.toFixed(3)}`).join(' / ')} | ` +
+        `${c.postgresCpuMsPerJob.toFixed(3)} | ${c.wrkCpuMsPerJob.toFixed(3)} | ${ours.toFixed(3)} | ${all.toFixed(3)} | ${((100 * ours) / all).toFixed(0)} % |`,
     );
   }
   if (cases.some((c) => c.failures > 0)) process.exitCode = 1;
