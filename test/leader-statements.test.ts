@@ -22,7 +22,8 @@ import { until } from './support/until.ts';
  * job at 6a88d28 (every leader step a statement or transaction per job), 14.10 with submission and
  * backend events in batches, 5.41 with charges in batches too, 3.21-3.54 with the clean-up's
  * deletes as well; 1.75 with an intake flush in 2 round trips (the credits read with the begin,
- * 23:38, load ~40). The bound fails when any of the leader's steps goes back to one job at a time
+ * 23:38, load ~40); 1.80 with those statements executed as prepared on their connection (the same
+ * round trips, 2026-11-28 02:09, load ~60). The bound fails when any of the leader's steps goes back to one job at a time
  * (the intake's own round trips are pinned in intake-batching.test.ts).
  */
 

@@ -26,13 +26,14 @@ export interface Connection {
   recordEvent(jobId: string, updateSeq: number | null): Promise<void>;
   /**
    * Inside a transaction only: a write whose rows nobody reads before the commit, sent with the
-   * commit in one simple query (its values as literals), not in a round trip of its own. Its error
+   * commit in one simple query (its values as literals; as EXECUTE of a statement prepared on the
+   * connection, simpleOn), not in a round trip of its own. Its error
    * fails the commit, and so the transaction.
    */
   atCommit?(text: string, values: readonly unknown[]): void;
   /**
    * Inside a transaction only: statements sent together in one simple query (values as literals,
-   * one round trip), each run as if sent alone (its own snapshot: one that waits for a lock sees
+   * each EXECUTE of a statement prepared on the connection, simpleOn; one round trip), each run as if sent alone (its own snapshot: one that waits for a lock sees
    * what committed meanwhile once it has it); answers each one's rows, in order.
    */
   several?(statements: readonly (readonly [string, readonly unknown[]])[]): Promise<Row[][]>;
@@ -45,24 +46,20 @@ export const JOB_EVENTS_CHANNEL = 'ucompute_job_events';
 export const JOB_EVENTS_LOCK = 0x7563_6f65_7674;
 
 /**
- * A transaction's job events and its commit, in one round trip: the events are written as its
+ * A transaction's job events, sent with its commit in one round trip: the events are written as its
  * last statement, under a lock held until it has committed, so the numbers are taken in the
  * order of the commits: a reader that has seen event n has seen every event before it, whichever
  * replica wrote it (a sequence alone is taken in the order of the inserts, and a later number
  * could commit first). NOTIFY serializes notifying commits anyway; this lock only starts that
- * earlier, at the numbering. Sent as one simple query (values as literals): a statement with
- * parameters is a round trip of its own, and the commit another.
+ * earlier, at the numbering. One statement: the rows come through the join with `locked`, so the
+ * lock is taken before any row (and its number) is; a CTE with a volatile function is evaluated
+ * once, never inlined. Values: the jobs' ids and their updates' numbers.
  */
-function jobEventsAndCommit(events: [string, number | null][]): string {
-  // One statement: the rows come through the join with `locked`, so the lock is taken before any
-  // row (and its number) is; a CTE with a volatile function is evaluated once, never inlined.
-  return `with locked as (select pg_advisory_xact_lock(${JOB_EVENTS_LOCK})),
+const JOB_EVENTS = `with locked as (select pg_advisory_xact_lock(${JOB_EVENTS_LOCK})),
      written as (
        insert into job_events (job_id, update_seq)
-       select e.* from locked, unnest(${literal(events.map((e) => e[0]))}::text[],
-         ${literal(events.map((e) => e[1]))}::bigint[]) as e returning seq)
-     select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written; commit`;
-}
+       select e.* from locked, unnest(?::text[], ?::bigint[]) as e returning seq)
+     select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written`;
 
 // bigint (epoch milliseconds, counts) and numeric as JavaScript numbers: every value the store
 // keeps fits in 53 bits.
@@ -256,6 +253,39 @@ export function inlined(text: string, values: readonly unknown[]): string {
   return out;
 }
 
+/** What PREPARE takes (not `commit`, `set` …). */
+const PREPARABLE = /^\s*(?:select|insert|update|delete|with|values)\b/i;
+
+/** The names of the statements prepared (SQL PREPARE) on each connection: kept for its life. */
+const preparedOnConnection = new WeakMap<pg.PoolClient, Set<string>>();
+
+/**
+ * A statement to send in a simple query on `client`, values as literals: as EXECUTE of the
+ * statement prepared on that connection (PostgreSQL parses and plans it once there, not at each
+ * call; from its sixth call, a generic plan), after its PREPARE the first time (`prepare`, to send
+ * before it in the same query); inlined as is when it is not among those prepared (`statement`).
+ */
+function simpleOn(
+  client: pg.PoolClient,
+  text: string,
+  values: readonly unknown[],
+): { prepare?: { name: string; text: string }; text: string } {
+  const s = statement(text);
+  if (s.prepared === undefined || !PREPARABLE.test(text)) return { text: inlined(text, values) };
+  // The same check as inlined's: every `?` is a placeholder, each given its value.
+  const placeholders = text.split('?').length - 1;
+  if (placeholders !== values.length) {
+    throw new Error(
+      `a statement with ${placeholders} placeholders given ${values.length} values: ${text.slice(0, 80)}`,
+    );
+  }
+  const name = `ucs${preparedRound}_${s.prepared}`;
+  const run = values.length === 0 ? `execute ${name}` : `execute ${name}(${values.map(literal).join(', ')})`;
+  return preparedOnConnection.get(client)?.has(name)
+    ? { text: run }
+    : { prepare: { name, text: `prepare ${name} as ${s.text}` }, text: run };
+}
+
 export interface DatabaseOptions {
   /** Told when a change of users, tokens or memberships by this process has committed. */
   directoryChanged?: () => void;
@@ -316,6 +346,8 @@ export async function openPostgresDatabase(
       client.on('error', ended);
       // The start still to send, with the first statement (deferBegin), or '' once sent.
       let unsent = '';
+      // A query with PREPAREs failed: which of them ran is not known.
+      let uncertain = false;
       try {
         const start = [
           'begin',
@@ -334,40 +366,52 @@ export async function openPostgresDatabase(
         const prepared = queryOn(client, () => {
           wroteDirectory = true;
         });
-        /** Statements in one simple query, the start first if it is still to send: each one's result. */
-        const together = async (texts: string[], writesDirectory: boolean) => {
+        /**
+         * Statements in one simple query, the start first if it is still to send, then the
+         * PREPAREs of those not yet prepared on this connection: each statement's result. A query
+         * with PREPAREs that fails leaves unknown which ran (PREPARE outlives a rollback): the
+         * connection is then dropped (`uncertain`), not returned to the pool.
+         */
+        const together = async (statements: (readonly [string, readonly unknown[]])[]) => {
+          const sent = statements.map(([text, values]) => simpleOn(client, text, values));
+          const prepares = new Map<string, string>();
+          for (const { prepare } of sent) if (prepare) prepares.set(prepare.name, prepare.text);
           const head = unsent ? [unsent] : [];
           unsent = '';
-          const results = (await client.query<Row>([...head, ...texts].join('; '))) as
-            | pg.QueryResult<Row>
-            | pg.QueryResult<Row>[];
-          if (writesDirectory) wroteDirectory = true;
-          return (Array.isArray(results) ? results : [results]).slice(-texts.length);
+          if (prepares.size > 0) uncertain = true;
+          const results = (await client
+            .query<Row>([...head, ...prepares.values(), ...sent.map((x) => x.text)].join('; '))
+            .catch((e: unknown) => {
+              // Another replica's migration changed a table under a prepared `select *`: the
+              // statements are prepared again under new names from the next transaction on.
+              if (stalePlan(e)) preparedRound++;
+              throw e;
+            })) as pg.QueryResult<Row> | pg.QueryResult<Row>[];
+          uncertain = false;
+          if (prepares.size > 0) {
+            const names = preparedOnConnection.get(client) ?? new Set<string>();
+            preparedOnConnection.set(client, names);
+            for (const name of prepares.keys()) names.add(name);
+          }
+          if (statements.some(([text]) => statement(text).writesDirectory)) wroteDirectory = true;
+          return (Array.isArray(results) ? results : [results]).slice(-statements.length);
         };
-        const first = (text: string, values: unknown[]) =>
-          together([inlined(text, values)], statement(text).writesDirectory).then((r) => r[0]!);
+        const first = (text: string, values: unknown[]) => together([[text, values]]).then((r) => r[0]!);
         const query = (async (text: string, ...values: unknown[]) =>
           unsent ? (await first(text, values)).rows : prepared(text, ...values)) as Query;
         query.changed = async (text, ...values) =>
           unsent ? ((await first(text, values)).rowCount ?? 0) : prepared.changed(text, ...values);
         const events: [string, number | null][] = [];
-        const atCommit: string[] = [];
+        const atCommit: (readonly [string, readonly unknown[]])[] = [];
         const result = await fn(
           {
             query,
             atomic: (inner) => inner(query),
             locked: ' for update',
             recordEvent: async (jobId, updateSeq) => void events.push([jobId, updateSeq]),
-            atCommit: (text, values) => void atCommit.push(inlined(text, values)),
+            atCommit: (text, values) => void atCommit.push([text, values]),
             several: async (statements) =>
-              statements.length === 0
-                ? []
-                : (
-                    await together(
-                      statements.map(([text, values]) => inlined(text, values)),
-                      statements.some(([text]) => statement(text).writesDirectory),
-                    )
-                  ).map((r) => r.rows),
+              statements.length === 0 ? [] : (await together([...statements])).map((r) => r.rows),
           },
           opened,
         );
@@ -376,8 +420,10 @@ export async function openPostgresDatabase(
           unsent = '';
           return result;
         }
-        atCommit.push(events.length > 0 ? jobEventsAndCommit(events) : 'commit');
-        await together(atCommit, false);
+        if (events.length > 0)
+          atCommit.push([JOB_EVENTS, [events.map((e) => e[0]), events.map((e) => e[1])]]);
+        atCommit.push(['commit', []]);
+        await together(atCommit);
         if (wroteDirectory) directoryChanged();
         return result;
       } catch (e) {
@@ -385,7 +431,7 @@ export async function openPostgresDatabase(
         broken = unsent
           ? false
           : await client.query('rollback').then(
-              () => false,
+              () => uncertain,
               () => true,
             );
         throw e;
