@@ -28,7 +28,7 @@
  *                             [--podman-concurrency 4] [--concurrent-submit]
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +49,7 @@ const { values } = parseArgs({
     'podman-jobs': { type: 'string', default: '100' },
     'podman-concurrency': { type: 'string', default: '4' },
     'concurrent-submit': { type: 'boolean', default: false },
+    timeline: { type: 'string' },
   },
 });
 const JOBS = Number(values.jobs);
@@ -58,6 +59,8 @@ const PODMAN_JOBS = Number(values['podman-jobs']);
 const PODMAN_CONCURRENCY = Number(values['podman-concurrency']);
 /** Submits the batch all at once instead of one call after the other (each awaited). */
 const CONCURRENT_SUBMIT = values['concurrent-submit'];
+/** A file for the batch's timeline: per 100 ms, pods created/started/ended, the event loop's use, runnable tasks. */
+const TIMELINE = values.timeline;
 /** Issue 18's targets: RUNNING p50, the batch's wall time, and how many times faster than podman. */
 const TARGET = { p50: 10, wallSeconds: 10, startVsPodman: 14, batchVsPodman: 20 };
 /** Bounds on every wait, so that a stuck job ends the run instead of hanging it. */
@@ -143,6 +146,8 @@ interface Marks {
 }
 
 const marks = new Map<string, Marks>();
+/** Running totals for the timeline. */
+const counts = { created: 0, exited: 0, destroyed: 0 };
 const markOf = (jobId: string) => {
   let m = marks.get(jobId);
   if (!m) {
@@ -166,6 +171,7 @@ function timedPod(pod: Pod, m: Marks): Pod {
       const running = await pod.start(c);
       m.start1 = now();
       void running.exited.then(() => {
+        if (m.exited === undefined) counts.exited++;
         m.exited ??= now();
       });
       return running;
@@ -179,6 +185,7 @@ function timedPod(pod: Pod, m: Marks): Pod {
     async destroy(grace) {
       m.destroy0 ??= now();
       await pod.destroy(grace);
+      if (m.destroy1 === undefined) counts.destroyed++;
       m.destroy1 ??= now();
     },
   };
@@ -193,6 +200,7 @@ function timedRuntime(runtime: Runtime): Runtime {
     async createPod(spec) {
       const m = markOf(spec.jobId);
       m.createPod0 = now();
+      counts.created++;
       const pod = await runtime.createPod(spec);
       m.createPod1 = now();
       return timedPod(pod, m);
@@ -228,14 +236,18 @@ await mkdir(join(home, 'storage'), { recursive: true });
 const waiters = new Map<string, { state: string; resolve: () => void }[]>();
 let runningNow = 0;
 let peakRunning = 0;
+let runningTotal = 0;
+let endedTotal = 0;
 backend.onEvent((e) => {
   const m = markOf(e.jobId);
   if (e.state === 'RUNNING' && m.running === undefined) {
     m.running = now();
+    runningTotal++;
     peakRunning = Math.max(peakRunning, ++runningNow);
   }
   if ((e.state === 'SUCCESS' || e.state === 'FAILURE') && m.ended === undefined) {
     m.ended = now();
+    endedTotal++;
     m.state = e.state;
     if (m.running !== undefined) runningNow--;
     if (e.state === 'FAILURE') console.error(`job ${e.jobId} failed: ${e.status}`);
@@ -303,6 +315,74 @@ function trivialJob(name: string): VolcanoJob {
 async function submit(id: string): Promise<void> {
   markOf(id).submit = now();
   await backend.submitVolcanoJob(id, trivialJob(id));
+}
+
+/** /proc/stat's runnable tasks and the machine's busy jiffies (user+nice+system+irq+softirq+steal). */
+function procStat(): { runnable: number; busy: number; total: number } {
+  const text = readFileSync('/proc/stat', 'utf8');
+  const cpu = text.slice(0, text.indexOf('\n')).split(/\s+/).slice(1).map(Number);
+  const busy = cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]! + cpu[7]!;
+  const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { runnable: Number(/procs_running (\d+)/.exec(text)?.[1]), busy, total };
+}
+
+/** This process's main thread: ms on a CPU and ms runnable but waiting for one (/proc's schedstat). */
+function mainThread(): { onCpu: number; waited: number } {
+  const [run, wait] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ').map(Number);
+  return { onCpu: run! / 1e6, waited: wait! / 1e6 };
+}
+
+/**
+ * Every 100 ms: the batch's pods created, RUNNING, exited, destroyed and jobs ended so far, running now;
+ * over the interval, the event loop's utilisation and the shares of it the main thread spent on a CPU
+ * and waiting for one (the rest of a busy event loop is blocked in the kernel: synchronous calls
+ * that sleep), the runnable tasks and the machine's busy share. Written to TIMELINE (tab-separated)
+ * when stopped.
+ */
+function startTimeline(t0: number): { stop(): void } {
+  const lines = [
+    'ms\tcreated\trunning\texited\tdestroyed\tended\trunningNow\telu\tmainOnCpu\tmainWaited\trunnable\tmachineBusy',
+  ];
+  const base = { ...counts, running: runningTotal, ended: endedTotal };
+  let elu = performance.eventLoopUtilization();
+  let stat = procStat();
+  let main = mainThread();
+  let at = now();
+  const timer = setInterval(() => {
+    const e = performance.eventLoopUtilization(elu);
+    elu = performance.eventLoopUtilization();
+    const m = mainThread();
+    const span = Math.max(1, now() - at);
+    at = now();
+    const onCpu = (m.onCpu - main.onCpu) / span;
+    const waited = (m.waited - main.waited) / span;
+    main = m;
+    const s = procStat();
+    const busy = (s.busy - stat.busy) / Math.max(1, s.total - stat.total);
+    stat = s;
+    lines.push(
+      [
+        Math.round(now() - t0),
+        counts.created - base.created,
+        runningTotal - base.running,
+        counts.exited - base.exited,
+        counts.destroyed - base.destroyed,
+        endedTotal - base.ended,
+        runningNow,
+        e.utilization.toFixed(2),
+        onCpu.toFixed(2),
+        waited.toFixed(2),
+        s.runnable,
+        busy.toFixed(2),
+      ].join('\t'),
+    );
+  }, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      writeFileSync(TIMELINE!, `${lines.join('\n')}\n`);
+    },
+  };
 }
 
 // ---- podman -----------------------------------------------------------------------------------
@@ -422,12 +502,20 @@ try {
   peakRunning = 0;
   const cpu0 = cpuSeconds();
   const t0 = now();
+  const timeline = TIMELINE ? startTimeline(t0) : undefined;
+  const elu0 = performance.eventLoopUtilization();
+  const main0 = mainThread();
   if (CONCURRENT_SUBMIT) await Promise.all(batchIds.map(submit));
   else for (const id of batchIds) await submit(id);
   const submitted = now();
   await Promise.all(batchIds.map((id) => waitFor(id, 'END', BATCH_TIMEOUT_MS)));
   const wall = (now() - t0) / 1000;
   const cpu1 = cpuSeconds();
+  timeline?.stop();
+  const loopBusy = performance.eventLoopUtilization(elu0).active / 1000;
+  const main1 = mainThread();
+  const mainOnCpu = (main1.onCpu - main0.onCpu) / 1000;
+  const mainWaited = (main1.waited - main0.waited) / 1000;
   // The same stages for the jobs run together: where a job waits when many start and end at once.
   const batch = batchIds.map((id) => marks.get(id)!);
   for (const [name, of] of stages) {
@@ -435,6 +523,9 @@ try {
     const ys = batch.map(of).filter(Number.isFinite);
     breakdown.push([name, f1(pct(xs, 0.5)), f1(pct(xs, 0.99)), f1(pct(ys, 0.5)), f1(pct(ys, 0.99))]);
   }
+  notes.push(
+    `${JOBS} jobs: ucompute's event loop busy ${f1(loopBusy)} s of ${f1(wall)} s; its main thread ${f1(mainOnCpu)} s on a CPU, ${f1(mainWaited)} s waiting for one, so ~${f1(Math.max(0, loopBusy - mainOnCpu - mainWaited))} s of the busy loop blocked in the kernel (synchronous calls that sleep)`,
+  );
   const batchFailed = batchIds.filter((id) => marks.get(id)!.state !== 'SUCCESS').length;
   if (batchFailed > 0) notes.push(`${batchFailed} of the ${JOBS} jobs did not succeed`);
   notes.push(
