@@ -400,6 +400,38 @@ describe('local runtime', { skip: skip ?? false }, () => {
     closed = true;
   });
 
+  test("a runtime opened again after close removed its cgroups' folder gives the new folder its CPUs: a pod runs", async (t) => {
+    const stateDir = await mkdtemp(join(tmpdir(), 'ucompute-runtime-'));
+    t.after(() => rm(stateDir, { recursive: true, force: true }));
+    const out = await outputDir(t);
+    // The second runtime's parent folder has the first's name (from the state folder), made again.
+    for (const round of [1, 2]) {
+      const runtime = await createRuntime({ stateDir, network: 'loopback' });
+      let closed = false;
+      t.after(async () => {
+        if (!closed) await runtime.close();
+      });
+      const p = await runtime.createPod({
+        name: `again-${round}-${process.pid}`,
+        jobId: `job-again-${round}-${process.pid}`,
+        owner: 'default',
+        hostname: 'again',
+        limits: { cpuMillis: null, memoryBytes: null, pids: null },
+        shmBytes: null,
+      });
+      t.after(() => p.destroy(0));
+      const main = await p.start({ ...container(out, 'main', ['true']), ...p.hostIds(0, 0) });
+      assert.equal(
+        (await main.exited).exitCode,
+        0,
+        `round ${round}: the container joined its cgroups and ran`,
+      );
+      await p.destroy(0);
+      await runtime.close();
+      closed = true;
+    }
+  });
+
   test('a shell runs inside the container, as its user, follows resizes, and tells its exit code', async (t) => {
     const { pod } = shared();
     const out = await outputDir(t);

@@ -120,8 +120,14 @@ export async function createPodCgroups(
   const dirs: string[] = [];
   for (const h of layout.hierarchies) {
     const parent = join(h.root, parentName);
-    mkdirSync(parent, { recursive: true });
-    if (h.controllers.includes('cpuset')) inheritCpusets(h.root, parentName);
+    const made = mkdirSync(parent, { recursive: true });
+    // Its settings read once per parent folder this process made or found, not at every pod: a
+    // folder made again (made !== undefined) takes them again.
+    const key = `${h.root}\0${parentName}`;
+    if (h.controllers.includes('cpuset') && (made !== undefined || !cpusetsInherited.has(key))) {
+      inheritCpusets(h.root, parentName);
+      cpusetsInherited.add(key);
+    }
     if (h.version === 2 && h.controllers.length > 0) {
       const enable = h.controllers.map((c) => `+${c}`).join(' ');
       writeFileSync(join(h.root, 'cgroup.subtree_control'), enable);
@@ -134,6 +140,9 @@ export async function createPodCgroups(
   }
   return dirs;
 }
+
+/** The cpuset parents (hierarchy root and parent's name) whose settings inheritCpusets has set. */
+const cpusetsInherited = new Set<string>();
 
 /**
  * A v1 cpuset group starts with no CPUs and no memory nodes, and takes no process until it has
