@@ -396,10 +396,20 @@ async function statementsCase(): Promise<{ accepted: number; total: number; kind
     const accepted = Number((await client.query('select count(*) as n from jobs')).rows[0].n);
     const text = (await readFile(log)).subarray(from).toString('utf8');
     const kinds = new Map<string, number>();
+    // Statements prepared in simple queries (database.ts, simpleOn) by name: each EXECUTE is
+    // counted under its statement's text, not its values.
+    const named = new Map<string, string>();
+    for (const m of text.matchAll(/prepare (ucs\d+_\d+) as (.{0,50})/g)) named.set(m[1]!, m[2]!);
     let total = 0;
     for (const m of text.matchAll(/LOG: {2}(?:statement|execute [^:]*): (.*)/g)) {
       total++;
-      const kind = m[1]!.replace(/\s+/g, ' ').slice(0, 60);
+      const kind = m[1]!
+        .replace(/\s+/g, ' ')
+        .replace(
+          /execute (ucs\d+_\d+)\((?:'(?:[^']|'')*'|[^()';])*\)/g,
+          (_, name: string) => `execute [${named.get(name) ?? name}]`,
+        )
+        .slice(0, 100);
       kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
     }
     return { accepted, total, kinds: [...kinds].sort((a, b) => b[1] - a[1]) };
@@ -500,7 +510,7 @@ try {
     const per = (n: number) => (n / s.accepted).toFixed(2);
     console.log(
       `\nstatements per accepted job (3 replicas, ${s.accepted} jobs, counted ${values['accept-only'] ? 'during the load, acceptance alone' : 'until all ended'}), load after ` +
-        `${await loadAverage()}: ${per(s.total)}; by kind (first 60 characters):`,
+        `${await loadAverage()}: ${per(s.total)}; by kind (first 100 characters, EXECUTEs by their statement):`,
     );
     for (const [kind, n] of s.kinds.slice(0, 25)) console.log(`- ${per(n)} ${kind}`);
   }
