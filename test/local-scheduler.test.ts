@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  describe as describeResources,
   fairOrder,
   queueStatus,
   type RunningJob,
@@ -152,4 +153,26 @@ test('a gang larger than the machine stays Pending with Volcano’s reason, and 
     queueStatus(why),
     'Pending, unschedulable: the gang needs 9 CPUs and 40 GiB of memory; this machine offers 8 CPUs and 32 GiB of memory (0/1 nodes are unavailable: 1 Insufficient cpu, 1 Insufficient memory)',
   );
+});
+
+test('the words for an amount are the same when asked again, for more amounts than are kept, each its own', () => {
+  const words = (cpuMillis: number, memoryBytes: number) => {
+    const cpu = cpuMillis / 1000;
+    return `${+cpu.toFixed(2)} CPU${cpu === 1 ? '' : 's'} and ${+(memoryBytes / GiB).toFixed(2)} GiB of memory`;
+  };
+  // 3,000 amounts (past what is kept), twice over, with cpu and memory swapped so that no two
+  // amounts could share words by a key made carelessly of the two numbers.
+  for (let round = 0; round < 2; round++) {
+    for (let i = 1; i <= 1500; i++) {
+      assert.equal(
+        describeResources({ cpuMillis: i * 10, memoryBytes: i * 2 ** 20 }),
+        words(i * 10, i * 2 ** 20),
+      );
+      assert.equal(
+        describeResources({ cpuMillis: i * 2 ** 20, memoryBytes: i * 10 }),
+        words(i * 2 ** 20, i * 10),
+      );
+    }
+  }
+  assert.equal(describeResources({ cpuMillis: 1000, memoryBytes: GiB }), '1 CPU and 1 GiB of memory');
 });
