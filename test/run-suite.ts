@@ -19,6 +19,9 @@
 //   --profile=DIR           also measure: each file in a cgroup v2 group of its own (CPU time of the
 //                           file and everything it starts), the cores' use every second;
 //                           writes DIR/profile.json and DIR/summary.txt
+//   --cpu-prof=DIR          V8's CPU profile of each test process (not of what it starts):
+//                           DIR/<file or batch's first file>/*.cpuprofile; split them by what the
+//                           process did with `node bench/cpuprofile-split.ts DIR`
 //   --write-durations       rewrite test/durations.json from this run's wall times and, with
 //                           --profile, CPU times (a batch's CPU split by its files' seconds)
 import { spawn } from 'node:child_process';
@@ -53,6 +56,7 @@ const { values, positionals } = parseArgs({
     batch: { type: 'string', default: '60' },
     list: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    'cpu-prof': { type: 'string' },
     'write-durations': { type: 'boolean', default: false },
   },
 });
@@ -62,6 +66,7 @@ if (values.isolation !== 'none' && values.isolation !== 'process')
   throw new Error(`--isolation is none or process, not ${values.isolation}`);
 const isolation = `--test-isolation=${values.isolation}`;
 const durationsFile = join(root, 'test/durations.json');
+const cpuProfDir = values['cpu-prof'] ? resolve(values['cpu-prof']) : undefined;
 
 const all = (positionals.length > 0 ? positionals : globSync('test/**/*.test.ts', { cwd: root }))
   .map((f) => relative(root, resolve(root, f)))
@@ -246,6 +251,13 @@ function runUnit(unit: Unit): Promise<void> {
           ...unit.files,
         ]
       : ['--test', isolation, ...unit.files];
+    // The profile of the test process itself (a flag of this `node`, not NODE_OPTIONS: the servers,
+    // CLI calls and pods it starts are not profiled).
+    if (cpuProfDir)
+      nodeArgs.unshift(
+        '--cpu-prof',
+        `--cpu-prof-dir=${join(cpuProfDir, unit.files[0]!.replaceAll('/', '_'))}`,
+      );
     let group: string | undefined;
     let command = process.execPath;
     let args = nodeArgs;
