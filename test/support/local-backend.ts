@@ -10,6 +10,7 @@ import { createJobService } from '../../src/jobs/service.ts';
 import type { Clock } from '../../src/model/clock.ts';
 import { directoryStorage } from '../../src/storage/directory.ts';
 import { env } from './fixtures.ts';
+import { sharedHostView } from './host-view.ts';
 import { openTestStore } from './store.ts';
 import { testNetwork } from './test-network.ts';
 import { until } from './until.ts';
@@ -25,6 +26,9 @@ export async function openTestBackend(
   const home = o.dir ?? (await mkdtemp(join(tmpdir(), 'ucompute-local-')));
   const network = testNetwork(home);
   const { bridge } = network;
+  // The process's copy of /etc, not one per backend (see ./host-view.ts); the runtime's state
+  // folder is <stateDir>/runtime, the state folder <dir>/local unless configured.
+  await sharedHostView(join(o.config?.stateDir ?? join(home, 'local'), 'runtime'));
   const backend = await openLocalBackend({
     config: { gracePeriodMs: 500, network, ...o.config },
     dataDir: home,

@@ -11,6 +11,7 @@ import type {
   RunningContainer,
   Runtime,
 } from '../../src/backends/local/runtime.ts';
+import { sharedHostView } from './host-view.ts';
 import { needs } from './local-tools.ts';
 import { until } from './until.ts';
 
@@ -96,6 +97,8 @@ export async function testRuntime(
     recoveredPollMs: 50,
     ...rest,
   };
+  // The process's copy of /etc, not one per runtime (see ./host-view.ts).
+  await sharedHostView(stateDir);
   const runtime = await createRuntime(options);
   const pods: Pod[] = [];
   t.after(async () => {
