@@ -176,6 +176,7 @@ const KNOWN_FORMATS = new Set(['int32', 'int64', 'byte', 'date-time']);
 function createAjv(): Ajv {
   const ajv = new Ajv({
     strict: false, // OpenAPI documents carry x-* extensions, `components`, `discriminator` data, etc.
+    code: { optimize: false },
     allErrors: true,
     verbose: true, // puts the offending value into errors, for messages like "(got "Sideways")"
     allowUnionTypes: true,
