@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -299,6 +299,30 @@ describe('local runtime', { skip: skip ?? false }, () => {
     );
     await p.destroy(0);
     await main.exited;
+  });
+
+  test('a folder mounted on the host after containers started is what the next container binds', async (t) => {
+    const { pod } = shared();
+    const out = await outputDir(t);
+    const p = await pod('late-mount');
+    // The supervisors' launcher runs, and has the mount namespace its supervisors' children join.
+    const before = container(out, 'before', ['true']);
+    assert.equal((await (await p.start(before)).exited).exitCode, 0, await errors(before));
+    const late = join(out, 'late');
+    await mkdir(late);
+    execFileSync('/usr/bin/mount', ['-t', 'tmpfs', '-o', 'size=1m', 'ucompute-test-late', late]);
+    try {
+      await writeFile(join(late, 'given'), 'on the late mount\n');
+      const spec = container(out, 'after', ['cat', '/late/given'], {
+        mounts: [{ source: late, target: '/late', readOnly: true }],
+      });
+      const exit = await (await p.start(spec)).exited;
+      assert.equal(exit.exitCode, 0, await errors(spec));
+      assert.equal(await output(spec), 'on the late mount\n');
+    } finally {
+      execFileSync('/usr/bin/umount', ['--lazy', late]);
+    }
+    await p.destroy(0);
   });
 
   test('a restarted runtime recovers running pods and learns their exit codes; dead leftovers are cleaned', async (t) => {

@@ -9,9 +9,11 @@
  * eight processes and two more programs before bubblewrap in sh (the shell, mkfifo, a subshell,
  * `head` and `wc` per stream; nsenter and setpriv). The child joins the namespace and becomes the
  * ids before it runs the command, and checks it did; a failure is told on the container's stderr
- * with status 126. In a pod's network namespace the child also drops, in a mount namespace of its
- * own (a slave of the host's), the host's /run/netns mounts: bubblewrap reads the whole mount
- * table for each of its binds, and that folder holds one mount per pod on the machine. A caught signal (unlike an ignored one) is reset for the child, so SIGTERM
+ * with status 126. In a pod's network namespace the child also leaves the host's /run/netns mounts
+ * behind: bubblewrap copies the whole mount table it starts in and reads it for each of its binds,
+ * and that folder holds one mount per pod on the machine. It joins the launcher's mount namespace
+ * without them (a slave of the host's, made again when the host's mounts changed), or drops them in
+ * a namespace of its own. A caught signal (unlike an ignored one) is reset for the child, so SIGTERM
  * reaches the command while the supervisor stays to record how it ended. Each stream is copied as
  * it comes; a file that reaches the size shifts (`f` -> `f.1` -> …, the oldest dropped) and a new
  * one starts, as does a non-empty file left by an earlier run of the container. A stream whose

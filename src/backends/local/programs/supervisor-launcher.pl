@@ -13,7 +13,7 @@
 # `error ID MESSAGE` (hex), and `exited PID` when a supervisor ended. It ends when stdin closes;
 # the supervisors run on (each in a session of its own).
 use strict;
-use Fcntl qw(F_DUPFD F_GETFL F_SETFL O_NONBLOCK O_NOFOLLOW O_RDONLY S_ISLNK);
+use Fcntl qw(F_DUPFD F_GETFL F_SETFD F_SETFL FD_CLOEXEC O_NONBLOCK O_NOFOLLOW O_RDONLY S_ISLNK);
 use POSIX ();
 
 # Linux's O_PATH: a descriptor that names a file without opening its contents.
@@ -57,6 +57,73 @@ sub openWithoutSymlinks {
   return $current;
 }
 
+# The mount namespace the supervisors' children join before they exec bubblewrap (a descriptor of
+# it), and /proc/self/mounts kept open to learn when the host's mounts changed since it was made.
+# bubblewrap's first step copies the whole mount table it starts in, under the kernel's one lock
+# of mount namespaces: the host's holds a mount per pod's network namespace under /run/netns
+# (every pod of the machine). Each child made a namespace of its own and dropped them there (a
+# copy of the host's table, a pass over it, an unmount of every pod's mount); now that is done once
+# here, and again only when the host's mounts changed (a mount made for a container before its
+# request, an image root or a disk mounted since, is then in it). Without one, or when a step
+# fails, a child does it itself (supervisor.pl).
+my ($base, $mounts);
+my ($CLONE_NEWNS, $MS_REC, $MS_SLAVE, $MNT_DETACH) = (0x00020000, 0x4000, 0x80000, 2);
+
+# True when the host's mount table changed since the last call (or cannot be watched): a change
+# marks /proc/self/mounts exceptional in select until it is asked again.
+sub hostMountsChanged {
+  unless ($mounts) {
+    open($mounts, '<', '/proc/self/mounts') or return 1;
+    return 1;
+  }
+  my $changed = '';
+  vec($changed, fileno($mounts), 1) = 1;
+  return select(undef, undef, $changed, 0) != 0;
+}
+
+# A new namespace as each child made its own (a slave of the host's, /run/netns unmounted), made
+# by a child that waits while this process opens its /proc/PID/ns/mnt. Undef when a step fails.
+sub makeBase {
+  my ($unshare, $mount, $umount2) = @_;
+  pipe(my $madeRead, my $madeWrite) or return undef;
+  pipe(my $doneRead, my $doneWrite) or return undef;
+  my $pid = fork;
+  return undef unless defined $pid;
+  if ($pid == 0) {
+    close($madeRead);
+    close($doneWrite);
+    my ($none, $root, $folder) = ('none', '/', '/run/netns');
+    my $made = syscall($unshare, $CLONE_NEWNS) == 0 && syscall($mount, $none, $root, 0, $MS_REC | $MS_SLAVE, 0) == 0;
+    syscall($umount2, $folder, $MNT_DETACH) if $made;
+    syswrite($madeWrite, $made ? 'y' : 'n');
+    sysread($doneRead, my $byte, 1);
+    POSIX::_exit(0);
+  }
+  close($madeWrite);
+  close($doneRead);
+  my $answer = '';
+  for (my $tries = 0; $tries < 1000; $tries++) { last if defined sysread($madeRead, $answer, 1) }
+  my $namespace;
+  undef $namespace unless $answer eq 'y' && open($namespace, '<', "/proc/$pid/ns/mnt");
+  close($doneWrite);
+  1 while waitpid($pid, 0) < 0 && $!{EINTR};
+  return $namespace;
+}
+
+# The namespace for a supervisor of these arguments (supervisor.pl's), made again when the host's
+# mounts changed; undef when it joins no network namespace (its child then stays in the host's).
+sub baseFor {
+  my ($netns, $nsCalls) = @{ $_[0] }[7, 9];
+  return undef if !defined $nsCalls || $netns eq '' || $nsCalls eq '';
+  my (undef, $unshare, $mount, $umount2) = split /:/, $nsCalls;
+  my $changed = hostMountsChanged();
+  if (!$base || $changed) {
+    close($base) if $base;
+    $base = makeBase($unshare, $mount, $umount2);
+  }
+  return $base;
+}
+
 # Ended supervisors are reaped in the main loop; the handler only wakes it (a self-pipe).
 pipe(my $wake, my $waker) or die "pipe: $!";
 fcntl($waker, F_SETFL, fcntl($waker, F_GETFL, 0) | O_NONBLOCK) or die "fcntl: $!";
@@ -79,12 +146,22 @@ sub unhex { pack('H*', $_[0]) }
 # Becomes the supervisor (never returns): named as one before the parent answers, in a session of
 # its own, the descriptors at 3, 4, …, the request's folder and environment.
 sub becomeSupervisor {
-  my ($cwd, $env, $fds, $args, $ready, $named) = @_;
+  my ($cwd, $env, $fds, $args, $ready, $named, $namespace) = @_;
   $SIG{CHLD} = 'DEFAULT';
   $0 = "$args->[0] $args->[1]";
   close($_) for $named, $ready;
   close($wake);
   close($waker);
+  close($mounts) if $mounts;
+  # Above the numbers the descriptors below take, close-on-exec: for the child to join, never
+  # passed on to bubblewrap or the container (see supervisor.pl).
+  if ($namespace) {
+    my $high = fcntl($namespace, F_DUPFD, 900) or POSIX::_exit(126);
+    open(my $kept, '<&=', $high + 0) or POSIX::_exit(126);
+    fcntl($kept, F_SETFD, FD_CLOEXEC) or POSIX::_exit(126);
+    UcomputeSupervisor::joinOnStart($kept);
+  }
+  close($base) if $base;
   POSIX::setsid();
   open(STDIN, '<', '/dev/null') and open(STDOUT, '>', '/dev/null') and open(STDERR, '>', '/dev/null')
     or POSIX::_exit(126);
@@ -112,10 +189,11 @@ sub start {
     push @fds, $f;
   }
   push @fds, openWithoutSymlinks($_) for @paths;
+  my $namespace = baseFor(\@t);
   pipe(my $ready, my $named) or die "pipe: $!\n";
   my $pid = fork;
   die "fork: $!\n" unless defined $pid;
-  becomeSupervisor($cwd, \@env, \@fds, \@t, $ready, $named) if $pid == 0;
+  becomeSupervisor($cwd, \@env, \@fds, \@t, $ready, $named, $namespace) if $pid == 0;
   close($named);
   # End of file once the child took the supervisor's name (a read interrupted by SIGCHLD is retried).
   for (my $tries = 0; $tries < 1000; $tries++) { last if defined sysread($ready, my $byte, 1) }

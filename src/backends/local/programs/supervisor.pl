@@ -66,11 +66,18 @@ sub begin {
   return 0;
 }
 
-# bubblewrap reads the whole mount table for each of its binds, and the host's holds a mount per
-# pod's network namespace under /run/netns (every pod of the machine): in a mount namespace of its
-# own, made a slave first so that nothing unmounted here leaves the host's, the child drops them
-# before it execs bubblewrap. Only a cost saved: if a step fails, the child goes on as it is.
+# The launcher's namespace without the host's /run/netns mounts (see supervisor-launcher.pl), open
+# here when it made one; close-on-exec.
+my $baseNamespace;
+sub joinOnStart { $baseNamespace = shift }
+
+# bubblewrap copies the whole mount table it starts in and reads it for each of its binds, and the
+# host's holds a mount per pod's network namespace under /run/netns (every pod of the machine): the
+# child joins the launcher's namespace without them or, without one, drops them in a mount
+# namespace of its own, made a slave first so that nothing unmounted here leaves the host's, before
+# it execs bubblewrap. Only a cost saved: if a step fails, the child goes on as it is.
 sub detachNamespaceMounts {
+  return if $baseNamespace && syscall($setns, fileno($baseNamespace), $CLONE_NEWNS) == 0;
   syscall($unshare, $CLONE_NEWNS) == 0 or return;
   my ($none, $root) = ('none', '/');
   syscall($mount, $none, $root, 0, $MS_REC | $MS_SLAVE, 0) == 0 or return;
@@ -124,6 +131,7 @@ sub supervise {
     }
     close($outWrite);
     close($errWrite);
+    close($baseNamespace) if $baseNamespace;
     # Each stream is copied as it comes (long lines and binary output pass untouched) until every
     # holder of its pipe closed it.
     my @streams = ({ pipe => $outRead, path => $out }, { pipe => $errRead, path => $err });
