@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import type { Job } from '../src/model/job.ts';
-import { inlined, literal } from '../src/store/postgres/database.ts';
+import { inlined, literal } from '../src/store/postgres/literals.ts';
 import { openPostgresStore } from '../src/store/postgres/store.ts';
 import { openSqliteStore } from '../src/store/sqlite/store.ts';
 import type { Store } from '../src/store/store.ts';

@@ -3,7 +3,7 @@ import { toJobEvent } from '../rows.ts';
 import { type Connection, JOB_EVENTS_CHANNEL } from './database.ts';
 import { listenOn } from './listen.ts';
 
-// Job events on PostgreSQL: written by database.ts as each transaction commits, in the order of
+// Job events on PostgreSQL: written by transaction.ts as each transaction commits, in the order of
 // the commits across replicas; each commit announces its newest number on JOB_EVENTS_CHANNEL.
 
 export function postgresJobEvents({ query }: Connection): JobEventLog {
