@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
@@ -183,6 +191,29 @@ test('a kept file whose code does not match its hash, or does not load, is built
     writeFileSync(file, bad);
     assert.equal(cachedSerializers(folder)({}, {})(route)({ n: 2.5, m: 1 }), '{"n":2}');
     assert.equal(readFileSync(file, 'utf8'), good, 'the file is written again');
+  }
+});
+
+test('a kept file is not run from a folder or as a file others can write', (t) => {
+  const folder = serializerFolder(t);
+  cachedSerializers(folder)({}, {})(route);
+  const file = join(folder, readdirSync(folder)[0]!);
+  const planted = 'module.exports = () => "planted"';
+  writeFileSync(file, `${createHash('sha256').update(planted).digest('hex')}\n${planted}`);
+  assert.equal(cachedSerializers(folder)({}, {})(route)({ n: 1 }), 'planted', 'our own file is read');
+  for (const [path, mode] of [
+    [folder, 0o777],
+    [file, 0o666],
+  ] as const) {
+    writeFileSync(file, `${createHash('sha256').update(planted).digest('hex')}\n${planted}`);
+    chmodSync(folder, 0o700);
+    chmodSync(file, 0o600);
+    chmodSync(path, mode);
+    assert.equal(
+      cachedSerializers(folder)({}, {})(route)({ n: 1 }),
+      '{"n":1}',
+      `${path} ${mode.toString(8)}`,
+    );
   }
 });
 

@@ -1,8 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type SerializerFactory, SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 
 /**
@@ -106,9 +115,21 @@ function digest(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+/**
+ * A kept file runs as this process's code, so it is read only from a folder and as a file that no
+ * one but this user could have written: owned by it, writable by neither group nor others (a cache
+ * folder set to a shared place, or made by another user, would otherwise run their code here).
+ * The hash on the first line finds a damaged file, not a planted one.
+ */
+function onlyOurs(path: string): boolean {
+  const { uid, mode } = lstatSync(path);
+  return uid === process.getuid?.() && (mode & 0o022) === 0;
+}
+
 function readKept(file: string): ((doc: unknown) => string) | undefined {
   let text: string;
   try {
+    if (!onlyOurs(dirname(file)) || !onlyOurs(file)) return undefined;
     text = readFileSync(file, 'utf8');
   } catch {
     return undefined;
