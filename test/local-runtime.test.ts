@@ -268,7 +268,15 @@ describe('local runtime', { skip: skip ?? false }, () => {
     assert.ok(!running.includes(join(stateDir, 'pods', p.name)), 'no supervisor is left');
   });
 
-  test("bubblewrap starts where the host's network namespace mounts are gone; the host keeps them", async (t) => {
+  test("bubblewrap starts where the host's network namespace mounts are gone and /dev is nosuid; the host keeps its own", async (t) => {
+    const devOptions = (mountinfo: string) =>
+      mountinfo
+        .split('\n')
+        .filter((line) => line.split(' ')[4] === '/dev')
+        .at(-1)
+        ?.split(' ')[5]
+        ?.split(',');
+    const hostDev = devOptions(await readFile('/proc/self/mountinfo', 'utf8'));
     const { pod, stateDir } = await testRuntime(t);
     const out = await outputDir(t);
     const p = await pod('unmounted');
@@ -297,6 +305,16 @@ describe('local runtime', { skip: skip ?? false }, () => {
       host.includes(`/run/netns/${record.network.netns}`),
       "the host still has the pod's namespace mount",
     );
+    // bubblewrap's binds of /dev/null, zero, … then have nosuid already and need no remount each.
+    assert.ok(devOptions(mounts)?.includes('nosuid'), `/dev is nosuid where bubblewrap starts:\n${mounts}`);
+    assert.deepEqual(devOptions(host), hostDev, "the host's /dev keeps its options");
+    const devices = container(out, 'devices', [
+      'sh',
+      '-c',
+      'head -c 3 /dev/zero | wc -c; echo x > /dev/null',
+    ]);
+    assert.equal((await (await p.start(devices)).exited).exitCode, 0, await errors(devices));
+    assert.equal((await output(devices)).trim(), '3', 'the devices work in the container');
     await p.destroy(0);
     await main.exited;
   });
