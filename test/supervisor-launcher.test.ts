@@ -101,6 +101,12 @@ test('a path through a symlink, or one that is not there, is refused and nothing
     launcher.start(request(join(dir, 'link')), () => undefined),
     new RegExp(`${join(dir, 'link')} is a symlink`),
   );
+  // A symlink on the way, to a folder whose file exists, is refused as well, and named.
+  await writeFile(join(dir, 'real', 'file'), '');
+  await assert.rejects(
+    launcher.start(request(join(dir, 'link', 'file')), () => undefined),
+    new RegExp(`${join(dir, 'link', 'file')} is not used: ${join(dir, 'link')} is a symlink`),
+  );
   await assert.rejects(
     launcher.start(request(join(dir, 'none')), () => undefined),
     /does not exist/,

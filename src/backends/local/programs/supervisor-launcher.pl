@@ -10,8 +10,8 @@
 # read-only and PATH paths opened O_PATH without following a symlink anywhere, passed as the
 # supervisor's descriptors 3, 4, … in that order; the supervisor's arguments as supervisor.pl
 # takes them). Answers on stdout: `pid ID PID` once the process runs under the supervisor's name,
-# `error ID MESSAGE` (hex), and `exited PID` when a supervisor ended. It ends when stdin closes;
-# the supervisors run on (each in a session of its own).
+# `error ID MESSAGE` (hex), and `exited PID` when a supervisor ended (always after its `pid`). It
+# ends when stdin closes; the supervisors run on (each in a session of its own).
 use strict;
 use Fcntl qw(F_DUPFD F_GETFL F_SETFD F_SETFL FD_CLOEXEC O_NONBLOCK O_NOFOLLOW O_RDONLY S_ISLNK);
 use POSIX ();
@@ -35,14 +35,30 @@ sub closeInherited {
   }
 }
 
-# A descriptor (O_PATH) of the path, resolved one component at a time relative to the previous
-# folder's descriptor (/proc/self/fd/N/name) without following a symlink anywhere: a job can plant
+# openat2(2) (numbered alike on every architecture, as every system call from 424 on), its
+# RESOLVE_NO_SYMLINKS, O_CLOEXEC (the generic value; Fcntl does not export it) and AT_FDCWD.
+my ($SYS_openat2, $RESOLVE_NO_SYMLINKS, $O_CLOEXEC, $AT_FDCWD) = (437, 4, 02000000, -100);
+
+# A descriptor (O_PATH) of the path, opened without following a symlink anywhere: a job can plant
 # symlinks in its own folder, and what is bound on its behalf is then refused, not redirected.
+# One openat2 call resolves the whole path (the kernel refuses a symlink on the way; a final one it
+# opens itself, O_PATH|O_NOFOLLOW). When it fails otherwise than with ENOENT, or opened a symlink,
+# or the kernel has no openat2, the path is resolved one component at a time relative to the
+# previous folder's descriptor (/proc/self/fd/N/name), which names the symlink: two system calls
+# per component, where the one call serves every path that is used.
 sub openWithoutSymlinks {
   my $path = shift;
   die "$path is not an absolute path\n" unless $path =~ m{^/};
   my @parts = grep { $_ ne '' && $_ ne '.' } split m{/}, $path;
   die "$path: '..' is not allowed\n" if grep { $_ eq '..' } @parts;
+  my ($how, $name) = (pack('QQQ', $O_PATH | O_NOFOLLOW | $O_CLOEXEC, 0, $RESOLVE_NO_SYMLINKS), $path);
+  my $fd = syscall($SYS_openat2, $AT_FDCWD, $name, $how, length $how);
+  die "$path does not exist\n" if $fd < 0 && $!{ENOENT};
+  if ($fd >= 0) {
+    open(my $opened, '<&=', $fd) or die "$path: $!\n";
+    my @st = stat($opened) or die "$path: $!\n";
+    return $opened unless S_ISLNK($st[2]);
+  }
   sysopen(my $current, '/', $O_PATH | O_NOFOLLOW) or die "/: $!\n";
   for my $i (0 .. $#parts) {
     my $next;
@@ -173,13 +189,27 @@ sub answer {
 }
 sub unhex { pack('H*', $_[0]) }
 
+# Supervisors forked and not yet under their name, by the descriptor of the pipe each closes once it
+# is ([pipe, ID, PID, order of the request]): answered from the main loop (several at once in the
+# order of their requests), so that the next requests are forked meanwhile instead of each waiting
+# until its child got a core (on a loaded machine, milliseconds apiece).
+my (%naming, $requests);
+
+# The `pid` answer of a supervisor that took its name (or ended before it could).
+sub named {
+  my $fd = shift;
+  my ($pipe, $id, $pid) = @{ delete $naming{$fd} };
+  close($pipe);
+  answer('pid', $id, $pid);
+}
+
 # Becomes the supervisor (never returns): named as one before the parent answers, in a session of
 # its own, the descriptors at 3, 4, …, the request's folder and environment.
 sub becomeSupervisor {
   my ($cwd, $env, $fds, $args, $ready, $named, $namespace) = @_;
   $SIG{CHLD} = 'DEFAULT';
   $0 = "$args->[0] $args->[1]";
-  close($_) for $named, $ready;
+  close($_) for $named, $ready, map { $_->[0] } values %naming;
   close($wake);
   close($waker);
   close($mounts) if $mounts;
@@ -206,7 +236,9 @@ sub becomeSupervisor {
   POSIX::_exit($ok ? 0 : 255);
 }
 
+# Forks the supervisor of a request; its answer follows once it took its name (see %naming).
 sub start {
+  my $id = shift;
   my @t = map { unhex($_) } @_;
   my $cwd = shift @t;
   my @env = splice(@t, 0, shift @t);
@@ -225,9 +257,8 @@ sub start {
   die "fork: $!\n" unless defined $pid;
   becomeSupervisor($cwd, \@env, \@fds, \@t, $ready, $named, $namespace) if $pid == 0;
   close($named);
-  # End of file once the child took the supervisor's name (a read interrupted by SIGCHLD is retried).
-  for (my $tries = 0; $tries < 1000; $tries++) { last if defined sysread($ready, my $byte, 1) }
-  return $pid;
+  # End of file once the child took the supervisor's name.
+  $naming{ fileno($ready) } = [$ready, $id, $pid, ++$requests];
 }
 
 closeInherited();
@@ -236,10 +267,17 @@ for (;;) {
   my $wanted = '';
   vec($wanted, fileno(STDIN), 1) = 1;
   vec($wanted, fileno($wake), 1) = 1;
+  vec($wanted, $_, 1) = 1 for keys %naming;
   next if select(my $ready = $wanted, undef, undef, undef) <= 0;
+  named($_) for sort { $naming{$a}[3] <=> $naming{$b}[3] } grep { vec($ready, $_, 1) } keys %naming;
   if (vec($ready, fileno($wake), 1)) {
     sysread($wake, my $bytes, 4096);
-    while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) { answer('exited', $pid) }
+    while ((my $pid = waitpid(-1, POSIX::WNOHANG())) > 0) {
+      # Its `pid` first: ucompute knows a supervisor's end only by a pid it was told.
+      my ($fd) = grep { $naming{$_}[2] == $pid } keys %naming;
+      named($fd) if defined $fd;
+      answer('exited', $pid);
+    }
   }
   next unless vec($ready, fileno(STDIN), 1);
   my $got = sysread(STDIN, $buffer, 65536, length $buffer);
@@ -247,8 +285,6 @@ for (;;) {
   last unless $got;
   while ($buffer =~ s/^([^\n]*)\n//) {
     my ($id, @fields) = split / /, $1;
-    my $pid = eval { start(@fields) };
-    if (defined $pid) { answer('pid', $id, $pid) }
-    else { answer('error', $id, unpack('H*', $@ =~ s/\n\z//r)) }
+    eval { start($id, @fields); 1 } or answer('error', $id, unpack('H*', $@ =~ s/\n\z//r));
   }
 }
