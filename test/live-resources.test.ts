@@ -200,8 +200,9 @@ test('a deadline is warned of once, in the updates and to the webhook; an extens
   }
 });
 
-test('the series through the API (with the machine type as limits; others\u2019 jobs not found) and ucompute top; show warns of a close deadline', async () => {
-  const w = await world();
+test('the series through the API (with the machine type as limits and the configured period; others\u2019 jobs not found) and ucompute top; show warns of a close deadline', async () => {
+  // Not the default 5000 ms: the period the pages and `ucompute top` poll by is the configured one.
+  const w = await world({ resourceSampleMs: 1500 });
   try {
     const created = await call(w.port, {
       host: `localhost:${w.port}`,
@@ -234,7 +235,7 @@ test('the series through the API (with the machine type as limits; others\u2019 
     assert.equal(answer.status, 200, answer.body);
     assert.deepEqual(JSON.parse(answer.body), {
       jobId: id,
-      periodMs: 5000,
+      periodMs: 1500,
       limits: { cpuCores: 2, memoryBytes: 4 * 2 ** 30, gpus: 0 },
       ranks: [{ rank: 0, samples: [{ at: T0, cpuCores: 1.25, memoryBytes: 2 ** 20 }] }],
     });

@@ -188,6 +188,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       storageRoot,
       quotas,
       logger: log,
+      resourceSampleMs: config.resourceSampleMs,
       ...(publicUrl !== undefined ? { publicUrl } : {}),
       ...(provider ? { provider: provider.mode(service, env, backend) } : {}),
     });
@@ -198,7 +199,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const leaderWork = async (loopStore: Transactional, holds?: () => boolean) => {
       const stopLoop = await service.lead(loopStore, holds);
       const watches = [
-        resourceSampler({ store: loopStore, backend, log }),
+        resourceSampler({ store: loopStore, backend, log, periodMs: config.resourceSampleMs }),
         quotaWatch({
           store: loopStore,
           quotas,

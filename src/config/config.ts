@@ -105,6 +105,8 @@ export const Config = Type.Object(
       ),
     ),
     monitorIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+    /** How often what running jobs use is sampled for the live resource views (default 5000 ms). */
+    resourceSampleMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
     notifications: Type.Optional(
       Type.Object(
         {

@@ -34,6 +34,8 @@ declare module 'fastify' {
     sessionBackend: Pick<Backend, 'connect' | 'shell'>;
     /** Where people reach this service: links are built from it, never from `Host`. */
     publicUrl: PublicUrl;
+    /** How often running jobs' resources are sampled (ms). */
+    resourceSampleMs: number;
   }
   interface FastifyRequest {
     /**

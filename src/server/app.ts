@@ -8,6 +8,7 @@ import { webProxy } from '../interactive/web-proxy.ts';
 import type { Backend } from '../jobs/backend.ts';
 import { ServiceError } from '../jobs/errors.ts';
 import type { JobEnvironment } from '../jobs/prepare.ts';
+import { DEFAULT_SAMPLE_MS } from '../jobs/resource-sampler.ts';
 import type { Caller, JobService } from '../jobs/service.ts';
 import { inWorkspace } from '../jobs/workspace.ts';
 import type { StorageQuotas } from '../storage/quota.ts';
@@ -49,6 +50,8 @@ export interface ServerDeps {
    * process that finds them there (default: `$XDG_CACHE_HOME/ucompute/serializers`).
    */
   serializers?: string;
+  /** How often the resource sampler samples running jobs (default DEFAULT_SAMPLE_MS): the pages poll as often. */
+  resourceSampleMs?: number;
 }
 
 export interface ProviderMode {
@@ -228,7 +231,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     .decorate('jobEnvironment', env)
     .decorate('signIns', signIns)
     .decorate('sessions', sessions)
-    .decorate('sessionBackend', deps.backend);
+    .decorate('sessionBackend', deps.backend)
+    .decorate('resourceSampleMs', deps.resourceSampleMs ?? DEFAULT_SAMPLE_MS);
   await api.register(metrics);
   await api.register(apiRoutes, { storageRoot: deps.storageRoot, quotas: deps.quotas });
   if (deps.provider) await deps.provider.register(app, { sessions });

@@ -72,6 +72,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
   // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
   chmodSync(tmp, 0o711);
   const { config, bridge } = localServeConfig(tmp);
+  // Jobs' use sampled every second, not every 5 s: the resource chart's check waits on samples.
+  writeFileSync(config, 'resourceSampleMs: 1000\n', { flag: 'a' });
   let server: ChildProcess | undefined;
   let url: string;
   let admin: ReturnType<typeof serveClient>;

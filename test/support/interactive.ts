@@ -54,6 +54,8 @@ export interface WorldOptions {
   webRoot?: string;
   /** `server.publicUrl` (default: the listen address, http://localhost:<port>). */
   publicUrl?: string;
+  /** How often the server says running jobs are sampled (default: the sampler's default). */
+  resourceSampleMs?: number;
 }
 
 export async function world(options: WorldOptions = {}): Promise<World> {
@@ -100,6 +102,7 @@ export async function world(options: WorldOptions = {}): Promise<World> {
     logger: pino(sink),
     ...(options.webRoot !== undefined ? { webRoot: options.webRoot } : {}),
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+    ...(options.resourceSampleMs !== undefined ? { resourceSampleMs: options.resourceSampleMs } : {}),
   });
   await service.start();
   await app.listen({ port: 0, host: '127.0.0.1' });

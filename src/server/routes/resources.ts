@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
 import { findProduct } from '../../jobs/prepare.ts';
-import { DEFAULT_SAMPLE_MS } from '../../jobs/resource-sampler.ts';
 import { JOB_ID_PATTERN } from '../../model/ids.ts';
 import { closed } from '../../model/schema.ts';
 import { type ApiRoutes, errors } from '../api.ts';
@@ -59,7 +58,7 @@ export const resourceRoutes: ApiRoutes = async (api) => {
       const product = findProduct(api.jobEnvironment.products, id, category);
       return {
         jobId: job.id,
-        periodMs: DEFAULT_SAMPLE_MS,
+        periodMs: api.resourceSampleMs,
         limits: {
           cpuCores: product?.cpu ?? 0,
           memoryBytes: Math.round((product?.memoryInGigs ?? 0) * GIB),
