@@ -127,8 +127,9 @@ describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
       }
       const job = (await answer.json()) as { status: { state: string } };
       job.status.state = 'IN_QUEUE';
-      // Bounded: without a second read (the page does not read again) it answers after 10 s.
-      await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      // Bounded: without a second read (the page does not read again) it answers after 10 s. The
+      // timer unref'd: once the second read came, it does not hold the process 10 s at its end.
+      await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
       await route.fulfill({ response: answer, json: job });
     });
     try {
