@@ -127,6 +127,7 @@ describe('the example apps on the local backend, in a browser', tools, () => {
     for (const secret of [new URL(link).searchParams.get('ticket') ?? '', cookie.value]) {
       assert.deepEqual(processesWithArgument(secret), []);
     }
+    await page.close();
   });
 
   test('the desktop: noVNC finishes the handshake with Xvnc in the job and draws it', {
@@ -144,6 +145,7 @@ describe('the example apps on the local backend, in a browser', tools, () => {
       every: 100,
     });
     await page.screenshot({ path: join(ARTIFACTS, 'desktop-local.png') });
+    await page.close();
   });
 
   test('the terminal: echo $((6*7)) prints 42 in the job', { timeout: 120_000 }, async () => {
@@ -153,5 +155,6 @@ describe('the example apps on the local backend, in a browser', tools, () => {
     await page.goto(`${url}/sessions/shell#${session.sessionIdentifier}`);
     await fortyTwoInTerminal(page);
     await page.screenshot({ path: join(ARTIFACTS, 'terminal-local.png') });
+    await page.close();
   });
 });
