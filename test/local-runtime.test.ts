@@ -268,7 +268,7 @@ describe('local runtime', { skip: skip ?? false }, () => {
     assert.ok(!running.includes(join(stateDir, 'pods', p.name)), 'no supervisor is left');
   });
 
-  test("bubblewrap starts where the host's network namespace mounts are gone and /dev is nosuid; the host keeps its own", async (t) => {
+  test("bubblewrap starts where the host's namespace files (/run/netns, others) are gone and /dev is nosuid; the host keeps its own", async (t) => {
     const devOptions = (mountinfo: string) =>
       mountinfo
         .split('\n')
@@ -281,6 +281,15 @@ describe('local runtime', { skip: skip ?? false }, () => {
     const out = await outputDir(t);
     const p = await pod('unmounted');
     const record = await podRecord(stateDir, p.name);
+    // A namespace file mounted elsewhere than /run/netns, as each owner's user namespace is.
+    const nsDir = await mkdtemp(join(tmpdir(), 'ucompute-namespace-file-'));
+    const nsFile = join(nsDir, 'uts');
+    await writeFile(nsFile, '');
+    execFileSync('/usr/bin/mount', ['--bind', '/proc/self/ns/uts', nsFile]);
+    t.after(async () => {
+      execFileSync('/usr/bin/umount', ['--lazy', nsFile]);
+      await rm(nsDir, { recursive: true, force: true });
+    });
     const main = await p.start(container(out, 'main', ['sleep', '1000']));
     const pidFile = join(stateDir, 'pods', p.name, 'containers', 'main', 'pid');
     // The supervisor's child execs bubblewrap, whose first process stays in the child's mount namespace.
@@ -305,6 +314,12 @@ describe('local runtime', { skip: skip ?? false }, () => {
       host.includes(`/run/netns/${record.network.netns}`),
       "the host still has the pod's namespace mount",
     );
+    const nsfs = (mountinfo: string) => mountinfo.split('\n').filter((line) => line.includes(' - nsfs '));
+    assert.ok(
+      nsfs(host).some((line) => line.includes(nsFile)),
+      'the host keeps its namespace file mounts',
+    );
+    assert.deepEqual(nsfs(mounts), [], 'no namespace file is mounted where bubblewrap starts');
     // bubblewrap's binds of /dev/null, zero, … then have nosuid already and need no remount each.
     assert.ok(devOptions(mounts)?.includes('nosuid'), `/dev is nosuid where bubblewrap starts:\n${mounts}`);
     assert.deepEqual(devOptions(host), hostDev, "the host's /dev keeps its options");

@@ -112,6 +112,26 @@ sub devWithoutSetuid {
   syscall($mount, $none, $dev, 0, $flags, 0);
 }
 
+# The namespace files (nsfs) the host has mounted besides /run/netns: each owner's user namespace
+# (userns.ts), other instances' and tools'. ucompute opens one before a container starts (the
+# launcher, in the host's namespace); no container binds one. Each would be copied into every
+# container's mount namespace and unmounted from it again, under the kernel's one lock of mount
+# namespaces, and read in each of bubblewrap's mountinfo reads: one per owner of the machine.
+sub unmountNamespaceFiles {
+  my $umount2 = shift;
+  open(my $info, '<', '/proc/self/mountinfo') or return;
+  my @points;
+  while (my $line = <$info>) {
+    my ($mount, $source) = split / - /, $line, 2;
+    next unless defined $source && $source =~ /^nsfs /;
+    my $point = (split / /, $mount)[4];
+    $point =~ s/\\([0-7]{3})/chr(oct($1))/ge;
+    push @points, $point;
+  }
+  close($info);
+  syscall($umount2, $_, $MNT_DETACH) for @points;
+}
+
 # True when the host's mount table changed since the last call (or cannot be watched): a change
 # marks /proc/self/mounts exceptional in select until it is asked again.
 sub hostMountsChanged {
@@ -139,6 +159,7 @@ sub makeBase {
     my $made = syscall($unshare, $CLONE_NEWNS) == 0 && syscall($mount, $none, $root, 0, $MS_REC | $MS_SLAVE, 0) == 0;
     if ($made) {
       syscall($umount2, $folder, $MNT_DETACH);
+      unmountNamespaceFiles($umount2);
       devWithoutSetuid($mount);
     }
     syswrite($madeWrite, $made ? 'y' : 'n');
