@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { CHILD_ENV } from '../test/support/cli.ts';
-import { ROOT } from '../test/support/fixtures.ts';
+import { ROOT } from '../test/support/paths.ts';
 import { startServe, stopServe, ucomputeEnv, ucomputeNodeFlags } from '../test/support/serve.ts';
 import { followUcompute, type Reread, tellMissed } from './cluster-events.ts';
 import { followObjects, PODS, VOLCANO_JOBS, volcanoJobOf } from './cluster-follow.ts';

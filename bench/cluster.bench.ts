@@ -43,7 +43,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../src/cli/format.ts';
-import { ROOT } from '../test/support/fixtures.ts';
+import { ROOT } from '../test/support/paths.ts';
 import { cpuMsOf, directSide, type SideOptions, ucomputeSide } from './cluster-sides.ts';
 import { Timeline } from './cluster-timeline.ts';
 import { type KwokMinute, kwokStalled } from './kwok-watchdog.ts';

@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BIN, CHILD_ENV } from '../test/support/cli.ts';
 import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
-import { ROOT } from '../test/support/fixtures.ts';
+import { ROOT } from '../test/support/paths.ts';
 import { type Served, serving, stopServe, ucomputeEnv, ucomputeNodeFlags } from '../test/support/serve.ts';
 import { until } from '../test/support/until.ts';
 

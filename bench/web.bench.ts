@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
-import { ROOT } from '../test/support/fixtures.ts';
 import { call, world } from '../test/support/interactive.ts';
+import { ROOT } from '../test/support/paths.ts';
 import { builtWebApp, WEB_DIST } from '../test/support/web-app.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '7' } } });

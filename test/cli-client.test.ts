@@ -9,7 +9,7 @@ import { parameterValue } from '../src/cli/run.ts';
 import type { ApplicationParameter } from '../src/model/application.ts';
 import type { Job, JobState } from '../src/model/job.ts';
 import { assertExit, CHILD_ENV, runCli, runCliHere } from './support/cli.ts';
-import { ROOT } from './support/fixtures.ts';
+import { ROOT } from './support/paths.ts';
 import { putFile, type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
 
 /**

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { removeBridgeNetwork } from '../src/backends/local/network.ts';
 import { assertExit, CHILD_ENV, runCli, runCliHere } from './support/cli.ts';
-import { ROOT } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
+import { ROOT } from './support/paths.ts';
 import { type Served, servedJobInState, startServe, stopServe } from './support/serve.ts';
 
 /**

@@ -8,7 +8,7 @@ import { commandExitCode, OUTCOME_EXIT_CODES, outcomeOf } from '../src/cli/outco
 import type { Job } from '../src/model/job.ts';
 import { failedRanks, type Outcome, type OutcomeKind, presentOutcome } from '../src/model/outcome.ts';
 import { assertExit, BIN, CHILD_ENV, runCliHere } from './support/cli.ts';
-import { ROOT } from './support/fixtures.ts';
+import { ROOT } from './support/paths.ts';
 import {
   outputTail,
   putFile,

@@ -6,8 +6,8 @@ import { after, describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import type { KubernetesObject, VolcanoJob, VolcanoQueue } from '../src/volcano/api/types.ts';
 import { assertExit, type CliResult, runCli, runCliHere } from './support/cli.ts';
-import { ROOT } from './support/fixtures.ts';
 import { assertValidKubernetesObject } from './support/kubernetes-schemas.ts';
+import { ROOT } from './support/paths.ts';
 
 /**
  * The real `ucompute` command: its main() in this process for what its output and exit code say; a

@@ -10,9 +10,9 @@ import { imageResolver } from '../src/backends/local/images/resolve.ts';
 import { openImageStore } from '../src/backends/local/images/store.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { assertExit, runCliHere } from './support/cli.ts';
-import { ROOT } from './support/fixtures.ts';
 import { busyboxArchive } from './support/images.ts';
 import { needs } from './support/local-tools.ts';
+import { ROOT } from './support/paths.ts';
 
 const tools = await needs('skopeo', 'umoci', 'busybox');
 const buildTools = await needs('skopeo', 'umoci', 'mmdebstrap');

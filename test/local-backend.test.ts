@@ -10,10 +10,10 @@ import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { readManifest } from '../src/volcano/emulation/manifest.ts';
 import { PEERS_ANNOTATION } from '../src/volcano/labels.ts';
 import { assertExit, runCli } from './support/cli.ts';
-import { ROOT } from './support/fixtures.ts';
 import { openTestBackend } from './support/local-backend.ts';
 import { needs } from './support/local-tools.ts';
 import { manualClock } from './support/manual-clock.ts';
+import { ROOT } from './support/paths.ts';
 import { until } from './support/until.ts';
 import { shellTask, vcjob } from './support/vcjob.ts';
 

@@ -11,8 +11,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from './support/fixtures.ts';
 import { needs } from './support/local-tools.ts';
+import { ROOT } from './support/paths.ts';
 import { until } from './support/until.ts';
 
 const tools = await needs('bwrap', 'nft', 'ip', 'unshare', 'nsenter', 'mpiexec', 'sshd');

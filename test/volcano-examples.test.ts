@@ -11,7 +11,7 @@ import type { BackendEvent } from '../src/jobs/backend.ts';
 import { resolveSecurityPolicy } from '../src/model/config.ts';
 import { ValidationError } from '../src/model/errors.ts';
 import { type Manifest, readManifest } from '../src/volcano/emulation/manifest.ts';
-import { ROOT } from './support/fixtures.ts';
+import { ROOT } from './support/paths.ts';
 import { processRuntime } from './support/process-runtime.ts';
 import { until } from './support/until.ts';
 

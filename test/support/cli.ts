@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { main } from '../../src/cli/main.ts';
-import { ROOT } from './fixtures.ts';
+import { ROOT } from './paths.ts';
 
 export const BIN = join(ROOT, 'bin', 'ucompute.js');
 

@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { openImageStore } from '../../src/backends/local/images/store.ts';
 import { underHostLock } from '../../src/backends/local/state-lock.ts';
 import { assertExit, runCli } from './cli.ts';
-import { ROOT } from './fixtures.ts';
+import { ROOT } from './paths.ts';
 
 /** The data folder whose `images` holds them; passable by containers' host users (unlike /root). */
 export const IMAGE_CACHE = process.env.UCOMPUTE_TEST_IMAGES ?? '/var/cache/ucompute-test-images';

@@ -2,7 +2,6 @@
  * Shared test helpers: the example catalogue and products (loaded once per test process), the
  * default configuration, and `prepare`/`build` over a fixed job identity so that names are known.
  */
-import { fileURLToPath } from 'node:url';
 import { type Catalog, loadCatalog } from '../../src/catalog/catalog.ts';
 import { loadProducts } from '../../src/catalog/products.ts';
 import { buildJob } from '../../src/jobs/job-management.ts';
@@ -11,10 +10,9 @@ import { type PipelineConfig, resolvePipelineConfig } from '../../src/model/conf
 import type { Product } from '../../src/model/product.ts';
 import type { JobBuild, JobPlugin, PeerLocation, PreparedJob } from '../../src/plugins/plugin.ts';
 import type { JobStorage } from '../../src/storage/job-storage.ts';
+import { EXAMPLE_APPS, EXAMPLE_PRODUCTS } from './paths.ts';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const EXAMPLE_APPS = fileURLToPath(new URL('../../examples/apps', import.meta.url));
-export const EXAMPLE_PRODUCTS = fileURLToPath(new URL('../../examples/products.yml', import.meta.url));
+export { EXAMPLE_APPS, EXAMPLE_PRODUCTS, ROOT } from './paths.ts';
 
 // Each test file runs in its own process, so this loads once per file.
 export const catalog: Catalog = await loadCatalog(EXAMPLE_APPS);

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { connect } from '../../src/cli/client.ts';
 import type { Job, JobState } from '../../src/model/job.ts';
 import { BIN, CHILD_ENV } from './cli.ts';
-import { ROOT } from './fixtures.ts';
+import { ROOT } from './paths.ts';
 import { until } from './until.ts';
 
 /** The Node flags of ./ucompute's `exec node … bin/ucompute.js` line: serve as it runs there. */
