@@ -15,6 +15,9 @@
 //                           `--test-isolation=none`, one Node less per file) or in a child of it
 //   --batch=SECONDS         files that may share a process, in batches of about this many seconds
 //                           of test/durations.json's walls (default 60; 0: every file in a process of its own)
+//   --check                 also run `npm run check` (package.json's type-checks, lint and format
+//                           check) as a task of the pool, first, beside the first files: its failure
+//                           fails the run as a file's does (`npm test` runs the suite so)
 //   --list                  print the processes (batches, and why each other file runs alone); run none
 //   --profile=DIR           also measure: each file in a cgroup v2 group of its own (CPU time of the
 //                           file and everything it starts), the cores' use every second;
@@ -54,6 +57,7 @@ const { values, positionals } = parseArgs({
     order: { type: 'string', default: 'durations' },
     isolation: { type: 'string', default: 'none' },
     batch: { type: 'string', default: '60' },
+    check: { type: 'boolean', default: false },
     list: { type: 'boolean', default: false },
     profile: { type: 'string' },
     'cpu-prof': { type: 'string' },
@@ -128,6 +132,8 @@ interface Unit {
   seconds: number;
   /** A batch's kind: its files all use the PostgreSQL support, or none does. */
   postgres?: boolean;
+  /** Not a test file: this shell command (`npm run check`'s), run in the checkout. */
+  command?: string;
 }
 const units: Unit[] = [];
 const shared = batchSeconds > 0 ? files.filter((f) => aloneBecause(f) === undefined) : [];
@@ -151,13 +157,24 @@ batches.forEach((b, i) => {
 });
 units.push(...batches);
 if (values.order !== 'alpha') units.sort((a, b) => b.seconds - a.seconds || (a.name < b.name ? -1 : 1));
+// `npm run check` first, in the common pool: ~25 s of type-checks (one core) while the first files
+// mostly wait on their servers, rather than before the suite starts.
+if (values.check) {
+  const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts as Record<
+    string,
+    string
+  >;
+  units.unshift({ name: 'npm run check', files: [], seconds: 0, command: scripts.check! });
+}
 const reporter = join(root, 'test/suite-reporter.ts');
 if (values.list) {
   for (const u of units)
     console.log(
-      u.files.length > 1
-        ? `${u.name}, ${u.seconds.toFixed(1)} s: ${u.files.join(' ')}`
-        : `${u.name}, ${u.seconds.toFixed(1)} s: alone (${batchSeconds > 0 ? (aloneBecause(u.name) ?? 'batch of one') : '--batch=0'})`,
+      u.command
+        ? `${u.name}: ${u.command}`
+        : u.files.length > 1
+          ? `${u.name}, ${u.seconds.toFixed(1)} s: ${u.files.join(' ')}`
+          : `${u.name}, ${u.seconds.toFixed(1)} s: alone (${batchSeconds > 0 ? (aloneBecause(u.name) ?? 'batch of one') : '--batch=0'})`,
     );
   process.exit(0);
 }
@@ -172,6 +189,8 @@ interface Result {
   code: number | null;
   cpu?: { user: number; system: number };
   leftover?: number;
+  /** `npm run check`, not a test file. */
+  command?: boolean;
 }
 
 const t0 = Date.now();
@@ -237,9 +256,8 @@ function runUnit(unit: Unit): Promise<void> {
   return new Promise((resolve) => {
     const start = Date.now();
     const batch = unit.files.length > 1;
-    const events = batch
-      ? join(tmpdir(), `ucompute-suite-${process.pid}-${start}-${unit.files[0]!.replaceAll('/', '_')}.jsonl`)
-      : '';
+    const key = (unit.files[0] ?? unit.name).replaceAll('/', '_').replaceAll(' ', '-');
+    const events = batch ? join(tmpdir(), `ucompute-suite-${process.pid}-${start}-${key}.jsonl`) : '';
     const nodeArgs = batch
       ? [
           '--test',
@@ -253,23 +271,28 @@ function runUnit(unit: Unit): Promise<void> {
       : ['--test', isolation, ...unit.files];
     // The profile of the test process itself (a flag of this `node`, not NODE_OPTIONS: the servers,
     // CLI calls and pods it starts are not profiled).
-    if (cpuProfDir)
-      nodeArgs.unshift(
-        '--cpu-prof',
-        `--cpu-prof-dir=${join(cpuProfDir, unit.files[0]!.replaceAll('/', '_'))}`,
-      );
+    if (cpuProfDir && !unit.command)
+      nodeArgs.unshift('--cpu-prof', `--cpu-prof-dir=${join(cpuProfDir, key)}`);
     let group: string | undefined;
     let command = process.execPath;
     let args = nodeArgs;
+    if (unit.command) {
+      command = '/bin/sh';
+      args = ['-c', unit.command];
+    }
     if (cgroupRoot) {
-      group = join(cgroupRoot, unit.files[0]!.replaceAll('/', '_'));
+      group = join(cgroupRoot, key);
       mkdirSync(group);
       // The shell joins the group before it becomes `node`, so that all it starts is counted.
+      args = ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', group, command, ...args];
       command = '/bin/sh';
-      args = ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', group, process.execPath, ...nodeArgs];
     }
     running.set(unit.name, { start, ...(group ? { group } : {}) });
-    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A command finds the checkout's tools (tsc, biome) as `npm run` would.
+    const env = unit.command
+      ? { ...process.env, PATH: `${join(root, 'node_modules/.bin')}:${process.env.PATH ?? ''}` }
+      : process.env;
+    const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => out.push(d));
@@ -293,6 +316,7 @@ function runUnit(unit: Unit): Promise<void> {
       }
       // A failure no test of the batch reported (an error between tests): the batch's files are named.
       if (code !== 0 && failedFiles.size === 0) for (const f of unit.files) failedFiles.add(f);
+      if (unit.command) result.command = true;
       if (group) {
         const cpu = cpuOf(group);
         result.cpu = { user: cpu.user, system: cpu.system };
@@ -334,7 +358,7 @@ async function pool(queue: Unit[], slots: number): Promise<void> {
 
 // The browser lane takes `browserLane` slots; the common pool the rest, and the browser lane's
 // slots once its queue is empty (one shared queue when the lane is off).
-const browser = browserLane > 0 ? units.filter((u) => isBrowser(u.files[0]!)) : [];
+const browser = browserLane > 0 ? units.filter((u) => u.files[0] !== undefined && isBrowser(u.files[0])) : [];
 const common = units.filter((u) => !browser.includes(u));
 const lane = Math.min(browserLane, browser.length, concurrency - 1);
 if (browser.length > 0 && lane === 0) common.unshift(...browser);
@@ -346,7 +370,7 @@ if (sampler) clearInterval(sampler);
 
 const wall = (Date.now() - t0) / 1000;
 console.log(
-  `# ${files.length} files in ${units.length} processes (${batches.filter((b) => b.files.length > 1).length} batches), ${failed.length} failed, ${wall.toFixed(1)} s`,
+  `# ${files.length} files in ${units.filter((u) => !u.command).length} processes (${batches.filter((b) => b.files.length > 1).length} batches), ${failed.length} failed, ${wall.toFixed(1)} s`,
 );
 for (const f of failed) console.log(`# FAILED ${f}`);
 
@@ -354,7 +378,7 @@ if (values['write-durations']) {
   // A batch's files: each one's tests' time (at least 0.1 s, so that it stays measured), and the
   // batch's CPU split by those times. Files this run did not run keep what they had.
   const durations = { ...measured };
-  for (const r of results) {
+  for (const r of results.filter((r) => !r.command)) {
     const cpu = r.cpu ? r.cpu.user + r.cpu.system : undefined;
     const parts = r.files
       ? Object.entries(r.files).map(([f, s]): [string, number] => [f, Math.max(0.1, s)])
