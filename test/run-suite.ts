@@ -9,6 +9,9 @@
 //
 //   node test/run-suite.ts [files…]        run these files (default: all)
 //   --concurrency=N         processes at a time, the browser lane included (default: cores + 1)
+//   --fill=N                up to N processes more than --concurrency while the machine's cores sit
+//                           idle (under 75 % busy, all its processes counted, 3 s in a row; default
+//                           2; 0: never): the files that wait on servers and pods leave cores unused
 //   --browser-lane=N        browser files at a time (default 1; 0: they share the common pool)
 //   --order=durations|alpha longest first (default) or the old `node --test` order
 //   --isolation=none|process  each file's tests in its `node --test` process itself (default:
@@ -54,6 +57,7 @@ const { values, positionals } = parseArgs({
   options: {
     concurrency: { type: 'string', default: String(availableParallelism() + 1) },
     'browser-lane': { type: 'string', default: '1' },
+    fill: { type: 'string', default: '2' },
     order: { type: 'string', default: 'durations' },
     isolation: { type: 'string', default: 'none' },
     batch: { type: 'string', default: '60' },
@@ -362,10 +366,40 @@ const browser = browserLane > 0 ? units.filter((u) => u.files[0] !== undefined &
 const common = units.filter((u) => !browser.includes(u));
 const lane = Math.min(browserLane, browser.length, concurrency - 1);
 if (browser.length > 0 && lane === 0) common.unshift(...browser);
+// Filling idle cores: one more of the common queue's units each time the machine (everyone's
+// processes, not only the suite's) used under FILL_BELOW of its cores for 3 s in a row, up to
+// `fill` at a time. On a loaded machine this starts none.
+const fill = Math.max(0, Number(values.fill));
+const FILL_BELOW = 0.75;
+const filled: Promise<void>[] = [];
+let filling = 0;
+let filler: NodeJS.Timeout | undefined;
+if (fill > 0) {
+  let last = machineTicks();
+  const recent: number[] = [];
+  filler = setInterval(() => {
+    const ticks = machineTicks();
+    recent.push((ticks.busy - last.busy) / Math.max(1, ticks.total - last.total));
+    last = ticks;
+    if (recent.length > 3) recent.shift();
+    if (recent.length < 3 || Math.max(...recent) >= FILL_BELOW || filling >= fill) return;
+    const next = common.shift();
+    if (next === undefined) return;
+    filling++;
+    recent.length = 0;
+    filled.push(
+      runUnit(next).finally(() => {
+        filling--;
+      }),
+    );
+  }, 1000);
+}
 await Promise.all([
   pool(common, concurrency - lane),
   lane > 0 ? pool(browser, lane).then(() => pool(common, lane)) : Promise.resolve(),
 ]);
+if (filler) clearInterval(filler);
+await Promise.all(filled);
 if (sampler) clearInterval(sampler);
 
 const wall = (Date.now() - t0) / 1000;
