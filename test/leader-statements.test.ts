@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { sessionRevocation } from '../src/interactive/sessions.ts';
@@ -36,67 +36,75 @@ const SPEC: JobSpecification = {
 };
 
 const closing: (() => Promise<unknown>)[] = [];
-after(async () => {
-  for (const close of closing.reverse()) await close();
-});
 
-test('PostgreSQL: a job accepted, submitted, run, charged and cleaned up by a fenced leader costs few statements', {
-  skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
-}, async () => {
-  const url = await newPostgresDatabase();
-  const store = await openPostgresStore(url);
-  closing.push(() => store.close());
-  // The test's own look at the jobs, on a connection of its own that is not counted.
-  const probe = new pg.Client({ connectionString: url });
-  await probe.connect();
-  closing.push(() => probe.end());
-  const count = async (sql: string) => Number((await probe.query(sql)).rows[0].n);
-  const backend = dryBackend({ runForMs: 0 });
-  closing.push(() => backend.close());
-  const service = createJobService({
-    store,
-    env: env(),
-    backend,
-    requireCredits: true,
-    replicated: true,
-    // As `ucompute serve` has them: an ended job's sessions and resource samples removed.
-    plugins: [...PLUGINS, sessionRevocation(store), resourceSeriesCleanup(store)],
+// One describe() around the file, so that its hooks stay its own when it shares a process with
+// others (test/run-suite.ts batches it).
+describe("the leader's statements per job", () => {
+  after(async () => {
+    for (const close of closing.reverse()) await close();
   });
-  await store.accounting.grant('user:alice', 'u1-standard', 1e9, 0, Date.now() + 86_400_000);
-  const lease = (await store.leases.acquire(LEASE, 'leader', 600_000))!;
-  closing.push(await service.lead(store.fenced({ lease: LEASE, epoch: lease.epoch })));
 
-  let statements = 0;
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    if (this !== probe) statements++;
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
-  closing.push(async () => {
+  test('PostgreSQL: a job accepted, submitted, run, charged and cleaned up by a fenced leader costs few statements', {
+    skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
+  }, async () => {
+    const url = await newPostgresDatabase();
+    const store = await openPostgresStore(url);
+    closing.push(() => store.close());
+    // The test's own look at the jobs, on a connection of its own that is not counted.
+    const probe = new pg.Client({ connectionString: url });
+    await probe.connect();
+    closing.push(() => probe.end());
+    const count = async (sql: string) => Number((await probe.query(sql)).rows[0].n);
+    const backend = dryBackend({ runForMs: 0 });
+    closing.push(() => backend.close());
+    const service = createJobService({
+      store,
+      env: env(),
+      backend,
+      requireCredits: true,
+      replicated: true,
+      // As `ucompute serve` has them: an ended job's sessions and resource samples removed.
+      plugins: [...PLUGINS, sessionRevocation(store), resourceSeriesCleanup(store)],
+    });
+    await store.accounting.grant('user:alice', 'u1-standard', 1e9, 0, Date.now() + 86_400_000);
+    const lease = (await store.leases.acquire(LEASE, 'leader', 600_000))!;
+    closing.push(await service.lead(store.fenced({ lease: LEASE, epoch: lease.epoch })));
+
+    let statements = 0;
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      if (this !== probe) statements++;
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    closing.push(async () => {
+      pg.Client.prototype.query = query;
+    });
+
+    const alice = { username: 'alice', admin: false };
+    let sent = 0;
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (sent < JOBS) {
+          sent++;
+          await service.create(alice, [SPEC]);
+        }
+      }),
+    );
+    await until(
+      async () => (await count("select count(*) as n from jobs where state = 'SUCCESS'")) === JOBS,
+      {
+        describe: `all ${JOBS} jobs end`,
+        timeout: 120_000,
+      },
+    );
+    // Each ended job's charge recorded (then its sessions and samples are removed): counted too.
+    await until(async () => (await count('select count(*) as n from charges')) === JOBS, {
+      describe: 'every job charged',
+      timeout: 60_000,
+    });
     pg.Client.prototype.query = query;
+    const perJob = statements / JOBS;
+    console.log(`${perJob.toFixed(2)} statements per job (${statements} for ${JOBS} jobs)`);
+    assert.ok(perJob <= 5, `${perJob.toFixed(2)} statements per job`);
   });
-
-  const alice = { username: 'alice', admin: false };
-  let sent = 0;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      while (sent < JOBS) {
-        sent++;
-        await service.create(alice, [SPEC]);
-      }
-    }),
-  );
-  await until(async () => (await count("select count(*) as n from jobs where state = 'SUCCESS'")) === JOBS, {
-    describe: `all ${JOBS} jobs end`,
-    timeout: 120_000,
-  });
-  // Each ended job's charge recorded (then its sessions and samples are removed): counted too.
-  await until(async () => (await count('select count(*) as n from charges')) === JOBS, {
-    describe: 'every job charged',
-    timeout: 60_000,
-  });
-  pg.Client.prototype.query = query;
-  const perJob = statements / JOBS;
-  console.log(`${perJob.toFixed(2)} statements per job (${statements} for ${JOBS} jobs)`);
-  assert.ok(perJob <= 5, `${perJob.toFixed(2)} statements per job`);
 });
