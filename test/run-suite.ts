@@ -1,8 +1,8 @@
-// The test suite's runner (`npm test` runs it after `npm run check`): every `test/**/*.test.ts` in a
+// The test suite's runner (`npm test` runs it with `--check`): every `test/**/*.test.ts` in a
 // `node --test` process, longest first (the order of test/durations.json, measured; files not in it
 // after them), one more at a time than the machine has cores (a file uses about half a core: it
 // waits on its servers, pods and processes), with the browser files (Chromium) in a lane of their
-// own beside the rest so that two Chromiums never share the cores. Small files that may share a process (see
+// own beside the rest so that two Chromiums never share the cores: one process, one Chromium. Small files that may share a process (see
 // `shareable`) run in batches, several files in one `node --test --test-isolation=none` process:
 // each Node and its imports (~0.5 CPU-s a file) are paid once per batch. A file's or batch's output
 // is printed whole when it ends, with the files that failed named; the exit code is 1 when any did.
@@ -12,7 +12,9 @@
 //   --fill=N                up to N processes more than --concurrency while the machine's cores sit
 //                           idle (under 75 % busy, all its processes counted, 3 s in a row; default
 //                           2; 0: never): the files that wait on servers and pods leave cores unused
-//   --browser-lane=N        browser files at a time (default 1; 0: they share the common pool)
+//   --browser-lane=N        the browser lane's slots (default 1: the browser files one after the
+//                           other in one process of their own, or each alone with --batch=0; 0: each
+//                           alone in the common pool)
 //   --order=durations|alpha longest first (default) or the old `node --test` order
 //   --isolation=none|process  each file's tests in its `node --test` process itself (default:
 //                           `--test-isolation=none`, one Node less per file) or in a child of it
@@ -120,13 +122,20 @@ const ALONE: [RegExp, string][] = [
  * first use, stopped at exit; a database per test), so per batch rather than per file.
  */
 const usesPostgres = (file: string) => /support\/postgres\.ts'/.test(readFileSync(join(root, file), 'utf8'));
+/**
+ * The browser files share one process of their own, in the browser lane, one after the other: the
+ * process's first browser file starts its Chromium and the others use it (test/support/chromium.ts;
+ * all 7 in one process: 139 vs 161 CPU-s in the browser engineer's pair of 05:40).
+ */
+const browserTogether = browserLane > 0;
 function aloneBecause(file: string): string | undefined {
-  if (isBrowser(file)) return 'browser';
+  const source = () => readFileSync(join(root, file), 'utf8');
+  if (isBrowser(file))
+    return browserTogether ? ALONE.find(([pattern]) => pattern.test(source()))?.[1] : 'browser';
   const cpu = measured[file]?.cpu;
   if (cpu === undefined) return 'no measured CPU time';
   if (cpu > MAX_SHARED_CPU_SECONDS) return `${cpu} CPU-s`;
-  const source = readFileSync(join(root, file), 'utf8');
-  return ALONE.find(([pattern]) => pattern.test(source))?.[1];
+  return ALONE.find(([pattern]) => pattern.test(source()))?.[1];
 }
 
 /** What one `node --test` process runs: one file, or a batch of files that may share it. */
@@ -134,8 +143,9 @@ interface Unit {
   name: string;
   files: string[];
   seconds: number;
-  /** A batch's kind: its files all use the PostgreSQL support, or none does. */
+  /** A batch's kind: its files all use the PostgreSQL support, or none does; browser files or none. */
   postgres?: boolean;
+  browser?: boolean;
   /** Not a test file: this shell command (`npm run check`'s), run in the checkout. */
   command?: string;
 }
@@ -143,14 +153,19 @@ const units: Unit[] = [];
 const shared = batchSeconds > 0 ? files.filter((f) => aloneBecause(f) === undefined) : [];
 for (const file of files)
   if (!shared.includes(file)) units.push({ name: file, files: [file], seconds: known[file] ?? 0 });
-// First fit, longest first: batches of about `batchSeconds` of measured time each.
+// First fit, longest first: batches of about `batchSeconds` of measured time each; the browser
+// files in one.
 const batches: Unit[] = [];
 for (const file of shared) {
   const seconds = known[file] ?? 0;
   const postgres = usesPostgres(file);
-  let batch = batches.find((b) => b.postgres === postgres && b.seconds + seconds <= batchSeconds);
+  const browser = isBrowser(file);
+  let batch = batches.find(
+    (b) =>
+      b.postgres === postgres && b.browser === browser && (browser || b.seconds + seconds <= batchSeconds),
+  );
   if (!batch) {
-    batch = { name: '', files: [], seconds: 0, postgres };
+    batch = { name: '', files: [], seconds: 0, postgres, browser };
     batches.push(batch);
   }
   batch.files.push(file);
