@@ -20,6 +20,11 @@
  *    them is in; with `--accept-only`, until the load ends), by kind. A separate case: logging every
  *    statement slows PostgreSQL.
  *
+ * With `--waits`, what the case database's backends do during the timed load of each PostgreSQL
+ * case, sampled every 10 ms from pg_stat_activity: the mean number of backends on the CPU, waiting
+ * for a lock (the job events lock is Lock:advisory, NOTIFY's Lock:object), for the WAL's sync, idle
+ * in a transaction (waiting for their client) … (the sampler's backend is in PostgreSQL's CPU).
+ *
  * With `--accept-only`, the PostgreSQL cases take the lease from their leader once it holds it (a
  * holder that is no replica, for longer than the run): no replica runs the leader's loop, and the
  * figures are those of acceptance alone, its ceiling on this machine. With `--cpu-prof DIR`, every
@@ -32,6 +37,7 @@
  *
  *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills] [--statements]
  *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none) [--accept-only] [--cpu-prof DIR]
+ *     [--waits]
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -56,6 +62,7 @@ const { values } = parseArgs({
     replicas: { type: 'string', default: '1,2,3' },
     'accept-only': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    waits: { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -240,10 +247,55 @@ interface Case {
   /** The load generator's (every wrk's) CPU ms per accepted job. */
   wrkCpuMsPerJob: number;
   load: string;
+  /** With --waits: the mean number of backends per state and wait during the load, most first. */
+  waits?: [string, number][];
+}
+
+/**
+ * What the backends of the database at `url` do while `during` runs, sampled every 10 ms: the mean
+ * number per state and wait event over the samples (idle ones left out), most first.
+ */
+async function backendsDuring<T>(url: string, during: Promise<T>): Promise<[T, [string, number][]]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const counts = new Map<string, number>();
+  let samples = 0;
+  let done = false;
+  const result = during.finally(() => {
+    done = true;
+  });
+  try {
+    // Bounded: at most one sample per 10 ms over the case's seconds and a margin.
+    for (let i = 0; !done && i < (SECONDS + 30) * 100; i++) {
+      const { rows } = await client.query<{ what: string; n: number }>(
+        `select case when state = 'active' then coalesce(wait_event_type || ':' || wait_event, 'active, on the CPU')
+                     else state || coalesce(' (' || wait_event || ')', '') end as what, count(*)::int as n
+         from pg_stat_activity
+         where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'
+           and state <> 'idle'
+         group by 1`,
+      );
+      samples++;
+      for (const r of rows) counts.set(r.what, (counts.get(r.what) ?? 0) + r.n);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return [
+      await result,
+      [...counts].map(([what, n]) => [what, n / samples] as [string, number]).sort((a, b) => b[1] - a[1]),
+    ];
+  } finally {
+    await client.end();
+  }
 }
 
 /** Warm-up, then the timed load over `urls` (connections split evenly), with the CPU it cost. */
-async function measure(name: string, urls: string[], pids: number[], token: string): Promise<Case> {
+async function measure(
+  name: string,
+  urls: string[],
+  pids: number[],
+  token: string,
+  database?: string,
+): Promise<Case> {
   const split = (i: number) =>
     Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0);
   const cpu = () => Promise.all(pids.map(cpuMs));
@@ -259,7 +311,8 @@ async function measure(name: string, urls: string[], pids: number[], token: stri
   await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
   const threads = () => Promise.all(pids.map(threadsCpuMs));
   const [each0, postgresBefore, threads0] = [await cpu(), await postgresCpuMs(), await threads()];
-  const results = await Promise.all(urls.map((url, i) => wrk(url, token, split(i), SECONDS)));
+  const load = Promise.all(urls.map((url, i) => wrk(url, token, split(i), SECONDS)));
+  const [results, waits] = database && values.waits ? await backendsDuring(database, load) : [await load];
   const [each1, postgresAfter, threads1] = [await cpu(), await postgresCpuMs(), await threads()];
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const [replicasBefore, replicasAfter] = [sum(each0), sum(each1)];
@@ -289,6 +342,7 @@ async function measure(name: string, urls: string[], pids: number[], token: stri
     })),
     wrkCpuMsPerJob: results.reduce((sum, r) => sum + r.cpuMs, 0) / accepted,
     load: await loadAverage(),
+    ...(waits ? { waits } : {}),
   };
 }
 
@@ -323,10 +377,11 @@ async function takeLease(set: ReplicaSet): Promise<void> {
 async function postgresCase(count: number): Promise<Case> {
   const mine: (() => unknown)[] = [];
   const profile = values['cpu-prof'];
+  const database = await newPostgresDatabase();
   const set = await startReplicas(
     { after: (cleanup) => void mine.push(cleanup) },
     undefined,
-    await newPostgresDatabase(),
+    database,
     count,
     {
       lease: null,
@@ -347,6 +402,7 @@ async function postgresCase(count: number): Promise<Case> {
       replicas.map((r) => r.url),
       replicas.map((r) => r.child.pid!),
       set.token,
+      database,
     );
   } finally {
     // The profile is written as the process exits by itself.
@@ -502,6 +558,12 @@ try {
     console.log(
       `| ${c.name} | ${c.threads.map((t) => `${t.main.toFixed(3)} + ${t.others.toFixed(3)}`).join(' / ')} | ` +
         `${c.postgresCpuMsPerJob.toFixed(3)} | ${c.wrkCpuMsPerJob.toFixed(3)} | ${ours.toFixed(3)} | ${all.toFixed(3)} | ${((100 * ours) / all).toFixed(0)} % |`,
+    );
+  }
+  for (const c of cases.filter((c) => c.waits)) {
+    console.log(
+      `\n${c.name}: PostgreSQL's backends during the load (mean of samples every 10 ms, idle ones left out): ` +
+        c.waits!.map(([what, n]) => `${what} ${n.toFixed(2)}`).join(', '),
     );
   }
   if (cases.some((c) => c.failures > 0)) process.exitCode = 1;
