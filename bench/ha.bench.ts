@@ -20,6 +20,11 @@
  *    them is in; with `--accept-only`, until the load ends), by kind. A separate case: logging every
  *    statement slows PostgreSQL.
  *
+ * With `--owners N` (N > 1), the jobs of every case are submitted by N users, each with its own
+ * credits, in turn request by request (made through the admin API before the load): an intake
+ * flush locks its owners' allocations until it commits, so one owner's submissions, whichever
+ * replica takes them, commit one after the other; a platform's many users' do not.
+ *
  * With `--waits`, what the case database's backends do during the timed load of each PostgreSQL
  * case, sampled every 10 ms from pg_stat_activity: the mean number of backends on the CPU, waiting
  * for a lock (the job events lock is Lock:advisory, NOTIFY's Lock:object), for the WAL's sync, idle
@@ -37,7 +42,7 @@
  *
  *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills] [--statements]
  *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none) [--accept-only] [--cpu-prof DIR]
- *     [--waits]
+ *     [--waits] [--owners 1]
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -63,11 +68,13 @@ const { values } = parseArgs({
     'accept-only': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     waits: { type: 'boolean', default: false },
+    owners: { type: 'string', default: '1' },
   },
 });
 const SECONDS = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);
 const KILLS = Number(values.kills);
+const OWNERS = Number(values.owners);
 
 const job = {
   application: { name: 'mpi-hello', version: '1.0' },
@@ -143,7 +150,8 @@ interface WrkResult {
 }
 
 /** wrk against one replica: `connections` connections, one thread, single-item submissions. */
-async function wrk(url: string, token: string, connections: number, seconds: number): Promise<WrkResult> {
+async function wrk(url: string, tokens: string[], connections: number, seconds: number): Promise<WrkResult> {
+  const token = tokens[0]!;
   const script = join(work, 'post.lua');
   await writeFile(
     script,
@@ -152,6 +160,23 @@ async function wrk(url: string, token: string, connections: number, seconds: num
       'wrk.headers["Content-Type"] = "application/json"',
       `wrk.headers["Authorization"] = "Bearer ${token}"`,
       `wrk.body = [[${JSON.stringify({ items: [job] })}]]`,
+      // Several owners: each request as the next one (the requests made once, in init).
+      ...(tokens.length > 1
+        ? [
+            `local tokens = {${tokens.map((t) => `"${t}"`).join(', ')}}`,
+            'local requests = {}',
+            'local k = 0',
+            'init = function(args)',
+            '  for i, t in ipairs(tokens) do',
+            '    requests[i] = wrk.format(nil, nil, {["Host"] = wrk.headers["Host"], ["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. t})',
+            '  end',
+            'end',
+            'request = function()',
+            '  k = k % #requests + 1',
+            '  return requests[k]',
+            'end',
+          ]
+        : []),
       // The first answer that is not a 2xx, whole (up to 500 bytes): why a replica refused.
       'local told = false',
       'response = function(status, headers, body)',
@@ -212,6 +237,34 @@ async function wrk(url: string, token: string, connections: number, seconds: num
     })(),
     quantiles: [...out.matchAll(/^Q (\d+)$/gm)].map((m) => Number(m[1]) / 1000),
   };
+}
+
+/**
+ * The tokens of the `--owners` users the load submits as: the admin's alone for one; else users
+ * `bench1` … made through the admin API at `url`, each granted credits for the run's jobs.
+ */
+async function ownerTokens(url: string, admin: string): Promise<string[]> {
+  if (OWNERS <= 1) return [admin];
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (response.status !== 200) throw new Error(`${path}: ${response.status} ${await response.text()}`);
+    return response.json() as Promise<{ token?: string }>;
+  };
+  const tokens: string[] = [];
+  for (let i = 1; i <= OWNERS; i++) {
+    await post('/api/admin/users', { name: `bench${i}` });
+    await post('/api/accounting/allocations', {
+      owner: `user:bench${i}`,
+      category: job.product.category,
+      credits: CONFIG.accounting.initialCredits,
+    });
+    tokens.push((await post('/api/admin/tokens', { username: `bench${i}`, description: 'ha.bench' })).token!);
+  }
+  return tokens;
 }
 
 /** The latency at quantile `q` of all requests, each wrk's quantiles weighted by its requests. */
@@ -296,6 +349,7 @@ async function measure(
   token: string,
   database?: string,
 ): Promise<Case> {
+  const tokens = await ownerTokens(urls[0]!, token);
   const split = (i: number) =>
     Math.floor(CONNECTIONS / urls.length) + (i < CONNECTIONS % urls.length ? 1 : 0);
   const cpu = () => Promise.all(pids.map(cpuMs));
@@ -308,10 +362,10 @@ async function measure(
   const idleSeconds = (performance.now() - idleStart) / 1000;
   const idlePerSecond = idle1.map((after, i) => (after - idle0[i]!) / idleSeconds);
   const postgresIdlePerSecond = (postgresIdle1 - postgresIdle0) / idleSeconds;
-  await Promise.all(urls.map((url, i) => wrk(url, token, split(i), 2)));
+  await Promise.all(urls.map((url, i) => wrk(url, tokens, split(i), 2)));
   const threads = () => Promise.all(pids.map(threadsCpuMs));
   const [each0, postgresBefore, threads0] = [await cpu(), await postgresCpuMs(), await threads()];
-  const load = Promise.all(urls.map((url, i) => wrk(url, token, split(i), SECONDS)));
+  const load = Promise.all(urls.map((url, i) => wrk(url, tokens, split(i), SECONDS)));
   const [results, waits] = database && values.waits ? await backendsDuring(database, load) : [await load];
   const [each1, postgresAfter, threads1] = [await cpu(), await postgresCpuMs(), await threads()];
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -435,7 +489,8 @@ async function statementsCase(): Promise<{ accepted: number; total: number; kind
     const log = await postgresLog();
     const from = (await readFile(log)).length;
     const split = (i: number) => Math.floor(CONNECTIONS / 3) + (i < CONNECTIONS % 3 ? 1 : 0);
-    await Promise.all(set.replicas.map((r, i) => wrk(r.url, set.token, split(i), SECONDS)));
+    const tokens = await ownerTokens(set.replicas[0]!.url, set.token);
+    await Promise.all(set.replicas.map((r, i) => wrk(r.url, tokens, split(i), SECONDS)));
     const active = async () =>
       Number(
         (
@@ -530,7 +585,7 @@ try {
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   console.log(
     `commit ${commit}, Node ${process.version}, ${SECONDS} s per case, ${CONNECTIONS} connections, ` +
-      `dry backend${values['accept-only'] ? ', acceptance alone (no leader)' : ''}, load average at the start ${await loadAverage()}\n`,
+      `dry backend${values['accept-only'] ? ', acceptance alone (no leader)' : ''}, ${OWNERS} owner${OWNERS > 1 ? 's' : ''}, load average at the start ${await loadAverage()}\n`,
   );
   const cases = [await sqliteCase()];
   for (const count of values.replicas.split(',').filter(Boolean).map(Number))
