@@ -30,6 +30,10 @@
  * for a lock (the job events lock is Lock:advisory, NOTIFY's Lock:object), for the WAL's sync, idle
  * in a transaction (waiting for their client) … (the sampler's backend is in PostgreSQL's CPU).
  *
+ * With `--tables`, what PostgreSQL does per job in each PostgreSQL case, from before its warm-up until
+ * all its jobs have ended: rows inserted, updated (HOT or not) and deleted per table, and each
+ * statement's calls, rows, time, buffers and WAL (pg_stat_statements, preloaded): bench/postgres-work.ts.
+ *
  * With `--accept-only`, the PostgreSQL cases take the lease from their leader once it holds it (a
  * holder that is no replica, for longer than the run): no replica runs the leader's loop, and the
  * figures are those of acceptance alone, its ceiling on this machine. With `--cpu-prof DIR`, every
@@ -42,7 +46,7 @@
  *
  *   node bench/ha.bench.ts [--seconds 10] [--connections 16] [--kills 10] [--skip-kills] [--statements]
  *     [--replicas 1,2,3]   (the PostgreSQL cases run; '' for none) [--accept-only] [--cpu-prof DIR]
- *     [--waits] [--owners 1]
+ *     [--waits] [--owners 1] [--tables]
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -52,10 +56,11 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { volcanoJobName } from '../src/volcano/names.ts';
 import { fakeCluster } from '../test/support/fake-kube/cluster.ts';
-import { newPostgresDatabase, postgresLog } from '../test/support/postgres.ts';
+import { newPostgresDatabase, postgresLog, postgresSettings } from '../test/support/postgres.ts';
 import { leaderOtherThan, type Replica, type ReplicaSet, startReplicas } from '../test/support/replicas.ts';
 import { serving, spawnServe } from '../test/support/serve.ts';
 import { until } from '../test/support/until.ts';
+import { postgresWork } from './postgres-work.ts';
 
 const { values } = parseArgs({
   options: {
@@ -69,12 +74,15 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'string' },
     waits: { type: 'boolean', default: false },
     owners: { type: 'string', default: '1' },
+    tables: { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);
 const KILLS = Number(values.kills);
 const OWNERS = Number(values.owners);
+if (values.tables)
+  postgresSettings({ shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' });
 
 const job = {
   application: { name: 'mpi-hello', version: '1.0' },
@@ -302,6 +310,8 @@ interface Case {
   load: string;
   /** With --waits: the mean number of backends per state and wait during the load, most first. */
   waits?: [string, number][];
+  /** With --tables: PostgreSQL's rows and statements per job (postgres-work.ts), as Markdown. */
+  tables?: string;
 }
 
 /**
@@ -451,13 +461,15 @@ async function postgresCase(count: number): Promise<Case> {
     const replicas = [...set.replicas].sort(
       (a, b) => Number(b === leader?.replica) - Number(a === leader?.replica),
     );
-    return await measure(
+    const work = values.tables ? await postgresWork(database) : undefined;
+    const measured = await measure(
       `PostgreSQL, ${count} replica${count > 1 ? 's' : ''}${values['accept-only'] ? ', acceptance alone' : ''}`,
       replicas.map((r) => r.url),
       replicas.map((r) => r.child.pid!),
       set.token,
       database,
     );
+    return { ...measured, ...(work ? { tables: await work.done() } : {}) };
   } finally {
     // The profile is written as the process exits by itself.
     if (profile) {
@@ -621,6 +633,7 @@ try {
         c.waits!.map(([what, n]) => `${what} ${n.toFixed(2)}`).join(', '),
     );
   }
+  for (const c of cases.filter((c) => c.tables)) console.log(`\n${c.name}: PostgreSQL's work, ${c.tables}`);
   if (cases.some((c) => c.failures > 0)) process.exitCode = 1;
   if (values.statements) {
     const s = await statementsCase();

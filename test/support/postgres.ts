@@ -41,6 +41,17 @@ interface Server {
 
 let server: Promise<Server> | undefined;
 let databases = 0;
+/** Settings the server starts with beyond ours (`-c name=value`), set before its first use. */
+let settings: Record<string, string> = {};
+
+/**
+ * Starts the server, when it starts, with these settings too (e.g. a bench's
+ * `shared_preload_libraries`); throws once it has started: they would not apply.
+ */
+export function postgresSettings(more: Record<string, string>): void {
+  if (server) throw new Error("the tests' PostgreSQL server has started: its settings are set");
+  settings = { ...settings, ...more };
+}
 
 /** As the postgres user when we are root (PostgreSQL refuses root); as ourselves otherwise. */
 function serverUser(): { uid: number; gid: number } | Record<string, never> {
@@ -93,6 +104,7 @@ async function start(): Promise<Server> {
         'listen_addresses=127.0.0.1',
         '-c',
         'max_connections=200',
+        ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
       ],
       { stdio: ['ignore', log, log], ...user },
     );
