@@ -6,6 +6,7 @@ import {
   mkdtemp,
   readdir,
   readFile,
+  readlink,
   rm,
   stat,
   symlink,
@@ -121,6 +122,46 @@ test("a job folder made on the folders' thread: missing folders made, the file w
   await drive.makeFolderWith!('/home/alice/Jobs/App/7', [{ name: 'planted', content: 'x' }]);
   await assert.rejects(lstat(join(elsewhere, 'victim')), { code: 'ENOENT' });
   assert.equal(await readFile(join(root, 'home/alice/Jobs/App/7/planted'), 'utf8'), 'x');
+});
+
+test("one batch of job folders on the folders' thread: the folder above shared, a symlink among them refused, no descriptor left open", async (t) => {
+  const root = await storage(t);
+  const elsewhere = await storage(t);
+  const drive = directoryStorage(root);
+  const files = (id: number) => [{ name: 'JobParameters.json', content: `{"jobId":"${id}"}\n` }];
+  await drive.makeFolderWith!('/home/dan/Jobs/App/0', files(0));
+  // The descriptors of this process (its threads') open on something in the storage.
+  const open = async () => {
+    const links = await Promise.all(
+      (await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')),
+    );
+    return links.filter((l) => l.startsWith(root));
+  };
+  await mkdir(join(root, 'home/erin/Jobs'), { recursive: true });
+  await symlink(elsewhere, join(root, 'home/erin/Jobs/App'));
+  // Made in one turn of the event loop: one message to the thread.
+  const made = await Promise.allSettled([
+    ...[1, 2, 3].map((id) => drive.makeFolderWith!(`/home/dan/Jobs/App/${id}`, files(id))),
+    drive.makeFolderWith!('/home/erin/Jobs/App/1', files(1)),
+    drive.makeFolderWith!('/home/dan/Jobs/Other/4', files(4)),
+  ]);
+  assert.deepEqual(
+    made.map((m) => m.status),
+    ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+  );
+  assert.match(
+    String((made[3] as PromiseRejectedResult).reason),
+    /App in \/home\/erin\/Jobs\/App\/1 is not a folder/,
+  );
+  assert.deepEqual(await readdir(elsewhere), []);
+  for (const id of [1, 2, 3]) {
+    assert.equal(
+      await readFile(join(root, `home/dan/Jobs/App/${id}/JobParameters.json`), 'utf8'),
+      `{"jobId":"${id}"}\n`,
+    );
+  }
+  assert.deepEqual(await readdir(join(root, 'home/dan/Jobs/Other/4')), ['JobParameters.json']);
+  assert.deepEqual(await open(), [], 'descriptors left open by the thread');
 });
 
 test(
