@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { POSTGRES_TESTED } from './support/postgres.ts';
+import { POSTGRES_TESTED, postgresBin } from './support/postgres.ts';
 import { until } from './support/until.ts';
 
 // The tests' own PostgreSQL (support/postgres.ts) must not outlive the test process that started
@@ -64,3 +65,37 @@ for (const end of ['SIGTERM', 'SIGKILL', 'exit'] as const) {
     });
   });
 }
+
+test("a template folder planted under the tests' predictable name is refused, not copied and run", {
+  skip: !POSTGRES_TESTED && 'PostgreSQL is not installed',
+}, async (t) => {
+  const bin = postgresBin();
+  assert.ok(bin, 'PostgreSQL is not installed');
+  const planted = mkdtempSync(join(tmpdir(), 'ucompute-planted-'));
+  t.after(() => rmSync(planted, { recursive: true, force: true }));
+  // What another user of a shared temporary folder could make first: a whole-looking template,
+  // open to all, its configuration the server would run.
+  const name = join(
+    planted,
+    `ucompute-postgres-template-${basename(dirname(bin))}-${process.getuid?.() ?? 0}`,
+  );
+  mkdirSync(join(name, 'global'), { recursive: true, mode: 0o777 });
+  writeFileSync(join(name, 'global', 'pg_control'), '');
+  writeFileSync(join(name, 'postgresql.conf'), "archive_command = 'touch planted-ran'\n");
+  const script = `
+    const { newPostgresDatabase } = await import(${JSON.stringify(new URL('./support/postgres.ts', import.meta.url).href)});
+    try { await newPostgresDatabase(); console.log('started'); } catch (error) { console.log(String(error.message)); }
+    process.exit(0);
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, TMPDIR: planted },
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    out += text;
+  });
+  await new Promise((resolve) => child.once('exit', resolve));
+  assert.match(out, /is not a PostgreSQL template made by the server's user/);
+  assert.ok(out.includes(name), out);
+});

@@ -3,6 +3,7 @@ import {
   chownSync,
   existsSync,
   fchownSync,
+  lstatSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -139,7 +140,8 @@ async function start(): Promise<Server> {
 function template(bin: string, user: ReturnType<typeof serverUser>): string {
   const version = basename(dirname(bin));
   const ready = join(tmpdir(), `ucompute-postgres-template-${version}-${process.getuid?.() ?? 0}`);
-  if (existsSync(join(ready, 'global', 'pg_control'))) return ready;
+  const owner = 'uid' in user ? user.uid : process.getuid?.();
+  if (madeByServerUser(ready, owner)) return ready;
   const dir = mkdtempSync(`${ready}.making-`);
   if ('uid' in user) chownSync(dir, user.uid, user.gid);
   const data = join(dir, 'data');
@@ -154,10 +156,31 @@ function template(bin: string, user: ReturnType<typeof serverUser>): string {
   try {
     renameSync(data, ready);
   } catch (error) {
-    if (!existsSync(join(ready, 'global', 'pg_control'))) throw error;
+    if (!madeByServerUser(ready, owner)) throw error;
   }
   rmSync(dir, { recursive: true, force: true });
   return ready;
+}
+
+/**
+ * Whether `ready` is a whole template that the server's user made: a folder (not a link), owned by
+ * that user and closed to everyone else, as initdb leaves it. The name is predictable in a shared
+ * temporary folder, so one planted there by another user is refused, naming it, instead of being
+ * copied and run by the server.
+ */
+function madeByServerUser(ready: string, owner: number | undefined): boolean {
+  let found: ReturnType<typeof lstatSync>;
+  try {
+    found = lstatSync(ready);
+  } catch {
+    return false;
+  }
+  if (!found.isDirectory() || found.uid !== owner || (found.mode & 0o077) !== 0) {
+    throw new Error(
+      `${ready} is not a PostgreSQL template made by the server's user (uid ${owner}, mode 0700): remove it`,
+    );
+  }
+  return existsSync(join(ready, 'global', 'pg_control'));
 }
 
 /**
