@@ -11,6 +11,7 @@ import { test } from 'node:test';
  */
 
 const SRC = resolve(import.meta.dirname, '../src');
+const WEB = resolve(import.meta.dirname, '../web/src');
 
 const LAYER: Record<string, number> = {
   model: 0,
@@ -36,7 +37,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const path = join(dir, e.name);
     if (e.isDirectory()) return sourceFiles(path);
-    return e.name.endsWith('.ts') ? [path] : [];
+    return /\.tsx?$/.test(e.name) ? [path] : [];
   });
 }
 
@@ -133,6 +134,19 @@ test("Volcano's API is only Volcano's: volcano/api imports nothing of the emulat
   assert.deepEqual(wrong, []);
 });
 
+/** A file has one job and stays under ~400 lines (STYLE; issue 22): the server's and the web's. */
+test('no file of src or web/src is over 400 lines', () => {
+  const MAX_LINES = 400;
+  const over = [...sourceFiles(SRC), ...sourceFiles(WEB)]
+    .map((file) => ({ file: relative(resolve(SRC, '..'), file), lines: linesOf(readFileSync(file, 'utf8')) }))
+    .filter(({ lines }) => lines > MAX_LINES)
+    .map(({ file, lines }) => `${file}: ${lines} lines`);
+  assert.deepEqual(over, []);
+});
+
+/** Lines as `wc -l` counts them: a last line without its newline counts too. */
+const linesOf = (text: string) => (text === '' ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0));
+
 test('the checks find what they look for', () => {
   assert.deepEqual(
     importsOf(
@@ -146,6 +160,7 @@ test('the checks find what they look for', () => {
     ['model/job.ts', []],
   ]);
   assert.deepEqual(cycles(graph), [['cli/jobs.ts', 'cli/run.ts']]);
+  assert.deepEqual([linesOf(''), linesOf('a\n'), linesOf('a\nb'), linesOf('a\n\nb\n')], [0, 1, 2, 3]);
 });
 
 /**
