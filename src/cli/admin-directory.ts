@@ -1,3 +1,5 @@
+import type { AllocationRecord } from '../store/accounting.ts';
+import type { AuditEntry } from '../store/audit-log.ts';
 import { clientFlags, type OptionValues, parseClientCommand, stringOption } from './args.ts';
 import { type Client, connect } from './client.ts';
 import { CliError } from './errors.ts';
@@ -110,15 +112,7 @@ const LISTS: Record<string, Lister> = {
     };
   },
   async grants(client, query) {
-    const grants = await all<{
-      id: number;
-      owner: string;
-      category: string;
-      credits: number;
-      used: number;
-      startAt: number;
-      endAt: number;
-    }>(client, '/api/admin/grants', { query });
+    const grants = await all<AllocationRecord>(client, '/api/admin/grants', { query });
     const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 2 });
     return {
       json: { items: grants },
@@ -220,15 +214,6 @@ export function adminDirectoryCommand(
   }
   if (name === 'audit') return (argv) => auditCommand(argv, usage);
   return undefined;
-}
-
-interface AuditEntry {
-  id: number;
-  at: number;
-  actor: string;
-  action: string;
-  target: string;
-  details: Record<string, unknown>;
 }
 
 async function auditCommand(argv: string[], usage: string): Promise<number> {
