@@ -2,18 +2,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { describe, test } from 'node:test';
-import pg from 'pg';
 import type { JobState } from '../src/model/job.ts';
 import type { Owner } from '../src/model/owner.ts';
 import type { NewJob } from '../src/store/jobs.ts';
-import { MIGRATIONS, postgresSql, sqliteSql } from '../src/store/migrations.ts';
-import { openPostgresStore } from '../src/store/postgres/store.ts';
-import { openSqliteStore } from '../src/store/sqlite/store.ts';
-import type { Store } from '../src/store/store.ts';
-import { newPostgresDatabase } from './support/postgres.ts';
-import { STORE_KINDS, type StoreKind } from './support/store.ts';
+import { MIGRATIONS, sqliteSql } from '../src/store/migrations.ts';
+import { rawStore } from './support/raw-store.ts';
+import { STORE_KINDS } from './support/store.ts';
 
 // What an owner's active jobs hold back in a category (JobStore.heldCredits) is summed on every
 // charge and intake: it reads the jobs' product_category column through a partial index, never
@@ -46,36 +41,6 @@ function job(
   };
 }
 
-/** A database of this kind (a file, or a PostgreSQL database) and raw statements on it beside the store. */
-async function database(kind: StoreKind, dir: string) {
-  if (kind === 'sqlite') {
-    const file = join(dir, 'store.db');
-    return {
-      open: (): Store => openSqliteStore(file),
-      // The store holds its file exclusively: raw statements go between its openings.
-      exec: async (text: string) => {
-        const raw = new DatabaseSync(file);
-        try {
-          raw.exec(text);
-        } finally {
-          raw.close();
-        }
-      },
-      close: async () => {},
-      dialect: sqliteSql,
-    };
-  }
-  const url = await newPostgresDatabase();
-  const raw = new pg.Client({ connectionString: url });
-  await raw.connect();
-  return {
-    open: (): Promise<Store> => openPostgresStore(url),
-    exec: async (text: string) => void (await raw.query(text)),
-    close: () => raw.end(),
-    dialect: postgresSql,
-  };
-}
-
 const alice: Owner = { createdBy: 'alice' };
 const inLab: Owner = { createdBy: 'alice', project: 'lab' };
 
@@ -83,7 +48,7 @@ for (const kind of STORE_KINDS) {
   describe(`held credits (${kind})`, () => {
     test("one owner's 2,500 active jobs: the sum is right, read from the column, not the specification", async () => {
       const dir = mkdtempSync(join(tmpdir(), 'held-credits-'));
-      const db = await database(kind, dir);
+      const db = await rawStore(kind, dir);
       let store = await db.open();
       try {
         let expected = 0;
@@ -124,7 +89,7 @@ for (const kind of STORE_KINDS) {
 
     test('jobs kept before the migration get their category from their specification', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'held-credits-'));
-      const db = await database(kind, dir);
+      const db = await rawStore(kind, dir);
       try {
         // The store as it was before the product-category migration (later ones come after it).
         const before = MIGRATIONS.findIndex((m) => sqliteSql(m).includes('add column product_category'));

@@ -54,7 +54,7 @@ function record(state: JobState, overrides: Partial<JobRecord> = {}): JobRecord 
     chargedPeriods: 0,
     runStartedAt: running ? T0 : null,
     timeRunBeforeMs: 0,
-    build: null,
+    annotations: null,
     updateCount: 1,
     outcome: null,
     ...overrides,

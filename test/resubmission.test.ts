@@ -148,7 +148,7 @@ for (const kind of STORE_KINDS) {
       // The first leader builds the job, saves its build and makes it on the cluster; it is stopped
       // before it marks the job submitted.
       a.submission.enqueue(job!);
-      await until(async () => (await store.jobs.get(job!))?.build != null && k8s.has(job!), {
+      await until(async () => (await store.jobs.get(job!))?.annotations != null && k8s.has(job!), {
         describe: 'the first leader saved the build and made the job',
       });
       a.submission.stop();

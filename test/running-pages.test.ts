@@ -84,8 +84,8 @@ for (const kind of STORE_KINDS) {
       // The rows the periodic passes read are the whole records but their JSON and output folder.
       const [whole] = await store.jobs.running(running[4], 1);
       const [row] = await store.jobs.runningRows(running[4], 1);
-      const { specification, build, exitCodes, outputFolder, ...rest } = whole!;
-      assert.ok(specification && build);
+      const { specification, annotations, exitCodes, outputFolder, ...rest } = whole!;
+      assert.ok(specification && annotations);
       assert.deepEqual(row, rest);
       // Their ids alone (the resource sampler), and the active jobs without JSON (the quota watch).
       assert.deepEqual(await store.jobs.runningIds(running[4], 10), [running[5]]);
@@ -97,12 +97,12 @@ for (const kind of STORE_KINDS) {
       assert.deepEqual(
         await store.jobs.activeRows(),
         (await store.jobs.active()).map(
-          ({ specification, build, exitCodes, outputFolder, ...narrow }) => narrow,
+          ({ specification, annotations, exitCodes, outputFolder, ...narrow }) => narrow,
         ),
       );
     });
 
-    test('monitoring reads each running job’s build once, then only its row without JSON', async (t) => {
+    test('monitoring reads each running job’s annotations once, then only its row without JSON', async (t) => {
       // Only the passes this test asks for.
       const { store, service } = await runningJobs(t, kind, 5, { monitorIntervalMs: 3_600_000 });
       const read = { builds: 0, wholeRows: 0 };

@@ -441,7 +441,7 @@ for (const kind of STORE_KINDS) {
         a.backend.hold('submit'); // never released: ucompute dies while the backend takes the job
         const [stuck] = await a.service.create(alice, [mpi()]);
         await until(async () => a.backend.calls('submit', stuck!) === 1, { describe: 'submit called' });
-        await until(async () => (await a.store.jobs.get(stuck!))!.build !== null, {
+        await until(async () => (await a.store.jobs.get(stuck!))!.annotations !== null, {
           describe: 'build saved',
         });
         await a.store.jobs.insert([

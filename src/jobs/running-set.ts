@@ -2,7 +2,7 @@ import type { ActiveJob } from '../plugins/plugin.ts';
 import type { RunningJob } from '../store/jobs.ts';
 import type { Transactional } from '../store/store.ts';
 import { RUNNING_PAGE, runningPages } from './running-pages.ts';
-import { asActiveJob, buildAnnotations } from './updates.ts';
+import { asActiveJob } from './updates.ts';
 
 // The monitor's copy of the running jobs, kept as an informer keeps a cache: listed once, then
 // brought up to date from the job events (every change of a job is one, written with it), and
@@ -42,17 +42,16 @@ export function runningSet({ store, now, dueAt }: RunningSetOptions) {
   let listedAt = Number.NEGATIVE_INFINITY;
 
   /**
-   * Keeps these running jobs. A job's build is written once, before its first submission, and
-   * removed at its end: its annotations are parsed once, not at every change.
+   * Keeps these running jobs. A job's build (with its annotations) is written once, before its
+   * first submission, and removed at its end: its annotations are read once, not at every change.
    */
   async function keep(rows: readonly RunningJob[], listing?: number): Promise<void> {
     for (const row of rows) {
       const known = tracked.get(row.id);
       let annotations = known?.job.annotations;
       if (!annotations) {
-        const build = (await store.jobs.get(row.id))?.build;
-        if (build === null || build === undefined) continue;
-        annotations = buildAnnotations(build);
+        annotations = (await store.jobs.get(row.id))?.annotations ?? undefined;
+        if (!annotations) continue;
       }
       const job = asActiveJob(row, annotations);
       tracked.set(row.id, { job, dueAt: dueAt(job), listing: listing ?? known?.listing ?? listings });

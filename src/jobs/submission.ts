@@ -135,9 +135,13 @@ export function jobSubmission(o: SubmissionOptions) {
    */
   async function submitBatch(ids: readonly string[]): Promise<Set<string>> {
     const records = await store.jobs.getMany(ids);
+    // Jobs built before (a restart, an unsuspend, a leader stopped midway) are handed over as built.
+    const builds = await store.jobs.builds(
+      ids.filter((id) => (records.get(id)?.annotations ?? null) !== null),
+    );
     const steps = await Promise.all(
       ids.map((id) =>
-        prepareStep(id, records.get(id)).catch((e: unknown): Step => {
+        prepareStep(id, records.get(id), builds.get(id)).catch((e: unknown): Step => {
           log?.error({ err: e, jobId: id }, 'submission failed');
           // Nothing of it was written: once there is space again, it is submitted after all.
           if (!isDiskFull(e) || stopped) return 'done';
@@ -150,7 +154,9 @@ export function jobSubmission(o: SubmissionOptions) {
     // for a job that ended meanwhile.
     const toSave = ids.flatMap((id, i) => {
       const step = steps[i]!;
-      return typeof step === 'object' && records.get(id)?.build === null ? [{ id, build: step.build }] : [];
+      return typeof step === 'object' && records.get(id)?.annotations === null
+        ? [{ id, build: step.build }]
+        : [];
     });
     const saved = await updates.updateMany(
       toSave.map(({ id, build }) => ({
@@ -159,7 +165,9 @@ export function jobSubmission(o: SubmissionOptions) {
           ...(build.outputFolder !== undefined ? { outputFolder: build.outputFolder } : {}),
           expectedState: 'IN_QUEUE' as const,
         },
-        extra: { build: JSON.stringify(build) },
+        extra: {
+          build: { json: JSON.stringify(build), annotations: { ...build.volcanoJob.metadata.annotations } },
+        },
       })),
     );
     toSave.forEach(({ id }, i) => {
@@ -169,7 +177,9 @@ export function jobSubmission(o: SubmissionOptions) {
     // or an unsuspend) has waited here for the others of its batch with nothing guarding it: the
     // backend may have run it to its end meanwhile, and the end once written removed its objects.
     // Read again just before the backend gets it, so that such a job is not made a second time.
-    const built = ids.filter((id, i) => typeof steps[i] === 'object' && records.get(id)?.build !== null);
+    const built = ids.filter(
+      (id, i) => typeof steps[i] === 'object' && records.get(id)?.annotations !== null,
+    );
     if (built.length > 0) {
       const current = await store.jobs.submissionStates(built);
       for (const id of built) {
@@ -244,8 +254,15 @@ export function jobSubmission(o: SubmissionOptions) {
     return false;
   }
 
-  /** A job of a batch held, failed, or built (once: a job submitted again has its build). */
-  async function prepareStep(id: string, record: JobRecord | undefined): Promise<Step> {
+  /**
+   * A job of a batch held, failed, or built (once: a job submitted again has its build, `saved`;
+   * gone since its row was read, the job has ended).
+   */
+  async function prepareStep(
+    id: string,
+    record: JobRecord | undefined,
+    saved: string | undefined,
+  ): Promise<Step> {
     if (!record || !submittable(record)) return 'done';
     const problem = await o.quotaProblem?.(record).catch((err: unknown) => {
       log?.error({ err, jobId: id }, 'could not measure the drive of a job’s owner; submitting it');
@@ -259,7 +276,8 @@ export function jobSubmission(o: SubmissionOptions) {
       });
       return 'done';
     }
-    if (record.build !== null) return { build: JSON.parse(record.build) as JobBuild };
+    if (record.annotations !== null)
+      return saved === undefined ? 'done' : { build: JSON.parse(saved) as JobBuild };
     let job = prepared.get(id);
     prepared.delete(id);
     try {

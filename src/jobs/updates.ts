@@ -1,7 +1,7 @@
 import type { Clock } from '../model/clock.ts';
 import type { JobState, JobUpdate } from '../model/job.ts';
 import { isFinal } from '../model/job-states.ts';
-import type { ActiveJob, JobBuild, LifecycleContext } from '../plugins/plugin.ts';
+import type { ActiveJob, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobChanges, JobRecord, RunningJob, UpdateWrite } from '../store/jobs.ts';
 import { FencedError } from '../store/leases.ts';
 import type { StoreParts, Transactional } from '../store/store.ts';
@@ -55,24 +55,6 @@ interface PendingEvent {
 /** Wait before writing again backend events that could not be written (a full disk). */
 const EVENT_RETRY_MS = 1000;
 
-/**
- * Annotations of builds read lately, by the build's JSON: a job's build is written once and read
- * with every update that starts or ends it (one JSON.parse of the whole Volcano Job each time was
- * 5 % of the leader's CPU in ha.bench). Bounded, oldest forgotten first.
- */
-const annotationsOf = new Map<string, Readonly<Record<string, string>>>();
-const ANNOTATIONS_KEPT = 1024;
-
-/** The annotations onCreate put on a job's Volcano Job, from its build (JSON). */
-export function buildAnnotations(build: string): Readonly<Record<string, string>> {
-  const known = annotationsOf.get(build);
-  if (known) return known;
-  const annotations = Object.freeze({ ...(JSON.parse(build) as JobBuild).volcanoJob.metadata.annotations });
-  if (annotationsOf.size >= ANNOTATIONS_KEPT) annotationsOf.delete(annotationsOf.keys().next().value!);
-  annotationsOf.set(build, annotations);
-  return annotations;
-}
-
 /** A stored job as the plugins see it, with its build's annotations. */
 export function asActiveJob(record: RunningJob, annotations: Readonly<Record<string, string>>): ActiveJob {
   return {
@@ -91,7 +73,7 @@ export function asActiveJob(record: RunningJob, annotations: Readonly<Record<str
 
 /** A stored job as the plugins see it; undefined once it has ended (its build is gone). */
 export function activeJob(record: JobRecord): ActiveJob | undefined {
-  return record.build === null ? undefined : asActiveJob(record, buildAnnotations(record.build));
+  return record.annotations === null ? undefined : asActiveJob(record, record.annotations);
 }
 
 export type JobUpdates = ReturnType<typeof jobUpdates>;
@@ -122,11 +104,13 @@ export function jobUpdates(o: UpdatesOptions) {
     // A restartOnExit job's run ended: it pays for it as for a suspension.
     const exiting = isRestartExit(u) && before.state === 'RUNNING';
     const changes = { ...decision.changes, ...extra, ...(ending ? { build: null } : {}) };
+    const { build, ...columns } = changes;
+    // Its hooks see the build it had, or the one this update saves; its end removes it after them.
+    const saved = extra.build ? { annotations: extra.build.annotations } : {};
     const job =
-      ending || starting || exiting
-        ? activeJob({ ...before, ...decision.changes, ...extra, state: next })
-        : undefined;
-    const after = { ...before, ...changes, updateCount: before.updateCount + 1 };
+      ending || starting || exiting ? activeJob({ ...before, ...columns, ...saved, state: next }) : undefined;
+    const annotations = build === undefined ? before.annotations : (build?.annotations ?? null);
+    const after = { ...before, ...columns, annotations, updateCount: before.updateCount + 1 };
     return {
       write: { job: before, update: u, changes },
       applied: { id, update: u, previous: before.state, next, after, ...(job ? { job } : {}) },

@@ -25,8 +25,12 @@ export interface JobRecord {
   runStartedAt: number | null;
   /** How long the job's runs before the current one ran, in all. */
   timeRunBeforeMs: number;
-  /** The JobBuild as submitted (JSON), kept so that plugins and recovery read the same objects. */
-  build: string | null;
+  /**
+   * The annotations of its build as submitted (what plugins read of a job at its start and end);
+   * null while no build is saved (not built yet, or ended). The build itself is read only to hand it
+   * to the backend again (`builds`): reading it with every job was most of what a read sent back.
+   */
+  annotations: Readonly<Record<string, string>> | null;
   updateCount: number;
   /**
    * How the job ended; while it is active, how ucompute is ending it (a cancel, its owner's
@@ -40,7 +44,7 @@ export interface JobRecord {
  * pass over the running jobs reads of each, every time (thousands a second), so that it allocates
  * little and parses nothing.
  */
-export type RunningJob = Omit<JobRecord, 'specification' | 'build' | 'exitCodes' | 'outputFolder'>;
+export type RunningJob = Omit<JobRecord, 'specification' | 'annotations' | 'exitCodes' | 'outputFolder'>;
 
 /** What a charge reads of its job: not the whole row (a charge a minute for each running job). */
 export interface ChargedSoFar {
@@ -55,6 +59,12 @@ export interface SubmissionState {
   submitted: boolean;
 }
 
+/** A job's build as it is saved: its JSON, and its Volcano Job's annotations kept apart. */
+export interface SavedBuild {
+  json: string;
+  annotations: Readonly<Record<string, string>>;
+}
+
 /** Column changes that go with an update, applied in the same transaction. */
 export interface JobChanges {
   state?: JobState;
@@ -66,8 +76,8 @@ export interface JobChanges {
   outputFolder?: string;
   exitCodes?: Record<string, number>;
   submitted?: boolean;
-  /** The JobBuild as submitted (JSON); null once the job has ended. */
-  build?: string | null;
+  /** The JobBuild as submitted; null once the job has ended. */
+  build?: SavedBuild | null;
   outcome?: Outcome;
 }
 
@@ -142,6 +152,8 @@ export interface JobStore {
    */
   getMany(ids: readonly string[]): Promise<Map<string, JobRecord>>;
   updatesOf(id: string): Promise<JobUpdate[]>;
+  /** The saved builds (JobBuild JSON) of those of `ids` that have one, by id (one statement on PostgreSQL). */
+  builds(ids: readonly string[]): Promise<Map<string, string>>;
   /** Appends an update and applies its column changes; call inside a transaction with the check. */
   appendUpdate(job: JobRecord, update: JobUpdate, changes: JobChanges): Promise<void>;
   /**

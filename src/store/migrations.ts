@@ -329,7 +329,22 @@ export const MIGRATIONS: readonly Migration[] = [
   end $$;
   `,
   },
+  // A job's build's annotations in a column of their own, from the build kept already: what the
+  // plugins read of a job at its start and end. Reads of jobs leave the build out (on PostgreSQL it
+  // is kept out of line, in TOAST, and each leader's read of a job sent it back whole).
+  {
+    sqlite: buildAnnotations("json_extract(build, '$.volcanoJob.metadata.annotations')"),
+    postgres: buildAnnotations("build::jsonb #>> '{volcanoJob,metadata,annotations}'"),
+  },
 ];
+
+/** The migration that gives jobs their build's annotations (JSON), reading them from the build with `annotations`. */
+function buildAnnotations(annotations: string): string {
+  return `
+  alter table jobs add column annotations text;
+  update jobs set annotations = coalesce(${annotations}, '{}') where build is not null;
+  `;
+}
 
 /** The migration that gives jobs their product category, reading it from the specification with `category`. */
 function productCategories(category: string): string {

@@ -44,21 +44,24 @@ const RUNNING_JOB_COLUMNS = `id, created_by, project, state, application, create
   started_at, expires_at, submitted, price_per_unit, credits_charged, charged_periods, run_started_at,
   time_run_before_ms, update_count, outcome, outcome_by, outcome_reason`;
 
+/** The columns `toJob` reads: a job's row without its build (JobStore.builds reads that). */
+export const JOB_COLUMNS = `${RUNNING_JOB_COLUMNS}, specification, output_folder, exit_codes, annotations`;
+
 /**
- * Running jobs (both stores), by id, at most `?` of them with ids after `?`: every column, or only
+ * Running jobs (both stores), by id, at most `?` of them with ids after `?`: what `toJob` reads, or only
  * those `toRunningJob` reads. The partial index jobs_running holds exactly these rows.
  */
-export const runningPage = (columns: 'all' | 'running-job' | 'id') =>
-  `select ${columns === 'all' ? '*' : columns === 'id' ? 'id' : RUNNING_JOB_COLUMNS} from jobs
+export const runningPage = (columns: 'job' | 'running-job' | 'id') =>
+  `select ${columns === 'job' ? JOB_COLUMNS : columns === 'id' ? 'id' : RUNNING_JOB_COLUMNS} from jobs
    where state = 'RUNNING' and id > ? order by id limit ?`;
 
 /** Running jobs (both stores) whose deadline is at or before `?`, then as `runningPage`. */
 export const expiringPage = `select ${RUNNING_JOB_COLUMNS} from jobs
    where state = 'RUNNING' and expires_at <= ? and id > ? order by id limit ?`;
 
-/** Jobs that have not ended (both stores), oldest first: every column, or those `toRunningJob` reads. */
-export const activeJobs = (columns: 'all' | 'running-job') =>
-  `select ${columns === 'all' ? '*' : RUNNING_JOB_COLUMNS} from jobs
+/** Jobs that have not ended (both stores), oldest first: what `toJob` or `toRunningJob` reads. */
+export const activeJobs = (columns: 'job' | 'running-job') =>
+  `select ${columns === 'job' ? JOB_COLUMNS : RUNNING_JOB_COLUMNS} from jobs
    where state not in ('SUCCESS', 'FAILURE', 'EXPIRED') order by id`;
 
 /** The running jobs among some (the ids as `?`: an array on PostgreSQL, a JSON array on SQLite). */
@@ -91,7 +94,10 @@ export const toJob = (r: Row): JobRecord => ({
   specification: JSON.parse(r.specification as string) as JobSpecification,
   outputFolder: (r.output_folder as string | null) ?? null,
   exitCodes: r.exit_codes === null ? null : (JSON.parse(r.exit_codes as string) as Record<string, number>),
-  build: (r.build as string | null) ?? null,
+  annotations:
+    r.annotations === null || r.annotations === undefined
+      ? null
+      : Object.freeze(JSON.parse(r.annotations as string) as Record<string, string>),
 });
 
 function outcomeOf(r: Row): Outcome {
@@ -173,7 +179,10 @@ export function jobChangeColumns(changes: JobChanges): Record<string, string | n
   if (changes.outputFolder !== undefined) out.output_folder = changes.outputFolder;
   if (changes.exitCodes !== undefined) out.exit_codes = JSON.stringify(changes.exitCodes);
   if (changes.submitted !== undefined) out.submitted = changes.submitted ? 1 : 0;
-  if (changes.build !== undefined) out.build = changes.build;
+  if (changes.build !== undefined) {
+    out.build = changes.build?.json ?? null;
+    out.annotations = changes.build ? JSON.stringify(changes.build.annotations) : null;
+  }
   if (changes.outcome !== undefined) {
     out.outcome = changes.outcome.kind;
     out.outcome_by = changes.outcome.by ?? null;
@@ -194,6 +203,7 @@ export const JOB_CHANGE_COLUMNS: Readonly<Record<string, 'text' | 'bigint'>> = {
   exit_codes: 'text',
   submitted: 'bigint',
   build: 'text',
+  annotations: 'text',
   outcome: 'text',
   outcome_by: 'text',
   outcome_reason: 'text',

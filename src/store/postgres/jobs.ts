@@ -9,6 +9,7 @@ import {
   HELD_CREDITS,
   heldSum,
   JOB_CHANGE_COLUMNS,
+  JOB_COLUMNS,
   jobChangeAssignments,
   jobChangeColumns,
   markSubmittedWhere,
@@ -83,20 +84,28 @@ export function postgresJobs({ query, locked, recordEvent, atCommit }: Connectio
       return r?.state as JobState | undefined;
     },
     async get(id) {
-      const [r] = await query(`select * from jobs where id = ?${locked}`, id);
+      const [r] = await query(`select ${JOB_COLUMNS} from jobs where id = ?${locked}`, id);
       return r && toJob(r);
     },
     async getMany(ids) {
       if (ids.length === 0) return new Map();
       // Locked in the order of the ids: two transactions locking overlapping sets never wait on each other in a cycle.
-      const rows = await query(`select * from jobs where id = any(?::text[]) order by id${locked}`, [
-        ...new Set(ids),
-      ]);
+      const rows = await query(
+        `select ${JOB_COLUMNS} from jobs where id = any(?::text[]) order by id${locked}`,
+        [...new Set(ids)],
+      );
       return new Map(rows.map((r) => [r.id as string, toJob(r)]));
     },
     async updatesOf(id) {
       const rows = await query('select body from job_updates where job_id = ? order by seq', id);
       return rows.map((r) => JSON.parse(r.body as string) as JobUpdate);
+    },
+    async builds(ids) {
+      if (ids.length === 0) return new Map();
+      const rows = await query('select id, build from jobs where id = any(?::text[]) and build is not null', [
+        ...new Set(ids),
+      ]);
+      return new Map(rows.map((r) => [r.id as string, r.build as string]));
     },
     async appendUpdate(job, update, changes) {
       // One statement (one round trip) for the row and its update.
@@ -248,27 +257,27 @@ export function postgresJobs({ query, locked, recordEvent, atCommit }: Connectio
       const clause = where.length > 0 ? `where ${where.join(' and ')}` : '';
       const order = q.ascending === true ? 'asc' : 'desc';
       const rows = await query(
-        `select * from jobs ${clause} order by id ${order} limit ?`,
+        `select ${JOB_COLUMNS} from jobs ${clause} order by id ${order} limit ?`,
         ...values,
         q.limit,
       );
       return rows.map(toJob);
     },
     async active() {
-      return (await query(activeJobs('all'))).map(toJob);
+      return (await query(activeJobs('job'))).map(toJob);
     },
     async activeRows() {
       return (await query(activeJobs('running-job'))).map(toRunningJob);
     },
     async unsubmitted(limit) {
       const rows = await query(
-        `select * from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`,
+        `select ${JOB_COLUMNS} from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`,
         limit,
       );
       return rows.map(toJob);
     },
     async running(after, limit) {
-      return (await query(runningPage('all'), after ?? '', limit)).map(toJob);
+      return (await query(runningPage('job'), after ?? '', limit)).map(toJob);
     },
     async runningRows(after, limit) {
       return (await query(runningPage('running-job'), after ?? '', limit)).map(toRunningJob);

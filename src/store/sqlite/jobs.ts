@@ -8,6 +8,7 @@ import {
   expiringPage,
   HELD_CREDITS,
   heldSum,
+  JOB_COLUMNS,
   jobChangeAssignments,
   markSubmittedWhere,
   runningOf,
@@ -64,14 +65,22 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       return r?.state as JobState | undefined;
     },
     get(id) {
-      const r = sql('select * from jobs where id = ?').get(id) as Row | undefined;
+      const r = sql(`select ${JOB_COLUMNS} from jobs where id = ?`).get(id) as Row | undefined;
       return r && toJob(r);
     },
     getMany(ids) {
       const out = new Map<string, JobRecord>();
       for (const id of ids) {
-        const r = sql('select * from jobs where id = ?').get(id) as Row | undefined;
+        const r = sql(`select ${JOB_COLUMNS} from jobs where id = ?`).get(id) as Row | undefined;
         if (r) out.set(id, toJob(r));
+      }
+      return out;
+    },
+    builds(ids) {
+      const out = new Map<string, string>();
+      for (const id of new Set(ids)) {
+        const r = sql('select build from jobs where id = ? and build is not null').get(id) as Row | undefined;
+        if (r) out.set(id, r.build as string);
       }
       return out;
     },
@@ -187,24 +196,27 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
       const clause = where.length > 0 ? `where ${where.join(' and ')}` : '';
       const order = q.ascending === true ? 'asc' : 'desc';
       return (
-        sql(`select * from jobs ${clause} order by id ${order} limit ?`).all(...values, q.limit) as Row[]
+        sql(`select ${JOB_COLUMNS} from jobs ${clause} order by id ${order} limit ?`).all(
+          ...values,
+          q.limit,
+        ) as Row[]
       ).map(toJob);
     },
     active() {
-      return (sql(activeJobs('all')).all() as Row[]).map(toJob);
+      return (sql(activeJobs('job')).all() as Row[]).map(toJob);
     },
     activeRows() {
       return (sql(activeJobs('running-job')).all() as Row[]).map(toRunningJob);
     },
     unsubmitted(limit) {
       return (
-        sql("select * from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?").all(
-          limit,
-        ) as Row[]
+        sql(
+          `select ${JOB_COLUMNS} from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`,
+        ).all(limit) as Row[]
       ).map(toJob);
     },
     running(after, limit) {
-      return (sql(runningPage('all')).all(after ?? '', limit) as Row[]).map(toJob);
+      return (sql(runningPage('job')).all(after ?? '', limit) as Row[]).map(toJob);
     },
     runningRows(after, limit) {
       return (sql(runningPage('running-job')).all(after ?? '', limit) as Row[]).map(toRunningJob);
