@@ -151,7 +151,8 @@ export function jobSubmission(o: SubmissionOptions) {
       ),
     );
     // The builds made here saved together (with the output folders they report), or not at all
-    // for a job that ended meanwhile.
+    // for a job that ended meanwhile; once saved, the jobs' acceptance is on disk too (the backend
+    // must never run a job that a crash of the database would lose).
     const toSave = ids.flatMap((id, i) => {
       const step = steps[i]!;
       return typeof step === 'object' && records.get(id)?.annotations === null
@@ -169,6 +170,7 @@ export function jobSubmission(o: SubmissionOptions) {
           build: { json: JSON.stringify(build), annotations: { ...build.volcanoJob.metadata.annotations } },
         },
       })),
+      { afterDurable: true },
     );
     toSave.forEach(({ id }, i) => {
       if (!saved[i]) steps[ids.indexOf(id)] = 'done';

@@ -4,7 +4,7 @@ import { isFinal } from '../model/job-states.ts';
 import type { ActiveJob, LifecycleContext } from '../plugins/plugin.ts';
 import type { JobChanges, JobRecord, RunningJob, UpdateWrite } from '../store/jobs.ts';
 import { FencedError } from '../store/leases.ts';
-import type { StoreParts, Transactional } from '../store/store.ts';
+import type { StoreParts, Transactional, TransactionOptions } from '../store/store.ts';
 import { ownerOf } from './access.ts';
 import type { BackendEvent } from './backend.ts';
 import type { PluginHooks } from './job-management.ts';
@@ -166,7 +166,8 @@ export function jobUpdates(o: UpdatesOptions) {
 
   /**
    * Applies updates of several jobs as `update` does each, in one transaction (their jobs read in
-   * one statement, their writes in one more on PostgreSQL); answers, for each, whether it applied.
+   * one statement, their writes in one more on PostgreSQL) with `options`; answers, for each,
+   * whether it applied.
    */
   async function updateMany(
     items: readonly {
@@ -174,6 +175,7 @@ export function jobUpdates(o: UpdatesOptions) {
       update: Omit<JobUpdate, 'timestamp'> & { timestamp?: number };
       extra?: JobChanges;
     }[],
+    options: TransactionOptions = {},
   ): Promise<boolean[]> {
     if (items.length === 0) return [];
     const at = now();
@@ -196,7 +198,7 @@ export function jobUpdates(o: UpdatesOptions) {
         decided.filter((d) => d !== undefined),
       );
       return decided.map((d) => d?.applied);
-    });
+    }, options);
     for (const r of results) if (r) await applied(r);
     return results.map((r) => r !== undefined);
   }

@@ -35,6 +35,13 @@ export interface StoreParts {
 export interface TransactionOptions {
   /** Synced to disk before it returns (accepting jobs); the others may wait for the next sync. */
   durable?: boolean;
+  /**
+   * Returns only once the durable transactions whose rows it read are on disk: for one whose rows
+   * go outside the database next (the jobs the backend gets). PostgreSQL shows a durable
+   * transaction's rows from its commit on, before the sync it answers after
+   * (postgres/transaction.ts), and syncs this one as a durable one; SQLite shows them once synced.
+   */
+  afterDurable?: boolean;
 }
 
 /**

@@ -55,7 +55,10 @@ export async function openPostgresStore(url: string): Promise<Store> {
     leases: postgresLeases(d.aside),
     // Accepting jobs (durable): the begin goes with the first statement (the credits read).
     transaction: (fn, options) =>
-      d.transaction((c) => fn(partsOn(c)), options?.durable ? { durable: true, deferBegin: true } : {}),
+      d.transaction(
+        (c) => fn(partsOn(c)),
+        options?.durable ? { durable: true, deferBegin: true } : { durable: options?.afterDurable === true },
+      ),
     fenced(fence) {
       // Refuses the transaction unless the lease has the fence's epoch; its row stays locked `for
       // key share` until the end: a takeover (a new epoch) waits for it, a renewal does not. Sent
@@ -92,7 +95,8 @@ export async function openPostgresStore(url: string): Promise<Store> {
       return {
         ...parts,
         users: directory.users(parts.users),
-        transaction: (fn, options) => fenced((c) => fn(partsOn(c)), options?.durable),
+        transaction: (fn, options) =>
+          fenced((c) => fn(partsOn(c)), options?.durable === true || options?.afterDurable === true),
       };
     },
     onJobEvents: notifications.onJobEvents,

@@ -26,6 +26,24 @@ const JOB_EVENTS = `with locked as (select pg_advisory_xact_lock(${JOB_EVENTS_LO
      select pg_notify('${JOB_EVENTS_CHANNEL}', max(seq)::text) from written`;
 
 /**
+ * What a durable transaction sends after its `commit`, in the same round trip: a transaction of
+ * its own that writes a WAL record and commits synchronously, so that the answer comes once the
+ * WAL is on disk up to there, and so up to the durable transaction's commit before it. That commit
+ * itself (the session's `synchronous_commit = off`) released its locks as soon as it was written:
+ * an owner's allocations and the job events lock were held across the disk's sync before, and
+ * every other intake of that owner, every other writer of job events, waited for it. Another
+ * transaction may read the rows meanwhile, before they are on disk; one that acts on them outside
+ * the database first syncs its own commit (the leader's build save before it hands jobs to the
+ * backend), which syncs theirs.
+ */
+const SYNCED: readonly (readonly [string, readonly unknown[]])[] = [
+  ['begin', []],
+  ['set local synchronous_commit = on', []],
+  ["select pg_logical_emit_message(true, 'ucompute', 'synced')", []],
+  ['commit', []],
+];
+
+/**
  * Transactions on connections of `on`, each on a connection of its own: see
  * PostgresDatabase.transaction. `directoryChanged` is told after a commit that changed users,
  * tokens or memberships.
@@ -48,11 +66,7 @@ export function transactionOn(on: pg.Pool, directoryChanged: () => void) {
     // A query with PREPAREs failed: which of them ran is not known.
     let uncertain = false;
     try {
-      const start = [
-        'begin',
-        ...(durable ? ['set local synchronous_commit = on'] : []),
-        ...(opening ? [opening] : []),
-      ];
+      const start = ['begin', ...(opening ? [opening] : [])];
       unsent = deferBegin && !opening ? start.join('; ') : '';
       let opened: Row[] = [];
       if (!unsent) {
@@ -117,7 +131,7 @@ export function transactionOn(on: pg.Pool, directoryChanged: () => void) {
       }
       if (events.length > 0) atCommit.push([JOB_EVENTS, [events.map((e) => e[0]), events.map((e) => e[1])]]);
       atCommit.push(['commit', []]);
-      await together(atCommit);
+      await together(durable ? [...atCommit, ...SYNCED] : atCommit);
       if (wroteDirectory) directoryChanged();
       return result;
     } catch (e) {
