@@ -12,7 +12,7 @@ import {
   wrapHttpLibrary,
 } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import type { Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { ResolvedKubernetesSettings } from './settings.ts';
 
 /** Where the service account's token is mounted in a pod. */
@@ -59,7 +59,20 @@ export interface Connection {
   objects: KubernetesObjectApi;
   limiter: RateLimiter;
   requestTimeoutMs: number;
+  /**
+   * From now on, a request that creates or changes an object (POST, PUT, PATCH) is written only
+   * while `allowed()` answers true, asked as it is written to its connection; refused otherwise
+   * (NotLeadingError). Deletions are not fenced: any replica removes what its own API cancels.
+   */
+  writeOnlyWhile(allowed: () => boolean): void;
 }
+
+/** A create or change not sent: this replica no longer leads (see `Connection.writeOnlyWhile`). */
+class NotLeadingError extends Error {
+  override name = 'NotLeadingError';
+}
+
+const FENCED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
  * Connects as configured: a kubeconfig path from the configuration; otherwise the in-cluster
@@ -96,6 +109,7 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
     );
   }
   const limiter = rateLimiter(config.requestsPerSecond, config.requestBurst);
+  let allowed = () => true;
   // client-node gives every request a new undici Agent (KubeConfig.applySecurityAuthentication,
   // for a cluster with TLS options): each opened its own TLS connection, which its agent then kept
   // open. The first request's agent serves them all, so connections are reused. The kubeconfig's
@@ -103,8 +117,8 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
   let dispatcher: Dispatcher | undefined;
   const middleware: Middleware = {
     pre: async (request) => {
-      dispatcher ??= request.getDispatcher();
-      if (dispatcher) request.setDispatcher(dispatcher);
+      dispatcher ??= fenced(request.getDispatcher() ?? new Agent(), () => allowed());
+      request.setDispatcher(dispatcher);
       await limiter.take();
       return request;
     },
@@ -126,7 +140,39 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
     objects,
     limiter,
     requestTimeoutMs: config.requestTimeoutMs,
+    writeOnlyWhile(now) {
+      allowed = now;
+    },
   };
+}
+
+/**
+ * `base` whose creates and changes go only while `allowed()`, asked by undici as each request is
+ * about to be written to its connection: after the rate limiter's wait and the connection's
+ * set-up. A leader that took over has a burst to send (every ended job's removal, every queued
+ * job's create) and its creates waited seconds in the rate limiter; paused there (`kill -STOP`)
+ * and resumed after the next takeover, it sent them, even for jobs the new leader had created,
+ * run and removed by then (a second Volcano Job: no 409). Between the question and the request's
+ * bytes in the socket only microtasks are left (no timer, no I/O), as in any leader election that
+ * does not fence at the API server.
+ */
+function fenced(base: Dispatcher, allowed: () => boolean): Dispatcher {
+  return base.compose((dispatch) => (options, handler) => {
+    if (!FENCED_METHODS.has(options.method)) return dispatch(options, handler);
+    const onRequestStart: Dispatcher.DispatchHandler['onRequestStart'] = (controller, context) => {
+      if (allowed()) return handler.onRequestStart?.(controller, context);
+      controller.abort(
+        new NotLeadingError('this replica no longer leads: it creates and changes nothing on the cluster'),
+      );
+    };
+    return dispatch(
+      options,
+      new Proxy(handler, {
+        get: (target, key, receiver) =>
+          key === 'onRequestStart' ? onRequestStart : Reflect.get(target, key, receiver),
+      }),
+    );
+  });
 }
 
 /**
@@ -162,7 +208,8 @@ function timedHttpLibrary(ms: number): HttpLibrary {
         return response;
       } catch (error) {
         clearTimeout(timer);
-        throw error;
+        // fetch's "fetch failed" carries the refusal of a fenced write as its cause.
+        throw error instanceof Error && error.cause instanceof NotLeadingError ? error.cause : error;
       }
     },
   });

@@ -79,6 +79,9 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
     },
   });
   const { views, suspended, inFlight, start, stopFollowing } = following;
+  // Asked again as each create goes out: a create decided while leading may wait (the rate
+  // limiter, a connection, a pause of the process) until another replica leads.
+  conn.writeOnlyWhile(following.leading);
 
   /** A replica deposed meanwhile creates nothing more: the new leader submits the job. */
   const mayCreate = () => {
