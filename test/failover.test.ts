@@ -3,7 +3,7 @@
  * (the fake, its Volcano stand-in running every job to its end): clients submit to all of them
  * while the leader is killed (`kill -9`), then paused (`kill -STOP`) and resumed after another
  * took over. Nothing acknowledged is lost, nothing is created twice in the cluster or charged
- * twice, and the paused leader writes nothing once resumed.
+ * twice, and the paused leader writes nothing once resumed, in the store or on the cluster.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -246,6 +246,7 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   assert.equal(takeover.replica, third);
   const mark = await count(db, 'select coalesce(max(id), 0) as n from writes_seen');
   await moreAcknowledged(10, '10 more jobs acknowledged after the pause');
+  const callsBeforeResume = cluster.api.calls.length;
   second.replica.child.kill('SIGCONT');
   // Resumed, it finds the lease taken and exits (as a client-go controller does).
   const { child } = second.replica;
@@ -263,6 +264,16 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
     mark,
   );
   assert.equal(writesByPaused, 0, 'rows written by the paused leader after the takeover');
+  // Nor on the cluster: what it decided to create before the pause and had not sent (held in the
+  // client's rate limiter) is not sent once resumed. Its deletions are not fenced: counted.
+  const byPaused = cluster.api.calls.slice(callsBeforeResume).filter((c) => c.token === second.replica.name);
+  const deletions = byPaused.filter((c) => c.verb === 'delete').length;
+  t.diagnostic(`the paused leader, resumed: ${byPaused.length} API calls, ${deletions} deletions`);
+  assert.deepEqual(
+    byPaused.filter((c) => !['get', 'list', 'watch', 'delete'].includes(c.verb)),
+    [],
+    'creates and changes on the cluster by the paused leader once resumed',
+  );
 
   await load.stop();
   const acknowledged = [...load.acknowledged];

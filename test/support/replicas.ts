@@ -74,7 +74,8 @@ export async function startReplicas(
     const config = {
       monitorIntervalMs: 250,
       ...options.config,
-      ...cluster?.config(),
+      // Its own token: the fake API server's calls say which replica made each.
+      ...cluster?.config({ kubernetes: { kubeconfig: await cluster.kubeconfigAs(name) } }),
       store: { postgres: { url: `${databaseUrl}?application_name=${name}`, ...lease } },
       storage: { root: storage },
     };

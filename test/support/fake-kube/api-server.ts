@@ -61,6 +61,8 @@ export interface Call {
   /** For deletes: the grace period and propagation policy asked for. */
   grace?: number;
   propagation?: string;
+  /** The bearer token the request came with: who made it (see FakeCluster.kubeconfigAs). */
+  token?: string;
 }
 
 export interface Fault {
@@ -350,6 +352,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
       resource,
       ...(target.namespace !== undefined ? { namespace: target.namespace } : {}),
       ...(target.name !== undefined ? { name: target.name } : {}),
+      ...tokenOf(req),
     });
     const fault = takeFault(verb, resource);
     if (fault) {
@@ -547,6 +550,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
       resource: `pods/${target.subresource}`,
       ...(target.namespace !== undefined ? { namespace: target.namespace } : {}),
       name: target.name!,
+      ...tokenOf(req),
     });
     const pod = store.get('pods')!.get(keyOf(target.namespace, target.name!));
     if (!pod) {
@@ -730,6 +734,12 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
 }
 
 /** The status the kubelet sends on the exec status channel when the command has ended. */
+/** The request's bearer token, as a Call's `token`. */
+function tokenOf(req: IncomingMessage): { token?: string } {
+  const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  return token === undefined ? {} : { token };
+}
+
 function execStatus(exitCode: number): Obj {
   if (exitCode === 0) return { metadata: {}, status: 'Success' };
   return {

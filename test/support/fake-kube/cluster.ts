@@ -16,6 +16,8 @@ export interface FakeCluster {
   volcano: VolcanoStandIn;
   /** A kubeconfig file whose current context is the fake API server. */
   kubeconfig: string;
+  /** Another such file, whose requests carry `token`: the API server's calls say who made them. */
+  kubeconfigAs(token: string): Promise<string>;
   /** The configuration pointing at it (kubernetes.kubeconfig set). */
   config(extra?: Config): Config;
 }
@@ -28,19 +30,22 @@ export async function fakeCluster(
   const api = await startFakeApiServer(options);
   const volcano = volcanoStandIn(api, options);
   const dir = await mkdtemp(join(tmpdir(), 'ucompute-kube-'));
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(
-    kubeconfig,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters: [{name: fake, cluster: {server: "' + api.url + '", insecure-skip-tls-verify: true}}]',
-      'users: [{name: tester, user: {token: test-token}}]',
-      'contexts: [{name: fake, context: {cluster: fake, user: tester}}, {name: other, context: {cluster: fake, user: tester}}]',
-      'current-context: fake',
-      '',
-    ].join('\n'),
-  );
+  const kubeconfigAs = async (token: string, file = join(dir, `kubeconfig-${token}`)) => {
+    await writeFile(
+      file,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: fake, cluster: {server: "' + api.url + '", insecure-skip-tls-verify: true}}]',
+        `users: [{name: tester, user: {token: ${token}}}]`,
+        'contexts: [{name: fake, context: {cluster: fake, user: tester}}, {name: other, context: {cluster: fake, user: tester}}]',
+        'current-context: fake',
+        '',
+      ].join('\n'),
+    );
+    return file;
+  };
+  const kubeconfig = await kubeconfigAs('test-token', join(dir, 'kubeconfig'));
   // The namespace of the `single` strategy exists beforehand, as an operator creates it.
   api.apply('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ucompute-jobs' } });
   t.after(async () => {
@@ -51,6 +56,7 @@ export async function fakeCluster(
     api,
     volcano,
     kubeconfig,
+    kubeconfigAs,
     // The example catalogue's mpi-hello runs as root, which these clusters' operators allow.
     config: (extra = {}) => ({
       security: { allowRootApps: true },
