@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { serveClient } from '../support/browser.ts';
 import { needs } from '../support/local-tools.ts';
 import { until } from '../support/until.ts';
-import { closeServedPage, type ServedPage, serveWithPage } from '../support/web-app.ts';
+import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../support/web-app.ts';
 
 /**
  * The Files page's "Empty trash" in Chromium, on `ucompute serve` with the dry backend (nothing
@@ -52,7 +52,7 @@ describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, ()
     await page.getByLabel('API token').fill(token);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Applications' }).waitFor();
-    await page.goto(`${url}/files?path=${encodeURIComponent('/home/local/Trash')}`);
+    await openInApp(page, `/files?path=${encodeURIComponent('/home/local/Trash')}`);
     const files = page.getByRole('table', { name: 'Files' });
     await files.getByText('old-results.csv').waitFor();
     const usage = page.getByText(/ of 100\.0 GiB used/);

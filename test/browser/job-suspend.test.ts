@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { serveClient } from '../support/browser.ts';
 import { needs } from '../support/local-tools.ts';
 import { until } from '../support/until.ts';
-import { closeServedPage, type ServedPage, serveWithPage } from '../support/web-app.ts';
+import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../support/web-app.ts';
 
 /**
  * The web's job page in Chromium on `ucompute serve` with the dry backend (jobs run until stopped)
@@ -59,7 +59,7 @@ describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
       timeout: 60_000,
     });
 
-    await page.goto(`${url}/jobs/${id}`);
+    await openInApp(page, `/jobs/${id}`);
     await page.getByRole('button', { name: 'Suspend' }).click();
     await page.getByRole('dialog', { name: 'Suspend this job?' }).waitFor();
     await page.getByRole('button', { name: 'Yes, suspend the job' }).click();
@@ -68,7 +68,7 @@ describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
     assert.equal(await state(id), 'SUSPENDED');
     assert.equal(await page.getByRole('button', { name: 'Suspend' }).count(), 0, 'no Suspend once suspended');
 
-    await page.goto(`${url}/jobs`);
+    await openInApp(page, '/jobs');
     const row = page.locator(`tr[data-job="${id}"]`);
     await row.getByText(suspended).waitFor();
     assert.equal(await row.locator('.state').textContent(), 'Suspended');
@@ -76,7 +76,7 @@ describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
     // Over the quota: Resume answers the service's 402, and the job stays suspended.
     writeFileSync(bigFile, Buffer.alloc(2 * 1024 * 1024));
     await api('/api/files/trash/empty', { drive: '/home/local' });
-    await page.goto(`${url}/jobs/${id}`);
+    await openInApp(page, `/jobs/${id}`);
     await page.getByRole('button', { name: 'Resume' }).click();
     await page
       .getByRole('status')

@@ -18,6 +18,7 @@ import {
   DESKTOP,
   failedRequestsOf,
   jobMeanwhile,
+  openInApp,
   PHONE,
   shownOrExplained,
 } from '../support/web-app.ts';
@@ -207,14 +208,14 @@ describe('sessions on the local backend, in a browser', tools, () => {
     timeout: 300_000,
   }, async () => {
     await stopJobs();
-    await page.goto(`${origin()}/apps/jupyter`);
+    await openInApp(page, '/apps/jupyter');
     await page.getByRole('group', { name: 'Folders' }).waitFor();
     await capture(page, ARTIFACTS, 'launch-jupyter');
     await page.getByRole('button', { name: 'Submit' }).click();
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
     const id = /\/jobs\/([a-z0-9]+)$/.exec(page.url())![1]!;
     jobs.push(id);
-    await page.goto(`${origin()}/jobs`);
+    await openInApp(page, '/jobs');
     const card = page.locator(`.session-cards li[data-job="${id}"]`);
     await shownOrExplained(
       card.locator('.state-running'),
@@ -259,7 +260,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
     timeout: 300_000,
   }, async () => {
     const id = await running('desktop');
-    await page.goto(`${origin()}/jobs/${id}`);
+    await openInApp(page, `/jobs/${id}`);
     await page.getByRole('link', { name: 'Open desktop' }).waitFor({ timeout: 60_000 });
     const [desktop] = await Promise.all([
       context.waitForEvent('page'),
@@ -304,7 +305,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
       await own.getByRole('heading', { name: 'Applications' }).waitFor();
       // His own workspace has no credits: the refusal names it, and where credits are — also when
       // the browser lost the first answer.
-      await own.goto(`${origin()}/apps/terminal`);
+      await openInApp(own, '/apps/terminal');
       const refused = await answerLost(own);
       await own.getByRole('button', { name: 'Submit' }).click();
       await own
@@ -352,7 +353,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
     timeout: 300_000,
   }, async () => {
     const id = await running('burn');
-    await page.goto(`${origin()}/jobs/${id}`);
+    await openInApp(page, `/jobs/${id}`);
     const resources = page.getByTestId('resources');
     await resources.waitFor({ timeout: 60_000 });
     const samples = async () => Number(await resources.getAttribute('data-samples'));
@@ -383,7 +384,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
     const wallets = () =>
       fetch(`${url}/api/accounting/wallets`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal((await wallets()).status, 200);
-    await page.goto(`${origin()}/admin`);
+    await openInApp(page, '/admin');
     await page.getByRole('tab', { name: 'Tokens' }).click();
     await page.getByLabel('Search').fill('revoke me');
     // The row of that token: until the search's answer arrives, the list shows every token.

@@ -18,6 +18,7 @@ import {
   DESKTOP,
   failedRequestsOf,
   jobMeanwhile,
+  openInApp,
   shownOrExplained,
 } from '../support/web-app.ts';
 
@@ -90,8 +91,10 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
         inDialog: active?.closest('dialog') != null,
       };
     });
+  /** The usage page's total, read as it opens (from another page when it shows already). */
   const usageTotal = async () => {
-    await page.goto(`${url}/usage`);
+    if (new URL(page.url()).pathname === '/usage') await openInApp(page, '/');
+    await openInApp(page, '/usage');
     const total = page.getByTestId('usage-total');
     await total.waitFor();
     await page.locator('.chart canvas').waitFor();
@@ -189,7 +192,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   });
 
   test('a file dropped into the drive by the upload control appears in the folder', async () => {
-    await page.goto(`${url}/files`);
+    await openInApp(page, '/files');
     await page.locator('.path', { hasText: '/home/local' }).waitFor();
     await page.getByLabel('Files to upload').setInputFiles(join(ROOT, 'examples', 'data', 'moby.txt'));
     await page.getByRole('link', { name: 'moby.txt' }).waitFor();
@@ -198,7 +201,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   });
 
   test("new folder, rename, move and delete ask in the interface's dialogs, with the server's refusal at the field", async () => {
-    await page.goto(`${url}/files`);
+    await openInApp(page, '/files');
     await page.locator('.path', { hasText: '/home/local' }).waitFor();
     await page.getByRole('button', { name: 'New folder' }).click();
     const create = page.getByRole('dialog', { name: 'New folder' });
@@ -248,7 +251,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   });
 
   test('word-count from its form: an invalid value is shown at its field, then the job runs to SUCCESS', async () => {
-    await page.goto(`${url}/apps/word-count`);
+    await openInApp(page, '/apps/word-count');
     const top = page.getByLabel('How many words to show');
     await top.fill('0');
     await page.getByRole('button', { name: 'Browse…' }).click();
@@ -273,7 +276,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     );
     assert.match((await page.locator('pre.log').textContent()) ?? '', /^\s*\d+ \w+/);
     await capture(page, ARTIFACTS, 'job-success');
-    await page.goto(`${url}/jobs`);
+    await openInApp(page, '/jobs');
     await page.locator('tbody tr').first().locator('.outcome-completed').waitFor();
     await capture(page, ARTIFACTS, 'jobs');
   });
@@ -287,7 +290,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   });
 
   test('a running terminal job: a command runs in its terminal, it is extended, then cancelled', async () => {
-    await page.goto(`${url}/apps/terminal`);
+    await openInApp(page, '/apps/terminal');
     await page.getByRole('button', { name: 'Submit' }).click();
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
     const id = jobIdOfPage();
@@ -333,7 +336,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   });
 
   test('the Jupyter example opens from the job page: a starting page, then the app itself', async () => {
-    await page.goto(`${url}/apps/jupyter`);
+    await openInApp(page, '/apps/jupyter');
     await page.getByRole('button', { name: 'Submit' }).click();
     await page.waitForURL(/\/jobs\/[a-z0-9]+$/);
     const id = jobIdOfPage();
@@ -353,7 +356,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
     await app.close();
 
     // The list follows it live: its end reaches the row with no reload.
-    await page.goto(`${url}/jobs`);
+    await openInApp(page, '/jobs');
     const row = page.locator(`tr[data-job="${id}"]`);
     await shownOrExplained(row.locator('.state-running'), meanwhile(id));
     await page.evaluate(() => {
@@ -386,7 +389,7 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   });
 
   test('administration offers users, projects, members and grants', async () => {
-    await page.goto(`${url}/admin`);
+    await openInApp(page, '/admin');
     await page.getByRole('heading', { name: 'Create a project' }).waitFor();
     await capture(page, ARTIFACTS, 'admin');
   });

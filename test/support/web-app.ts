@@ -83,6 +83,24 @@ export async function capture(page: Page, folder: string, name: string): Promise
 }
 
 /**
+ * Opens `path` in the interface already loaded in `page` as its links and the Back button do (the
+ * History API, no page load: the document, its scripts and axe-core stay), and lets it render.
+ * Opening the path it shows already changes nothing.
+ */
+export async function openInApp(page: Page, path: string): Promise<void> {
+  await page.evaluate(async (to) => {
+    const w = globalThis as unknown as {
+      history: { pushState(state: null, unused: string, url: string): void };
+      dispatchEvent(event: unknown): void;
+      PopStateEvent: new (type: string) => unknown;
+    };
+    w.history.pushState(null, '', to);
+    w.dispatchEvent(new w.PopStateEvent('popstate'));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }, path);
+}
+
+/**
  * Waits until `locator` shows in the page; when it has not within `timeout`, fails with what
  * `explain` tells then (the job as the server has it: its state, status and updates; what the page
  * met), so that a failure says whether the job or the page fell behind.
