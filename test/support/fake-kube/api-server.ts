@@ -488,6 +488,8 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}): Pr
   ): void {
     const from = Number(query.get('resourceVersion') ?? '0');
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    // At once, as the API server does: a client has its watch (and can abort it) before any event.
+    res.flushHeaders();
     if (from !== 0 && from < compactedBelow) {
       res.end(
         `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'too old resource version', reason: 'Expired', code: 410 } })}\n`,
