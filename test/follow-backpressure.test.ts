@@ -6,22 +6,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import type { LogChunk } from '../src/jobs/backend.ts';
 import { jobInState, testServer } from './support/server.ts';
-import { openTestStore } from './support/store.ts';
+import { openTestStore, userWithCredits } from './support/store.ts';
 
 const CHUNK = 'x'.repeat(64 * 1024);
 const OFFERED = 5000; // 320 MB, if a reader took it all
 
 test('a follower that reads nothing holds the server to a bounded number of log chunks', async (t) => {
   const store = await openTestStore();
-  await store.users.createUser('alice', false);
-  await store.accounting.grant(
-    'user:alice',
-    'u1-standard',
-    1_000_000,
-    Date.now() - 1000,
-    Date.now() + 3_600_000,
-  );
-  const token = await store.users.createToken('alice', 'test');
+  const token = await userWithCredits(store, 'alice');
   let pulled = 0;
   const dry = dryBackend({ runForMs: null });
   const backend = {

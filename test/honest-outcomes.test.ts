@@ -12,7 +12,7 @@ import { errorResponse } from '../src/server/errors.ts';
 import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/store.ts';
 import { env, prepare } from './support/fixtures.ts';
 import { manualClock } from './support/manual-clock.ts';
-import { jobCount } from './support/store.ts';
+import { jobCount, userWithCredits } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -21,7 +21,6 @@ import { until } from './support/until.ts';
  * operator's maximum.
  */
 
-const YEAR = 365 * 86_400_000;
 const mpi = (extra: Record<string, unknown> = {}) => ({
   application: { name: 'mpi-hello', version: '1.0' },
   product: { id: 'u1-standard-2', category: 'u1-standard' },
@@ -46,15 +45,7 @@ describe('outcomes told as they are', () => {
   ) {
     // SQLite's own: a full disk is made by capping its pages.
     const store = openSqliteStore(':memory:');
-    await store.users.createUser('alice', false);
-    await store.accounting.grant(
-      'user:alice',
-      'u1-standard',
-      1_000_000,
-      Date.now() - 1000,
-      Date.now() + YEAR,
-    );
-    const token = await store.users.createToken('alice', 'test');
+    const token = await userWithCredits(store, 'alice');
     const backend = dryBackend({ runForMs, clock });
     const service = createJobService({ store, env: environment, backend, clock });
     const app = await buildServer({ service, store, env: environment, backend });

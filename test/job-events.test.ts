@@ -7,7 +7,7 @@ import type { Job } from '../src/model/job.ts';
 import { EVENTS_BUFFERED_BYTES, streamJobEvents } from '../src/server/job-events.ts';
 import { eventStreamParser, type Received } from './support/event-stream.ts';
 import { type TestServer, testServer } from './support/server.ts';
-import { openTestStore } from './support/store.ts';
+import { openTestStore, userWithCredits } from './support/store.ts';
 import { until } from './support/until.ts';
 
 /**
@@ -28,19 +28,15 @@ interface World extends TestServer {
 async function world(): Promise<World> {
   const store = await openTestStore();
   const now = Date.now();
-  for (const name of ['alice', 'bob', 'carol']) {
-    await store.users.createUser(name, false);
-    await store.accounting.grant(`user:${name}`, 'u1-standard', 1_000_000, now - 1000, now + YEAR);
-  }
+  const tokens = {
+    alice: await userWithCredits(store, 'alice'),
+    bob: await userWithCredits(store, 'bob'),
+    carol: await userWithCredits(store, 'carol'),
+  };
   await store.users.createProject('climate', 'Climate');
   await store.users.setMember('climate', 'carol', 'PI');
   await store.users.setMember('climate', 'bob', 'USER');
   await store.accounting.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
-  const tokens = {
-    alice: await store.users.createToken('alice', 'test'),
-    bob: await store.users.createToken('bob', 'test'),
-    carol: await store.users.createToken('carol', 'test'),
-  };
   const server = await testServer(store);
   await server.app.listen({ port: 0, host: '127.0.0.1' });
   return { ...server, port: (server.app.server.address() as AddressInfo).port, tokens };

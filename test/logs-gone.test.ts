@@ -6,7 +6,7 @@ import { dryBackend } from '../src/backends/dry/dry-backend.ts';
 import { CHILD_ENV, runCliHere } from './support/cli.ts';
 import { jobInState, testServer } from './support/server.ts';
 import { rejectsWith } from './support/service.ts';
-import { openTestStore } from './support/store.ts';
+import { openTestStore, userWithCredits } from './support/store.ts';
 
 // A job that ran and whose logs the backend removed (the local backend's retention, shown on the
 // real runtime in retained-logs.test.ts) printed nothing at all: `logs`, the follow socket and
@@ -18,15 +18,7 @@ const SAID = `the job's logs are gone: ${REASON}`;
 
 test('the logs of a job whose kept folder was removed say so: service (410), follow socket (4410), CLI', async (t) => {
   const store = await openTestStore();
-  await store.users.createUser('alice', false);
-  await store.accounting.grant(
-    'user:alice',
-    'u1-standard',
-    1_000_000,
-    Date.now() - 1000,
-    Date.now() + 3_600_000,
-  );
-  const token = await store.users.createToken('alice', 'test');
+  const token = await userWithCredits(store, 'alice');
   const removed = new Set<string>();
   const dry = dryBackend({ runForMs: 10 });
   const backend = { ...dry, logsRemoved: (id: string) => (removed.has(id) ? REASON : undefined) };

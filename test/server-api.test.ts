@@ -8,7 +8,7 @@ import type { Caller } from '../src/jobs/service.ts';
 import type { Job } from '../src/model/job.ts';
 import type { FollowMessage } from '../src/server/schemas.ts';
 import { jobInState, type TestServer, testServer } from './support/server.ts';
-import { jobCount, openTestStore } from './support/store.ts';
+import { jobCount, openTestStore, userWithCredits } from './support/store.ts';
 
 /**
  * The HTTP API end to end through `app.inject()` (and a real loopback port for WebSockets), over
@@ -32,9 +32,9 @@ interface World extends TestServer {
 async function world(): Promise<World> {
   const store = await openTestStore();
   const now = Date.now();
-  for (const name of ['alice', 'bob', 'carol']) await store.users.createUser(name, false);
+  const aliceToken = await userWithCredits(store, 'alice');
+  for (const name of ['bob', 'carol']) await store.users.createUser(name, false);
   await store.users.createUser('root', true);
-  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   await store.users.createProject('climate', 'Climate');
   await store.users.createProject('secret', 'Secret');
   await store.users.setMember('climate', 'alice', 'PI');
@@ -42,7 +42,7 @@ async function world(): Promise<World> {
   await store.users.setMember('climate', 'carol', 'ADMIN');
   await store.accounting.grant('project:climate', 'u1-standard', 1_000_000, now - 1000, now + YEAR);
   const tokens = {
-    alice: await store.users.createToken('alice', 'test'),
+    alice: aliceToken,
     bob: await store.users.createToken('bob', 'test'),
     carol: await store.users.createToken('carol', 'test'),
     admin: await store.users.createToken('root', 'test'),

@@ -20,8 +20,7 @@ import { openStore } from '../../src/store/open.ts';
 import type { Store } from '../../src/store/store.ts';
 import { catalog, products } from './fixtures.ts';
 import { call } from './interactive.ts';
-
-const YEAR = 365 * 24 * 3600 * 1000;
+import { userWithCredits } from './store.ts';
 
 export interface Served {
   port: number;
@@ -54,16 +53,9 @@ export async function serveOnKubernetes(
   const app = await buildServer({ service, store, env, backend, logger: pino({ level: 'silent' }) });
   await service.start();
   await app.listen({ port: 0, host: '127.0.0.1' });
-  if (!(await store.users.getUser('alice'))) {
-    await store.users.createUser('alice', false);
-    await store.accounting.grant(
-      'user:alice',
-      'u1-standard',
-      1_000_000,
-      Date.now() - 1000,
-      Date.now() + YEAR,
-    );
-  }
+  const token = (await store.users.getUser('alice'))
+    ? await store.users.createToken('alice', 'test')
+    : await userWithCredits(store, 'alice');
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -77,7 +69,7 @@ export async function serveOnKubernetes(
   return {
     port: (app.server.address() as AddressInfo).port,
     store,
-    token: await store.users.createToken('alice', 'test'),
+    token,
     stop,
   };
 }

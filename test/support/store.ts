@@ -19,6 +19,20 @@ export async function openTestStore(kind: StoreKind = 'sqlite'): Promise<Store> 
   return kind === 'sqlite' ? openSqliteStore(':memory:') : openPostgresStore(await newPostgresDatabase());
 }
 
+/** A year in milliseconds: how long the credits of `userWithCredits` last. */
+const YEAR = 365 * 24 * 3600 * 1000;
+
+/**
+ * A user who can run jobs now: `name`, with 1,000,000 credits of u1-standard from a second ago for
+ * a year; returns an API token of theirs (named "test").
+ */
+export async function userWithCredits(store: Store, name: string): Promise<string> {
+  const now = Date.now();
+  await store.users.createUser(name, false);
+  await store.accounting.grant(`user:${name}`, 'u1-standard', 1_000_000, now - 1000, now + YEAR);
+  return store.users.createToken(name, 'test');
+}
+
 /** How many jobs the store holds, in every state. */
 export async function jobCount(store: Store): Promise<number> {
   return Object.values(await store.jobs.countByState()).reduce((sum, n) => sum + n, 0);

@@ -3,9 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { type TestServer, testServer } from './server.ts';
-import { openTestStore } from './store.ts';
-
-const YEAR = 365 * 24 * 3600 * 1000;
+import { openTestStore, userWithCredits } from './store.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: fixtures are free-form JSON.
 export function fixture(name: string): Record<string, any> {
@@ -21,10 +19,8 @@ export interface World extends TestServer {
 /** alice has credits for u1-standard; bob has none and sees none of alice's jobs. */
 export async function world(): Promise<World> {
   const store = await openTestStore();
-  await store.users.createUser('alice', false);
+  const token = await userWithCredits(store, 'alice');
   await store.users.createUser('bob', false);
-  await store.accounting.grant('user:alice', 'u1-standard', 1_000_000, Date.now() - 1000, Date.now() + YEAR);
-  const token = await store.users.createToken('alice', 'test');
   const bobToken = await store.users.createToken('bob', 'test');
   return { ...(await testServer(store)), token, bobToken };
 }
