@@ -82,6 +82,7 @@ async function supervise(
     stdout: join(dir, 'out'),
     stderr: join(dir, 'err'),
     netns: null,
+    prepared: [],
     hostIds: null,
     syscalls: null,
     sandboxStatus: o.sandboxStatus ?? null,

@@ -26,6 +26,7 @@ const shArgs = (dir: string, script: string) =>
     stdout: join(dir, 'out'),
     stderr: join(dir, 'err'),
     netns: null,
+    prepared: [],
     hostIds: null,
     syscalls: null,
     sandboxStatus: null,

@@ -32,6 +32,7 @@ import {
 } from './pod/context.ts';
 import { podHandle } from './pod/pod.ts';
 import { podsStateDir, releasePodsStateDir, TMPFS_MAGIC } from './pods-state-dir.ts';
+import { preparedMounts } from './prepared-mounts.ts';
 import type { Pod, Runtime } from './runtime.ts';
 import { compiledSeccomp } from './seccomp.ts';
 import { prepareSysRoot } from './sys-views.ts';
@@ -176,6 +177,7 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
       root,
       hostView: await hostView(join(options.stateDir, 'host-view')),
       sysRoot: join(options.stateDir, 'sys-view'),
+      prepared: [],
       seccomp: seccomp.program,
       syscalls: seccomp.syscalls,
       ids,
@@ -195,7 +197,10 @@ export async function createRuntime(options: LocalRuntimeOptions): Promise<Runti
         "not root: container ids are not remapped: containers run as ucompute's own user, whatever uid they ask for",
       );
   }
-  if (sandbox.kind === 'bwrap') await prepareSysRoot(sandbox.sysRoot, cgroups);
+  if (sandbox.kind === 'bwrap') {
+    await prepareSysRoot(sandbox.sysRoot, cgroups);
+    sandbox.prepared = preparedMounts(sandbox.hostView.wholeFolders ?? [], sandbox.sysRoot, cgroups);
+  }
   const podsDir = await podsStateDir(options.stateDir, root);
   const volumesDir = join(options.stateDir, 'volumes');
   await mkdir(volumesDir, { recursive: true, mode: podDirMode });

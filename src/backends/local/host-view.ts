@@ -25,6 +25,8 @@ export interface RootView {
   args: readonly string[];
   /** Makes a folder for mount points, where the view can (instead of a tmpfs copy of its parent). */
   makeFolder?(folder: string): Promise<void>;
+  /** Host folders its arguments bind whole, read-only, at the same place in every container. */
+  wholeFolders?: readonly string[];
 }
 
 /** Top-level folders the sandbox provides itself instead of taking them from the root folder. */
@@ -162,14 +164,19 @@ async function filteredEtc(dir: string): Promise<string> {
  */
 export async function hostView(dir: string): Promise<RootView> {
   const args: string[] = [];
+  const whole: string[] = [];
   for (const name of USERLAND) {
     const path = `/${name}`;
     const stat = await lstat(path).catch(() => null);
     if (stat?.isSymbolicLink()) args.push('--symlink', await readlink(path), path);
-    else if (stat?.isDirectory()) args.push('--ro-bind', path, path);
+    else if (stat?.isDirectory()) {
+      args.push('--ro-bind', path, path);
+      whole.push(path);
+    }
   }
   const etc = await filteredEtc(dir);
   args.push('--ro-bind', etc, '/etc');
+  whole.push(etc);
   args.push('--perms', '0755', '--dir', '/var', '--perms', '1777', '--tmpfs', '/var/tmp');
   // As on Debian: /var/run and /var/lock are the private /run.
   args.push('--symlink', '../run', '/var/run', '--symlink', '../run/lock', '/var/lock');
@@ -188,6 +195,7 @@ export async function hostView(dir: string): Promise<RootView> {
     },
     built: new Set(['/', '/var']),
     args,
+    wholeFolders: whole,
     async makeFolder(folder) {
       const relative = inEtc(folder);
       if (relative) await mkdir(join(etc, relative), { recursive: true, mode: 0o755 });

@@ -3,7 +3,7 @@ import { readdir, readlink, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { RootView } from './host-view.ts';
 import type { ContainerSpec } from './runtime.ts';
-import type { SysView } from './sys-views.ts';
+import { type SysView, topologyViews } from './sys-views.ts';
 
 /** A host file or folder that appears at `target` in the container. */
 export interface Placement {
@@ -34,6 +34,11 @@ export interface SandboxOptions {
   sys: readonly SysView[];
   /** The folder its /sys is, with the views' mount points (prepareSysRoot). */
   sysRoot: string;
+  /**
+   * Where bubblewrap starts, `sysRoot` is a prepared mount with the topology's views bound in it
+   * (prepared-mounts.ts): bound with it, not one by one (unless /sys has to be a tmpfs).
+   */
+  sysRootPrepared: boolean;
 }
 
 /** Kubernetes' default /dev/shm size. */
@@ -124,12 +129,15 @@ const depth = (path: string) => path.split('/').filter(Boolean).length;
 /**
  * /sys: `root` (empty folders, see prepareSysRoot) bound read-only, and `views` bound read-only
  * in it: each is a mount that bubblewrap makes for every container, so one bind of a prepared
- * folder, not a tmpfs with folders made in it and then remounted read-only. When a placement goes
+ * folder, not a tmpfs with folders made in it and then remounted read-only. `prepared`: the
+ * topology's views are in `root` already (a recursive bind brings them). When a placement goes
  * below /sys (its mount point has to be made there), /sys is that tmpfs, read-only once the
- * placements are bound (`remount`).
+ * placements are bound (`remount`), with every view bound in it.
  */
-function sysArgs(root: string, views: readonly SysView[], placedBelow: boolean) {
+function sysArgs(root: string, all: readonly SysView[], placedBelow: boolean, prepared: boolean) {
   const args = placedBelow ? ['--perms', '0755', '--tmpfs', '/sys'] : ['--ro-bind', root, '/sys'];
+  const inRoot = new Set(prepared && !placedBelow ? topologyViews() : []);
+  const views = all.filter((view) => !inRoot.has(view.target));
   if (placedBelow) {
     const folders = new Set<string>();
     for (const { target } of views) {
@@ -186,6 +194,7 @@ export async function bwrapArgs(
     options.sysRoot,
     options.sys,
     ordered.some((p) => p.target.startsWith('/sys/')),
+    options.sysRootPrepared,
   );
   args.push(...sys.args);
   for (const p of ordered) {

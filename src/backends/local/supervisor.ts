@@ -13,7 +13,7 @@
  * behind: bubblewrap copies the whole mount table it starts in and reads it for each of its binds,
  * and that folder holds one mount per pod on the machine. It joins the launcher's mount namespace
  * without them (a slave of the host's, made again when the host's mounts changed), or drops them in
- * a namespace of its own. A caught signal (unlike an ignored one) is reset for the child, so SIGTERM
+ * a namespace of its own; either holds the runtime's prepared mounts (prepared-mounts.ts). A caught signal (unlike an ignored one) is reset for the child, so SIGTERM
  * reaches the command while the supervisor stays to record how it ended. Each stream is copied as
  * it comes; a file that reaches the size shifts (`f` -> `f.1` -> …, the oldest dropped) and a new
  * one starts, as does a non-empty file left by an earlier run of the container. A stream whose
@@ -24,6 +24,7 @@
  * that keeps the output open keeps the container running).
  */
 
+import { encodePrepared, type PreparedMount } from './prepared-mounts.ts';
 import type { SyscallNumbers } from './programs.ts';
 
 /** In every supervisor's command line: a recorded pid is a supervisor only while this is there. */
@@ -49,6 +50,11 @@ export interface SupervisedCommand {
    * it first and hands it over as `--json-status-fd`. Null: the command is not bubblewrap.
    */
   sandboxStatus: string | null;
+  /**
+   * Mounts made read-only where bubblewrap starts, before it does (see prepared-mounts.ts); only
+   * with `netns`, whose mount namespace they go in.
+   */
+  prepared: readonly PreparedMount[];
   /** A file is rotated once it holds `maxSizeBytes`; `maxFiles` are kept per stream (at least 2). */
   logs: { maxSizeBytes: number; maxFiles: number };
   argv: readonly string[];
@@ -80,6 +86,7 @@ export function supervisorArguments(command: SupervisedCommand): string[] {
       : '',
     command.hostIds ? String(syscalls().setgroups) : '',
     command.sandboxStatus ?? '',
+    command.netns ? encodePrepared(command.prepared) : '',
     ...command.argv,
   ];
 }

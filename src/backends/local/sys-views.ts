@@ -15,7 +15,7 @@ const CGROUP_MOUNTS = '/sys/fs/cgroup';
 /** The CPUs' and memory nodes' topology: hwloc (so Open MPI), OpenBLAS and lscpu read it. */
 const TOPOLOGY = ['/sys/devices/system/cpu', '/sys/devices/system/node'];
 let topology: readonly string[] | undefined;
-const topologyViews = () => (topology ??= TOPOLOGY.filter((path) => existsSync(path)));
+export const topologyViews = () => (topology ??= TOPOLOGY.filter((path) => existsSync(path)));
 
 /**
  * The v1 controllers runtimes size themselves by: the JVM needs all four (it ignores the
@@ -29,6 +29,10 @@ const READ: ReadonlySet<Controller> = new Set(['memory', 'cpu', 'cpuacct', 'cpus
 /** A hierarchy a container is shown, where the host mounts it: a v2 one (one holds every controller), or a v1 one runtimes read. */
 const shown = (h: Hierarchy) =>
   h.root.startsWith(CGROUP_MOUNTS) && (h.version === 2 || h.controllers.some((c) => READ.has(c)));
+
+/** The hierarchies whose pod folders containers are shown. */
+export const shownHierarchies = (layout: CgroupLayout | null): Hierarchy[] =>
+  layout?.hierarchies.filter(shown) ?? [];
 
 /**
  * What of /sys a pod's containers see: the topology, and each of the pod's own cgroup folders
@@ -53,7 +57,7 @@ export function sysViews(layout: CgroupLayout | null, podCgroups: readonly strin
  * in running containers, and removing one would unmount their views.
  */
 export async function prepareSysRoot(dir: string, layout: CgroupLayout | null): Promise<void> {
-  const targets = [...topologyViews(), ...(layout?.hierarchies.filter(shown).map((h) => h.root) ?? [])];
+  const targets = [...topologyViews(), ...shownHierarchies(layout).map((h) => h.root)];
   // Every folder 0755 whatever the umask: bubblewrap finds them as the container's host user.
   const folders = new Set([dir]);
   for (const target of targets) {

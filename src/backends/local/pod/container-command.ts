@@ -1,6 +1,7 @@
 import { chmodSync, chownSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { folderView, type RootView } from '../host-view.ts';
+import type { PreparedMount } from '../prepared-mounts.ts';
 import type { ContainerRoot, ContainerSpec } from '../runtime.ts';
 import { bwrapArgs, DEFAULT_SHM_BYTES, fileSource, type Placement } from '../sandbox.ts';
 import { sysViews } from '../sys-views.ts';
@@ -21,6 +22,8 @@ export interface SupervisorCommand {
   pathFds: string[];
   /** What the supervisor joins and becomes before it runs `argv` (see supervisor.ts). */
   netns: string | null;
+  /** Made read-only where bubblewrap starts (with `netns` only; see prepared-mounts.ts). */
+  prepared: readonly PreparedMount[];
   hostIds: { uid: number; gid: number } | null;
 }
 
@@ -111,6 +114,7 @@ export async function containerCommand(
       readFds: [],
       pathFds: [],
       netns: null,
+      prepared: [],
       hostIds: null,
     };
   }
@@ -145,6 +149,15 @@ export async function containerCommand(
   // a folder a job swaps for one afterwards is not what bubblewrap binds (see bwrapArgs).
   const pathFds = placements.map((p) => p.source);
   const open = placements.map((p, i) => ({ ...p, fd: 3 + readFds.length + i }));
+  // In a pod's network the supervisor's child starts bubblewrap in the launcher's mount namespace,
+  // or one of its own, with the runtime's prepared mounts in it; in the host's there are none. A
+  // writable placement inside one would be bound read-only from it: that container starts where
+  // none are (as it did before them).
+  const netns = context.network.namespaceFile(pod.network);
+  const inPrepared = (path: string) =>
+    sandbox.prepared.some(({ target }) => path === target || path.startsWith(`${target}/`));
+  const prepared =
+    netns !== null && !placements.some((p) => !p.readOnly && inPrepared(p.source)) ? sandbox.prepared : [];
   const bwrap = await bwrapArgs(sandbox.bwrap, spec, open, {
     hostname: pod.spec.hostname,
     shmBytes: pod.spec.shmBytes ?? DEFAULT_SHM_BYTES,
@@ -153,8 +166,9 @@ export async function containerCommand(
     seccompFd,
     sys: sysViews(context.cgroups, pod.cgroups),
     sysRoot: sandbox.sysRoot,
+    sysRootPrepared: prepared.length > 0,
   });
   // bwrap's own arguments end with `--`; the variables go before it.
   const argv = [...bwrap.slice(0, -1), '--args', String(setenvFd), '--', ...spec.argv];
-  return { argv, env, readFds, pathFds, netns: context.network.namespaceFile(pod.network), hostIds };
+  return { argv, env, readFds, pathFds, netns, prepared, hostIds };
 }

@@ -4,6 +4,7 @@ import type { RootView } from '../host-view.ts';
 import type { ImageRoots } from '../image-roots.ts';
 import type { Launcher } from '../launcher.ts';
 import type { Network, PodNetwork } from '../network.ts';
+import type { PreparedMount } from '../prepared-mounts.ts';
 import type { SyscallNumbers } from '../programs.ts';
 import type { PodSpec } from '../runtime.ts';
 import type { IdRanges } from '../userns.ts';
@@ -18,6 +19,8 @@ export type Sandbox =
       hostView: RootView;
       /** What containers' /sys is: the views' mount points (sys-views.ts), made at start. */
       sysRoot: string;
+      /** What is made read-only where bubblewrap starts, in a pod's network (prepared-mounts.ts). */
+      prepared: readonly PreparedMount[];
       /** The compiled seccomp program. */
       seccomp: string;
       /** System call numbers the supervisor needs (from libseccomp, with the program). */

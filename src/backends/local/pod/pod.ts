@@ -80,6 +80,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       readFds,
       pathFds,
       netns,
+      prepared,
       hostIds: supervisorIds,
     } = await containerCommand(context, record, spec, placements, dir, secrets);
     for (const file of [spec.stdout, spec.stderr]) mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
@@ -92,6 +93,7 @@ export function podHandle(context: PodContext, record: PodRecord, found: Map<str
       stderr: spec.stderr,
       logs: context.logs,
       netns,
+      prepared,
       hostIds: supervisorIds,
       syscalls: context.sandbox.kind === 'bwrap' ? context.sandbox.syscalls : null,
       sandboxStatus: context.sandbox.kind === 'bwrap' ? join(stateDir, SANDBOX_STATUS) : null,

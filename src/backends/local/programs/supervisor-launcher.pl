@@ -82,12 +82,9 @@ sub openWithoutSymlinks {
 # here, and again only when the host's mounts changed (a mount made for a container before its
 # request, an image root or a disk mounted since, is then in it). Without one, or when a step
 # fails, a child does it itself (supervisor.pl).
-my ($base, $mounts);
+my (%bases, $mounts);
 my ($CLONE_NEWNS, $MS_REC, $MS_SLAVE, $MNT_DETACH) = (0x00020000, 0x4000, 0x80000, 2);
 my ($MS_NOSUID, $MS_REMOUNT, $MS_BIND) = (2, 32, 4096);
-# mount's flags for the per-mount options of /proc/self/mountinfo ('rw' is none).
-my %MOUNT_FLAGS = (ro => 1, nosuid => 2, nodev => 4, noexec => 8, noatime => 1024, nodiratime => 2048,
-  relatime => 1 << 21, strictatime => 1 << 24);
 
 # /dev without set-user-id files in the namespace: bubblewrap's --dev binds /dev/null, zero, full,
 # random, urandom and tty from it and remounts each bind that lacks nosuid to add it; from a /dev
@@ -96,20 +93,10 @@ my %MOUNT_FLAGS = (ro => 1, nosuid => 2, nodev => 4, noexec => 8, noatime => 102
 # without adding nosuid itself.
 sub devWithoutSetuid {
   my $mount = shift;
-  open(my $info, '<', '/proc/self/mountinfo') or return;
-  my $options;
-  while (my $line = <$info>) {
-    my @fields = split / /, $line;
-    $options = $fields[5] if $fields[4] eq '/dev';
-  }
-  close($info);
-  return unless defined $options;
-  my %given = map { $_ => 1 } split /,/, $options;
-  return if $given{nosuid};
-  my $flags = $MS_REMOUNT | $MS_BIND | $MS_NOSUID;
-  $flags |= $MOUNT_FLAGS{$_} // 0 for keys %given;
+  my $flags = (UcomputeSupervisor::mountFlags() // return)->{'/dev'} // return;
+  return if $flags & $MS_NOSUID;
   my ($none, $dev) = ('none', '/dev');
-  syscall($mount, $none, $dev, 0, $flags, 0);
+  syscall($mount, $none, $dev, 0, $MS_REMOUNT | $MS_BIND | $MS_NOSUID | $flags, 0);
 }
 
 # The namespace files (nsfs) the host has mounted besides /run/netns: each owner's user namespace
@@ -144,10 +131,11 @@ sub hostMountsChanged {
   return select(undef, undef, $changed, 0) != 0;
 }
 
-# A new namespace as each child made its own (a slave of the host's, /run/netns unmounted), made
-# by a child that waits while this process opens its /proc/PID/ns/mnt. Undef when a step fails.
+# A new namespace as each child made its own (a slave of the host's, /run/netns unmounted, the
+# prepared mounts made: see UcomputeSupervisor::prepareMounts), made by a child that waits while
+# this process opens its /proc/PID/ns/mnt. Undef when a step fails.
 sub makeBase {
-  my ($unshare, $mount, $umount2) = @_;
+  my ($unshare, $mount, $umount2, $prepared) = @_;
   pipe(my $madeRead, my $madeWrite) or return undef;
   pipe(my $doneRead, my $doneWrite) or return undef;
   my $pid = fork;
@@ -161,6 +149,7 @@ sub makeBase {
       syscall($umount2, $folder, $MNT_DETACH);
       unmountNamespaceFiles($umount2);
       devWithoutSetuid($mount);
+      $made = eval { UcomputeSupervisor::prepareMounts($mount, UcomputeSupervisor::preparedPairs($prepared)); 1 };
     }
     syswrite($madeWrite, $made ? 'y' : 'n');
     sysread($doneRead, my $byte, 1);
@@ -177,18 +166,20 @@ sub makeBase {
   return $namespace;
 }
 
-# The namespace for a supervisor of these arguments (supervisor.pl's), made again when the host's
-# mounts changed; undef when it joins no network namespace (its child then stays in the host's).
+# The namespace for a supervisor of these arguments (supervisor.pl's), one for each set of prepared
+# mounts asked for (a container with none starts where there are none), all made again when the
+# host's mounts changed; undef when it joins no network namespace (its child then stays in the
+# host's).
 sub baseFor {
-  my ($netns, $nsCalls) = @{ $_[0] }[7, 9];
-  return undef if !defined $nsCalls || $netns eq '' || $nsCalls eq '';
+  my ($netns, $nsCalls, $prepared) = @{ $_[0] }[7, 9, 12];
+  return undef if !defined $prepared || $netns eq '' || $nsCalls eq '';
   my (undef, $unshare, $mount, $umount2) = split /:/, $nsCalls;
-  my $changed = hostMountsChanged();
-  if (!$base || $changed) {
-    close($base) if $base;
-    $base = makeBase($unshare, $mount, $umount2);
+  if (hostMountsChanged()) {
+    close($_) for grep { defined } values %bases;
+    %bases = ();
   }
-  return $base;
+  $bases{$prepared} //= makeBase($unshare, $mount, $umount2, $prepared);
+  return $bases{$prepared};
 }
 
 # Ended supervisors are reaped in the main loop; the handler only wakes it (a self-pipe).
@@ -242,7 +233,7 @@ sub becomeSupervisor {
     fcntl($kept, F_SETFD, FD_CLOEXEC) or POSIX::_exit(126);
     UcomputeSupervisor::joinOnStart($kept);
   }
-  close($base) if $base;
+  close($_) for grep { defined } values %bases;
   POSIX::setsid();
   open(STDIN, '<', '/dev/null') and open(STDOUT, '>', '/dev/null') and open(STDERR, '>', '/dev/null')
     or POSIX::_exit(126);

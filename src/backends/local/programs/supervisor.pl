@@ -11,7 +11,8 @@
 # folder, `:`-separated cgroup.procs files, stdout file, stderr file, rotation size, files kept,
 # network namespace file or '', `uid:gid` or '', the numbers of setns, unshare, mount and umount2
 # (`:`-separated; '' without a network namespace) and of setgroups (or ''),
-# bubblewrap's status file or '' (see sandbox-status.ts), then the command. No module besides strict is loaded: it starts in about a millisecond.
+# bubblewrap's status file or '' (see sandbox-status.ts), the prepared mounts (`:`-separated
+# `SOURCE,TARGET` in hex; see prepareMounts), then the command. No module besides strict is loaded: it starts in about a millisecond.
 package UcomputeSupervisor;
 use strict;
 
@@ -25,7 +26,7 @@ my $CLONE_NEWNET = 0x40000000;
 my ($CLONE_NEWNS, $MS_REC, $MS_SLAVE, $MNT_DETACH) = (0x00020000, 0x4000, 0x80000, 2);
 
 # One container's arguments (see above), set by supervise.
-my ($state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $nsCalls, $setgroups, $sandboxStatus, @command);
+my ($state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $nsCalls, $setgroups, $sandboxStatus, $prepared, @command);
 my ($setns, $unshare, $mount, $umount2);
 
 sub put {
@@ -71,18 +72,73 @@ sub begin {
 my $baseNamespace;
 sub joinOnStart { $baseNamespace = shift }
 
+# mount's flags (<sys/mount.h>), and those of the per-mount options of /proc/self/mountinfo.
+my ($MS_RDONLY, $MS_NOSUID, $MS_NODEV, $MS_REMOUNT, $MS_BIND) = (1, 2, 4, 32, 4096);
+my %MOUNT_FLAGS = (ro => 1, nosuid => 2, nodev => 4, noexec => 8, noatime => 1024, nodiratime => 2048,
+  relatime => 1 << 21, strictatime => 1 << 24);
+
+# The per-mount flags of the topmost mount at each mount point, from /proc/self/mountinfo.
+sub mountFlags {
+  open(my $info, '<', '/proc/self/mountinfo') or return undef;
+  my %flags;
+  while (my $line = <$info>) {
+    my @fields = split / /, $line;
+    my $point = $fields[4] =~ s/\\([0-7]{3})/chr(oct($1))/ger;
+    my $flags = 0;
+    $flags |= $MOUNT_FLAGS{$_} // 0 for split /,/, $fields[5];
+    $flags{$point} = $flags;
+  }
+  close($info);
+  return \%flags;
+}
+
+# The `SOURCE,TARGET` pairs (hex) of the prepared-mounts argument.
+sub preparedPairs { map { [map { pack('H*', $_) } split /,/] } split /:/, shift }
+
+# Makes the mounts every container of the runtime binds alike (its view of /usr, the /etc copy,
+# /sys with the topology in it, the cgroup hierarchies its views come from) read-only, nosuid and
+# nodev where bubblewrap starts: a bind of them is then what bubblewrap's read-only bind makes,
+# with no remount (bubblewrap remounts only a mount that lacks one of those flags), and the
+# topology is bound into /sys here once, not by each container (issue 18: every mount call waits
+# for the kernel's one lock of mount namespaces). A target that is already a mount point of its
+# own source is changed in place; any other is bound first (recursively, in the given order).
+# Only in a mount namespace that is not the host's. Dies naming the step that failed.
+sub prepareMounts {
+  my ($mount, @pairs) = @_;
+  return unless @pairs;
+  my $before = mountFlags() or die "/proc/self/mountinfo: $!\n";
+  my $none = 'none';
+  for (@pairs) {
+    my ($source, $target) = @$_;
+    next if $source eq $target && exists $before->{$target};
+    syscall($mount, $source, $target, 0, $MS_BIND | $MS_REC, 0) == 0 or die "binding $source at $target: $!\n";
+  }
+  my $after = mountFlags() or die "/proc/self/mountinfo: $!\n";
+  for my $target (map { $_->[1] } @pairs) {
+    my $flags = $after->{$target} // die "$target is not a mount point once bound\n";
+    my $wanted = $flags | $MS_RDONLY | $MS_NOSUID | $MS_NODEV;
+    next if $wanted == $flags;
+    syscall($mount, $none, $target, 0, $MS_REMOUNT | $MS_BIND | $wanted, 0) == 0 or die "remounting $target: $!\n";
+  }
+}
+
 # bubblewrap copies the whole mount table it starts in and reads it for each of its binds, and the
 # host's holds a mount per pod's network namespace under /run/netns (every pod of the machine): the
 # child joins the launcher's namespace without them or, without one, drops them in a mount
 # namespace of its own, made a slave first so that nothing unmounted here leaves the host's, before
-# it execs bubblewrap. Only a cost saved: if a step fails, the child goes on as it is.
+# it execs bubblewrap. Dropping them only saves a cost: if a step fails, the child goes on as it is,
+# unless it has prepared mounts to make (bubblewrap's arguments then count on them): it refuses.
 sub detachNamespaceMounts {
   return if $baseNamespace && syscall($setns, fileno($baseNamespace), $CLONE_NEWNS) == 0;
-  syscall($unshare, $CLONE_NEWNS) == 0 or return;
+  my @pairs = preparedPairs($prepared);
   my ($none, $root) = ('none', '/');
-  syscall($mount, $none, $root, 0, $MS_REC | $MS_SLAVE, 0) == 0 or return;
+  unless (syscall($unshare, $CLONE_NEWNS) == 0 && syscall($mount, $none, $root, 0, $MS_REC | $MS_SLAVE, 0) == 0) {
+    refuse("no mount namespace for the prepared mounts: $!") if @pairs;
+    return;
+  }
   my $folder = '/run/netns';
   syscall($umount2, $folder, $MNT_DETACH);
+  eval { prepareMounts($mount, @pairs); 1 } or refuse("could not prepare the read-only mounts: $@" =~ s/\n\z//r);
 }
 
 # Supervises one container; returns once its end is recorded.
@@ -90,7 +146,7 @@ sub supervise {
   # A caught signal (unlike an ignored one) is reset for the child: SIGTERM reaches the command
   # while the supervisor stays to record how it ended.
   $SIG{$_} = sub { } for qw(TERM INT HUP);
-  (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $nsCalls, $setgroups, $sandboxStatus, @command) = @_;
+  (undef, $state, $cgroups, $out, $err, $max, $keep, $netns, $ids, $nsCalls, $setgroups, $sandboxStatus, $prepared, @command) = @_;
   ($setns, $unshare, $mount, $umount2) = split /:/, $nsCalls;
   put("$state/pid", "$$\n");
   my $status = 0;
