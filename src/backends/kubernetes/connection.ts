@@ -57,12 +57,17 @@ export interface Connection {
   inCluster: boolean;
   /** Every request except watches and streams goes through the rate limiter and times out. */
   objects: KubernetesObjectApi;
+  /**
+   * The same, its deletions fenced too (see `writeOnlyWhile`): for what only the leader removes
+   * (an ended job's objects, orphans), not for what any replica's API cancels.
+   */
+  leaderObjects: KubernetesObjectApi;
   limiter: RateLimiter;
   requestTimeoutMs: number;
   /**
-   * From now on, a request that creates or changes an object (POST, PUT, PATCH) is written only
-   * while `allowed()` answers true, asked as it is written to its connection; refused otherwise
-   * (NotLeadingError). Deletions are not fenced: any replica removes what its own API cancels.
+   * From now on, a request that creates or changes an object (POST, PUT, PATCH; and DELETE through
+   * `leaderObjects`) is written only while `allowed()` answers true, asked as it is written to its
+   * connection; refused otherwise (NotLeadingError).
    */
   writeOnlyWhile(allowed: () => boolean): void;
 }
@@ -72,7 +77,8 @@ class NotLeadingError extends Error {
   override name = 'NotLeadingError';
 }
 
-const FENCED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const CHANGES = new Set(['POST', 'PUT', 'PATCH']);
+const CHANGES_AND_DELETIONS = new Set([...CHANGES, 'DELETE']);
 
 /**
  * Connects as configured: a kubeconfig path from the configuration; otherwise the in-cluster
@@ -114,30 +120,37 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
   // for a cluster with TLS options): each opened its own TLS connection, which its agent then kept
   // open. The first request's agent serves them all, so connections are reused. The kubeconfig's
   // TLS options are read once (as the token is not: it stays a per-request header).
-  let dispatcher: Dispatcher | undefined;
-  const middleware: Middleware = {
-    pre: async (request) => {
-      dispatcher ??= fenced(request.getDispatcher() ?? new Agent(), () => allowed());
-      request.setDispatcher(dispatcher);
-      await limiter.take();
-      return request;
-    },
-    post: async (response) => response,
+  let base: Dispatcher | undefined;
+  const objectsFencing = (methods: ReadonlySet<string>) => {
+    let dispatcher: Dispatcher | undefined;
+    const middleware: Middleware = {
+      pre: async (request) => {
+        base ??= request.getDispatcher() ?? new Agent();
+        dispatcher ??= fenced(base, methods, () => allowed());
+        request.setDispatcher(dispatcher);
+        await limiter.take();
+        return request;
+      },
+      post: async (response) => response,
+    };
+    return new KubernetesObjectApi(
+      createConfiguration({
+        baseServer: new ServerConfiguration(cluster.server, {}),
+        authMethods: { default: kubeConfig },
+        promiseMiddleware: [middleware],
+        httpApi: timedHttpLibrary(config.requestTimeoutMs),
+      }),
+    );
   };
-  const objects = new KubernetesObjectApi(
-    createConfiguration({
-      baseServer: new ServerConfiguration(cluster.server, {}),
-      authMethods: { default: kubeConfig },
-      promiseMiddleware: [middleware],
-      httpApi: timedHttpLibrary(config.requestTimeoutMs),
-    }),
-  );
+  const objects = objectsFencing(CHANGES);
+  const leaderObjects = objectsFencing(CHANGES_AND_DELETIONS);
   return {
     kubeConfig,
     server: cluster.server,
     context: inCluster ? 'in-cluster' : kubeConfig.getCurrentContext(),
     inCluster,
     objects,
+    leaderObjects,
     limiter,
     requestTimeoutMs: config.requestTimeoutMs,
     writeOnlyWhile(now) {
@@ -147,22 +160,26 @@ export function connect(config: ResolvedKubernetesSettings): Connection {
 }
 
 /**
- * `base` whose creates and changes go only while `allowed()`, asked by undici as each request is
+ * `base` whose requests of these `methods` go only while `allowed()`, asked by undici as each is
  * about to be written to its connection: after the rate limiter's wait and the connection's
  * set-up. A leader that took over has a burst to send (every ended job's removal, every queued
  * job's create) and its creates waited seconds in the rate limiter; paused there (`kill -STOP`)
  * and resumed after the next takeover, it sent them, even for jobs the new leader had created,
- * run and removed by then (a second Volcano Job: no 409). Between the question and the request's
+ * run and removed by then (a second Volcano Job: no 409). Its removals went out too: one decided
+ * for a job's run could remove the job's next run, which has the same name (a restart, a resume),
+ * hence `leaderObjects` for removals only the leader decides. Between the question and the request's
  * bytes in the socket only microtasks are left (no timer, no I/O), as in any leader election that
  * does not fence at the API server.
  */
-function fenced(base: Dispatcher, allowed: () => boolean): Dispatcher {
+function fenced(base: Dispatcher, methods: ReadonlySet<string>, allowed: () => boolean): Dispatcher {
   return base.compose((dispatch) => (options, handler) => {
-    if (!FENCED_METHODS.has(options.method)) return dispatch(options, handler);
+    if (!methods.has(options.method)) return dispatch(options, handler);
     const onRequestStart: Dispatcher.DispatchHandler['onRequestStart'] = (controller, context) => {
       if (allowed()) return handler.onRequestStart?.(controller, context);
       controller.abort(
-        new NotLeadingError('this replica no longer leads: it creates and changes nothing on the cluster'),
+        new NotLeadingError(
+          'this replica no longer leads: it creates, changes and removes nothing on the cluster',
+        ),
       );
     };
     return dispatch(

@@ -26,7 +26,7 @@ export interface JobFollowingOptions {
   /** The one namespace followed; undefined: every namespace. */
   scope: string | undefined;
   cluster: JobObjects;
-  /** Removes a job's objects (with the configured grace period). */
+  /** Removes a job's objects (with the configured grace period), as the leader: fenced. */
   removeJob(jobId: string, namespace: string | undefined): Promise<void>;
   reconcileIntervalMs: number;
   storage?: JobStorage;

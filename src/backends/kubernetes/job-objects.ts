@@ -27,7 +27,7 @@ const QUEUE_OPEN_POLL_MS = 100;
  * idempotent: creating what exists and deleting what is gone are not errors.
  */
 export function jobObjects(conn: Connection, scope: string | undefined) {
-  const { objects } = conn;
+  const { objects, leaderObjects } = conn;
 
   /** One kind's objects carrying the label `selector`, in `namespace` (default: ours), all at once. */
   const listLabelled = (kind: Kind, selector: string, namespace = scope) =>
@@ -42,9 +42,14 @@ export function jobObjects(conn: Connection, scope: string | undefined) {
     }
   }
 
-  async function deleteIfPresent(object: KubernetesObject, graceSeconds?: number): Promise<void> {
+  /** Deletes through `api`: `leaderObjects` for what only the leader removes (fenced). */
+  async function deleteIfPresent(
+    api: Connection['objects'],
+    object: KubernetesObject,
+    graceSeconds?: number,
+  ): Promise<void> {
     try {
-      await objects.delete(object, undefined, undefined, graceSeconds, undefined, 'Background');
+      await api.delete(object, undefined, undefined, graceSeconds, undefined, 'Background');
     } catch (e) {
       if (statusCode(e) !== 404) throw e;
     }
@@ -73,14 +78,24 @@ export function jobObjects(conn: Connection, scope: string | undefined) {
       );
     },
 
-    /** Deletes the job's Volcano Job (its pods go with it) and its own companions; 404s are fine. */
-    async removeJob(jobId: string, namespace: string | undefined, graceSeconds: number): Promise<void> {
+    /**
+     * Deletes the job's Volcano Job (its pods go with it) and its own companions; 404s are fine.
+     * `byLeader`: a removal only the leader decides (the job ended, its submission failed), not
+     * sent once this replica may no longer lead; a cancel or suspend by any replica's API is not.
+     */
+    async removeJob(
+      jobId: string,
+      namespace: string | undefined,
+      graceSeconds: number,
+      byLeader: boolean,
+    ): Promise<void> {
+      const api = byLeader ? leaderObjects : objects;
       const selector = `${JOB_ID_LABEL}=${jobId}`;
       const found = await listLabelled(VOLCANO_JOB, selector, namespace);
-      for (const job of found.items) await deleteIfPresent(ref(VOLCANO_JOB, job), graceSeconds);
+      for (const job of found.items) await deleteIfPresent(api, ref(VOLCANO_JOB, job), graceSeconds);
       for (const kind of JOB_COMPANION_KINDS) {
         const list = await listLabelled(kind, selector);
-        for (const item of list.items) await deleteIfPresent(ref(kind, item));
+        for (const item of list.items) await deleteIfPresent(api, ref(kind, item));
       }
     },
 
@@ -94,7 +109,7 @@ export function jobObjects(conn: Connection, scope: string | undefined) {
           const createdAt = new Date(item.metadata?.creationTimestamp ?? 0).getTime();
           if (!isOrphan({ jobId: typeof label === 'string' ? label : undefined, createdAt }, live, now))
             continue;
-          await deleteIfPresent(ref(kind, item));
+          await deleteIfPresent(leaderObjects, ref(kind, item));
           deleted++;
         }
       }

@@ -62,13 +62,14 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
    */
   const sharedCreations = new Map<string, Promise<void>>();
   let closed = false;
-  const removeJob = (jobId: string, namespace?: string) =>
-    cluster.removeJob(jobId, namespace, settings.deleteGracePeriodSeconds);
+  /** Removes a job's objects; `byLeader`: a removal only the leader decides (fenced, job-objects.ts). */
+  const removeJob = (jobId: string, namespace: string | undefined, byLeader: boolean) =>
+    cluster.removeJob(jobId, namespace, settings.deleteGracePeriodSeconds, byLeader);
   const following = followJobs({
     conn,
     scope,
     cluster,
-    removeJob,
+    removeJob: (jobId, namespace) => removeJob(jobId, namespace, true),
     reconcileIntervalMs: settings.reconcileIntervalMs,
     storage: options.storage,
     log,
@@ -140,7 +141,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
         // Nothing of a refused job may stay behind: a retry creates it all again. A deposed replica
         // leaves it all to the new leader, which may have created the job already.
         if (following.leading())
-          await removeJob(jobId, build.volcanoJob.metadata.namespace).catch((err: unknown) =>
+          await removeJob(jobId, build.volcanoJob.metadata.namespace, true).catch((err: unknown) =>
             log?.warn(
               { err, jobId },
               'could not remove what a refused submission created; reconciliation will',
@@ -158,7 +159,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       const view = views.get(jobId);
       await stopFollowing(view);
       try {
-        await removeJob(jobId, view?.job?.namespace);
+        await removeJob(jobId, view?.job?.namespace, false);
       } catch (e) {
         throw new Error(`could not cancel job ${jobId} on the cluster: ${apiMessage(e)}`);
       }
@@ -176,7 +177,7 @@ export function kubernetesBackend(options: KubernetesBackendOptions): Backend & 
       await stopFollowing(view);
       suspended.add(jobId);
       try {
-        await removeJob(jobId, namespace);
+        await removeJob(jobId, namespace, false);
         for (let i = 0; i < SUSPEND_WAIT_ATTEMPTS; i++) {
           if (!(await cluster.volcanoJobExists(jobId, namespace))) break;
           await new Promise((resolve) => setTimeout(resolve, SUSPEND_WAIT_MS));
