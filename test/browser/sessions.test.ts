@@ -353,7 +353,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
     timeout: 300_000,
   }, async () => {
     const id = await running('burn');
-    await openInApp(page, `/jobs/${id}`);
+    // Loaded: opened in place from the desktop's job page, it could show that job's samples first.
+    await page.goto(`${origin()}/jobs/${id}`);
     const resources = page.getByTestId('resources');
     await resources.waitFor({ timeout: 60_000 });
     const samples = async () => Number(await resources.getAttribute('data-samples'));

@@ -85,7 +85,8 @@ export async function capture(page: Page, folder: string, name: string): Promise
 /**
  * Opens `path` in the interface already loaded in `page` as its links and the Back button do (the
  * History API, no page load: the document, its scripts and axe-core stay), and lets it render.
- * Opening the path it shows already changes nothing.
+ * Opening the path it shows already changes nothing. A page opened so from another of its kind
+ * (a job's from another job's) may show the other's data until its effects ran: load such a page.
  */
 export async function openInApp(page: Page, path: string): Promise<void> {
   await page.evaluate(async (to) => {
