@@ -18,9 +18,9 @@ import {
   VNC_CONNECTED,
 } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
-import { ROOT } from '../support/fixtures.ts';
 import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
+import { ROOT } from '../support/paths.ts';
 import { until } from '../support/until.ts';
 
 /**

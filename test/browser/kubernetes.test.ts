@@ -16,9 +16,9 @@ import {
 } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { type FakeCluster, fakeCluster } from '../support/fake-kube/cluster.ts';
-import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
+import { ROOT } from '../support/paths.ts';
 import { serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
 

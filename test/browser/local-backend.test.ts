@@ -8,9 +8,9 @@ import type { Browser } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { fortyTwoInTerminal, localServeConfig, serveClient, VNC_CONNECTED } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
-import { ROOT } from '../support/fixtures.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
+import { ROOT } from '../support/paths.ts';
 import { serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
 

@@ -9,8 +9,8 @@ import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient, VNC_CONNECTED } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
-import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
+import { ROOT } from '../support/paths.ts';
 import { outputTail, serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
 import {

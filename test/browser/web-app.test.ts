@@ -8,8 +8,8 @@ import type { Browser, Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
-import { ROOT } from '../support/fixtures.ts';
 import { needs } from '../support/local-tools.ts';
+import { ROOT } from '../support/paths.ts';
 import { outputTail, serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
 import {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { type IsolatedChromium, launchChromium } from './chromium.ts';
-import { ROOT } from './fixtures.ts';
+import { ROOT } from './paths.ts';
 import { serving, spawnServe } from './serve.ts';
 
 export const WEB_DIST = join(ROOT, 'web', 'dist');
