@@ -8,6 +8,7 @@ import { openLocalBackend } from '../src/backends/local/open.ts';
 import type { BackendEvent } from '../src/jobs/backend.ts';
 import type { Container } from '../src/volcano/api/types.ts';
 import { assertExit, runCli } from './support/cli.ts';
+import { sharedHostView } from './support/host-view.ts';
 import { busyboxArchive } from './support/images.ts';
 import { needs } from './support/local-tools.ts';
 import { testNetwork } from './support/test-network.ts';
@@ -22,6 +23,8 @@ const tools = await needs('bwrap', 'nft', 'ip', 'skopeo', 'umoci', 'busybox');
 async function open(t: { after(fn: () => Promise<void>): void }, hostUserland: boolean) {
   const dataDir = await mkdtemp(join(tmpdir(), 'ucompute-images-run-'));
   const { bridge } = testNetwork();
+  // The test process's copy of /etc, not one per backend (see ./support/host-view.ts).
+  await sharedHostView(join(dataDir, 'local', 'runtime'));
   const backend = await openLocalBackend({
     config: {
       gracePeriodMs: 200,

@@ -48,6 +48,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { newHostView, SUITE_HOST_VIEW } from './support/host-view.ts';
 
 const root = join(import.meta.dirname, '..');
 // The test processes keep what Node compiled (the sources with their types stripped) in a cache, as
@@ -211,6 +212,11 @@ interface Result {
   /** `npm run check`, not a test file. */
   command?: boolean;
 }
+
+// One filtered copy of /etc for all the local runtimes the files make (test/support/host-view.ts),
+// made before any file starts and removed when the runner exits, where each test process made
+// one for itself.
+process.env[SUITE_HOST_VIEW] = await newHostView();
 
 const t0 = Date.now();
 const results: Result[] = [];

@@ -13,6 +13,7 @@ import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { openLocalBackend } from '../../src/backends/local/open.ts';
 import type { BackendEvent } from '../../src/jobs/backend.ts';
 import { assertExit, BIN, CHILD_ENV, runCli } from '../support/cli.ts';
+import { sharedHostView } from '../support/host-view.ts';
 import { needs } from '../support/local-tools.ts';
 import { until } from '../support/until.ts';
 import { shellTask, vcjob } from '../support/vcjob.ts';
@@ -35,6 +36,8 @@ async function server(t: { after(fn: () => Promise<void>): void }, name: string)
     subnet: `10.${200 + (process.pid % 50)}.${Math.floor(Math.random() * 256)}.0/24`,
     poolSize: 2,
   };
+  // The test process's copy of /etc, not one per server (see ../support/host-view.ts).
+  await sharedHostView(join(dataDir, 'local', 'runtime'));
   const backend = await openLocalBackend({
     config: { gracePeriodMs: 200, network },
     dataDir,
