@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { assertExit, CHILD_ENV, runCli } from './support/cli.ts';
@@ -95,6 +95,10 @@ describe('ucompute web', () => {
     assert.equal(statSync(page).mode & 0o077, 0, 'only the user reads the page');
     assert.ok(readFileSync(page, 'utf8').includes(link), 'the page leads to the link');
     assert.equal((await use(link)).status, 303);
+    // The page's folder stays for the browser, which may read it after the command ended: the
+    // test removes it (one was left in the temporary folder by every suite).
+    assert.match(basename(dirname(page)), /^ucompute-web-/);
+    rmSync(dirname(page), { recursive: true, force: true });
   });
 
   test('web without a browser prints the link and says it works once', { timeout: 300_000 }, async () => {

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -261,6 +261,10 @@ describe('the terminal', { timeout: 60_000 }, () => {
       'the page leads to the link',
     );
     rmSync(folder, { recursive: true, force: true });
+    // The page's folder stays for the browser, which may read it after the command ended: the
+    // test removes it (one was left in the temporary folder by every suite).
+    assert.match(basename(dirname(page)), /^ucompute-web-/);
+    rmSync(dirname(page), { recursive: true, force: true });
   });
 
   test('input before initialize is refused', async () => {
