@@ -146,44 +146,31 @@ describe('the client commands against servers', () => {
   });
 
   describe('help', () => {
+    /** The commands that talk to a server: each one listed by `--help` and with a `--help` of its own. */
+    const CLIENT_COMMANDS = [
+      'apps',
+      'products',
+      'run',
+      'jobs',
+      'show',
+      'logs',
+      'cancel',
+      'suspend',
+      'resume',
+      'extend',
+      'ssh-keys',
+    ];
     test('ucompute --help lists every command', async () => {
       // The one child process here: bin/ucompute.js runs main() and exits with its code.
       const result = await runCli(['--help'], { env: childEnv });
       assertExit(result, 0);
-      for (const command of [
-        'serve',
-        'plan',
-        'apps validate',
-        'apps',
-        'products',
-        'run',
-        'jobs',
-        'show',
-        'logs',
-        'cancel',
-        'suspend',
-        'resume',
-        'extend',
-        'ssh-keys',
-      ]) {
+      for (const command of ['serve', 'plan', 'apps validate', ...CLIENT_COMMANDS]) {
         assert.match(result.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
       }
     });
 
     test('every client command has --help', async () => {
-      for (const command of [
-        'apps',
-        'products',
-        'run',
-        'jobs',
-        'show',
-        'logs',
-        'cancel',
-        'suspend',
-        'resume',
-        'extend',
-        'ssh-keys',
-      ]) {
+      for (const command of CLIENT_COMMANDS) {
         const result = await cli([command, '--help']);
         assertExit(result, 0);
         assert.match(result.stdout, new RegExp(`^Usage: ucompute ${command}`), command);
