@@ -6,14 +6,17 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import { localServeConfig, serveClient, VNC_CONNECTED } from '../support/browser.ts';
+import { AUTHORIZE_PATH } from '../../src/interactive/sessions.ts';
+import { localServeConfig, ONE_PLUS_ONE, serveClient, VNC_CONNECTED } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
+import { processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { ROOT } from '../support/paths.ts';
 import { outputTail, serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
 import {
+  answerLost,
   capture,
   DESKTOP,
   failedRequestsOf,
@@ -27,11 +30,13 @@ import {
  * Sessions researchers would choose over Open OnDemand and JupyterHub (issue 19), end to end: a
  * `ucompute serve` on the local backend (its own bridge and subnet) driven in Debian's Chromium.
  * A session card's Connect opens the starting page, which goes on to Jupyter once it answers, where
- * a notebook of the user's home drive opens; the desktop draws XFCE's panel and follows the
- * window's size; a project member launches on the project's credits from its workspace; the job
- * page's resource chart moves under a job that burns CPU; an administrator revokes a token, which
- * is refused from then on. Pages are photographed at desktop and phone widths into
- * test-artifacts/sessions (ours also checked with axe-core). Each test has its own time budget.
+ * a notebook of the user's home drive opens and a kernel computes 1+1 over its WebSocket through
+ * the proxy (the link's ticket and the cookie's secret in no process's arguments); the desktop
+ * (Xvnc and XFCE in the job) draws XFCE's panel and follows the size of the window; a project
+ * member launches on the project's credits from its workspace; the job page's resource chart moves
+ * under a job that burns CPU; an administrator revokes a token, which is refused from then on.
+ * Pages are photographed at desktop and phone widths into test-artifacts/sessions (ours also
+ * checked with axe-core). Each test has its own time budget.
  */
 
 const tools = await needs(
@@ -153,35 +158,6 @@ describe('sessions on the local backend, in a browser', tools, () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  /**
-   * The page's next job submission reaches the server, but the browser loses the answer, as Chromium
-   * drops requests in flight when the machine's network changes (ERR_NETWORK_CHANGED: the local
-   * backend adds and removes pods' interfaces). Resolves with the status the server answered.
-   */
-  async function answerLost(p: Page): Promise<{ status: Promise<number> }> {
-    let told!: (status: number) => void;
-    let failed!: (e: unknown) => void;
-    const status = new Promise<number>((resolve, reject) => {
-      told = resolve;
-      failed = reject;
-    });
-    await p.route(
-      (u) => u.pathname === '/api/jobs',
-      async (route) => {
-        if (route.request().method() !== 'POST') return route.fallback();
-        try {
-          const answer = await route.fetch();
-          await route.abort('internetdisconnected');
-          told(answer.status());
-        } catch (e) {
-          failed(e);
-        }
-      },
-      { times: 1 },
-    );
-    return { status };
-  }
-
   /** Stops the jobs the tests started that still run. */
   async function stopJobs(): Promise<void> {
     const ids: string[] = [];
@@ -222,6 +198,12 @@ describe('sessions on the local backend, in a browser', tools, () => {
       jobMeanwhile(admin.api, id, failedRequests, serverLog),
     );
     await capture(page, ARTIFACTS, 'session-card');
+    // The one-time tickets the browser carries to the app's origin (to check no process shows them).
+    const tickets: string[] = [];
+    context.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.pathname === AUTHORIZE_PATH) tickets.push(u.searchParams.get('ticket') ?? '');
+    });
     const [app] = await Promise.all([
       context.waitForEvent('page'),
       card.getByRole('link', { name: 'Connect' }).click(),
@@ -246,6 +228,13 @@ describe('sessions on the local backend, in a browser', tools, () => {
     await app.getByText('hello.ipynb').first().waitFor({ timeout: 60_000 });
     await app.goto(`${appOrigin}/notebooks/local/notes/hello.ipynb`);
     await app.getByText('Hello from my home drive').first().waitFor({ state: 'attached', timeout: 60_000 });
+    // A kernel computes over its WebSocket through the proxy.
+    assert.equal(await app.evaluate<string>(ONE_PLUS_ONE), '2');
+    // Neither the link's ticket nor the cookie's secret is in any process's arguments.
+    const cookie = (await context.cookies(appOrigin)).find((c) => c.name === 'ucompute-session');
+    assert.ok(cookie?.httpOnly);
+    assert.equal(tickets.length, 1);
+    for (const secret of [...tickets, cookie.value]) assert.deepEqual(processesWithArgument(secret), []);
     for (const [width, size] of [
       ['desktop', DESKTOP],
       ['phone', PHONE],

@@ -236,6 +236,34 @@ export async function onePlusOneInNotebook(page: Page, kernelMs: number): Promis
 }
 
 /**
+ * Run in a page of a Jupyter app's origin: starts a kernel and answers what `1+1` gives over the
+ * kernel's WebSocket (the proxy carries both the HTTP and the WebSocket).
+ */
+export const ONE_PLUS_ONE = `(async () => {
+  const xsrf = document.cookie.split('; ').find((c) => c.startsWith('_xsrf='))?.slice(6) ?? '';
+  const created = await fetch('/api/kernels', {
+    method: 'POST',
+    headers: { 'X-XSRFToken': xsrf, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'python3' }),
+  });
+  if (!created.ok) return 'starting a kernel: ' + created.status;
+  const kernel = await created.json();
+  const socket = new WebSocket('ws://' + location.host + '/api/kernels/' + kernel.id + '/channels');
+  return await new Promise((resolve) => {
+    socket.onopen = () => socket.send(JSON.stringify({
+      header: { msg_id: 'one-plus-one', username: '', session: 'test', msg_type: 'execute_request', version: '5.3', date: new Date().toISOString() },
+      parent_header: {}, metadata: {}, channel: 'shell', buffers: [],
+      content: { code: '1+1', silent: false, store_history: false, user_expressions: {}, allow_stdin: false, stop_on_error: true },
+    }));
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.msg_type === 'execute_result') resolve(message.content.data['text/plain']);
+    };
+    socket.onerror = () => resolve('the kernel WebSocket failed');
+  });
+})()`;
+
+/**
  * In the xterm.js page on `page`: waits for the shell's `$` prompt, runs `echo $((6*7))` and waits
  * for a row that is `42` (each wait at most `timeout` ms).
  */

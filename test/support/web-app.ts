@@ -133,6 +133,35 @@ export function failedRequestsOf(page: Page): string[] {
 }
 
 /**
+ * The page's next job submission reaches the server, but the browser loses the answer, as Chromium
+ * drops requests in flight when the machine's network changes (ERR_NETWORK_CHANGED: the local
+ * backend adds and removes pods' interfaces). Resolves with the status the server answered.
+ */
+export async function answerLost(p: Page): Promise<{ status: Promise<number> }> {
+  let told!: (status: number) => void;
+  let failed!: (e: unknown) => void;
+  const status = new Promise<number>((resolve, reject) => {
+    told = resolve;
+    failed = reject;
+  });
+  await p.route(
+    (u) => u.pathname === '/api/jobs',
+    async (route) => {
+      if (route.request().method() !== 'POST') return route.fallback();
+      try {
+        const answer = await route.fetch();
+        await route.abort('internetdisconnected');
+        told(answer.status());
+      } catch (e) {
+        failed(e);
+      }
+    },
+    { times: 1 },
+  );
+  return { status };
+}
+
+/**
  * What a wait on a job's row, card or badge is told with when the page does not show it: the job as
  * the server has it (state, outcome, start, updates), the requests the page saw fail, and the
  * server's newest warnings and errors.
