@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,16 +8,9 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import * as nodePty from 'node-pty';
 import type { Browser, Page } from 'playwright-core';
 import type { ShellOptions } from '../../src/jobs/backend.ts';
-import {
-  fortyTwoInTerminal,
-  onePlusOneInNotebook,
-  type Started,
-  SYSTEM_PATH,
-  startDesktop,
-  startJupyter,
-  VNC_CONNECTED,
-} from '../support/browser.ts';
+import { fortyTwoInTerminal, onePlusOneInNotebook, SYSTEM_PATH, VNC_CONNECTED } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
+import { type ExamplePrograms, examplePrograms } from '../support/example-programs.ts';
 import { call, DISTINCT_COLOURS, processesWithArgument, type World, world } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
 import { ROOT } from '../support/paths.ts';
@@ -27,8 +20,9 @@ import { until } from '../support/until.ts';
  * The three session kinds in Debian's Chromium, driven by playwright-core: Jupyter through the web
  * proxy (a cell's `1+1` gives `2`, over the kernel's WebSocket), the noVNC page on an Xtigervnc
  * desktop (its canvas is not blank), and the xterm.js page on a shell (`echo $((6*7))` gives 42).
- * The jobs' programs run on this machine as the test's own processes, each on a Unix socket of
- * its own (no port to pick), their output kept beside the screenshots; the backend's `connect`
+ * The jobs' programs run on this machine as the test's own processes (example-programs.ts: shared
+ * with the other browser files of the process), each on a Unix socket of its own (no port to
+ * pick), their output kept beside the screenshots; the backend's `connect`
  * and `shell` reach them, so that what is tested is ucompute's side: sessions, proxy, relay,
  * pages. Screenshots go to test-artifacts/browser. Each test has its own time budget.
  */
@@ -73,22 +67,16 @@ describe('sessions in a browser', tools, () => {
   let browser: Browser;
   let isolated: IsolatedChromium | undefined;
   let page: Page;
-  let work: string;
-  let jupyter: Started;
-  let desktop: Started;
+  let programs: ExamplePrograms;
 
   before(
     async () => {
       mkdirSync(ARTIFACTS, { recursive: true });
-      work = mkdtempSync(join(tmpdir(), 'ucompute-browser-'));
-      [jupyter, desktop] = await Promise.all([
-        startJupyter(work, join(ARTIFACTS, 'interactive-jupyter.log')),
-        startDesktop(work, join(ARTIFACTS, 'interactive-xtigervnc.log')),
-      ]);
+      programs = await examplePrograms();
       w = await world({
         backend: () => ({
           connect: async (_jobId, _rank, port) => {
-            const socket = connect(port === 8888 ? jupyter.socket : desktop.socket);
+            const socket = connect(port === 8888 ? programs.jupyter.socket : programs.desktop.socket);
             await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
             return socket;
           },
@@ -112,8 +100,6 @@ describe('sessions in a browser', tools, () => {
   after(async () => {
     await isolated?.close();
     await w?.close();
-    await Promise.all([jupyter?.stop(), desktop?.stop()]);
-    rmSync(work, { recursive: true, force: true });
   });
 
   async function running(app: string): Promise<string> {

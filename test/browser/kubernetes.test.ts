@@ -7,14 +7,13 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import {
   fortyTwoInTerminal,
-  onePlusOneInNotebook,
+  ONE_PLUS_ONE,
   serveClient,
-  startDesktop,
-  startJupyter,
   tcpRelay,
   VNC_CONNECTED,
 } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
+import { examplePrograms } from '../support/example-programs.ts';
 import { type FakeCluster, fakeCluster } from '../support/fake-kube/cluster.ts';
 import { DISTINCT_COLOURS, processesWithArgument } from '../support/interactive.ts';
 import { needs } from '../support/local-tools.ts';
@@ -26,8 +25,9 @@ import { until } from '../support/until.ts';
  * The example apps on the Kubernetes backend, in Chromium: `ucompute serve --backend kubernetes`
  * against the fake API server (every object it is sent checked against the fixtures), driven by
  * the real @kubernetes/client-node. The fake cluster "runs" each job's rank 0 by forwarding its pod
- * port to a program the test starts: Jupyter (port 8888) and Xtigervnc (5900), each on a Unix
- * socket of its own behind a loopback relay the system gave a port, are reached through
+ * port to a program the test starts: Jupyter (port 8888; a kernel computes 1+1 from its page) and
+ * Xtigervnc (5900), each on a Unix socket of its own (example-programs.ts, shared with the other
+ * browser files of the process) behind a loopback relay the system gave a port, are reached through
  * port-forward, the terminal through exec running a real `sh`. Screenshots and the programs'
  * output in test-artifacts/browser; each test has its own time budget.
  */
@@ -54,11 +54,7 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
     async () => {
       mkdirSync(ARTIFACTS, { recursive: true });
       work = mkdtempSync(join(tmpdir(), 'ucompute-k8s-browser-'));
-      const [jupyter, desktop] = await Promise.all([
-        startJupyter(work, join(ARTIFACTS, 'kubernetes-jupyter.log')),
-        startDesktop(work, join(ARTIFACTS, 'kubernetes-xtigervnc.log')),
-      ]);
-      cleanups.push(jupyter.stop, desktop.stop);
+      const { jupyter, desktop } = await examplePrograms();
       for (const [app, started] of [
         ['jupyter', jupyter],
         ['desktop', desktop],
@@ -110,7 +106,7 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
   const callsTo = (resource: string, id: string) =>
     cluster.api.calls.filter((c) => c.resource === resource && c.name === `j-${id}-job-0`).length;
 
-  test('Jupyter through port-forward: a cell computes 1+1', { timeout: 180_000 }, async () => {
+  test('Jupyter through port-forward: a kernel computes 1+1', { timeout: 180_000 }, async () => {
     const id = await running('jupyter');
     const session = await client.open(id, 'WEB');
     const page = await browser!.newPage({ viewport: { width: 1000, height: 700 } });
@@ -118,8 +114,8 @@ describe('the example apps on the Kubernetes backend (fake API server), in a bro
     assert.doesNotMatch(page.url(), /ticket/);
     const origin = `http://app-${id}-0.localhost:${new URL(url).port}`;
     assert.equal(new URL(page.url()).origin, origin);
-    await page.goto(`${origin}/notebooks/test.ipynb`);
-    assert.equal(await onePlusOneInNotebook(page, 90_000), '2');
+    // Over the kernel's WebSocket from Jupyter's page (the notebook's own page is interactive's).
+    assert.equal(await page.evaluate<string>(ONE_PLUS_ONE), '2');
     await page.screenshot({ path: join(ARTIFACTS, 'jupyter-kubernetes.png') });
     // Every byte went through the API server's port-forward of the job's pod.
     assert.ok(callsTo('pods/portforward', id) > 0);
