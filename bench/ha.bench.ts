@@ -294,6 +294,8 @@ interface Case {
   jobsPerSecond: number;
   p50: number;
   p99: number;
+  /** Each replica's own p50 / p99 (its wrk's requests), in the order of the urls (leader first). */
+  eachLatency: { p50: number; p99: number }[];
   requests: number;
   failures: number;
   replicaCpuMsPerJob: number;
@@ -308,6 +310,21 @@ interface Case {
   /** The load generator's (every wrk's) CPU ms per accepted job. */
   wrkCpuMsPerJob: number;
   load: string;
+  /**
+   * With the leader running: the jobs not yet submitted and not ended when the load ended, the
+   * seconds until all had ended, and the CPU ms per job of each process and PostgreSQL from the
+   * load's start until then (all of the leader's work for the load's jobs).
+   */
+  left?: {
+    unsubmitted: number;
+    active: number;
+    seconds: number;
+    perProcess: number[];
+    postgres: number;
+    /** The same from the load's end on, per job not ended then: the leader's work alone. */
+    afterLoad: number[];
+    postgresAfterLoad: number;
+  };
   /** With --waits: the mean number of backends per state and wait during the load, most first. */
   waits?: [string, number][];
   /** With --tables: PostgreSQL's rows and statements per job (postgres-work.ts), as Markdown. */
@@ -351,6 +368,24 @@ async function backendsDuring<T>(url: string, during: Promise<T>): Promise<[T, [
   }
 }
 
+/** The jobs of the database at `url` not handed to the backend yet, and those not ended. */
+async function backlog(client: pg.Client): Promise<{ unsubmitted: number; active: number }> {
+  const { rows } = await client.query<{ unsubmitted: number; active: number }>(
+    `select count(*) filter (where state = 'IN_QUEUE' and submitted = 0)::int as unsubmitted,
+       count(*) filter (where state not in ('SUCCESS', 'FAILURE', 'EXPIRED'))::int as active from jobs`,
+  );
+  return rows[0]!;
+}
+
+/** Waits (120 s at most) until every job of the database has ended; answers the seconds waited. */
+async function allEnded(client: pg.Client): Promise<number> {
+  const start = performance.now();
+  while ((await backlog(client)).active > 0 && performance.now() - start < 120_000) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return (performance.now() - start) / 1000;
+}
+
 /** Warm-up, then the timed load over `urls` (connections split evenly), with the CPU it cost. */
 async function measure(
   name: string,
@@ -373,11 +408,20 @@ async function measure(
   const idlePerSecond = idle1.map((after, i) => (after - idle0[i]!) / idleSeconds);
   const postgresIdlePerSecond = (postgresIdle1 - postgresIdle0) / idleSeconds;
   await Promise.all(urls.map((url, i) => wrk(url, tokens, split(i), 2)));
+  // With the leader running, the load starts once the warm-up's jobs have ended, and its jobs are
+  // waited for after it: the leader may lag behind acceptance, and do its part after the load.
+  const leading = database !== undefined && !values['accept-only'];
+  const db = leading ? new pg.Client({ connectionString: database }) : undefined;
+  await db?.connect();
+  if (db) await allEnded(db);
   const threads = () => Promise.all(pids.map(threadsCpuMs));
   const [each0, postgresBefore, threads0] = [await cpu(), await postgresCpuMs(), await threads()];
   const load = Promise.all(urls.map((url, i) => wrk(url, tokens, split(i), SECONDS)));
   const [results, waits] = database && values.waits ? await backendsDuring(database, load) : [await load];
   const [each1, postgresAfter, threads1] = [await cpu(), await postgresCpuMs(), await threads()];
+  const left = db && { ...(await backlog(db)), seconds: await allEnded(db) };
+  const [each2, postgresDrained] = [await cpu(), await postgresCpuMs()];
+  await db?.end();
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const [replicasBefore, replicasAfter] = [sum(each0), sum(each1)];
   const requests = results.reduce((sum, r) => sum + r.requests, 0);
@@ -388,6 +432,7 @@ async function measure(
     jobsPerSecond: accepted / Math.max(...results.map((r) => r.seconds)),
     p50: merged(results, 0.5),
     p99: merged(results, 0.99),
+    eachLatency: results.map((r) => ({ p50: merged([r], 0.5), p99: merged([r], 0.99) })),
     requests,
     failures,
     replicaCpuMsPerJob: (replicasAfter - replicasBefore) / accepted,
@@ -406,6 +451,17 @@ async function measure(
     })),
     wrkCpuMsPerJob: results.reduce((sum, r) => sum + r.cpuMs, 0) / accepted,
     load: await loadAverage(),
+    ...(left
+      ? {
+          left: {
+            ...left,
+            perProcess: each2.map((after, i) => (after - each0[i]!) / accepted),
+            postgres: (postgresDrained - postgresBefore) / accepted,
+            afterLoad: each2.map((after, i) => (after - each1[i]!) / left.active),
+            postgresAfterLoad: (postgresDrained - postgresAfter) / left.active,
+          },
+        }
+      : {}),
     ...(waits ? { waits } : {}),
   };
 }
@@ -625,6 +681,23 @@ try {
     console.log(
       `| ${c.name} | ${c.threads.map((t) => `${t.main.toFixed(3)} + ${t.others.toFixed(3)}`).join(' / ')} | ` +
         `${c.postgresCpuMsPerJob.toFixed(3)} | ${c.wrkCpuMsPerJob.toFixed(3)} | ${ours.toFixed(3)} | ${all.toFixed(3)} | ${((100 * ours) / all).toFixed(0)} % |`,
+    );
+  }
+  console.log("\np50 / p99 ms of each replica's requests (leader first):\n");
+  for (const c of cases) {
+    console.log(
+      `- ${c.name}: ${c.eachLatency.map((l) => `${l.p50.toFixed(1)} / ${l.p99.toFixed(1)}`).join(', ')}`,
+    );
+  }
+  for (const c of cases.filter((c) => c.left)) {
+    const l = c.left!;
+    console.log(
+      `\n${c.name}: at the load's end ${l.unsubmitted} jobs not yet submitted, ${l.active} not ended; all ended ` +
+        `${l.seconds.toFixed(1)} s later. CPU ms per job from the load's start until then: each replica (leader first) ` +
+        `${l.perProcess.map((x) => x.toFixed(3)).join(' / ')}, PostgreSQL ${l.postgres.toFixed(3)}, ours ` +
+        `${(l.perProcess.reduce((a, b) => a + b, 0) + l.postgres).toFixed(3)}. After the load alone: ` +
+        `${Math.round(l.active / l.seconds)} jobs ended per second, CPU ms per job ${l.afterLoad.map((x) => x.toFixed(3)).join(' / ')}, ` +
+        `PostgreSQL ${l.postgresAfterLoad.toFixed(3)}`,
     );
   }
   for (const c of cases.filter((c) => c.waits)) {
