@@ -117,7 +117,7 @@ export function jobMonitor(o: MonitorOptions) {
      * replicas accepted, and those a crash left unsubmitted.
      */
     async adopt(resubmit: (id: string) => void): Promise<void> {
-      for (const record of await store.jobs.unsubmitted(ADOPT_BATCH)) resubmit(record.id);
+      for (const id of await store.jobs.unsubmitted(ADOPT_BATCH)) resubmit(id);
     },
 
     /**

@@ -41,7 +41,7 @@ export interface SubmissionOptions {
  * marked submitted: each step a statement or transaction for the whole batch), and batches under
  * way at once: jobs queued while one is under way go together in the next.
  */
-const SUBMIT_BATCH = 16;
+const SUBMIT_BATCH = 64;
 const SUBMIT_BATCHES = 2;
 const SUBMIT_ATTEMPTS = 5;
 /** Wait before submitting again a job whose submission could not be written (a full disk). */

@@ -206,10 +206,11 @@ export interface JobStore {
   /** The same jobs as `active`, each without its JSON: what the quota watch reads every minute. */
   activeRows(): Promise<RunningJob[]>;
   /**
-   * Queued jobs never handed to the backend, oldest first, at most `limit`: what a leader adopts
-   * (another replica accepted them, or the leader before it crashed before submitting them).
+   * The ids of queued jobs never handed to the backend, oldest first, at most `limit`: what a leader
+   * adopts (another replica accepted them, or the leader before it crashed before submitting them).
+   * Ids only: submission reads each job as it takes it, and a backlog is adopted again every pass.
    */
-  unsubmitted(limit: number): Promise<JobRecord[]>;
+  unsubmitted(limit: number): Promise<string[]>;
   /**
    * Running jobs only, from the partial index of active jobs (a queue backlog costs nothing here):
    * at most `limit` of them with ids after `after` (undefined: from the first), by id. Read page by

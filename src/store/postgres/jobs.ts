@@ -271,10 +271,10 @@ export function postgresJobs({ query, locked, recordEvent, atCommit }: Connectio
     },
     async unsubmitted(limit) {
       const rows = await query(
-        `select ${JOB_COLUMNS} from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`,
+        `select id from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`,
         limit,
       );
-      return rows.map(toJob);
+      return rows.map((r) => r.id as string);
     },
     async running(after, limit) {
       return (await query(runningPage('job'), after ?? '', limit)).map(toJob);

@@ -210,10 +210,10 @@ export function sqliteJobs(d: SqliteDatabase): Synchronous<JobStore> {
     },
     unsubmitted(limit) {
       return (
-        sql(
-          `select ${JOB_COLUMNS} from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`,
-        ).all(limit) as Row[]
-      ).map(toJob);
+        sql(`select id from jobs where state = 'IN_QUEUE' and submitted = 0 order by id limit ?`).all(
+          limit,
+        ) as Row[]
+      ).map((r) => r.id as string);
     },
     running(after, limit) {
       return (sql(runningPage('job')).all(after ?? '', limit) as Row[]).map(toJob);
