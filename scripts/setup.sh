@@ -27,12 +27,12 @@ fi
 # that compiles its seccomp filter), the pod network, the MPI job of the tests (Open MPI over the ssh
 # plugin's keys), the image store (skopeo, umoci; mmdebstrap builds images from Debian packages;
 # busybox-static is the tests' image), podman with runc, the peer bench/local.bench.ts compares with
-# (Debian's crun refuses this machine's hybrid cgroups), the interactive examples and their browser tests (Chromium,
+# (Debian's crun refuses this machine's hybrid cgroups), the interactive examples and their browser tests (Chromium and its old headless shell,
 # Jupyter, TigerVNC, xterm, the XFCE desktop: xfwm4, its panel, desktop, settings, terminal, Thunar
 # and a session bus), wrk, which drives the API benchmark, the linters of the runtime's Perl, Python
 # and sh programs (shellcheck, pyflakes3; perl -c is Perl's own), and PostgreSQL, which the store's
 # tests start in a temporary folder of their own.
-packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static podman runc wrk chromium jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm dbus-x11 xfwm4 xfce4-panel xfdesktop4 xfce4-settings xfce4-terminal thunar libnss-wrapper shellcheck pyflakes3 postgresql"
+packages="bubblewrap python3-seccomp nftables iproute2 openmpi-bin openssh-server openssh-client skopeo umoci mmdebstrap busybox-static podman runc wrk chromium chromium-headless-shell jupyter-notebook python3-ipykernel tigervnc-standalone-server xterm dbus-x11 xfwm4 xfce4-panel xfdesktop4 xfce4-settings xfce4-terminal thunar libnss-wrapper shellcheck pyflakes3 postgresql"
 missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -16,7 +16,7 @@ import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../s
  * One browser, one page; its own time budget.
  */
 
-const tools = await needs('chromium', 'ip');
+const tools = await needs('chromium-headless-shell', 'ip');
 
 describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-trash-web-'));

@@ -27,7 +27,7 @@ import { until } from '../support/until.ts';
  * pages. Screenshots go to test-artifacts/browser. Each test has its own time budget.
  */
 
-const tools = await needs('chromium', 'ip', 'jupyter-notebook', 'Xtigervnc', 'xterm');
+const tools = await needs('chromium-headless-shell', 'ip', 'jupyter-notebook', 'Xtigervnc', 'xterm');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
 const STANDARD_1 = { id: 'u1-standard-1', category: 'u1-standard' };
 

@@ -19,7 +19,7 @@ import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../s
  * budget.
  */
 
-const tools = await needs('chromium', 'ip');
+const tools = await needs('chromium-headless-shell', 'ip');
 
 describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
   const tmp = mkdtempSync(join(tmpdir(), 'ucompute-suspend-web-'));

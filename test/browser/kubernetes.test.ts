@@ -32,7 +32,7 @@ import { until } from '../support/until.ts';
  * output in test-artifacts/browser; each test has its own time budget.
  */
 
-const tools = await needs('chromium', 'ip', 'jupyter-notebook', 'Xtigervnc', 'xterm');
+const tools = await needs('chromium-headless-shell', 'ip', 'jupyter-notebook', 'Xtigervnc', 'xterm');
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
 /** The namespace of the admin user `local`'s jobs (one namespace per owner). */
 const NAMESPACE = 'ucompute-u-local';

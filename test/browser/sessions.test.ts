@@ -43,7 +43,7 @@ const tools = await needs(
   'bwrap',
   'nft',
   'ip',
-  'chromium',
+  'chromium-headless-shell',
   'jupyter-notebook',
   'Xvnc',
   'dbus-launch',

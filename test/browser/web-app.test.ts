@@ -34,7 +34,15 @@ import {
  * one page for the whole file.
  */
 
-const tools = await needs('bwrap', 'nft', 'ip', 'chromium', 'jupyter-notebook', 'Xvnc', 'xterm');
+const tools = await needs(
+  'bwrap',
+  'nft',
+  'ip',
+  'chromium-headless-shell',
+  'jupyter-notebook',
+  'Xvnc',
+  'xterm',
+);
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'web');
 
 /** An application whose Markdown description holds a script, an event handler and a javascript: link. */
