@@ -89,6 +89,46 @@ describe('prepared mounts (issue 18)', { skip: skip ?? false }, () => {
     await running.exited;
   });
 
+  test("a network namespace added on the host keeps the launcher's namespace; another mount there makes it again, with that mount in it", async (t) => {
+    const rt = shared();
+    const out = await outputDir(t);
+    const p = await rt.pod('kept');
+    /** Where the container's bubblewrap starts: the launcher's namespace, and what is mounted there. */
+    const startsIn = async (name: string) => {
+      const running = await p.start(container(out, name, ['sleep', '1000']));
+      const pid = await sandboxPid(rt, p.name, name);
+      const namespace = await readlink(`/proc/${pid}/ns/mnt`);
+      return { namespace, mounts: mountOptions(await readFile(`/proc/${pid}/mountinfo`, 'utf8')), running };
+    };
+    const first = await startsIn('first');
+    // As `ip netns add` does for every pod's namespace: a mount below /run/netns.
+    const netns = `ucpm${process.pid.toString(36)}`;
+    execFileSync('ip', ['netns', 'add', netns]);
+    t.after(() => void execFileSync('ip', ['netns', 'del', netns]));
+    const second = await startsIn('second');
+    assert.equal(
+      second.namespace,
+      first.namespace,
+      'a namespace added under /run/netns changes nothing there',
+    );
+    const folder = await mkdtemp(join(tmpdir(), 'ucompute-host-mount-'));
+    execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', folder]);
+    t.after(async () => {
+      execFileSync('umount', [folder]);
+      await rm(folder, { recursive: true });
+    });
+    const third = await startsIn('third');
+    assert.notEqual(third.namespace, first.namespace, 'another mount on the host makes the namespace again');
+    assert.equal(
+      third.mounts.has(folder),
+      true,
+      `the host's new mount is there:\n${[...third.mounts.keys()]}`,
+    );
+    assert.equal(first.mounts.has(folder), false);
+    await p.destroy(0);
+    await Promise.all([first, second, third].map((c) => c.running.exited));
+  });
+
   test('a writable placement inside a prepared mount stays writable (that container starts where none are)', async (t) => {
     const rt = shared();
     const out = await outputDir(t);
