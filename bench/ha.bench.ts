@@ -39,6 +39,13 @@
  * figures are those of acceptance alone, its ceiling on this machine. With `--cpu-prof DIR`, every
  * replica of each PostgreSQL case writes a V8 CPU profile there (ended by SIGTERM after its case).
  *
+ * With the leader running, the load starts once the warm-up's jobs have ended, and its jobs are
+ * waited for after it: the leader can lag behind acceptance (then it does its part after the
+ * load). Printed: the jobs not yet submitted and not ended at the load's end, the seconds until
+ * every job had ended, how long the load's jobs waited from acceptance to running (p50, p99), the
+ * CPU per job of each process and PostgreSQL from the load's start until then, and after the load
+ * alone (the leader's work by itself, with its jobs ended per second); each replica's own p50/p99.
+ *
  * Every case also splits the CPU per accepted job by process: each replica's main thread and its
  * other threads (V8's GC and compiler, libuv's pool), PostgreSQL (postmaster and backends), and the
  * load generator (every wrk, read from its shell's waited-children times): what is ours and what
@@ -319,6 +326,9 @@ interface Case {
     unsubmitted: number;
     active: number;
     seconds: number;
+    /** How long the load's jobs waited from their acceptance to running: p50 and p99, ms. */
+    startP50: number;
+    startP99: number;
     perProcess: number[];
     postgres: number;
     /** The same from the load's end on, per job not ended then: the leader's work alone. */
@@ -377,6 +387,16 @@ async function backlog(client: pg.Client): Promise<{ unsubmitted: number; active
   return rows[0]!;
 }
 
+/** How long the jobs accepted from `from` on waited from their acceptance to running: p50 and p99, ms. */
+async function startDelays(client: pg.Client, from: number): Promise<{ startP50: number; startP99: number }> {
+  const { rows } = await client.query<{ q: number[] }>(
+    `select percentile_cont(array[0.5, 0.99]) within group (order by started_at - created_at) as q
+     from jobs where created_at >= $1 and started_at is not null`,
+    [from],
+  );
+  return { startP50: rows[0]!.q[0]!, startP99: rows[0]!.q[1]! };
+}
+
 /** Waits (120 s at most) until every job of the database has ended; answers the seconds waited. */
 async function allEnded(client: pg.Client): Promise<number> {
   const start = performance.now();
@@ -416,10 +436,15 @@ async function measure(
   if (db) await allEnded(db);
   const threads = () => Promise.all(pids.map(threadsCpuMs));
   const [each0, postgresBefore, threads0] = [await cpu(), await postgresCpuMs(), await threads()];
+  const loadStart = Date.now();
   const load = Promise.all(urls.map((url, i) => wrk(url, tokens, split(i), SECONDS)));
   const [results, waits] = database && values.waits ? await backendsDuring(database, load) : [await load];
   const [each1, postgresAfter, threads1] = [await cpu(), await postgresCpuMs(), await threads()];
-  const left = db && { ...(await backlog(db)), seconds: await allEnded(db) };
+  const left = db && {
+    ...(await backlog(db)),
+    seconds: await allEnded(db),
+    ...(await startDelays(db, loadStart)),
+  };
   const [each2, postgresDrained] = [await cpu(), await postgresCpuMs()];
   await db?.end();
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -693,11 +718,14 @@ try {
     const l = c.left!;
     console.log(
       `\n${c.name}: at the load's end ${l.unsubmitted} jobs not yet submitted, ${l.active} not ended; all ended ` +
-        `${l.seconds.toFixed(1)} s later. CPU ms per job from the load's start until then: each replica (leader first) ` +
+        `${l.seconds.toFixed(1)} s later; from acceptance to running p50 ${Math.round(l.startP50)} ms, p99 ${Math.round(l.startP99)} ms. CPU ms per job from the load's start until then: each replica (leader first) ` +
         `${l.perProcess.map((x) => x.toFixed(3)).join(' / ')}, PostgreSQL ${l.postgres.toFixed(3)}, ours ` +
-        `${(l.perProcess.reduce((a, b) => a + b, 0) + l.postgres).toFixed(3)}. After the load alone: ` +
-        `${Math.round(l.active / l.seconds)} jobs ended per second, CPU ms per job ${l.afterLoad.map((x) => x.toFixed(3)).join(' / ')}, ` +
-        `PostgreSQL ${l.postgresAfterLoad.toFixed(3)}`,
+        `${(l.perProcess.reduce((a, b) => a + b, 0) + l.postgres).toFixed(3)}.` +
+        // Nothing left after the load: no work of the leader's alone to divide.
+        (l.active === 0
+          ? ''
+          : ` After the load alone: ${Math.round(l.active / l.seconds)} jobs ended per second, CPU ms per job ` +
+            `${l.afterLoad.map((x) => x.toFixed(3)).join(' / ')}, PostgreSQL ${l.postgresAfterLoad.toFixed(3)}`),
     );
   }
   for (const c of cases.filter((c) => c.waits)) {
