@@ -9,9 +9,16 @@
 import { AssertionError } from 'node:assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Ajv, type ErrorObject, type SchemaValidateFunction, type ValidateFunction } from 'ajv';
-import { fullFormats } from 'ajv-formats/dist/formats.js';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { parseAllDocuments } from 'yaml';
+import {
+  cached,
+  cachedValidator,
+  cacheFolder,
+  createAjv,
+  LIST_MAP_KEYWORD,
+  type ListMapSpec,
+} from './kubernetes-validators.ts';
 
 /** Returns human-readable problems ("spec.tasks[0].template.spec.containers[0].name: is required"); [] when valid. */
 export function kubernetesObjectProblems(object: unknown): string[] {
@@ -20,17 +27,18 @@ export function kubernetesObjectProblems(object: unknown): string[] {
   if (typeof apiVersion !== 'string')
     return [`apiVersion: ${apiVersion === undefined ? 'is required' : 'must be a string'}`];
   if (typeof kind !== 'string') return [`kind: ${kind === undefined ? 'is required' : 'must be a string'}`];
-  const registry = loadRegistry();
-  const kinds = registry.byApiVersion.get(apiVersion);
+  const index = kindIndex();
+  const kinds = index[apiVersion];
   if (!kinds) {
-    const known = [...registry.byApiVersion.keys()].join(', ');
+    const known = Object.keys(index).join(', ');
     return [`apiVersion: "${apiVersion}" is not a known apiVersion (known: ${known})`];
   }
-  const entry = kinds.get(kind);
-  if (!entry) return [`kind: "${kind}" is not a known kind of apiVersion "${apiVersion}"`];
+  const scope = kinds[kind];
+  if (!scope) return [`kind: "${kind}" is not a known kind of apiVersion "${apiVersion}"`];
+  const entry = { apiVersion, kind, scope };
 
   const problems = new Set<string>();
-  const validate = compiled(registry, entry);
+  const validate = validatorOf(apiVersion, kind);
   if (!validate(object)) {
     for (const error of validate.errors ?? []) problems.add(formatError(object, error));
   }
@@ -66,14 +74,80 @@ interface KindEntry {
   apiVersion: string;
   kind: string;
   scope: Scope;
+}
+
+interface RegisteredKind extends KindEntry {
   /** A schema to compile: a $ref into a registered OpenAPI document, or a prepared CRD schema. */
   schema: JsonObject;
-  validate?: ValidateFunction;
 }
 
 interface Registry {
   ajv: Ajv;
-  byApiVersion: Map<string, Map<string, KindEntry>>;
+  byApiVersion: Map<string, Map<string, RegisteredKind>>;
+}
+
+/** Each apiVersion's kinds and their scopes, in the fixtures' order. */
+type KindIndex = Record<string, Record<string, Scope>>;
+
+const OPENAPI_DOCUMENTS = [
+  { id: CORE_ID, file: 'api__v1_openapi.json', prefix: 'io.k8s.api.core.v1.', group: '', version: 'v1' },
+  {
+    id: NETWORKING_ID,
+    file: 'apis__networking.k8s.io__v1_openapi.json',
+    prefix: 'io.k8s.api.networking.v1.',
+    group: 'networking.k8s.io',
+    version: 'v1',
+  },
+];
+const volcanoFiles = () =>
+  readdirSync(join(FIXTURES, 'volcano'))
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f) => join(FIXTURES, 'volcano', f));
+
+let folder: string | undefined;
+
+/** The cached validators' folder, named by what they are compiled from. */
+function cache(): string {
+  if (!folder) {
+    const openapi = OPENAPI_DOCUMENTS.map((doc) => join(FIXTURES, 'kubernetes', doc.file));
+    folder = cacheFolder([...openapi, ...volcanoFiles()]);
+  }
+  return folder;
+}
+
+let index: KindIndex | undefined;
+
+function kindIndex(): KindIndex {
+  index ??= JSON.parse(
+    readFileSync(
+      cached(cache(), 'kinds.json', () => {
+        const kinds: KindIndex = {};
+        for (const [apiVersion, entries] of loadRegistry().byApiVersion) {
+          kinds[apiVersion] = Object.fromEntries([...entries.values()].map((e) => [e.kind, e.scope]));
+        }
+        return JSON.stringify(kinds);
+      }),
+      'utf8',
+    ),
+  ) as KindIndex;
+  return index;
+}
+
+const validators = new Map<string, ValidateFunction>();
+
+/** A known kind's validator: from the cache, compiled into it first when missing. */
+function validatorOf(apiVersion: string, kind: string): ValidateFunction {
+  const key = `${apiVersion}/${kind}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = cachedValidator(cache(), key.replaceAll('/', '_'), () => {
+      const { ajv, byApiVersion } = loadRegistry();
+      return { ajv, validate: ajv.compile(byApiVersion.get(apiVersion)!.get(kind)!.schema) };
+    });
+    validators.set(key, validate);
+  }
+  return validate;
 }
 
 let registry: Registry | undefined;
@@ -81,24 +155,14 @@ let registry: Registry | undefined;
 function loadRegistry(): Registry {
   if (registry) return registry;
   const ajv = createAjv();
-  const byApiVersion = new Map<string, Map<string, KindEntry>>();
-  const add = (entry: KindEntry) => {
-    const kinds = byApiVersion.get(entry.apiVersion) ?? new Map<string, KindEntry>();
+  const byApiVersion = new Map<string, Map<string, RegisteredKind>>();
+  const add = (entry: RegisteredKind) => {
+    const kinds = byApiVersion.get(entry.apiVersion) ?? new Map<string, RegisteredKind>();
     byApiVersion.set(entry.apiVersion, kinds);
     kinds.set(entry.kind, entry);
   };
 
-  const openapi = [
-    { id: CORE_ID, file: 'api__v1_openapi.json', prefix: 'io.k8s.api.core.v1.', group: '', version: 'v1' },
-    {
-      id: NETWORKING_ID,
-      file: 'apis__networking.k8s.io__v1_openapi.json',
-      prefix: 'io.k8s.api.networking.v1.',
-      group: 'networking.k8s.io',
-      version: 'v1',
-    },
-  ];
-  for (const doc of openapi) {
+  for (const doc of OPENAPI_DOCUMENTS) {
     const json = JSON.parse(readFileSync(join(FIXTURES, 'kubernetes', doc.file), 'utf8')) as JsonObject;
     const schemas = (json.components as JsonObject).schemas as JsonObject;
     const prepared = prepareComponents(schemas);
@@ -122,9 +186,8 @@ function loadRegistry(): Registry {
     }
   }
 
-  const volcano = join(FIXTURES, 'volcano');
-  for (const file of readdirSync(volcano).filter((f) => f.endsWith('.yaml'))) {
-    for (const doc of parseAllDocuments(readFileSync(join(volcano, file), 'utf8'))) {
+  for (const file of volcanoFiles()) {
+    for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
       const crd = doc.toJS() as JsonObject | null;
       if (crd?.kind !== 'CustomResourceDefinition') continue;
       const spec = crd.spec as JsonObject;
@@ -145,11 +208,6 @@ function loadRegistry(): Registry {
   return registry;
 }
 
-function compiled(reg: Registry, entry: KindEntry): ValidateFunction {
-  entry.validate ??= reg.ajv.compile(entry.schema);
-  return entry.validate;
-}
-
 /** Namespaced kinds are created under /namespaces/{namespace}/; that is the only scope signal in the document. */
 function scopesFromPaths(paths: JsonObject, group: string, version: string): Map<string, Scope> {
   const scopes = new Map<string, Scope>();
@@ -166,66 +224,11 @@ function scopesFromPaths(paths: JsonObject, group: string, version: string): Map
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Ajv
+// Ajv's data
 
-const LIST_MAP_KEYWORD = 'ucomputeListMapKeys';
 const QUANTITY_PATTERN =
   '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
 const KNOWN_FORMATS = new Set(['int32', 'int64', 'byte', 'date-time']);
-
-function createAjv(): Ajv {
-  const ajv = new Ajv({
-    strict: false, // OpenAPI documents carry x-* extensions, `components`, `discriminator` data, etc.
-    code: { optimize: false },
-    allErrors: true,
-    verbose: true, // puts the offending value into errors, for messages like "(got "Sideways")"
-    allowUnionTypes: true,
-    formats: {
-      int32: fullFormats.int32,
-      int64: fullFormats.int64,
-      byte: fullFormats.byte,
-      'date-time': fullFormats['date-time'],
-    },
-  });
-  ajv.addKeyword({
-    keyword: LIST_MAP_KEYWORD,
-    type: 'array',
-    schemaType: 'object',
-    errors: true,
-    validate: listMapKeys,
-  });
-  return ajv;
-}
-
-interface ListMapSpec {
-  keys: string[];
-  defaults: Record<string, unknown>;
-}
-
-/** `x-kubernetes-list-type: map`: the API server rejects custom resources whose list items repeat a key. */
-const listMapKeys: SchemaValidateFunction = (spec: ListMapSpec, data: unknown[], _parent, dataCxt) => {
-  const seen = new Map<string, number>();
-  const errors: Partial<ErrorObject>[] = [];
-  data.forEach((item, index) => {
-    if (!isRecord(item)) return;
-    const values = spec.keys.map((key) => item[key] ?? spec.defaults[key] ?? null);
-    const identity = JSON.stringify(values);
-    const first = seen.get(identity);
-    if (first === undefined) {
-      seen.set(identity, index);
-      return;
-    }
-    const described = spec.keys.map((key, i) => `${key}=${JSON.stringify(values[i])}`).join(', ');
-    errors.push({
-      keyword: LIST_MAP_KEYWORD,
-      instancePath: `${dataCxt?.instancePath ?? ''}/${index}`,
-      params: {},
-      message: `duplicate entry: ${described} is already used by item [${first}]`,
-    });
-  });
-  listMapKeys.errors = errors;
-  return errors.length === 0;
-};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Schema preparation: make Kubernetes' OpenAPI behave like the API server under JSON Schema rules
@@ -562,8 +565,8 @@ function configDataProblems(object: JsonObject, problems: string[]): void {
 
 function formatError(data: unknown, error: ErrorObject): string {
   const params = error.params as Record<string, unknown>;
-  const path = pathFromPointer(data, error.instancePath);
-  const got = error.data === undefined ? '' : ` (got ${describe(error.data)})`;
+  const { path, value } = pathFromPointer(data, error.instancePath);
+  const got = value === undefined ? '' : ` (got ${describe(value)})`;
   switch (error.keyword) {
     case 'required':
       return `${joinPath(path, String(params.missingProperty))}: is required`;
@@ -606,9 +609,13 @@ function formatMessage(format: string): string {
   }
 }
 
-/** "/spec/tasks/0/template" → "spec.tasks[0].template"; the data tells array indexes from numeric map keys. */
-function pathFromPointer(data: unknown, pointer: string): string {
-  if (pointer === '') return '';
+/**
+ * "/spec/tasks/0/template" → "spec.tasks[0].template" and the value there (the error's data: Ajv's
+ * `verbose` would copy the schemas into the cached code); the data tells array indexes from numeric
+ * map keys.
+ */
+function pathFromPointer(data: unknown, pointer: string): { path: string; value: unknown } {
+  if (pointer === '') return { path: '', value: data };
   let path = '';
   let current: unknown = data;
   for (const raw of pointer.slice(1).split('/')) {
@@ -621,7 +628,7 @@ function pathFromPointer(data: unknown, pointer: string): string {
       current = isRecord(current) ? current[segment] : undefined;
     }
   }
-  return path;
+  return { path, value: current };
 }
 
 function joinPath(path: string, key: string): string {
