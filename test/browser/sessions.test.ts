@@ -228,7 +228,8 @@ describe('sessions on the local backend, in a browser', tools, () => {
     await app.getByText('hello.ipynb').first().waitFor({ timeout: 60_000 });
     await app.goto(`${appOrigin}/notebooks/local/notes/hello.ipynb`);
     await app.getByText('Hello from my home drive').first().waitFor({ state: 'attached', timeout: 60_000 });
-    // A kernel computes over its WebSocket through the proxy.
+    // The notebook's kernel, reached over its WebSocket through the proxy, computes.
+    await app.waitForSelector('#kernel_indicator_icon.kernel_idle_icon', { timeout: 60_000 });
     assert.equal(await app.evaluate<string>(ONE_PLUS_ONE), '2');
     // Neither the link's ticket nor the cookie's secret is in any process's arguments.
     const cookie = (await context.cookies(appOrigin)).find((c) => c.name === 'ucompute-session');

@@ -236,18 +236,24 @@ export async function onePlusOneInNotebook(page: Page, kernelMs: number): Promis
 }
 
 /**
- * Run in a page of a Jupyter app's origin: starts a kernel and answers what `1+1` gives over the
- * kernel's WebSocket (the proxy carries both the HTTP and the WebSocket).
+ * Run in a page of a Jupyter app's origin: answers what `1+1` gives in a kernel, over the kernel's
+ * WebSocket (the proxy carries both the HTTP and the WebSocket). The kernel of a notebook open
+ * there already (its session's) if there is one, else one started for it.
  */
 export const ONE_PLUS_ONE = `(async () => {
   const xsrf = document.cookie.split('; ').find((c) => c.startsWith('_xsrf='))?.slice(6) ?? '';
-  const created = await fetch('/api/kernels', {
-    method: 'POST',
-    headers: { 'X-XSRFToken': xsrf, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'python3' }),
-  });
-  if (!created.ok) return 'starting a kernel: ' + created.status;
-  const kernel = await created.json();
+  const sessions = await fetch('/api/sessions');
+  if (!sessions.ok) return 'listing the sessions: ' + sessions.status;
+  let kernel = (await sessions.json())[0]?.kernel;
+  if (kernel === undefined) {
+    const created = await fetch('/api/kernels', {
+      method: 'POST',
+      headers: { 'X-XSRFToken': xsrf, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'python3' }),
+    });
+    if (!created.ok) return 'starting a kernel: ' + created.status;
+    kernel = await created.json();
+  }
   const socket = new WebSocket('ws://' + location.host + '/api/kernels/' + kernel.id + '/channels');
   return await new Promise((resolve) => {
     socket.onopen = () => socket.send(JSON.stringify({
@@ -255,9 +261,12 @@ export const ONE_PLUS_ONE = `(async () => {
       parent_header: {}, metadata: {}, channel: 'shell', buffers: [],
       content: { code: '1+1', silent: false, store_history: false, user_expressions: {}, allow_stdin: false, stop_on_error: true },
     }));
+    // The kernel's other clients' results (a notebook's) are not the answer.
     socket.onmessage = (event) => {
       const message = JSON.parse(event.data);
-      if (message.msg_type === 'execute_result') resolve(message.content.data['text/plain']);
+      if (message.msg_type === 'execute_result' && message.parent_header.msg_id === 'one-plus-one') {
+        resolve(message.content.data['text/plain']);
+      }
     };
     socket.onerror = () => resolve('the kernel WebSocket failed');
   });

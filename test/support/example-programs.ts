@@ -2,8 +2,9 @@
  * The example apps' programs (Jupyter Notebook, the Xtigervnc desktop with its xterm) that browser
  * files start on this machine to stand for a job's, once per test process: several browser files in
  * one process (`--test-isolation=none`, the runner's browser lane) share them as they share
- * Chromium. What a file checks must not depend on what another did with them: a kernel of its own
- * (each notebook page and each `ONE_PLUS_ONE` starts one), its own noVNC connection.
+ * Chromium. What a file checks must not depend on what another did with them: a notebook page of
+ * its own (a saved output would pass another's check), its own noVNC connection; `ONE_PLUS_ONE`
+ * computes in any kernel there is, or one it starts.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
