@@ -1,19 +1,16 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { AUTHORIZE_PATH } from '../../src/interactive/sessions.ts';
-import { localServeConfig, ONE_PLUS_ONE, serveClient, VNC_CONNECTED } from '../support/browser.ts';
+import { ONE_PLUS_ONE, serveClient, VNC_CONNECTED } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
 import { type PageGlobal, panelDrawn } from '../support/desktop-canvas.ts';
 import { processesWithArgument } from '../support/interactive.ts';
+import { localServe } from '../support/local-serve.ts';
 import { needs } from '../support/local-tools.ts';
 import { ROOT } from '../support/paths.ts';
-import { outputTail, serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
 import {
   answerLost,
@@ -28,7 +25,8 @@ import {
 
 /**
  * Sessions researchers would choose over Open OnDemand and JupyterHub (issue 19), end to end: a
- * `ucompute serve` on the local backend (its own bridge and subnet) driven in Debian's Chromium.
+ * `ucompute serve` on the local backend (local-serve.ts: its own bridge and subnet, shared with
+ * web-app in one process) driven in Debian's Chromium.
  * A session card's Connect opens the starting page, which goes on to Jupyter once it answers, where
  * a notebook of the user's home drive opens and a kernel computes 1+1 over its WebSocket through
  * the proxy (the link's ticket and the cookie's secret in no process's arguments); the desktop
@@ -51,19 +49,6 @@ const tools = await needs(
 );
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'sessions');
 
-/** A job that burns CPU in bursts (a shell loop, then 0.2 s asleep: not a whole core of the suite's two). */
-const BURN_APP = `application: v1
-name: burn
-version: "1.0"
-title: Burn CPU
-authors: [test]
-description: Burns CPU in bursts until its time runs out.
-tags: [test]
-tool: { name: debian, version: "12" }
-applicationType: BATCH
-invocation: [sh, -c, 'while :; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.2; done']
-`;
-
 /** A notebook in the user's home drive, with one cell of text to find. */
 const NOTEBOOK = JSON.stringify({
   cells: [{ cell_type: 'markdown', metadata: {}, source: ['Hello from my home drive'] }],
@@ -74,13 +59,6 @@ const NOTEBOOK = JSON.stringify({
 
 /** What the page functions below use of the page's document (the tests compile without the DOM's types). */
 describe('sessions on the local backend, in a browser', tools, () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'ucompute-sessions-'));
-  // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
-  chmodSync(tmp, 0o711);
-  const { config, bridge } = localServeConfig(tmp);
-  // Jobs' use sampled every second, not every 5 s: the resource chart's check waits on samples.
-  writeFileSync(config, 'resourceSampleMs: 1000\n', { flag: 'a' });
-  let server: ChildProcess | undefined;
   let url: string;
   let admin: ReturnType<typeof serveClient>;
   let bobToken: string;
@@ -99,16 +77,10 @@ describe('sessions on the local backend, in a browser', tools, () => {
   before(
     async () => {
       mkdirSync(ARTIFACTS, { recursive: true });
-      const apps = join(tmp, 'apps');
-      mkdirSync(apps);
-      writeFileSync(join(apps, 'burn.yml'), BURN_APP);
-      server = spawnServe([
-        ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
-        ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', apps],
-      ]);
-      serverLog = outputTail(server);
-      url = await serving(server);
-      admin = serveClient(url, readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim());
+      // Its jobs' use sampled every second (the resource chart's check waits on samples); its burn app.
+      const served = await localServe();
+      ({ url, serverLog } = served);
+      admin = serveClient(url, served.token);
       // bob has no credits of his own; his project, lab, has.
       await admin.api('/api/admin/users', { name: 'bob' });
       await admin.api('/api/admin/projects', { id: 'lab', title: 'Lab' });
@@ -127,7 +99,7 @@ describe('sessions on the local backend, in a browser', tools, () => {
         {
           method: 'PUT',
           headers: {
-            authorization: `Bearer ${readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim()}`,
+            authorization: `Bearer ${served.token}`,
             'content-type': 'application/octet-stream',
           },
           body: NOTEBOOK,
@@ -150,12 +122,6 @@ describe('sessions on the local backend, in a browser', tools, () => {
   after(async () => {
     await isolated?.close();
     await stopJobs().catch(() => {});
-    server?.kill('SIGTERM');
-    await new Promise((resolve) =>
-      server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
-    );
-    await removeBridgeNetwork(bridge).catch(() => {});
-    rmSync(tmp, { recursive: true, force: true });
   });
 
   /** Stops the jobs the tests started that still run. */

@@ -1,19 +1,15 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
-import { localServeConfig, serveClient } from '../support/browser.ts';
+import { serveClient } from '../support/browser.ts';
 import { type IsolatedChromium, launchChromium } from '../support/chromium.ts';
+import { localServe } from '../support/local-serve.ts';
 import { needs } from '../support/local-tools.ts';
 import { ROOT } from '../support/paths.ts';
-import { outputTail, serving, spawnServe } from '../support/serve.ts';
 import { until } from '../support/until.ts';
 import {
-  builtWebApp,
   capture,
   DESKTOP,
   failedRequestsOf,
@@ -23,15 +19,15 @@ import {
 } from '../support/web-app.ts';
 
 /**
- * The web interface end to end: `ucompute serve` on the local backend (its own bridge and subnet)
- * serving web/dist, driven in Debian's Chromium as a researcher would: sign in with a token, find
- * word-count in the catalogue, upload a file, launch it from its form (an invalid value first, then
- * the file picked from the drive), watch it reach SUCCESS with its output on the job page, see the
- * usage chart move; open a terminal in a running job and run a command, extend it and cancel it;
- * open the Jupyter example (through its starting page) and see the job list follow its end.
- * Each page is photographed at desktop and phone widths into
- * test-artifacts/web and checked with axe-core (no serious or critical violations). One browser,
- * one page for the whole file.
+ * The web interface end to end: `ucompute serve` on the local backend (local-serve.ts: its own
+ * bridge and subnet, shared with sessions in one process) serving web/dist, driven in Debian's
+ * Chromium as a researcher would: sign in with a token, find word-count in the catalogue, upload a
+ * file, launch it from its form (an invalid value first, then the file picked from the drive),
+ * watch it reach SUCCESS with its output on the job page, see the usage chart move; open a
+ * terminal in a running job and run a command, extend it and cancel it; open the Jupyter example
+ * (through its starting page) and see the job list follow its end. Each page is photographed at
+ * desktop and phone widths into test-artifacts/web and checked with axe-core (no serious or
+ * critical violations). One browser, one page for the whole file.
  */
 
 const tools = await needs(
@@ -45,32 +41,7 @@ const tools = await needs(
 );
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'web');
 
-/** An application whose Markdown description holds a script, an event handler and a javascript: link. */
-const HOSTILE_APP = `application: v1
-name: hostile
-version: "1.0"
-title: Hostile description
-authors: [test]
-description: |
-  **Bold** text.
-
-  <script>window.scripted = true</script>
-
-  <img src="x" alt="x" onerror="window.handled = true">
-
-  [a link](javascript:window.linked=true)
-tags: [test]
-tool: { name: debian, version: "12" }
-applicationType: BATCH
-invocation: [ "true" ]
-`;
-
 describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'ucompute-web-'));
-  // Passable by others: the sandbox reaches the data folder as containers' unprivileged host users.
-  chmodSync(tmp, 0o711);
-  const { config, bridge } = localServeConfig(tmp);
-  let server: ChildProcess | undefined;
   let url: string;
   let token: string;
   let browser: Browser | undefined;
@@ -110,20 +81,12 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
   };
 
   before(async () => {
-    builtWebApp();
     mkdirSync(ARTIFACTS, { recursive: true });
-    // Beside the examples, an app whose description carries HTML that must not reach the page.
-    const hostile = join(tmp, 'hostile-apps');
-    mkdirSync(hostile);
-    writeFileSync(join(hostile, 'hostile.yml'), HOSTILE_APP);
-    server = spawnServe([
-      ...['--data-dir', join(tmp, 'data'), '--config', config, '--backend', 'local'],
-      ...['--apps', join(ROOT, 'examples', 'apps'), '--apps', hostile],
-    ]);
-    serverLog = outputTail(server);
+    // Beside the examples, an app whose description carries HTML that must not reach the page (hostile).
+    const served = await localServe();
+    ({ token, serverLog } = served);
     // The interface is used at localhost, as `ucompute serve` prints it for a browser.
-    url = (await serving(server)).replace('127.0.0.1', 'localhost');
-    token = readFileSync(join(tmp, 'data', 'admin.token'), 'utf8').trim();
+    url = served.url.replace('127.0.0.1', 'localhost');
     isolated = await launchChromium([Number(new URL(url).port)]);
     browser = isolated.browser;
     page = await browser.newPage({ viewport: DESKTOP });
@@ -140,19 +103,12 @@ describe('the web interface in a browser', { ...tools, timeout: 300_000 }, () =>
 
   after(async () => {
     await isolated?.close();
-    const running = await fetch(`${url}/api/jobs/browse?filterState=RUNNING`, {
-      headers: { authorization: `Bearer ${token}` },
-    })
-      .then((r) => r.json() as Promise<{ items: { id: string }[] }>)
-      .catch(() => ({ items: [] }));
+    // Its jobs that still run (the files sharing the server stop theirs before it starts).
+    const running = await api<{ items: { id: string }[] }>('/api/jobs/browse?filterState=RUNNING').catch(
+      () => ({ items: [] }),
+    );
     if (running.items.length > 0)
       await api('/api/jobs/terminate', { items: running.items.map((j) => ({ id: j.id })) }).catch(() => {});
-    server?.kill('SIGTERM');
-    await new Promise((resolve) =>
-      server?.exitCode === null ? server.once('exit', resolve) : resolve(null),
-    );
-    await removeBridgeNetwork(bridge).catch(() => {});
-    rmSync(tmp, { recursive: true, force: true });
   });
 
   test('signing in with a token leads to the catalogue; a wrong token is refused', async () => {
