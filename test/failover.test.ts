@@ -184,7 +184,10 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   await recordWrites(db);
   const load = clients(set, 4);
   t.after(() => load.stop());
-  load.allow(100);
+  // Each phase allows tens of jobs: at each kill, jobs acknowledged and not yet ended, and more
+  // sent across it (150 a run). Twice as many (270) cost a third more CPU; a fault in a few % of
+  // the jobs, as 9b3eee0's 4 % that ended FAILURE after a takeover, still shows in 150.
+  load.allow(50);
   /** A failed wait says what the clients were last answered and what the replicas said. */
   const explained = <T>(waiting: Promise<T>, more = () => ''): Promise<T> =>
     waiting.catch((error: Error) => {
@@ -206,7 +209,7 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
     until(async () => (await succeeded()) >= 10, { describe: '10 jobs succeeded', timeout: 120_000 }),
   );
   const first = await leaderOtherThan(set, undefined);
-  load.allow(80);
+  load.allow(40);
   first.replica.child.kill('SIGKILL');
   const killedAt = performance.now();
   load.sendTo(set.replicas.filter((r) => r !== first.replica));
@@ -221,7 +224,7 @@ test('three replicas on one PostgreSQL: the leader killed, then paused, loses no
   // kill -STOP of the new leader: the last replica takes over; resumed, the paused one writes nothing.
   const third = set.replicas.find((r) => r !== first.replica && r !== second.replica)!;
   load.sendTo([third]);
-  load.allow(60);
+  load.allow(30);
   await explained(
     until(() => load.inFlightTo(second.replica) === 0, {
       describe: `no request to ${second.replica.name} under way`,
