@@ -9,9 +9,9 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after } from 'node:test';
 import { type Started, startDesktop, startJupyter } from './browser.ts';
 import { ROOT } from './paths.ts';
+import { perProcess } from './per-process.ts';
 
 export interface ExamplePrograms {
   /** Jupyter on a Unix socket, serving a folder with an empty notebook test.ipynb. */
@@ -21,8 +21,6 @@ export interface ExamplePrograms {
 }
 
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'browser');
-
-let shared: Promise<ExamplePrograms & { stop(): Promise<void> }> | undefined;
 
 async function start(): Promise<ExamplePrograms & { stop(): Promise<void> }> {
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -42,15 +40,5 @@ async function start(): Promise<ExamplePrograms & { stop(): Promise<void> }> {
   return { jupyter: jupyter.value, desktop: desktop.value, stop };
 }
 
-// They stop when the process's last test has run (after the last browser file's, in the lane).
-after(async () => {
-  const stopping = shared;
-  shared = undefined;
-  await (await stopping?.catch(() => undefined))?.stop();
-});
-
 /** The process's Jupyter and desktop, started by the first file that asks. */
-export function examplePrograms(): Promise<ExamplePrograms> {
-  shared ??= start();
-  return shared;
-}
+export const examplePrograms = perProcess(start);

@@ -10,10 +10,10 @@ import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after } from 'node:test';
 import { removeBridgeNetwork } from '../../src/backends/local/network.ts';
 import { localServeConfig, serveClient } from './browser.ts';
 import { ROOT } from './paths.ts';
+import { perProcess } from './per-process.ts';
 import { outputTail, serving, spawnServe } from './serve.ts';
 import { builtWebApp } from './web-app.ts';
 
@@ -58,8 +58,6 @@ export interface LocalServe {
   /** The newest of what the server wrote (its warnings and errors), and how it ended if it has. */
   serverLog: () => string;
 }
-
-let shared: Promise<LocalServe & { stop(): Promise<void> }> | undefined;
 
 async function start(): Promise<LocalServe & { stop(): Promise<void> }> {
   builtWebApp();
@@ -106,15 +104,5 @@ async function start(): Promise<LocalServe & { stop(): Promise<void> }> {
   }
 }
 
-// It stops when the process's last test has run (after the last browser file's, in the lane).
-after(async () => {
-  const stopping = shared;
-  shared = undefined;
-  await (await stopping?.catch(() => undefined))?.stop();
-});
-
 /** The process's local serve, started by the first file that asks. */
-export function localServe(): Promise<LocalServe> {
-  shared ??= start();
-  return shared;
-}
+export const localServe = perProcess(start);
