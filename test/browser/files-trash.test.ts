@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { serveClient } from '../support/browser.ts';
+import { closeServedPage, type ServedPage, serveWithPage } from '../support/dry-serve.ts';
 import { needs } from '../support/local-tools.ts';
 import { until } from '../support/until.ts';
-import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../support/web-app.ts';
+import { openInApp } from '../support/web-app.ts';
 
 /**
- * The Files page's "Empty trash" in Chromium, on `ucompute serve` with the dry backend (nothing
- * runs: only files): a file put in the Trash through the API is listed there; the button, once
+ * The Files page's "Empty trash" in Chromium, on `ucompute serve` with the dry backend (dry-serve.ts,
+ * shared with job-suspend in one process; nothing runs here: only files): a file put in the Trash through the API is listed there; the button, once
  * confirmed, deletes it for good, on disk as in the listing, and the drive's usage line follows.
  * One browser, one page; its own time budget.
  */
@@ -19,9 +19,7 @@ import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../s
 const tools = await needs('chromium-headless-shell', 'ip');
 
 describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'ucompute-trash-web-'));
-  const dataDir = join(tmp, 'data');
-  const trashOnDisk = join(dataDir, 'storage', 'home', 'local', 'Trash');
+  let dataDir: string;
   let served: ServedPage | undefined;
   let page: Page;
   let url: string;
@@ -29,16 +27,16 @@ describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, ()
   let pageErrors: string[] = [];
 
   before(async () => {
-    served = await serveWithPage(dataDir);
-    ({ page, url, token, pageErrors } = served);
+    served = await serveWithPage();
+    ({ page, url, dataDir, token, pageErrors } = served);
   });
 
   after(async () => {
     await closeServedPage(served);
-    rmSync(tmp, { recursive: true, force: true });
   });
 
   test('Empty trash, confirmed, deletes what is in the Trash for good', async () => {
+    const trashOnDisk = join(dataDir, 'storage', 'home', 'local', 'Trash');
     const upload = await fetch(`${url}/api/files/upload?path=/home/local/old-results.csv`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
@@ -55,7 +53,8 @@ describe('emptying the trash in the browser', { ...tools, timeout: 120_000 }, ()
     await openInApp(page, `/files?path=${encodeURIComponent('/home/local/Trash')}`);
     const files = page.getByRole('table', { name: 'Files' });
     await files.getByText('old-results.csv').waitFor();
-    const usage = page.getByText(/ of 100\.0 GiB used/);
+    // The dry serve's quota (QUOTA_BYTES).
+    const usage = page.getByText(/ of 1\.0 MiB used/);
     await usage.waitFor();
     const usedBefore = await usage.textContent();
 

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { serveClient } from '../support/browser.ts';
+import { closeServedPage, QUOTA_BYTES, type ServedPage, serveWithPage } from '../support/dry-serve.ts';
 import { needs } from '../support/local-tools.ts';
 import { until } from '../support/until.ts';
-import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../support/web-app.ts';
+import { openInApp } from '../support/web-app.ts';
 
 /**
  * The web's job page in Chromium on `ucompute serve` with the dry backend (jobs run until stopped)
- * and a 1 MiB storage quota. Suspend and Resume, and the jobs list saying why a job waits: the job
+ * and a 1 MiB storage quota (dry-serve.ts, shared with files-trash in one process). Suspend and Resume, and the jobs list saying why a job waits: the job
  * is suspended from its page (after the dialog), the list shows who suspended it, Resume is refused
  * in the service's words while the owner is over its quota (a file written into the drive behind
  * the API's back, counted once the Trash is emptied), and accepted once there is room. And the
@@ -22,9 +22,7 @@ import { closeServedPage, openInApp, type ServedPage, serveWithPage } from '../s
 const tools = await needs('chromium-headless-shell', 'ip');
 
 describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
-  const tmp = mkdtempSync(join(tmpdir(), 'ucompute-suspend-web-'));
-  const dataDir = join(tmp, 'data');
-  const bigFile = join(dataDir, 'storage', 'home', 'local', 'big.bin');
+  let bigFile: string;
   let served: ServedPage | undefined;
   let page: Page;
   let url: string;
@@ -32,10 +30,9 @@ describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
   let pageErrors: string[] = [];
 
   before(async () => {
-    const config = join(tmp, 'config.yml');
-    writeFileSync(config, 'dry: { runForMs: null }\nstorage: { quota: { defaultBytes: 1048576 } }\n');
-    served = await serveWithPage(dataDir, ['--config', config]);
+    served = await serveWithPage();
     ({ page, url, token, pageErrors } = served);
+    bigFile = join(served.dataDir, 'storage', 'home', 'local', 'big.bin');
     // Signed in once, for every test of the file.
     await page.goto(url);
     await page.getByLabel('API token').fill(token);
@@ -45,7 +42,6 @@ describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
 
   after(async () => {
     await closeServedPage(served);
-    rmSync(tmp, { recursive: true, force: true });
   });
 
   test('Suspend from the job page, the list says who; Resume refused over the quota, then accepted', async () => {
@@ -74,7 +70,7 @@ describe('the job page in the browser', { ...tools, timeout: 240_000 }, () => {
     assert.equal(await row.locator('.state').textContent(), 'Suspended');
 
     // Over the quota: Resume answers the service's 402, and the job stays suspended.
-    writeFileSync(bigFile, Buffer.alloc(2 * 1024 * 1024));
+    writeFileSync(bigFile, Buffer.alloc(2 * QUOTA_BYTES));
     await api('/api/files/trash/empty', { drive: '/home/local' });
     await openInApp(page, `/jobs/${id}`);
     await page.getByRole('button', { name: 'Resume' }).click();

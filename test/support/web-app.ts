@@ -1,13 +1,11 @@
 /** The web interface in tests and benchmarks: its build, and checks of its pages in Chromium. */
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { type IsolatedChromium, launchChromium } from './chromium.ts';
+import type { Locator, Page } from 'playwright-core';
 import { ROOT } from './paths.ts';
-import { serving, spawnServe } from './serve.ts';
 
 export const WEB_DIST = join(ROOT, 'web', 'dist');
 
@@ -190,42 +188,4 @@ export function jobMeanwhile(
       serverLog: serverLog(),
     };
   };
-}
-
-/** `ucompute serve` and one Chromium page at desktop size, for a browser file of one page. */
-export interface ServedPage {
-  server: ChildProcess;
-  /** Chromium in its own network namespace (closed with closeServedPage). */
-  isolated: IsolatedChromium;
-  browser: Browser;
-  page: Page;
-  /** The server's address with `localhost` (the interface's cookies need a name, not an IP). */
-  url: string;
-  /** The administrator's token the server wrote into its data folder. */
-  token: string;
-  /** The page's uncaught errors, collected from its start. */
-  pageErrors: string[];
-}
-
-/** Starts `ucompute serve --data-dir dataDir ...args` (the web build made first) and a page. */
-export async function serveWithPage(dataDir: string, args: readonly string[] = []): Promise<ServedPage> {
-  builtWebApp();
-  const server = spawnServe(['--data-dir', dataDir, ...args]);
-  const url = (await serving(server)).replace('127.0.0.1', 'localhost');
-  const token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
-  const isolated = await launchChromium([Number(new URL(url).port)]);
-  const browser = isolated.browser;
-  const page = await browser.newPage({ viewport: DESKTOP });
-  const pageErrors: string[] = [];
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
-  return { server, isolated, browser, page, url, token, pageErrors };
-}
-
-/** Closes the browser and stops the server, waiting for its exit. */
-export async function closeServedPage(served: ServedPage | undefined): Promise<void> {
-  await served?.isolated.close();
-  const server = served?.server;
-  if (!server) return;
-  server.kill('SIGTERM');
-  await new Promise((resolve) => (server.exitCode === null ? server.once('exit', resolve) : resolve(null)));
 }
