@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { kubernetesBackend } from '../src/backends/kubernetes/kubernetes-backend.ts';
 import { resolvePipelineConfig } from '../src/model/config.ts';
 import { JOB_ISOLATION_POLICY } from '../src/volcano/names.ts';
-import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
+import { backendOn } from './support/fake-kube/backend.ts';
+import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build } from './support/fixtures.ts';
 
 const MPI = {

@@ -13,7 +13,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse } from 'yaml';
-import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
+import { backendOn } from './support/fake-kube/backend.ts';
+import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build, ROOT } from './support/fixtures.ts';
 
 interface Rule {

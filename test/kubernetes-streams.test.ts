@@ -5,7 +5,8 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { test } from 'node:test';
 import type { LogChunk } from '../src/jobs/backend.ts';
 import type { JobStorage } from '../src/storage/job-storage.ts';
-import { backendOn, eventually, fakeCluster } from './support/fake-kube/cluster.ts';
+import { backendOn } from './support/fake-kube/backend.ts';
+import { eventually, fakeCluster } from './support/fake-kube/cluster.ts';
 import { build } from './support/fixtures.ts';
 
 const TWO = {
