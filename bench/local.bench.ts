@@ -20,9 +20,11 @@
  * time for as many.
  *
  * The backend is built as `openLocalBackend` builds it (createRuntime, then localBackend), with a
- * timing wrapper around the runtime. It uses its own bridge (ucbench0, 10.93.0.0/16), so that it
- * does not touch the pods of a ucompute or a test run on the same machine; the bridge, its nftables
- * tables, the temporary folder, podman's containers and image are all removed at the end.
+ * timing wrapper around the runtime. It uses its own bridge (ucbench0) and the subnet the runtime
+ * derives, free on the host (a fixed 10.93.0.0/16 was refused beside a test's instance that had
+ * derived 10.93.48.0/20), so that it does not touch the pods of a ucompute or a test run on the
+ * same machine; the bridge, its nftables tables, the temporary folder, podman's containers and
+ * image are all removed at the end.
  *
  * Its data folder is made in `--dir` (default /var/lib: where `ucompute serve` keeps its data as
  * root, and podman its containers). Not in /tmp: on this kind of machine / is ext4 without a
@@ -76,7 +78,6 @@ const TARGET = { p50: 10, wallSeconds: 10, startVsPodman: 14, batchVsPodman: 20 
 const JOB_TIMEOUT_MS = 30_000;
 const BATCH_TIMEOUT_MS = 600_000;
 const BRIDGE = 'ucbench0';
-const SUBNET = '10.93.0.0/16';
 const PREFIX = `ucb${process.pid}`;
 
 const missing = [];
@@ -227,7 +228,7 @@ const stateDir = join(home, 'local');
 const runtime = timedRuntime(
   await createRuntime({
     stateDir: join(stateDir, 'runtime'),
-    network: { bridge: BRIDGE, subnet: SUBNET },
+    network: { bridge: BRIDGE },
   }),
 );
 const backend: LocalBackend = await localBackend({
