@@ -3,6 +3,7 @@ import { isFinal } from '../model/job-states.ts';
 import { PLUGINS } from '../plugins/index.ts';
 import type { PreparedJob } from '../plugins/plugin.ts';
 import type { Transactional } from '../store/store.ts';
+import { adoptCreated } from './adoption.ts';
 import { jobControl } from './control.ts';
 import { logsGone } from './errors.ts';
 import { jobIntake, newJobOf } from './intake.ts';
@@ -116,11 +117,15 @@ export function createJobService(options: ServiceOptions): JobService {
     loop = engine;
     loopControl = engine === own ? control : controlOf(engine, loopStore);
     backend.setLeading?.(holds ?? (() => true));
+    /** Stops queuing the jobs other replicas accept as they commit (this replica queues its own). */
+    let stopAdopting = () => {};
     try {
+      if (options.replicated) stopAdopting = await adoptCreated(store, submission.enqueue, log);
       await m.recover(submission.enqueue);
       await restarts.recover();
     } catch (err) {
       // Not leading after all (deposed, or the store failed): the next attempt starts again.
+      stopAdopting();
       if (options.replicated) {
         loop = undefined;
         loopControl = undefined;
@@ -149,6 +154,7 @@ export function createJobService(options: ServiceOptions): JobService {
     timer = clock.setTimeout(tick, interval);
     return async () => {
       stopped = true;
+      stopAdopting();
       if (options.replicated) {
         loop = undefined;
         loopControl = undefined;

@@ -16,6 +16,12 @@ export interface JobEventRow {
 export interface JobEventLog {
   /** The events after `seq`, in order, at most `limit`. */
   after(seq: number, limit: number): Promise<JobEventRow[]>;
+  /**
+   * The jobs created by the events numbered after `after` up to `upTo`, in their order: what a
+   * leader adopts as other replicas accept them (submission leaves out those submitted or ended
+   * since, as it does any job it is asked for).
+   */
+  created(after: number, upTo: number): Promise<string[]>;
   /** The oldest and newest event kept (0 and 0 when there is none). */
   bounds(): Promise<{ oldest: number; newest: number }>;
   /** Forgets all but the newest `keep` events; answers how many were forgotten. */

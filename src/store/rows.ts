@@ -163,6 +163,14 @@ export const heldSum = (r: Row | undefined) => Math.round(Number(r?.credits ?? 0
 /** An owner's rows in held_credits are folded into one (foldHeldCredits) beyond this many. */
 export const HELD_CHANGES_KEPT = 16;
 
+/**
+ * JobEventLog.created (both stores): the jobs created by the events numbered in (?, ?], from the
+ * events alone (a range of their key): joined with jobs to leave out those submitted since, it was
+ * planned (generic plan) as a scan of every job, ~1,500 blocks a read.
+ */
+export const CREATED =
+  'select job_id from job_events where seq > ? and seq <= ? and update_seq = 0 order by seq';
+
 /** Marks jobs submitted unless suspended, answering their states: `where` names them. */
 export const markSubmittedWhere = (where: string) =>
   `update jobs set submitted = case when state = 'SUSPENDED' then submitted else 1 end where ${where} returning id, state`;

@@ -1,5 +1,5 @@
 import type { JobEventLog, OnJobEvents } from '../job-events.ts';
-import { toJobEvent } from '../rows.ts';
+import { CREATED, toJobEvent } from '../rows.ts';
 import { type Connection, JOB_EVENTS_CHANNEL } from './database.ts';
 import { listenOn } from './listen.ts';
 
@@ -17,6 +17,9 @@ export function postgresJobEvents({ query }: Connection): JobEventLog {
         limit,
       );
       return rows.map(toJobEvent);
+    },
+    async created(after, upTo) {
+      return (await query(CREATED, after, upTo)).map((r) => r.job_id as string);
     },
     async bounds() {
       const [r] = await query('select min(seq) as oldest, max(seq) as newest from job_events');

@@ -1,5 +1,5 @@
 import type { JobEventLog } from '../job-events.ts';
-import { toJobEvent } from '../rows.ts';
+import { CREATED, toJobEvent } from '../rows.ts';
 import type { Row, SqliteDatabase, Synchronous } from './database.ts';
 
 /** Records a change of a job in the transaction that makes it (update null: a rename). */
@@ -18,6 +18,9 @@ export function sqliteJobEvents({ sql }: SqliteDatabase): Synchronous<JobEventLo
          where e.seq > ? order by e.seq limit ?`,
       ).all(seq, limit) as Row[];
       return rows.map(toJobEvent);
+    },
+    created(after, upTo) {
+      return (sql(CREATED).all(after, upTo) as Row[]).map((r) => r.job_id as string);
     },
     bounds() {
       const r = sql('select min(seq) as oldest, max(seq) as newest from job_events').get() as Row;
