@@ -174,11 +174,15 @@ export function makeJobFolder(request: FolderRequest, parents: Parents = new Map
   }
 }
 
+// The answer goes after the shared folders are closed: a caller that has its answer finds none of
+// the batch's descriptors still open (job-folder.test.ts checks; answering first failed it once).
 parentPort?.on('message', (requests: FolderRequest[]) => {
   const parents: Parents = new Map();
+  let answers: FolderAnswer[];
   try {
-    parentPort!.postMessage(requests.map((request) => makeJobFolder(request, parents)));
+    answers = requests.map((request) => makeJobFolder(request, parents));
   } finally {
     for (const folder of parents.values()) closeSync(folder);
   }
+  parentPort!.postMessage(answers);
 });
