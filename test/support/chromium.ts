@@ -68,6 +68,11 @@ async function launchShared(): Promise<Shared> {
     // (a full run once lost a POST that way). A veth pair inside the namespace, with an address and
     // no route anywhere, makes it online; nothing outside the namespace changes.
     await run('ip', ['-n', netns, 'link', 'add', 'online0', 'type', 'veth', 'peer', 'name', 'online1']);
+    // No IPv6 link-local addresses on the pair: the kernel adds them 1–2 s after the links are up
+    // (after duplicate address detection), when Chromium is already loading the first file's page,
+    // which it then drops as ERR_NETWORK_CHANGED (files-trash, first in its process, 12:10 today).
+    for (const end of ['online0', 'online1'])
+      await run('ip', ['-n', netns, 'link', 'set', end, 'addrgenmode', 'none']);
     await run('ip', ['-n', netns, 'address', 'add', '192.0.2.1/32', 'dev', 'online0']);
     await run('ip', ['-n', netns, 'link', 'set', 'online1', 'up']);
     await run('ip', ['-n', netns, 'link', 'set', 'online0', 'up']);
