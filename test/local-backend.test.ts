@@ -137,10 +137,15 @@ test('pods of two jobs cannot reach each other; a peer can, by its hostname', to
   const server = shellTask(
     'srv',
     1,
-    `exec node -e "require('net').createServer(s => s.end('hello\\\\n')).listen(7000)"`,
+    `exec node -e "require('net').createServer(s => s.end('hello\\\\n')).listen(7000, () => console.log('listening'))"`,
   );
   await backend.submitVolcanoJob('server', vcjob('server', [server]));
   await running('server');
+  // RUNNING is the pod's, not the server's: the clients connect once it listens (a loaded fresh
+  // clone's suite, 12:38 today, had the peer refused by a server still starting).
+  await until(async () => (await output('server'))[0]?.includes('listening'), {
+    describe: 'the server pod listens on port 7000',
+  });
   // The pod's /etc/hosts is among its records (the runtime's pods folder), one file per pod.
   const pods = join(home, 'local/runtime/pods');
   const serverPod = (await readdir(pods)).find((name) => name.includes('srv'));
