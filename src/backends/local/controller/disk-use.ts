@@ -29,10 +29,13 @@ export function watchDiskUse(
       folder = await openFolder(ctx.volumes.storageRoot, relative, { create: true });
       const used = await diskUse(folder);
       if (used > limitBytes && !isFinalPhase(run.phase)) {
-        await fail(
-          run,
-          `The job used ${formatBytes(used)} of its ${formatBytes(limitBytes)} disk limit in its job folder`,
-        );
+        // Just past the limit both round alike ("1.0 MiB of its 1.0 MiB"): then in bytes, which
+        // show the excess.
+        const [usedText, limitText] =
+          formatBytes(used) === formatBytes(limitBytes)
+            ? [`${used} B`, `${limitBytes} B`]
+            : [formatBytes(used), formatBytes(limitBytes)];
+        await fail(run, `The job used ${usedText} of its ${limitText} disk limit in its job folder`);
       }
     } catch (err) {
       ctx.log?.warn({ err, jobId: run.id }, 'could not measure the disk use of a job folder');
