@@ -31,11 +31,10 @@ export function watchDiskUse(
       if (used > limitBytes && !isFinalPhase(run.phase)) {
         // Just past the limit both round alike ("1.0 MiB of its 1.0 MiB"): then in bytes, which
         // show the excess.
-        const [usedText, limitText] =
-          formatBytes(used) === formatBytes(limitBytes)
-            ? [`${used} B`, `${limitBytes} B`]
-            : [formatBytes(used), formatBytes(limitBytes)];
-        await fail(run, `The job used ${usedText} of its ${limitText} disk limit in its job folder`);
+        const [usedText, limitText] = [formatBytes(used), formatBytes(limitBytes)];
+        const [usedShown, limitShown] =
+          usedText === limitText ? [`${used} B`, `${limitBytes} B`] : [usedText, limitText];
+        await fail(run, `The job used ${usedShown} of its ${limitShown} disk limit in its job folder`);
       }
     } catch (err) {
       ctx.log?.warn({ err, jobId: run.id }, 'could not measure the disk use of a job folder');
